@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * parq scheduling core; see parq_core.h.  Compiled into sch_parq.ko and,
+ * unchanged, into the user-space unit tests.
+ */
+#include "parq_core.h"
+
+#ifndef __KERNEL__
+#define NSEC_PER_SEC	1000000000ULL
+
+static inline u64 div64_u64_rem(u64 dividend, u64 divisor, u64 *remainder)
+{
+	*remainder = dividend % divisor;
+	return dividend / divisor;
+}
+#endif
+
+static u32 parq_units(const struct parq_thresh *t, u32 len)
+{
+	return t->unit == PARQ_UNIT_PACKETS ? 1 : len;
+}
+
+void parq_thresh_init(struct parq_thresh *t, u32 threshold, u8 unit)
+{
+	t->threshold = threshold;
+	t->unit = unit;
+	t->credit = threshold;
+}
+
+enum parq_pick parq_thresh_pick(const struct parq_thresh *t,
+				bool parallel_backlogged,
+				bool local_backlogged)
+{
+	if (!local_backlogged)
+		return parallel_backlogged ? PARQ_PICK_PARALLEL : PARQ_PICK_NONE;
+	if (!parallel_backlogged)
+		return PARQ_PICK_LOCAL;
+	if (parq_thresh_is_strict(t) || t->credit > 0)
+		return PARQ_PICK_PARALLEL;
+	return PARQ_PICK_LOCAL;
+}
+
+void parq_thresh_charge(struct parq_thresh *t, enum parq_pick sent, u32 len,
+			bool other_backlogged)
+{
+	s64 units = parq_units(t, len);
+
+	if (parq_thresh_is_strict(t))
+		return;
+	if (sent == PARQ_PICK_PARALLEL) {
+		/* Only parallel traffic sent while local waits counts. */
+		if (other_backlogged)
+			t->credit -= units;
+		return;
+	}
+	/*
+	 * Local sent.  On a threshold turn the refill is proportional to what
+	 * local took, which keeps the ratio exact for any packet sizes.  When
+	 * parallel was idle, a pending turn is settled the same way, but credit
+	 * already earned is not raised: local-only periods build no burst.
+	 */
+	if (other_backlogged || t->credit <= 0)
+		t->credit += (s64)t->threshold * units;
+}
+
+void parq_rr_init(struct parq_rr *rr, u32 quantum)
+{
+	rr->head = NULL;
+	rr->tail = NULL;
+	rr->quantum = quantum;
+	rr->active = 0;
+}
+
+void parq_rr_add(struct parq_rr *rr, struct parq_rr_node *n)
+{
+	n->next = NULL;
+	n->deficit = rr->quantum;
+	if (rr->tail)
+		rr->tail->next = n;
+	else
+		rr->head = n;
+	rr->tail = n;
+	rr->active++;
+}
+
+static void parq_rr_rotate(struct parq_rr *rr)
+{
+	struct parq_rr_node *n = rr->head;
+
+	if (n == rr->tail)
+		return;
+	rr->head = n->next;
+	n->next = NULL;
+	rr->tail->next = n;
+	rr->tail = n;
+}
+
+struct parq_rr_node *parq_rr_select(struct parq_rr *rr)
+{
+	struct parq_rr_node *n;
+
+	/* Terminates: every pass adds a quantum to the head. */
+	while ((n = rr->head) && n->deficit <= 0) {
+		n->deficit += rr->quantum;
+		parq_rr_rotate(rr);
+	}
+	return n;
+}
+
+void parq_rr_charge(struct parq_rr *rr, u32 len, bool emptied)
+{
+	struct parq_rr_node *n = rr->head;
+
+	n->deficit -= len;
+	if (!emptied)
+		return;
+	rr->head = n->next;
+	if (!rr->head)
+		rr->tail = NULL;
+	n->next = NULL;
+	rr->active--;
+}
+
+void parq_rr_remove(struct parq_rr *rr, struct parq_rr_node *n)
+{
+	struct parq_rr_node **pp, *prev = NULL;
+
+	for (pp = &rr->head; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp != n)
+			continue;
+		*pp = n->next;
+		if (rr->tail == n)
+			rr->tail = prev;
+		n->next = NULL;
+		rr->active--;
+		return;
+	}
+}
+
+void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
+		     u64 horizon_ns)
+{
+	if (rate != s->rate)
+		s->rem = 0;
+	s->rate = rate;
+	s->overhead = overhead;
+	s->horizon = horizon_ns;
+}
+
+static u64 parq_shaper_bytes(const struct parq_shaper *s, u32 len)
+{
+	s64 bytes = (s64)len + s->overhead;
+
+	return bytes > 0 ? bytes : 0;
+}
+
+u64 parq_shaper_delay(const struct parq_shaper *s, u32 len)
+{
+	u64 rem;
+
+	if (!parq_shaper_on(s))
+		return 0;
+	return div64_u64_rem(parq_shaper_bytes(s, len) * NSEC_PER_SEC,
+			     s->rate, &rem);
+}
+
+void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len)
+{
+	u64 base = s->t_next;
+
+	if (!parq_shaper_on(s))
+		return;
+	/*
+	 * A departure later than the horizon means the queue ran dry: restart
+	 * the schedule at @now so an idle qdisc cannot burst.  Smaller
+	 * lateness (timer slack) is caught up, so the long-run rate is exact.
+	 */
+	if (now > base + s->horizon) {
+		base = now;
+		s->rem = 0;
+	}
+	/* len * 1e9 < 2^47 and rem < rate <= 2^38: no overflow. */
+	s->t_next = base + div64_u64_rem(parq_shaper_bytes(s, len) *
+					 NSEC_PER_SEC + s->rem,
+					 s->rate, &s->rem);
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * parq scheduling core: the arithmetic of sch_parq, free of kernel types so
+ * that the very same object code is unit-tested in user space.
+ *
+ *  - parq_thresh: THRESHOLD_send.  While both classes are backlogged, the
+ *    parallel class may send @threshold units (bytes or packets) for every
+ *    unit the local class sends.  @credit is what parallel may still send
+ *    before local's turn; a local send refills it by threshold * len, so the
+ *    byte (or packet) ratio under saturation is exactly threshold : 1
+ *    whatever the packet sizes, with an error bounded by one packet.
+ *  - parq_rr: deficit round robin by bytes over the backlogged parallel
+ *    flows, kept in one singly linked ring of active flows.
+ *  - parq_shaper: earliest departure time shaper on a ns clock, with the
+ *    division remainder carried so that departure times never drift.
+ */
+#ifndef _PARQ_CORE_H
+#define _PARQ_CORE_H
+
+#include "../include/uapi/linux/parq.h"
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/math64.h>
+#else
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+typedef uint8_t u8;
+typedef uint32_t u32;
+typedef int32_t s32;
+typedef uint64_t u64;
+typedef int64_t s64;
+#ifdef __cplusplus
+extern "C" {
+#endif
+#endif
+
+enum parq_pick {
+	PARQ_PICK_NONE,
+	PARQ_PICK_PARALLEL,
+	PARQ_PICK_LOCAL,
+};
+
+struct parq_thresh {
+	s64	credit;		/* parallel units left before local's turn */
+	u32	threshold;	/* N; PARQ_THRESHOLD_INF means strict */
+	u8	unit;		/* enum parq_unit */
+};
+
+void parq_thresh_init(struct parq_thresh *t, u32 threshold, u8 unit);
+enum parq_pick parq_thresh_pick(const struct parq_thresh *t,
+				bool parallel_backlogged,
+				bool local_backlogged);
+/* Account a sent packet of @len bytes of class @sent.  @other_backlogged:
+ * the other class had packets queued when this one was picked.
+ */
+void parq_thresh_charge(struct parq_thresh *t, enum parq_pick sent, u32 len,
+			bool other_backlogged);
+
+static inline bool parq_thresh_is_strict(const struct parq_thresh *t)
+{
+	return t->threshold >= PARQ_THRESHOLD_INF;
+}
+
+struct parq_rr_node {
+	struct parq_rr_node	*next;
+	s32			deficit;
+};
+
+struct parq_rr {
+	struct parq_rr_node	*head;
+	struct parq_rr_node	*tail;
+	u32			quantum;
+	u32			active;	/* nodes in the ring */
+};
+
+void parq_rr_init(struct parq_rr *rr, u32 quantum);
+/* @n was idle and now has a packet: it joins at the tail with a quantum. */
+void parq_rr_add(struct parq_rr *rr, struct parq_rr_node *n);
+/* The node that sends next (rotating past nodes out of deficit), or NULL. */
+struct parq_rr_node *parq_rr_select(struct parq_rr *rr);
+/* The selected node sent @len bytes; @emptied: it has nothing left. */
+void parq_rr_charge(struct parq_rr *rr, u32 len, bool emptied);
+/* Remove @n wherever it stands (flow purged).  O(active). */
+void parq_rr_remove(struct parq_rr *rr, struct parq_rr_node *n);
+
+struct parq_shaper {
+	u64	rate;		/* bytes per second; 0: shaper off */
+	u64	t_next;		/* ns: earliest departure of the next packet */
+	u64	rem;		/* remainder of the last delay division */
+	u64	horizon;	/* ns of lateness still caught up */
+	s32	overhead;	/* bytes added to every packet */
+};
+
+void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
+		     u64 horizon_ns);
+/* Transmission time in ns of @len bytes, before remainder carry. */
+u64 parq_shaper_delay(const struct parq_shaper *s, u32 len);
+/* A packet of @len bytes leaves at @now: advance the next departure. */
+void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len);
+
+static inline bool parq_shaper_on(const struct parq_shaper *s)
+{
+	return s->rate != 0;
+}
+
+static inline bool parq_shaper_ready(const struct parq_shaper *s, u64 now)
+{
+	return !parq_shaper_on(s) || now >= s->t_next;
+}
+
+#if !defined(__KERNEL__) && defined(__cplusplus)
+}
+#endif
+
+#endif /* _PARQ_CORE_H */

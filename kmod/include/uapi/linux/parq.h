@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * parq: a two-class (parallel/local) qdisc for shared clusters.
+ *
+ * This header is the one source of truth for the netlink attributes and
+ * statistics that the sch_parq module, the q_parq.so tc plugin and the
+ * user-space tools exchange.  Attributes are nested in TCA_OPTIONS.
+ *
+ * Sentinels: a value one past the maximum of a range means "no limit"
+ * (PARQ_THRESHOLD_INF, PARQ_RATE_UNLIMITED), so that one netlink range
+ * check covers every valid value.
+ */
+#ifndef _UAPI_LINUX_PARQ_H
+#define _UAPI_LINUX_PARQ_H
+
+#include <linux/types.h>
+
+/* Fixed class minors: classid <handle>:1 and <handle>:2. */
+#define PARQ_CLASS_PARALLEL	1
+#define PARQ_CLASS_LOCAL	2
+#define PARQ_NUM_CLASSES	2
+
+enum parq_unit {
+	PARQ_UNIT_BYTES,	/* threshold counts bytes (byte deficit) */
+	PARQ_UNIT_PACKETS,	/* threshold counts packets, as published */
+	__PARQ_UNIT_MAX
+};
+#define PARQ_UNIT_MAX (__PARQ_UNIT_MAX - 1)
+
+#define PARQ_THRESHOLD_DEFAULT	4
+#define PARQ_THRESHOLD_MAX	65535
+#define PARQ_THRESHOLD_INF	(PARQ_THRESHOLD_MAX + 1)	/* strict priority */
+
+/* Shaper rate in bytes per second. */
+#define PARQ_RATE_MAX		200000000000ULL		/* 1.6 Tbit/s */
+#define PARQ_RATE_UNLIMITED	(PARQ_RATE_MAX + 1)	/* shaper off */
+
+#define PARQ_OVERHEAD_MIN	(-64)
+#define PARQ_OVERHEAD_MAX	256
+
+#define PARQ_LIMIT_DEFAULT	10000
+#define PARQ_FLOW_LIMIT_DEFAULT	1000
+#define PARQ_LIMIT_MAX		1000000
+
+enum parq_split_gso {
+	PARQ_SPLIT_GSO_AUTO,	/* split whenever the shaper is on */
+	PARQ_SPLIT_GSO_ON,
+	PARQ_SPLIT_GSO_OFF,
+	__PARQ_SPLIT_GSO_MAX
+};
+#define PARQ_SPLIT_GSO_MAX (__PARQ_SPLIT_GSO_MAX - 1)
+
+/* Bit n set: DSCP n is parallel.  Default: CS5, EF, CS6, CS7. */
+#define PARQ_DSCP_BIT(d)	(1ULL << (d))
+#define PARQ_DSCP_DEFAULT	(PARQ_DSCP_BIT(40) | PARQ_DSCP_BIT(46) | \
+				 PARQ_DSCP_BIT(48) | PARQ_DSCP_BIT(56))
+
+enum {
+	TCA_PARQ_UNSPEC,
+	TCA_PARQ_PAD,
+	TCA_PARQ_THRESHOLD,	/* u32: 1..PARQ_THRESHOLD_MAX or _INF */
+	TCA_PARQ_UNIT,		/* u8: enum parq_unit */
+	TCA_PARQ_RATE,		/* u64: bytes/s, 1..PARQ_RATE_MAX or _UNLIMITED */
+	TCA_PARQ_OVERHEAD,	/* s32: bytes added per packet by the shaper */
+	TCA_PARQ_SPLIT_GSO,	/* u8: enum parq_split_gso; dumped as the
+				 * effective state (_ON or _OFF) */
+	TCA_PARQ_LIMIT,		/* u32: packets in the whole qdisc */
+	TCA_PARQ_FLOW_LIMIT,	/* u32: packets in one parallel flow */
+	TCA_PARQ_DSCP_PARALLEL,	/* u64: DSCP bitmask, see PARQ_DSCP_BIT */
+	TCA_PARQ_DEFAULT_CLASS,	/* u8: PARQ_CLASS_PARALLEL or _LOCAL */
+	__TCA_PARQ_MAX
+};
+#define TCA_PARQ_MAX (__TCA_PARQ_MAX - 1)
+
+/*
+ * Qdisc extended statistics (tc -s qdisc show).  Versioned: fields are only
+ * ever appended, readers copy min(payload, sizeof) into a zeroed struct.
+ */
+#define PARQ_XSTATS_VERSION	1
+
+struct tc_parq_xstats {
+	__u32	version;		/* PARQ_XSTATS_VERSION */
+	__u32	flows_active;		/* parallel flows with packets queued */
+	__u64	threshold_turns;	/* local packets sent by the threshold
+					 * rule while parallel was backlogged */
+	__u64	parallel_only;		/* parallel packets sent, local empty */
+	__u64	local_only;		/* local packets sent, parallel empty */
+	__u64	throttled;		/* dequeues deferred by the shaper */
+	__u64	wakeups;		/* dequeues resumed after a throttle */
+	__u64	gso_segments;		/* segments made by split-gso */
+	__u64	unknown_class;		/* classified to a missing class, sent
+					 * to the default class instead */
+	__u64	drop_local_full;	/* local packet dropped: qdisc full */
+	__u64	drop_local_evicted;	/* queued local packet dropped to make
+					 * room for a parallel packet */
+	__u64	drop_parallel_full;	/* parallel dropped: full, no local */
+	__u64	drop_flow_limit;	/* parallel dropped: flow-limit */
+	__u64	drop_gso_failed;	/* GSO segmentation failed */
+	__u64	drop_filter;		/* dropped or stolen by a tc filter */
+};
+
+#endif /* _UAPI_LINUX_PARQ_H */
