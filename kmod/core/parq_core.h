@@ -22,6 +22,7 @@
 #ifdef __KERNEL__
 #include <linux/types.h>
 #include <linux/math64.h>
+#include <linux/time64.h>
 #else
 #include <stdbool.h>
 #include <stddef.h>

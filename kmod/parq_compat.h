@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one place where kernel API differences between 5.15 and current
+ * kernels are absorbed.  Feature tests where a macro exists; version
+ * numbers only where an interface changed without one.
+ */
+#ifndef _PARQ_COMPAT_H
+#define _PARQ_COMPAT_H
+
+#include <linux/version.h>
+#include <linux/module.h>
+#include <net/pkt_cls.h>
+#include <net/sch_generic.h>
+#include <net/gen_stats.h>
+
+/* Newer kernels request "net-sch-<kind>"; 6.1 and older request sch_<kind>. */
+#ifdef MODULE_ALIAS_NET_SCH
+#define PARQ_MODULE_ALIAS()	MODULE_ALIAS_NET_SCH("parq")
+#else
+#define PARQ_MODULE_ALIAS()	MODULE_ALIAS("net-sch-parq")
+#endif
+
+/* 5.18 replaced gnet_stats_basic_packed and the seqcount "running" arg. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 18, 0)
+typedef struct gnet_stats_basic_sync parq_bstats_t;
+#define parq_bstats_init(b)		gnet_stats_basic_sync_init(b)
+#define parq_copy_basic(sch, d, b)	gnet_stats_copy_basic(d, NULL, b, true)
+#else
+typedef struct gnet_stats_basic_packed parq_bstats_t;
+#define parq_bstats_init(b)		do { } while (0)
+#define parq_copy_basic(sch, d, b)	\
+	gnet_stats_copy_basic(qdisc_root_sleeping_running(sch), d, NULL, b)
+#endif
+
+/* 5.16 added the tcf_block argument to tcf_classify(). */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 16, 0)
+#define parq_tcf_classify(skb, tp, res) tcf_classify(skb, NULL, tp, res, false)
+#else
+#define parq_tcf_classify(skb, tp, res) tcf_classify(skb, tp, res, false)
+#endif
+
+/* 5.19 gave Qdisc_class_ops.delete an extack. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 19, 0)
+#define PARQ_CLASS_DELETE_ARGS	struct Qdisc *sch, unsigned long arg, \
+				struct netlink_ext_ack *extack
+#define PARQ_CLASS_DELETE_EXTACK	extack
+#else
+#define PARQ_CLASS_DELETE_ARGS	struct Qdisc *sch, unsigned long arg
+#define PARQ_CLASS_DELETE_EXTACK	NULL
+#endif
+
+#endif /* _PARQ_COMPAT_H */
