@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# parq: traffic control for shared clusters.
+#
+#   make            build the module, the tc plugin and user space
+#   make demo       install what is missing, build, run the sender-side demo
+#   make check      install what is missing, build, run every test
+#   make install    install module (updates/), tc plugin and man page
+#
+# The module is built for `scripts/kver` (the running kernel when its headers
+# are installed, else the newest installed Debian kernel: the one the VM
+# boots).  Set KVER= or KDIR= to choose another.
+
+VERSION     := 0.1.0
+KVER        ?= $(shell scripts/kver 2>/dev/null)
+BUILD       := build
+USERSPACE   := $(BUILD)/userspace
+DESTDIR     ?=
+PREFIX      ?= /usr
+VM_TIMEOUT  ?= 3000
+
+# Tests and the demo run on the host when it can load modules, else in QEMU.
+ON_KERNEL := $(shell scripts/host-can-load-modules && echo host || echo vm)
+ifeq ($(ON_KERNEL),host)
+IN_KERNEL :=
+else
+IN_KERNEL := scripts/vm-run --timeout $(VM_TIMEOUT) --kver $(KVER) --
+endif
+
+all: kmod plugin userspace
+
+kmod:
+	$(MAKE) -C kmod KVER=$(KVER)
+
+# W=1 and sparse, with any warning failing the build.
+kmod-lint:
+	$(MAKE) -C kmod KVER=$(KVER) clean >/dev/null
+	@mkdir -p $(BUILD)
+	$(MAKE) -C kmod KVER=$(KVER) W=1 C=1 KCFLAGS=-Werror >$(BUILD)/kmod-lint.log 2>&1 || \
+		{ cat $(BUILD)/kmod-lint.log; exit 1; }
+	@cat $(BUILD)/kmod-lint.log
+	@! grep -E 'warning:|error:' $(BUILD)/kmod-lint.log
+
+plugin:
+	$(MAKE) -C tc-plugin
+
+userspace:
+	cmake -S userspace -B $(USERSPACE) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(USERSPACE) -j2
+
+unit: userspace
+	ctest --test-dir $(USERSPACE) --output-on-failure
+
+plugin-test: plugin
+	tc-plugin/test-plugin.sh
+
+man-lint:
+	groff -man -ww -z Documentation/tc-parq.8
+
+selftest: kmod plugin
+	$(IN_KERNEL) selftests/run --kmsg-check
+
+demo:
+	scripts/install-deps demo
+	$(MAKE) all
+	$(IN_KERNEL) scripts/demo
+
+deps:
+	scripts/install-deps check
+
+check:
+	scripts/install-deps check
+	@mkdir -p $(BUILD)
+	$(MAKE) kmod-lint
+	$(MAKE) all unit plugin-test man-lint
+	$(MAKE) selftest
+
+install: kmod plugin
+	$(MAKE) -C kmod KVER=$(KVER) INSTALL_MOD_PATH=$(DESTDIR) modules_install
+	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
+	$(MAKE) -C tc-plugin DESTDIR=$(DESTDIR) install
+
+# Build and install the module for every kernel with DKMS.
+dkms-install:
+	rm -rf /usr/src/parq-$(VERSION)
+	mkdir -p /usr/src/parq-$(VERSION)
+	git archive HEAD dkms.conf kmod scripts/kver | tar -x -C /usr/src/parq-$(VERSION)
+	dkms install -m parq -v $(VERSION)
+
+clean:
+	$(MAKE) -C kmod KVER=$(KVER) clean
+	$(MAKE) -C tc-plugin clean
+	rm -rf $(BUILD)
+
+.PHONY: all kmod kmod-lint plugin userspace unit plugin-test man-lint \
+	selftest demo deps check install dkms-install clean
