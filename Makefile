@@ -52,7 +52,7 @@ unit: userspace
 	ctest --test-dir $(USERSPACE) --output-on-failure
 
 plugin-test: plugin
-	tc-plugin/test-plugin.sh
+	$(MAKE) -C tc-plugin test
 
 man-lint:
 	groff -man -ww -z Documentation/tc-parq.8
