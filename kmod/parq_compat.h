@@ -49,4 +49,28 @@ typedef struct gnet_stats_basic_packed parq_bstats_t;
 #define PARQ_CLASS_DELETE_EXTACK	NULL
 #endif
 
+/* 5.18 also dropped the seqcount from the rate estimator API. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 18, 0)
+#define parq_replace_estimator(sch, b, est, opt) \
+	gen_replace_estimator(b, NULL, est, NULL, true, opt)
+#else
+#define parq_replace_estimator(sch, b, est, opt) \
+	gen_replace_estimator(b, NULL, est, NULL, \
+			      qdisc_root_sleeping_running(sch), opt)
+#endif
+
+/*
+ * Formatted extack messages arrived in 6.2 with a buffer in the extack.
+ * Before, parq_qdisc.c formats into a small ring of static buffers written
+ * under RTNL; the ack that reads one is built as soon as the request ends.
+ */
+#ifdef NL_SET_ERR_MSG_FMT
+#define parq_set_err_fmt(extack, fmt, ...) \
+	NL_SET_ERR_MSG_FMT(extack, fmt, ##__VA_ARGS__)
+#else
+#define PARQ_NEED_ERR_RING
+__printf(2, 3) void parq_set_err_fmt(struct netlink_ext_ack *extack,
+				     const char *fmt, ...);
+#endif
+
 #endif /* _PARQ_COMPAT_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sch_parq: parallel/local two-class scheduler for shared clusters.
+ * sch_parq: parallel/local two-class scheduler for shared clusters, with
+ * reserved flows.
  *
  * Parallel jobs (MPI-style: small, urgent messages) and local jobs (bulk
  * copies, backups) share a host's interface.  parq keeps them apart:
@@ -8,22 +9,30 @@
  * enqueue: classify the packet (tc filters on the qdisc, then skb->priority
  *	of the form <handle>:<minor>, then DSCP in dscp-parallel, then the
  *	default class).  Parallel packets go to a per-flow queue (socket, else
- *	flow hash); local packets to one FIFO.  With split-gso, GSO packets are
- *	segmented first so no parallel packet waits behind more than one MTU.
- *	When the qdisc is full, local packets are dropped before parallel ones.
+ *	flow hash); local packets to one FIFO; packets of a reserved class
+ *	(<handle>:16 and up) to that class's FIFO.  With split-gso (and always
+ *	for reserved classes) GSO packets are segmented first.  When the qdisc
+ *	is full, local packets are dropped before any other.
  *
  * dequeue: if the shaper's next departure time lies ahead, arm the watchdog
- *	and return.  Otherwise THRESHOLD_send picks the class: parallel first,
- *	but after every @threshold units of parallel traffic one unit of local
- *	goes (parq_thresh in core/parq_core.c).  Inside the parallel class the
- *	backlogged flows are served by deficit round robin.
+ *	and return.  A reserved class whose next dispatch time (NDT) has come
+ *	goes first: the backlogged reserved classes sit in an rb-tree keyed by
+ *	(NDT, classid), and the leftmost is dispatched and its NDT advanced by
+ *	its inter-dispatch time (IDT).  Otherwise THRESHOLD_send picks between
+ *	parallel and local: parallel first, but after every @threshold units
+ *	of parallel traffic one unit of local goes.  Inside the parallel class
+ *	the backlogged flows are served by deficit round robin.  When nothing
+ *	may go, the watchdog is armed for the earliest NDT.
  *
  * All arithmetic lives in core/parq_core.c, which the user-space unit tests
  * compile unchanged.
  */
+#include <linux/ethtool.h>
 #include <linux/hash.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
+#include <linux/rbtree.h>
+#include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
 #include <net/dsfield.h>
@@ -40,22 +49,39 @@
 #define PARQ_TIMER_SLACK_NS	(10 * NSEC_PER_USEC)
 #define PARQ_SHAPER_HORIZON_NS	NSEC_PER_MSEC	/* lateness caught up */
 
-struct parq_flow {
-	struct parq_rr_node	rr;
-	struct sk_buff		*head;
-	struct sk_buff		*tail;
-	u32			qlen;
+struct parq_skbq {
+	struct sk_buff	*head;
+	struct sk_buff	*tail;
+	u32		qlen;
 };
 
+struct parq_flow {
+	struct parq_rr_node	rr;
+	struct parq_skbq	q;
+};
+
+/* Counters of a class, fixed or reserved. */
 struct parq_class {
 	parq_bstats_t		bstats;
 	struct gnet_stats_queue	qstats;
 	u32			qlen;
 };
 
-/* Everything tc can set, validated as a whole before it is applied. */
+/* A reserved flow: class <handle>:N, N >= PARQ_RESV_MINOR_MIN. */
+struct parq_resv_class {
+	struct Qdisc_class_common	common;	/* classid, hash node */
+	struct rb_node			node;	/* in resv_backlog while queued */
+	struct parq_resv		r;	/* NDT, IDT, lateness */
+	struct parq_skbq		q;
+	u64				bw;	/* bytes/s admitted */
+	struct parq_class		c;
+	struct net_rate_estimator __rcu	*rate_est;
+};
+
+/* Everything tc can set on the qdisc, validated as a whole first. */
 struct parq_config {
 	u64	rate;		/* bytes/s, PARQ_RATE_UNLIMITED: off */
+	u64	linkrate;	/* bytes/s, PARQ_LINKRATE_AUTO */
 	u64	dscp_parallel;
 	u32	threshold;
 	u32	limit;
@@ -64,22 +90,32 @@ struct parq_config {
 	u8	unit;
 	u8	split_gso;	/* enum parq_split_gso */
 	u8	default_class;
+	u8	reservable;	/* percent */
 };
 
 struct parq_sched_data {
 	/* dequeue hot path */
+	struct rb_root_cached	resv_backlog;	/* by (NDT, classid) */
 	struct parq_thresh	thresh;
 	struct parq_shaper	shaper;
 	struct parq_rr		rr;
 	struct qdisc_skb_head	local;
 	u32			parallel_qlen;
+	u32			resv_backlogged;
 	bool			throttled;
 	bool			split_gso;
 
 	/* enqueue */
 	struct parq_flow	*flows;		/* PARQ_FLOW_BUCKETS */
 	struct tcf_proto __rcu	*filter_list;
+	struct Qdisc_class_hash	clhash;		/* reserved classes */
 	struct parq_config	cfg;
+
+	/* admission control, under RTNL */
+	u64			linkrate;	/* effective, bytes/s; 0: none */
+	u64			resv_capacity;	/* linkrate x reservable % */
+	u64			resv_sum;	/* bytes/s admitted */
+	u32			resv_classes;
 
 	struct parq_class	cls[PARQ_NUM_CLASSES];
 	struct tc_parq_xstats	xs;
@@ -87,14 +123,37 @@ struct parq_sched_data {
 	struct qdisc_watchdog	watchdog;
 };
 
-static struct parq_class *parq_cls(struct parq_sched_data *q, u32 minor)
+/*
+ * A class handle (the unsigned long of Qdisc_class_ops) is the minor of a
+ * fixed class, PARQ_CLASS_PARALLEL or PARQ_CLASS_LOCAL, or a pointer to a
+ * struct parq_resv_class.
+ */
+static struct parq_resv_class *parq_resv_of(unsigned long cl)
 {
-	return &q->cls[minor - 1];
+	return cl > PARQ_NUM_CLASSES ? (struct parq_resv_class *)cl : NULL;
 }
 
 static bool parq_minor_valid(u32 minor)
 {
 	return minor == PARQ_CLASS_PARALLEL || minor == PARQ_CLASS_LOCAL;
+}
+
+static struct parq_class *parq_stats_of(struct parq_sched_data *q,
+					unsigned long cl)
+{
+	struct parq_resv_class *rc = parq_resv_of(cl);
+
+	return rc ? &rc->c : &q->cls[cl - 1];
+}
+
+static struct parq_resv_class *parq_resv_find(struct Qdisc *sch, u32 classid)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct Qdisc_class_common *common;
+
+	common = qdisc_class_find(&q->clhash, classid);
+	return common ? container_of(common, struct parq_resv_class, common) :
+			NULL;
 }
 
 /* --- classification ---------------------------------------------------- */
@@ -114,17 +173,26 @@ static int parq_dscp(struct sk_buff *skb)
 	return -1;
 }
 
-/* Class minor named by a filter or skb->priority, or the default. */
-static u32 parq_class_of(struct parq_sched_data *q, u32 minor)
+/* The class a filter or skb->priority named by its minor, or the default. */
+static unsigned long parq_class_of(struct Qdisc *sch, u32 minor)
 {
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+
 	if (parq_minor_valid(minor))
 		return minor;
+	if (minor >= PARQ_RESV_MINOR_MIN) {
+		rc = parq_resv_find(sch, TC_H_MAKE(sch->handle, minor));
+		if (rc)
+			return (unsigned long)rc;
+	}
 	q->xs.unknown_class++;
 	return q->cfg.default_class;
 }
 
-/* Returns the class minor, or 0 when a filter dropped or stole the skb. */
-static u32 parq_classify(struct sk_buff *skb, struct Qdisc *sch, int *qerr)
+/* Returns the class handle, or 0 when a filter dropped or stole the skb. */
+static unsigned long parq_classify(struct sk_buff *skb, struct Qdisc *sch,
+				   int *qerr)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct tcf_proto *fl = rcu_dereference_bh(q->filter_list);
@@ -148,12 +216,12 @@ static u32 parq_classify(struct sk_buff *skb, struct Qdisc *sch, int *qerr)
 #endif
 			if (!TC_H_MAJ(res.classid) ||
 			    TC_H_MAJ(res.classid) == sch->handle)
-				return parq_class_of(q, TC_H_MIN(res.classid));
-			return parq_class_of(q, 0);
+				return parq_class_of(sch, TC_H_MIN(res.classid));
+			return parq_class_of(sch, 0);
 		}
 	}
 	if (TC_H_MAJ(skb->priority) == sch->handle)
-		return parq_class_of(q, TC_H_MIN(skb->priority));
+		return parq_class_of(sch, TC_H_MIN(skb->priority));
 	dscp = parq_dscp(skb);
 	if (dscp >= 0 && (q->cfg.dscp_parallel & PARQ_DSCP_BIT(dscp)))
 		return PARQ_CLASS_PARALLEL;
@@ -175,25 +243,34 @@ static struct parq_flow *parq_flow_of(struct parq_sched_data *q,
 	return &q->flows[hash & (PARQ_FLOW_BUCKETS - 1)];
 }
 
-static void parq_flow_add(struct parq_flow *flow, struct sk_buff *skb)
+static void parq_skbq_add(struct parq_skbq *pq, struct sk_buff *skb)
 {
 	skb->next = NULL;
-	if (flow->head)
-		flow->tail->next = skb;
+	if (pq->head)
+		pq->tail->next = skb;
 	else
-		flow->head = skb;
-	flow->tail = skb;
-	flow->qlen++;
+		pq->head = skb;
+	pq->tail = skb;
+	pq->qlen++;
 }
 
-static struct sk_buff *parq_flow_pop(struct parq_flow *flow)
+static struct sk_buff *parq_skbq_pop(struct parq_skbq *pq)
 {
-	struct sk_buff *skb = flow->head;
+	struct sk_buff *skb = pq->head;
 
-	flow->head = skb->next;
+	pq->head = skb->next;
 	skb_mark_not_on_list(skb);
-	flow->qlen--;
+	pq->qlen--;
 	return skb;
+}
+
+/* Free every packet of @pq (outside the tree lock when possible). */
+static void parq_skbq_purge(struct parq_skbq *pq)
+{
+	rtnl_kfree_skbs(pq->head, pq->tail);
+	pq->head = NULL;
+	pq->tail = NULL;
+	pq->qlen = 0;
 }
 
 static void parq_count_in(struct Qdisc *sch, struct parq_class *c,
@@ -214,37 +291,96 @@ static void parq_count_out(struct Qdisc *sch, struct parq_class *c,
 	qdisc_qstats_backlog_dec(sch, skb);
 }
 
-/* Take the oldest packet of @minor's queue (any flow for parallel). */
-static struct sk_buff *parq_take(struct Qdisc *sch, u32 minor)
+static bool parq_resv_less(struct rb_node *a, const struct rb_node *b)
+{
+	return parq_resv_before(&rb_entry(a, struct parq_resv_class, node)->r,
+				&rb_entry(b, struct parq_resv_class, node)->r);
+}
+
+static struct parq_resv_class *parq_resv_first(struct parq_sched_data *q)
+{
+	struct rb_node *n = rb_first_cached(&q->resv_backlog);
+
+	return n ? rb_entry(n, struct parq_resv_class, node) : NULL;
+}
+
+/* A packet for reserved class @rc; @now is read only if it was idle. */
+static void parq_resv_enqueue(struct parq_sched_data *q,
+			      struct parq_resv_class *rc, struct sk_buff *skb)
+{
+	if (!rc->q.qlen) {
+		parq_resv_wake(&rc->r, ktime_get_ns());
+		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
+		q->resv_backlogged++;
+	}
+	parq_skbq_add(&rc->q, skb);
+}
+
+/* Take the head packet of reserved class @rc; the caller re-keys it. */
+static struct sk_buff *parq_resv_take(struct Qdisc *sch,
+				      struct parq_resv_class *rc)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb;
+
+	rb_erase_cached(&rc->node, &q->resv_backlog);
+	skb = parq_skbq_pop(&rc->q);
+	parq_count_out(sch, &rc->c, skb);
+	if (!rc->q.qlen)
+		q->resv_backlogged--;
+	return skb;
+}
+
+static void parq_resv_requeue(struct parq_sched_data *q,
+			      struct parq_resv_class *rc)
+{
+	if (rc->q.qlen)
+		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
+}
+
+/* Take the oldest packet of the parallel (any flow) or the local class. */
+static struct sk_buff *parq_take(struct Qdisc *sch, unsigned long cl)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct parq_flow *flow;
 	struct sk_buff *skb;
 
-	if (minor == PARQ_CLASS_LOCAL) {
+	if (cl == PARQ_CLASS_LOCAL) {
 		skb = __qdisc_dequeue_head(&q->local);
 	} else {
 		flow = container_of(parq_rr_select(&q->rr), struct parq_flow,
 				    rr);
-		skb = parq_flow_pop(flow);
-		parq_rr_charge(&q->rr, qdisc_pkt_len(skb), !flow->qlen);
+		skb = parq_skbq_pop(&flow->q);
+		parq_rr_charge(&q->rr, qdisc_pkt_len(skb), !flow->q.qlen);
 		q->parallel_qlen--;
 	}
-	parq_count_out(sch, parq_cls(q, minor), skb);
+	parq_count_out(sch, parq_stats_of(q, cl), skb);
 	return skb;
 }
 
-/* Drop one queued packet to make room: local first, parallel only when no
- * local packet is queued.  Returns the dropped length.
+/* Drop one queued packet to make room: local first, then parallel, then
+ * the reserved class due first.  Returns the dropped length.
  */
 static unsigned int parq_evict(struct Qdisc *sch, struct sk_buff **to_free)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
-	u32 minor = q->local.qlen ? PARQ_CLASS_LOCAL : PARQ_CLASS_PARALLEL;
-	struct sk_buff *skb = parq_take(sch, minor);
-	unsigned int len = qdisc_pkt_len(skb);
+	struct parq_resv_class *rc = NULL;
+	unsigned long cl = PARQ_CLASS_LOCAL;
+	struct sk_buff *skb;
+	unsigned int len;
 
-	parq_cls(q, minor)->qstats.drops++;
+	if (!q->local.qlen)
+		cl = PARQ_CLASS_PARALLEL;
+	if (!q->local.qlen && !q->parallel_qlen) {
+		rc = parq_resv_first(q);
+		cl = (unsigned long)rc;
+		skb = parq_resv_take(sch, rc);
+		parq_resv_requeue(q, rc);
+	} else {
+		skb = parq_take(sch, cl);
+	}
+	len = qdisc_pkt_len(skb);
+	parq_stats_of(q, cl)->qstats.drops++;
 	qdisc_drop(skb, sch, to_free);
 	return len;
 }
@@ -258,22 +394,27 @@ static int parq_drop_new(struct sk_buff *skb, struct Qdisc *sch,
 	return qdisc_drop(skb, sch, to_free);
 }
 
-static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch, u32 minor,
-			    struct sk_buff **to_free)
+static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
+			    unsigned long cl, struct sk_buff **to_free)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
-	struct parq_class *c = parq_cls(q, minor);
+	struct parq_resv_class *rc = parq_resv_of(cl);
+	struct parq_class *c = parq_stats_of(q, cl);
 	struct parq_flow *flow = NULL;
+	struct parq_skbq *pq = NULL;	/* queue under flow-limit */
 	unsigned int evicted = 0;
 
-	if (minor == PARQ_CLASS_PARALLEL) {
+	if (cl == PARQ_CLASS_PARALLEL) {
 		flow = parq_flow_of(q, skb);
-		if (flow->qlen >= q->cfg.flow_limit)
-			return parq_drop_new(skb, sch, c,
-					     &q->xs.drop_flow_limit, to_free);
+		pq = &flow->q;
+	} else if (rc) {
+		pq = &rc->q;
 	}
+	if (pq && pq->qlen >= q->cfg.flow_limit)
+		return parq_drop_new(skb, sch, c, &q->xs.drop_flow_limit,
+				     to_free);
 	if (sch->q.qlen >= q->cfg.limit) {
-		if (!flow)
+		if (!pq)
 			return parq_drop_new(skb, sch, c,
 					     &q->xs.drop_local_full, to_free);
 		if (!q->local.qlen)
@@ -286,10 +427,12 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch, u32 minor,
 
 	parq_count_in(sch, c, skb);
 	if (flow) {
-		if (!flow->qlen)
+		if (!flow->q.qlen)
 			parq_rr_add(&q->rr, &flow->rr);
-		parq_flow_add(flow, skb);
+		parq_skbq_add(&flow->q, skb);
 		q->parallel_qlen++;
+	} else if (rc) {
+		parq_resv_enqueue(q, rc, skb);
 	} else {
 		__qdisc_enqueue_tail(skb, &q->local);
 	}
@@ -299,9 +442,9 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch, u32 minor,
 	return NET_XMIT_SUCCESS;
 }
 
-/* Segment a GSO packet and queue its segments in class @minor. */
+/* Segment a GSO packet and queue its segments in class @cl. */
 static int parq_enqueue_segs(struct sk_buff *skb, struct Qdisc *sch,
-			     u32 minor, struct sk_buff **to_free)
+			     unsigned long cl, struct sk_buff **to_free)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	unsigned int len = qdisc_pkt_len(skb), seg_len = 0;
@@ -312,7 +455,7 @@ static int parq_enqueue_segs(struct sk_buff *skb, struct Qdisc *sch,
 	features = netif_skb_features(skb);
 	segs = skb_gso_segment(skb, features & ~NETIF_F_GSO_MASK);
 	if (IS_ERR_OR_NULL(segs))
-		return parq_drop_new(skb, sch, parq_cls(q, minor),
+		return parq_drop_new(skb, sch, parq_stats_of(q, cl),
 				     &q->xs.drop_gso_failed, to_free);
 
 	skb_list_walk_safe(segs, segs, nskb) {
@@ -320,7 +463,7 @@ static int parq_enqueue_segs(struct sk_buff *skb, struct Qdisc *sch,
 
 		skb_mark_not_on_list(segs);
 		qdisc_skb_cb(segs)->pkt_len = l;
-		if (parq_enqueue_one(segs, sch, minor, to_free) ==
+		if (parq_enqueue_one(segs, sch, cl, to_free) ==
 		    NET_XMIT_SUCCESS) {
 			nb++;
 			seg_len += l;
@@ -339,23 +482,36 @@ static int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	int ret;
-	u32 minor = parq_classify(skb, sch, &ret);
+	unsigned long cl = parq_classify(skb, sch, &ret);
 
-	if (!minor) {
+	if (!cl) {
 		if (ret & __NET_XMIT_BYPASS)
 			qdisc_qstats_drop(sch);
 		q->xs.drop_filter++;
 		__qdisc_drop(skb, to_free);
 		return ret;
 	}
-	if (q->split_gso && skb_is_gso(skb))
-		return parq_enqueue_segs(skb, sch, minor, to_free);
-	return parq_enqueue_one(skb, sch, minor, to_free);
+	/* Reserved classes always count in MTU-sized packets. */
+	if (skb_is_gso(skb) && (q->split_gso || parq_resv_of(cl)))
+		return parq_enqueue_segs(skb, sch, cl, to_free);
+	return parq_enqueue_one(skb, sch, cl, to_free);
+}
+
+static void parq_throttle(struct parq_sched_data *q, u64 until)
+{
+	if (!q->throttled) {
+		q->throttled = true;
+		q->xs.throttled++;
+	}
+	qdisc_watchdog_schedule_range_ns(&q->watchdog, until,
+					 PARQ_TIMER_SLACK_NS);
 }
 
 static struct sk_buff *parq_dequeue(struct Qdisc *sch)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+	unsigned long cl;
 	bool parallel, local;
 	enum parq_pick pick;
 	struct sk_buff *skb;
@@ -366,41 +522,48 @@ static struct sk_buff *parq_dequeue(struct Qdisc *sch)
 		return NULL;
 	now = ktime_get_ns();
 	if (!parq_shaper_ready(&q->shaper, now)) {
-		if (!q->throttled) {
-			q->throttled = true;
-			q->xs.throttled++;
-		}
-		qdisc_watchdog_schedule_range_ns(&q->watchdog, q->shaper.t_next,
-						 PARQ_TIMER_SLACK_NS);
+		parq_throttle(q, q->shaper.t_next);
 		return NULL;
 	}
+
+	rc = parq_resv_first(q);
+	parallel = q->parallel_qlen != 0;
+	local = q->local.qlen != 0;
+	if (rc && parq_resv_eligible(&rc->r, now)) {
+		skb = parq_resv_take(sch, rc);
+		parq_resv_dispatch(&rc->r, now, qdisc_pkt_len(skb));
+		parq_resv_requeue(q, rc);
+		q->xs.resv_dispatches++;
+		cl = (unsigned long)rc;
+	} else if (parallel || local) {
+		pick = parq_thresh_pick(&q->thresh, parallel, local);
+		if (pick == PARQ_PICK_PARALLEL) {
+			cl = PARQ_CLASS_PARALLEL;
+			if (!local)
+				q->xs.parallel_only++;
+		} else {
+			cl = PARQ_CLASS_LOCAL;
+			if (parallel)
+				q->xs.threshold_turns++;
+			else
+				q->xs.local_only++;
+		}
+		skb = parq_take(sch, cl);
+		parq_thresh_charge(&q->thresh, pick, qdisc_pkt_len(skb),
+				   pick == PARQ_PICK_PARALLEL ? local : parallel);
+	} else {
+		/* Only reserved packets, none due yet. */
+		parq_throttle(q, rc->r.ndt);
+		return NULL;
+	}
+
 	if (q->throttled) {
 		q->throttled = false;
 		q->xs.wakeups++;
 	}
-
-	parallel = q->parallel_qlen != 0;
-	local = q->local.qlen != 0;
-	pick = parq_thresh_pick(&q->thresh, parallel, local);
-	if (pick == PARQ_PICK_PARALLEL) {
-		skb = parq_take(sch, PARQ_CLASS_PARALLEL);
-		if (!local)
-			q->xs.parallel_only++;
-	} else {
-		skb = parq_take(sch, PARQ_CLASS_LOCAL);
-		if (parallel)
-			q->xs.threshold_turns++;
-		else
-			q->xs.local_only++;
-	}
 	len = qdisc_pkt_len(skb);
-	parq_thresh_charge(&q->thresh, pick, len,
-			   pick == PARQ_PICK_PARALLEL ? local : parallel);
 	parq_shaper_charge(&q->shaper, now, len);
-
-	bstats_update(&parq_cls(q, pick == PARQ_PICK_PARALLEL ?
-				PARQ_CLASS_PARALLEL : PARQ_CLASS_LOCAL)->bstats,
-		      skb);
+	bstats_update(&parq_stats_of(q, cl)->bstats, skb);
 	qdisc_bstats_update(sch, skb);
 	return skb;
 }
@@ -408,6 +571,7 @@ static struct sk_buff *parq_dequeue(struct Qdisc *sch)
 static void parq_purge(struct Qdisc *sch)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
 	struct parq_rr_node *n;
 	struct parq_flow *flow;
 	int i;
@@ -415,16 +579,20 @@ static void parq_purge(struct Qdisc *sch)
 	while ((n = q->rr.head)) {
 		flow = container_of(n, struct parq_flow, rr);
 		parq_rr_remove(&q->rr, n);
-		rtnl_kfree_skbs(flow->head, flow->tail);
-		flow->head = NULL;
-		flow->tail = NULL;
-		flow->qlen = 0;
+		parq_skbq_purge(&flow->q);
+	}
+	while ((rc = parq_resv_first(q))) {
+		rb_erase_cached(&rc->node, &q->resv_backlog);
+		parq_skbq_purge(&rc->q);
+		rc->c.qlen = 0;
+		rc->c.qstats.backlog = 0;
 	}
 	rtnl_kfree_skbs(q->local.head, q->local.tail);
 	q->local.head = NULL;
 	q->local.tail = NULL;
 	q->local.qlen = 0;
 	q->parallel_qlen = 0;
+	q->resv_backlogged = 0;
 	for (i = 0; i < PARQ_NUM_CLASSES; i++) {
 		q->cls[i].qlen = 0;
 		q->cls[i].qstats.backlog = 0;
@@ -443,6 +611,50 @@ static void parq_reset(struct Qdisc *sch)
 	q->shaper.rem = 0;
 	q->throttled = false;
 	qdisc_watchdog_cancel(&q->watchdog);
+}
+
+/* --- admission control ------------------------------------------------ */
+
+#ifdef PARQ_NEED_ERR_RING
+#define PARQ_ERR_RING	16
+static char parq_err_ring[PARQ_ERR_RING][192];
+static unsigned int parq_err_next;
+
+void parq_set_err_fmt(struct netlink_ext_ack *extack, const char *fmt, ...)
+{
+	va_list ap;
+	char *buf;
+
+	ASSERT_RTNL();
+	if (!extack)
+		return;
+	buf = parq_err_ring[parq_err_next++ % PARQ_ERR_RING];
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(parq_err_ring[0]), fmt, ap);
+	va_end(ap);
+	extack->_msg = buf;
+}
+#endif
+
+/* The device's link speed in bytes/s, 0 if unknown.  Under RTNL. */
+static u64 parq_link_speed(struct net_device *dev)
+{
+	struct ethtool_link_ksettings ks;
+
+	if (__ethtool_get_link_ksettings(dev, &ks) ||
+	    !ks.base.speed || ks.base.speed == (u32)SPEED_UNKNOWN)
+		return 0;
+	return (u64)ks.base.speed * 1000000 / 8;
+}
+
+/* What admission control divides: linkrate, else rate, else link speed. */
+static u64 parq_linkrate(struct Qdisc *sch, const struct parq_config *cfg)
+{
+	if (cfg->linkrate != PARQ_LINKRATE_AUTO)
+		return cfg->linkrate;
+	if (cfg->rate != PARQ_RATE_UNLIMITED)
+		return cfg->rate;
+	return parq_link_speed(qdisc_dev(sch));
 }
 
 /* --- configuration --------------------------------------------------- */
@@ -476,6 +688,9 @@ static const struct nla_policy parq_policy[TCA_PARQ_MAX + 1] = {
 	[TCA_PARQ_DSCP_PARALLEL] = { .type = NLA_U64 },
 	[TCA_PARQ_DEFAULT_CLASS] = NLA_POLICY_RANGE(NLA_U8, PARQ_CLASS_PARALLEL,
 						    PARQ_CLASS_LOCAL),
+	[TCA_PARQ_LINKRATE]	= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_rate_range),
+	[TCA_PARQ_RESERVABLE]	= NLA_POLICY_RANGE(NLA_U8, 1, 100),
 };
 
 /* What a rejected attribute means, in the words of tc-parq(8). */
@@ -490,9 +705,35 @@ static const char * const parq_attr_err[TCA_PARQ_MAX + 1] = {
 	[TCA_PARQ_FLOW_LIMIT]	 = "parq: flow-limit must be 1..1000000 packets",
 	[TCA_PARQ_DSCP_PARALLEL] = "parq: dscp-parallel must be a 64-bit mask",
 	[TCA_PARQ_DEFAULT_CLASS] = "parq: default must be parallel (1) or local (2)",
+	[TCA_PARQ_LINKRATE]	 = "parq: linkrate must be 1 byte/s to 1.6Tbit, or auto",
+	[TCA_PARQ_RESERVABLE]	 = "parq: reservable must be 1..100 percent",
 };
 
+static struct netlink_range_validation parq_idt_range = {
+	.min = 1, .max = PARQ_IDT_MAX,
+};
+
+static struct netlink_range_validation parq_class_rate_range = {
+	.min = 1, .max = PARQ_RATE_MAX,
+};
+
+static const struct nla_policy parq_class_policy[TCA_PARQ_CLASS_MAX + 1] = {
+	[TCA_PARQ_CLASS_PAD]	= { .type = NLA_REJECT },
+	[TCA_PARQ_CLASS_RATE]	= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_class_rate_range),
+	[TCA_PARQ_CLASS_IDT]	= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_idt_range),
+};
+
+static const char * const parq_class_attr_err[TCA_PARQ_CLASS_MAX + 1] = {
+	[TCA_PARQ_CLASS_PAD]	= "parq: unexpected padding attribute",
+	[TCA_PARQ_CLASS_RATE]	= "parq: class rate must be 1 byte/s to 1.6Tbit",
+	[TCA_PARQ_CLASS_IDT]	= "parq: class idt must be 1ns to 10s",
+};
+
+/* Replace the policy's generic message by one naming the parameter. */
 static void parq_name_bad_attr(const struct nlattr *opt,
+			       const char * const *msgs, int maxtype,
 			       struct netlink_ext_ack *extack)
 {
 	int type;
@@ -500,13 +741,14 @@ static void parq_name_bad_attr(const struct nlattr *opt,
 	if (!extack || !extack->bad_attr || extack->bad_attr == opt)
 		return;
 	type = nla_type(extack->bad_attr);
-	if (type <= TCA_PARQ_MAX && parq_attr_err[type])
-		extack->_msg = parq_attr_err[type];
+	if (type <= maxtype && msgs[type])
+		extack->_msg = msgs[type];
 }
 
 static void parq_config_default(struct parq_config *cfg)
 {
 	cfg->rate = PARQ_RATE_UNLIMITED;
+	cfg->linkrate = PARQ_LINKRATE_AUTO;
 	cfg->dscp_parallel = PARQ_DSCP_DEFAULT;
 	cfg->threshold = PARQ_THRESHOLD_DEFAULT;
 	cfg->limit = PARQ_LIMIT_DEFAULT;
@@ -515,12 +757,17 @@ static void parq_config_default(struct parq_config *cfg)
 	cfg->unit = PARQ_UNIT_BYTES;
 	cfg->split_gso = PARQ_SPLIT_GSO_AUTO;
 	cfg->default_class = PARQ_CLASS_LOCAL;
+	cfg->reservable = PARQ_RESERVABLE_DEFAULT;
 }
 
 /* Overlay the attributes of a request on @cfg and check the result. */
-static int parq_config_parse(struct parq_config *cfg, struct nlattr **tb,
+static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
+			     struct nlattr **tb, u64 *linkrate,
 			     struct netlink_ext_ack *extack)
 {
+	struct parq_sched_data *q = qdisc_priv(sch);
+	u64 capacity;
+
 	if (tb[TCA_PARQ_THRESHOLD])
 		cfg->threshold = nla_get_u32(tb[TCA_PARQ_THRESHOLD]);
 	if (tb[TCA_PARQ_UNIT])
@@ -539,11 +786,23 @@ static int parq_config_parse(struct parq_config *cfg, struct nlattr **tb,
 		cfg->dscp_parallel = nla_get_u64(tb[TCA_PARQ_DSCP_PARALLEL]);
 	if (tb[TCA_PARQ_DEFAULT_CLASS])
 		cfg->default_class = nla_get_u8(tb[TCA_PARQ_DEFAULT_CLASS]);
+	if (tb[TCA_PARQ_LINKRATE])
+		cfg->linkrate = nla_get_u64(tb[TCA_PARQ_LINKRATE]);
+	if (tb[TCA_PARQ_RESERVABLE])
+		cfg->reservable = nla_get_u8(tb[TCA_PARQ_RESERVABLE]);
 
 	if (cfg->flow_limit > cfg->limit) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_PARQ_FLOW_LIMIT] ?:
 				    tb[TCA_PARQ_LIMIT],
 				    "parq: flow-limit must not exceed limit");
+		return -EINVAL;
+	}
+	*linkrate = parq_linkrate(sch, cfg);
+	capacity = parq_resv_capacity(*linkrate, cfg->reservable);
+	if (q->resv_sum > capacity) {
+		parq_set_err_fmt(extack,
+				 "parq: %llu bit/s reservable (linkrate x reservable) is below the %llu bit/s already reserved",
+				 capacity * 8, q->resv_sum * 8);
 		return -EINVAL;
 	}
 	return 0;
@@ -557,7 +816,8 @@ static bool parq_split_gso(const struct parq_config *cfg)
 }
 
 /* Make @cfg the running configuration.  Caller holds the tree lock. */
-static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg)
+static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg,
+			      u64 linkrate)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	u64 rate = cfg->rate == PARQ_RATE_UNLIMITED ? 0 : cfg->rate;
@@ -568,6 +828,8 @@ static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg)
 			PARQ_SHAPER_HORIZON_NS);
 	q->rr.quantum = psched_mtu(qdisc_dev(sch));
 	q->split_gso = parq_split_gso(cfg);
+	q->linkrate = linkrate;
+	q->resv_capacity = parq_resv_capacity(linkrate, cfg->reservable);
 	q->cfg = *cfg;
 }
 
@@ -579,22 +841,23 @@ static int parq_change(struct Qdisc *sch, struct nlattr *opt,
 	unsigned int dropped = 0, dropped_len = 0;
 	struct sk_buff *to_free = NULL;
 	struct parq_config cfg;
+	u64 linkrate;
 	int err;
 
 	if (!opt)
 		return 0;
 	err = nla_parse_nested(tb, TCA_PARQ_MAX, opt, parq_policy, extack);
 	if (err) {
-		parq_name_bad_attr(opt, extack);
+		parq_name_bad_attr(opt, parq_attr_err, TCA_PARQ_MAX, extack);
 		return err;
 	}
 	cfg = q->cfg;
-	err = parq_config_parse(&cfg, tb, extack);
+	err = parq_config_parse(sch, &cfg, tb, &linkrate, extack);
 	if (err)
 		return err;
 
 	sch_tree_lock(sch);
-	parq_config_apply(sch, &cfg);
+	parq_config_apply(sch, &cfg, linkrate);
 	while (sch->q.qlen > cfg.limit) {
 		if (q->local.qlen)
 			q->xs.drop_local_full++;
@@ -622,8 +885,12 @@ static int parq_init(struct Qdisc *sch, struct nlattr *opt,
 		parq_bstats_init(&q->cls[i].bstats);
 	q->local.head = NULL;
 	q->local.tail = NULL;
+	q->resv_backlog = RB_ROOT_CACHED;
 	parq_rr_init(&q->rr, psched_mtu(qdisc_dev(sch)));
 
+	err = qdisc_class_hash_init(&q->clhash);
+	if (err)
+		return err;
 	err = tcf_block_get(&q->block, &q->filter_list, sch, extack);
 	if (err)
 		return err;
@@ -634,19 +901,35 @@ static int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	parq_config_default(&cfg);
 	q->cfg = cfg;
 	q->cfg.threshold = 0;	/* forces parq_thresh_init() */
-	parq_config_apply(sch, &cfg);
+	parq_config_apply(sch, &cfg, parq_linkrate(sch, &cfg));
 	return parq_change(sch, opt, extack);
+}
+
+static void parq_resv_free(struct parq_resv_class *rc)
+{
+	gen_kill_estimator(&rc->rate_est);
+	kfree(rc);
 }
 
 static void parq_destroy(struct Qdisc *sch)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+	struct hlist_node *next;
+	unsigned int i;
 
 	qdisc_watchdog_cancel(&q->watchdog);
 	tcf_block_put(q->block);
 	if (q->flows)
 		parq_purge(sch);
 	kvfree(q->flows);
+	if (!q->clhash.hash)
+		return;
+	for (i = 0; i < q->clhash.hashsize; i++)
+		hlist_for_each_entry_safe(rc, next, &q->clhash.hash[i],
+					  common.hnode)
+			parq_resv_free(rc);
+	qdisc_class_hash_destroy(&q->clhash);
 }
 
 static int parq_dump(struct Qdisc *sch, struct sk_buff *skb)
@@ -668,7 +951,10 @@ static int parq_dump(struct Qdisc *sch, struct sk_buff *skb)
 	    nla_put_u32(skb, TCA_PARQ_FLOW_LIMIT, cfg->flow_limit) ||
 	    nla_put_u64_64bit(skb, TCA_PARQ_DSCP_PARALLEL, cfg->dscp_parallel,
 			      TCA_PARQ_PAD) ||
-	    nla_put_u8(skb, TCA_PARQ_DEFAULT_CLASS, cfg->default_class)) {
+	    nla_put_u8(skb, TCA_PARQ_DEFAULT_CLASS, cfg->default_class) ||
+	    nla_put_u64_64bit(skb, TCA_PARQ_LINKRATE, q->linkrate,
+			      TCA_PARQ_PAD) ||
+	    nla_put_u8(skb, TCA_PARQ_RESERVABLE, cfg->reservable)) {
 		nla_nest_cancel(skb, opts);
 		return -EMSGSIZE;
 	}
@@ -678,17 +964,31 @@ static int parq_dump(struct Qdisc *sch, struct sk_buff *skb)
 static int parq_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
+	u64 now = ktime_get_ns();
 	struct tc_parq_xstats xs;
+	struct rb_node *n;
+	u32 due = 0;
 
 	sch_tree_lock(sch);
 	xs = q->xs;
+	xs.flows_active = q->rr.active;
+	xs.resv_sum_rate = q->resv_sum;
+	xs.resv_capacity = q->resv_capacity;
+	xs.resv_classes = q->resv_classes;
+	xs.resv_backlogged = q->resv_backlogged;
+	for (n = rb_first_cached(&q->resv_backlog); n; n = rb_next(n)) {
+		if (!parq_resv_eligible(&rb_entry(n, struct parq_resv_class,
+						  node)->r, now))
+			break;
+		due++;
+	}
+	xs.resv_throttled = q->resv_backlogged - due;
 	sch_tree_unlock(sch);
 	xs.version = PARQ_XSTATS_VERSION;
-	xs.flows_active = q->rr.active;
 	return gnet_stats_copy_app(d, &xs, sizeof(xs));
 }
 
-/* --- classes: 1:1 parallel and 1:2 local, fixed ---------------------- */
+/* --- classes: 1:1 parallel, 1:2 local, 1:16 and up reserved ------------ */
 
 static struct Qdisc *parq_leaf(struct Qdisc *sch, unsigned long arg)
 {
@@ -701,42 +1001,204 @@ static unsigned long parq_find(struct Qdisc *sch, u32 classid)
 
 	if (TC_H_MAJ(classid) && TC_H_MAJ(classid) != sch->handle)
 		return 0;
-	return parq_minor_valid(minor) ? minor : 0;
+	if (parq_minor_valid(minor))
+		return minor;
+	return (unsigned long)parq_resv_find(sch, TC_H_MAKE(sch->handle,
+							    minor));
+}
+
+/* Parse and admit a reservation: on success *@rate, *@idt and *@bw hold it
+ * and *@capacity the reservable bytes/s it was admitted against.
+ */
+static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
+			   struct nlattr *opt, u64 *rate, u64 *idt, u64 *bw,
+			   u64 *capacity, struct netlink_ext_ack *extack)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct nlattr *tb[TCA_PARQ_CLASS_MAX + 1];
+	u64 old_bw = rc ? rc->bw : 0;
+	int err;
+
+	if (!opt) {
+		NL_SET_ERR_MSG(extack, "parq: a reserved class needs rate or idt");
+		return -EINVAL;
+	}
+	err = nla_parse_nested(tb, TCA_PARQ_CLASS_MAX, opt, parq_class_policy,
+			       extack);
+	if (err) {
+		parq_name_bad_attr(opt, parq_class_attr_err,
+				   TCA_PARQ_CLASS_MAX, extack);
+		return err;
+	}
+	if (!tb[TCA_PARQ_CLASS_RATE] == !tb[TCA_PARQ_CLASS_IDT]) {
+		NL_SET_ERR_MSG(extack, "parq: give exactly one of rate and idt");
+		return -EINVAL;
+	}
+	*rate = tb[TCA_PARQ_CLASS_RATE] ?
+		nla_get_u64(tb[TCA_PARQ_CLASS_RATE]) : 0;
+	*idt = tb[TCA_PARQ_CLASS_IDT] ? nla_get_u64(tb[TCA_PARQ_CLASS_IDT]) : 0;
+	*bw = parq_resv_bw(*rate, *idt, psched_mtu(qdisc_dev(sch)));
+	*capacity = parq_resv_capacity(parq_linkrate(sch, &q->cfg),
+				       q->cfg.reservable);
+	if (!*capacity) {
+		q->xs.resv_rejects++;
+		NL_SET_ERR_MSG(extack,
+			       "parq: no link rate known for admission control: set linkrate (or rate) on the qdisc");
+		return -EINVAL;
+	}
+	if (!parq_resv_admit(q->resv_sum, old_bw, *bw, *capacity)) {
+		q->xs.resv_rejects++;
+		parq_set_err_fmt(extack,
+				 "parq: reservation of %llu bit/s refused: %llu bit/s free of %llu bit/s reservable, %llu bit/s reserved",
+				 *bw * 8,
+				 (*capacity - (q->resv_sum - old_bw)) * 8,
+				 *capacity * 8, q->resv_sum * 8);
+		return -ENOSPC;
+	}
+	return 0;
 }
 
 static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 			     struct nlattr **tca, unsigned long *arg,
 			     struct netlink_ext_ack *extack)
 {
-	NL_SET_ERR_MSG(extack,
-		       "parq: classes 1 (parallel) and 2 (local) are fixed; they cannot be added or changed");
-	return -EOPNOTSUPP;
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc = parq_resv_of(*arg);
+	u64 rate, idt, bw, capacity;
+	int err;
+
+	if (*arg && !rc) {
+		NL_SET_ERR_MSG(extack,
+			       "parq: classes 1 (parallel) and 2 (local) are fixed; reserved classes are <handle>:16 and up");
+		return -EOPNOTSUPP;
+	}
+	if (!rc) {
+		if (TC_H_MIN(classid) < PARQ_RESV_MINOR_MIN ||
+		    TC_H_MAJ(classid) != sch->handle) {
+			NL_SET_ERR_MSG(extack,
+				       "parq: reserved classes are <handle>:16 and up; 1 and 2 are fixed");
+			return -EINVAL;
+		}
+		if (parentid && parentid != TC_H_ROOT &&
+		    parentid != sch->handle) {
+			NL_SET_ERR_MSG(extack,
+				       "parq: reserved classes hang off the qdisc (parent <handle>:)");
+			return -EINVAL;
+		}
+	}
+	err = parq_resv_parse(sch, rc, tca[TCA_OPTIONS], &rate, &idt, &bw,
+			      &capacity, extack);
+	if (err)
+		return err;
+
+	if (rc) {
+		if (tca[TCA_RATE]) {
+			err = parq_replace_estimator(sch, &rc->c.bstats,
+						     &rc->rate_est,
+						     tca[TCA_RATE]);
+			if (err) {
+				NL_SET_ERR_MSG(extack,
+					       "parq: invalid rate estimator");
+				return err;
+			}
+		}
+	} else {
+		rc = kzalloc(sizeof(*rc), GFP_KERNEL);
+		if (!rc)
+			return -ENOMEM;
+		parq_bstats_init(&rc->c.bstats);
+		rc->common.classid = classid;
+		rc->r.classid = classid;
+		if (tca[TCA_RATE]) {
+			err = parq_replace_estimator(sch, &rc->c.bstats,
+						     &rc->rate_est,
+						     tca[TCA_RATE]);
+			if (err) {
+				NL_SET_ERR_MSG(extack,
+					       "parq: invalid rate estimator");
+				kfree(rc);
+				return err;
+			}
+		}
+	}
+
+	sch_tree_lock(sch);
+	parq_resv_set(&rc->r, rate, idt);
+	q->resv_sum = q->resv_sum - rc->bw + bw;
+	q->resv_capacity = capacity;
+	rc->bw = bw;
+	if (!*arg) {
+		qdisc_class_hash_insert(&q->clhash, &rc->common);
+		q->resv_classes++;
+	}
+	sch_tree_unlock(sch);
+	if (!*arg)
+		qdisc_class_hash_grow(sch, &q->clhash);
+	*arg = (unsigned long)rc;
+	return 0;
 }
 
 static int parq_class_delete(PARQ_CLASS_DELETE_ARGS)
 {
-	NL_SET_ERR_MSG(PARQ_CLASS_DELETE_EXTACK,
-		       "parq: classes 1 (parallel) and 2 (local) are fixed; they cannot be deleted");
-	return -EOPNOTSUPP;
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc = parq_resv_of(arg);
+	unsigned int qlen, backlog;
+
+	if (!rc) {
+		NL_SET_ERR_MSG(PARQ_CLASS_DELETE_EXTACK,
+			       "parq: classes 1 (parallel) and 2 (local) are fixed; they cannot be deleted");
+		return -EOPNOTSUPP;
+	}
+	sch_tree_lock(sch);
+	qlen = rc->q.qlen;
+	backlog = rc->c.qstats.backlog;
+	if (qlen) {
+		rb_erase_cached(&rc->node, &q->resv_backlog);
+		q->resv_backlogged--;
+		sch->q.qlen -= qlen;
+		sch->qstats.backlog -= backlog;
+		qdisc_tree_reduce_backlog(sch, qlen, backlog);
+	}
+	qdisc_class_hash_remove(&q->clhash, &rc->common);
+	q->resv_sum -= rc->bw;
+	q->resv_classes--;
+	sch_tree_unlock(sch);
+	parq_skbq_purge(&rc->q);
+	parq_resv_free(rc);
+	return 0;
+}
+
+static int parq_walk_one(struct Qdisc *sch, unsigned long cl,
+			 struct qdisc_walker *arg)
+{
+	if (arg->count < arg->skip) {
+		arg->count++;
+		return 0;
+	}
+	if (arg->fn(sch, cl, arg) < 0) {
+		arg->stop = 1;
+		return -1;
+	}
+	arg->count++;
+	return 0;
 }
 
 static void parq_walk(struct Qdisc *sch, struct qdisc_walker *arg)
 {
-	u32 minor;
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+	unsigned long cl;
+	unsigned int i;
 
 	if (arg->stop)
 		return;
-	for (minor = PARQ_CLASS_PARALLEL; minor <= PARQ_CLASS_LOCAL; minor++) {
-		if (arg->count < arg->skip) {
-			arg->count++;
-			continue;
-		}
-		if (arg->fn(sch, minor, arg) < 0) {
-			arg->stop = 1;
+	for (cl = PARQ_CLASS_PARALLEL; cl <= PARQ_CLASS_LOCAL; cl++)
+		if (parq_walk_one(sch, cl, arg))
 			return;
-		}
-		arg->count++;
-	}
+	for (i = 0; i < q->clhash.hashsize; i++)
+		hlist_for_each_entry(rc, &q->clhash.hash[i], common.hnode)
+			if (parq_walk_one(sch, (unsigned long)rc, arg))
+				return;
 }
 
 static struct tcf_block *parq_tcf_block(struct Qdisc *sch, unsigned long cl,
@@ -765,22 +1227,55 @@ static void parq_unbind_tcf(struct Qdisc *sch, unsigned long arg)
 static int parq_class_dump(struct Qdisc *sch, unsigned long cl,
 			   struct sk_buff *skb, struct tcmsg *tcm)
 {
+	struct parq_resv_class *rc = parq_resv_of(cl);
+	struct nlattr *opts;
+	int err;
+
 	tcm->tcm_parent = TC_H_ROOT;
-	tcm->tcm_handle = TC_H_MAKE(sch->handle, cl);
+	tcm->tcm_handle = rc ? rc->common.classid : TC_H_MAKE(sch->handle, cl);
 	tcm->tcm_info = 0;
-	return 0;
+	if (!rc)
+		return 0;
+	opts = nla_nest_start(skb, TCA_OPTIONS);
+	if (!opts)
+		return -EMSGSIZE;
+	if (rc->r.idt)
+		err = nla_put_u64_64bit(skb, TCA_PARQ_CLASS_IDT, rc->r.idt,
+					TCA_PARQ_CLASS_PAD);
+	else
+		err = nla_put_u64_64bit(skb, TCA_PARQ_CLASS_RATE, rc->r.rate,
+					TCA_PARQ_CLASS_PAD);
+	if (err) {
+		nla_nest_cancel(skb, opts);
+		return -EMSGSIZE;
+	}
+	return nla_nest_end(skb, opts);
 }
 
 static int parq_class_dump_stats(struct Qdisc *sch, unsigned long cl,
 				 struct gnet_dump *d)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
-	struct parq_class *c = parq_cls(q, cl);
+	struct parq_resv_class *rc = parq_resv_of(cl);
+	struct parq_class *c = parq_stats_of(q, cl);
+	struct tc_parq_class_xstats xs = {
+		.version = PARQ_XSTATS_CLASS | PARQ_CLASS_XSTATS_VERSION,
+	};
 
 	if (parq_copy_basic(sch, d, &c->bstats) < 0 ||
+	    (rc && gnet_stats_copy_rate_est(d, &rc->rate_est) < 0) ||
 	    gnet_stats_copy_queue(d, NULL, &c->qstats, c->qlen) < 0)
 		return -1;
-	return 0;
+	if (!rc)
+		return 0;
+	sch_tree_lock(sch);
+	xs.rate = rc->bw;
+	xs.idt = rc->r.idt;
+	xs.dispatches = rc->r.dispatches;
+	xs.lateness_max = rc->r.lateness_max;
+	xs.lateness_sum = rc->r.lateness_sum;
+	sch_tree_unlock(sch);
+	return gnet_stats_copy_app(d, &xs, sizeof(xs));
 }
 
 static const struct Qdisc_class_ops parq_class_ops = {
@@ -826,5 +1321,5 @@ module_init(parq_module_init);
 module_exit(parq_module_exit);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("parq developers");
-MODULE_DESCRIPTION("parq: parallel/local two-class packet scheduler");
+MODULE_DESCRIPTION("parq: parallel/local packet scheduler with reserved flows");
 PARQ_MODULE_ALIAS();

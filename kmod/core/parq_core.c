@@ -154,6 +154,17 @@ static u64 parq_shaper_bytes(const struct parq_shaper *s, u32 len)
 	return bytes > 0 ? bytes : 0;
 }
 
+/*
+ * ns to send @bytes at @rate bytes/s, plus the carried remainder *@rem of the
+ * previous division, which is updated: summed over packets the result never
+ * drifts from the exact total.  bytes * 1e9 < 2^47 for any packet and
+ * *rem < rate <= 2^38: no overflow.
+ */
+static u64 parq_ns_carry(u64 bytes, u64 rate, u64 *rem)
+{
+	return div64_u64_rem(bytes * NSEC_PER_SEC + *rem, rate, rem);
+}
+
 u64 parq_shaper_delay(const struct parq_shaper *s, u32 len)
 {
 	u64 rem;
@@ -179,8 +190,69 @@ void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len)
 		base = now;
 		s->rem = 0;
 	}
-	/* len * 1e9 < 2^47 and rem < rate <= 2^38: no overflow. */
-	s->t_next = base + div64_u64_rem(parq_shaper_bytes(s, len) *
-					 NSEC_PER_SEC + s->rem,
-					 s->rate, &s->rem);
+	s->t_next = base + parq_ns_carry(parq_shaper_bytes(s, len), s->rate,
+					 &s->rem);
+}
+
+void parq_resv_set(struct parq_resv *r, u64 rate, u64 idt)
+{
+	if (rate != r->rate || idt != r->idt)
+		r->rem = 0;
+	r->rate = rate;
+	r->idt = idt;
+}
+
+void parq_resv_wake(struct parq_resv *r, u64 now)
+{
+	if (r->ndt < now) {
+		r->ndt = now;
+		r->rem = 0;
+	}
+}
+
+bool parq_resv_before(const struct parq_resv *a, const struct parq_resv *b)
+{
+	if (a->ndt != b->ndt)
+		return a->ndt < b->ndt;
+	return a->classid < b->classid;
+}
+
+void parq_resv_dispatch(struct parq_resv *r, u64 now, u32 len)
+{
+	u64 late = now > r->ndt ? now - r->ndt : 0;
+
+	r->dispatches++;
+	r->lateness_sum += late;
+	if (late > r->lateness_max)
+		r->lateness_max = late;
+	/* From the NDT, not from @now: a late dispatch keeps the schedule. */
+	if (r->idt)
+		r->ndt += r->idt;
+	else
+		r->ndt += parq_ns_carry(len, r->rate, &r->rem);
+}
+
+u64 parq_resv_bw(u64 rate, u64 idt, u32 mtu)
+{
+	u64 rem;
+
+	if (!idt)
+		return rate;
+	/* ceil(mtu * 1e9 / idt): never admit less than the flow can send */
+	return div64_u64_rem((u64)mtu * NSEC_PER_SEC + idt - 1, idt, &rem);
+}
+
+u64 parq_resv_capacity(u64 linkrate, u32 percent)
+{
+	u64 rem;
+
+	/* linkrate <= 2^38 and percent <= 100: the product fits. */
+	return div64_u64_rem(linkrate * percent, 100, &rem);
+}
+
+bool parq_resv_admit(u64 sum, u64 old_bw, u64 new_bw, u64 capacity)
+{
+	u64 rest = sum - old_bw;	/* old_bw is part of sum */
+
+	return new_bw <= capacity && rest <= capacity - new_bw;
 }

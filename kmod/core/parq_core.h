@@ -111,6 +111,45 @@ static inline bool parq_shaper_ready(const struct parq_shaper *s, u64 now)
 	return !parq_shaper_on(s) || now >= s->t_next;
 }
 
+/*
+ * Reserved flow (Senapathi and Panda's NIC rate control): an inter-dispatch
+ * time (IDT) and a next dispatch time (NDT).  Among backlogged flows whose
+ * NDT has come, the one with the smallest (NDT, classid) is dispatched and
+ * its NDT advances by its IDT: a fixed time per packet in idt mode, or
+ * len / rate in rate mode (remainder carried, so the rate is exact).
+ */
+struct parq_resv {
+	u64	ndt;		/* ns: next dispatch time */
+	u64	idt;		/* ns per packet in idt mode, else 0 */
+	u64	rate;		/* bytes/s in rate mode, else 0 */
+	u64	rem;		/* remainder of the last len/rate division */
+	u64	dispatches;
+	u64	lateness_max;	/* ns between NDT and actual dispatch */
+	u64	lateness_sum;
+	u32	classid;
+};
+
+/* Exactly one of @rate (bytes/s) and @idt (ns) is non-zero. */
+void parq_resv_set(struct parq_resv *r, u64 rate, u64 idt);
+/* The flow had nothing queued and now has: it cannot catch up. */
+void parq_resv_wake(struct parq_resv *r, u64 now);
+/* Order of dispatch: smaller NDT first, ties to the lower classid. */
+bool parq_resv_before(const struct parq_resv *a, const struct parq_resv *b);
+/* A packet of @len bytes is dispatched at @now (>= NDT). */
+void parq_resv_dispatch(struct parq_resv *r, u64 now, u32 len);
+
+static inline bool parq_resv_eligible(const struct parq_resv *r, u64 now)
+{
+	return r->ndt <= now;
+}
+
+/* Bandwidth a reservation takes, bytes/s: @rate, or one @mtu per @idt. */
+u64 parq_resv_bw(u64 rate, u64 idt, u32 mtu);
+/* Reservable bytes/s: @percent of @linkrate. */
+u64 parq_resv_capacity(u64 linkrate, u32 percent);
+/* May @sum (all reservations) change by replacing @old_bw with @new_bw? */
+bool parq_resv_admit(u64 sum, u64 old_bw, u64 new_bw, u64 capacity);
+
 #if !defined(__KERNEL__) && defined(__cplusplus)
 }
 #endif

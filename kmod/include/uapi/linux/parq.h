@@ -55,6 +55,12 @@ enum parq_split_gso {
 #define PARQ_DSCP_DEFAULT	(PARQ_DSCP_BIT(40) | PARQ_DSCP_BIT(46) | \
 				 PARQ_DSCP_BIT(48) | PARQ_DSCP_BIT(56))
 
+/* Reserved flows: classes <handle>:N, N >= PARQ_RESV_MINOR_MIN. */
+#define PARQ_RESV_MINOR_MIN	0x16	/* "1:16" in tc's hexadecimal minors */
+#define PARQ_RESERVABLE_DEFAULT	90	/* percent of linkrate */
+#define PARQ_LINKRATE_AUTO	PARQ_RATE_UNLIMITED	/* rate, else link speed */
+#define PARQ_IDT_MAX		(10ULL * 1000000000ULL)	/* ns: 10 s */
+
 enum {
 	TCA_PARQ_UNSPEC,
 	TCA_PARQ_PAD,
@@ -68,15 +74,29 @@ enum {
 	TCA_PARQ_FLOW_LIMIT,	/* u32: packets in one parallel flow */
 	TCA_PARQ_DSCP_PARALLEL,	/* u64: DSCP bitmask, see PARQ_DSCP_BIT */
 	TCA_PARQ_DEFAULT_CLASS,	/* u8: PARQ_CLASS_PARALLEL or _LOCAL */
+	TCA_PARQ_LINKRATE,	/* u64: bytes/s admission control divides,
+				 * 1..PARQ_RATE_MAX or PARQ_LINKRATE_AUTO;
+				 * dumped as the effective value, 0 if none */
+	TCA_PARQ_RESERVABLE,	/* u8: percent of linkrate, 1..100 */
 	__TCA_PARQ_MAX
 };
 #define TCA_PARQ_MAX (__TCA_PARQ_MAX - 1)
+
+/* Options of a reserved class (TCA_OPTIONS of tc class add/change). */
+enum {
+	TCA_PARQ_CLASS_UNSPEC,
+	TCA_PARQ_CLASS_PAD,
+	TCA_PARQ_CLASS_RATE,	/* u64: bytes/s, 1..PARQ_RATE_MAX */
+	TCA_PARQ_CLASS_IDT,	/* u64: ns per packet, 1..PARQ_IDT_MAX */
+	__TCA_PARQ_CLASS_MAX
+};
+#define TCA_PARQ_CLASS_MAX (__TCA_PARQ_CLASS_MAX - 1)
 
 /*
  * Qdisc extended statistics (tc -s qdisc show).  Versioned: fields are only
  * ever appended, readers copy min(payload, sizeof) into a zeroed struct.
  */
-#define PARQ_XSTATS_VERSION	1
+#define PARQ_XSTATS_VERSION	2
 
 struct tc_parq_xstats {
 	__u32	version;		/* PARQ_XSTATS_VERSION */
@@ -97,6 +117,32 @@ struct tc_parq_xstats {
 	__u64	drop_flow_limit;	/* parallel dropped: flow-limit */
 	__u64	drop_gso_failed;	/* GSO segmentation failed */
 	__u64	drop_filter;		/* dropped or stolen by a tc filter */
+	/* version 2: reserved flows */
+	__u64	resv_dispatches;	/* packets sent by reserved classes */
+	__u64	resv_rejects;		/* reservations refused by admission */
+	__u64	resv_sum_rate;		/* bytes/s reserved in all classes */
+	__u64	resv_capacity;		/* bytes/s reservable: linkrate x % */
+	__u32	resv_classes;		/* reserved classes configured */
+	__u32	resv_backlogged;	/* reserved classes with packets now */
+	__u32	resv_throttled;		/* of those, waiting for their NDT */
+	__u32	pad;
+};
+
+/*
+ * Extended statistics of a reserved class (tc -s class show).  The first
+ * word tells them from the qdisc's: PARQ_XSTATS_CLASS is set in it.
+ */
+#define PARQ_XSTATS_CLASS		0x80000000U
+#define PARQ_CLASS_XSTATS_VERSION	1
+
+struct tc_parq_class_xstats {
+	__u32	version;	/* PARQ_XSTATS_CLASS | PARQ_CLASS_XSTATS_VERSION */
+	__u32	pad;
+	__u64	rate;		/* bytes/s reserved (idt: one MTU per IDT) */
+	__u64	idt;		/* ns per packet in idt mode, else 0 */
+	__u64	dispatches;	/* packets sent */
+	__u64	lateness_max;	/* ns a packet left after its NDT, max */
+	__u64	lateness_sum;	/* ns, sum over dispatches (mean = sum/n) */
 };
 
 #endif /* _UAPI_LINUX_PARQ_H */
