@@ -3,6 +3,11 @@
  * q_parq.so: tc(8) plugin for the parq qdisc.
  *
  *   tc qdisc add dev DEV root handle 1: parq [ threshold N | inf ] ...
+ *   tc class add dev DEV parent 1: classid 1:N parq { rate RATE | idt TIME }
+ *
+ * Classes 1:1 (parallel) and 1:2 (local) are fixed; classes with a minor of
+ * PARQ_RESV_MINOR_MIN (hexadecimal, as tc writes minors) and up are reserved
+ * flows.
  *
  * Only the parameters given on the command line are sent, so that
  * "tc qdisc change ... parq threshold 8" changes nothing else.  All
@@ -20,6 +25,7 @@
 #include <strings.h>
 
 #include <linux/parq.h>
+#include <linux/pkt_sched.h>
 
 #include "iproute2.h"
 
@@ -93,19 +99,30 @@ static void explain(void)
 		"                [ split-gso | no-split-gso ] [ limit PACKETS ]\n"
 		"                [ flow-limit PACKETS ] [ dscp-parallel LIST | none ]\n"
 		"                [ default parallel | local ]\n"
+		"                [ linkrate RATE | auto ] [ reservable PERCENT ]\n"
+		"       tc class ... classid MAJOR:MINOR parq { rate RATE | idt TIME }\n"
 		"\n"
 		"  N        parallel units sent per local unit, %d..%d (default %d);\n"
 		"           inf: strict priority for parallel\n"
-		"  RATE     shaper rate, e.g. 100mbit or 10gbit (default unlimited)\n"
+		"  RATE     a rate such as 100mbit or 10gbit, at most 1600gbit;\n"
+		"           rate: the shaper (default unlimited); linkrate: the capacity\n"
+		"           reservations share (default auto: the shaper rate, else the\n"
+		"           link speed); class rate: the class's reservation\n"
 		"  BYTES    %d..%d, added to each packet's length by the shaper\n"
 		"  PACKETS  1..%d (limit default %d, flow-limit default %d)\n"
 		"  LIST     DSCP[,DSCP]...  DSCP := CS0..CS7 | AF11..AF43 | EF | VA | LE | 0..63\n"
 		"           (default %s)\n"
-		"Classes 1:1 (parallel) and 1:2 (local) are fixed.\n",
+		"  PERCENT  share of linkrate that reservations may take, 1..100 (default %d)\n"
+		"  TIME     a reserved class's time between packets, such as 100us,\n"
+		"           1ns..%llus (units s, ms, us, ns)\n"
+		"Classes 1:1 (parallel) and 1:2 (local) are fixed; reserved classes are\n"
+		"MAJOR:%x to MAJOR:ffff (minors are hexadecimal).\n",
 		1, PARQ_THRESHOLD_MAX, PARQ_THRESHOLD_DEFAULT,
 		PARQ_OVERHEAD_MIN, PARQ_OVERHEAD_MAX,
 		PARQ_LIMIT_MAX, PARQ_LIMIT_DEFAULT, PARQ_FLOW_LIMIT_DEFAULT,
-		dflt);
+		dflt, PARQ_RESERVABLE_DEFAULT,
+		(unsigned long long)(PARQ_IDT_MAX / 1000000000ULL),
+		PARQ_RESV_MINOR_MIN);
 }
 
 /* ---- Strict number parsing: decimal only, whole token, no overflow ---- */
@@ -146,25 +163,30 @@ parq_bad_value(const char *what, const char *arg, const char *fmt, ...)
 	return -1;
 }
 
-/* Bytes per second, 1..PARQ_RATE_MAX, or PARQ_RATE_UNLIMITED. */
-static int parq_parse_rate(const char *arg, const char *dev, __u64 *rate)
+/*
+ * Bytes per second, 1..PARQ_RATE_MAX, for the "what" parameter; if @word is
+ * not NULL, that word stands for @word_val ("unlimited", "auto").
+ */
+static int parq_parse_rate(const char *what, const char *arg, const char *dev,
+			   const char *word, __u64 word_val, __u64 *rate)
 {
-	static const char expected[] =
-		"expected a rate such as 100mbit or 10gbit, or unlimited";
-	char scaled[64];
+	char expected[96], scaled[64];
 	__u64 unit, r;
 	double num;
 	char *suffix;
 
-	if (strcmp(arg, "unlimited") == 0) {
-		*rate = PARQ_RATE_UNLIMITED;
+	snprintf(expected, sizeof(expected),
+		 "expected a rate such as 100mbit or 10gbit%s%s",
+		 word ? ", or " : "", word ? word : "");
+	if (word && strcmp(arg, word) == 0) {
+		*rate = word_val;
 		return 0;
 	}
 
 	if (strchr(arg, '%')) {
 		/* tc's "rate 10%" of the link speed; prints its own error. */
-		if (!dev || get_percent_rate64(&r, arg, dev))
-			return parq_bad_value("rate", arg,
+		if (!dev || !*dev || get_percent_rate64(&r, arg, dev))
+			return parq_bad_value(what, arg,
 					      "cannot compute a percentage of the link speed");
 	} else {
 		/*
@@ -174,34 +196,153 @@ static int parq_parse_rate(const char *arg, const char *dev, __u64 *rate)
 		 * known-good suffix.
 		 */
 		if (!isdigit((unsigned char)arg[0]) && arg[0] != '.')
-			return parq_bad_value("rate", arg, "%s", expected);
+			return parq_bad_value(what, arg, "%s", expected);
 		errno = 0;
 		num = strtod(arg, &suffix);
 		if (suffix == arg || errno || !isfinite(num) || num < 0)
-			return parq_bad_value("rate", arg, "%s", expected);
+			return parq_bad_value(what, arg, "%s", expected);
 		if (strlen(suffix) > sizeof(scaled) - 16)
-			return parq_bad_value("rate", arg, "%s", expected);
+			return parq_bad_value(what, arg, "%s", expected);
 		snprintf(scaled, sizeof(scaled), "1000000%s", suffix);
 		if (get_rate64(&unit, scaled))
-			return parq_bad_value("rate", arg, "%s", expected);
+			return parq_bad_value(what, arg, "%s", expected);
 		if (num * (double)unit / 1e6 >= (double)PARQ_RATE_MAX + 1.0)
 			goto too_big;
 		if (get_rate64(&r, arg))
-			return parq_bad_value("rate", arg, "%s", expected);
+			return parq_bad_value(what, arg, "%s", expected);
 	}
 
-	if (r == 0)
-		return parq_bad_value("rate", arg,
-				      "rate must be positive; use \"rate unlimited\" to turn the shaper off");
+	if (r == 0) {
+		if (word)
+			return parq_bad_value(what, arg,
+					      "rate must be positive; use \"%s %s\" %s",
+					      what, word,
+					      strcmp(word, "unlimited") == 0 ?
+					      "to turn the shaper off" :
+					      "for the default");
+		return parq_bad_value(what, arg, "rate must be positive");
+	}
 	if (r > PARQ_RATE_MAX)
 		goto too_big;
 	*rate = r;
 	return 0;
 
 too_big:
-	return parq_bad_value("rate", arg,
-			      "expected at most 1600gbit (%llu bytes/s), or unlimited",
-			      (unsigned long long)PARQ_RATE_MAX);
+	return parq_bad_value(what, arg,
+			      "expected at most 1600gbit (%llu bytes/s)%s%s",
+			      (unsigned long long)PARQ_RATE_MAX,
+			      word ? ", or " : "", word ? word : "");
+}
+
+/* ---- Times: exact decimal with a unit, to whole nanoseconds ---- */
+
+struct parq_time_unit {
+	const char *name;
+	__u64 scale;		/* ns */
+	unsigned int digits;	/* log10(scale) */
+};
+
+static const struct parq_time_unit parq_time_units[] = {
+	{ "s", 1000000000ULL, 9 }, { "sec", 1000000000ULL, 9 },
+	{ "secs", 1000000000ULL, 9 },
+	{ "ms", 1000000ULL, 6 }, { "msec", 1000000ULL, 6 },
+	{ "msecs", 1000000ULL, 6 },
+	{ "us", 1000ULL, 3 }, { "usec", 1000ULL, 3 }, { "usecs", 1000ULL, 3 },
+	{ "ns", 1ULL, 0 }, { "nsec", 1ULL, 0 }, { "nsecs", 1ULL, 0 },
+};
+
+#define PARQ_NUM_TIME_UNITS \
+	(sizeof(parq_time_units) / sizeof(parq_time_units[0]))
+
+/*
+ * "100us", "1.5ms", "250ns", "2s": 1 ns..@max.  A unit is required (tc's
+ * bare numbers mean microseconds in some places and nanoseconds in others),
+ * and the value must be a whole number of nanoseconds.  No floating point,
+ * so that what is printed parses back to the same value.
+ */
+static int parq_parse_time(const char *what, const char *arg, __u64 max,
+			   __u64 *ns)
+{
+	static const char expected[] =
+		"expected a time such as 100us, 1.5ms or 250ns (units s, ms, us, ns)";
+	const struct parq_time_unit *u = NULL;
+	const char *p = arg, *frac = NULL;
+	unsigned int nint = 0, nfrac = 0, i;
+	__u64 iv = 0, fv = 0, v;
+	bool big = false;
+
+	for (; isdigit((unsigned char)*p); p++, nint++) {
+		if (iv > max)
+			big = true;	/* stop growing: no overflow */
+		else
+			iv = iv * 10 + (*p - '0');
+	}
+	if (*p == '.') {
+		frac = ++p;
+		for (; isdigit((unsigned char)*p); p++)
+			nfrac++;
+		if (!nfrac)
+			return parq_bad_value(what, arg, "%s", expected);
+	}
+	if (!nint && !nfrac)
+		return parq_bad_value(what, arg, "%s", expected);
+	for (i = 0; i < PARQ_NUM_TIME_UNITS; i++)
+		if (strcasecmp(p, parq_time_units[i].name) == 0)
+			u = &parq_time_units[i];
+	if (!u)
+		return parq_bad_value(what, arg, "%s", expected);
+
+	/* Fraction: the first u->digits digits count, the rest must be 0. */
+	for (i = 0; i < u->digits; i++)
+		fv = fv * 10 + (i < nfrac ? (__u64)(frac[i] - '0') : 0);
+	for (; i < nfrac; i++)
+		if (frac[i] != '0')
+			return parq_bad_value(what, arg,
+					      "not a whole number of nanoseconds");
+
+	if (big || iv > max / u->scale + 1)
+		goto too_big;
+	v = iv * u->scale + fv;
+	if (v == 0)
+		return parq_bad_value(what, arg, "time must be positive");
+	if (v > max)
+		goto too_big;
+	*ns = v;
+	return 0;
+
+too_big:
+	return parq_bad_value(what, arg, "expected at most %llus",
+			      (unsigned long long)(max / 1000000000ULL));
+}
+
+/* Exact: the largest unit not above @ns, with as many decimals as needed. */
+#define PARQ_TIME_TEXT	32
+
+static void parq_format_time(__u64 ns, char *buf, size_t size)
+{
+	static const struct parq_time_unit *const pick[] = {
+		&parq_time_units[0], &parq_time_units[3],
+		&parq_time_units[6], &parq_time_units[9],
+	};
+	const struct parq_time_unit *u = pick[3];
+	size_t i, len;
+
+	for (i = 0; i < 3; i++)
+		if (ns >= pick[i]->scale) {
+			u = pick[i];
+			break;
+		}
+	if (ns % u->scale == 0) {
+		snprintf(buf, size, "%llu%s",
+			 (unsigned long long)(ns / u->scale), u->name);
+		return;
+	}
+	snprintf(buf, size, "%llu.%0*llu", (unsigned long long)(ns / u->scale),
+		 (int)u->digits, (unsigned long long)(ns % u->scale));
+	len = strlen(buf);
+	while (len && buf[len - 1] == '0')
+		buf[--len] = '\0';
+	snprintf(buf + len, size - len, "%s", u->name);
 }
 
 /* Comma separated DSCP names or numbers, or "none". */
@@ -273,6 +414,8 @@ struct parq_opts {
 	__u32 flow_limit;
 	__u64 dscp_parallel;
 	__u8 default_class;
+	__u64 linkrate;
+	__u8 reservable;
 };
 
 /* Mark @attr given; a second occurrence is an error. */
@@ -322,6 +465,12 @@ static int parq_put_opts(const struct parq_opts *o, struct nlmsghdr *n)
 	if (PARQ_GIVEN(TCA_PARQ_DEFAULT_CLASS))
 		err |= addattr8(n, PARQ_MAXLEN, TCA_PARQ_DEFAULT_CLASS,
 				o->default_class);
+	if (PARQ_GIVEN(TCA_PARQ_LINKRATE))
+		err |= addattr64(n, PARQ_MAXLEN, TCA_PARQ_LINKRATE,
+				 o->linkrate);
+	if (PARQ_GIVEN(TCA_PARQ_RESERVABLE))
+		err |= addattr8(n, PARQ_MAXLEN, TCA_PARQ_RESERVABLE,
+				o->reservable);
 #undef PARQ_GIVEN
 	if (err)
 		return -1;
@@ -358,7 +507,8 @@ static int parq_parse_opt(struct qdisc_util *qu, int argc, char **argv,
 		if (strcmp(kw, "threshold") && strcmp(kw, "unit") &&
 		    strcmp(kw, "rate") && strcmp(kw, "overhead") &&
 		    strcmp(kw, "limit") && strcmp(kw, "flow-limit") &&
-		    strcmp(kw, "dscp-parallel") && strcmp(kw, "default")) {
+		    strcmp(kw, "dscp-parallel") && strcmp(kw, "default") &&
+		    strcmp(kw, "linkrate") && strcmp(kw, "reservable")) {
 			fprintf(stderr, "parq: unknown parameter \"%s\"\n", kw);
 			explain();
 			return -1;
@@ -397,8 +547,33 @@ static int parq_parse_opt(struct qdisc_util *qu, int argc, char **argv,
 		} else if (strcmp(kw, "rate") == 0) {
 			if (parq_seen(&o, TCA_PARQ_RATE, kw))
 				return -1;
-			if (parq_parse_rate(arg, dev, &o.rate))
+			if (parq_parse_rate(kw, arg, dev, "unlimited",
+					    PARQ_RATE_UNLIMITED, &o.rate))
 				return -1;
+		} else if (strcmp(kw, "linkrate") == 0) {
+			if (parq_seen(&o, TCA_PARQ_LINKRATE, kw))
+				return -1;
+			if (parq_parse_rate(kw, arg, dev, "auto",
+					    PARQ_LINKRATE_AUTO, &o.linkrate))
+				return -1;
+		} else if (strcmp(kw, "reservable") == 0) {
+			char num[32];
+			size_t len = strlen(arg);
+
+			if (parq_seen(&o, TCA_PARQ_RESERVABLE, kw))
+				return -1;
+			/* "90" or "90%" */
+			if (len && arg[len - 1] == '%')
+				len--;
+			if (len < sizeof(num)) {
+				memcpy(num, arg, len);
+				num[len] = '\0';
+			}
+			if (len >= sizeof(num) ||
+			    parq_parse_ll(num, false, 1, 100, &v))
+				return parq_bad_value(kw, arg,
+						      "expected a percentage of linkrate, 1..100");
+			o.reservable = v;
 		} else if (strcmp(kw, "overhead") == 0) {
 			if (parq_seen(&o, TCA_PARQ_OVERHEAD, kw))
 				return -1;
@@ -548,16 +723,76 @@ static int parq_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 			parq_print_uint(PRINT_ANY, "default", "default %u ",
 					u8v);
 	}
+	if (PARQ_ATTR(TCA_PARQ_LINKRATE, __u64)) {
+		/* The effective capacity; 0: none (no rate, no link speed). */
+		u64v = parq_rta_u64(a);
+		if (u64v == 0) {
+			parq_print_u64(PRINT_JSON, "linkrate", NULL, 0);
+			parq_print_string(PRINT_FP, NULL, "linkrate %s ",
+					  "none");
+		} else if (u64v >= PARQ_LINKRATE_AUTO) {
+			parq_print_string(PRINT_ANY, "linkrate",
+					  "linkrate %s ", "auto");
+		} else {
+			tc_print_rate(PRINT_ANY, "linkrate", "linkrate %s ",
+				      u64v);
+		}
+	}
+	if (PARQ_ATTR(TCA_PARQ_RESERVABLE, __u8))
+		parq_print_uint(PRINT_ANY, "reservable", "reservable %u ",
+				parq_rta_u8(a));
 #undef PARQ_ATTR
 	return 0;
 }
 
 /* ---- print_xstats ---- */
 
+/* A time in ns: a number in JSON, exact with a unit in text. */
+static void parq_print_time(const char *key, const char *fmt, __u64 ns)
+{
+	char text[PARQ_TIME_TEXT];
+
+	parq_print_u64(PRINT_JSON, key, NULL, ns);
+	if (!is_json_context()) {
+		parq_format_time(ns, text, sizeof(text));
+		parq_print_string(PRINT_FP, NULL, fmt, text);
+	}
+}
+
+/* Versioned structs: copy what is there into a zeroed struct; a field is
+ * printed only if the payload holds all of it.
+ */
+#define PARQ_HAS(st, field, len) \
+	(offsetof(__typeof__(st), field) + sizeof((st).field) <= (len))
+
+static void parq_print_class_xstats(const void *data, size_t len)
+{
+	struct tc_parq_class_xstats st;
+
+	memset(&st, 0, sizeof(st));
+	memcpy(&st, data, len < sizeof(st) ? len : sizeof(st));
+
+	if (PARQ_HAS(st, rate, len))
+		tc_print_rate(PRINT_ANY, "resv_rate", "  resv_rate %s", st.rate);
+	if (PARQ_HAS(st, idt, len) && st.idt)
+		parq_print_time("idt", " idt %s", st.idt);
+	if (PARQ_HAS(st, dispatches, len))
+		parq_print_u64(PRINT_ANY, "dispatches", " dispatches %llu",
+			       st.dispatches);
+	if (PARQ_HAS(st, lateness_max, len))
+		parq_print_time("lateness_max", " lateness_max %s",
+				st.lateness_max);
+	if (PARQ_HAS(st, lateness_sum, len))
+		parq_print_time("lateness_mean", " lateness_mean %s",
+				st.dispatches ?
+				st.lateness_sum / st.dispatches : 0);
+}
+
 static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 			     struct rtattr *xstats)
 {
 	struct tc_parq_xstats st;
+	__u32 first;
 	size_t len;
 
 	(void)qu;
@@ -569,26 +804,35 @@ static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 	 * longer one.  Print exactly the fields that are present.
 	 */
 	len = RTA_PAYLOAD(xstats);
+	if (len < sizeof(first))
+		return 0;
+	memcpy(&first, RTA_DATA(xstats), sizeof(first));
+	if (first & PARQ_XSTATS_CLASS) {
+		parq_print_class_xstats(RTA_DATA(xstats), len);
+		return 0;
+	}
+
 	memset(&st, 0, sizeof(st));
 	memcpy(&st, RTA_DATA(xstats), len < sizeof(st) ? len : sizeof(st));
 
-#define PARQ_HAS(field) \
-	(offsetof(struct tc_parq_xstats, field) + sizeof(st.field) <= len)
 #define PARQ_X32(field, pre)						\
 	do {								\
-		if (PARQ_HAS(field))					\
+		if (PARQ_HAS(st, field, len))				\
 			parq_print_uint(PRINT_ANY, #field,		\
 					pre #field " %u", st.field);	\
 	} while (0)
 #define PARQ_X64(field, pre)						\
 	do {								\
-		if (PARQ_HAS(field))					\
+		if (PARQ_HAS(st, field, len))				\
 			parq_print_u64(PRINT_ANY, #field,		\
 				       pre #field " %llu", st.field);	\
 	} while (0)
-
-	if (!PARQ_HAS(version))
-		return 0;
+#define PARQ_XRATE(field, pre)						\
+	do {								\
+		if (PARQ_HAS(st, field, len))				\
+			tc_print_rate(PRINT_ANY, #field,		\
+				      pre #field " %s", st.field);	\
+	} while (0)
 
 	parq_print_uint(PRINT_ANY, "xstats_version", "  xstats_version %u",
 			st.version);
@@ -597,7 +841,7 @@ static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 	PARQ_X64(parallel_only, " ");
 	PARQ_X64(local_only, " ");
 
-	if (PARQ_HAS(throttled)) {
+	if (PARQ_HAS(st, throttled, len)) {
 		print_nl();
 		PARQ_X64(throttled, "  ");
 		PARQ_X64(wakeups, " ");
@@ -605,7 +849,7 @@ static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 		PARQ_X64(unknown_class, " ");
 	}
 
-	if (PARQ_HAS(drop_local_full)) {
+	if (PARQ_HAS(st, drop_local_full, len)) {
 		print_nl();
 		PARQ_X64(drop_local_full, "  ");
 		PARQ_X64(drop_local_evicted, " ");
@@ -614,35 +858,136 @@ static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 		PARQ_X64(drop_gso_failed, " ");
 		PARQ_X64(drop_filter, " ");
 	}
+
+	/* version 2: reserved flows */
+	if (PARQ_HAS(st, resv_dispatches, len)) {
+		print_nl();
+		PARQ_X64(resv_dispatches, "  ");
+		PARQ_X64(resv_rejects, " ");
+		PARQ_XRATE(resv_sum_rate, " ");
+		PARQ_XRATE(resv_capacity, " ");
+		PARQ_X32(resv_classes, " ");
+		PARQ_X32(resv_backlogged, " ");
+		PARQ_X32(resv_throttled, " ");
+	}
+#undef PARQ_XRATE
 #undef PARQ_X64
 #undef PARQ_X32
-#undef PARQ_HAS
 	return 0;
 }
 
-/* ---- classes: 1:1 parallel and 1:2 local, created with the qdisc ---- */
+#undef PARQ_HAS
+
+/* ---- classes: 1:1 parallel and 1:2 local, fixed; reserved ones ---- */
 
 static int parq_parse_copt(struct qdisc_util *qu, int argc, char **argv,
 			   struct nlmsghdr *n, const char *dev)
 {
+	const struct tcmsg *t = NLMSG_DATA(n);
+	__u32 minor = TC_H_MIN(t->tcm_handle);
+	__u64 rate = 0, idt = 0;
+	struct rtattr *tail;
+	__u32 before;
+	int i;
+
 	(void)qu;
-	(void)argc;
-	(void)argv;
-	(void)n;
-	(void)dev;
-	fprintf(stderr,
-		"parq: classes are fixed (1:1 parallel, 1:2 local); they cannot be added or changed\n");
-	return -1;
+	for (i = 0; i < argc; i++)
+		if (strcmp(argv[i], "help") == 0) {
+			explain();
+			return -1;
+		}
+
+	if (minor == 0) {
+		fprintf(stderr,
+			"parq: a reserved class needs \"classid MAJOR:MINOR\" before \"parq\", MINOR %x..ffff (hexadecimal)\n",
+			PARQ_RESV_MINOR_MIN);
+		return -1;
+	}
+	if (minor < PARQ_RESV_MINOR_MIN) {
+		__u32 major = TC_H_MAJ(t->tcm_handle) >> 16;
+
+		fprintf(stderr,
+			"parq: classes %x:%x and %x:%x are fixed; reserved classes are %x:%x and up (minors are hexadecimal)\n",
+			major, PARQ_CLASS_PARALLEL, major, PARQ_CLASS_LOCAL,
+			major, PARQ_RESV_MINOR_MIN);
+		return -1;
+	}
+
+	if (n->nlmsg_type == RTM_DELTCLASS) {
+		if (argc) {
+			fprintf(stderr,
+				"parq: \"tc class delete\" takes no parameters, not \"%s\"\n",
+				argv[0]);
+			return -1;
+		}
+		return 0;
+	}
+
+	for (; argc > 0; argc--, argv++) {
+		const char *kw = *argv;
+
+		if (strcmp(kw, "rate") && strcmp(kw, "idt")) {
+			fprintf(stderr,
+				"parq: unknown class parameter \"%s\"; expected rate RATE or idt TIME\n",
+				kw);
+			return -1;
+		}
+		if (rate || idt) {
+			fprintf(stderr,
+				"parq: duplicate or conflicting class parameter \"%s\": give one of rate and idt, once\n",
+				kw);
+			return -1;
+		}
+		if (argc < 2) {
+			fprintf(stderr, "parq: missing value after \"%s\"\n",
+				kw);
+			return -1;
+		}
+		argc--;
+		argv++;
+		if (kw[0] == 'r') {
+			if (parq_parse_rate(kw, *argv, dev, NULL, 0, &rate))
+				return -1;
+		} else {
+			if (parq_parse_time(kw, *argv, PARQ_IDT_MAX, &idt))
+				return -1;
+		}
+	}
+	if (!rate && !idt) {
+		fprintf(stderr,
+			"parq: a reserved class needs \"rate RATE\" or \"idt TIME\"\n");
+		return -1;
+	}
+
+	before = n->nlmsg_len;
+	tail = addattr_nest(n, PARQ_MAXLEN, TCA_OPTIONS | NLA_F_NESTED);
+	if (n->nlmsg_len == before)
+		return -1;
+	if (rate ? addattr64(n, PARQ_MAXLEN, TCA_PARQ_CLASS_RATE, rate) :
+		   addattr64(n, PARQ_MAXLEN, TCA_PARQ_CLASS_IDT, idt))
+		return -1;
+	addattr_nest_end(n, tail);
+	return 0;
 }
 
-/* Classes have no parameters.  Present so that tc does not complain
- * "[cannot parse class parameters]" if the kernel sends TCA_OPTIONS.
- */
+/* Reserved classes: rate or idt.  Classes 1:1 and 1:2 have no options. */
 static int parq_print_copt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 {
+	struct rtattr *tb[TCA_PARQ_CLASS_MAX + 1];
+	struct rtattr *a;
+
 	(void)qu;
 	(void)f;
-	(void)opt;
+	if (!opt)
+		return 0;
+	parq_parse_nested(tb, TCA_PARQ_CLASS_MAX, opt);
+
+	a = tb[TCA_PARQ_CLASS_RATE];
+	if (a && RTA_PAYLOAD(a) >= sizeof(__u64))
+		tc_print_rate(PRINT_ANY, "rate", "rate %s ", parq_rta_u64(a));
+	a = tb[TCA_PARQ_CLASS_IDT];
+	if (a && RTA_PAYLOAD(a) >= sizeof(__u64))
+		parq_print_time("idt", "idt %s ", parq_rta_u64(a));
 	return 0;
 }
 

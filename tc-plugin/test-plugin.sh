@@ -14,10 +14,13 @@
 #  - that every bad input fails, naming the offending token, before
 #    anything is sent;
 #  - the netlink encoding of good inputs (types, lengths, NLA_F_NESTED,
-#    only the given parameters);
-#  - tc qdisc show / -j / -s / -s -j output of made-up dumps, and that the
-#    printed parameters parse back to the same attributes.
-# Attribute numbers and the xstats layout are read from linux/parq.h.
+#    only the given parameters), for the qdisc and for reserved classes
+#    (tc class add/change/replace/delete, and the classid tc sends);
+#  - tc qdisc show / -j / -s / -s -j and tc class show / -s output of
+#    made-up dumps (both kinds of xstats, full, longer and cut short), and
+#    that the printed parameters parse back to the same attributes.
+# Attribute numbers, constants and the xstats layouts are read from
+# linux/parq.h.
 set -u
 
 DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,6 +60,7 @@ NLA_F_NESTED = 0x8000
 RTM_NEWQDISC, RTM_NEWTCLASS = 36, 40
 TCA_KIND, TCA_OPTIONS, TCA_STATS2 = 1, 2, 7
 TCA_STATS_BASIC, TCA_STATS_QUEUE, TCA_STATS_APP = 1, 3, 4
+TCA_STATS_RATE_EST64 = 5
 
 # --- what linux/parq.h defines ---
 text = open(HDR).read()
@@ -73,14 +77,28 @@ for m in re.finditer(r'^#define\s+(\w+)\s+(.+)$', text, re.M):
 for body in re.findall(r'enum\s*\w*\s*\{(.*?)\}', text, re.S):
     for i, name in enumerate(n.strip() for n in body.split(',') if n.strip()):
         consts[name] = i
-XSTATS = re.findall(r'__(u32|u64)\s+(\w+);',
-                    re.search(r'struct tc_parq_xstats\s*\{(.*?)\}', text,
-                              re.S).group(1))
+def struct_fields(name):
+    return re.findall(r'__(u32|u64)\s+(\w+);',
+                      re.search(r'struct ' + name + r'\s*\{(.*?)\}', text,
+                                re.S).group(1))
+XSTATS = struct_fields('tc_parq_xstats')
+CXSTATS = struct_fields('tc_parq_class_xstats')
+# qdisc options, then class options (TCA_PARQ_CLASS_*)
 FMT = {'THRESHOLD': 'I', 'UNIT': 'B', 'RATE': 'Q', 'OVERHEAD': 'i',
        'SPLIT_GSO': 'B', 'LIMIT': 'I', 'FLOW_LIMIT': 'I',
-       'DSCP_PARALLEL': 'Q', 'DEFAULT_CLASS': 'B'}
+       'DSCP_PARALLEL': 'Q', 'DEFAULT_CLASS': 'B', 'LINKRATE': 'Q',
+       'RESERVABLE': 'B'}
 ATTR = {n: consts['TCA_PARQ_' + n] for n in FMT}
 NAME = {v: k for k, v in ATTR.items()}
+CFMT = {'RATE': 'Q', 'IDT': 'Q'}
+CATTR = {n: consts['TCA_PARQ_CLASS_' + n] for n in CFMT}
+CNAME = {v: k for k, v in CATTR.items()}
+if set(ATTR.values()) != set(range(consts['TCA_PARQ_THRESHOLD'],
+                                   consts['__TCA_PARQ_MAX'])):
+    raise SystemExit('nl.py: qdisc attributes out of date')
+if set(CATTR.values()) != set(range(consts['TCA_PARQ_CLASS_RATE'],
+                                    consts['__TCA_PARQ_CLASS_MAX'])):
+    raise SystemExit('nl.py: class attributes out of date')
 
 def value(v):
     return consts[v] if isinstance(v, str) else v
@@ -101,30 +119,41 @@ def rtas(buf):
         raise ValueError('%d trailing bytes' % len(buf))
     return out
 
-def opts_blob(opts):
-    return b''.join(rta(ATTR[k], struct.pack('=' + FMT[k], value(v)))
+def opts_blob(opts, cls=False):
+    attr, fmt = (CATTR, CFMT) if cls else (ATTR, FMT)
+    return b''.join(rta(attr[k], struct.pack('=' + fmt[k], value(v)))
                     for k, v in opts.items())
+
+def pack_struct(fields, vals):
+    return b''.join(struct.pack('=' + ('I' if t == 'u32' else 'Q'),
+                                value(vals.get(n, 0)))
+                    for t, n in fields)
 
 def mkdump(out, spec):
     blob = b''
     for m in json.loads(spec):
+        qdisc = m.get('msg', 'qdisc') == 'qdisc'
         body = rta(TCA_KIND, m.get('kind', 'parq').encode() + b'\0')
         if 'options' in m:
             flag = NLA_F_NESTED if m.get('nested', True) else 0
-            body += rta(TCA_OPTIONS | flag, opts_blob(m['options']) +
+            body += rta(TCA_OPTIONS | flag,
+                        opts_blob(m['options'], not qdisc) +
                         b''.join(rta(t, bytes.fromhex(h))
                                  for t, h in m.get('extra', [])))
-        if 'xstats' in m:
-            xs = b''.join(struct.pack('=' + ('I' if t == 'u32' else 'Q'),
-                                      m['xstats'].get(n, 0))
-                          for t, n in XSTATS)
+        if 'xstats' in m or 'cxstats' in m:
+            if 'xstats' in m:
+                xs = pack_struct(XSTATS, m['xstats'])
+            else:
+                xs = pack_struct(CXSTATS, m['cxstats'])
             ln = m.get('xstats_len', len(xs))
             xs = (xs + b'\xa5' * ln)[:ln]
             st = (rta(TCA_STATS_BASIC, struct.pack('=QI', 1000, 10)) +
-                  rta(TCA_STATS_QUEUE, struct.pack('=5I', 0, 0, 0, 0, 0)) +
-                  rta(TCA_STATS_APP, xs))
+                  rta(TCA_STATS_QUEUE, struct.pack('=5I', 0, 0, 0, 0, 0)))
+            if 'rate_est' in m:
+                st += rta(TCA_STATS_RATE_EST64,
+                          struct.pack('=QQ', *m['rate_est']))
+            st += rta(TCA_STATS_APP, xs)
             body += rta(TCA_STATS2 | NLA_F_NESTED, st)
-        qdisc = m.get('msg', 'qdisc') == 'qdisc'
         tcm = struct.pack('=BBHiIII', 0, 0, 0, m['ifindex'], m['handle'],
                           m['parent'], m.get('info', 1))
         payload = tcm + body
@@ -137,7 +166,8 @@ def options(buf, strict):
     """The parq options of the first message in buf."""
     if len(buf) < 16:
         raise ValueError('nothing was sent')
-    ln = struct.unpack_from('=I', buf)[0]
+    ln, typ = struct.unpack_from('=IH', buf)
+    name, fmt = (NAME, FMT) if typ == RTM_NEWQDISC else (CNAME, CFMT)
     if strict and ln != len(buf):
         raise ValueError('%d bytes captured, one message of %d expected'
                          % (len(buf), ln))
@@ -152,16 +182,16 @@ def options(buf, strict):
         raise ValueError('TCA_OPTIONS without NLA_F_NESTED')
     got = {}
     for t, p in rtas(nest[0][1]):
-        if t not in NAME:
+        if t not in name:
             if strict:
                 raise ValueError('unknown attribute %d' % t)
             continue
-        n = NAME[t]
+        n = name[t]
         if n in got:
             raise ValueError('%s twice' % n)
-        if len(p) != struct.calcsize('=' + FMT[n]):
+        if len(p) != struct.calcsize('=' + fmt[n]):
             raise ValueError('%s has %d bytes' % (n, len(p)))
-        got[n] = struct.unpack('=' + FMT[n], p)[0]
+        got[n] = struct.unpack('=' + fmt[n], p)[0]
     return got
 
 def decode(path, strict=True):
@@ -186,7 +216,7 @@ def parq_qdisc(path):
     return q[0]
 
 def text_xstats(path):
-    """key value pairs of the lines after the backlog line."""
+    """key value pairs (strings) of the lines after the backlog line."""
     lines = open(path).read().splitlines()
     idx = [i for i, l in enumerate(lines) if l.strip().startswith('backlog')]
     if not idx:
@@ -198,11 +228,13 @@ def text_xstats(path):
     for k, v in zip(words[::2], words[1::2]):
         if k in d:
             fail('%s twice' % k)
-        d[k] = int(v)
+        d[k] = v
     return d
 
 if cmd == 'mkdump':
     mkdump(args[0], args[1])
+elif cmd == 'const':
+    print(consts[args[0]])
 elif cmd == 'check-enc':
     try:
         got = decode(args[0])
@@ -225,16 +257,20 @@ elif cmd == 'check-json-opts':
     if got != exp:
         fail('options %s, expected %s' % (got, exp))
 elif cmd == 'check-xstats':
-    # args: text output, json output, expected {key: value}
+    # args: text output, json output, expected {key: value} in JSON,
+    # [{key: text} where the text output differs from str(value)]
     exp = json.loads(args[2])
+    texp = {k: str(v) for k, v in exp.items()}
+    texp.update(json.loads(args[3]) if len(args) > 3 else {})
     t = text_xstats(args[0])
-    if t != exp:
-        fail('text xstats %s, expected %s' % (t, exp))
+    if t != texp:
+        fail('text xstats %s, expected %s' % (t, texp))
     q = parq_qdisc(args[1])
     j = {k: q[k] for k in exp if k in q}
     if j != exp:
         fail('json xstats %s, expected %s' % (j, exp))
-    known = {n for _, n in XSTATS} | {'xstats_version'}
+    known = ({n for _, n in XSTATS + CXSTATS} |
+             {'xstats_version', 'lateness_mean'})
     extra = [k for k in q if k in known and k not in exp]
     if extra:
         fail('json has unexpected %s' % extra)
@@ -248,6 +284,7 @@ RESULTS=()
 N=0
 FAILED=0
 pass() { N=$((N + 1)); RESULTS+=("ok $N - $1"); }
+skip() { N=$((N + 1)); RESULTS+=("ok $N - $1 # SKIP $2"); }
 fail() {
 	local desc=$1 line
 	shift
@@ -373,21 +410,103 @@ bad "abbreviated keyword" 'parq: unknown parameter "thresh"' thresh 4
 bad "missing value" 'parq: missing value after "threshold"' limit 5 threshold
 bad "duplicate threshold" 'parq: duplicate or conflicting parameter "threshold"' threshold 4 threshold 5
 bad "split-gso with no-split-gso" 'conflicting parameter "no-split-gso"' split-gso no-split-gso
+bad "linkrate 0" 'parq: illegal "linkrate" value "0": rate must be positive; use "linkrate auto"' linkrate 0
+bad "linkrate 1bit (0 bytes/s)" '"linkrate" value "1bit": rate must be positive' linkrate 1bit
+bad "linkrate -1mbit" '"linkrate" value "-1mbit": expected a rate such as 100mbit or 10gbit, or auto' linkrate -1mbit
+bad "linkrate 1601gbit" '"linkrate" value "1601gbit": expected at most 1600gbit (200000000000 bytes/s), or auto' linkrate 1601gbit
+bad "linkrate unlimited" '"linkrate" value "unlimited"' linkrate unlimited
+bad "linkrate AUTO" '"linkrate" value "AUTO"' linkrate AUTO
+bad "linkrate 10% on lo (no link speed)" '"linkrate" value "10%"' linkrate 10%
+bad "duplicate linkrate" 'duplicate or conflicting parameter "linkrate"' linkrate auto linkrate 1gbit
+bad "reservable 0" 'parq: illegal "reservable" value "0": expected a percentage of linkrate, 1..100' reservable 0
+bad "reservable 101" '"reservable" value "101"' reservable 101
+bad "reservable 101%" '"reservable" value "101%"' reservable 101%
+bad "reservable 50.5" '"reservable" value "50.5"' reservable 50.5
+bad "reservable -5" '"reservable" value "-5"' reservable -5
+bad "reservable 90%%" '"reservable" value "90%%"' reservable 90%%
+bad "reservable %" '"reservable" value "%"' reservable %
+bad "reservable ''" '"reservable" value ""' reservable ""
+bad "reservable 99999999999999999999999999999999999%" '"reservable" value "99999999999999999999999999999999999%"' reservable 99999999999999999999999999999999999%
+bad "reservable half" '"reservable" value "half"' reservable half
+bad "missing reservable value" 'parq: missing value after "reservable"' reservable
 
-run_tc class add dev $DEV parent 1: classid 1:3 parq
-if [ $RC -ne 0 ] && [ ! -s "$CAP" ] &&
-   [[ $ERR == *"parq: classes are fixed (1:1 parallel, 1:2 local); they cannot be added or changed"* ]]; then
-	pass "rejects tc class add"
+# cbad DESC EXPECTED-STDERR-SUBSTRING TC-CLASS-ARGS...  (before "parq" too)
+cbad() {
+	local desc=$1 want=$2
+	shift 2
+	run_tc class "$@"
+	if [ $RC -ne 0 ] && [[ $ERR == *"$want"* ]] && [ ! -s "$CAP" ]; then
+		pass "rejects class $desc"
+	else
+		fail "rejects class $desc" "rc=$RC, stderr: $ERR" \
+			"expected: $want; sent $(stat -c %s "$CAP") bytes"
+	fi
+}
+# Reserved minors, in tc's hexadecimal: R0 the first, R1.. the next ones.
+RMIN=$(nl const PARQ_RESV_MINOR_MIN)
+hexminor() { printf '%x' $((RMIN + $1)); }
+R0=$(hexminor 0) R1=$(hexminor 1) R2=$(hexminor 2) R3=$(hexminor 3)
+R4=$(hexminor 4) R5=$(hexminor 5) RB=$(hexminor -1)
+FIXED="parq: classes 1:1 and 1:2 are fixed; reserved classes are 1:$R0 and up"
+CA="add dev $DEV parent 1: classid"
+cbad "add 1:1" "$FIXED" $CA 1:1 parq rate 10mbit
+cbad "add 1:2" "$FIXED" $CA 1:2 parq idt 100us
+cbad "add 1:$RB (just below the first reserved minor)" "$FIXED" $CA 1:$RB parq rate 10mbit
+cbad "add 1:3 without parameters" "$FIXED" $CA 1:3 parq
+cbad "add 2:1 (names major 2)" "parq: classes 2:1 and 2:2 are fixed; reserved classes are 2:$R0 and up" \
+	add dev $DEV parent 2: classid 2:1 parq rate 10mbit
+cbad "change 1:1" "$FIXED" change dev $DEV classid 1:1 parq rate 10mbit
+cbad "delete 1:2" "$FIXED" delete dev $DEV classid 1:2 parq
+cbad "add without classid" 'parq: a reserved class needs "classid MAJOR:MINOR" before "parq"' \
+	add dev $DEV parent 1: parq rate 10mbit
+cbad "add without rate or idt" 'parq: a reserved class needs "rate RATE" or "idt TIME"' $CA 1:$R0 parq
+cbad "rate and idt" 'parq: duplicate or conflicting class parameter "idt"' $CA 1:$R0 parq rate 10mbit idt 1ms
+cbad "rate twice" 'parq: duplicate or conflicting class parameter "rate"' $CA 1:$R0 parq rate 10mbit rate 20mbit
+cbad "unknown parameter" 'parq: unknown class parameter "burst"; expected rate RATE or idt TIME' \
+	$CA 1:$R0 parq rate 10mbit burst 10k
+cbad "qdisc parameter" 'parq: unknown class parameter "threshold"' $CA 1:$R0 parq threshold 4
+cbad "missing value" 'parq: missing value after "idt"' $CA 1:$R0 parq idt
+cbad "rate 0" 'parq: illegal "rate" value "0": rate must be positive' $CA 1:$R0 parq rate 0
+cbad "rate 1bit (0 bytes/s)" '"rate" value "1bit": rate must be positive' $CA 1:$R0 parq rate 1bit
+cbad "rate unlimited" 'parq: illegal "rate" value "unlimited": expected a rate such as 100mbit or 10gbit' \
+	$CA 1:$R0 parq rate unlimited
+cbad "rate 1601gbit" '"rate" value "1601gbit": expected at most 1600gbit (200000000000 bytes/s)' \
+	$CA 1:$R0 parq rate 1601gbit
+cbad "rate fast" '"rate" value "fast"' $CA 1:$R0 parq rate fast
+cbad "rate 10% on lo (no link speed)" '"rate" value "10%"' $CA 1:$R0 parq rate 10%
+cbad "idt 0us" 'parq: illegal "idt" value "0us": time must be positive' $CA 1:$R0 parq idt 0us
+cbad "idt 100 (no unit)" 'parq: illegal "idt" value "100": expected a time such as 100us, 1.5ms or 250ns' \
+	$CA 1:$R0 parq idt 100
+cbad "idt 10.000000001s" 'parq: illegal "idt" value "10.000000001s": expected at most 10s' \
+	$CA 1:$R0 parq idt 10.000000001s
+cbad "idt 10001ms" '"idt" value "10001ms": expected at most 10s' $CA 1:$R0 parq idt 10001ms
+cbad "idt 99999999999999999999999s" '"idt" value "99999999999999999999999s": expected at most 10s' \
+	$CA 1:$R0 parq idt 99999999999999999999999s
+cbad "idt 1.5ns" 'parq: illegal "idt" value "1.5ns": not a whole number of nanoseconds' \
+	$CA 1:$R0 parq idt 1.5ns
+cbad "idt 0.0000000001s" '"idt" value "0.0000000001s": not a whole number' $CA 1:$R0 parq idt 0.0000000001s
+cbad "idt -1us" '"idt" value "-1us": expected a time' $CA 1:$R0 parq idt -1us
+cbad "idt 1e3us" '"idt" value "1e3us": expected a time' $CA 1:$R0 parq idt 1e3us
+cbad "idt 1.us" '"idt" value "1.us": expected a time' $CA 1:$R0 parq idt 1.us
+cbad "idt us" '"idt" value "us": expected a time' $CA 1:$R0 parq idt us
+cbad "idt 100 us (unit apart)" '"idt" value "100": expected a time' $CA 1:$R0 parq idt 100 us
+cbad "idt 100usx" '"idt" value "100usx": expected a time' $CA 1:$R0 parq idt 100usx
+cbad "delete with parameters" 'parq: "tc class delete" takes no parameters, not "rate"' \
+	delete dev $DEV classid 1:$R0 parq rate 10mbit
+run_tc class add dev $DEV parent 1: classid 1:$R0 parq help
+if [ $RC -ne 0 ] && [ "$ERR" = "$USAGE" ] && [ ! -s "$CAP" ]; then
+	pass "class help prints the usage and fails"
 else
-	fail "rejects tc class add" "rc=$RC, stderr: $ERR"
+	fail "class help prints the usage and fails" "rc=$RC, stderr: $ERR"
 fi
 
 # ---- good inputs: exact netlink encoding ----
 good "no parameters as an empty nest" ""
 good "the defaults spelled out" \
-	"THRESHOLD=4 UNIT=PARQ_UNIT_BYTES RATE=12500000 OVERHEAD=0 SPLIT_GSO=PARQ_SPLIT_GSO_ON LIMIT=10000 FLOW_LIMIT=1000 DSCP_PARALLEL=PARQ_DSCP_DEFAULT DEFAULT_CLASS=PARQ_CLASS_LOCAL" \
+	"THRESHOLD=4 UNIT=PARQ_UNIT_BYTES RATE=12500000 OVERHEAD=0 SPLIT_GSO=PARQ_SPLIT_GSO_ON LIMIT=10000 FLOW_LIMIT=1000 DSCP_PARALLEL=PARQ_DSCP_DEFAULT DEFAULT_CLASS=PARQ_CLASS_LOCAL LINKRATE=PARQ_LINKRATE_AUTO RESERVABLE=PARQ_RESERVABLE_DEFAULT" \
 	threshold 4 unit bytes rate 100mbit overhead 0 split-gso limit 10000 \
-	flow-limit 1000 dscp-parallel CS5,EF,CS6,CS7 default local
+	flow-limit 1000 dscp-parallel CS5,EF,CS6,CS7 default local \
+	linkrate auto reservable 90
 good "the other values" \
 	"THRESHOLD=PARQ_THRESHOLD_INF UNIT=PARQ_UNIT_PACKETS RATE=PARQ_RATE_UNLIMITED OVERHEAD=-64 SPLIT_GSO=PARQ_SPLIT_GSO_OFF LIMIT=1000000 FLOW_LIMIT=1 DSCP_PARALLEL=0 DEFAULT_CLASS=PARQ_CLASS_PARALLEL" \
 	default parallel dscp-parallel none flow-limit 1 limit 1000000 \
@@ -399,6 +518,12 @@ good "rate 8bit (1 byte/s)" "RATE=1" rate 8bit
 good "rate 1600gbit (the maximum)" "RATE=PARQ_RATE_MAX" rate 1600gbit
 good "rate 10Gbit" "RATE=1250000000" rate 10Gbit
 good "rate 1.5MBps" "RATE=1500000" rate 1.5MBps
+good "linkrate 8bit (1 byte/s)" "LINKRATE=1" linkrate 8bit
+good "linkrate 1600gbit (the maximum)" "LINKRATE=PARQ_RATE_MAX" linkrate 1600gbit
+good "linkrate 25gbit with rate 10gbit" "RATE=1250000000 LINKRATE=3125000000" rate 10gbit linkrate 25gbit
+good "reservable 1" "RESERVABLE=1" reservable 1
+good "reservable 100%" "RESERVABLE=100" reservable 100%
+good "reservable 75 and linkrate auto" "LINKRATE=PARQ_LINKRATE_AUTO RESERVABLE=75" reservable 75 linkrate auto
 good "dscp names, any case, and numbers" \
 	"DSCP_PARALLEL=PARQ_DSCP_BIT(0)|PARQ_DSCP_BIT(1)|PARQ_DSCP_BIT(3)|PARQ_DSCP_BIT(10)|PARQ_DSCP_BIT(34)|PARQ_DSCP_BIT(44)|PARQ_DSCP_BIT(46)|PARQ_DSCP_BIT(63)" \
 	dscp-parallel cs0,le,3,Af11,af41,VA,ef,63
@@ -412,10 +537,46 @@ else
 	fail "change sends only the given parameter" "rc=$RC, stderr: $ERR" "${msg:-}"
 fi
 
+# cgood DESC EXPECTED-ATTRS EXPECTED-CLASSID TC-CLASS-ARGS...
+cgood() {
+	local desc=$1 want=$2 cid=$3 msg
+	shift 3
+	run_tc class "$@"
+	if [ $RC -ne 0 ] || [ -n "$ERR" ]; then
+		fail "encodes class $desc" "rc=$RC, stderr: $ERR"
+	elif ! msg=$(nl check-enc "$CAP" "$want"); then
+		fail "encodes class $desc" "$msg"
+	elif [ "$(od -An -tu4 -j 24 -N 4 "$CAP" | tr -d ' ')" != "$cid" ]; then
+		fail "encodes class $desc" "tcm_handle $(od -An -tu4 -j 24 -N 4 "$CAP"), expected $cid"
+	else
+		pass "encodes class $desc"
+	fi
+}
+cgood "rate 20mbit" "RATE=2500000" $((0x10000 + 0x$R0)) $CA 1:$R0 parq rate 20mbit
+cgood "rate 8bit (1 byte/s)" "RATE=1" $((0x10000 + 0x$R0)) $CA 1:$R0 parq rate 8bit
+cgood "rate 1600gbit (the maximum) in 1:ffff" "RATE=PARQ_RATE_MAX" $((0x1ffff)) $CA 1:ffff parq rate 1600gbit
+cgood "idt 100us in 1:$R1" "IDT=100000" $((0x10000 + 0x$R1)) $CA 1:$R1 parq idt 100us
+cgood "idt 1ns (the minimum)" "IDT=1" $((0x10000 + 0x$R0)) $CA 1:$R0 parq idt 1ns
+cgood "idt 10s (the maximum)" "IDT=PARQ_IDT_MAX" $((0x10000 + 0x$R0)) $CA 1:$R0 parq idt 10s
+cgood "idt 1.5ms" "IDT=1500000" $((0x10000 + 0x$R0)) $CA 1:$R0 parq idt 1.5ms
+cgood "idt 2.000000001sec" "IDT=2000000001" $((0x10000 + 0x$R0)) $CA 1:$R0 parq idt 2.000000001sec
+cgood "idt .5USEC" "IDT=500" $((0x10000 + 0x$R0)) $CA 1:$R0 parq idt .5USEC
+cgood "idt 0250nsecs" "IDT=250" $((0x10000 + 0x$R0)) $CA 1:$R0 parq idt 0250nsecs
+cgood "idt 1.500000000s" "IDT=1500000000" $((0x10000 + 0x$R0)) $CA 1:$R0 parq idt 1.500000000s
+cgood "change: idt 1ms" "IDT=1000000" $((0x10020)) change dev $DEV classid 1:20 parq idt 1ms
+cgood "replace: rate 1gbit" "RATE=125000000" $((0x10020)) replace dev $DEV parent 1: classid 1:20 parq rate 1gbit
+run_tc class delete dev $DEV classid 1:$R0 parq
+if [ $RC -eq 0 ] && [ -z "$ERR" ] && [ -s "$CAP" ] &&
+   [ "$(od -An -tu2 -j 4 -N 2 "$CAP" | tr -d ' ')" = 41 ]; then
+	pass "class delete with the kind sends RTM_DELTCLASS"
+else
+	fail "class delete with the kind sends RTM_DELTCLASS" "rc=$RC, stderr: $ERR"
+fi
+
 # ---- printing: tc qdisc show of made-up dumps ----
-# show DESC SPEC-JSON EXPECTED-TEXT EXPECTED-JSON-OPTIONS
+# show DESC SPEC-JSON EXPECTED-TEXT EXPECTED-JSON-OPTIONS [noreparse]
 show() {
-	local desc=$1 spec=$2 text=$3 jopts=$4 line msg opts
+	local desc=$1 spec=$2 text=$3 jopts=$4 reparse=${5:-yes} line msg opts
 	nl mkdump "$W/dump" "$spec"
 	run_tc qdisc show dev $DEV
 	line=$(printf '%s\n' "$OUT" | head -n 1)
@@ -434,6 +595,7 @@ show() {
 	fi
 
 	# What was printed is a valid command line for the same attributes.
+	[ "$reparse" = noreparse ] && return
 	opts=${line#*refcnt 2 }
 	read -r -a words <<<"$opts"
 	run_tc qdisc replace dev $DEV root handle 1: parq "${words[@]}"
@@ -448,44 +610,121 @@ show() {
 
 Q="\"ifindex\": $IFINDEX, \"handle\": 65536, \"parent\": 4294967295, \"info\": 2"
 show "the default parameters" \
-	"[{$Q, \"options\": {\"THRESHOLD\": 4, \"UNIT\": \"PARQ_UNIT_BYTES\", \"RATE\": 12500000, \"OVERHEAD\": 0, \"SPLIT_GSO\": \"PARQ_SPLIT_GSO_ON\", \"LIMIT\": 10000, \"FLOW_LIMIT\": 1000, \"DSCP_PARALLEL\": \"PARQ_DSCP_DEFAULT\", \"DEFAULT_CLASS\": \"PARQ_CLASS_LOCAL\"}, \"extra\": [[1, \"\"]]}]" \
-	"qdisc parq 1: root refcnt 2 threshold 4 unit bytes rate 100Mbit overhead 0 split-gso limit 10000 flow-limit 1000 dscp-parallel CS5,EF,CS6,CS7 default local" \
-	'{"threshold": 4, "unit": "bytes", "rate": 12500000, "overhead": 0, "split_gso": true, "limit": 10000, "flow_limit": 1000, "dscp_parallel": ["CS5", "EF", "CS6", "CS7"], "default": "local"}'
+	"[{$Q, \"options\": {\"THRESHOLD\": 4, \"UNIT\": \"PARQ_UNIT_BYTES\", \"RATE\": 12500000, \"OVERHEAD\": 0, \"SPLIT_GSO\": \"PARQ_SPLIT_GSO_ON\", \"LIMIT\": 10000, \"FLOW_LIMIT\": 1000, \"DSCP_PARALLEL\": \"PARQ_DSCP_DEFAULT\", \"DEFAULT_CLASS\": \"PARQ_CLASS_LOCAL\", \"LINKRATE\": 12500000, \"RESERVABLE\": 90}, \"extra\": [[1, \"\"]]}]" \
+	"qdisc parq 1: root refcnt 2 threshold 4 unit bytes rate 100Mbit overhead 0 split-gso limit 10000 flow-limit 1000 dscp-parallel CS5,EF,CS6,CS7 default local linkrate 100Mbit reservable 90" \
+	'{"threshold": 4, "unit": "bytes", "rate": 12500000, "overhead": 0, "split_gso": true, "limit": 10000, "flow_limit": 1000, "dscp_parallel": ["CS5", "EF", "CS6", "CS7"], "default": "local", "linkrate": 12500000, "reservable": 90}'
 show "the sentinels and the other values" \
 	"[{$Q, \"options\": {\"THRESHOLD\": \"PARQ_THRESHOLD_INF\", \"UNIT\": \"PARQ_UNIT_PACKETS\", \"RATE\": \"PARQ_RATE_UNLIMITED\", \"OVERHEAD\": -4, \"SPLIT_GSO\": \"PARQ_SPLIT_GSO_OFF\", \"LIMIT\": 1, \"FLOW_LIMIT\": 1000000, \"DSCP_PARALLEL\": 9223372036854775819, \"DEFAULT_CLASS\": \"PARQ_CLASS_PARALLEL\"}}]" \
 	"qdisc parq 1: root refcnt 2 threshold inf unit packets rate unlimited overhead -4 no-split-gso limit 1 flow-limit 1000000 dscp-parallel CS0,LE,3,63 default parallel" \
 	'{"threshold": "inf", "unit": "packets", "rate": "unlimited", "overhead": -4, "split_gso": false, "limit": 1, "flow_limit": 1000000, "dscp_parallel": ["CS0", "LE", 3, 63], "default": "parallel"}'
+show "linkrate 10Gbit without a shaper, reservable 100" \
+	"[{$Q, \"options\": {\"RATE\": \"PARQ_RATE_UNLIMITED\", \"LINKRATE\": 1250000000, \"RESERVABLE\": 100}}]" \
+	"qdisc parq 1: root refcnt 2 rate unlimited linkrate 10Gbit reservable 100" \
+	'{"rate": "unlimited", "linkrate": 1250000000, "reservable": 100}'
+show "linkrate auto (the sentinel, should the kernel send it)" \
+	"[{$Q, \"options\": {\"LINKRATE\": \"PARQ_LINKRATE_AUTO\", \"RESERVABLE\": 1}}]" \
+	"qdisc parq 1: root refcnt 2 linkrate auto reservable 1" \
+	'{"linkrate": "auto", "reservable": 1}'
+show "no capacity for reservations (linkrate 0)" \
+	"[{$Q, \"options\": {\"RATE\": \"PARQ_RATE_UNLIMITED\", \"LINKRATE\": 0, \"RESERVABLE\": 90}}]" \
+	"qdisc parq 1: root refcnt 2 rate unlimited linkrate none reservable 90" \
+	'{"rate": "unlimited", "linkrate": 0, "reservable": 90}' noreparse
 show "an empty DSCP set, a rate, unknown attributes, no NLA_F_NESTED" \
 	"[{$Q, \"options\": {\"RATE\": 1234000, \"DSCP_PARALLEL\": 0}, \"extra\": [[99, \"01020304\"]], \"nested\": false}]" \
 	"qdisc parq 1: root refcnt 2 rate 9872Kbit dscp-parallel none" \
 	'{"rate": 1234000, "dscp_parallel": []}'
 
 # ---- printing: statistics ----
-# stats DESC XSTATS-LEN EXPECTED-KEYS-JSON
+# xsize STRUCT [FIELD]: the size of a struct of linux/parq.h, or the offset
+# of FIELD in it.
+xsize() {
+	python3 -c '
+import re, sys
+t = open(sys.argv[1]).read()
+b = re.search(r"struct " + sys.argv[2] + r"\s*\{(.*?)\}", t, re.S).group(1)
+n = 0
+for ty, f in re.findall(r"__(u32|u64)\s+(\w+);", b):
+    if f == sys.argv[3]:
+        break
+    n += 4 if ty == "u32" else 8
+print(n)' "$HDR" "$1" "${2:-}"
+}
+
+# stats DESC XSTATS-LEN EXPECTED-KEYS-JSON [EXPECTED-TEXT-JSON]
+# The qdisc's xstats $XS, cut or padded to XSTATS-LEN bytes.
 stats() {
-	local desc=$1 len=$2 exp=$3 msg
+	local desc=$1 len=$2 exp=$3 texp=${4:-'{}'} msg
 	nl mkdump "$W/dump" "[{$Q, \"options\": {\"THRESHOLD\": 4}, \"xstats\": $XS, \"xstats_len\": $len}]"
 	run_tc -s qdisc show dev $DEV
 	cp "$W/out" "$W/text"
 	local rc1=$RC err1=$ERR
 	run_tc -s -j qdisc show dev $DEV
 	if [ $rc1 -eq 0 ] && [ -z "$err1" ] && [ $RC -eq 0 ] && [ -z "$ERR" ] &&
-	   msg=$(nl check-xstats "$W/text" "$W/out" "$exp"); then
+	   msg=$(nl check-xstats "$W/text" "$W/out" "$exp" "$texp"); then
 		pass "prints $desc"
 	else
 		fail "prints $desc" "rc=$rc1/$RC, stderr: $err1 $ERR" "${msg:-}" "$(cat "$W/text")"
 	fi
 }
-XS='{"version": 1, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615}'
-ALL='{"xstats_version": 1, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615}'
-SIZE=$(python3 -c 'import re,sys; t=open(sys.argv[1]).read(); b=re.search(r"struct tc_parq_xstats\s*\{(.*?)\}",t,re.S).group(1); print(sum(4 if x=="u32" else 8 for x in re.findall(r"__(u32|u64)\s+\w+;",b)))' "$HDR")
-stats "every xstats field, text and JSON keys equal" "$SIZE" "$ALL"
-stats "xstats from a newer module (longer)" "$((SIZE + 24))" "$ALL"
+XS='{"version": 2, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615, "resv_dispatches": 1000, "resv_rejects": 2, "resv_sum_rate": 2500000, "resv_capacity": 11250000, "resv_classes": 3, "resv_backlogged": 2, "resv_throttled": 1, "pad": 4294967295}'
+V1='"xstats_version": 2, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615'
+ALL="{$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000, \"resv_classes\": 3, \"resv_backlogged\": 2, \"resv_throttled\": 1}"
+RATES='{"resv_sum_rate": "20Mbit", "resv_capacity": "90Mbit"}'
+SIZE=$(xsize tc_parq_xstats)
+SIZE1=$(xsize tc_parq_xstats resv_dispatches)
+stats "every xstats field, text and JSON keys equal" "$SIZE" "$ALL" "$RATES"
+stats "xstats from a newer module (longer)" "$((SIZE + 24))" "$ALL" "$RATES"
+stats "xstats of version 1 (no reserved flows)" "$SIZE1" "{$V1}"
+stats "xstats cut after resv_capacity" "$(xsize tc_parq_xstats resv_classes)" \
+	"{$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000}" "$RATES"
 stats "xstats from an older module (shorter)" 24 \
-	'{"xstats_version": 1, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
+	'{"xstats_version": 2, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
 stats "xstats cut inside a field" 20 \
-	'{"xstats_version": 1, "flows_active": 2, "threshold_turns": 10}'
+	'{"xstats_version": 2, "flows_active": 2, "threshold_turns": 10}'
 stats "xstats of 2 bytes" 2 '{}'
+
+# cstats DESC CLASS-XSTATS-JSON XSTATS-LEN EXPECTED-KEYS-JSON [EXPECTED-TEXT-JSON]
+# A reserved class's xstats: the text of tc -s class show; the JSON through
+# tc -s -j qdisc show (tc 6.1 prints no JSON for classes, and print_xstats
+# tells the two kinds apart by the payload alone).
+CLS="\"msg\": \"class\", \"ifindex\": $IFINDEX, \"handle\": $((0x10000 + 0x$R0)), \"parent\": 65536, \"info\": 0"
+cstats() {
+	local desc=$1 cx=$2 len=$3 exp=$4 texp=${5:-'{}'} msg
+	nl mkdump "$W/dump" "[{$CLS, \"options\": {\"RATE\": 2500000}, \"cxstats\": $cx, \"xstats_len\": $len}]"
+	run_tc -s class show dev $DEV
+	cp "$W/out" "$W/text"
+	local rc1=$RC err1=$ERR
+	nl mkdump "$W/dump" "[{$Q, \"cxstats\": $cx, \"xstats_len\": $len}]"
+	run_tc -s -j qdisc show dev $DEV
+	if [ $rc1 -eq 0 ] && [ -z "$err1" ] && [ $RC -eq 0 ] && [ -z "$ERR" ] &&
+	   msg=$(nl check-xstats "$W/text" "$W/out" "$exp" "$texp"); then
+		pass "prints class $desc"
+	else
+		fail "prints class $desc" "rc=$rc1/$RC, stderr: $err1 $ERR" "${msg:-}" "$(cat "$W/text")"
+	fi
+}
+CV=$(( $(sed -n 's/^#define PARQ_XSTATS_CLASS\s\+\(0x[0-9a-fA-F]*\).*/\1/p' "$HDR") | 1 ))
+CSIZE=$(xsize tc_parq_class_xstats)
+CX="{\"version\": $CV, \"pad\": 7, \"rate\": 2500000, \"idt\": 0, \"dispatches\": 1000, \"lateness_max\": 1500, \"lateness_sum\": 1234567}"
+cstats "xstats of a rate class" "$CX" "$CSIZE" \
+	'{"resv_rate": 2500000, "dispatches": 1000, "lateness_max": 1500, "lateness_mean": 1234}' \
+	'{"resv_rate": "20Mbit", "lateness_max": "1.5us", "lateness_mean": "1.234us"}'
+cstats "xstats from a newer module (longer)" "$CX" "$((CSIZE + 16))" \
+	'{"resv_rate": 2500000, "dispatches": 1000, "lateness_max": 1500, "lateness_mean": 1234}' \
+	'{"resv_rate": "20Mbit", "lateness_max": "1.5us", "lateness_mean": "1.234us"}'
+cstats "xstats of an idt class" \
+	"{\"version\": $CV, \"rate\": 15000000, \"idt\": 100000, \"dispatches\": 3, \"lateness_max\": 2000000000, \"lateness_sum\": 3000000001}" "$CSIZE" \
+	'{"resv_rate": 15000000, "idt": 100000, "dispatches": 3, "lateness_max": 2000000000, "lateness_mean": 1000000000}' \
+	'{"resv_rate": "120Mbit", "idt": "100us", "lateness_max": "2s", "lateness_mean": "1s"}'
+cstats "xstats with no dispatches (lateness_mean 0)" \
+	"{\"version\": $CV, \"rate\": 1, \"idt\": 1, \"lateness_sum\": 99}" "$CSIZE" \
+	'{"resv_rate": 1, "idt": 1, "dispatches": 0, "lateness_max": 0, "lateness_mean": 0}' \
+	'{"resv_rate": "8bit", "idt": "1ns", "lateness_max": "0ns", "lateness_mean": "0ns"}'
+cstats "xstats cut before lateness_sum (no mean)" "$CX" "$(xsize tc_parq_class_xstats lateness_sum)" \
+	'{"resv_rate": 2500000, "dispatches": 1000, "lateness_max": 1500}' \
+	'{"resv_rate": "20Mbit", "lateness_max": "1.5us"}'
+cstats "xstats cut inside rate" "$CX" 12 '{}'
+cstats "xstats of the version word only" "$CX" 4 '{}'
 
 # ---- printing: classes ----
 nl mkdump "$W/dump" "[{\"msg\": \"class\", \"ifindex\": $IFINDEX, \"handle\": 65537, \"parent\": 4294967295, \"info\": 0, \"options\": {}}, {\"msg\": \"class\", \"ifindex\": $IFINDEX, \"handle\": 65538, \"parent\": 4294967295, \"info\": 0, \"options\": {}}]"
@@ -495,6 +734,53 @@ if [ $RC -eq 0 ] && [ -z "$ERR" ] &&
 	pass "prints the classes"
 else
 	fail "prints the classes" "rc=$RC, stderr: $ERR" "$OUT"
+fi
+
+# Reserved classes: each printed line, after "parent 1: ", is a command line
+# for the same options.
+# cshow CLASSID-MINOR-HEX OPTIONS-JSON EXPECTED-TEXT
+cshow() {
+	local minor=$1 opts=$2 text=$3 line msg
+	local spec="[{\"msg\": \"class\", \"ifindex\": $IFINDEX, \"handle\": $((0x10000 + 0x$minor)), \"parent\": 65536, \"info\": 0, \"options\": $opts}]"
+	nl mkdump "$W/dump" "$spec"
+	run_tc class show dev $DEV
+	line=$(printf '%s\n' "$OUT" | head -n 1)
+	line=${line% }
+	if [ $RC -eq 0 ] && [ -z "$ERR" ] && [ "$line" = "class parq 1:$minor parent 1: $text" ]; then
+		pass "prints class options $text"
+	else
+		fail "prints class options $text" "rc=$RC, stderr: $ERR" "got:      $line" \
+			"expected: class parq 1:$minor parent 1: $text"
+		return
+	fi
+	read -r -a words <<<"${line#*parent 1: }"
+	run_tc class change dev $DEV classid 1:$minor parq "${words[@]}"
+	cp "$CAP" "$W/reparsed"
+	nl mkdump "$W/dump" "$spec"
+	if [ $RC -eq 0 ] && msg=$(nl same-opts "$W/dump" "$W/reparsed"); then
+		pass "prints class options $text as a command line that parses back"
+	else
+		fail "prints class options $text as a command line that parses back" \
+			"rc=$RC, stderr: $ERR" "${msg:-}"
+	fi
+}
+cshow $R0 '{"RATE": 2500000}' "rate 20Mbit"
+cshow ffff '{"RATE": 1}' "rate 8bit"
+cshow $R1 '{"IDT": 100000}' "idt 100us"
+cshow $R2 '{"IDT": 1234567}' "idt 1.234567ms"
+cshow $R3 '{"IDT": "PARQ_IDT_MAX"}' "idt 10s"
+cshow $R4 '{"IDT": 999}' "idt 999ns"
+cshow $R5 '{"IDT": 1000000001}' "idt 1.000000001s"
+
+# tc 6.1 prints no JSON for classes; a newer tc does.
+nl mkdump "$W/dump" "[{$CLS, \"options\": {\"IDT\": 100000}}]"
+run_tc -j class show dev $DEV
+if ! python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$W/out" 2>/dev/null; then
+	skip "prints class options in JSON" "this tc prints no JSON for classes"
+elif python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))[0]; o = c.get("options", c); sys.exit(not (o.get("idt") == 100000 and "rate" not in o))' "$W/out"; then
+	pass "prints class options in JSON"
+else
+	fail "prints class options in JSON" "$OUT"
 fi
 
 echo "TAP version 13"
