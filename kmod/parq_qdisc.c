@@ -1123,7 +1123,12 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	}
 
 	sch_tree_lock(sch);
+	if (*arg && rc->q.qlen)
+		rb_erase_cached(&rc->node, &q->resv_backlog);
 	parq_resv_set(&rc->r, rate, idt);
+	parq_resv_rebase(&rc->r, ktime_get_ns());
+	if (*arg && rc->q.qlen)
+		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
 	q->resv_sum = q->resv_sum - rc->bw + bw;
 	q->resv_capacity = capacity;
 	rc->bw = bw;

@@ -140,8 +140,13 @@ void parq_rr_remove(struct parq_rr *rr, struct parq_rr_node *n)
 void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
 		     u64 horizon_ns)
 {
-	if (rate != s->rate)
+	/* A departure computed at the old rate is dropped: at 1 byte/s a
+	 * 64 KiB packet would otherwise hold a faster shaper back for hours.
+	 */
+	if (rate != s->rate) {
 		s->rem = 0;
+		s->t_next = 0;
+	}
 	s->rate = rate;
 	s->overhead = overhead;
 	s->horizon = horizon_ns;
@@ -200,6 +205,14 @@ void parq_resv_set(struct parq_resv *r, u64 rate, u64 idt)
 		r->rem = 0;
 	r->rate = rate;
 	r->idt = idt;
+}
+
+void parq_resv_rebase(struct parq_resv *r, u64 now)
+{
+	if (r->ndt > now) {
+		r->ndt = now;
+		r->rem = 0;
+	}
 }
 
 void parq_resv_wake(struct parq_resv *r, u64 now)

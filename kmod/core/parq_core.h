@@ -131,6 +131,10 @@ struct parq_resv {
 
 /* Exactly one of @rate (bytes/s) and @idt (ns) is non-zero. */
 void parq_resv_set(struct parq_resv *r, u64 rate, u64 idt);
+/* After a change of rate or idt, an NDT set at the old pace beyond @now
+ * comes back to @now (and the caller re-keys the flow).
+ */
+void parq_resv_rebase(struct parq_resv *r, u64 now);
 /* The flow had nothing queued and now has: it cannot catch up. */
 void parq_resv_wake(struct parq_resv *r, u64 now);
 /* Order of dispatch: smaller NDT first, ties to the lower classid. */
