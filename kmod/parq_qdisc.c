@@ -47,7 +47,6 @@
 
 #define PARQ_FLOW_BUCKETS	1024	/* parallel flow queues, power of 2 */
 #define PARQ_TIMER_SLACK_NS	(10 * NSEC_PER_USEC)
-#define PARQ_SHAPER_HORIZON_NS	NSEC_PER_MSEC	/* lateness caught up */
 
 struct parq_skbq {
 	struct sk_buff	*head;
@@ -824,8 +823,7 @@ static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg,
 
 	if (cfg->threshold != q->cfg.threshold || cfg->unit != q->cfg.unit)
 		parq_thresh_init(&q->thresh, cfg->threshold, cfg->unit);
-	parq_shaper_set(&q->shaper, rate, cfg->overhead,
-			PARQ_SHAPER_HORIZON_NS);
+	parq_shaper_set(&q->shaper, rate, cfg->overhead, PARQ_CATCHUP_NS);
 	q->rr.quantum = psched_mtu(qdisc_dev(sch));
 	q->split_gso = parq_split_gso(cfg);
 	q->linkrate = linkrate;
@@ -1047,11 +1045,13 @@ static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 		return -EINVAL;
 	}
 	if (!parq_resv_admit(q->resv_sum, old_bw, *bw, *capacity)) {
+		u64 others = q->resv_sum - old_bw;
+
 		q->xs.resv_rejects++;
 		parq_set_err_fmt(extack,
 				 "parq: reservation of %llu bit/s refused: %llu bit/s free of %llu bit/s reservable, %llu bit/s reserved",
 				 *bw * 8,
-				 (*capacity - (q->resv_sum - old_bw)) * 8,
+				 (*capacity > others ? *capacity - others : 0) * 8,
 				 *capacity * 8, q->resv_sum * 8);
 		return -ENOSPC;
 	}
@@ -1123,12 +1123,19 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	}
 
 	sch_tree_lock(sch);
-	if (*arg && rc->q.qlen)
-		rb_erase_cached(&rc->node, &q->resv_backlog);
-	parq_resv_set(&rc->r, rate, idt);
-	parq_resv_rebase(&rc->r, ktime_get_ns());
-	if (*arg && rc->q.qlen)
-		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
+	if (rc->r.rate != rate || rc->r.idt != idt) {
+		/* A new pace: an NDT set at the old one may not hold it back. */
+		if (rc->q.qlen)
+			rb_erase_cached(&rc->node, &q->resv_backlog);
+		parq_resv_set(&rc->r, rate, idt);
+		parq_resv_rebase(&rc->r, ktime_get_ns());
+		if (rc->q.qlen) {
+			rb_add_cached(&rc->node, &q->resv_backlog,
+				      parq_resv_less);
+			qdisc_watchdog_schedule_range_ns(&q->watchdog,
+							 rc->r.ndt, 0);
+		}
+	}
 	q->resv_sum = q->resv_sum - rc->bw + bw;
 	q->resv_capacity = capacity;
 	rc->bw = bw;

@@ -238,7 +238,14 @@ void parq_resv_dispatch(struct parq_resv *r, u64 now, u32 len)
 	r->lateness_sum += late;
 	if (late > r->lateness_max)
 		r->lateness_max = late;
-	/* From the NDT, not from @now: a late dispatch keeps the schedule. */
+	/*
+	 * From the NDT, not from @now: a late dispatch keeps the schedule.
+	 * Held back beyond the catch-up horizon, the flow restarts at @now.
+	 */
+	if (late > PARQ_CATCHUP_NS) {
+		r->ndt = now;
+		r->rem = 0;
+	}
 	if (r->idt)
 		r->ndt += r->idt;
 	else

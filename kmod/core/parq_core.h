@@ -37,6 +37,14 @@ extern "C" {
 #endif
 #endif
 
+/*
+ * How late a departure may be and still be caught up (timer slack, softirq
+ * delay): the shaper and reserved flows keep their schedule up to this much
+ * lateness, and restart from the current time beyond it, so a stall (a
+ * stopped device, an idle queue) never turns into a burst.
+ */
+#define PARQ_CATCHUP_NS		1000000ULL	/* 1 ms */
+
 enum parq_pick {
 	PARQ_PICK_NONE,
 	PARQ_PICK_PARALLEL,
