@@ -865,6 +865,10 @@ static int parq_change(struct Qdisc *sch, struct nlattr *opt,
 		dropped++;
 	}
 	qdisc_tree_reduce_backlog(sch, dropped, dropped_len);
+	/* A wait armed under the old configuration may no longer hold. */
+	if (sch->q.qlen)
+		qdisc_watchdog_schedule_range_ns(&q->watchdog, ktime_get_ns(),
+						 0);
 	sch_tree_unlock(sch);
 	rtnl_kfree_skbs(to_free, NULL);
 	return 0;

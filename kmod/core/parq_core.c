@@ -191,7 +191,7 @@ void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len)
 	 * the schedule at @now so an idle qdisc cannot burst.  Smaller
 	 * lateness (timer slack) is caught up, so the long-run rate is exact.
 	 */
-	if (now > base + s->horizon) {
+	if (now > base && now - base > s->horizon) {
 		base = now;
 		s->rem = 0;
 	}
