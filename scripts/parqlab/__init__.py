@@ -1,0 +1,41 @@
+"""parqlab: the shared lab library of the parq selftests and experiments.
+
+Modules:
+  ktap     KTAP output (TAP version 13, ok/not ok/SKIP, diagnostics, exit codes)
+  netns    network namespaces joined by veth pairs, static neighbours, cleanup
+  tc       tc(8) with the repository's q_parq.so, JSON parsing, assertions
+  rtnl     hand-built rtnetlink requests (tc messages bypassing the plugin)
+  traffic  UDP sockets inside a netns, iperf3, sockperf, class counter sampler
+  module   sch_parq module state (loaded, installed, autoload, rmmod)
+  kmsg     kernel log snapshots and the scripts/check-kmsg verdict
+  uapi     constants read from kmod/include/uapi/linux/parq.h
+
+Everything here runs as root on the machine under test (a VM or a real host)
+and touches nothing outside the namespaces it creates.  Every external
+command has a timeout.
+"""
+import os
+from pathlib import Path
+
+# The repository root: scripts/parqlab/__init__.py -> ../..
+REPO = Path(__file__).resolve().parents[2]
+
+# Debian's interpreter, which has python3-pyroute2; selftests use it too.
+PYTHON = "/usr/bin/python3"
+
+
+def repo_path(*parts):
+    """Path of a file in the repository."""
+    return REPO.joinpath(*parts)
+
+
+def _tc_lib_dir():
+    # tc dlopen()s $TC_LIB_DIR/q_parq.so: prefer the freshly built plugin
+    # unless the caller chose another directory.
+    if "TC_LIB_DIR" not in os.environ:
+        plugin = repo_path("tc-plugin", "q_parq.so")
+        if plugin.exists():
+            os.environ["TC_LIB_DIR"] = str(plugin.parent)
+
+
+_tc_lib_dir()

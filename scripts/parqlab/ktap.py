@@ -1,0 +1,134 @@
+"""KTAP output for kselftest-style tests.
+
+    suite = Suite("parq_config")
+    suite.case("defaults", test_defaults)       # fn() -> None
+    sys.exit(suite.run())
+
+run() prints "TAP version 13", the plan "1..N", then one line per case:
+"ok N name", "not ok N name" or "ok N name # SKIP reason", with diagnostics
+as "# ..." lines before each result.  A case fails by raising any exception
+(use the check helpers or plain assert); it is skipped by raising Skip, which
+is only for a facility that is genuinely missing.  Exit status: 0 when every
+case passed or was skipped, 1 when any failed, 4 (KSFT_SKIP) when the whole
+test was skipped (skip_all()).
+"""
+import signal
+import time
+import traceback
+
+KSFT_PASS = 0
+KSFT_FAIL = 1
+KSFT_SKIP = 4
+
+
+class Skip(Exception):
+    """Raised by a case whose facility is missing; the text is the reason."""
+
+
+class CaseTimeout(Exception):
+    """A case ran past its time bound."""
+
+
+def diag(*lines):
+    """Print diagnostic lines, each as '# ...'."""
+    for text in lines:
+        for line in str(text).splitlines() or [""]:
+            print(f"# {line}".rstrip(), flush=True)
+
+
+def _alarm(signum, frame):
+    raise CaseTimeout("case exceeded its time limit")
+
+
+class Suite:
+    def __init__(self, name):
+        self.name = name
+        self.cases = []
+        self.results = []		# "pass" | "fail" | "skip"
+        self.setup = None
+        self.teardown = None
+
+    def case(self, name, fn, timeout=300):
+        """Add a case; fn() runs with at most @timeout seconds."""
+        self.cases.append((name, fn, timeout))
+
+    def _header(self):
+        print("TAP version 13", flush=True)
+        print(f"1..{len(self.cases)}", flush=True)
+
+    def skip_all(self, reason):
+        """Report every case as skipped; returns KSFT_SKIP."""
+        self._header()
+        diag(f"{self.name}: skipped: {reason}")
+        for i, (name, _, _) in enumerate(self.cases, 1):
+            print(f"ok {i} {name} # SKIP {reason}", flush=True)
+        return KSFT_SKIP
+
+    def run(self):
+        """Run the cases in order; returns the kselftest exit status."""
+        self._header()
+        t_suite = time.monotonic()
+        old = signal.signal(signal.SIGALRM, _alarm)
+        try:
+            for i, (name, fn, timeout) in enumerate(self.cases, 1):
+                self.results.append(self._one(i, name, fn, timeout))
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+        n_fail = self.results.count("fail")
+        n_skip = self.results.count("skip")
+        n_pass = self.results.count("pass")
+        diag(f"{self.name}: {n_pass} passed, {n_fail} failed, "
+             f"{n_skip} skipped in {time.monotonic() - t_suite:.0f}s")
+        if n_fail:
+            return KSFT_FAIL
+        if n_skip == len(self.cases) and self.cases:
+            return KSFT_SKIP
+        return KSFT_PASS
+
+    def _one(self, i, name, fn, timeout):
+        t0 = time.monotonic()
+        signal.alarm(timeout)
+        try:
+            fn()
+        except Skip as e:
+            signal.alarm(0)
+            print(f"ok {i} {name} # SKIP {e}", flush=True)
+            return "skip"
+        except BaseException as e:  # noqa: B902 - a case never kills the suite
+            signal.alarm(0)
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            diag(f"{name}: FAILED: {type(e).__name__}: {e}")
+            tb = traceback.format_exc().rstrip().splitlines()
+            diag(*tb[-12:])
+            print(f"not ok {i} {name}", flush=True)
+            return "fail"
+        finally:
+            signal.alarm(0)
+        diag(f"{name}: {time.monotonic() - t0:.1f}s")
+        print(f"ok {i} {name}", flush=True)
+        return "pass"
+
+
+# --- checks: raise AssertionError with a message that says what differed ---
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def check_eq(got, want, what):
+    if got != want:
+        raise AssertionError(f"{what}: got {got!r}, want {want!r}")
+
+
+def check_le(got, bound, what):
+    if not got <= bound:
+        raise AssertionError(f"{what}: {got!r} > {bound!r}")
+
+
+def check_within(got, want, tol, what):
+    if abs(got - want) > tol:
+        raise AssertionError(
+            f"{what}: {got:.4f} is not within {tol:.4f} of {want:.4f}")

@@ -1,0 +1,76 @@
+"""The sch_parq module: loaded? installed (so that the kernel can autoload
+it)? and the ways to get it loaded or unloaded."""
+import os
+
+from . import repo_path
+from .netns import run
+
+NAME = "sch_parq"
+
+
+def built_ko():
+    """The module built in this repository (make -C kmod)."""
+    return repo_path("kmod", NAME + ".ko")
+
+
+def loaded():
+    try:
+        with open("/proc/modules") as f:
+            return any(line.split()[0] == NAME for line in f)
+    except FileNotFoundError:
+        return False
+
+
+def refcnt():
+    """Users of the module (one per parq qdisc), or None if not loaded."""
+    try:
+        with open(f"/sys/module/{NAME}/refcnt") as f:
+            return int(f.read())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def installed_path():
+    """Path of the module modprobe would load, or None (not installed)."""
+    r = run(["modinfo", "-n", NAME], check=False)
+    path = r.stdout.strip()
+    return path if r.returncode == 0 and path else None
+
+
+def installed():
+    return installed_path() is not None
+
+
+def rmmod():
+    """rmmod sch_parq; returns the CompletedProcess (never raises)."""
+    return run(["rmmod", NAME], check=False)
+
+
+def ensure_loaded():
+    """Load the module if it is not: modprobe when installed, else insmod
+    the built one.  Returns how: "loaded", "modprobe" or "insmod"."""
+    if loaded():
+        return "loaded"
+    if installed():
+        run(["modprobe", NAME])
+        return "modprobe"
+    ko = built_ko()
+    if not ko.exists():
+        raise FileNotFoundError(f"{ko} missing: run make -C kmod")
+    run(["insmod", str(ko)])
+    return "insmod"
+
+
+def vermagic(path):
+    r = run(["modinfo", "-F", "vermagic", str(path)], check=False)
+    return r.stdout.split()[0] if r.returncode == 0 and r.stdout.split() \
+        else None
+
+
+def srcversion(path_or_name):
+    r = run(["modinfo", "-F", "srcversion", str(path_or_name)], check=False)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def kernel_release():
+    return os.uname().release

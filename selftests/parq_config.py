@@ -1,0 +1,462 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""parq configuration: autoload, defaults, every parameter, change, replace,
+delete, the fixed classes, help; and rejected input, through tc and through
+raw netlink, which must leave the running configuration, the queued packets
+and every counter exactly as they were.
+
+Topology: namespaces A and B joined by one veth pair; parq is the root qdisc
+of A's veth.  For the rejected-input cases parq runs with "rate 8bit"
+(1 byte/s): the first packet leaves at once and arms the shaper, the next
+ones stay queued for minutes, so a change that touched the queues or the
+counters would show.
+"""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import kmsg, ktap, module, uapi  # noqa: E402
+from parqlab import rtnl as nl  # noqa: E402
+from parqlab import tc as tclib  # noqa: E402
+from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
+from parqlab.netns import Topology, run  # noqa: E402
+from parqlab.tc import tc  # noqa: E402
+from parqlab.traffic import TOS_EF, udp_burst  # noqa: E402
+
+topo = None
+A = None
+DEV = None
+DISCARD_PORT = 9
+
+DEFAULTS = {
+    "threshold": 4, "unit": "bytes", "rate": "unlimited", "overhead": 0,
+    "split_gso": False, "limit": 10000, "flow_limit": 1000,
+    "dscp_parallel": ["CS5", "EF", "CS6", "CS7"], "default": "local",
+    "reservable": 90,
+}
+# Dumped as the effective value (linkrate, else rate, else link speed), so
+# it has no fixed default; see link_speed().
+KNOWN_KEYS = set(DEFAULTS) | {"linkrate"}
+
+# A configuration where no value is a default, so that a reset would show.
+BASE_ARGS = ["threshold", "7", "unit", "packets", "rate", "8bit",
+             "overhead", "4", "limit", "500", "flow-limit", "50",
+             "dscp-parallel", "AF41,EF", "default", "local"]
+BASE_OPTS = {
+    "threshold": 7, "unit": "packets", "rate": 1, "overhead": 4,
+    "split_gso": True, "limit": 500, "flow_limit": 50,
+    "dscp_parallel": ["AF41", "EF"], "default": "local",
+}
+
+
+def options():
+    q = tclib.parq_qdisc(A, DEV, stats=False)
+    check(q is not None, f"no parq qdisc on {DEV}")
+    return q.get("options", {})
+
+
+def check_options(want):
+    got = options()
+    for k, v in want.items():
+        check_eq(got.get(k, "<missing>"), v, f"option {k}")
+    extra = set(got) - KNOWN_KEYS
+    if extra:
+        diag(f"note: options this test does not know: {sorted(extra)}")
+    return got
+
+
+def link_speed():
+    """The veth's speed in bytes/s as ethtool reports it, 0 if none."""
+    r = A.run(["ethtool", DEV], check=False)
+    m = re.search(r"Speed: (\d+)Mb/s", r.stdout)
+    return int(m.group(1)) * 1000000 // 8 if m else 0
+
+
+def del_root(ns=None, dev=None):
+    tc(ns or A, "qdisc", "del", "dev", dev or DEV, "root", check=False)
+
+
+def add_parq(*args, verb="add"):
+    tc(A, "qdisc", verb, "dev", DEV, "root", "handle", "1:", "parq", *args)
+
+
+def loaded_check():
+    if not module.loaded():
+        module.ensure_loaded()
+
+
+# --- configuration --------------------------------------------------------
+
+def t_autoload():
+    if not module.installed():
+        raise Skip("module not installed")
+    if module.loaded():
+        users = module.refcnt()
+        if users:
+            raise Skip(f"sch_parq is in use ({users} qdiscs), cannot unload")
+        r = module.rmmod()
+        check(r.returncode == 0, f"rmmod sch_parq: {r.stderr.strip()}")
+    check(not module.loaded(), "sch_parq still loaded after rmmod")
+    del_root()
+    add_parq()
+    lsmod = run(["lsmod"]).stdout.split("\n")
+    check(any(line.split()[:1] == ["sch_parq"] for line in lsmod),
+          "tc qdisc add ... parq did not load sch_parq (lsmod)")
+    diag(f"autoloaded {module.installed_path()}")
+    del_root()
+
+
+def t_defaults():
+    loaded_check()
+    del_root()
+    add_parq()
+    got = check_options(DEFAULTS)
+    # linkrate auto, no rate: admission control divides the link speed.
+    check_eq(got.get("linkrate"), link_speed(),
+             "linkrate (auto, no rate: the link speed)")
+    q = tclib.parq_qdisc(A, DEV, stats=False)
+    check_eq(q.get("handle"), "1:", "handle")
+    check(q.get("root") is True, "parq is not the root qdisc")
+
+
+def t_every_parameter():
+    del_root()
+    add_parq("threshold", "9", "unit", "packets", "rate", "123mbit",
+             "overhead", "-4", "no-split-gso", "limit", "777",
+             "flow-limit", "77", "dscp-parallel", "AF41,EF,7",
+             "default", "parallel", "linkrate", "1gbit", "reservable", "50")
+    check_options({"threshold": 9, "unit": "packets",
+                   "rate": 123000000 // 8, "overhead": -4,
+                   "split_gso": False, "limit": 777, "flow_limit": 77,
+                   "dscp_parallel": [7, "AF41", "EF"],
+                   "default": "parallel", "linkrate": 10**9 // 8,
+                   "reservable": 50})
+    del_root()
+    # linkrate auto with a rate: admission control divides the rate.
+    add_parq("threshold", "inf", "rate", "10gbit", "split-gso",
+             "dscp-parallel", "none", "overhead", "256")
+    check_options(dict(DEFAULTS, threshold="inf", rate=10**10 // 8,
+                       split_gso=True, dscp_parallel=[], overhead=256,
+                       linkrate=10**10 // 8))
+    # split-gso follows the shaper unless forced: on with a rate ...
+    del_root()
+    add_parq("rate", "1gbit")
+    check_options(dict(DEFAULTS, rate=10**9 // 8, split_gso=True))
+    # ... and back off when the shaper is turned off.
+    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "rate", "unlimited")
+    check_options(DEFAULTS)
+
+
+def t_change_subset():
+    del_root()
+    add_parq(*BASE_ARGS)
+    check_options(BASE_OPTS)
+    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "threshold", "3",
+       "limit", "900")
+    check_options(dict(BASE_OPTS, threshold=3, limit=900))
+    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "unit", "bytes",
+       "default", "parallel", "dscp-parallel", "CS1")
+    check_options(dict(BASE_OPTS, threshold=3, limit=900, unit="bytes",
+                       default="parallel", dscp_parallel=["CS1"]))
+    # An empty change changes nothing.
+    tc(A, "qdisc", "change", "dev", DEV, "root", "parq")
+    check_options(dict(BASE_OPTS, threshold=3, limit=900, unit="bytes",
+                       default="parallel", dscp_parallel=["CS1"]))
+
+
+def t_replace():
+    del_root()
+    # replace creates when there is nothing ...
+    add_parq("threshold", "5", verb="replace")
+    check_options(dict(DEFAULTS, threshold=5))
+    # ... on a parq qdisc it changes only what is given (as for fq) ...
+    add_parq("limit", "2000", verb="replace")
+    check_options(dict(DEFAULTS, threshold=5, limit=2000))
+    # ... and another kind replaces parq altogether (without a handle: the
+    # kernel refuses a kind change of handle 1: as "Invalid qdisc name").
+    tc(A, "qdisc", "replace", "dev", DEV, "root", "pfifo")
+    check_eq(tclib.root_qdisc(A, DEV)["kind"], "pfifo", "root kind")
+    check(tclib.parq_qdisc(A, DEV) is None, "parq left after replace")
+    add_parq(verb="replace")
+    check_options(DEFAULTS)
+
+
+def t_delete():
+    del_root()
+    add_parq()
+    tc(A, "qdisc", "del", "dev", DEV, "root")
+    check(tclib.parq_qdisc(A, DEV) is None, "parq still there after del")
+    r = tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
+    check(r.returncode != 0, "deleting a missing root qdisc succeeded")
+
+
+def t_classes():
+    del_root()
+    add_parq()
+    cls = tclib.classes(A, DEV, stats=False)
+    check_eq(sorted(cls), ["1:1", "1:2"], "classes")
+    for cid in cls:
+        check_eq(cls[cid].get("class"), "parq", f"class {cid} kind")
+        check(cls[cid].get("root") is True, f"class {cid} is not at root")
+
+
+def t_help():
+    del_root()
+    r = tc(A, "qdisc", "add", "dev", DEV, "root", "parq", "help",
+           check=False)
+    check(r.returncode != 0, "tc ... parq help exited 0")
+    text = r.stderr + r.stdout
+    check("Usage" in text, f"no usage text: {text!r}")
+    for kw in ("threshold", "unit", "rate", "overhead", "split-gso",
+               "limit", "flow-limit", "dscp-parallel", "default"):
+        check(kw in text, f"usage does not mention {kw}")
+    check(tclib.parq_qdisc(A, DEV) is None, "help created a qdisc")
+
+
+# --- rejected input: nothing changes -------------------------------------
+
+def queued_fixture():
+    """Fresh parq (BASE_ARGS, 1 byte/s) with packets of both classes queued.
+    Returns the snapshot of everything."""
+    loaded_check()
+    del_root()
+    add_parq(*BASE_ARGS)
+    ip = topo.ip_b()
+    # The first packet leaves at once and closes the shaper for 242 s.
+    udp_burst(A, ip, DISCARD_PORT, 200, 1)
+    udp_burst(A, ip, DISCARD_PORT, 200, 3)
+    udp_burst(A, ip, DISCARD_PORT, 100, 4, tos=TOS_EF)
+    snap = tclib.snapshot(A, DEV)
+    cls = snap["classes"]
+    check_eq((cls["1:1"]["qlen"], cls["1:2"]["qlen"]), (4, 3),
+             "queued packets (parallel, local)")
+    return snap
+
+
+def check_unchanged(before, what):
+    after = tclib.snapshot(A, DEV)
+    d = tclib.diff(before, after)
+    check(not d, f"{what} changed the qdisc: " + "; ".join(d[:8]))
+
+
+def reject_case(args, names, cmd=("qdisc", "change")):
+    def fn():
+        before = queued_fixture()
+        argv = list(cmd) + ["dev", DEV, "root", "parq"] + list(args)
+        r = tc(A, *argv, check=False)
+        msg = (r.stderr + r.stdout).strip()
+        diag(f"tc {' '.join(argv)} -> exit {r.returncode}: "
+             f"{msg.splitlines()[0] if msg else ''}")
+        check(r.returncode != 0, f"tc {' '.join(argv)} succeeded")
+        check(any(n in msg for n in names),
+              f"error message does not name {names}: {msg!r}")
+        check_unchanged(before, f"rejected 'tc {' '.join(argv)}'")
+    return fn
+
+
+def reject_tc(argv, names):
+    """A rejected tc command other than qdisc change; "@" in @argv stands
+    for the device."""
+    def fn():
+        args = [DEV if a == "@" else a for a in argv]
+        before = queued_fixture()
+        r = tc(A, *args, check=False)
+        msg = (r.stderr + r.stdout).strip()
+        diag(f"tc {' '.join(args)} -> exit {r.returncode}: "
+             f"{msg.splitlines()[0] if msg else ''}")
+        check(r.returncode != 0, f"tc {' '.join(args)} succeeded")
+        check(any(n in msg for n in names),
+              f"error message does not say {names}: {msg!r}")
+        check_unchanged(before, f"rejected 'tc {' '.join(args)}'")
+        check(not tclib.filters(A, DEV), "a filter was added")
+    return fn
+
+
+# --- raw netlink ----------------------------------------------------------
+
+T = uapi
+
+
+def opts(*attrs, nested_flag=True):
+    return nl.nest(nl.TCA_OPTIONS, *attrs, nested_flag=nested_flag)
+
+
+def truncated_opts():
+    # TCA_OPTIONS holds 6 bytes: an attribute header claiming 8 bytes
+    # (TCA_PARQ_THRESHOLD, u32) followed by only 2 bytes of payload.
+    inner = nl.nla(T.TCA_PARQ_THRESHOLD, b"\x01\x00", length=8)[:6]
+    return nl.nla(nl.TCA_OPTIONS | nl.NLA_F_NESTED, inner)
+
+
+RAW_CASES = [
+    # name, TCA_OPTIONS bytes, word the extack message must contain
+    # (None: a structural error, any message)
+    ("threshold 0",
+     opts(nl.nla_u32(T.TCA_PARQ_THRESHOLD, 0)), "threshold"),
+    ("threshold INF+1",
+     opts(nl.nla_u32(T.TCA_PARQ_THRESHOLD, T.PARQ_THRESHOLD_INF + 1)),
+     "threshold"),
+    ("rate 0", opts(nl.nla_u64(T.TCA_PARQ_RATE, 0)), "rate"),
+    ("rate UNLIMITED+1",
+     opts(nl.nla_u64(T.TCA_PARQ_RATE, T.PARQ_RATE_UNLIMITED + 1)), "rate"),
+    ("unit 7", opts(nl.nla_u8(T.TCA_PARQ_UNIT, 7)), "unit"),
+    ("default class 3", opts(nl.nla_u8(T.TCA_PARQ_DEFAULT_CLASS, 3)),
+     "default"),
+    ("threshold with 8-byte payload",
+     opts(nl.nla_u64(T.TCA_PARQ_THRESHOLD, 4)), "threshold"),
+    ("threshold with 2-byte payload",
+     opts(nl.nla(T.TCA_PARQ_THRESHOLD, b"\x04\x00")), "threshold"),
+    ("unknown attribute TCA_PARQ_MAX+1",
+     opts(nl.nla_u32(T.TCA_PARQ_MAX + 1, 1)), None),
+    ("TCA_OPTIONS without NLA_F_NESTED",
+     opts(nl.nla_u32(T.TCA_PARQ_THRESHOLD, 5), nested_flag=False), None),
+    ("truncated nested attribute", truncated_opts(), None),
+]
+
+
+def raw_case(name, options, word):
+    def fn():
+        before = queued_fixture()
+        with nl.Rtnl(A) as sock:
+            res = sock.qdisc(sock.ifindex(DEV), options, create=False)
+        diag(f"change: {res.errname} extack={res.msg!r}")
+        check(res.error < 0, f"raw change with {name} was accepted")
+        check(res.errname in ("EINVAL", "ERANGE"),
+              f"unexpected error {res.errname}")
+        if word is not None:
+            check(res.msg and word in res.msg,
+                  f"extack message does not name {word}: {res.msg!r}")
+        elif res.msg is not None:
+            check(res.msg.strip() != "", "empty extack message")
+        check_unchanged(before, f"rejected raw change ({name})")
+
+        # The same attributes when creating: refused, nothing created.
+        bdev = topo.dev_b()
+        before_b = tclib.qdiscs(topo.b, bdev)
+        with nl.Rtnl(topo.b) as sock:
+            res = sock.qdisc(sock.ifindex(bdev), options, create=True)
+        diag(f"create: {res.errname} extack={res.msg!r}")
+        check(res.error < 0, f"raw create with {name} was accepted")
+        if word is not None:
+            check(res.msg and word in res.msg,
+                  f"extack message does not name {word}: {res.msg!r}")
+        check_eq(tclib.qdiscs(topo.b, bdev), before_b,
+                 f"qdiscs of {bdev} after the rejected create")
+    return fn
+
+
+def t_raw_valid():
+    """The hand-built messages are right: the same encoding with a valid
+    value is accepted (so the rejections above are about the values)."""
+    loaded_check()
+    del_root()
+    add_parq()
+    with nl.Rtnl(A) as sock:
+        res = sock.qdisc(sock.ifindex(DEV), opts(
+            nl.nla_u32(T.TCA_PARQ_THRESHOLD, 11),
+            nl.nla_u8(T.TCA_PARQ_UNIT, T.PARQ_UNIT_PACKETS),
+            nl.nla_u64(T.TCA_PARQ_RATE, 12500000),
+            nl.nla_s32(T.TCA_PARQ_OVERHEAD, -64),
+            nl.nla_u32(T.TCA_PARQ_LIMIT, 600),
+            nl.nla_u32(T.TCA_PARQ_FLOW_LIMIT, 60),
+            nl.nla_u64(T.TCA_PARQ_DSCP_PARALLEL, 1 << 46),
+            nl.nla_u8(T.TCA_PARQ_DEFAULT_CLASS, T.PARQ_CLASS_PARALLEL)))
+    check_eq(res.error, 0, f"valid raw change refused ({res.msg})")
+    check_options({"threshold": 11, "unit": "packets", "rate": 12500000,
+                   "overhead": -64, "split_gso": True, "limit": 600,
+                   "flow_limit": 60, "dscp_parallel": ["EF"],
+                   "default": "parallel"})
+    with nl.Rtnl(A) as sock:
+        res = sock.qdisc(sock.ifindex(DEV), opts(
+            nl.nla_u32(T.TCA_PARQ_THRESHOLD, T.PARQ_THRESHOLD_INF),
+            nl.nla_u64(T.TCA_PARQ_RATE, T.PARQ_RATE_UNLIMITED)))
+    check_eq(res.error, 0, f"raw change to inf/unlimited refused "
+             f"({res.msg})")
+    check_options({"threshold": "inf", "rate": "unlimited",
+                   "split_gso": False})
+
+
+kwatch = None
+
+
+def t_kmsg():
+    ok, text = kwatch.check()
+    if text:
+        diag(text)
+    check(ok, "the kernel logged a warning during the test")
+
+
+def main():
+    global topo, A, DEV, kwatch
+    suite = ktap.Suite("parq_config")
+    suite.case("autoload", t_autoload)
+    suite.case("defaults", t_defaults)
+    suite.case("every parameter", t_every_parameter)
+    suite.case("change a subset", t_change_subset)
+    suite.case("replace", t_replace)
+    suite.case("delete", t_delete)
+    suite.case("class show lists 1:1 and 1:2", t_classes)
+    suite.case("help prints usage", t_help)
+    rejects = [
+        (["threshold", "0"], ["threshold"]),
+        (["threshold", "70000"], ["threshold"]),
+        (["threshold", "-1"], ["threshold"]),
+        (["unit", "foo"], ["unit"]),
+        (["rate", "0"], ["rate"]),
+        (["rate", "10000Tbit"], ["rate"]),
+        (["limit", "0"], ["limit"]),
+        (["flow-limit", "0"], ["flow-limit"]),
+        (["flow-limit", "501"], ["flow-limit"]),	# > limit 500
+        (["limit", "49"], ["flow-limit"]),		# < flow-limit 50
+        (["dscp-parallel", "FOO"], ["dscp-parallel"]),
+        (["overhead", "1000"], ["overhead"]),
+        (["reservable", "0"], ["reservable"]),
+        (["reservable", "101"], ["reservable"]),
+        (["frobnicate", "3"], ["frobnicate"]),
+    ]
+    for args, names in rejects:
+        suite.case(f"reject {' '.join(args)}", reject_case(args, names))
+    fixed = ["fixed", "cannot"]
+    suite.case("reject class add 1:3 parq", reject_tc(
+        ["class", "add", "dev", "@", "parent", "1:", "classid", "1:3",
+         "parq"], fixed))
+    suite.case("reject class add 1:3 (kernel)", reject_tc(
+        ["class", "add", "dev", "@", "parent", "1:", "classid", "1:3"],
+        fixed))
+    suite.case("reject class change 1:1 parq", reject_tc(
+        ["class", "change", "dev", "@", "parent", "1:", "classid", "1:1",
+         "parq"], fixed))
+    suite.case("reject class change 1:1 (kernel)", reject_tc(
+        ["class", "change", "dev", "@", "parent", "1:", "classid", "1:1"],
+        fixed))
+    suite.case("reject class del 1:1", reject_tc(
+        ["class", "del", "dev", "@", "classid", "1:1"], fixed))
+    suite.case("reject filter on class 1:1", reject_tc(
+        ["filter", "add", "dev", "@", "parent", "1:1", "protocol", "ip",
+         "prio", "1", "u32", "match", "ip", "dport", "9", "0xffff",
+         "flowid", "1:1"], ["attach filters to the qdisc"]))
+    suite.case("raw netlink: valid encoding accepted", t_raw_valid)
+    for name, options_, word in RAW_CASES:
+        suite.case(f"raw netlink reject {name}",
+                   raw_case(name, options_, word))
+    suite.case("kernel log clean", t_kmsg)
+
+    if os.geteuid() != 0:
+        return suite.skip_all("needs root")
+    for tool in ("tc", "ip", "ss"):
+        if not subprocess.run(["which", tool], capture_output=True).stdout:
+            return suite.skip_all(f"{tool} not installed")
+    kwatch = kmsg.KmsgWatch()
+    topo = Topology("cfg")
+    A, DEV = topo.a, topo.dev_a()
+    try:
+        return suite.run()
+    finally:
+        topo.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

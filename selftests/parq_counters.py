@@ -1,0 +1,424 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""parq counters: every packet is counted once, in the class it was
+classified to, with its L2 length; drops are counted by reason.
+
+Namespace A sends exactly K UDP datagrams of a known size per class to
+namespace B through parq, the root qdisc of A's veth.  Nothing else crosses
+that link (IPv6 off, permanent neighbour entries), so the class counters of
+a fresh qdisc must equal what was sent, to the packet and the byte:
+  - DSCP: EF (and CS5, CS6, CS7) parallel, anything else the default class
+  - SO_PRIORITY <handle>:<minor>, which wins over DSCP
+  - tc filters on the qdisc: u32, flower, matchall, classic BPF
+  - a filter naming a class that does not exist (1:7): the packet goes to
+    the default class and xstats unknown_class counts it.  The kernel
+    cannot refuse such a filter when it is added: in 6.1 a classful qdisc
+    only learns the classid through bind_tcf(), which cannot fail.
+Then the limits, with the shaper at 1 byte/s so that nothing leaves:
+local packets are evicted for parallel ones, and a parallel packet is
+dropped only when no local packet is left (or its flow is at flow-limit).
+"""
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import kmsg, ktap, module, uapi  # noqa: E402
+from parqlab import tc as tclib  # noqa: E402
+from parqlab.ktap import check, check_eq, diag  # noqa: E402
+from parqlab.netns import Topology  # noqa: E402
+from parqlab.tc import tc  # noqa: E402
+from parqlab.traffic import UDP_OVERHEAD, send_udp, udp_socket  # noqa: E402
+
+K = 20			# packets per class and kind of traffic
+TOS_EF, TOS_CS5, TOS_CS6, TOS_CS7 = 46 << 2, 40 << 2, 48 << 2, 56 << 2
+TOS_AF41 = 34 << 2
+PAR, LOC = "1:1", "1:2"
+
+topo = None
+A = None
+DEV = None
+
+# Classic BPF, run on the packet from its Ethernet header (egress):
+#   ldh [12]; jne #0x800 -> no; ldb [23]; jne #17 -> no;
+#   ldh [36] (UDP dport, IHL 5); jne #PORT -> no; ret #-1 (use classid);
+#   no: ret #0 (no match)
+BPF_UDP_DPORT = ("8,40 0 0 12,21 0 5 2048,48 0 0 23,21 0 3 17,"
+                 "40 0 0 36,21 0 1 {port},6 0 0 4294967295,6 0 0 0")
+
+
+def xstats_keys():
+    """The names tc gives the fields of struct tc_parq_xstats."""
+    return ["xstats_version" if n == "version" else n
+            for n, _ in uapi.XSTATS_FIELDS if n != "pad"]
+
+
+def xstats(q):
+    """The parq xstats fields of a tc -s -j qdisc dict."""
+    return {k: q[k] for k in xstats_keys() if k in q}
+
+
+def fresh(*args):
+    """A new parq root qdisc (all counters zero) with @args."""
+    tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
+    tc(A, "qdisc", "add", "dev", DEV, "root", "handle", "1:", "parq", *args)
+    q = tclib.parq_qdisc(A, DEV)
+    check_eq((q["packets"], q["bytes"], q["drops"], q["qlen"]), (0, 0, 0, 0),
+             "counters of the new qdisc")
+
+
+def wait_empty(timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        q = tclib.parq_qdisc(A, DEV)
+        if q["qlen"] == 0 or time.monotonic() > deadline:
+            return q
+        time.sleep(0.1)
+
+
+def send(spec):
+    """@spec: [(count, payload, tos, priority, port)]; each line from its own
+    socket.  Returns the L2 lengths sent, line by line."""
+    out = []
+    for count, payload, tos, prio, port in spec:
+        s = udp_socket(A, tos=tos, priority=prio)
+        try:
+            out.append(send_udp(s, topo.ip_b(), port, payload, count))
+        finally:
+            s.close()
+    return out
+
+
+def run_and_check(spec, xs_want=None):
+    """@spec: [(count, payload, tos, priority, port, where)], where is PAR,
+    LOC or "drop" (dropped by a filter).  Checks every counter."""
+    want = {PAR: [0, 0], LOC: [0, 0]}
+    filtered = 0
+    for (count, payload, tos, prio, port, where), l2 in zip(
+            spec, send([line[:5] for line in spec])):
+        if where == "drop":
+            filtered += count
+        else:
+            want[where][0] += count
+            want[where][1] += count * l2
+    q = wait_empty()
+    cls = tclib.class_stats(A, DEV)
+    for cid in (PAR, LOC):
+        got = cls[cid]
+        diag(f"class {cid}: {got['packets']} packets {got['bytes']} bytes "
+             f"drops {got['drops']} (want {want[cid][0]}/{want[cid][1]})")
+        check_eq((got["packets"], got["bytes"]), tuple(want[cid]),
+                 f"class {cid} (packets, bytes)")
+        check_eq((got["drops"], got["qlen"], got["backlog"]), (0, 0, 0),
+                 f"class {cid} (drops, qlen, backlog)")
+    check_eq((q["packets"], q["bytes"]),
+             (want[PAR][0] + want[LOC][0], want[PAR][1] + want[LOC][1]),
+             "qdisc (packets, bytes)")
+    check_eq(q["drops"], filtered, "qdisc drops")
+    xs = xstats(q)
+    want_xs = {"unknown_class": 0, "drop_filter": filtered}
+    want_xs.update(xs_want or {})
+    for k, v in want_xs.items():
+        check_eq(xs.get(k), v, f"xstats {k}")
+    return q
+
+
+# --- classification --------------------------------------------------------
+
+def t_dscp():
+    fresh()
+    run_and_check([
+        (K, 300, TOS_EF, None, 9, PAR),
+        (5, 301, TOS_CS5, None, 9, PAR),
+        (5, 302, TOS_CS6, None, 9, PAR),
+        (5, 303, TOS_CS7, None, 9, PAR),
+        (K, 100, None, None, 9, LOC),
+        (5, 101, TOS_AF41, None, 9, LOC),
+    ])
+    # Another DSCP set and the other default class.
+    fresh("dscp-parallel", "AF41", "default", "parallel")
+    run_and_check([
+        (K, 300, TOS_AF41, None, 9, PAR),
+        (K, 100, None, None, 9, PAR),
+        (5, 200, TOS_EF, None, 9, PAR),
+    ])
+    fresh("dscp-parallel", "none")
+    run_and_check([(K, 300, TOS_EF, None, 9, LOC)])
+
+
+def t_priority():
+    fresh()
+    run_and_check([
+        (K, 300, None, 0x10001, 9, PAR),
+        (K, 100, TOS_EF, 0x10002, 9, LOC),	# priority beats DSCP
+        (5, 200, TOS_EF, 0x20001, 9, PAR),	# other major: DSCP decides
+        (5, 201, None, 0x20001, 9, LOC),
+        (5, 202, TOS_EF, 0x10005, 9, LOC),	# minor 5: the default class
+    ], xs_want={"unknown_class": 5})
+
+
+def filter_add(*args):
+    tc(A, "filter", "add", "dev", DEV, "parent", "1:", *args)
+
+
+def t_u32():
+    fresh()
+    filter_add("protocol", "ip", "prio", "1", "u32", "match", "ip", "dport",
+               "5001", "0xffff", "flowid", PAR)
+    filter_add("protocol", "ip", "prio", "2", "u32", "match", "ip", "dport",
+               "5002", "0xffff", "flowid", LOC)
+    filter_add("protocol", "ip", "prio", "3", "u32", "match", "ip", "dport",
+               "5009", "0xffff", "action", "drop")
+    run_and_check([
+        (K, 300, None, None, 5001, PAR),
+        (K, 100, TOS_EF, None, 5002, LOC),
+        (5, 200, TOS_EF, None, 5003, PAR),	# no match: DSCP
+        (5, 201, None, None, 5003, LOC),
+        (7, 202, TOS_EF, None, 5009, "drop"),
+    ])
+
+
+def t_flower():
+    fresh()
+    filter_add("protocol", "ip", "prio", "1", "flower", "ip_proto", "udp",
+               "dst_port", "5001", "classid", PAR)
+    filter_add("protocol", "ip", "prio", "2", "flower", "ip_proto", "udp",
+               "dst_port", "5002", "classid", LOC)
+    run_and_check([
+        (K, 300, None, None, 5001, PAR),
+        (K, 100, TOS_EF, None, 5002, LOC),
+        (5, 200, TOS_EF, None, 5003, PAR),
+        (5, 201, None, None, 5003, LOC),
+    ])
+
+
+def t_matchall():
+    fresh()
+    filter_add("prio", "1", "matchall", "classid", PAR)
+    run_and_check([(K, 300, None, None, 5001, PAR),
+                   (K, 100, TOS_EF, None, 5002, PAR)])
+    fresh()
+    filter_add("prio", "1", "matchall", "classid", LOC)
+    run_and_check([(K, 300, None, None, 5001, LOC),
+                   (K, 100, TOS_EF, None, 5002, LOC)])
+
+
+def t_bpf():
+    fresh()
+    filter_add("protocol", "ip", "prio", "1", "bpf", "bytecode",
+               BPF_UDP_DPORT.format(port=5001), "classid", PAR)
+    filter_add("protocol", "ip", "prio", "2", "bpf", "bytecode",
+               BPF_UDP_DPORT.format(port=5002), "classid", LOC)
+    run_and_check([
+        (K, 300, None, None, 5001, PAR),
+        (K, 100, TOS_EF, None, 5002, LOC),
+        (5, 200, TOS_EF, None, 5003, PAR),
+        (5, 201, None, None, 5003, LOC),
+    ])
+
+
+def t_unknown_class():
+    # Accepted by the kernel (see the header), counted at classification.
+    fresh()
+    filter_add("protocol", "ip", "prio", "1", "u32", "match", "ip", "dport",
+               "5007", "0xffff", "flowid", "1:7")
+    run_and_check([
+        (K, 300, TOS_EF, None, 5007, LOC),	# the filter's verdict, not DSCP
+        (5, 100, None, None, 5001, LOC),
+    ], xs_want={"unknown_class": K})
+    fresh("default", "parallel")
+    filter_add("protocol", "ip", "prio", "1", "u32", "match", "ip", "dport",
+               "5007", "0xffff", "flowid", "1:7")
+    run_and_check([(K, 300, None, None, 5007, PAR)],
+                  xs_want={"unknown_class": K})
+
+
+# --- statistics output ----------------------------------------------------
+
+def t_xstats_json():
+    fresh()
+    filter_add("protocol", "ip", "prio", "1", "u32", "match", "ip", "dport",
+               "5007", "0xffff", "flowid", "1:7")
+    send([(3, 100, None, None, 5007)])
+    wait_empty()
+    raw = tc(A, "-s", "-j", "qdisc", "show", "dev", DEV).stdout
+    try:
+        qs = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise AssertionError(f"tc -s -j qdisc show: invalid JSON: {e}")
+    q = [x for x in qs if x.get("kind") == "parq"][0]
+    xs = xstats(q)
+    check_eq(sorted(xs), sorted(xstats_keys()),
+             "xstats keys in tc -s -j qdisc show")
+    check_eq(xs["xstats_version"], uapi.PARQ_XSTATS_VERSION,
+             "xstats_version")
+    check_eq(xs["unknown_class"], 3, "unknown_class")
+    # The text output names the same fields with the same values.
+    text = tc(A, "-s", "qdisc", "show", "dev", DEV).stdout
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if "xstats_version" in line)
+    # Counters print as numbers, rates (resv_*_rate, resv_capacity) as tc
+    # rates, which JSON gives in bytes/s.
+    text_xs = {}
+    for k, num, unit in re.findall(r"([a-z_]+) (\d+)((?:[KMGT]i?)?bit)?\b",
+                                   " ".join(lines[start:])):
+        if unit:
+            scale = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+                     "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3,
+                     "Ti": 1024**4}[unit[:-3]]
+            text_xs[k] = int(int(num) * scale / 8)
+        else:
+            text_xs[k] = int(num)
+    check_eq(text_xs, xs, "xstats in text vs JSON")
+    diag("xstats: " + " ".join(f"{k}={v}" for k, v in xs.items()))
+    # tc 6.1 has no JSON output for "class show" (it prints text even with
+    # -j); if this tc does, it must be valid JSON too.
+    raw = tc(A, "-s", "-j", "class", "show", "dev", DEV).stdout
+    if raw.lstrip().startswith("["):
+        json.loads(raw)
+        diag("tc -s -j class show: valid JSON")
+    else:
+        diag("tc -s -j class show: text (this tc has no JSON for classes)")
+        cls = tclib.classes_text(A, DEV)
+        check_eq(sorted(cls), [PAR, LOC], "classes in tc -s class show")
+        check_eq(cls[LOC]["packets"], 3, "class 1:2 packets (text)")
+
+
+# --- limits ---------------------------------------------------------------
+
+def qstate():
+    q = tclib.parq_qdisc(A, DEV)
+    cls = tclib.class_stats(A, DEV)
+    return q, cls
+
+
+def t_limit_evicts_local():
+    for attempt in range(1, 4):
+        # Shaper at 1 byte/s: the primer leaves at once, then nothing for
+        # 242 s.  limit 20, flow-limit 20: only the limit can bite.
+        fresh("limit", "20", "flow-limit", "20", "rate", "8bit")
+        send([(1, 200, None, None, 9)])
+        send([(15, 100, None, None, 9)])
+        q, cls = qstate()
+        check_eq((cls[LOC]["packets"], cls[LOC]["qlen"]), (1, 15),
+                 "local (sent, queued) after the primer and 15 more")
+        send([(10, 100, TOS_EF, None, 9)])
+        q, cls = qstate()
+        xs = xstats(q)
+        diag(f"after 10 parallel: local queued {cls[LOC]['qlen']} dropped "
+             f"{cls[LOC]['drops']}, parallel queued {cls[PAR]['qlen']} "
+             f"dropped {cls[PAR]['drops']}, drop_local_evicted "
+             f"{xs['drop_local_evicted']}")
+        check_eq((cls[LOC]["qlen"], cls[LOC]["drops"]), (10, 5),
+                 "local (queued, dropped)")
+        check_eq((cls[PAR]["qlen"], cls[PAR]["drops"]), (10, 0),
+                 "parallel (queued, dropped)")
+        check_eq(xs["drop_local_evicted"], 5, "drop_local_evicted")
+        check_eq((q["qlen"], q["backlog"], q["drops"]),
+                 (20, 20 * (100 + UDP_OVERHEAD), 5),
+                 "qdisc (qlen, backlog, drops)")
+        # A second parallel flow: 10 more evict the last local packets,
+        # then with no local packet left, parallel ones are dropped.
+        send([(12, 100, TOS_EF, None, 9)])
+        q, cls = qstate()
+        xs = xstats(q)
+        if xs["flows_active"] != 2:
+            diag(f"attempt {attempt}: both sockets hashed to one flow "
+                 f"bucket (flows_active {xs['flows_active']}), again")
+            continue
+        diag(f"after 12 more parallel: local queued {cls[LOC]['qlen']} "
+             f"dropped {cls[LOC]['drops']}, parallel queued "
+             f"{cls[PAR]['qlen']} dropped {cls[PAR]['drops']}, "
+             f"drop_local_evicted {xs['drop_local_evicted']}, "
+             f"drop_parallel_full {xs['drop_parallel_full']}")
+        check_eq((cls[LOC]["qlen"], cls[LOC]["drops"]), (0, 15),
+                 "local (queued, dropped)")
+        check_eq((cls[PAR]["qlen"], cls[PAR]["drops"]), (20, 2),
+                 "parallel (queued, dropped)")
+        check_eq((xs["drop_local_evicted"], xs["drop_parallel_full"],
+                  xs["drop_local_full"], xs["drop_flow_limit"]),
+                 (15, 2, 0, 0),
+                 "xstats (local_evicted, parallel_full, local_full, "
+                 "flow_limit)")
+        # Now the qdisc is full of parallel packets: a local one is refused.
+        send([(3, 100, None, None, 9)])
+        q, cls = qstate()
+        xs = xstats(q)
+        check_eq((cls[LOC]["qlen"], cls[LOC]["drops"], xs["drop_local_full"]),
+                 (0, 18, 3), "local refused when full (queued, dropped, "
+                 "drop_local_full)")
+        check_eq(q["drops"], 20, "qdisc drops")
+        return
+    raise AssertionError("flow hash collisions in 3 attempts")
+
+
+def t_flow_limit():
+    for attempt in range(1, 4):
+        fresh("limit", "100", "flow-limit", "5", "rate", "8bit")
+        send([(1, 200, None, None, 9)])
+        send([(8, 100, TOS_EF, None, 9)])		# one flow: 3 over
+        q, cls = qstate()
+        xs = xstats(q)
+        check_eq((cls[PAR]["qlen"], cls[PAR]["drops"], xs["drop_flow_limit"]),
+                 (5, 3, 3), "parallel (queued, dropped, drop_flow_limit)")
+        send([(3, 100, TOS_EF, None, 9)])		# another flow
+        q, cls = qstate()
+        xs = xstats(q)
+        if xs["flows_active"] != 2:
+            diag(f"attempt {attempt}: both sockets hashed to one flow "
+                 f"bucket, again")
+            continue
+        check_eq((cls[PAR]["qlen"], cls[PAR]["drops"], xs["drop_flow_limit"]),
+                 (8, 3, 3), "second flow not limited by the first")
+        check_eq((xs["drop_parallel_full"], xs["drop_local_evicted"],
+                  cls[LOC]["drops"]), (0, 0, 0), "other drops")
+        diag(f"flow-limit 5: 8 packets of one flow -> 5 queued, "
+             f"drop_flow_limit {xs['drop_flow_limit']}; a second flow "
+             f"queued 3")
+        return
+    raise AssertionError("flow hash collisions in 3 attempts")
+
+
+kwatch = None
+
+
+def t_kmsg():
+    tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
+    ok, text = kwatch.check()
+    if text:
+        diag(text)
+    check(ok, "the kernel logged a warning during the test")
+
+
+def main():
+    global topo, A, DEV, kwatch
+    suite = ktap.Suite("parq_counters")
+    suite.case("DSCP classification", t_dscp)
+    suite.case("SO_PRIORITY classification", t_priority)
+    suite.case("u32 filters", t_u32)
+    suite.case("flower filters", t_flower)
+    suite.case("matchall filters", t_matchall)
+    suite.case("bpf filters", t_bpf)
+    suite.case("filter to class 1:7 counts unknown_class", t_unknown_class)
+    suite.case("xstats in tc -s -j and text", t_xstats_json)
+    suite.case("limit evicts local before parallel", t_limit_evicts_local)
+    suite.case("flow-limit drops", t_flow_limit)
+    suite.case("kernel log clean", t_kmsg)
+    if os.geteuid() != 0:
+        return suite.skip_all("needs root")
+    kwatch = kmsg.KmsgWatch()
+    module.ensure_loaded()
+    topo = Topology("cnt")
+    A, DEV = topo.a, topo.dev_a()
+    try:
+        return suite.run()
+    finally:
+        topo.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

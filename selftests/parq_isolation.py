@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""parq latency isolation: a parallel job's small messages do not wait
+behind a local bulk transfer.
+
+The parallel job is sockperf ping-pong, 64-byte messages over TCP from A to
+B, classified parallel by a u32 filter on its port; the local job is a bulk
+iperf3 transfer from A to B.  Both cross A's veth, shaped to 100 Mbit/s:
+  parq:   parq rate 100mbit (+ the u32 filter)
+  pfifo:  htb root, one class at 100mbit, pfifo leaf (what one gets today)
+  idle:   parq rate 100mbit, sockperf alone
+sockperf's round-trip p99 must satisfy
+  parq p99 <= pfifo p99 / 4   and   parq p99 <= 5 x idle p99.
+The three are measured in one run, round-robin, five rounds of 8 s each;
+the medians of the rounds are judged and every number is printed.
+
+The local bulk job is iperf3 TCP with 4 streams: a bulk copy as a local job
+runs it (rsync/scp-like, congestion controlled).  One TCP stream would not
+do: TCP small queues keep a single flow's backlog in the qdisc to a couple
+of packets, so a pfifo baseline would hardly queue and the comparison would
+say nothing.  The pfifo backlog seen during each run is printed to show that
+the baseline really queues.
+"""
+import os
+import statistics
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import kmsg, ktap, module  # noqa: E402
+from parqlab import tc as tclib  # noqa: E402
+from parqlab.ktap import check, diag  # noqa: E402
+from parqlab.netns import Topology  # noqa: E402
+from parqlab.tc import tc  # noqa: E402
+from parqlab.traffic import (Iperf3Client, Iperf3Server,  # noqa: E402
+                             SockperfServer, have, sockperf_pingpong)
+
+RATE = "100mbit"
+SECONDS = 8
+WARMUP = 2
+ROUNDS = 5
+BULK_STREAMS = 4
+SP_PORT, BULK_PORT = 11111, 5201
+
+topo = None
+A = None
+DEV = None
+results = {"parq": [], "pfifo": [], "idle": []}
+pfifo_limit = []
+
+
+def setup_parq():
+    tc(A, "qdisc", "replace", "dev", DEV, "root", "handle", "1:", "parq",
+       "rate", RATE)
+    tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+       "prio", "1", "u32", "match", "ip", "dport", SP_PORT, "0xffff",
+       "flowid", "1:1")
+
+
+def setup_pfifo():
+    tc(A, "qdisc", "add", "dev", DEV, "root", "handle", "1:", "htb",
+       "default", "1")
+    tc(A, "class", "add", "dev", DEV, "parent", "1:", "classid", "1:1",
+       "htb", "rate", RATE)
+    tc(A, "qdisc", "add", "dev", DEV, "parent", "1:1", "handle", "10:",
+       "pfifo")
+    if not pfifo_limit:
+        # pfifo's default limit is the device's tx_queue_len.
+        leaf = [q for q in tclib.qdiscs(A, DEV) if q["kind"] == "pfifo"][0]
+        pfifo_limit.append(leaf["options"]["limit"])
+        txq = A.run(["cat", f"/sys/class/net/{DEV}/tx_queue_len"]).stdout
+        diag(f"pfifo default limit: {pfifo_limit[0]} packets "
+             f"(tx_queue_len of {DEV}: {txq.strip()})")
+
+
+def leaf_backlog():
+    """(qlen, backlog bytes) of the qdisc that holds the packets."""
+    for q in tclib.qdiscs(A, DEV):
+        if q["kind"] in ("pfifo", "parq"):
+            return q["qlen"], q["backlog"]
+    return 0, 0
+
+
+def measure(kind):
+    tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
+    setup_parq() if kind in ("parq", "idle") else setup_pfifo()
+    bulk = None
+    backlog = []
+    stop = threading.Event()
+
+    def watch():
+        while not stop.wait(1.0):
+            backlog.append(leaf_backlog())
+    try:
+        if kind != "idle":
+            bulk = Iperf3Client(A, topo.ip_b(), BULK_PORT,
+                                WARMUP + SECONDS + 15,
+                                parallel=BULK_STREAMS)
+            time.sleep(WARMUP)
+            check(bulk.running(), f"the bulk iperf3 ended early: "
+                  f"{bulk.why_ended()}")
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        try:
+            st = sockperf_pingpong(A, topo.ip_b(), SP_PORT, SECONDS)
+        finally:
+            stop.set()
+            t.join(10)
+        if bulk is not None:
+            check(bulk.running(), f"the bulk iperf3 ended early: "
+                  f"{bulk.why_ended()}")
+        q = tclib.root_qdisc(A, DEV)
+    finally:
+        if bulk is not None:
+            bulk.stop()
+        tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
+    qlens = [b[0] for b in backlog]
+    nbytes = [b[1] for b in backlog]
+    st["qlen_med"] = statistics.median(qlens) if qlens else 0
+    st["backlog_med"] = statistics.median(nbytes) if nbytes else 0
+    st["qdisc_mbit"] = q["bytes"] * 8 / 1e6
+    return st
+
+
+def fmt(st):
+    return (f"mean {st['avg']:.0f} p50 {st['p50']:.0f} p99 {st['p99']:.0f} "
+            f"max {st.get('max', 0):.0f} us ({st['observations']} obs); "
+            f"queue median {st['qlen_med']:.0f} pkts "
+            f"{st['backlog_med'] / 1000:.0f} kB")
+
+
+def t_measure():
+    """All three, round-robin, so slow phases of the machine hit all."""
+    for rnd in range(1, ROUNDS + 1):
+        for kind in ("idle", "parq", "pfifo"):
+            st = measure(kind)
+            results[kind].append(st)
+            diag(f"round {rnd} {kind:5}: {fmt(st)}")
+    # The baseline must queue, or the comparison is void.
+    med_pfifo_backlog = statistics.median(
+        s["backlog_med"] for s in results["pfifo"])
+    check(med_pfifo_backlog >= 30000,
+          f"the pfifo baseline hardly queues ({med_pfifo_backlog:.0f} "
+          f"bytes): no bulk backlog to isolate from")
+
+
+def med(kind, key="p99"):
+    return statistics.median(s[key] for s in results[kind])
+
+
+def t_vs_pfifo():
+    check(all(results.values()), "no measurements")
+    parq, pfifo = med("parq"), med("pfifo")
+    diag(f"median p99: parq {parq:.0f} us, pfifo {pfifo:.0f} us, ratio "
+         f"pfifo/parq {pfifo / parq:.1f} (want >= 4)")
+    diag(f"median mean: parq {med('parq', 'avg'):.0f} us, pfifo "
+         f"{med('pfifo', 'avg'):.0f} us; median p50: parq "
+         f"{med('parq', 'p50'):.0f} us, pfifo {med('pfifo', 'p50'):.0f} us")
+    ktap.check_le(parq, pfifo / 4, "parq p99 vs pfifo p99 / 4")
+
+
+def t_vs_idle():
+    check(all(results.values()), "no measurements")
+    parq, idle = med("parq"), med("idle")
+    diag(f"median p99: parq {parq:.0f} us, idle {idle:.0f} us, ratio "
+         f"{parq / idle:.2f} (want <= 5)")
+    ktap.check_le(parq, 5 * idle, "parq p99 vs 5 x idle p99")
+
+
+kwatch = None
+
+
+def t_kmsg():
+    ok, text = kwatch.check()
+    if text:
+        diag(text)
+    check(ok, "the kernel logged a warning during the test")
+
+
+def main():
+    global topo, A, DEV, kwatch
+    suite = ktap.Suite("parq_isolation")
+    suite.case("measure idle, parq and pfifo latency", t_measure, timeout=900)
+    suite.case("parq p99 <= pfifo p99 / 4", t_vs_pfifo)
+    suite.case("parq p99 <= 5 x idle p99", t_vs_idle)
+    suite.case("kernel log clean", t_kmsg)
+    if os.geteuid() != 0:
+        return suite.skip_all("needs root")
+    for tool in ("sockperf", "iperf3"):
+        if not have(tool):
+            return suite.skip_all(f"{tool} not installed")
+    kwatch = kmsg.KmsgWatch()
+    module.ensure_loaded()
+    topo = Topology("iso")
+    A, DEV = topo.a, topo.dev_a()
+    servers = [SockperfServer(topo.b, topo.ip_b(), SP_PORT),
+               Iperf3Server(topo.b, topo.ip_b(), BULK_PORT)]
+    try:
+        return suite.run()
+    finally:
+        for s in servers:
+            s.stop()
+        topo.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

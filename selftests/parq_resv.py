@@ -1,0 +1,1002 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""parq reserved flows: NDT/IDT pacing, admission control, classification
+into reserved classes, class deletion, xstats, and scale.
+
+Topology: namespaces A and B joined by one veth pair; parq is the root qdisc
+of A's veth.  Reserved classes are <handle>:16 and up (tc minors are
+hexadecimal: 1:16 is minor 0x16).
+
+Rates: parq shapes the veth to 100 Mbit/s; reserved classes 1:16, 1:17 and
+1:18 hold 5, 20 and 50 Mbit/s.  Each is fed by a UDP iperf3 stream offered
+at 1.5 times its reservation (so that the class stays backlogged), steered
+into the class by a u32 filter on its destination port.  After a 2.5 s
+warm-up the class counters are read twice, 10 s apart; a class's rate is its
+byte delta over the interval.  The counters hold L2 bytes (Ethernet header
+included), which is what a reservation meters, so every class must be
+within 2% of its reservation: alone, and while parallel (DSCP EF) and local
+TCP bulk traffic saturate the link; best effort (classes 1:1 + 1:2) then
+gets what the reservations leave, 25 Mbit/s, minus at most 2% of the link.
+A run is repeated up to 3 times when it misses; the median is judged.
+
+Admission control is checked to the bit/s against its messages, and that a
+refused change leaves the configuration (and, in the rate test, the rates)
+as they were.
+
+Scale: 10 000 classes through tc -batch, traffic through a sample of them,
+all deleted, module unloaded, no slab objects leaked; then 100 000 classes
+(two qdiscs of 50 000: a qdisc's minors stop at 0xffff) through one tc
+-batch within 120 s, and the slab memory each class takes.
+
+Usage: parq_resv.py [SUBSTRING...]   run only the cases whose name contains
+one of the SUBSTRINGs (default: all).
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import kmsg, ktap, module, resv, uapi  # noqa: E402
+from parqlab import tc as tclib  # noqa: E402
+from parqlab.ktap import check, check_eq, diag  # noqa: E402
+from parqlab.netns import Topology  # noqa: E402
+from parqlab.tc import TcError, tc  # noqa: E402
+from parqlab.traffic import (TOS_EF, UDP_OVERHEAD, Iperf3Client,  # noqa: E402
+                             Iperf3Server, have, udp_socket)
+
+TOL = 0.02			# the issue's bound on a reserved rate
+RUNS = 3
+WARMUP = 2.5
+INTERVAL = 10.0
+LINK = 100e6			# the shaper, bit/s
+RATE_MTU = 9000			# of the veth in the rate tests
+SOCKBUF = 16 << 20		# iperf3 -w: the senders' socket buffers
+PAR, LOC = "1:1", "1:2"
+
+# (minor, reservation bit/s, UDP port)
+FLOWS = [(0x16, 5e6, 5301), (0x17, 20e6, 5302), (0x18, 50e6, 5303)]
+PORT_PAR, PORT_LOC = 5201, 5202
+
+# Classic BPF on the frame from its Ethernet header (egress): IPv4, UDP,
+# destination port (IHL 5) -> -1 (the filter's classid), else 0.
+BPF_UDP_DPORT = ("8,40 0 0 12,21 0 5 2048,48 0 0 23,21 0 3 17,"
+                 "40 0 0 36,21 0 1 {port},6 0 0 4294967295,6 0 0 0")
+
+MSG_NO_LINKRATE = ("parq: no link rate known for admission control: "
+                   "set linkrate (or rate) on the qdisc")
+
+topo = None
+A = None
+DEV = None
+kwatch = None
+
+
+def cid(m):
+    return resv.classid(m)
+
+
+def mbit(bps):
+    return f"{bps / 1e6:.3f} Mbit/s"
+
+
+def del_root(dev=None, ns=None):
+    tc(ns or A, "qdisc", "del", "dev", dev or DEV, "root", check=False)
+
+
+def add_root(*args, dev=None, ns=None):
+    del_root(dev, ns)
+    tc(ns or A, "qdisc", "add", "dev", dev or DEV, "root", "handle", "1:",
+       "parq", *args)
+
+
+def add_class(m, *spec, dev=None, ns=None, check=True):
+    return tc(ns or A, "class", "add", "dev", dev or DEV, "parent", "1:",
+              "classid", cid(m), "parq", *spec, check=check)
+
+
+def refused(argv, want_msg, ns=None):
+    """Run tc @argv, which must fail with the kernel's message @want_msg
+    (tc prints it as "Error: <msg>.")."""
+    p = tc(ns or A, *argv, check=False)
+    err = (p.stderr + p.stdout).strip()
+    check(p.returncode != 0, f"tc {' '.join(argv)} was accepted")
+    check(f"Error: {want_msg}." in err,
+          f"tc {' '.join(argv)}: message {err!r}, want {want_msg!r}")
+    return err
+
+
+def qx(dev=None, ns=None):
+    """The parq qdisc (options, counters and xstats) of @dev."""
+    return resv.qdisc(ns or A, dev or DEV)
+
+
+def consistent_state(dev=None, ns=None, tries=20):
+    """(qdisc dict, reserved classes) read while nothing was dequeued: the
+    qdisc's packet counter is the same before and after the class dump."""
+    for _ in range(tries):
+        q0 = qx(dev, ns)
+        cls = resv.classes(ns or A, dev or DEV)
+        q = qx(dev, ns)
+        if q["packets"] == q0["packets"]:
+            return q, {k: c for k, c in cls.items() if "xs" in c}
+        time.sleep(0.2)
+    raise AssertionError("the qdisc kept sending: no consistent snapshot")
+
+
+def freeze(dev=None, ns=None):
+    """Stop all dequeues: the shaper at 1 byte/s (the linkrate kept), so
+    that counters can be compared in a snapshot while classes are still
+    backlogged.  One packet may leave at the change."""
+    q = qx(dev, ns)
+    tc(ns or A, "qdisc", "change", "dev", dev or DEV, "root", "parq",
+       "linkrate", f"{q['options']['linkrate'] * 8}bit", "rate", "8bit")
+
+
+def check_xstats(dev=None, ns=None, rejects=None, dispatches=True):
+    """The resv_* xstats agree with the reserved classes: count, sum of
+    reservations (each class's xstats rate), capacity (linkrate x
+    reservable%), dispatches (sum of the classes' packets), backlogged."""
+    q, rc = consistent_state(dev, ns)
+    opts = q["options"]
+    check_eq(q["xstats_version"], uapi.PARQ_XSTATS_VERSION, "xstats_version")
+    check_eq(q["resv_classes"], len(rc), "resv_classes")
+    check_eq(q["resv_sum_rate"], sum(c["xs"]["rate"] for c in rc.values()),
+             "resv_sum_rate")
+    check_eq(q["resv_capacity"], opts["linkrate"] * opts["reservable"] // 100,
+             "resv_capacity")
+    check(q["resv_sum_rate"] <= q["resv_capacity"],
+          f"resv_sum_rate {q['resv_sum_rate']} > resv_capacity "
+          f"{q['resv_capacity']}")
+    if dispatches:	# not after classes were deleted
+        check_eq(q["resv_dispatches"],
+                 sum(c["packets"] for c in rc.values()),
+                 "resv_dispatches (sum of reserved class packets)")
+    for k, c in rc.items():
+        check_eq(c["xs"]["dispatches"], c["packets"],
+                 f"class {k} xstats dispatches")
+    backlogged = sum(1 for c in rc.values() if c["qlen"])
+    check_eq(q["resv_backlogged"], backlogged, "resv_backlogged")
+    check(q["resv_throttled"] <= q["resv_backlogged"],
+          f"resv_throttled {q['resv_throttled']} > resv_backlogged")
+    if rejects is not None:
+        check_eq(q["resv_rejects"], rejects, "resv_rejects")
+    return q, rc
+
+
+# --- rates ---------------------------------------------------------------
+
+class Sampler:
+    """Class counters read twice, @interval apart, after @warmup; queue
+    lengths every second in between; @during() runs once after the first
+    read (in this thread)."""
+
+    def __init__(self, dev=None):
+        self.dev = dev or DEV
+
+    def _read(self):
+        t0 = time.monotonic()
+        c = resv.classes(A, self.dev)
+        return (t0 + time.monotonic()) / 2, c
+
+    def run(self, warmup, interval, during=None):
+        time.sleep(warmup)
+        t0, before = self._read()
+        self.qlen = {k: [] for k in before}
+        if during:
+            during()
+        end = t0 + interval
+        while end - time.monotonic() > 1.2:
+            time.sleep(1.0)
+            for k, c in resv.classes(A, self.dev).items():
+                self.qlen.setdefault(k, []).append(c["qlen"])
+        time.sleep(max(0.0, end - time.monotonic()))
+        t1, after = self._read()
+        self.before, self.after, self.dt = before, after, t1 - t0
+        return self
+
+    def delta(self, k, key="bytes"):
+        return self.after[k][key] - self.before[k][key]
+
+    def bps(self, k):
+        return self.delta(k) * 8 / self.dt
+
+    def pps(self, k):
+        return self.delta(k, "packets") / self.dt
+
+    def min_qlen(self, k):
+        return min(self.qlen.get(k) or [0])
+
+
+def set_mtu(mtu):
+    A.run(["ip", "link", "set", DEV, "mtu", str(mtu)])
+    topo.b.run(["ip", "link", "set", topo.dev_b(), "mtu", str(mtu)])
+
+
+class BigSocketBuffers:
+    """net.core.{w,r}mem_max raised so that iperf3 -w SOCKBUF works (the
+    senders' buffers must outlast a stall of the sending process, or a
+    class runs empty); restored afterwards."""
+    KEYS = ("wmem_max", "rmem_max")
+
+    def __enter__(self):
+        self.old = {}
+        for k in self.KEYS:
+            path = f"/proc/sys/net/core/{k}"
+            with open(path) as f:
+                self.old[k] = f.read().strip()
+            if int(self.old[k]) < SOCKBUF:
+                with open(path, "w") as f:
+                    f.write(str(SOCKBUF))
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.old.items():
+            with open(f"/proc/sys/net/core/{k}", "w") as f:
+                f.write(v)
+        return False
+
+
+def setup_rates():
+    """parq rate 100mbit with the three reserved classes and their u32
+    filters (UDP only: the iperf3 control connections stay best effort)."""
+    set_mtu(RATE_MTU)
+    add_root("rate", "100mbit")
+    for m, bps, port in FLOWS:
+        add_class(m, "rate", f"{int(bps)}bit")
+        tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+           "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
+           "match", "ip", "dport", str(port), "0xffff", "flowid", cid(m))
+
+
+def start_servers(ports):
+    return [Iperf3Server(topo.b, topo.ip_b(), p) for p in ports]
+
+
+def stop_all(procs):
+    for p in procs:
+        p.stop()
+
+
+def udp_client(port, bps, seconds, length=None, sockbuf=True):
+    """A UDP flow of the largest unfragmented datagrams, offered at 1.5x
+    @bps (iperf3 -b counts payload alone); with @sockbuf, SOCKBUF socket
+    buffers (inside BigSocketBuffers)."""
+    return Iperf3Client(A, topo.ip_b(), port, seconds, udp=True,
+                        bitrate=f"{int(bps * 1.5)}",
+                        length=length or RATE_MTU - 28,
+                        extra=["-w", str(SOCKBUF)] if sockbuf else [])
+
+
+def check_running(clients):
+    for c in clients:
+        if not c.running():
+            out, err = c.proc.communicate(timeout=10)
+            raise AssertionError(f"iperf3 ended early: {' '.join(c.argv)}: "
+                                 f"{(err or out)[-300:]}")
+
+
+def rate_run(load, during=None):
+    """One measurement of the three flows; @load adds the TCP bulk
+    transfers.  Fresh iperf3 servers for every run (a server may still be
+    winding down the previous test).  Returns (Sampler, qdisc dict)."""
+    secs = int(WARMUP + INTERVAL + 20)
+    ports = [port for _, _, port in FLOWS]
+    servers = start_servers(ports + ([PORT_PAR, PORT_LOC] if load else []))
+    clients = []
+    try:
+        clients = [udp_client(port, bps, secs) for _, bps, port in FLOWS]
+        if load:
+            clients += [Iperf3Client(A, topo.ip_b(), PORT_PAR, secs,
+                                     parallel=2, tos=TOS_EF),
+                        Iperf3Client(A, topo.ip_b(), PORT_LOC, secs,
+                                     parallel=2)]
+        s = Sampler().run(WARMUP, INTERVAL, during)
+        check_running(clients)
+        q = qx()
+    finally:
+        stop_all(clients)
+        stop_all(servers)
+    return s, q
+
+
+def report_run(run_no, s, q, load):
+    errs = {}
+    for m, bps, _ in FLOWS:
+        k = cid(m)
+        got = s.bps(k)
+        errs[k] = (got - bps) / bps
+        lmax, lmean = lateness(s, k)
+        diag(f"run {run_no}: {k} reserved {mbit(bps)}: {mbit(got)} "
+             f"({errs[k] * 100:+.3f}%), min qlen {s.min_qlen(k)}, "
+             f"lateness max {lmax:.0f} us mean {lmean:.1f} us")
+    be = s.bps(PAR) + s.bps(LOC)
+    total = be + sum(s.bps(cid(m)) for m, _, _ in FLOWS)
+    diag(f"run {run_no}: best effort {mbit(be)} (parallel "
+         f"{mbit(s.bps(PAR))}, local {mbit(s.bps(LOC))}), link total "
+         f"{mbit(total)} over {s.dt:.2f}s" + ("" if load else " (no load)"))
+    return errs, be, total
+
+
+def judge_rates(load, during=None):
+    """Runs until one passes, at most RUNS; with misses, the median over
+    all runs of each measure is judged."""
+    runs = []
+    for run_no in range(1, RUNS + 1):
+        s, q = rate_run(load, during if run_no == 1 else None)
+        errs, be, total = report_run(run_no, s, q, load)
+        backlogged = all(s.min_qlen(cid(m)) > 0 for m, _, _ in FLOWS)
+        runs.append((errs, be, total, backlogged))
+        ok = backlogged and all(abs(e) <= TOL for e in errs.values())
+        if load:
+            ok = ok and be >= (0.25 - TOL) * LINK
+        if ok:
+            break
+    med = {k: statistics.median(r[0][k] for r in runs) for k in runs[0][0]}
+    be = statistics.median(r[1] for r in runs)
+    if len(runs) > 1:
+        diag(f"median of {len(runs)} runs: " + ", ".join(
+            f"{k} {e * 100:+.3f}%" for k, e in med.items()) +
+            f"; best effort {mbit(be)}")
+    check(any(r[3] for r in runs),
+          "a reserved class ran empty in every run: the senders did not "
+          "keep it backlogged")
+    for m, bps, _ in FLOWS:
+        k = cid(m)
+        check(abs(med[k]) <= TOL,
+              f"class {k}: rate off by {med[k] * 100:+.3f}% of its "
+              f"{mbit(bps)} reservation (bound {TOL * 100:.0f}%)")
+    if load:
+        check(be >= (0.25 - TOL) * LINK,
+              f"best effort got {mbit(be)}, want 25 Mbit/s - "
+              f"{TOL * LINK / 1e6:.0f} Mbit/s")
+        check(be <= (0.25 + TOL) * LINK,
+              f"best effort got {mbit(be)}, more than the 25 Mbit/s left")
+
+
+def t_rates_alone():
+    setup_rates()
+    outcome = {}
+
+    def refused_changes():
+        # Sum 75 of 90 Mbit/s reservable: each of these would exceed it.
+        before = tclib.snapshot(A, DEV)
+        try:
+            refused(["class", "change", "dev", DEV, "classid", cid(0x16),
+                     "parq", "rate", "30mbit"],
+                    "parq: reservation of 30000000 bit/s refused: 20000000 "
+                    "bit/s free of 90000000 bit/s reservable, 75000000 bit/s "
+                    "reserved")
+            refused(["qdisc", "change", "dev", DEV, "root", "parq",
+                     "reservable", "70"],
+                    "parq: 70000000 bit/s reservable (linkrate x reservable)"
+                    " is below the 75000000 bit/s already reserved")
+            refused(["qdisc", "change", "dev", DEV, "root", "parq", "rate",
+                     "80mbit"],
+                    "parq: 72000000 bit/s reservable (linkrate x reservable)"
+                    " is below the 75000000 bit/s already reserved")
+            after = tclib.snapshot(A, DEV)
+            outcome["config"] = [d for d in tclib.diff(before, after)
+                                 if not _is_counter(d)]
+        except AssertionError as e:
+            outcome["error"] = str(e)
+
+    try:
+        with BigSocketBuffers():
+            judge_rates(load=False, during=refused_changes)
+        check("error" not in outcome, outcome.get("error", ""))
+        check(not outcome["config"], "a refused change altered the "
+              f"configuration: {outcome['config']}")
+        diag("refused during run 1: class 1:16 to 30mbit, reservable 70, "
+             "rate 80mbit; configuration unchanged")
+        freeze()
+        check_xstats(rejects=1)
+    finally:
+        del_root()
+        set_mtu(1500)
+
+
+_COUNTERS = ("bytes", "packets", "drops", "overlimits", "requeues",
+             "backlog", "qlen", "xstats", "throttled", "wakeups",
+             "parallel_only", "local_only", "threshold_turns",
+             "resv_dispatches", "resv_rejects", "resv_backlogged",
+             "resv_throttled", "gso_segments", "flows_active",
+             "drop_local_full", "drop_local_evicted", "drop_parallel_full",
+             "drop_flow_limit", "unknown_class")
+
+
+def _is_counter(d):
+    """Whether a tclib.diff() line ("path: a != b") is about a counter."""
+    path = d.split(": ", 1)[0]
+    return path.rsplit(".", 1)[-1] in _COUNTERS
+
+
+def t_rates_load():
+    setup_rates()
+    try:
+        with BigSocketBuffers():
+            judge_rates(load=True)
+        freeze()
+        check_xstats(rejects=0)
+    finally:
+        del_root()
+        set_mtu(1500)
+
+
+def lateness(s, k):
+    """(max, mean over the interval) lateness of class @k, in us."""
+    b, a = s.before[k]["xs"], s.after[k]["xs"]
+    n = a["dispatches"] - b["dispatches"]
+    return (a["lateness_max"] / 1e3,
+            (a["lateness_sum"] - b["lateness_sum"]) / max(1, n) / 1e3)
+
+
+def t_idt():
+    # IDT pacing alone: no shaper; the linkrate only for admission.
+    add_root("linkrate", "100mbit")
+    m, port = 0x19, 5304
+    k = cid(m)
+    add_class(m, "idt", "1ms")
+    tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+       "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
+       "match", "ip", "dport", str(port), "0xffff", "flowid", k)
+    c = resv.classes(A, DEV)[k]
+    mtu = 1500 + 14
+    check_eq(c["xs"]["idt"], 1000000, "class xstats idt (ns)")
+    check_eq(c["xs"]["rate"], -(-mtu * 10**9 // 10**6),
+             "class xstats rate (one MTU per IDT, bytes/s)")
+    pps = []
+    with BigSocketBuffers():
+        for run_no in range(1, RUNS + 1):
+            secs = int(WARMUP + INTERVAL + 20)
+            servers = start_servers([port])
+            # 1000-byte UDP payloads offered at 1500 packets/s.
+            cli = Iperf3Client(A, topo.ip_b(), port, secs, udp=True,
+                               bitrate=str(1500 * 1000 * 8), length=1000,
+                               extra=["-w", str(4 << 20)])
+            try:
+                s = Sampler().run(WARMUP, INTERVAL)
+                check_running([cli])
+            finally:
+                cli.stop()
+                stop_all(servers)
+            got = s.pps(k)
+            lmax, lmean = lateness(s, k)
+            diag(f"run {run_no}: idt 1ms: {got:.2f} packets/s "
+                 f"({(got - 1000) / 10:+.3f}%) of "
+                 f"{s.delta(k) / max(1, s.delta(k, 'packets')):.0f} bytes, "
+                 f"min qlen {s.min_qlen(k)}, lateness max {lmax:.0f} us "
+                 f"mean {lmean:.1f} us")
+            pps.append(got)
+            if abs(got - 1000) <= TOL * 1000 and s.min_qlen(k) > 0:
+                break
+    med = statistics.median(pps)
+    check(abs(med - 1000) <= TOL * 1000,
+          f"idt 1ms: {med:.2f} packets/s, want 1000 +- 2%")
+    freeze()
+    check_xstats(rejects=0)
+    del_root()
+
+
+# --- admission -----------------------------------------------------------
+
+def refusal(req, free, cap, reserved):
+    return (f"parq: reservation of {req} bit/s refused: {free} bit/s free "
+            f"of {cap} bit/s reservable, {reserved} bit/s reserved")
+
+
+def class_rates():
+    """{classid: (dumped option, xstats rate)} of the reserved classes."""
+    out = {}
+    for k, c in resv.classes(A, DEV).items():
+        if "xs" in c:
+            out[k] = c["xs"]["rate"]
+    return out
+
+
+def t_admission():
+    add_root("linkrate", "100mbit", "reservable", "90")
+    q = qx()
+    check_eq((q["options"]["linkrate"], q["options"]["reservable"]),
+             (12500000, 90), "linkrate (bytes/s), reservable")
+    check_eq(q["resv_capacity"], 11250000, "resv_capacity (bytes/s)")
+    for m, bps in ((0x16, 5), (0x17, 20), (0x18, 50)):
+        add_class(m, "rate", f"{bps}mbit")
+    cap = 90000000
+    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:19",
+             "parq", "rate", "16mbit"],
+            refusal(16000000, 15000000, cap, 75000000))
+    check(cid(0x19) not in class_rates(), "refused class 1:19 exists")
+    add_class(0x19, "rate", "15mbit")		# exactly the rest
+    check_eq(qx()["resv_sum_rate"], 11250000, "resv_sum_rate: all reserved")
+    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:1a",
+             "parq", "rate", "8bit"],
+            refusal(8, 0, cap, cap))
+    # idt: one MTU (1500 + 14 bytes) per 10 s is ceil(151.4) = 152 bytes/s.
+    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:1a",
+             "parq", "idt", "10s"],
+            refusal(152 * 8, 0, cap, cap))
+    rates = class_rates()
+    want = {cid(0x16): 625000, cid(0x17): 2500000, cid(0x18): 6250000,
+            cid(0x19): 1875000}
+    check_eq(rates, want, "reserved class rates (bytes/s)")
+
+    # Raising a class beyond the capacity: refused, the old rate stays.
+    refused(["class", "change", "dev", DEV, "classid", "1:16", "parq",
+             "rate", "6mbit"], refusal(6000000, 5000000, cap, cap))
+    check_eq(class_rates(), want, "rates after a refused class change")
+    text = tc(A, "class", "show", "dev", DEV, "classid", "1:16").stdout
+    check("rate 5Mbit" in text, f"tc class show 1:16: {text.strip()!r}")
+    # Lowering then raising it back fits exactly.
+    tc(A, "class", "change", "dev", DEV, "classid", "1:16", "parq", "rate",
+       "4mbit")
+    check_eq(qx()["resv_sum_rate"], 11125000, "sum after lowering 1:16")
+    tc(A, "class", "change", "dev", DEV, "classid", "1:16", "parq", "rate",
+       "5mbit")
+    # A class may switch to idt mode within its old bandwidth.
+    refused(["class", "change", "dev", DEV, "classid", "1:16", "parq",
+             "idt", "100us"],
+            refusal(-(-1514 * 10**9 // 100000) * 8, 5000000, cap, cap))
+    check_eq(class_rates(), want, "rates after a refused idt change")
+
+    # The qdisc may not shrink the capacity below the sum.
+    opts = qx()["options"]
+    for args, got_cap in ((["reservable", "89"], 89000000),
+                          (["linkrate", "99mbit"], 89100000),
+                          (["linkrate", "auto", "rate", "50mbit"], 45000000)):
+        refused(["qdisc", "change", "dev", DEV, "root", "parq", *args],
+                f"parq: {got_cap} bit/s reservable (linkrate x reservable) "
+                f"is below the {cap} bit/s already reserved")
+        check_eq(qx()["options"], opts, f"options after refused {args}")
+        check_eq(class_rates(), want, f"rates after refused {args}")
+    # Raising it is fine, and makes room.
+    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "reservable", "100")
+    check_eq(qx()["resv_capacity"], 12500000, "capacity at reservable 100")
+    add_class(0x1a, "rate", "10mbit")
+    refused(["qdisc", "change", "dev", DEV, "root", "parq", "reservable",
+             "90"],
+            "parq: 90000000 bit/s reservable (linkrate x reservable) is "
+            "below the 100000000 bit/s already reserved")
+    tc(A, "class", "del", "dev", DEV, "classid", "1:1a")
+    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "reservable", "90")
+    check_xstats(rejects=5)
+    del_root()
+
+
+def t_no_link_speed():
+    dummy = "parqdum0"
+    A.run(["ip", "link", "add", dummy, "type", "dummy"])
+    try:
+        A.run(["ip", "link", "set", dummy, "up"])
+        r = A.run(["ethtool", dummy], check=False)
+        speed = [ln.strip() for ln in r.stdout.splitlines()
+                 if "Speed" in ln]
+        diag(f"ethtool {dummy}: {speed or (r.stderr.strip() or 'no speed')}")
+        add_root(dev=dummy)
+        q = qx(dummy)
+        check_eq(q["options"]["linkrate"], 0, "linkrate of a dummy (none)")
+        check_eq(q["resv_capacity"], 0, "resv_capacity without a linkrate")
+        refused(["class", "add", "dev", dummy, "parent", "1:", "classid",
+                 "1:16", "parq", "rate", "1mbit"], MSG_NO_LINKRATE)
+        refused(["class", "add", "dev", dummy, "parent", "1:", "classid",
+                 "1:16", "parq", "idt", "1ms"], MSG_NO_LINKRATE)
+        check_xstats(dev=dummy, rejects=2)
+        tc(A, "qdisc", "change", "dev", dummy, "root", "parq", "linkrate",
+           "1gbit")
+        add_class(0x16, "rate", "1mbit", dev=dummy)
+        check_xstats(dev=dummy, rejects=2)
+        del_root(dummy)
+        # The shaper rate is the linkrate when none is given.
+        add_root("rate", "10mbit", dev=dummy)
+        check_eq(qx(dummy)["options"]["linkrate"], 1250000,
+                 "linkrate auto = the shaper rate")
+        add_class(0x16, "rate", "9mbit", dev=dummy)
+        del_root(dummy)
+    finally:
+        A.run(["ip", "link", "del", dummy], check=False)
+    # A veth reports 10000Mb/s: the linkrate without rate or linkrate.
+    r = A.run(["ethtool", DEV], check=False)
+    speed = [ln.strip() for ln in r.stdout.splitlines() if "Speed" in ln]
+    diag(f"ethtool {DEV}: {speed}")
+    add_root()
+    check_eq(qx()["options"]["linkrate"], 10000 * 10**6 // 8,
+             "linkrate auto of a veth (its 10000Mb/s)")
+    add_class(0x16, "rate", "9gbit")
+    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:17",
+             "parq", "rate", "8bit"],
+            refusal(8, 0, 9000000000, 9000000000))
+    del_root()
+
+
+# --- classification and deletion ---------------------------------------------
+
+def send(m_or_none, port, payload, count, tos=None):
+    """@count datagrams to B:@port, with SO_PRIORITY 1:@m if @m_or_none."""
+    prio = resv.prio_of(m_or_none) if m_or_none is not None else None
+    s = udp_socket(A, tos=tos, priority=prio)
+    try:
+        for _ in range(count):
+            s.sendto(bytes(payload), (topo.ip_b(), port))
+    finally:
+        s.close()
+    return payload + UDP_OVERHEAD
+
+
+def check_counts(want):
+    """@want: {classid: (packets, bytes)}; every other class must be 0."""
+    q = resv.wait_qlen(A, DEV, 0)
+    check_eq(q["qlen"], 0, "qdisc qlen after draining")
+    cls = resv.classes(A, DEV)
+    for k, c in sorted(cls.items()):
+        got = (c["packets"], c["bytes"])
+        diag(f"class {k}: {got[0]} packets {got[1]} bytes")
+        check_eq(got, want.get(k, (0, 0)), f"class {k} (packets, bytes)")
+        check_eq((c["qlen"], c["backlog"], c["drops"]), (0, 0, 0),
+                 f"class {k} (qlen, backlog, drops)")
+    return q
+
+
+def t_filters():
+    add_root("linkrate", "1gbit")
+    for m in range(0x16, 0x1b):
+        add_class(m, "rate", "100mbit")
+
+    def flt(*args):
+        tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+           *args)
+
+    flt("prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
+        "match", "ip", "dport", "6001", "0xffff", "flowid", "1:16")
+    flt("prio", "2", "flower", "ip_proto", "udp", "dst_port", "6002",
+        "classid", "1:17")
+    flt("prio", "3", "bpf", "bytecode", BPF_UDP_DPORT.format(port=6003),
+        "classid", "1:18")
+    K = 20
+    want = {}
+
+    def sent(k, l2, n):
+        p, b = want.get(k, (0, 0))
+        want[k] = (p + n, b + n * l2)
+
+    sent("1:16", send(None, 6001, 100, K), K)
+    sent("1:17", send(None, 6002, 200, K, tos=TOS_EF), K)	# beats DSCP
+    sent("1:18", send(None, 6003, 300, K), K)
+    sent("1:19", send(0x19, 6004, 400, K), K)	# SO_PRIORITY, no filter
+    sent("1:16", send(0x19, 6001, 101, 5), 5)	# a filter beats priority
+    sent(LOC, send(None, 6005, 500, K), K)
+    check_counts(want)
+    # matchall last: what nothing else matched goes to 1:1a.
+    flt("prio", "9", "matchall", "classid", "1:1a")
+    sent("1:1a", send(None, 6005, 600, K), K)
+    sent("1:1a", send(0x19, 6004, 700, 7), 7)	# filters before priority
+    sent("1:18", send(None, 6003, 301, 3), 3)
+    q = check_counts(want)
+    check_eq(q["unknown_class"], 0, "unknown_class")
+    check_xstats(rejects=0)
+    del_root()
+
+
+def qstate():
+    q = qx()
+    cls = resv.classes(A, DEV)
+    return q, cls
+
+
+def check_backlog_consistent(q, cls):
+    qlen = sum(c["qlen"] for c in cls.values())
+    backlog = sum(c["backlog"] for c in cls.values())
+    check_eq((q["qlen"], q["backlog"]), (qlen, backlog),
+             "qdisc (qlen, backlog) vs the sum over its classes")
+
+
+def t_delete_queued():
+    # 1 byte/s: the first packet leaves, the rest stay queued.
+    add_root("rate", "8bit", "linkrate", "1gbit")
+    add_class(0x16, "rate", "10mbit")
+    add_class(0x17, "rate", "10mbit")
+    send(None, 9, 100, 1)				# arms the shaper
+    l16 = send(0x16, 9, 200, 10)
+    l17 = send(0x17, 9, 300, 15)
+    lloc = send(None, 9, 400, 5)
+    q, cls = qstate()
+    check_eq((q["qlen"], q["backlog"]), (30, 10 * l16 + 15 * l17 + 5 * lloc),
+             "queued (qlen, backlog)")
+    check_backlog_consistent(q, cls)
+    check_eq((cls["1:16"]["qlen"], cls["1:16"]["backlog"]), (10, 10 * l16),
+             "class 1:16 (qlen, backlog)")
+    check_eq(q["resv_backlogged"], 2, "resv_backlogged")
+    tc(A, "class", "del", "dev", DEV, "classid", "1:16")
+    q, cls = qstate()
+    check("1:16" not in cls, "class 1:16 still listed")
+    check_eq((q["qlen"], q["backlog"]), (20, 15 * l17 + 5 * lloc),
+             "(qlen, backlog) after deleting 1:16")
+    check_backlog_consistent(q, cls)
+    check_eq((q["resv_backlogged"], q["resv_classes"]), (1, 1),
+             "resv_backlogged, resv_classes after deleting 1:16")
+    # Packets for the deleted class now go to the default class.
+    lnew = send(0x16, 9, 250, 2)
+    q, cls = qstate()
+    check_eq(q["unknown_class"], 2, "unknown_class")
+    check_backlog_consistent(q, cls)
+    tc(A, "class", "del", "dev", DEV, "classid", "1:17")
+    q, cls = qstate()
+    check_eq((q["qlen"], q["backlog"]), (7, 5 * lloc + 2 * lnew),
+             "(qlen, backlog) after deleting 1:17")
+    check_backlog_consistent(q, cls)
+    check_eq((q["resv_backlogged"], q["resv_classes"], q["resv_sum_rate"]),
+             (0, 0, 0), "resv_* after deleting both")
+    # Open the shaper; one more packet kicks the queue out.
+    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "rate", "unlimited")
+    send(None, 9, 100, 1)
+    q = resv.wait_qlen(A, DEV, 0)
+    check_eq((q["qlen"], q["backlog"]), (0, 0), "(qlen, backlog) drained")
+    cls = resv.classes(A, DEV)
+    check_eq(cls[LOC]["packets"], 1 + 5 + 2 + 1, "local class packets")
+    del_root()
+
+
+def t_delete_live():
+    """Delete and re-add a reserved class while its UDP flow keeps it
+    backlogged; afterwards every queue drains to exactly 0."""
+    add_root("rate", "100mbit")
+    m, port = 0x16, 5301
+    tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+       "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
+       "match", "ip", "dport", str(port), "0xffff", "flowid", cid(m))
+    add_class(m, "rate", "20mbit")
+    servers = start_servers([port, PORT_LOC])
+    clients = [udp_client(port, 40e6, 12, length=1472, sockbuf=False),
+               Iperf3Client(A, topo.ip_b(), PORT_LOC, 12)]
+    cycles = 0
+    try:
+        time.sleep(2)
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            tc(A, "class", "del", "dev", DEV, "classid", cid(m))
+            time.sleep(0.1)
+            add_class(m, "rate", "20mbit")
+            time.sleep(0.2)
+            cycles += 1
+        q, cls = qstate()
+        check(cls[cid(m)]["packets"] > 0,
+              "the re-added class sent nothing: no load")
+    finally:
+        stop_all(clients)
+        stop_all(servers)
+    q = resv.wait_qlen(A, DEV, 0, timeout=15)
+    cls = resv.classes(A, DEV)
+    diag(f"{cycles} delete/add cycles under load; unknown_class "
+         f"{q['unknown_class']}")
+    check_eq((q["qlen"], q["backlog"]), (0, 0), "(qlen, backlog) drained")
+    check_backlog_consistent(q, cls)
+    check_xstats(dispatches=False)
+    del_root()
+
+
+def t_xstats():
+    """Every resv_* field is dumped (tc -s -j and raw), with the numbers
+    of a known configuration."""
+    add_root("rate", "100mbit", "reservable", "50")
+    add_class(0x16, "rate", "10mbit")
+    add_class(0x17, "idt", "1ms")
+    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:18",
+             "parq", "rate", "29mbit"],
+            refusal(29000000, 27888000, 50000000, 22112000))
+    q = qx()
+    names = [n for n, _ in uapi.XSTATS_FIELDS if n.startswith("resv_")]
+    check_eq(sorted(names), sorted(["resv_dispatches", "resv_rejects",
+                                    "resv_sum_rate", "resv_capacity",
+                                    "resv_classes", "resv_backlogged",
+                                    "resv_throttled"]),
+             "resv_* fields of struct tc_parq_xstats")
+    missing = [n for n in names if n not in q]
+    check(not missing, f"tc -s -j qdisc show lacks {missing}")
+    want = {"resv_dispatches": 0, "resv_rejects": 1,
+            "resv_sum_rate": 1250000 + 1514000, "resv_capacity": 6250000,
+            "resv_classes": 2, "resv_backlogged": 0, "resv_throttled": 0}
+    check_eq({n: q[n] for n in names}, want, "resv_* xstats")
+    l16 = send(0x16, 9, 500, 10)
+    send(0x17, 9, 500, 4)
+    q = resv.wait_qlen(A, DEV, 0)
+    q, rc = check_xstats(rejects=1)
+    check_eq(q["resv_dispatches"], 14, "resv_dispatches")
+    check_eq((rc["1:16"]["packets"], rc["1:16"]["bytes"]), (10, 10 * l16),
+             "class 1:16 (packets, bytes)")
+    check_eq(rc["1:17"]["xs"]["idt"], 10**6, "class 1:17 idt")
+    check_eq(rc["1:16"]["xs"]["idt"], 0, "class 1:16 idt")
+    text = tc(A, "-s", "qdisc", "show", "dev", DEV).stdout
+    for n in names:
+        check(n in text, f"tc -s qdisc show lacks {n}")
+    del_root()
+
+
+# --- scale -------------------------------------------------------------------
+
+SCALE_NET = "10.99.{}.1/24"
+
+
+def scale_dummy(name, i):
+    A.run(["ip", "link", "add", name, "type", "dummy"])
+    A.run(["ip", "addr", "add", SCALE_NET.format(i), "dev", name])
+    A.run(["ip", "link", "set", name, "up"])
+
+
+def settle_slab():
+    resv.shrink_slabs()
+    time.sleep(0.5)
+    resv.shrink_slabs()
+    return resv.slab_active(), resv.meminfo()
+
+
+def t_scale_10k():
+    N = 10000
+    dev = "parqscale0"
+    del_root()
+    scale_dummy(dev, 0)
+    try:
+        slab0, mem0 = settle_slab()
+        add_root("linkrate", "100gbit", dev=dev)
+        minors = range(resv.RESV_MIN, resv.RESV_MIN + N)
+        # Two batches of N/2, to show how the cost of an add grows with
+        # the classes already there.
+        half = [minors[:N // 2], minors[N // 2:]]
+        t = [resv.tc_batch(A, resv.class_add_lines(dev, h, "rate 1mbit"))[0]
+             for h in half]
+        secs = sum(t)
+        diag(f"tc -batch: {N} class add in {secs:.1f}s "
+             f"({secs / N * 1e3:.2f} ms per class; the first {N // 2} in "
+             f"{t[0]:.1f}s, the next {N - N // 2} in {t[1]:.1f}s)")
+        q = qx(dev)
+        check_eq((q["resv_classes"], q["resv_sum_rate"]), (N, N * 125000),
+                 "resv_classes, resv_sum_rate")
+        slab1, mem1 = settle_slab()
+        grown = resv.grown_caches(slab0, slab1, int(N * 0.9))
+        diag(f"slab caches grown by >= {int(N * 0.9)} objects: {grown}; "
+             f"Slab +{(mem1['Slab'] - mem0['Slab']) / N:.0f} bytes/class")
+        check(grown, "no slab cache grew by one object per class")
+        cache = grown[0][0]
+
+        # Traffic through a sample of the classes (SO_PRIORITY 1:minor).
+        sample = list(minors)[::N // 50]
+        s = udp_socket(A)
+        try:
+            for m in sample:
+                resv.send_to_class(A, "10.99.0.2", 9, 100, 3, m, sock=s)
+        finally:
+            s.close()
+        q = resv.wait_qlen(A, dev, 0)
+        check_eq(q["qlen"], 0, "qdisc drained")
+        cls = resv.classes(A, dev)
+        bad = [(cid(m), cls[cid(m)]["packets"]) for m in sample
+               if cls[cid(m)]["packets"] != 3]
+        check(not bad, f"sampled classes without exactly 3 packets: {bad}")
+        check_eq(q["resv_dispatches"], 3 * len(sample), "resv_dispatches")
+
+        secs, _ = resv.tc_batch(A, resv.class_del_lines(dev, minors))
+        diag(f"tc -batch: {N} class del in {secs:.1f}s")
+        q = qx(dev)
+        check_eq((q["resv_classes"], q["resv_sum_rate"]), (0, 0),
+                 "resv_classes, resv_sum_rate after deleting all")
+        del_root(dev)
+    finally:
+        A.run(["ip", "link", "del", dev], check=False)
+    del_root()
+    users = module.refcnt()
+    check_eq(users, 0, "sch_parq users after deleting every parq qdisc")
+    r = module.rmmod()
+    check(r.returncode == 0, f"rmmod sch_parq: {r.stderr.strip()}")
+    check(not module.loaded(), "sch_parq still loaded")
+    slab2, mem2 = settle_slab()
+    leak = slab2.get(cache, 0) - slab0.get(cache, 0)
+    dslab = mem2["Slab"] - mem0["Slab"]
+    diag(f"after: {cache} {leak:+d} objects, Slab {dslab / 1024:+.0f} KiB "
+         f"against before the qdisc")
+    module.ensure_loaded()
+    check(leak < N * 0.05,
+          f"{cache}: {leak} more objects than before {N} classes")
+    check(dslab < N * 256 * 0.05,
+          f"Slab grew by {dslab} bytes over {N} classes")
+
+
+def count_created(devs):
+    n = 0
+    for dev in devs:
+        try:
+            n += qx(dev)["resv_classes"]
+        except (AssertionError, TcError, ValueError):
+            pass
+    return n
+
+
+def t_scale_100k():
+    N = 100000
+    BOUND = 120.0
+    devs = ["parqscale1", "parqscale2"]
+    per = N // len(devs)
+    check(resv.RESV_MIN + per - 1 <= resv.RESV_MAX, "minors overflow")
+    try:
+        for i, dev in enumerate(devs, 1):
+            scale_dummy(dev, i)
+        slab0, mem0 = settle_slab()
+        lines = []
+        for dev in devs:
+            add_root("linkrate", "100gbit", dev=dev)
+            lines += resv.class_add_lines(
+                dev, range(resv.RESV_MIN, resv.RESV_MIN + per), "rate 1mbit")
+        t0 = time.monotonic()
+        timed_out = False
+        try:
+            secs, _ = resv.tc_batch(A, lines, timeout=BOUND)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            secs = time.monotonic() - t0
+        made = count_created(devs)
+        slab1, mem1 = settle_slab()
+        per_class = (mem1["Slab"] - mem0["Slab"]) / max(1, made)
+        k256 = resv.grown_caches(slab0, slab1, int(made * 0.9))
+        diag(f"tc -batch: {made} of {N} classes ({len(devs)} qdiscs of "
+             f"{per}) in {secs:.1f}s" + (" (killed at the bound)"
+                                         if timed_out else ""))
+        diag(f"memory: Slab +{per_class:.0f} bytes per class; caches grown "
+             f"{[(c, round(g / max(1, made), 2)) for c, g in k256]} "
+             "objects per class")
+        check(not timed_out and made == N,
+              f"{N} classes through tc -batch took more than {BOUND:.0f}s: "
+              f"{made} made in {secs:.0f}s")
+        check(secs < BOUND, f"{N} classes took {secs:.1f}s")
+    finally:
+        for dev in devs:
+            del_root(dev)
+            A.run(["ip", "link", "del", dev], check=False)
+
+
+def t_kmsg():
+    ok, text = kwatch.check()
+    if text:
+        diag(text)
+    check(ok, "the kernel logged a warning during the test")
+
+
+def main():
+    global topo, A, DEV, kwatch
+    suite = ktap.Suite("parq_resv")
+    cases = [
+        ("rates 5/20/50 Mbit/s alone, refused changes", t_rates_alone, 200),
+        ("rates under parallel and local load, best effort gets 25 Mbit/s",
+         t_rates_load, 200),
+        ("idt 1ms: 1000 packets/s", t_idt, 150),
+        ("admission: exact refusals, old config stays", t_admission, 60),
+        ("admission: no link speed needs linkrate", t_no_link_speed, 60),
+        ("filters u32/flower/bpf/matchall and priority into reserved "
+         "classes", t_filters, 60),
+        ("class delete with packets queued", t_delete_queued, 60),
+        ("class delete/add under traffic", t_delete_live, 90),
+        ("xstats resv_* fields", t_xstats, 60),
+        ("scale: 10000 classes, traffic, delete, unload, no leak",
+         t_scale_10k, 400),
+        ("scale: 100000 classes via tc -batch in < 120 s", t_scale_100k,
+         300),
+        ("kernel log clean", t_kmsg, 60),
+    ]
+    only = sys.argv[1:]
+    for name, fn, timeout in cases:
+        if not only or any(s in name for s in only):
+            suite.case(name, fn, timeout)
+    if os.geteuid() != 0:
+        return suite.skip_all("needs root")
+    if not have("iperf3"):
+        return suite.skip_all("iperf3 not installed")
+    kwatch = kmsg.KmsgWatch()
+    module.ensure_loaded()
+    topo = Topology("resv")
+    A, DEV = topo.a, topo.dev_a()
+    try:
+        return suite.run()
+    finally:
+        topo.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""parq bandwidth shares under saturation (THRESHOLD_send).
+
+parq shapes A's veth to 100 Mbit/s; two bulk TCP transfers from A to B keep
+both classes backlogged: parallel = iperf3 -P 4 with DSCP EF (-S 0xb8),
+local = iperf3 -P 4 without.  After a 3 s warm-up the class byte counters
+are read twice, 10 s apart (the method of the net/forwarding sch_ets tests).
+With threshold N the parallel class sends N units for every local unit, so:
+  unit bytes,   N = 1:   local byte share 1/2  (+- 2 points)
+  unit bytes,   N = 4:   local byte share 1/5  (+- 2 points)
+  unit bytes,   N = inf: local byte share < 1% (strict priority)
+  unit packets, N = 4:   local packet share 1/5 (+- 2 points)
+Each configuration is measured three times and the median is judged; all
+values are printed, with the smallest queue length seen in each class
+(sampled every second).  A run in which a class ran empty did not measure
+the rule (the other class may then take everything); it is reported and
+replaced, at most twice.
+"""
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import kmsg, ktap, module  # noqa: E402
+from parqlab.ktap import check, diag  # noqa: E402
+from parqlab.netns import Topology  # noqa: E402
+from parqlab.tc import tc  # noqa: E402
+from parqlab.traffic import (TOS_EF, Iperf3Client, Iperf3Server,  # noqa: E402
+                             have, sample_classes)
+
+RATE = "100mbit"
+WARMUP = 3
+INTERVAL = 10
+RUNS = 3
+MAX_ATTEMPTS = 5
+TOL = 0.02
+PAR, LOC = "1:1", "1:2"
+PORT_PAR, PORT_LOC = 5201, 5202
+
+topo = None
+A = None
+DEV = None
+
+
+def measure(threshold, unit):
+    """One run: both classes saturated; returns the Sample."""
+    tc(A, "qdisc", "replace", "dev", DEV, "root", "handle", "1:", "parq",
+       "rate", RATE, "threshold", threshold, "unit", unit)
+    servers = [Iperf3Server(topo.b, topo.ip_b(), PORT_PAR),
+               Iperf3Server(topo.b, topo.ip_b(), PORT_LOC)]
+    secs = WARMUP + INTERVAL + 10
+    clients = [Iperf3Client(A, topo.ip_b(), PORT_PAR, secs, parallel=4,
+                            tos=TOS_EF),
+               Iperf3Client(A, topo.ip_b(), PORT_LOC, secs, parallel=4)]
+    try:
+        s = sample_classes(A, DEV, WARMUP, INTERVAL)
+        for c in clients:
+            check(c.running(), f"iperf3 ended early: {' '.join(c.argv)}: "
+                  f"{c.why_ended()}")
+    finally:
+        for c in clients:
+            c.stop()
+        for srv in servers:
+            srv.stop()
+        tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
+    return s
+
+
+def share_case(threshold, unit, key, want=None, below=None):
+    def fn():
+        shares = []
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            s = measure(threshold, unit)
+            share = s.share(LOC, key)
+            par, loc = s.rate_bps(PAR) / 1e6, s.rate_bps(LOC) / 1e6
+            mq_par, mq_loc = s.min_qlen(PAR), s.min_qlen(LOC)
+            # A share is only enforced while both classes have packets
+            # queued (with inf: local waiting behind parallel).  A run in
+            # which a class ran empty in a sample is not a measurement of
+            # the rule; it is reported and replaced by another run.
+            valid = bool(mq_par) and bool(mq_loc)
+            diag(f"run {attempt}: local {key} share {share * 100:.2f}% "
+                 f"(parallel {par:.1f} Mbit/s, local {loc:.1f} Mbit/s, "
+                 f"total {par + loc:.1f} of {RATE}; min qlen parallel "
+                 f"{mq_par} local {mq_loc}; {s.dt:.1f}s)"
+                 f"{'' if valid else ' -- a class ran empty: run void'}")
+            if valid:
+                shares.append(share)
+            if len(shares) == RUNS:
+                break
+        check(len(shares) == RUNS,
+              f"only {len(shares)} of {MAX_ATTEMPTS} runs kept both classes "
+              f"backlogged")
+        med = statistics.median(shares)
+        if want is not None:
+            diag(f"median local {key} share {med * 100:.2f}% of "
+                 f"{', '.join(f'{x * 100:.2f}' for x in shares)}; want "
+                 f"{want * 100:.2f}% +- {TOL * 100:.0f} points")
+            ktap.check_within(med, want, TOL, f"local {key} share")
+        else:
+            diag(f"median local {key} share {med * 100:.3f}% of "
+                 f"{', '.join(f'{x * 100:.3f}' for x in shares)}; want < "
+                 f"{below * 100:.0f}%")
+            ktap.check_le(med, below, f"local {key} share")
+    return fn
+
+
+kwatch = None
+
+
+def t_kmsg():
+    ok, text = kwatch.check()
+    if text:
+        diag(text)
+    check(ok, "the kernel logged a warning during the test")
+
+
+def main():
+    global topo, A, DEV, kwatch
+    suite = ktap.Suite("parq_share")
+    suite.case("threshold 1 bytes: local share 1/2",
+               share_case(1, "bytes", "bytes", want=1 / 2))
+    suite.case("threshold 4 bytes: local share 1/5",
+               share_case(4, "bytes", "bytes", want=1 / 5))
+    suite.case("threshold inf: local share < 1%",
+               share_case("inf", "bytes", "bytes", below=0.01))
+    suite.case("threshold 4 packets: local packet share 1/5",
+               share_case(4, "packets", "packets", want=1 / 5))
+    suite.case("kernel log clean", t_kmsg)
+    if os.geteuid() != 0:
+        return suite.skip_all("needs root")
+    if not have("iperf3"):
+        return suite.skip_all("iperf3 not installed")
+    kwatch = kmsg.KmsgWatch()
+    module.ensure_loaded()
+    topo = Topology("shr")
+    A, DEV = topo.a, topo.dev_a()
+    try:
+        return suite.run()
+    finally:
+        topo.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""parq lifetime under traffic: delete, replace, add/delete loops, module
+unload and reload, while iperf3 keeps A's veths busy.
+
+  - deleting parq while TCP flows: the default qdisc takes over and the
+    transfer goes on;
+  - rmmod sch_parq is refused while a parq qdisc exists and succeeds once
+    it is gone, while other qdiscs keep forwarding traffic; the next
+    "tc qdisc add ... parq" loads the module again (autoload);
+  - 50 add/delete cycles under traffic;
+  - replace parq -> fq_codel -> parq under traffic.
+Afterwards the kernel log must hold no warning.
+"""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import kmsg, ktap, module  # noqa: E402
+from parqlab import tc as tclib  # noqa: E402
+from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
+from parqlab.netns import Topology, run  # noqa: E402
+from parqlab.tc import tc  # noqa: E402
+from parqlab.traffic import Iperf3Client, Iperf3Server, have  # noqa: E402
+
+topo = None
+A = None
+PORTS = (5201, 5202)
+MIN_BYTES = 100000	# a link counts as carrying traffic above this per s
+
+
+def dev(i=0):
+    return topo.dev_a(i)
+
+
+def tx_bytes(i=0):
+    r = A.run(["ip", "-s", "-j", "link", "show", "dev", dev(i)])
+    return json.loads(r.stdout)[0]["stats64"]["tx"]["bytes"]
+
+
+def flowing(i=0, secs=1.0):
+    """Bytes A's veth i sent in @secs."""
+    b0 = tx_bytes(i)
+    time.sleep(secs)
+    return tx_bytes(i) - b0
+
+
+def check_flowing(i, what, within=15.0):
+    """Traffic on link i: a 1 s window with more than MIN_BYTES, within
+    @within seconds (TCP may first have to retransmit what a deleted
+    qdisc dropped).  Returns the bytes of that window."""
+    deadline = time.monotonic() + within
+    while True:
+        n = flowing(i)
+        if n > MIN_BYTES:
+            return n
+        check(time.monotonic() < deadline,
+              f"{what}: no traffic on {dev(i)} for {within:.0f}s "
+              f"(last second: {n} bytes)")
+
+
+class Bulk:
+    """iperf3 -P 2 from A to B over link i for the length of a case (its
+    server and client are stopped at the end).  Capped at 2 x 100 Mbit/s
+    by iperf3 itself, so that the traffic stays the same whatever qdisc is
+    in place and does not eat the CPU of a small (emulated) machine when
+    no qdisc limits it."""
+
+    def __init__(self, i):
+        self.server = Iperf3Server(topo.b, topo.ip_b(i), PORTS[i])
+        self.client = Iperf3Client(A, topo.ip_b(i), PORTS[i], 300,
+                                   parallel=2, bitrate="100M")
+
+    def check_running(self, what):
+        check(self.client.running(),
+              f"iperf3 stopped {what}: {self.client.why_ended()}")
+
+    def stop(self):
+        self.client.stop()
+        self.server.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def root_kind(i=0):
+    q = tclib.root_qdisc(A, dev(i))
+    return q["kind"] if q else None
+
+
+def add_parq(i=0, *args):
+    tc(A, "qdisc", "add", "dev", dev(i), "root", "handle", "1:", "parq",
+       *args)
+
+
+def del_root(i=0, check_=False):
+    return tc(A, "qdisc", "del", "dev", dev(i), "root", check=check_)
+
+
+def t_delete_under_traffic():
+    del_root()
+    add_parq(0, "rate", "100mbit")
+    with Bulk(0) as b:
+        time.sleep(2)
+        n = check_flowing(0, "through parq")
+        diag(f"through parq: {n * 8 / 1e6:.1f} Mbit/s")
+        del_root(0, check_=True)
+        check(tclib.parq_qdisc(A, dev()) is None, "parq still there")
+        diag(f"root qdisc after delete: {root_kind()}")
+        n = check_flowing(0, "after delete")
+        diag(f"after delete: {n * 8 / 1e6:.1f} Mbit/s")
+        b.check_running("after the delete")
+
+
+def t_rmmod_in_use():
+    if not module.loaded():
+        module.ensure_loaded()
+    del_root(0)
+    del_root(1)
+    if module.refcnt():
+        raise Skip(f"sch_parq is in use outside this test "
+                   f"({module.refcnt()} qdiscs)")
+    add_parq(0)
+    # Traffic on the other link, through a qdisc of another kind.
+    tc(A, "qdisc", "add", "dev", dev(1), "root", "handle", "1:", "fq_codel")
+    with Bulk(1) as b:
+        time.sleep(1)
+        r = module.rmmod()
+        diag(f"rmmod with parq in use: exit {r.returncode}: "
+             f"{r.stderr.strip()}")
+        check(r.returncode != 0, "rmmod sch_parq succeeded with a parq qdisc")
+        check(module.loaded(), "sch_parq gone although rmmod failed")
+        check_eq(root_kind(0), "parq", "root qdisc of link 0")
+        del_root(0, check_=True)
+        r = module.rmmod()
+        check(r.returncode == 0, f"rmmod sch_parq: {r.stderr.strip()}")
+        check(not module.loaded(), "sch_parq still loaded")
+        n = check_flowing(1, "fq_codel link after rmmod")
+        diag(f"fq_codel link after rmmod: {n * 8 / 1e6:.1f} Mbit/s")
+        b.check_running("after rmmod")
+    del_root(1)
+
+
+def t_reload():
+    if module.loaded():
+        users = module.refcnt()
+        if users:
+            raise AssertionError(f"sch_parq still has {users} users")
+        check(module.rmmod().returncode == 0, "rmmod sch_parq")
+    if not module.installed():
+        module.ensure_loaded()
+        raise Skip("module not installed")
+    add_parq(0)
+    lsmod = run(["lsmod"]).stdout.splitlines()
+    check(any(line.split()[:1] == ["sch_parq"] for line in lsmod),
+          "tc qdisc add ... parq did not load sch_parq again")
+    check_eq(root_kind(0), "parq", "root qdisc")
+    del_root(0, check_=True)
+
+
+def t_add_del_loop():
+    module.ensure_loaded()
+    del_root(0)
+    variants = [("rate", "100mbit"), (), ("rate", "50mbit", "threshold", "1"),
+                ("threshold", "inf", "no-split-gso", "rate", "1gbit"),
+                ("unit", "packets", "limit", "100", "flow-limit", "10",
+                 "rate", "20mbit")]
+    with Bulk(0) as b:
+        time.sleep(1)
+        t0 = time.monotonic()
+        for i in range(50):
+            add_parq(0, *variants[i % len(variants)])
+            if i % 10 == 0:
+                time.sleep(0.2)
+            del_root(0, check_=True)
+            b.check_running(f"in cycle {i}")
+        diag(f"50 add/delete cycles in {time.monotonic() - t0:.1f}s")
+        check(module.refcnt() == 0, f"module refcnt {module.refcnt()} "
+              f"after the loop")
+        n = check_flowing(0, "after the loop")
+        diag(f"after the loop: {n * 8 / 1e6:.1f} Mbit/s")
+        b.check_running("after the loop")
+
+
+def t_replace_chain():
+    module.ensure_loaded()
+    del_root(0)
+    with Bulk(0) as b:
+        time.sleep(1)
+        steps = [
+            (["replace", "dev", dev(), "root", "handle", "1:", "parq",
+              "rate", "100mbit"], "parq"),
+            (["replace", "dev", dev(), "root", "fq_codel"], "fq_codel"),
+            (["replace", "dev", dev(), "root", "handle", "1:", "parq",
+              "rate", "100mbit", "threshold", "2"], "parq"),
+        ]
+        for argv, kind in steps:
+            tc(A, "qdisc", *argv)
+            check_eq(root_kind(0), kind, f"root after 'tc qdisc {argv[0]} "
+                     f"... {kind}'")
+            time.sleep(0.5)
+            n = check_flowing(0, f"through {kind}")
+            diag(f"through {kind}: {n * 8 / 1e6:.1f} Mbit/s")
+        q = tclib.parq_qdisc(A, dev())
+        check_eq(q["options"]["threshold"], 2, "threshold of the new parq")
+        check(q["packets"] > 0, "the new parq sent nothing")
+        b.check_running("after the replacements")
+    del_root(0)
+
+
+kwatch = None
+
+
+def t_kmsg():
+    ok, text = kwatch.check()
+    if text:
+        diag(text)
+    check(ok, "the kernel logged a warning during the test")
+
+
+def main():
+    global topo, A, kwatch
+    suite = ktap.Suite("parq_unload")
+    suite.case("delete under traffic", t_delete_under_traffic)
+    suite.case("rmmod refused in use, then succeeds", t_rmmod_in_use)
+    suite.case("re-add autoloads the module", t_reload)
+    suite.case("50 add/delete cycles under traffic", t_add_del_loop)
+    suite.case("replace parq -> fq_codel -> parq under traffic",
+               t_replace_chain)
+    suite.case("kernel log clean", t_kmsg)
+    if os.geteuid() != 0:
+        return suite.skip_all("needs root")
+    if not have("iperf3"):
+        return suite.skip_all("iperf3 not installed")
+    kwatch = kmsg.KmsgWatch()
+    module.ensure_loaded()
+    topo = Topology("unl", links=2)
+    A = topo.a
+    try:
+        return suite.run()
+    finally:
+        topo.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
