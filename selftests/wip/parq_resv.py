@@ -17,7 +17,20 @@ included), which is what a reservation meters, so every class must be
 within 2% of its reservation: alone, and while parallel (DSCP EF) and local
 TCP bulk traffic saturate the link; best effort (classes 1:1 + 1:2) then
 gets what the reservations leave, 25 Mbit/s, minus at most 2% of the link.
-A run is repeated up to 3 times when it misses; the median is judged.
+A run that misses is followed by two more, and the median of the three is
+judged.  An idt 1ms class fed 1000-byte datagrams must send 1000 packets/s
+within 2% (no shaper there: IDT pacing alone).
+
+So that the senders, not only the scheduler, keep up under QEMU/TCG on a
+busy host, the rate tests run the veth at MTU 9000 (1040 packets/s for the
+75 Mbit/s reserved, not 6200) and give the iperf3 senders 16 MiB socket
+buffers (net.core.wmem_max/rmem_max raised for the test, then restored):
+a stalled sender must not let its class run empty, which would forfeit its
+share without any fault of parq.  Every run prints the queue lengths seen
+(a class that ran empty is named), the classes' lateness (how far behind
+their schedule dispatches were) and the VM's stalls: a SCHED_FIFO thread
+sleeping 1 ms at a time reports every gap over 10 ms, i.e. every time this
+VM did not run; timers fire that much late.
 
 Admission control is checked to the bit/s against its messages, and that a
 refused change leaves the configuration (and, in the rate test, the rates)
@@ -35,10 +48,11 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
+                                "..", "..", "scripts"))
 from parqlab import kmsg, ktap, module, resv, uapi  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
@@ -168,10 +182,58 @@ def check_xstats(dev=None, ns=None, rejects=None, dispatches=True):
 
 # --- rates ---------------------------------------------------------------
 
+class StallWatch:
+    """A SCHED_FIFO thread that sleeps 1 ms at a time and records how much
+    longer it slept: a gap much longer than 1 ms means this VM (or at
+    least this thread's CPU) did not run, e.g. QEMU's threads were not
+    scheduled on a loaded host.  Timers then fire that much late.  (Python
+    hands the GIL over every 1 ms meanwhile, so gaps over GAP are not the
+    interpreter's.)"""
+    GAP = 0.010
+
+    def __init__(self):
+        self.gaps = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        except OSError:
+            pass
+        last = time.monotonic()
+        while not self._stop.is_set():
+            time.sleep(0.001)
+            now = time.monotonic()
+            if now - last > self.GAP:
+                self.gaps.append(now - last)
+            last = now
+
+    def __enter__(self):
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(0.001)
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join(5)
+        sys.setswitchinterval(self._switch)
+        return False
+
+    def summary(self):
+        if not self.gaps:
+            return "no stall > 10 ms"
+        return (f"{len(self.gaps)} stalls > 10 ms, longest "
+                f"{max(self.gaps) * 1e3:.0f} ms, "
+                f"{sum(1 for g in self.gaps if g > 0.1)} > 100 ms, "
+                f"{sum(self.gaps):.2f}s in all")
+
+
 class Sampler:
     """Class counters read twice, @interval apart, after @warmup; queue
     lengths every second in between; @during() runs once after the first
-    read (in this thread)."""
+    read (in this thread).  A StallWatch runs over the interval."""
 
     def __init__(self, dev=None):
         self.dev = dev or DEV
@@ -183,17 +245,18 @@ class Sampler:
 
     def run(self, warmup, interval, during=None):
         time.sleep(warmup)
-        t0, before = self._read()
-        self.qlen = {k: [] for k in before}
-        if during:
-            during()
-        end = t0 + interval
-        while end - time.monotonic() > 1.2:
-            time.sleep(1.0)
-            for k, c in resv.classes(A, self.dev).items():
-                self.qlen.setdefault(k, []).append(c["qlen"])
-        time.sleep(max(0.0, end - time.monotonic()))
-        t1, after = self._read()
+        with StallWatch() as self.stalls:
+            t0, before = self._read()
+            self.qlen = {k: [] for k in before}
+            if during:
+                during()
+            end = t0 + interval
+            while end - time.monotonic() > 1.2:
+                time.sleep(1.0)
+                for k, c in resv.classes(A, self.dev).items():
+                    self.qlen.setdefault(k, []).append(c["qlen"])
+            time.sleep(max(0.0, end - time.monotonic()))
+            t1, after = self._read()
         self.before, self.after, self.dt = before, after, t1 - t0
         return self
 
@@ -283,6 +346,9 @@ def rate_run(load, during=None):
     transfers.  Fresh iperf3 servers for every run (a server may still be
     winding down the previous test).  Returns (Sampler, qdisc dict)."""
     secs = int(WARMUP + INTERVAL + 20)
+    # A fresh qdisc: a backlog left by the previous run would hold the
+    # first datagram of the next iperf3 test for seconds.
+    setup_rates()
     ports = [port for _, _, port in FLOWS]
     servers = start_servers(ports + ([PORT_PAR, PORT_LOC] if load else []))
     clients = []
@@ -321,43 +387,43 @@ def report_run(run_no, s, q, load):
 
 
 def judge_rates(load, during=None):
-    """Runs until one passes, at most RUNS; with misses, the median over
-    all runs of each measure is judged."""
+    """One run; if it misses, two more, and the median of the three is
+    judged (never the mean of a miss and a hit)."""
     runs = []
     for run_no in range(1, RUNS + 1):
-        s, q = rate_run(load, during if run_no == 1 else None)
+        s, q = rate_run(load, during)
         errs, be, total = report_run(run_no, s, q, load)
-        backlogged = all(s.min_qlen(cid(m)) > 0 for m, _, _ in FLOWS)
-        runs.append((errs, be, total, backlogged))
-        ok = backlogged and all(abs(e) <= TOL for e in errs.values())
+        empty = [cid(m) for m, _, _ in FLOWS if s.min_qlen(cid(m)) == 0]
+        diag(f"run {run_no}: VM: {s.stalls.summary()}" +
+             (f"; ran empty: {' '.join(empty)}" if empty else ""))
+        runs.append((errs, be, empty))
+        ok = not empty and all(abs(e) <= TOL for e in errs.values())
         if load:
-            ok = ok and be >= (0.25 - TOL) * LINK
-        if ok:
+            ok = ok and (0.25 - TOL) * LINK <= be <= (0.25 + TOL) * LINK
+        if ok and run_no == 1:
             break
     med = {k: statistics.median(r[0][k] for r in runs) for k in runs[0][0]}
     be = statistics.median(r[1] for r in runs)
     if len(runs) > 1:
         diag(f"median of {len(runs)} runs: " + ", ".join(
             f"{k} {e * 100:+.3f}%" for k, e in med.items()) +
-            f"; best effort {mbit(be)}")
-    check(any(r[3] for r in runs),
-          "a reserved class ran empty in every run: the senders did not "
-          "keep it backlogged")
+            (f"; best effort {mbit(be)}" if load else ""))
+    note = "".join(f" (run {i}: {' '.join(r[2])} ran empty, the sender "
+                   "fell behind)" for i, r in enumerate(runs, 1) if r[2])
     for m, bps, _ in FLOWS:
         k = cid(m)
         check(abs(med[k]) <= TOL,
               f"class {k}: rate off by {med[k] * 100:+.3f}% of its "
-              f"{mbit(bps)} reservation (bound {TOL * 100:.0f}%)")
+              f"{mbit(bps)} reservation (bound {TOL * 100:.0f}%){note}")
     if load:
         check(be >= (0.25 - TOL) * LINK,
               f"best effort got {mbit(be)}, want 25 Mbit/s - "
-              f"{TOL * LINK / 1e6:.0f} Mbit/s")
+              f"{TOL * LINK / 1e6:.0f} Mbit/s{note}")
         check(be <= (0.25 + TOL) * LINK,
               f"best effort got {mbit(be)}, more than the 25 Mbit/s left")
 
 
 def t_rates_alone():
-    setup_rates()
     outcome = {}
 
     def refused_changes():
@@ -378,8 +444,8 @@ def t_rates_alone():
                     "parq: 72000000 bit/s reservable (linkrate x reservable)"
                     " is below the 75000000 bit/s already reserved")
             after = tclib.snapshot(A, DEV)
-            outcome["config"] = [d for d in tclib.diff(before, after)
-                                 if not _is_counter(d)]
+            outcome.setdefault("config", []).extend(
+                d for d in tclib.diff(before, after) if not _is_counter(d))
         except AssertionError as e:
             outcome["error"] = str(e)
 
@@ -389,8 +455,8 @@ def t_rates_alone():
         check("error" not in outcome, outcome.get("error", ""))
         check(not outcome["config"], "a refused change altered the "
               f"configuration: {outcome['config']}")
-        diag("refused during run 1: class 1:16 to 30mbit, reservable 70, "
-             "rate 80mbit; configuration unchanged")
+        diag("refused during every run: class 1:16 to 30mbit, reservable "
+             "70, rate 80mbit; configuration unchanged")
         freeze()
         check_xstats(rejects=1)
     finally:
@@ -414,7 +480,6 @@ def _is_counter(d):
 
 
 def t_rates_load():
-    setup_rates()
     try:
         with BigSocketBuffers():
             judge_rates(load=True)
@@ -433,15 +498,19 @@ def lateness(s, k):
             (a["lateness_sum"] - b["lateness_sum"]) / max(1, n) / 1e3)
 
 
-def t_idt():
+def setup_idt(m, port):
     # IDT pacing alone: no shaper; the linkrate only for admission.
     add_root("linkrate", "100mbit")
-    m, port = 0x19, 5304
-    k = cid(m)
     add_class(m, "idt", "1ms")
     tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
        "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
-       "match", "ip", "dport", str(port), "0xffff", "flowid", k)
+       "match", "ip", "dport", str(port), "0xffff", "flowid", cid(m))
+
+
+def t_idt():
+    m, port = 0x19, 5304
+    k = cid(m)
+    setup_idt(m, port)
     c = resv.classes(A, DEV)[k]
     mtu = 1500 + 14
     check_eq(c["xs"]["idt"], 1000000, "class xstats idt (ns)")
@@ -451,6 +520,7 @@ def t_idt():
     with BigSocketBuffers():
         for run_no in range(1, RUNS + 1):
             secs = int(WARMUP + INTERVAL + 20)
+            setup_idt(m, port)		# empty queues for every run
             servers = start_servers([port])
             # 1000-byte UDP payloads offered at 1500 packets/s.
             cli = Iperf3Client(A, topo.ip_b(), port, secs, udp=True,
@@ -469,8 +539,10 @@ def t_idt():
                  f"{s.delta(k) / max(1, s.delta(k, 'packets')):.0f} bytes, "
                  f"min qlen {s.min_qlen(k)}, lateness max {lmax:.0f} us "
                  f"mean {lmean:.1f} us")
+            diag(f"run {run_no}: VM: {s.stalls.summary()}")
             pps.append(got)
-            if abs(got - 1000) <= TOL * 1000 and s.min_qlen(k) > 0:
+            if run_no == 1 and abs(got - 1000) <= TOL * 1000 and \
+                    s.min_qlen(k) > 0:
                 break
     med = statistics.median(pps)
     check(abs(med - 1000) <= TOL * 1000,
