@@ -424,6 +424,9 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 		q->xs.drop_local_evicted++;
 	}
 
+	/* An idle shaper restarts now: it does not catch up the idle time. */
+	if (!sch->q.qlen && parq_shaper_on(&q->shaper))
+		parq_shaper_wake(&q->shaper, ktime_get_ns());
 	parq_count_in(sch, c, skb);
 	if (flow) {
 		if (!flow->q.qlen)
@@ -823,7 +826,8 @@ static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg,
 
 	if (cfg->threshold != q->cfg.threshold || cfg->unit != q->cfg.unit)
 		parq_thresh_init(&q->thresh, cfg->threshold, cfg->unit);
-	parq_shaper_set(&q->shaper, rate, cfg->overhead, PARQ_CATCHUP_NS);
+	parq_shaper_set(&q->shaper, rate, cfg->overhead, PARQ_CATCHUP_NS,
+			ktime_get_ns());
 	q->rr.quantum = psched_mtu(qdisc_dev(sch));
 	q->split_gso = parq_split_gso(cfg);
 	q->linkrate = linkrate;

@@ -138,14 +138,15 @@ void parq_rr_remove(struct parq_rr *rr, struct parq_rr_node *n)
 }
 
 void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
-		     u64 horizon_ns)
+		     u64 horizon_ns, u64 now)
 {
-	/* A departure computed at the old rate is dropped: at 1 byte/s a
-	 * 64 KiB packet would otherwise hold a faster shaper back for hours.
+	/* A departure computed at the old rate is dropped (at 1 byte/s a
+	 * 64 KiB packet would otherwise hold a faster shaper back for hours):
+	 * the new rate starts at @now, with no debt from the old one.
 	 */
 	if (rate != s->rate) {
 		s->rem = 0;
-		s->t_next = 0;
+		s->t_next = now;
 	}
 	s->rate = rate;
 	s->overhead = overhead;
@@ -180,23 +181,41 @@ u64 parq_shaper_delay(const struct parq_shaper *s, u32 len)
 			     s->rate, &rem);
 }
 
+/* A schedule that was idle at @now restarts there: no burst to catch up. */
+static void parq_sched_wake(u64 *t, u64 *rem, u64 now)
+{
+	if (*t < now) {
+		*t = now;
+		*rem = 0;
+	}
+}
+
+/*
+ * A backlogged schedule *@t is due and served at @now: lateness up to
+ * @horizon is kept (the departures after it follow at full speed until the
+ * schedule is met again, so the long-run rate is exact); a longer stall
+ * forgives the debt beyond @horizon.
+ */
+static void parq_sched_cap(u64 *t, u64 *rem, u64 now, u64 horizon)
+{
+	if (now > *t && now - *t > horizon) {
+		*t = now - horizon;
+		*rem = 0;
+	}
+}
+
 void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len)
 {
-	u64 base = s->t_next;
-
 	if (!parq_shaper_on(s))
 		return;
-	/*
-	 * A departure later than the horizon means the queue ran dry: restart
-	 * the schedule at @now so an idle qdisc cannot burst.  Smaller
-	 * lateness (timer slack) is caught up, so the long-run rate is exact.
-	 */
-	if (now > base && now - base > s->horizon) {
-		base = now;
-		s->rem = 0;
-	}
-	s->t_next = base + parq_ns_carry(parq_shaper_bytes(s, len), s->rate,
-					 &s->rem);
+	parq_sched_cap(&s->t_next, &s->rem, now, s->horizon);
+	s->t_next += parq_ns_carry(parq_shaper_bytes(s, len), s->rate, &s->rem);
+}
+
+void parq_shaper_wake(struct parq_shaper *s, u64 now)
+{
+	if (parq_shaper_on(s))
+		parq_sched_wake(&s->t_next, &s->rem, now);
 }
 
 void parq_resv_set(struct parq_resv *r, u64 rate, u64 idt)
@@ -217,10 +236,7 @@ void parq_resv_rebase(struct parq_resv *r, u64 now)
 
 void parq_resv_wake(struct parq_resv *r, u64 now)
 {
-	if (r->ndt < now) {
-		r->ndt = now;
-		r->rem = 0;
-	}
+	parq_sched_wake(&r->ndt, &r->rem, now);
 }
 
 bool parq_resv_before(const struct parq_resv *a, const struct parq_resv *b)
@@ -238,14 +254,8 @@ void parq_resv_dispatch(struct parq_resv *r, u64 now, u32 len)
 	r->lateness_sum += late;
 	if (late > r->lateness_max)
 		r->lateness_max = late;
-	/*
-	 * From the NDT, not from @now: a late dispatch keeps the schedule.
-	 * Held back beyond the catch-up horizon, the flow restarts at @now.
-	 */
-	if (late > PARQ_CATCHUP_NS) {
-		r->ndt = now;
-		r->rem = 0;
-	}
+	/* From the NDT, not from @now: a late dispatch keeps the schedule. */
+	parq_sched_cap(&r->ndt, &r->rem, now, PARQ_CATCHUP_NS);
 	if (r->idt)
 		r->ndt += r->idt;
 	else

@@ -38,12 +38,14 @@ extern "C" {
 #endif
 
 /*
- * How late a departure may be and still be caught up (timer slack, softirq
- * delay): the shaper and reserved flows keep their schedule up to this much
- * lateness, and restart from the current time beyond it, so a stall (a
- * stopped device, an idle queue) never turns into a burst.
+ * How far behind its schedule a backlogged shaper or reserved flow may fall
+ * and still catch up (timer slack, softirq delay, a busy or emulated CPU).
+ * Beyond it the debt is capped at this much: after a stall (a stopped
+ * device) a flow sends at most PARQ_CATCHUP_NS worth of traffic early.  An
+ * idle queue never catches up at all: it restarts at the current time when
+ * its next packet arrives (parq_shaper_wake, parq_resv_wake).
  */
-#define PARQ_CATCHUP_NS		1000000ULL	/* 1 ms */
+#define PARQ_CATCHUP_NS		100000000ULL	/* 100 ms */
 
 enum parq_pick {
 	PARQ_PICK_NONE,
@@ -102,12 +104,15 @@ struct parq_shaper {
 	s32	overhead;	/* bytes added to every packet */
 };
 
+/* (Re)configure; a new @rate starts its schedule at @now. */
 void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
-		     u64 horizon_ns);
+		     u64 horizon_ns, u64 now);
 /* Transmission time in ns of @len bytes, before remainder carry. */
 u64 parq_shaper_delay(const struct parq_shaper *s, u32 len);
 /* A packet of @len bytes leaves at @now: advance the next departure. */
 void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len);
+/* The qdisc had nothing queued and now has: it cannot catch up. */
+void parq_shaper_wake(struct parq_shaper *s, u64 now);
 
 static inline bool parq_shaper_on(const struct parq_shaper *s)
 {

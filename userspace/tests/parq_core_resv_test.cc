@@ -371,18 +371,36 @@ TEST(ParqResvDispatch, LateDispatchKeepsTheSchedule) {
 }
 
 // Held back beyond the catch-up horizon (a stopped device), a busy flow
-// restarts at now instead of sending everything it missed back to back.
-TEST(ParqResvDispatch, StallBeyondHorizonRestartsAtNow) {
-  parq_resv r = Make(kA, 0, 10000, 1000);  // IDT 10 us
+// keeps a debt of exactly the horizon: it catches up that much, back to
+// back, and no more.
+TEST(ParqResvDispatch, StallBeyondHorizonCapsTheDebt) {
+  const uint64_t idt = 10000;  // 10 us
+  parq_resv r = Make(kA, 0, idt, 1000);
   const uint64_t late = 1000 + PARQ_CATCHUP_NS + 1;
   parq_resv_dispatch(&r, late, 1500);
-  EXPECT_EQ(r.ndt, late + 10000);
-  EXPECT_FALSE(parq_resv_eligible(&r, late + 9999));
+  EXPECT_EQ(r.ndt, late - PARQ_CATCHUP_NS + idt);
   EXPECT_EQ(r.lateness_max, PARQ_CATCHUP_NS + 1);  // still accounted
+  // At @late, the flow may send the horizon's worth and then must wait.
+  uint64_t early = 1;  // the dispatch above
+  while (parq_resv_eligible(&r, late)) {
+    parq_resv_dispatch(&r, late, 1500);
+    early++;
+  }
+  EXPECT_EQ(early, PARQ_CATCHUP_NS / idt + 1);
+  EXPECT_GT(r.ndt, late);
 
-  parq_resv k = Make(kA, 0, 10000, 1000);  // exactly at the horizon: kept
+  parq_resv k = Make(kA, 0, idt, 1000);  // exactly at the horizon: kept
   parq_resv_dispatch(&k, 1000 + PARQ_CATCHUP_NS, 1500);
-  EXPECT_EQ(k.ndt, 1000u + 10000);
+  EXPECT_EQ(k.ndt, 1000u + idt);
+
+  // Rate mode: the same cap, and the remainder starts afresh.
+  parq_resv m = Make(kA, 7, 0, 1000);
+  parq_resv_dispatch(&m, 1000, 1);
+  ASSERT_NE(m.rem, 0u);
+  const uint64_t t = m.ndt + 5 * PARQ_CATCHUP_NS;
+  parq_resv_dispatch(&m, t, 1);
+  EXPECT_EQ(m.ndt, t - PARQ_CATCHUP_NS + 142857142u);
+  EXPECT_EQ(m.rem, 6u);
 }
 
 TEST(ParqResvDispatch, RateModeCarriesTheRemainder) {
@@ -452,7 +470,8 @@ TEST(ParqResvDispatch, LatenessAccounting) {
   parq_resv_dispatch(&r, r.ndt + d, 1500);
   EXPECT_EQ(r.lateness_max, d);
   EXPECT_EQ(r.lateness_sum, 1349 + d);
-  EXPECT_EQ(r.ndt, 17000u + d + 1000);  // beyond the horizon: from now
+  // Beyond the horizon: the debt is capped at the horizon.
+  EXPECT_EQ(r.ndt, 17000u + d - PARQ_CATCHUP_NS + 1000);
   EXPECT_EQ(r.dispatches, 8u);
 
   // Rate mode is accounted the same way.

@@ -36,7 +36,7 @@ uint64_t RefNs(u128 bytes, uint64_t rate) {
 parq_shaper Make(uint64_t rate, int32_t overhead = 0,
                  uint64_t horizon = kHorizon) {
   parq_shaper s{};
-  parq_shaper_set(&s, rate, overhead, horizon);
+  parq_shaper_set(&s, rate, overhead, horizon, 0);
   return s;
 }
 
@@ -73,12 +73,13 @@ TEST(ParqShaperSet, NewRateResetsRemainder) {
   const uint64_t t = s.t_next;
 
   // Same rate (say, a new overhead): the remainder is kept.
-  parq_shaper_set(&s, 7, 24, kHorizon);
+  parq_shaper_set(&s, 7, 24, kHorizon, 0);
   EXPECT_EQ(s.rem, 6u);
   EXPECT_EQ(s.overhead, 24);
 
   // New rate: the remainder was in units of the old rate; dropped.
-  parq_shaper_set(&s, 3, 0, kHorizon);
+  parq_shaper_set(&s, 3, 0, kHorizon, t);
+  EXPECT_EQ(s.t_next, t);
   EXPECT_EQ(s.rem, 0u);
   EXPECT_EQ(s.rate, 3u);
   parq_shaper_charge(&s, t, 1);
@@ -86,7 +87,7 @@ TEST(ParqShaperSet, NewRateResetsRemainder) {
   EXPECT_EQ(s.rem, kNsPerSec % 3);
 
   // And so does turning the shaper off.
-  parq_shaper_set(&s, 0, 0, kHorizon);
+  parq_shaper_set(&s, 0, 0, kHorizon, 0);
   EXPECT_EQ(s.rem, 0u);
   EXPECT_FALSE(parq_shaper_on(&s));
 }
@@ -97,15 +98,18 @@ TEST(ParqShaperSet, NewRateResetsRemainder) {
 TEST(ParqShaperSet, NewRateDropsDepartureOfOldRate) {
   parq_shaper s = Make(1);  // 1 B/s
   const uint64_t now = 10 * kNsPerSec;
+  parq_shaper_wake(&s, now);
   parq_shaper_charge(&s, now, 65536);
   ASSERT_EQ(s.t_next, now + 65536 * kNsPerSec);
-  parq_shaper_set(&s, 125000000, 0, kHorizon);  // 1 Gbit/s
-  // At most one packet's time at the new rate later, the shaper lets the
-  // next packet go, and it is scheduled at the new rate.
-  const uint64_t later = now + Delay(125000000, 65536);
-  EXPECT_TRUE(parq_shaper_ready(&s, later));
-  parq_shaper_charge(&s, later, 1500);
-  EXPECT_LE(s.t_next, later + Delay(125000000, 1500));
+  const uint64_t change = now + 1000;
+  parq_shaper_set(&s, 125000000, 0, kHorizon, change);  // 1 Gbit/s
+  // The new rate starts at the change: the next packet may go at once,
+  // and the one after waits its time at the new rate (no debt, no burst).
+  EXPECT_EQ(s.t_next, change);
+  EXPECT_TRUE(parq_shaper_ready(&s, change));
+  parq_shaper_charge(&s, change + 10, 1500);
+  EXPECT_EQ(s.t_next, change + Delay(125000000, 1500));
+  EXPECT_FALSE(parq_shaper_ready(&s, change + 10));
 }
 
 // ---------------------------------------------------------------- off
@@ -199,11 +203,51 @@ TEST(ParqShaperCharge, AdvancesDepartureAndGatesReady) {
   EXPECT_TRUE(parq_shaper_ready(&s, 120001));
 }
 
-TEST(ParqShaperCharge, FirstPacketAnchorsAtNow) {
+// The qdisc calls wake when its first packet arrives: the schedule starts
+// at now, whatever t_next held.
+TEST(ParqShaperWake, FirstPacketAnchorsAtNow) {
   parq_shaper s = Make(12500000);
   const uint64_t now = 5 * kNsPerSec;
+  parq_shaper_wake(&s, now);
+  EXPECT_EQ(s.t_next, now);
   parq_shaper_charge(&s, now, 1500);
   EXPECT_EQ(s.t_next, now + 120000);
+  EXPECT_FALSE(parq_shaper_ready(&s, now + 119999));
+}
+
+// After idle time, wake drops the unused time and the remainder: no burst.
+TEST(ParqShaperWake, IdleTimeIsNotCaughtUp) {
+  parq_shaper s = Make(7);
+  parq_shaper_charge(&s, 0, 1);
+  ASSERT_EQ(s.rem, 6u);
+  const uint64_t now = s.t_next + 3 * kNsPerSec;
+  parq_shaper_wake(&s, now);
+  EXPECT_EQ(s.t_next, now);
+  EXPECT_EQ(s.rem, 0u);
+  parq_shaper_charge(&s, now, 1);
+  EXPECT_EQ(s.t_next, now + 142857142u);
+  EXPECT_FALSE(parq_shaper_ready(&s, now));
+}
+
+// Waking while the last departure is still ahead changes nothing: packets
+// that arrive in a busy period keep the schedule.
+TEST(ParqShaperWake, PendingDepartureIsKept) {
+  parq_shaper s = Make(7);
+  parq_shaper_charge(&s, 0, 1);
+  const parq_shaper before = s;
+  parq_shaper_wake(&s, before.t_next - 1);
+  EXPECT_EQ(s.t_next, before.t_next);
+  EXPECT_EQ(s.rem, before.rem);
+  parq_shaper_wake(&s, before.t_next);  // due exactly now: nothing lost
+  EXPECT_EQ(s.t_next, before.t_next);
+  EXPECT_EQ(s.rem, before.rem);
+}
+
+TEST(ParqShaperWake, OffShaperIsUntouched) {
+  parq_shaper s = Make(0);
+  s.t_next = 5000;
+  parq_shaper_wake(&s, 10 * kNsPerSec);
+  EXPECT_EQ(s.t_next, 5000u);
 }
 
 TEST(ParqShaperCharge, CarriesTheRemainder) {
@@ -229,6 +273,7 @@ TEST_P(NoDrift, BackToBackMatchesExactSchedule) {
   for (int32_t overhead : {0, 38, PARQ_OVERHEAD_MIN}) {
     for (uint64_t start : {uint64_t{0}, uint64_t{123456789012}}) {
       parq_shaper s = Make(rate, overhead);
+      parq_shaper_wake(&s, start);  // as the qdisc does for a first packet
       std::mt19937_64 rng(rate ^ static_cast<uint64_t>(overhead));
       u128 sum = 0;
       uint64_t now = start;
@@ -273,9 +318,10 @@ TEST(ParqShaperCharge, LatenessWithinHorizonIsCaughtUp) {
   }
 }
 
-// Beyond the horizon the queue ran dry: the schedule restarts at now, so an
-// idle shaper does not let a burst through.
-TEST(ParqShaperCharge, LatenessBeyondHorizonReanchors) {
+// Beyond the horizon (a backlogged shaper stalled, e.g. a stopped device)
+// the debt is capped at the horizon: the schedule continues from
+// now - horizon, so at most the horizon's worth of bytes leaves early.
+TEST(ParqShaperCharge, LatenessBeyondHorizonIsCapped) {
   for (uint64_t rate : kRates) {
     parq_shaper s = Make(rate);
     std::mt19937_64 rng(rate + 1);
@@ -284,23 +330,24 @@ TEST(ParqShaperCharge, LatenessBeyondHorizonReanchors) {
       parq_shaper_charge(&s, now, static_cast<uint32_t>(64 + rng() % 9000));
       now = s.t_next;
     }
-    for (uint64_t idle : {kHorizon + 1, 10 * kHorizon, 1000 * kNsPerSec}) {
-      const uint64_t t = s.t_next + idle;
+    for (uint64_t stall : {kHorizon + 1, 10 * kHorizon, 1000 * kNsPerSec}) {
+      const uint64_t t = s.t_next + stall;
+      const uint64_t anchor = t - kHorizon;
       parq_shaper_charge(&s, t, 1500);
-      EXPECT_EQ(s.t_next, t + RefNs(1500, rate)) << rate << " " << idle;
+      EXPECT_EQ(s.t_next, anchor + RefNs(1500, rate)) << rate << " " << stall;
       EXPECT_EQ(s.rem, (u128{1500} * kNsPerSec) % rate);
-      // No burst: the next packet waits its full transmission time.
-      if (RefNs(1500, rate) > 0) {
-        EXPECT_FALSE(parq_shaper_ready(&s, t));
-      }
-      // From the new anchor, the schedule is exact again.
+      // Back to back at t: bytes sent before the shaper blocks are the
+      // horizon's worth, give or take the last packet.
       u128 sum = 1500;
-      for (int i = 0; i < 1000; i++) {
-        const uint32_t len = static_cast<uint32_t>(64 + rng() % 9000);
-        parq_shaper_charge(&s, s.t_next, len);
-        sum += len;
-        ASSERT_EQ(s.t_next, t + RefNs(sum, rate)) << rate << " " << idle;
+      while (parq_shaper_ready(&s, t) && sum < (u128{1} << 40)) {
+        parq_shaper_charge(&s, t, 1500);
+        sum += 1500;
       }
+      const u128 budget = u128{kHorizon} * rate / kNsPerSec;
+      EXPECT_LE(sum, budget + 1500) << rate << " " << stall;
+      EXPECT_GE(sum + 1500, budget) << rate << " " << stall;
+      // From the anchor, the schedule is exact.
+      EXPECT_EQ(s.t_next, anchor + RefNs(sum, rate)) << rate << " " << stall;
     }
   }
 }
