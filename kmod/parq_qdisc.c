@@ -115,6 +115,7 @@ struct parq_sched_data {
 	u64			resv_capacity;	/* linkrate x reservable % */
 	u64			resv_sum;	/* bytes/s admitted */
 	u32			resv_classes;
+	bool			skip_bind_walk;	/* see parq_walk() */
 
 	struct parq_class	cls[PARQ_NUM_CLASSES];
 	struct tc_parq_xstats	xs;
@@ -802,6 +803,7 @@ static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
 	*linkrate = parq_linkrate(sch, cfg);
 	capacity = parq_resv_capacity(*linkrate, cfg->reservable);
 	if (q->resv_sum > capacity) {
+		q->xs.resv_rejects++;
 		parq_set_err_fmt(extack,
 				 "parq: %llu bit/s reservable (linkrate x reservable) is below the %llu bit/s already reserved",
 				 capacity * 8, q->resv_sum * 8);
@@ -1152,8 +1154,10 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 		q->resv_classes++;
 	}
 	sch_tree_unlock(sch);
-	if (!*arg)
+	if (!*arg) {
 		qdisc_class_hash_grow(sch, &q->clhash);
+		q->skip_bind_walk = true;
+	}
 	*arg = (unsigned long)rc;
 	return 0;
 }
@@ -1164,6 +1168,7 @@ static int parq_class_delete(PARQ_CLASS_DELETE_ARGS)
 	struct parq_resv_class *rc = parq_resv_of(arg);
 	unsigned int qlen, backlog;
 
+	q->skip_bind_walk = true;	/* even if refused: see parq_walk() */
 	if (!rc) {
 		NL_SET_ERR_MSG(PARQ_CLASS_DELETE_EXTACK,
 			       "parq: classes 1 (parallel) and 2 (local) are fixed; they cannot be deleted");
@@ -1177,6 +1182,7 @@ static int parq_class_delete(PARQ_CLASS_DELETE_ARGS)
 		q->resv_backlogged--;
 		sch->q.qlen -= qlen;
 		sch->qstats.backlog -= backlog;
+		__qdisc_qstats_drop(sch, qlen);	/* freed with the class */
 		qdisc_tree_reduce_backlog(sch, qlen, backlog);
 	}
 	qdisc_class_hash_remove(&q->clhash, &rc->common);
@@ -1203,6 +1209,15 @@ static int parq_walk_one(struct Qdisc *sch, unsigned long cl,
 	return 0;
 }
 
+/*
+ * After every class add and every class delete, tc_ctl_tclass() walks all
+ * the classes (tc_bind_tclass(), under the same RTNL hold) to re-bind the
+ * filters attached to each class's block.  parq classes have no block
+ * (parq_tcf_block() gives none for cl != 0), so that walk can do nothing;
+ * but visiting every class makes building N reserved classes cost O(N^2):
+ * 65 000 classes took minutes.  The first walk after parq_class_change()
+ * created a class or parq_class_delete() ran is that one, and is skipped.
+ */
 static void parq_walk(struct Qdisc *sch, struct qdisc_walker *arg)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
@@ -1210,6 +1225,10 @@ static void parq_walk(struct Qdisc *sch, struct qdisc_walker *arg)
 	unsigned long cl;
 	unsigned int i;
 
+	if (q->skip_bind_walk) {
+		q->skip_bind_walk = false;
+		return;
+	}
 	if (arg->stop)
 		return;
 	for (cl = PARQ_CLASS_PARALLEL; cl <= PARQ_CLASS_LOCAL; cl++)
