@@ -57,8 +57,7 @@ def measure(threshold, unit):
     try:
         s = sample_classes(A, DEV, WARMUP, INTERVAL)
         for c in clients:
-            check(c.running(), f"iperf3 ended early: {' '.join(c.argv)}: "
-                  f"{c.why_ended()}")
+            c.check_running("early")
     finally:
         for c in clients:
             c.stop()
@@ -111,10 +110,7 @@ kwatch = None
 
 
 def t_kmsg():
-    ok, text = kwatch.check()
-    if text:
-        diag(text)
-    check(ok, "the kernel logged a warning during the test")
+    kwatch.assert_clean()
 
 
 def main():

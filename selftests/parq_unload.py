@@ -76,8 +76,7 @@ class Bulk:
                                    parallel=2, bitrate="100M")
 
     def check_running(self, what):
-        check(self.client.running(),
-              f"iperf3 stopped {what}: {self.client.why_ended()}")
+        self.client.check_running(what)
 
     def stop(self):
         self.client.stop()
@@ -226,10 +225,7 @@ kwatch = None
 
 
 def t_kmsg():
-    ok, text = kwatch.check()
-    if text:
-        diag(text)
-    check(ok, "the kernel logged a warning during the test")
+    kwatch.assert_clean()
 
 
 def main():
@@ -238,7 +234,7 @@ def main():
     suite.case("delete under traffic", t_delete_under_traffic)
     suite.case("rmmod refused in use, then succeeds", t_rmmod_in_use)
     suite.case("re-add autoloads the module", t_reload)
-    suite.case("20 add/delete cycles under traffic", t_add_del_loop,
+    suite.case(f"{CYCLES} add/delete cycles under traffic", t_add_del_loop,
                timeout=600)
     suite.case("replace parq -> fq_codel -> parq under traffic",
                t_replace_chain)

@@ -36,6 +36,15 @@ class KmsgWatch:
         lines = self.new_lines()
         return check_lines(lines)
 
+    def assert_clean(self):
+        """The body of a "kernel log clean" case: print what check-kmsg
+        says, and fail if the kernel logged a warning since the snapshot."""
+        from .ktap import check, diag
+        ok, text = self.check()
+        if text:
+            diag(text)
+        check(ok, "the kernel logged a warning during the test")
+
 
 def check_lines(lines):
     if os.access(CHECK_KMSG, os.X_OK):

@@ -135,7 +135,7 @@ def class_del_lines(dev, minors, major=1):
     return [f"class del dev {dev} classid {major:x}:{m:x}" for m in minors]
 
 
-# --- packets into a class -------------------------------------------------------
+# --- packets into a class ------------------------------------------------
 
 def prio_of(m, major=1):
     """skb->priority that parq classifies into class major:m."""
@@ -164,7 +164,7 @@ def big_sndbuf(sock, size=1 << 28):
     sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, size)
 
 
-# --- memory ------------------------------------------------------------------------
+# --- memory ------------------------------------------------------------
 
 def shrink_slabs():
     """Ask SLUB to release the empty and per-cpu partial slabs of every

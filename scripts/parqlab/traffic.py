@@ -117,6 +117,12 @@ class Iperf3Client:
     def running(self):
         return self.proc.poll() is None
 
+    def check_running(self, what=""):
+        """Raise AssertionError (saying why) if the client has ended."""
+        if not self.running():
+            raise AssertionError(f"iperf3 ended {what}: {' '.join(self.argv)}"
+                                 f": {self.why_ended()}")
+
     def why_ended(self):
         """For a client that ended: its exit status and error text."""
         try:
@@ -175,10 +181,12 @@ def iperf3_bps(res):
 # --- sockperf -----------------------------------------------------------
 
 class SockperfServer:
-    def __init__(self, ns, ip, port, tcp=True):
-        argv = ["sockperf", "sr", "-i", ip, "-p", str(port)]
+    """sockperf server in @ns; @prefix: argv to run it under (e.g. chrt)."""
+
+    def __init__(self, ns, ip, port, tcp=True, prefix=()):
+        argv = list(prefix) + ["sockperf", "sr", "-i", ip, "-p", str(port)]
         if tcp:
-            argv.insert(2, "--tcp")
+            argv.append("--tcp")
         self.proc = ns.popen(argv, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         wait_listen(ns, port, "tcp" if tcp else "udp")
@@ -227,12 +235,14 @@ def parse_sockperf(text):
 
 
 def sockperf_pingpong(ns, ip, port, seconds, msg_size=64, tcp=True,
-                      extra=()):
-    """Run a ping-pong client in @ns for @seconds; return parse_sockperf()."""
-    argv = ["sockperf", "pp", "-i", ip, "-p", str(port), "-m", str(msg_size),
-            "-t", str(seconds), "--full-rtt"]
+                      extra=(), prefix=()):
+    """Run a ping-pong client in @ns for @seconds; return parse_sockperf().
+    @prefix: argv to run it under (e.g. chrt)."""
+    argv = list(prefix) + ["sockperf", "pp", "-i", ip, "-p", str(port),
+                           "-m", str(msg_size), "-t", str(seconds),
+                           "--full-rtt"]
     if tcp:
-        argv.insert(2, "--tcp")
+        argv.append("--tcp")
     argv += list(extra)
     r = ns.run(argv, timeout=seconds + 60, check=False)
     if r.returncode != 0:
