@@ -7,6 +7,8 @@
 
 #ifndef __KERNEL__
 #define NSEC_PER_SEC	1000000000ULL
+#define U32_MAX		UINT32_MAX
+#define U64_MAX		UINT64_MAX
 
 static inline u64 div64_u64_rem(u64 dividend, u64 divisor, u64 *remainder)
 {
@@ -285,4 +287,58 @@ bool parq_resv_admit(u64 sum, u64 old_bw, u64 new_bw, u64 capacity)
 	u64 rest = sum - old_bw;	/* old_bw is part of sum */
 
 	return new_bw <= capacity && rest <= capacity - new_bw;
+}
+
+u32 parq_credit_epoch(const struct parq_credit_cfg *c, u64 now)
+{
+	u64 rem;
+
+	if (now <= c->start)
+		return 0;
+	return (u32)div64_u64_rem(now - c->start, c->epoch, &rem);
+}
+
+u64 parq_credit_next(const struct parq_credit_cfg *c, u64 now)
+{
+	u64 rem, left;
+
+	if (now < c->start)
+		return c->start;
+	div64_u64_rem(now - c->start, c->epoch, &rem);
+	/* start + (n + 1) * epoch = now - rem + epoch, saturated */
+	left = c->epoch - rem;
+	return now > U64_MAX - left ? U64_MAX : now + left;
+}
+
+static u64 parq_credit_word(u32 epoch, u32 used)
+{
+	return (u64)epoch << 32 | used;
+}
+
+u32 parq_credit_used(const struct parq_credit_cfg *c, u64 state, u64 now)
+{
+	if ((u32)(state >> 32) != parq_credit_epoch(c, now))
+		return 0;
+	return (u32)state;
+}
+
+bool parq_credit_take(const struct parq_credit_cfg *c, u64 state, u64 now,
+		      u32 len, u64 *next)
+{
+	u32 epoch = parq_credit_epoch(c, now);
+	u32 used = parq_credit_used(c, state, now);
+
+	if (!c->credit)
+		return false;
+	if (used && (used >= c->credit || len > c->credit - used))
+		return false;
+	/* The epoch's first packet goes whatever its size. */
+	*next = parq_credit_word(epoch, len > U32_MAX - used ? U32_MAX :
+				 used + len);
+	return true;
+}
+
+u64 parq_credit_expiry(u64 now, u64 lease)
+{
+	return now > U64_MAX - lease ? U64_MAX : now + lease;
 }

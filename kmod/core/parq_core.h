@@ -23,6 +23,7 @@
 #include <linux/types.h>
 #include <linux/math64.h>
 #include <linux/time64.h>
+#include <linux/limits.h>
 #else
 #include <stdbool.h>
 #include <stddef.h>
@@ -166,6 +167,37 @@ u64 parq_resv_bw(u64 rate, u64 idt, u32 mtu);
 u64 parq_resv_capacity(u64 linkrate, u32 percent);
 /* May @sum (all reservations) change by replacing @old_bw with @new_bw? */
 bool parq_resv_admit(u64 sum, u64 old_bw, u64 new_bw, u64 capacity);
+
+/*
+ * Receiver-side credit for one destination: @credit bytes of local traffic
+ * per epoch of @epoch ns, epochs counted from @start.  The bytes used are
+ * kept together with the number of the epoch they were used in, as one
+ * u64 (epoch number in the high half, bytes in the low half), so that one
+ * compare-and-exchange charges a packet; a new epoch starts from zero.
+ * A credit smaller than a packet still lets the epoch's first packet go,
+ * so that no packet is stuck for as long as the entry lives; credit 0
+ * stops the destination.
+ */
+struct parq_credit_cfg {
+	u64	start;		/* ns */
+	u64	epoch;		/* ns, > 0 */
+	u32	credit;		/* bytes per epoch */
+};
+
+/* Number (mod 2^32) of the epoch that holds @now; 0 before @start. */
+u32 parq_credit_epoch(const struct parq_credit_cfg *c, u64 now);
+/* ns at which the epoch after the one holding @now begins (saturated). */
+u64 parq_credit_next(const struct parq_credit_cfg *c, u64 now);
+/*
+ * May a packet of @len bytes go at @now, given the usage word @state?  If
+ * so, returns true and sets *@next to the usage word that charges it.
+ */
+bool parq_credit_take(const struct parq_credit_cfg *c, u64 state, u64 now,
+		      u32 len, u64 *next);
+/* Bytes used in the epoch holding @now, from usage word @state. */
+u32 parq_credit_used(const struct parq_credit_cfg *c, u64 state, u64 now);
+/* @now + @lease, saturated at U64_MAX. */
+u64 parq_credit_expiry(u64 now, u64 lease);
 
 #if !defined(__KERNEL__) && defined(__cplusplus)
 }
