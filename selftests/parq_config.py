@@ -13,16 +13,15 @@ counters would show.
 """
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
-from parqlab import kmsg, ktap, module, uapi  # noqa: E402
+from parqlab import ktap, lab, module, uapi  # noqa: E402
 from parqlab import rtnl as nl  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
-from parqlab.netns import Topology, run  # noqa: E402
+from parqlab.netns import run  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import TOS_EF, udp_burst  # noqa: E402
 
@@ -386,8 +385,13 @@ def t_kmsg():
     kwatch.assert_clean()
 
 
-def main():
+def setup(t, k):
     global topo, A, DEV, kwatch
+    topo, kwatch = t, k
+    A, DEV = topo.a, topo.dev_a()
+
+
+def main():
     suite = ktap.Suite("parq_config")
     suite.case("autoload", t_autoload)
     suite.case("defaults", t_defaults)
@@ -441,18 +445,8 @@ def main():
                    raw_case(name, options_, word))
     suite.case("kernel log clean", t_kmsg)
 
-    if os.geteuid() != 0:
-        return suite.skip_all("needs root")
-    for tool in ("tc", "ip", "ss"):
-        if not subprocess.run(["which", tool], capture_output=True).stdout:
-            return suite.skip_all(f"{tool} not installed")
-    kwatch = kmsg.KmsgWatch()
-    topo = Topology("cfg")
-    A, DEV = topo.a, topo.dev_a()
-    try:
-        return suite.run()
-    finally:
-        topo.cleanup()
+    return lab.run(suite, "cfg", tools=("tc", "ip", "ss"), load_module=False,
+                   setup=setup)
 
 
 if __name__ == "__main__":

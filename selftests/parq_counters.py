@@ -26,10 +26,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
-from parqlab import kmsg, ktap, module, uapi  # noqa: E402
+from parqlab import ktap, lab, uapi  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import check_eq, diag  # noqa: E402
-from parqlab.netns import Topology  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import UDP_OVERHEAD, send_udp, udp_socket  # noqa: E402
 
@@ -391,8 +390,13 @@ def t_kmsg():
     kwatch.assert_clean()
 
 
-def main():
+def setup(t, k):
     global topo, A, DEV, kwatch
+    topo, kwatch = t, k
+    A, DEV = topo.a, topo.dev_a()
+
+
+def main():
     suite = ktap.Suite("parq_counters")
     suite.case("DSCP classification", t_dscp)
     suite.case("SO_PRIORITY classification", t_priority)
@@ -405,16 +409,7 @@ def main():
     suite.case("limit evicts local before parallel", t_limit_evicts_local)
     suite.case("flow-limit drops", t_flow_limit)
     suite.case("kernel log clean", t_kmsg)
-    if os.geteuid() != 0:
-        return suite.skip_all("needs root")
-    kwatch = kmsg.KmsgWatch()
-    module.ensure_loaded()
-    topo = Topology("cnt")
-    A, DEV = topo.a, topo.dev_a()
-    try:
-        return suite.run()
-    finally:
-        topo.cleanup()
+    return lab.run(suite, "cnt", setup=setup)
 
 
 if __name__ == "__main__":

@@ -36,13 +36,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
-from parqlab import kmsg, ktap, module  # noqa: E402
+from parqlab import ktap, lab  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import check, diag  # noqa: E402
-from parqlab.netns import Topology  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import (Iperf3Client, Iperf3Server,  # noqa: E402
-                             SockperfServer, have, sockperf_pingpong)
+                             SockperfServer, sockperf_pingpong)
 
 RATE = "100mbit"
 SECONDS = 8
@@ -185,34 +184,25 @@ def t_kmsg():
     kwatch.assert_clean()
 
 
-def main():
+def setup(t, k):
+    """Globals, the probe's priority, and the servers in B."""
     global topo, A, DEV, kwatch
+    topo, kwatch = t, k
+    A, DEV = topo.a, topo.dev_a()
+    rt = ["chrt", "-f", "50"]
+    if A.run(rt + ["true"], check=False).returncode == 0:
+        PROBE_PRIO.extend(rt)
+    return [SockperfServer(topo.b, topo.ip_b(), SP_PORT, prefix=PROBE_PRIO),
+            Iperf3Server(topo.b, topo.ip_b(), BULK_PORT)]
+
+
+def main():
     suite = ktap.Suite("parq_isolation")
     suite.case("measure idle, parq and pfifo latency", t_measure, timeout=900)
     suite.case("parq p99 <= pfifo p99 / 4", t_vs_pfifo)
     suite.case("parq p99 <= 5 x idle p99", t_vs_idle)
     suite.case("kernel log clean", t_kmsg)
-    if os.geteuid() != 0:
-        return suite.skip_all("needs root")
-    for tool in ("sockperf", "iperf3"):
-        if not have(tool):
-            return suite.skip_all(f"{tool} not installed")
-    kwatch = kmsg.KmsgWatch()
-    module.ensure_loaded()
-    topo = Topology("iso")
-    A, DEV = topo.a, topo.dev_a()
-    rt = ["chrt", "-f", "50"]
-    if A.run(rt + ["true"], check=False).returncode == 0:
-        PROBE_PRIO.extend(rt)
-    servers = [SockperfServer(topo.b, topo.ip_b(), SP_PORT,
-                              prefix=PROBE_PRIO),
-               Iperf3Server(topo.b, topo.ip_b(), BULK_PORT)]
-    try:
-        return suite.run()
-    finally:
-        for s in servers:
-            s.stop()
-        topo.cleanup()
+    return lab.run(suite, "iso", tools=("sockperf", "iperf3"), setup=setup)
 
 
 if __name__ == "__main__":

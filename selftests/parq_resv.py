@@ -53,13 +53,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
-from parqlab import kmsg, ktap, module, resv, uapi  # noqa: E402
+from parqlab import ktap, lab, module, resv, uapi  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.netns import Topology  # noqa: E402
 from parqlab.tc import TcError, tc  # noqa: E402
 from parqlab.traffic import (TOS_EF, UDP_OVERHEAD, Iperf3Client,  # noqa: E402
-                             Iperf3Server, have, udp_socket)
+                             Iperf3Server, udp_socket)
 
 TOL = 0.02			# the bound on a reserved rate
 RUNS = 3
@@ -1035,8 +1034,13 @@ def t_kmsg():
     kwatch.assert_clean()
 
 
-def main():
+def setup(t, k):
     global topo, A, DEV, kwatch
+    topo, kwatch = t, k
+    A, DEV = topo.a, topo.dev_a()
+
+
+def main():
     suite = ktap.Suite("parq_resv")
     cases = [
         ("rates 5/20/50 Mbit/s alone, refused changes", t_rates_alone, 200),
@@ -1060,18 +1064,7 @@ def main():
     for name, fn, timeout in cases:
         if not only or any(s in name for s in only):
             suite.case(name, fn, timeout)
-    if os.geteuid() != 0:
-        return suite.skip_all("needs root")
-    if not have("iperf3"):
-        return suite.skip_all("iperf3 not installed")
-    kwatch = kmsg.KmsgWatch()
-    module.ensure_loaded()
-    topo = Topology("resv")
-    A, DEV = topo.a, topo.dev_a()
-    try:
-        return suite.run()
-    finally:
-        topo.cleanup()
+    return lab.run(suite, "resv", tools=("iperf3",), setup=setup)
 
 
 if __name__ == "__main__":

@@ -23,12 +23,11 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
-from parqlab import kmsg, ktap, module  # noqa: E402
+from parqlab import ktap, lab  # noqa: E402
 from parqlab.ktap import check, diag  # noqa: E402
-from parqlab.netns import Topology  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import (TOS_EF, Iperf3Client, Iperf3Server,  # noqa: E402
-                             have, sample_classes)
+                             sample_classes)
 
 RATE = "100mbit"
 WARMUP = 3
@@ -113,8 +112,13 @@ def t_kmsg():
     kwatch.assert_clean()
 
 
-def main():
+def setup(t, k):
     global topo, A, DEV, kwatch
+    topo, kwatch = t, k
+    A, DEV = topo.a, topo.dev_a()
+
+
+def main():
     suite = ktap.Suite("parq_share")
     suite.case("threshold 1 bytes: local share 1/2",
                share_case(1, "bytes", "bytes", want=1 / 2))
@@ -125,18 +129,7 @@ def main():
     suite.case("threshold 4 packets: local packet share 1/5",
                share_case(4, "packets", "packets", want=1 / 5))
     suite.case("kernel log clean", t_kmsg)
-    if os.geteuid() != 0:
-        return suite.skip_all("needs root")
-    if not have("iperf3"):
-        return suite.skip_all("iperf3 not installed")
-    kwatch = kmsg.KmsgWatch()
-    module.ensure_loaded()
-    topo = Topology("shr")
-    A, DEV = topo.a, topo.dev_a()
-    try:
-        return suite.run()
-    finally:
-        topo.cleanup()
+    return lab.run(suite, "shr", tools=("iperf3",), setup=setup)
 
 
 if __name__ == "__main__":

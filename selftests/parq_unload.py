@@ -19,12 +19,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
-from parqlab import kmsg, ktap, module  # noqa: E402
+from parqlab import ktap, lab, module  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
-from parqlab.netns import Topology, run  # noqa: E402
+from parqlab.netns import run  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import Iperf3Client, Iperf3Server, have  # noqa: E402
+from parqlab.traffic import Iperf3Client, Iperf3Server  # noqa: E402
 
 topo = None
 A = None
@@ -228,8 +228,13 @@ def t_kmsg():
     kwatch.assert_clean()
 
 
-def main():
+def setup(t, k):
     global topo, A, kwatch
+    topo, kwatch = t, k
+    A = topo.a
+
+
+def main():
     suite = ktap.Suite("parq_unload")
     suite.case("delete under traffic", t_delete_under_traffic)
     suite.case("rmmod refused in use, then succeeds", t_rmmod_in_use)
@@ -239,18 +244,7 @@ def main():
     suite.case("replace parq -> fq_codel -> parq under traffic",
                t_replace_chain)
     suite.case("kernel log clean", t_kmsg)
-    if os.geteuid() != 0:
-        return suite.skip_all("needs root")
-    if not have("iperf3"):
-        return suite.skip_all("iperf3 not installed")
-    kwatch = kmsg.KmsgWatch()
-    module.ensure_loaded()
-    topo = Topology("unl", links=2)
-    A = topo.a
-    try:
-        return suite.run()
-    finally:
-        topo.cleanup()
+    return lab.run(suite, "unl", tools=("iperf3",), links=2, setup=setup)
 
 
 if __name__ == "__main__":

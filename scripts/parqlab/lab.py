@@ -1,0 +1,39 @@
+"""The frame every selftest runs its cases in.
+
+    def main():
+        suite = ktap.Suite("parq_x")
+        suite.case(...)
+        return lab.run(suite, "x", tools=("iperf3",), setup=setup)
+
+lab.run() skips the whole test (KTAP exit 4) unless it runs as root with
+@tools installed, snapshots the kernel log, loads sch_parq (unless
+@load_module is false), makes the namespaces Topology(@tag, @links), calls
+@setup(topo, kwatch) (which sets the test's globals and may return things
+with a stop() method, such as servers), runs the cases and removes it all.
+"""
+import os
+
+from . import kmsg, module
+from .netns import Topology
+from .traffic import have
+
+
+def run(suite, tag, tools=(), links=1, load_module=True, setup=None):
+    if os.geteuid() != 0:
+        return suite.skip_all("needs root")
+    for tool in tools:
+        if not have(tool):
+            return suite.skip_all(f"{tool} not installed")
+    kwatch = kmsg.KmsgWatch()
+    if load_module:
+        module.ensure_loaded()
+    topo = Topology(tag, links=links)
+    started = []
+    try:
+        if setup is not None:
+            started = list(setup(topo, kwatch) or ())
+        return suite.run()
+    finally:
+        for s in started:
+            s.stop()
+        topo.cleanup()
