@@ -57,6 +57,10 @@ plugin-test: plugin
 man-lint:
 	groff -man -ww -z Documentation/tc-parq.8
 
+# The YNL spec of the parq genetlink family agrees with the UAPI header.
+spec-lint:
+	scripts/check-genl-spec
+
 selftest: kmod plugin
 	$(IN_KERNEL) selftests/run --kmsg-check
 
@@ -72,7 +76,7 @@ check:
 	scripts/install-deps check
 	@mkdir -p $(BUILD)
 	$(MAKE) kmod-lint
-	$(MAKE) all unit plugin-test man-lint
+	$(MAKE) all unit plugin-test man-lint spec-lint
 	$(MAKE) selftest
 
 install: kmod plugin
@@ -92,5 +96,5 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all kmod kmod-lint plugin userspace unit plugin-test man-lint \
+.PHONY: all kmod kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
 	selftest demo deps check install dkms-install clean

@@ -9,7 +9,8 @@
  * enqueue: classify the packet (tc filters on the qdisc, then skb->priority
  *	of the form <handle>:<minor>, then DSCP in dscp-parallel, then the
  *	default class).  Parallel packets go to a per-flow queue (socket, else
- *	flow hash); local packets to one FIFO; packets of a reserved class
+ *	flow hash); local packets to a queue per destination host; packets
+ *	of a reserved class
  *	(<handle>:16 and up) to that class's FIFO.  With split-gso (and always
  *	for reserved classes) GSO packets are segmented first.  When the qdisc
  *	is full, local packets are dropped before any other.
@@ -21,16 +22,23 @@
  *	its inter-dispatch time (IDT).  Otherwise THRESHOLD_send picks between
  *	parallel and local: parallel first, but after every @threshold units
  *	of parallel traffic one unit of local goes.  Inside the parallel class
- *	the backlogged flows are served by deficit round robin.  When nothing
- *	may go, the watchdog is armed for the earliest NDT.
+ *	the backlogged flows, and inside the local class the destinations,
+ *	are served by deficit round robin.  A destination under a receiver's
+ *	credit (parq_credit.c) that has used its credit for the epoch waits
+ *	aside, and does not hold the others back; while every local
+ *	destination waits, parallel traffic goes as if local were idle.  When
+ *	nothing may go, the watchdog is armed for the earliest NDT or end of
+ *	a credit wait.
  *
  * All arithmetic lives in core/parq_core.c, which the user-space unit tests
  * compile unchanged.
  */
 #include <linux/ethtool.h>
 #include <linux/hash.h>
+#include <linux/jhash.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/rbtree.h>
 #include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
@@ -44,8 +52,10 @@
 
 #include "core/parq_core.h"
 #include "parq_compat.h"
+#include "parq_credit.h"
 
 #define PARQ_FLOW_BUCKETS	1024	/* parallel flow queues, power of 2 */
+#define PARQ_LOCAL_BUCKETS	256	/* hash chains of local destinations */
 #define PARQ_TIMER_SLACK_NS	(10 * NSEC_PER_USEC)
 
 struct parq_skbq {
@@ -57,6 +67,20 @@ struct parq_skbq {
 struct parq_flow {
 	struct parq_rr_node	rr;
 	struct parq_skbq	q;
+};
+
+/*
+ * The local packets to one destination host (IPv4 or IPv6; packets with
+ * neither share the zero address).  It exists while it holds packets, and
+ * is then either in the local round robin or waiting for credit.
+ */
+struct parq_lflow {
+	struct parq_rr_node	rr;	/* in lrr unless waiting */
+	struct hlist_node	hnode;	/* in lhash */
+	struct list_head	wait;	/* in lwait while waiting */
+	struct parq_skbq	q;
+	struct parq_addr	dst;
+	u64			until;	/* ns: end of its wait */
 };
 
 /* Counters of a class, fixed or reserved. */
@@ -97,15 +121,22 @@ struct parq_sched_data {
 	struct rb_root_cached	resv_backlog;	/* by (NDT, classid) */
 	struct parq_thresh	thresh;
 	struct parq_shaper	shaper;
-	struct parq_rr		rr;
-	struct qdisc_skb_head	local;
+	struct parq_rr		rr;		/* parallel flows */
+	struct parq_rr		lrr;		/* local flows that may send */
 	u32			parallel_qlen;
+	u32			local_qlen;
+	u32			local_flows;	/* local flows with packets */
+	u32			local_waiting;	/* of those, waiting for credit */
+	u64			lwait_next;	/* ns: earliest end of a wait */
+	struct list_head	lwait;		/* local flows waiting */
 	u32			resv_backlogged;
 	bool			throttled;
 	bool			split_gso;
 
 	/* enqueue */
 	struct parq_flow	*flows;		/* PARQ_FLOW_BUCKETS */
+	struct hlist_head	*lhash;		/* PARQ_LOCAL_BUCKETS */
+	u32			lseed;
 	struct tcf_proto __rcu	*filter_list;
 	struct Qdisc_class_hash	clhash;		/* reserved classes */
 	struct parq_config	cfg;
@@ -291,6 +322,155 @@ static void parq_count_out(struct Qdisc *sch, struct parq_class *c,
 	qdisc_qstats_backlog_dec(sch, skb);
 }
 
+/* --- the local class: a queue per destination ------------------------ */
+
+static struct hlist_head *parq_lhead(struct parq_sched_data *q,
+				     const struct parq_addr *dst)
+{
+	u32 h = jhash2((__force const u32 *)dst->a, ARRAY_SIZE(dst->a),
+		       dst->family ^ q->lseed);
+
+	return &q->lhash[h & (PARQ_LOCAL_BUCKETS - 1)];
+}
+
+/* The local flow of @skb's destination, made if it has none (then added
+ * to the round robin by the caller's first packet); NULL if out of memory.
+ */
+static struct parq_lflow *parq_lflow_get(struct parq_sched_data *q,
+					 struct sk_buff *skb)
+{
+	struct hlist_head *head;
+	struct parq_addr dst;
+	struct parq_lflow *f;
+
+	if (!parq_skb_dst(skb, &dst))
+		memset(&dst, 0, sizeof(dst));
+	head = parq_lhead(q, &dst);
+	hlist_for_each_entry(f, head, hnode)
+		if (parq_addr_eq(&f->dst, &dst))
+			return f;
+	f = kzalloc(sizeof(*f), GFP_ATOMIC | __GFP_NOWARN);
+	if (!f)
+		return NULL;
+	f->dst = dst;
+	hlist_add_head(&f->hnode, head);
+	INIT_LIST_HEAD(&f->wait);
+	q->local_flows++;
+	return f;
+}
+
+static void parq_lflow_free(struct parq_sched_data *q, struct parq_lflow *f)
+{
+	hlist_del(&f->hnode);
+	q->local_flows--;
+	kfree(f);
+}
+
+static bool parq_lflow_waiting(const struct parq_lflow *f)
+{
+	return !list_empty(&f->wait);
+}
+
+/* Take the head packet of local flow @f: the one parq_rr_select() chose,
+ * or (to evict) the head of the round robin or a waiting flow.
+ */
+static struct sk_buff *parq_lflow_take(struct Qdisc *sch,
+				       struct parq_lflow *f, bool selected)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb = parq_skbq_pop(&f->q);
+	bool emptied = !f->q.qlen;
+
+	if (selected) {
+		parq_rr_charge(&q->lrr, qdisc_pkt_len(skb), emptied);
+	} else if (emptied) {
+		if (parq_lflow_waiting(f)) {
+			list_del_init(&f->wait);
+			q->local_waiting--;
+		} else {
+			parq_rr_remove(&q->lrr, &f->rr);
+		}
+	}
+	if (emptied)
+		parq_lflow_free(q, f);
+	q->local_qlen--;
+	parq_count_out(sch, &q->cls[PARQ_CLASS_LOCAL - 1], skb);
+	return skb;
+}
+
+/* Local flows whose credit wait is over go back to the round robin. */
+static void parq_local_wake(struct parq_sched_data *q, u64 now)
+{
+	struct parq_lflow *f, *tmp;
+	u64 next = U64_MAX;
+
+	if (now < q->lwait_next)
+		return;
+	list_for_each_entry_safe(f, tmp, &q->lwait, wait) {
+		if (f->until > now) {
+			next = min(next, f->until);
+			continue;
+		}
+		list_del_init(&f->wait);
+		q->local_waiting--;
+		parq_rr_add(&q->lrr, &f->rr);
+	}
+	q->lwait_next = next;
+}
+
+/*
+ * The local flow to send from now, its head packet charged to its
+ * destination's credit, or NULL when every local flow waits.  A flow over
+ * its credit leaves the round robin until its credit may allow it again
+ * (the next epoch, or the end of the lease).
+ */
+static struct parq_lflow *parq_local_next(struct Qdisc *sch, u64 now)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	const struct net *net = dev_net(qdisc_dev(sch));
+	struct parq_rr_node *n;
+	struct parq_lflow *f;
+	u64 until;
+
+	while ((n = parq_rr_select(&q->lrr))) {
+		f = container_of(n, struct parq_lflow, rr);
+		if (!f->dst.family || !parq_credit_active(net) ||
+		    parq_credit_charge(net, &f->dst, qdisc_pkt_len(f->q.head),
+				       now, &until) != PARQ_CREDIT_WAIT)
+			return f;
+		parq_rr_charge(&q->lrr, 0, true);
+		f->until = until;
+		list_add_tail(&f->wait, &q->lwait);
+		q->local_waiting++;
+		q->lwait_next = min(q->lwait_next, until);
+		q->xs.credit_waits++;
+	}
+	return NULL;
+}
+
+static void parq_local_purge(struct parq_sched_data *q)
+{
+	struct hlist_node *tmp;
+	struct parq_lflow *f;
+	unsigned int i;
+
+	if (!q->lhash)		/* init failed before allocating it */
+		return;
+	for (i = 0; i < PARQ_LOCAL_BUCKETS; i++) {
+		hlist_for_each_entry_safe(f, tmp, &q->lhash[i], hnode) {
+			parq_skbq_purge(&f->q);
+			parq_lflow_free(q, f);
+		}
+	}
+	q->lrr.head = NULL;
+	q->lrr.tail = NULL;
+	q->lrr.active = 0;
+	INIT_LIST_HEAD(&q->lwait);
+	q->local_waiting = 0;
+	q->lwait_next = U64_MAX;
+	q->local_qlen = 0;
+}
+
 static bool parq_resv_less(struct rb_node *a, const struct rb_node *b)
 {
 	return parq_resv_before(&rb_entry(a, struct parq_resv_class, node)->r,
@@ -338,23 +518,18 @@ static void parq_resv_requeue(struct parq_sched_data *q,
 		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
 }
 
-/* Take the oldest packet of the parallel (any flow) or the local class. */
-static struct sk_buff *parq_take(struct Qdisc *sch, unsigned long cl)
+/* Take the next packet of the parallel class (DRR over its flows). */
+static struct sk_buff *parq_take_parallel(struct Qdisc *sch)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct parq_flow *flow;
 	struct sk_buff *skb;
 
-	if (cl == PARQ_CLASS_LOCAL) {
-		skb = __qdisc_dequeue_head(&q->local);
-	} else {
-		flow = container_of(parq_rr_select(&q->rr), struct parq_flow,
-				    rr);
-		skb = parq_skbq_pop(&flow->q);
-		parq_rr_charge(&q->rr, qdisc_pkt_len(skb), !flow->q.qlen);
-		q->parallel_qlen--;
-	}
-	parq_count_out(sch, parq_stats_of(q, cl), skb);
+	flow = container_of(parq_rr_select(&q->rr), struct parq_flow, rr);
+	skb = parq_skbq_pop(&flow->q);
+	parq_rr_charge(&q->rr, qdisc_pkt_len(skb), !flow->q.qlen);
+	q->parallel_qlen--;
+	parq_count_out(sch, &q->cls[PARQ_CLASS_PARALLEL - 1], skb);
 	return skb;
 }
 
@@ -369,15 +544,22 @@ static unsigned int parq_evict(struct Qdisc *sch, struct sk_buff **to_free)
 	struct sk_buff *skb;
 	unsigned int len;
 
-	if (!q->local.qlen)
+	if (q->local_qlen) {
+		/* The destination served next, else one that waits. */
+		skb = parq_lflow_take(sch, q->lrr.head ?
+				      container_of(q->lrr.head,
+						   struct parq_lflow, rr) :
+				      list_first_entry(&q->lwait,
+						       struct parq_lflow, wait),
+				      false);
+	} else if (q->parallel_qlen) {
 		cl = PARQ_CLASS_PARALLEL;
-	if (!q->local.qlen && !q->parallel_qlen) {
+		skb = parq_take_parallel(sch);
+	} else {
 		rc = parq_resv_first(q);
 		cl = (unsigned long)rc;
 		skb = parq_resv_take(sch, rc);
 		parq_resv_requeue(q, rc);
-	} else {
-		skb = parq_take(sch, cl);
 	}
 	len = qdisc_pkt_len(skb);
 	parq_stats_of(q, cl)->qstats.drops++;
@@ -401,6 +583,7 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 	struct parq_resv_class *rc = parq_resv_of(cl);
 	struct parq_class *c = parq_stats_of(q, cl);
 	struct parq_flow *flow = NULL;
+	struct parq_lflow *lflow = NULL;
 	struct parq_skbq *pq = NULL;	/* queue under flow-limit */
 	unsigned int evicted = 0;
 
@@ -409,15 +592,25 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 		pq = &flow->q;
 	} else if (rc) {
 		pq = &rc->q;
+	} else {
+		lflow = parq_lflow_get(q, skb);
+		if (!lflow)
+			return parq_drop_new(skb, sch, c,
+					     &q->xs.drop_local_nomem, to_free);
+		pq = &lflow->q;
 	}
-	if (pq && pq->qlen >= q->cfg.flow_limit)
+	/* One flow, reserved class or local destination cannot fill it all. */
+	if (pq->qlen >= q->cfg.flow_limit)
 		return parq_drop_new(skb, sch, c, &q->xs.drop_flow_limit,
 				     to_free);
 	if (sch->q.qlen >= q->cfg.limit) {
-		if (!pq)
+		if (lflow) {
+			if (!lflow->q.qlen)	/* just made for this packet */
+				parq_lflow_free(q, lflow);
 			return parq_drop_new(skb, sch, c,
 					     &q->xs.drop_local_full, to_free);
-		if (!q->local.qlen)
+		}
+		if (!q->local_qlen)
 			return parq_drop_new(skb, sch, c,
 					     &q->xs.drop_parallel_full,
 					     to_free);
@@ -437,7 +630,10 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 	} else if (rc) {
 		parq_resv_enqueue(q, rc, skb);
 	} else {
-		__qdisc_enqueue_tail(skb, &q->local);
+		if (!lflow->q.qlen)
+			parq_rr_add(&q->lrr, &lflow->rr);
+		parq_skbq_add(&lflow->q, skb);
+		q->local_qlen++;
 	}
 	/* Told only now, so that parents never see this qdisc empty. */
 	if (evicted)
@@ -513,13 +709,14 @@ static void parq_throttle(struct parq_sched_data *q, u64 until)
 static struct sk_buff *parq_dequeue(struct Qdisc *sch)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_lflow *lf = NULL;
 	struct parq_resv_class *rc;
-	unsigned long cl;
-	bool parallel, local;
 	enum parq_pick pick;
+	bool parallel, local;
 	struct sk_buff *skb;
+	unsigned long cl;
 	unsigned int len;
-	u64 now;
+	u64 now, until;
 
 	if (!sch->q.qlen)
 		return NULL;
@@ -530,36 +727,54 @@ static struct sk_buff *parq_dequeue(struct Qdisc *sch)
 	}
 
 	rc = parq_resv_first(q);
+	parq_local_wake(q, now);
 	parallel = q->parallel_qlen != 0;
-	local = q->local.qlen != 0;
+	local = q->lrr.active != 0;	/* not waiting for credit */
 	if (rc && parq_resv_eligible(&rc->r, now)) {
 		skb = parq_resv_take(sch, rc);
 		parq_resv_dispatch(&rc->r, now, qdisc_pkt_len(skb));
 		parq_resv_requeue(q, rc);
 		q->xs.resv_dispatches++;
 		cl = (unsigned long)rc;
-	} else if (parallel || local) {
-		pick = parq_thresh_pick(&q->thresh, parallel, local);
-		if (pick == PARQ_PICK_PARALLEL) {
-			cl = PARQ_CLASS_PARALLEL;
-			if (!local)
-				q->xs.parallel_only++;
-		} else {
-			cl = PARQ_CLASS_LOCAL;
-			if (parallel)
-				q->xs.threshold_turns++;
-			else
-				q->xs.local_only++;
-		}
-		skb = parq_take(sch, cl);
-		parq_thresh_charge(&q->thresh, pick, qdisc_pkt_len(skb),
-				   pick == PARQ_PICK_PARALLEL ? local : parallel);
-	} else {
-		/* Only reserved packets, none due yet. */
-		parq_throttle(q, rc->r.ndt);
-		return NULL;
+		goto sent;
 	}
 
+	pick = parq_thresh_pick(&q->thresh, parallel, local);
+	if (pick == PARQ_PICK_LOCAL) {
+		lf = parq_local_next(sch, now);
+		if (!lf) {
+			/* Every local destination waits for credit: parallel
+			 * goes as if local were idle, and loses no turn.
+			 */
+			local = false;
+			pick = parallel ? PARQ_PICK_PARALLEL : PARQ_PICK_NONE;
+		}
+	}
+	if (pick == PARQ_PICK_NONE) {
+		/* Reserved packets not due, local ones waiting for credit. */
+		until = min(rc ? rc->r.ndt : U64_MAX, q->lwait_next);
+		if (WARN_ON_ONCE(until == U64_MAX))
+			return NULL;
+		parq_throttle(q, until);
+		return NULL;
+	}
+	if (pick == PARQ_PICK_PARALLEL) {
+		cl = PARQ_CLASS_PARALLEL;
+		if (!local)
+			q->xs.parallel_only++;
+		skb = parq_take_parallel(sch);
+	} else {
+		cl = PARQ_CLASS_LOCAL;
+		if (parallel)
+			q->xs.threshold_turns++;
+		else
+			q->xs.local_only++;
+		skb = parq_lflow_take(sch, lf, true);
+	}
+	parq_thresh_charge(&q->thresh, pick, qdisc_pkt_len(skb),
+			   pick == PARQ_PICK_PARALLEL ? local : parallel);
+
+sent:
 	if (q->throttled) {
 		q->throttled = false;
 		q->xs.wakeups++;
@@ -590,10 +805,7 @@ static void parq_purge(struct Qdisc *sch)
 		rc->c.qlen = 0;
 		rc->c.qstats.backlog = 0;
 	}
-	rtnl_kfree_skbs(q->local.head, q->local.tail);
-	q->local.head = NULL;
-	q->local.tail = NULL;
-	q->local.qlen = 0;
+	parq_local_purge(q);
 	q->parallel_qlen = 0;
 	q->resv_backlogged = 0;
 	for (i = 0; i < PARQ_NUM_CLASSES; i++) {
@@ -831,6 +1043,7 @@ static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg,
 	parq_shaper_set(&q->shaper, rate, cfg->overhead, PARQ_CATCHUP_NS,
 			ktime_get_ns());
 	q->rr.quantum = psched_mtu(qdisc_dev(sch));
+	q->lrr.quantum = q->rr.quantum;
 	q->split_gso = parq_split_gso(cfg);
 	q->linkrate = linkrate;
 	q->resv_capacity = parq_resv_capacity(linkrate, cfg->reservable);
@@ -863,7 +1076,7 @@ static int parq_change(struct Qdisc *sch, struct nlattr *opt,
 	sch_tree_lock(sch);
 	parq_config_apply(sch, &cfg, linkrate);
 	while (sch->q.qlen > cfg.limit) {
-		if (q->local.qlen)
+		if (q->local_qlen)
 			q->xs.drop_local_full++;
 		else
 			q->xs.drop_parallel_full++;
@@ -891,10 +1104,12 @@ static int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	qdisc_watchdog_init(&q->watchdog, sch);
 	for (i = 0; i < PARQ_NUM_CLASSES; i++)
 		parq_bstats_init(&q->cls[i].bstats);
-	q->local.head = NULL;
-	q->local.tail = NULL;
 	q->resv_backlog = RB_ROOT_CACHED;
 	parq_rr_init(&q->rr, psched_mtu(qdisc_dev(sch)));
+	parq_rr_init(&q->lrr, psched_mtu(qdisc_dev(sch)));
+	INIT_LIST_HEAD(&q->lwait);
+	q->lwait_next = U64_MAX;
+	q->lseed = get_random_u32();
 
 	err = qdisc_class_hash_init(&q->clhash);
 	if (err)
@@ -903,7 +1118,8 @@ static int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	if (err)
 		return err;
 	q->flows = kvcalloc(PARQ_FLOW_BUCKETS, sizeof(*q->flows), GFP_KERNEL);
-	if (!q->flows)
+	q->lhash = kvcalloc(PARQ_LOCAL_BUCKETS, sizeof(*q->lhash), GFP_KERNEL);
+	if (!q->flows || !q->lhash)
 		return -ENOMEM;
 
 	parq_config_default(&cfg);
@@ -931,6 +1147,7 @@ static void parq_destroy(struct Qdisc *sch)
 	if (q->flows)
 		parq_purge(sch);
 	kvfree(q->flows);
+	kvfree(q->lhash);
 	if (!q->clhash.hash)
 		return;
 	for (i = 0; i < q->clhash.hashsize; i++)
@@ -980,6 +1197,8 @@ static int parq_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	sch_tree_lock(sch);
 	xs = q->xs;
 	xs.flows_active = q->rr.active;
+	xs.local_flows = q->local_flows;
+	xs.local_waiting = q->local_waiting;
 	xs.resv_sum_rate = q->resv_sum;
 	xs.resv_capacity = q->resv_capacity;
 	xs.resv_classes = q->resv_classes;
@@ -1348,17 +1567,26 @@ static struct Qdisc_ops parq_qdisc_ops __read_mostly = {
 
 static int __init parq_module_init(void)
 {
-	return register_qdisc(&parq_qdisc_ops);
+	int err;
+
+	err = parq_credit_init();
+	if (err)
+		return err;
+	err = register_qdisc(&parq_qdisc_ops);
+	if (err)
+		parq_credit_exit();
+	return err;
 }
 
 static void __exit parq_module_exit(void)
 {
 	unregister_qdisc(&parq_qdisc_ops);
+	parq_credit_exit();
 }
 
 module_init(parq_module_init);
 module_exit(parq_module_exit);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("parq developers");
-MODULE_DESCRIPTION("parq: parallel/local packet scheduler with reserved flows");
+MODULE_DESCRIPTION("parq: parallel/local packet scheduler with reserved flows and receiver-side credits");
 PARQ_MODULE_ALIAS();

@@ -870,6 +870,15 @@ static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 		PARQ_X32(resv_backlogged, " ");
 		PARQ_X32(resv_throttled, " ");
 	}
+
+	/* version 3: local destinations, receiver-side credits */
+	if (PARQ_HAS(st, local_flows, len)) {
+		print_nl();
+		PARQ_X32(local_flows, "  ");
+		PARQ_X32(local_waiting, " ");
+		PARQ_X64(credit_waits, " ");
+		PARQ_X64(drop_local_nomem, " ");
+	}
 #undef PARQ_XRATE
 #undef PARQ_X64
 #undef PARQ_X32

@@ -666,21 +666,24 @@ stats() {
 		fail "prints $desc" "rc=$rc1/$RC, stderr: $err1 $ERR" "${msg:-}" "$(cat "$W/text")"
 	fi
 }
-XS='{"version": 2, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615, "resv_dispatches": 1000, "resv_rejects": 2, "resv_sum_rate": 2500000, "resv_capacity": 11250000, "resv_classes": 3, "resv_backlogged": 2, "resv_throttled": 1, "pad": 4294967295}'
-V1='"xstats_version": 2, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615'
-ALL="{$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000, \"resv_classes\": 3, \"resv_backlogged\": 2, \"resv_throttled\": 1}"
+XS='{"version": 3, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615, "resv_dispatches": 1000, "resv_rejects": 2, "resv_sum_rate": 2500000, "resv_capacity": 11250000, "resv_classes": 3, "resv_backlogged": 2, "resv_throttled": 1, "pad": 4294967295, "local_flows": 5, "local_waiting": 4, "credit_waits": 77, "drop_local_nomem": 3}'
+V1='"xstats_version": 3, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615'
+V2="$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000, \"resv_classes\": 3, \"resv_backlogged\": 2, \"resv_throttled\": 1"
+ALL="{$V2, \"local_flows\": 5, \"local_waiting\": 4, \"credit_waits\": 77, \"drop_local_nomem\": 3}"
 RATES='{"resv_sum_rate": "20Mbit", "resv_capacity": "90Mbit"}'
 SIZE=$(xsize tc_parq_xstats)
 SIZE1=$(xsize tc_parq_xstats resv_dispatches)
 stats "every xstats field, text and JSON keys equal" "$SIZE" "$ALL" "$RATES"
 stats "xstats from a newer module (longer)" "$((SIZE + 24))" "$ALL" "$RATES"
 stats "xstats of version 1 (no reserved flows)" "$SIZE1" "{$V1}"
+stats "xstats of version 2 (no local destinations)" \
+	"$(xsize tc_parq_xstats local_flows)" "{$V2}" "$RATES"
 stats "xstats cut after resv_capacity" "$(xsize tc_parq_xstats resv_classes)" \
 	"{$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000}" "$RATES"
 stats "xstats from an older module (shorter)" 24 \
-	'{"xstats_version": 2, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
+	'{"xstats_version": 3, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
 stats "xstats cut inside a field" 20 \
-	'{"xstats_version": 2, "flows_active": 2, "threshold_turns": 10}'
+	'{"xstats_version": 3, "flows_active": 2, "threshold_turns": 10}'
 stats "xstats of 2 bytes" 2 '{}'
 
 # cstats DESC CLASS-XSTATS-JSON XSTATS-LEN EXPECTED-KEYS-JSON [EXPECTED-TEXT-JSON]

@@ -3,16 +3,19 @@
 Modules:
   ktap     KTAP output (TAP version 13, ok/not ok/SKIP, diagnostics, exit codes)
   netns    network namespaces joined by veth pairs, static neighbours, cleanup
-  tc       tc(8) with the repository's q_parq.so, JSON parsing, assertions
-  rtnl     hand-built rtnetlink requests (tc messages bypassing the plugin)
+  tc       tc(8) with the repository's q_parq.so, parsed output, snapshots
+  rtnl     hand-built netlink requests (tc messages bypassing the plugin)
+  genl     the parq generic netlink family (the credit table), by hand
   traffic  UDP sockets inside a netns, iperf3, sockperf, class counter sampler
   module   sch_parq module state (loaded, installed, autoload, rmmod)
   kmsg     kernel log snapshots and the scripts/check-kmsg verdict
   uapi     constants read from kmod/include/uapi/linux/parq.h
+  scenarios  measurement scenarios shared by tests, demo and experiments
+  resv     reserved classes: tc lines, packets into a class, memory
 
 Everything here runs as root on the machine under test (a VM or a real host)
-and touches nothing outside the namespaces it creates.  Every external
-command has a timeout.
+and, apart from loading and unloading sch_parq, touches nothing outside the
+namespaces it creates.  Every external command has a timeout.
 """
 import os
 from pathlib import Path
@@ -20,7 +23,7 @@ from pathlib import Path
 # The repository root: scripts/parqlab/__init__.py -> ../..
 REPO = Path(__file__).resolve().parents[2]
 
-# Debian's interpreter, which has python3-pyroute2; selftests use it too.
+# Debian's interpreter (a python3 earlier in PATH may lack Debian's packages).
 PYTHON = "/usr/bin/python3"
 
 

@@ -93,10 +93,11 @@ def tcmsg(ifindex, handle, parent):
 
 
 class Result:
-    def __init__(self, error, msg, offset):
+    def __init__(self, error, msg, offset, replies=()):
         self.error = error		# 0 or -errno
         self.msg = msg			# extack message or None
         self.offset = offset		# NLMSGERR_ATTR_OFFS or None
+        self.replies = list(replies)	# payloads answered before the ack
 
     @property
     def errname(self):
@@ -107,21 +108,22 @@ class Result:
         return f"<{self.errname} msg={self.msg!r} offs={self.offset}>"
 
 
-class Rtnl:
-    """A NETLINK_ROUTE socket in namespace @ns (Netns or None)."""
+class Netlink:
+    """A netlink socket of protocol @proto in namespace @ns (Netns or
+    None): requests with acks and extended acks, and dumps."""
 
-    def __init__(self, ns=None):
+    def __init__(self, proto, ns=None):
         self.ns = ns
         if ns is not None:
             with entered(ns.name):
-                self.sock = self._open()
+                self.sock = self._open(proto)
         else:
-            self.sock = self._open()
+            self.sock = self._open(proto)
         self.seq = 1000
 
     @staticmethod
-    def _open():
-        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
+    def _open(proto):
+        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, proto)
         s.setsockopt(SOL_NETLINK, NETLINK_EXT_ACK, 1)
         s.setsockopt(SOL_NETLINK, NETLINK_CAP_ACK, 1)
         s.settimeout(10)
@@ -135,11 +137,13 @@ class Rtnl:
             return socket.if_nametoindex(dev)
 
     def request(self, msgtype, flags, body):
-        """Send one request with NLM_F_REQUEST|NLM_F_ACK; return Result."""
+        """Send one request with NLM_F_REQUEST|NLM_F_ACK; return Result,
+        with the payloads of any answer that came before the ack."""
         self.seq += 1
         hdr = struct.pack("=IHHII", 16 + len(body), msgtype,
                           flags | NLM_F_REQUEST | NLM_F_ACK, self.seq, 0)
         self.sock.send(hdr + body)
+        replies = []
         while True:
             data = self.sock.recv(65536)
             off = 0
@@ -148,8 +152,12 @@ class Rtnl:
                     "=IHHII", data, off)
                 if length < 16:
                     raise RuntimeError("bad netlink message length")
-                if mtype == NLMSG_ERROR and seq == self.seq:
-                    return self._parse_err(data[off:off + length], mflags)
+                if seq == self.seq:
+                    if mtype == NLMSG_ERROR:
+                        res = self._parse_err(data[off:off + length], mflags)
+                        res.replies = replies
+                        return res
+                    replies.append(data[off + 16:off + length])
                 off += _align(length)
 
     @staticmethod
@@ -200,6 +208,23 @@ class Rtnl:
                     continue
                 out.append(payload)
 
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class Rtnl(Netlink):
+    """A NETLINK_ROUTE socket in namespace @ns (Netns or None)."""
+
+    def __init__(self, ns=None):
+        super().__init__(NETLINK_ROUTE, ns)
+
     def classes(self, ifindex):
         """Classes of @ifindex with exact statistics, as dicts keyed like
         tc -j -s qdisc output: kind in "class", "handle" ("1:1"), "parent"
@@ -230,16 +255,6 @@ class Rtnl:
         body = tcmsg(ifindex, handle, parent) + nla_str(TCA_KIND, kind) + \
             options
         return self.request(RTM_NEWQDISC, flags, body)
-
-    def close(self):
-        self.sock.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
 
 def parse_attrs(data):

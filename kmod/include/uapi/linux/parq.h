@@ -71,7 +71,8 @@ enum {
 	TCA_PARQ_SPLIT_GSO,	/* u8: enum parq_split_gso; dumped as the
 				 * effective state (_ON or _OFF) */
 	TCA_PARQ_LIMIT,		/* u32: packets in the whole qdisc */
-	TCA_PARQ_FLOW_LIMIT,	/* u32: packets in one parallel flow */
+	TCA_PARQ_FLOW_LIMIT,	/* u32: packets in one parallel flow, one
+				 * reserved class or one local destination */
 	TCA_PARQ_DSCP_PARALLEL,	/* u64: DSCP bitmask, see PARQ_DSCP_BIT */
 	TCA_PARQ_DEFAULT_CLASS,	/* u8: PARQ_CLASS_PARALLEL or _LOCAL */
 	TCA_PARQ_LINKRATE,	/* u64: bytes/s admission control divides,
@@ -96,7 +97,7 @@ enum {
  * Qdisc extended statistics (tc -s qdisc show).  Versioned: fields are only
  * ever appended, readers copy min(payload, sizeof) into a zeroed struct.
  */
-#define PARQ_XSTATS_VERSION	2
+#define PARQ_XSTATS_VERSION	3
 
 struct tc_parq_xstats {
 	__u32	version;		/* PARQ_XSTATS_VERSION */
@@ -114,7 +115,8 @@ struct tc_parq_xstats {
 	__u64	drop_local_evicted;	/* queued local packet dropped to make
 					 * room for a parallel packet */
 	__u64	drop_parallel_full;	/* parallel dropped: full, no local */
-	__u64	drop_flow_limit;	/* parallel dropped: flow-limit */
+	__u64	drop_flow_limit;	/* dropped: its flow, reserved class or
+					 * local destination at flow-limit */
 	__u64	drop_gso_failed;	/* GSO segmentation failed */
 	__u64	drop_filter;		/* dropped or stolen by a tc filter */
 	/* version 2: reserved flows */
@@ -126,6 +128,13 @@ struct tc_parq_xstats {
 	__u32	resv_backlogged;	/* reserved classes with packets now */
 	__u32	resv_throttled;		/* of those, waiting for their NDT */
 	__u32	pad;
+	/* version 3: the local class per destination, receiver credits */
+	__u32	local_flows;		/* destinations with local packets */
+	__u32	local_waiting;		/* of those, waiting for credit */
+	__u64	credit_waits;		/* times a destination had used its
+					 * credit and had to wait */
+	__u64	drop_local_nomem;	/* local dropped: no memory for a
+					 * destination queue */
 };
 
 /*
@@ -144,5 +153,48 @@ struct tc_parq_class_xstats {
 	__u64	lateness_max;	/* ns a packet left after its NDT, max */
 	__u64	lateness_sum;	/* ns, sum over dispatches (mean = sum/n) */
 };
+
+/*
+ * Generic netlink family "parq" (receiver-side credits).  A credit entry
+ * limits the local-class traffic a host sends to one destination to
+ * PARQ_A_CREDIT bytes per epoch of PARQ_A_EPOCH ns, until its lease runs
+ * out.  Entries are per network namespace; every write needs
+ * CAP_NET_ADMIN.  Documentation/netlink/specs/parq.yaml describes it.
+ */
+#define PARQ_GENL_NAME		"parq"
+#define PARQ_GENL_VERSION	1
+
+#define PARQ_CREDIT_MAX		0xffffffffU	/* bytes per epoch */
+#define PARQ_EPOCH_MIN		10000ULL	/* ns: 10 us */
+#define PARQ_EPOCH_MAX		10000000000ULL	/* ns: 10 s */
+#define PARQ_EPOCH_DEFAULT	1000000ULL	/* ns: 1 ms */
+#define PARQ_LEASE_MAX		3600000000000ULL /* ns: 1 hour */
+#define PARQ_CREDIT_ENTRIES_MAX	65536		/* per namespace */
+
+enum parq_genl_cmd {
+	PARQ_CMD_UNSPEC,
+	PARQ_CMD_CREDIT_SET,	/* create or replace one entry */
+	PARQ_CMD_CREDIT_DEL,	/* delete one entry, or all without address */
+	PARQ_CMD_CREDIT_GET,	/* one entry (doit) or the table (dump) */
+	__PARQ_CMD_MAX
+};
+#define PARQ_CMD_MAX (__PARQ_CMD_MAX - 1)
+
+enum parq_genl_attr {
+	PARQ_A_UNSPEC,
+	PARQ_A_PAD,
+	PARQ_A_ADDR4,		/* be32: an IPv4 destination */
+	PARQ_A_ADDR6,		/* 16 bytes: an IPv6 destination */
+	PARQ_A_CREDIT,		/* u32: bytes per epoch; 0 stops the
+				 * destination's local traffic */
+	PARQ_A_EPOCH,		/* u64: ns, PARQ_EPOCH_MIN..MAX */
+	PARQ_A_LEASE,		/* u64: ns the entry lives (set), or has
+				 * left (get), 1..PARQ_LEASE_MAX */
+	PARQ_A_USED,		/* u32: bytes sent in the current epoch */
+	PARQ_A_PASSED,		/* u64: local packets let through */
+	PARQ_A_HELD,		/* u64: times a packet had to wait */
+	__PARQ_A_MAX
+};
+#define PARQ_A_MAX (__PARQ_A_MAX - 1)
 
 #endif /* _UAPI_LINUX_PARQ_H */

@@ -1,0 +1,617 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""parq credit table: the "parq" generic netlink family.
+
+The table limits the local traffic a host sends to one destination (issue
+4's receiver-side credits).  The first cases check the table and its
+netlink interface, spoken by hand (parqlab.genl) so that malformed requests
+can be sent too:
+  - the family resolves, and loads sch_parq when it is not loaded;
+  - set / get / dump round trips for IPv4 and IPv6 destinations; a
+    repeated set keeps the entry's counters and epoch grid and refreshes
+    its lease; delete one, delete all;
+  - every malformed or out-of-range request is refused with an extended
+    ack message, and the table is unchanged afterwards;
+  - writes need CAP_NET_ADMIN (an unprivileged process may read);
+  - tables are per network namespace, and a namespace's entries go with it;
+  - leases: an expired entry reads as expired at once and is freed by the
+    sweep within two seconds;
+  - the table holds PARQ_CREDIT_ENTRIES_MAX entries and refuses one more;
+  - rmmod with entries in two namespaces, and a clean kernel log.
+Then the qdisc: parq is the root of A's veth, and B has two addresses, D1
+(10.77.0.2) and D2 (10.77.0.3).  A sends UDP datagrams to both; B counts
+what arrives per destination, in time:
+  - credit 0 for D1 stops D1's local traffic and not D2's; D1 resumes by
+    itself when the lease ends, and at once when the entry is deleted;
+  - parallel (EF) traffic to D1 is not held by the credit;
+  - a credit of C bytes per epoch E holds D1 to at most C per epoch (the
+    bound is exact: bytes parq sent over an interval <= (epochs + 2) x C),
+    and the rate achieved is printed;
+  - xstats count the destinations, the waiting ones and the waits.
+"""
+import os
+import select
+import socket
+import struct
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import ktap, lab, module, resv, uapi  # noqa: E402
+from parqlab import tc as tclib  # noqa: E402
+from parqlab.genl import ParqGenl, genlhdr  # noqa: E402
+from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
+from parqlab.netns import Netns  # noqa: E402
+from parqlab.rtnl import Rtnl, nla, nla_u32, nla_u64  # noqa: E402
+from parqlab.tc import tc  # noqa: E402
+from parqlab.traffic import TOS_EF, UDP_OVERHEAD, udp_socket  # noqa: E402
+
+MS = 1000000
+SEC = 1000 * MS
+A4, B4, A6 = "10.77.0.2", "10.77.0.3", "fd00:77::2"
+D1, D2 = "10.77.0.2", "10.77.0.3"	# B's two addresses
+PORT = 6001
+PAYLOAD = 972				# 1014 bytes on the wire
+
+topo = None
+kwatch = None
+
+
+def genl(ns=None):
+    return ParqGenl(ns if ns is not None else topo.a)
+
+
+def entries(g):
+    return {e["addr"]: e for e in g.dump()}
+
+
+def ok(res, what):
+    check(res.error == 0, f"{what}: {res}")
+
+
+def t_family_autoload():
+    # Nothing may hold the module: no parq qdisc exists in this test.
+    if module.loaded():
+        r = module.rmmod()
+        check(r.returncode == 0, f"rmmod sch_parq: {r.stderr.strip()}")
+    check(not module.loaded(), "sch_parq still loaded")
+    if not module.installed():
+        module.ensure_loaded()
+        raise Skip("sch_parq not installed: the kernel cannot autoload it")
+    with genl() as g:
+        check(g.family > 0, f"family id {g.family}")
+    check(module.loaded(), "resolving the parq family did not load sch_parq")
+
+
+def t_round_trip():
+    with genl() as g:
+        ok(g.delete(), "flush")
+        ok(g.set(A4, credit=3000, lease_ns=5 * SEC, epoch_ns=2 * MS),
+           "set v4")
+        ok(g.set(A6, credit=0, lease_ns=5 * SEC), "set v6")
+        t = entries(g)
+        check_eq(sorted(t), sorted([A4, A6]), "dumped addresses")
+        e = t[A4]
+        check_eq((e["credit"], e["epoch_ns"], e["used"], e["passed"],
+                  e["held"]), (3000, 2 * MS, 0, 0, 0), f"{A4} entry")
+        check(0 < e["lease_ns"] <= 5 * SEC, f"lease left {e['lease_ns']}")
+        check_eq((t[A6]["credit"], t[A6]["epoch_ns"]),
+                 (0, uapi.PARQ_EPOCH_DEFAULT), f"{A6} credit, default epoch")
+        check_eq(g.get(A4)["credit"], 3000, "get v4")
+
+        # A repeated set (parqd resends every epoch) refreshes the lease.
+        time.sleep(0.3)
+        before = g.get(A4)["lease_ns"]
+        ok(g.set(A4, credit=3000, lease_ns=5 * SEC, epoch_ns=2 * MS),
+           "set again")
+        after = g.get(A4)["lease_ns"]
+        check(after > before, f"lease not refreshed: {before} -> {after}")
+        # A new credit replaces the old one (absolute, not added).
+        ok(g.set(A4, credit=100, lease_ns=5 * SEC, epoch_ns=2 * MS),
+           "set new credit")
+        check_eq(g.get(A4)["credit"], 100, "credit replaced")
+        check_eq(len(g.dump()), 2, "still two entries")
+
+        ok(g.delete(A6), "delete v6")
+        check_eq(sorted(entries(g)), [A4], "after delete v6")
+        r = g.delete(A6)
+        check_eq((r.errname, r.msg),
+                 ("ENOENT", "parq: no credit entry for that address"),
+                 "delete missing")
+        ok(g.delete(), "delete all")
+        check_eq(g.dump(), [], "table after delete all")
+
+
+POLICY = ("EINVAL", "ERANGE")
+
+
+def bad_requests(g):
+    """(name, request attrs, cmd, errno names, extack message: the text,
+    None for any (the policy's), False for none).
+    The netlink policy refuses with EINVAL or ERANGE, by kernel version."""
+    C = uapi.PARQ_CMD_CREDIT_SET
+    a4 = nla(uapi.PARQ_A_ADDR4, bytes([10, 77, 0, 9]))
+    a6 = nla(uapi.PARQ_A_ADDR6, bytes(15) + b"\x09")
+    cr = nla_u32(uapi.PARQ_A_CREDIT, 1500)
+    ls = nla_u64(uapi.PARQ_A_LEASE, SEC)
+    return [
+        ("two addresses", [a4, a6, cr, ls], C, "EINVAL",
+         "parq: give one address, IPv4 or IPv6"),
+        ("no address", [cr, ls], C, "EINVAL",
+         "parq: a credit needs a destination address"),
+        ("no lease", [a4, cr], C, "EINVAL",
+         "parq: a credit needs a credit and a lease"),
+        ("no credit", [a4, ls], C, "EINVAL",
+         "parq: a credit needs a credit and a lease"),
+        ("epoch below minimum", [a4, cr, ls,
+                                 nla_u64(uapi.PARQ_A_EPOCH,
+                                         uapi.PARQ_EPOCH_MIN - 1)],
+         C, POLICY, None),
+        ("epoch above maximum", [a4, cr, ls,
+                                 nla_u64(uapi.PARQ_A_EPOCH,
+                                         uapi.PARQ_EPOCH_MAX + 1)],
+         C, POLICY, None),
+        ("lease 0", [a4, cr, nla_u64(uapi.PARQ_A_LEASE, 0)], C, "ERANGE",
+         None),
+        ("lease above maximum",
+         [a4, cr, nla_u64(uapi.PARQ_A_LEASE, uapi.PARQ_LEASE_MAX + 1)], C,
+         POLICY, None),
+        ("IPv6 address of 15 bytes",
+         [nla(uapi.PARQ_A_ADDR6, bytes(15)), cr, ls], C, POLICY, None),
+        ("IPv4 address of 2 bytes", [nla(uapi.PARQ_A_ADDR4, b"\x0a\x4d"), cr,
+                                     ls], C, POLICY, None),
+        ("credit of 2 bytes", [a4, nla(uapi.PARQ_A_CREDIT, b"\x05\xdc"), ls],
+         C, POLICY, None),
+        ("unknown attribute", [a4, cr, ls, nla(uapi.PARQ_A_MAX + 1,
+                                               b"\0\0\0\0")], C, POLICY,
+         None),
+        ("read-only attribute in a set", [a4, cr, ls,
+                                          nla_u32(uapi.PARQ_A_USED, 5)], C,
+         POLICY, None),
+        ("unknown command", [a4], uapi.PARQ_CMD_MAX + 1,
+         ("EOPNOTSUPP", "ENOTSUP"), False),	# genl core: no message
+        ("get without address", [], uapi.PARQ_CMD_CREDIT_GET, "EINVAL",
+         "parq: give an address, or dump the table"),
+        ("get of a missing address", [nla(uapi.PARQ_A_ADDR4,
+                                          bytes([10, 77, 0, 99]))],
+         uapi.PARQ_CMD_CREDIT_GET, "ENOENT",
+         "parq: no credit entry for that address"),
+    ]
+
+
+def t_refusals():
+    with genl() as g:
+        ok(g.delete(), "flush")
+        ok(g.set(A4, credit=3000, lease_ns=60 * SEC), "set")
+        ok(g.set(A6, credit=0, lease_ns=60 * SEC), "set")
+        snap = {k: {f: v for f, v in e.items() if f != "lease_ns"}
+                for k, e in entries(g).items()}
+        for name, attrs, cmd, want, msg in bad_requests(g):
+            r = g.cmd(cmd, *attrs)
+            want = (want,) if isinstance(want, str) else want
+            check(r.errname in want, f"{name}: error {r.errname}, want "
+                  f"{' or '.join(want)}")
+            if msg:
+                check_eq(r.msg, msg, f"{name}: extack message")
+            elif msg is None:
+                check(r.msg, f"{name}: no extack message")
+            diag(f"{name}: {r.errname} {r.msg!r}")
+            now = {k: {f: v for f, v in e.items() if f != "lease_ns"}
+                   for k, e in entries(g).items()}
+            check_eq(now, snap, f"table after the refused {name}")
+        ok(g.delete(), "flush")
+
+
+UNPRIV = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from parqlab.genl import ParqGenl
+g = ParqGenl()
+print(g.set("10.77.0.5", credit=1, lease_ns=10**9).errname)
+print(g.delete().errname)
+print(len(g.dump()))
+"""
+
+
+def t_admin_perm():
+    with genl() as g:
+        ok(g.delete(), "flush")
+        ok(g.set(A4, credit=1, lease_ns=60 * SEC), "set")
+    scripts = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
+                           "scripts")
+    p = topo.a.run(["setpriv", "--reuid=65534", "--regid=65534",
+                    "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+                    "/usr/bin/python3", "-c", UNPRIV, scripts], check=False)
+    check(p.returncode == 0, f"unprivileged client: {p.stderr.strip()}")
+    check_eq(p.stdout.split(), ["EPERM", "EPERM", "1"],
+             "unprivileged set, delete all, dump size")
+    with genl() as g:
+        check_eq(sorted(entries(g)), [A4], "table after unprivileged writes")
+        ok(g.delete(), "flush")
+
+
+def t_netns():
+    with genl(topo.a) as ga, genl(topo.b) as gb:
+        ok(ga.delete(), "flush a")
+        ok(gb.delete(), "flush b")
+        ok(ga.set(A4, credit=1, lease_ns=60 * SEC), "set in a")
+        ok(gb.set(B4, credit=2, lease_ns=60 * SEC), "set in b")
+        check_eq(sorted(entries(ga)), [A4], "a's table")
+        check_eq(sorted(entries(gb)), [B4], "b's table")
+        ok(gb.delete(), "flush b")
+        check_eq(sorted(entries(ga)), [A4], "a's table after flushing b")
+        ok(ga.delete(), "flush a")
+    # A namespace's entries are freed with it.
+    tmp = Netns("parqcr-tmp")
+    try:
+        with genl(tmp) as g:
+            for i in range(100):
+                ok(g.set(f"10.78.0.{i}", credit=i, lease_ns=60 * SEC), "set")
+            check_eq(len(g.dump()), 100, "entries in the temporary namespace")
+    finally:
+        tmp.delete()
+
+
+def t_lease():
+    with genl() as g:
+        ok(g.delete(), "flush")
+        ok(g.set(A4, credit=1, lease_ns=200 * MS), "set, lease 200 ms")
+        ok(g.set(B4, credit=1, lease_ns=60 * SEC), "set, lease 60 s")
+        check(0 < g.get(A4)["lease_ns"] <= 200 * MS, "lease left")
+        time.sleep(0.4)
+        e = entries(g)
+        if A4 in e:		# not swept yet: it reads as expired
+            check_eq(e[A4]["lease_ns"], 0, "lease left after expiry")
+        deadline = time.monotonic() + 5
+        while A4 in entries(g) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        check(A4 not in entries(g), "expired entry not swept within 5 s")
+        check_eq(sorted(entries(g)), [B4], "the live entry stays")
+        ok(g.delete(), "flush")
+
+
+def set_msg(family, seq, addr_u32, credit):
+    body = genlhdr(uapi.PARQ_CMD_CREDIT_SET) + \
+        nla(uapi.PARQ_A_ADDR4, struct.pack(">I", addr_u32)) + \
+        nla_u32(uapi.PARQ_A_CREDIT, credit) + \
+        nla_u64(uapi.PARQ_A_LEASE, 600 * SEC)
+    return struct.pack("=IHHII", 16 + len(body), family, 1, seq, 0) + body
+
+
+def t_full():
+    N = uapi.PARQ_CREDIT_ENTRIES_MAX
+    with genl() as g:
+        ok(g.delete(), "flush")
+        t0 = time.monotonic()
+        # Many requests per send, without acks (errors still come back).
+        buf = b""
+        for i in range(N):
+            buf += set_msg(g.family, i + 1, 0x0b000000 + i, i)
+            if len(buf) > 60000:
+                g.sock.send(buf)
+                buf = b""
+        if buf:
+            g.sock.send(buf)
+        g.sock.setblocking(False)
+        errors = 0
+        try:
+            while True:
+                errors += len(g.sock.recv(1 << 20)) > 0
+        except BlockingIOError:
+            pass
+        g.sock.settimeout(30)
+        n = len(g.dump())
+        diag(f"{n} entries set in {time.monotonic() - t0:.1f}s "
+             f"({errors} error answers)")
+        check_eq((n, errors), (N, 0), "entries, error answers")
+        r = g.set("12.0.0.1", credit=1, lease_ns=SEC)
+        check_eq((r.errname, r.msg), ("ENOSPC", "parq: credit table full"),
+                 "one more")
+        # Replacing an entry of a full table is fine.
+        ok(g.set("11.0.0.5", credit=7, lease_ns=SEC), "replace in full table")
+        check_eq(g.get("11.0.0.5")["credit"], 7, "replaced")
+        ok(g.delete(), "flush")
+        check_eq(g.dump(), [], "table after flush")
+
+
+def t_rmmod_with_entries():
+    with genl(topo.a) as ga, genl(topo.b) as gb:
+        for i in range(50):
+            ok(ga.set(f"10.79.0.{i}", credit=i, lease_ns=60 * SEC), "set a")
+            ok(gb.set(f"fd00:79::{i:x}", credit=i, lease_ns=60 * SEC),
+               "set b")
+    r = module.rmmod()
+    check(r.returncode == 0, f"rmmod with credit entries: {r.stderr.strip()}")
+    check(not module.loaded(), "sch_parq still loaded")
+    module.ensure_loaded()
+    with genl(topo.a) as ga:
+        check_eq(ga.dump(), [], "table of a fresh module")
+
+
+# --- the qdisc under credits ----------------------------------------------
+
+class Receiver:
+    """UDP sockets in B on D1 and D2; records (time, destination, bytes)."""
+
+    def __init__(self):
+        self.socks = {}
+        for d in (D1, D2):
+            sk = topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+            sk.bind((d, PORT))
+            sk.setblocking(False)
+            self.socks[sk] = d
+        self.log = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            ready, _, _ = select.select(list(self.socks), [], [], 0.05)
+            now = time.monotonic()
+            for sk in ready:
+                while True:
+                    try:
+                        n = len(sk.recv(65536))
+                    except BlockingIOError:
+                        break
+                    self.log.append((now, self.socks[sk], n))
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        for sk in self.socks:
+            sk.close()
+
+    def wire_bytes(self, dst, t0, t1):
+        return sum(n + UDP_OVERHEAD for t, d, n in self.log
+                   if d == dst and t0 <= t < t1)
+
+    def first(self, dst, after):
+        return min((t for t, d, _ in self.log if d == dst and t >= after),
+                   default=None)
+
+
+class Sender:
+    """Datagrams from A to each of @dsts, @burst every @period seconds, one
+    non-blocking socket per destination with a send buffer large enough
+    that a held destination never blocks its sender: what parq holds back
+    is queued (or dropped at flow-limit), and the offered load stays."""
+
+    def __init__(self, dsts, burst=8, period=0.004, tos=None):
+        self.socks = {}
+        for d in dsts:
+            sk = udp_socket(topo.a, tos=tos)
+            resv.big_sndbuf(sk)
+            sk.setblocking(False)
+            self.socks[d] = sk
+        self.burst, self.period = burst, period
+        self.sent = {d: 0 for d in dsts}
+        self.blocked = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        data = bytes(PAYLOAD)
+        while not self.stop.is_set():
+            for d, sk in self.socks.items():
+                for _ in range(self.burst):
+                    try:
+                        sk.sendto(data, (d, PORT))
+                        self.sent[d] += 1
+                    except BlockingIOError:
+                        self.blocked += 1
+            time.sleep(self.period)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        for sk in self.socks.values():
+            sk.close()
+
+
+def qdisc_setup(*args):
+    """A fresh parq qdisc (zeroed counters) as the root of A's veth."""
+    tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root", check=False)
+    tc(topo.a, "qdisc", "add", "dev", topo.dev_a(), "root", "handle", "1:",
+       "parq", *args)
+
+
+def xs():
+    return tclib.parq_qdisc(topo.a, topo.dev_a())
+
+
+def t_stop_and_lease():
+    qdisc_setup("flow-limit", "200")
+    rx = Receiver()
+    try:
+        with genl() as g:
+            ok(g.delete(), "flush")
+            lease = 2.0
+            ok(g.set(D1, credit=0, lease_ns=int(lease * SEC)),
+               "credit 0 for D1")
+            t_set = time.monotonic()
+            tx = Sender([D1, D2])
+            try:
+                time.sleep(1.0)
+                mid = xs()
+                time.sleep(lease + 1.0)
+            finally:
+                tx.close()
+            time.sleep(0.3)
+    finally:
+        rx.close()
+    t_end = t_set + lease
+    d1_held = rx.wire_bytes(D1, t_set, t_end - 0.05)
+    d2_held = rx.wire_bytes(D2, t_set, t_end - 0.05)
+    first = rx.first(D1, t_set)
+    diag(f"while held: D1 {d1_held} B, D2 {d2_held} B; D1 first packet "
+         f"{(first - t_set) if first else float('nan'):.3f}s after the set "
+         f"(lease {lease}s); sent D1 {tx.sent[D1]} D2 {tx.sent[D2]}, "
+         f"{tx.blocked} sends blocked")
+    diag(f"mid-run xstats: local_flows {mid['local_flows']} local_waiting "
+         f"{mid['local_waiting']} credit_waits {mid['credit_waits']} "
+         f"drop_flow_limit {mid['drop_flow_limit']}")
+    check_eq(tx.blocked, 0, "sends that blocked")
+    check_eq(d1_held, 0, "bytes D1 received under credit 0")
+    check(d2_held > 100000, f"D2 received only {d2_held} B meanwhile")
+    check(first is not None, "D1 never resumed after the lease")
+    check(first >= t_end - 0.05,
+          f"D1 resumed {t_end - first:.3f}s before the lease ended")
+    check(first <= t_end + 0.5,
+          f"D1 resumed {first - t_end:.3f}s after the lease ended")
+    # D2's queue empties between bursts; D1's waits.
+    check_eq(mid["local_waiting"], 1, "local_waiting while D1 is held")
+    check(mid["local_flows"] in (1, 2), f"local_flows {mid['local_flows']}")
+    check(mid["credit_waits"] > 0, "credit_waits not counted")
+    check(mid["drop_flow_limit"] > 0,
+          "D1's queue was not held at flow-limit (200)")
+    tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
+
+
+def t_delete_releases():
+    qdisc_setup()
+    rx = Receiver()
+    try:
+        with genl() as g:
+            ok(g.delete(), "flush")
+            ok(g.set(D1, credit=0, lease_ns=60 * SEC), "credit 0 for D1")
+            tx = Sender([D1])
+            try:
+                time.sleep(1.0)
+                # The receiver stamps a batch of datagrams with the time
+                # it woke: count "before" up to the moment the delete is
+                # asked, and the resume time from there.
+                t_del = time.monotonic()
+                ok(g.delete(D1), "delete D1's entry")
+                time.sleep(1.0)
+            finally:
+                tx.close()
+            time.sleep(0.3)
+    finally:
+        rx.close()
+    before = rx.wire_bytes(D1, 0, t_del)
+    first = rx.first(D1, t_del)
+    diag(f"D1 resumed {(first - t_del) * 1e3 if first else float('nan'):.1f}"
+         " ms after its entry was deleted")
+    check_eq(before, 0, "bytes D1 received before the delete")
+    check(first is not None and first - t_del <= 0.3,
+          "D1 did not resume within 300 ms of the delete")
+    tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
+
+
+def t_parallel_not_held():
+    qdisc_setup()
+    rx = Receiver()
+    N = 300
+    try:
+        with genl() as g:
+            ok(g.delete(), "flush")
+            ok(g.set(D1, credit=0, lease_ns=60 * SEC), "credit 0 for D1")
+            sk = udp_socket(topo.a, tos=TOS_EF)
+            try:
+                for i in range(N):
+                    sk.sendto(bytes(PAYLOAD), (D1, PORT))
+                    if i % 20 == 19:
+                        time.sleep(0.01)
+            finally:
+                sk.close()
+            time.sleep(0.5)
+            ok(g.delete(), "flush")
+    finally:
+        rx.close()
+    got = sum(1 for _, d, _ in rx.log if d == D1)
+    check_eq(got, N, "EF datagrams D1 received under credit 0")
+    q = xs()
+    check_eq(q["credit_waits"], 0, "credit_waits (no local traffic)")
+    tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
+
+
+def t_credit_rate():
+    """Bytes are read from the local class's counter (what parq sent, L2
+    lengths, as credits count them) by netlink, with the time taken before
+    and after each read, so the bound holds whatever the clocks' jitter."""
+    qdisc_setup()
+    credit, epoch = 4000, 10 * MS		# 3.2 Mbit/s of wire bytes
+    with Rtnl(topo.a) as nl:
+        idx = nl.ifindex(topo.dev_a())
+
+        def local_bytes():
+            t = time.monotonic()
+            b = next(c["bytes"] for c in nl.classes(idx)
+                     if c["handle"] == "1:2")
+            return t, b, time.monotonic()
+
+        with genl() as g:
+            ok(g.delete(), "flush")
+            ok(g.set(D1, credit=credit, lease_ns=60 * SEC, epoch_ns=epoch),
+               "credit for D1")
+            tx = Sender([D1], burst=10, period=0.003)	# several x that
+            try:
+                time.sleep(1.0)
+                ta, b0, tb = local_bytes()
+                time.sleep(4.0)
+                tc_, b1, td = local_bytes()
+            finally:
+                tx.close()
+            ok(g.delete(), "flush")
+    got = b1 - b0
+    per_s = SEC / epoch
+    bound = ((td - ta) * per_s + 2) * credit
+    floor = (tc_ - tb) * per_s * credit
+    offered = tx.sent[D1] * (PAYLOAD + UDP_OVERHEAD) / (td - ta + 1.0)
+    diag(f"D1 under {credit} B per {epoch // MS} ms: "
+         f"{got * 8 / (td - ta) / 1e6:.2f} Mbit/s, {got / floor:.3f} of the "
+         f"credit (offered {offered * 8 / 1e6:.1f} Mbit/s)")
+    check(offered > 2 * credit * per_s,
+          f"offered {offered * 8 / 1e6:.1f} Mbit/s: under twice the credit, "
+          "so the credit was not what limited the rate")
+    check(xs()["credit_waits"] > 0, "credit_waits not counted")
+    check(got <= bound, f"D1 got {got} B: more than (epochs + 2) x {credit} "
+          f"= {bound:.0f}")
+    check(got >= 0.5 * floor,
+          f"D1 got {got} B, under half its credit of {floor:.0f} B: the "
+          "flow did not resume each epoch")
+    tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
+
+
+def t_kmsg():
+    kwatch.assert_clean()
+
+
+def setup(t, k):
+    """Globals, and B's second address D2 (A knows its MAC)."""
+    global topo, kwatch
+    topo, kwatch = t, k
+    topo.b.run(["ip", "addr", "add", f"{D2}/24", "dev", topo.dev_b()])
+    topo.a.run(["ip", "neigh", "replace", D2, "lladdr", topo.mac_b(), "dev",
+                topo.dev_a(), "nud", "permanent"])
+
+
+def main():
+    suite = ktap.Suite("parq_credit")
+    suite.case("family resolves and autoloads sch_parq", t_family_autoload)
+    suite.case("set/get/dump/delete, IPv4 and IPv6", t_round_trip)
+    suite.case("refused requests change nothing", t_refusals)
+    suite.case("writes need CAP_NET_ADMIN", t_admin_perm)
+    suite.case("tables are per namespace", t_netns)
+    suite.case("leases expire and are swept", t_lease)
+    suite.case(f"{uapi.PARQ_CREDIT_ENTRIES_MAX} entries, then full",
+               t_full, timeout=600)
+    suite.case("rmmod with entries in two namespaces", t_rmmod_with_entries)
+    suite.case("credit 0 holds one destination, not another; lease ends it",
+               t_stop_and_lease)
+    suite.case("deleting the entry releases the destination", t_delete_releases)
+    suite.case("parallel traffic is not held by credits", t_parallel_not_held)
+    suite.case("a credit holds a destination to credit per epoch",
+               t_credit_rate)
+    suite.case("kernel log clean", t_kmsg)
+    return lab.run(suite, "cr", setup=setup)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
