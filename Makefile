@@ -5,6 +5,7 @@
 #   make            build the module, the tc plugin and user space
 #   make demo       install what is missing, build, run the sender-side demo
 #   make check      install what is missing, build, run every test
+#   make fuzz       fuzz parqd's message parser for FUZZ_TIME seconds (clang)
 #   make install    install module (updates/), tc plugin and man page
 #
 # The module is built for `scripts/kver` (the running kernel when its headers
@@ -15,6 +16,8 @@ VERSION     := 0.1.0
 KVER        ?= $(shell scripts/kver 2>/dev/null)
 BUILD       := build
 USERSPACE   := $(BUILD)/userspace
+FUZZ        := $(BUILD)/fuzz
+FUZZ_TIME   ?= 60
 DESTDIR     ?=
 PREFIX      ?= /usr
 VM_TIMEOUT  ?= 3000
@@ -51,6 +54,22 @@ userspace:
 unit: userspace
 	ctest --test-dir $(USERSPACE) --output-on-failure
 
+# libFuzzer on parqd's credit message decoder and receive path, built with
+# clang (ASan+UBSan) in its own build tree, for FUZZ_TIME seconds from the
+# generated seeds; the corpus grows in $(FUZZ)/corpus across runs.  Exits
+# non-zero on a crash, leak or broken invariant (reproducer: $(FUZZ)/crash-*).
+fuzz:
+	scripts/install-deps fuzz
+	cmake -S userspace -B $(FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+		-DPARQ_FUZZ=ON -DPARQ_BUILD_TESTS=OFF -DPARQ_SANITIZE=ON >/dev/null
+	cmake --build $(FUZZ) -j2 --target fuzz_wire fuzz_wire_seeds
+	rm -rf $(FUZZ)/seeds && mkdir -p $(FUZZ)/seeds $(FUZZ)/corpus
+	$(FUZZ)/parqd/fuzz/fuzz_wire_seeds $(FUZZ)/seeds
+	$(FUZZ)/parqd/fuzz/fuzz_wire -max_total_time=$(FUZZ_TIME) -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ)/ \
+		$(FUZZ)/corpus $(FUZZ)/seeds
+
 plugin-test: plugin
 	$(MAKE) -C tc-plugin test
 
@@ -76,7 +95,7 @@ check:
 	scripts/install-deps check
 	@mkdir -p $(BUILD)
 	$(MAKE) kmod-lint
-	$(MAKE) all unit plugin-test man-lint spec-lint
+	$(MAKE) all unit plugin-test man-lint spec-lint fuzz
 	$(MAKE) selftest
 
 install: kmod plugin
@@ -97,4 +116,4 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all kmod kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
-	selftest demo deps check install dkms-install clean
+	selftest demo deps check install dkms-install clean fuzz

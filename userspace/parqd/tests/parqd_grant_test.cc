@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Unit tests of grant.cpp: which sending hosts a receiving host grants and
+// releases, epoch by epoch, with `hold`.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "grant.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using namespace parq::parqd;
+using parq::parqd::test::A;
+using parq::parqd::test::TestKey;
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kGrantBytes = 12'000;
+
+GrantPolicy Policy() {
+  GrantPolicy p;
+  p.threshold_recv = kGrantBytes;
+  p.hold_ns = 50 * kMs;
+  p.epoch_us = 10'000;
+  return p;
+}
+
+GrantDecision G(uint64_t peer) {
+  return {peer, wire::Type::kGrant, kGrantBytes};
+}
+GrantDecision R(uint64_t peer) { return {peer, wire::Type::kRelease, 0}; }
+using Ds = std::vector<GrantDecision>;
+
+TEST(GrantPolicy, Checks) {
+  EXPECT_FALSE(CheckPolicy(Policy()));
+  auto p = Policy();
+  p.hold_ns = 0;
+  EXPECT_NE(CheckPolicy(p)->find("hold"), std::string::npos);
+  p = Policy();
+  p.epoch_us = 50;
+  EXPECT_NE(CheckPolicy(p)->find("epoch"), std::string::npos);
+  p = Policy();
+  p.lease = 0;
+  EXPECT_NE(CheckPolicy(p)->find("lease"), std::string::npos);
+  EXPECT_EQ(GrantPolicy{}.threshold_recv, 0u);  // default: stop
+  EXPECT_EQ(GrantPolicy{}.lease, 3);           // default: 3 epochs
+}
+
+TEST(Granter, NothingWithoutObservations) {
+  Granter g(Policy());
+  EXPECT_EQ(g.Tick(0), Ds{});
+  EXPECT_EQ(g.Tick(1000 * kMs), Ds{});
+}
+
+TEST(Granter, LocalOnlyIsNotGranted) {
+  Granter g(Policy());
+  g.SawLocal(1, 10 * kMs);
+  EXPECT_EQ(g.Tick(10 * kMs), Ds{});
+}
+
+TEST(Granter, ParallelOnlyGrantsNobody) {
+  Granter g(Policy());
+  g.SawParallel(10 * kMs);
+  EXPECT_TRUE(g.parallel_active(10 * kMs));
+  EXPECT_EQ(g.Tick(10 * kMs), Ds{});
+}
+
+TEST(Granter, GrantsEveryLocalSenderEveryEpochWhileParallelArrives) {
+  Granter g(Policy());
+  uint64_t now = 100 * kMs;
+  for (int epoch = 0; epoch < 5; epoch++, now += 10 * kMs) {
+    g.SawParallel(now);
+    g.SawLocal(3, now);
+    g.SawLocal(1, now);
+    EXPECT_EQ(g.Tick(now), (Ds{G(1), G(3)})) << epoch;  // restated each time
+  }
+}
+
+TEST(Granter, ZeroThresholdGrantsStop) {
+  auto p = Policy();
+  p.threshold_recv = 0;
+  Granter g(p);
+  g.SawParallel(0);
+  g.SawLocal(1, 0);
+  EXPECT_EQ(g.Tick(0), (Ds{{1, wire::Type::kGrant, 0}}));
+}
+
+TEST(Granter, HoldEdge) {
+  Granter g(Policy());
+  g.SawParallel(100 * kMs);
+  g.SawLocal(1, 130 * kMs);
+  EXPECT_EQ(g.Tick(100 * kMs + 50 * kMs - 1), Ds{G(1)});  // hold not over
+  EXPECT_EQ(g.Tick(100 * kMs + 50 * kMs), Ds{R(1)});      // exactly hold
+  EXPECT_EQ(g.Tick(160 * kMs), Ds{});                     // released once
+  EXPECT_TRUE(g.granted().empty());
+}
+
+TEST(Granter, ParallelResumingGrantsAgain) {
+  Granter g(Policy());
+  g.SawParallel(0);
+  g.SawLocal(1, 0);
+  EXPECT_EQ(g.Tick(0), Ds{G(1)});
+  g.SawLocal(1, 60 * kMs);
+  EXPECT_EQ(g.Tick(60 * kMs), Ds{R(1)});
+  g.SawParallel(70 * kMs);
+  EXPECT_EQ(g.Tick(70 * kMs), Ds{G(1)});
+}
+
+TEST(Granter, LocalSenderThatStopsIsReleasedAndForgotten) {
+  Granter g(Policy());
+  g.SawLocal(1, 0);
+  g.SawLocal(2, 0);
+  for (uint64_t t = 0; t <= 100 * kMs; t += 10 * kMs) {
+    g.SawParallel(t);
+    g.SawLocal(2, t);
+    const auto d = g.Tick(t);
+    if (t < 50 * kMs)
+      EXPECT_EQ(d, (Ds{G(1), G(2)})) << t;
+    else if (t == 50 * kMs)
+      EXPECT_EQ(d, (Ds{R(1), G(2)})) << t;
+    else
+      EXPECT_EQ(d, Ds{G(2)}) << t;
+  }
+}
+
+TEST(Granter, NeverGrantedLocalSenderIsForgottenWithoutRelease) {
+  Granter g(Policy());
+  g.SawLocal(1, 0);
+  EXPECT_EQ(g.Tick(60 * kMs), Ds{});
+  g.SawParallel(60 * kMs);
+  EXPECT_EQ(g.Tick(60 * kMs), Ds{});  // 1 is gone, not granted
+}
+
+TEST(Granter, ObservationsOutOfOrderKeepTheLatest) {
+  Granter g(Policy());
+  g.SawParallel(100 * kMs);
+  g.SawParallel(10 * kMs);  // older, late report
+  g.SawLocal(1, 100 * kMs);
+  g.SawLocal(1, 10 * kMs);
+  EXPECT_EQ(g.Tick(120 * kMs), Ds{G(1)});
+}
+
+TEST(Granter, ObservationAfterTheTickCountsAsJustSeen) {
+  Granter g(Policy());
+  g.SawParallel(200 * kMs);
+  g.SawLocal(1, 200 * kMs);
+  EXPECT_EQ(g.Tick(100 * kMs), Ds{G(1)});
+}
+
+TEST(Granter, TimesNearU64Max) {
+  Granter g(Policy());
+  g.SawParallel(UINT64_MAX - 10 * kMs);
+  g.SawLocal(1, UINT64_MAX - 10 * kMs);
+  EXPECT_EQ(g.Tick(UINT64_MAX), Ds{G(1)});
+  g.SawParallel(0);  // a wrapped clock would be older: ignored
+  EXPECT_TRUE(g.parallel_active(UINT64_MAX));
+}
+
+TEST(Granter, ToMessageEncodes) {
+  const auto p = Policy();
+  const std::vector<Address> own = {A("10.0.0.9"), A("fd00::9")};
+  auto m = ToMessage(G(4), p, 9, 1234, 77, own);
+  EXPECT_EQ(m.type, wire::Type::kGrant);
+  EXPECT_EQ(m.credit, kGrantBytes);
+  EXPECT_EQ(m.lease, 3);
+  EXPECT_EQ(m.epoch, 1234u);
+  EXPECT_EQ(m.sequence, 77u);
+  EXPECT_EQ(m.addresses, own);
+  auto d = wire::Encode(m, TestKey());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(wire::Decode(d.value(), TestKey()).value(), m);
+
+  m = ToMessage(R(4), p, 9, 1235, 78, own);
+  EXPECT_EQ(m.type, wire::Type::kRelease);
+  EXPECT_EQ(m.credit, 0u);
+  EXPECT_EQ(m.lease, 0);
+  EXPECT_TRUE(wire::Encode(m, TestKey()).ok());
+}
+
+}  // namespace

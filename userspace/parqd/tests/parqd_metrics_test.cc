@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Unit tests of metrics.cpp: the Prometheus text format, and the atomic
+// textfile write.
+
+#include <gtest/gtest.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "metrics.hpp"
+
+namespace {
+
+using namespace parq::parqd;
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    out.push_back(l);
+  return out;
+}
+
+Counters Sample() {
+  Counters c;
+  c.received = 12;
+  c.accepted = 7;
+  c.grants = 6;
+  c.releases = 1;
+  c.expired = 2;
+  c.drop(DropReason::kBadMac) = 3;
+  c.drop(DropReason::kMalformed) = 2;
+  c.malformed[size_t(wire::WireError::kBadMagic)] = 2;
+  return c;
+}
+
+// Consumes a non-empty run of characters from `set` at the front of `s`.
+bool Eat(std::string_view& s, std::string_view set) {
+  const size_t n = std::min(s.find_first_not_of(set), s.size());
+  s.remove_prefix(n);
+  return n > 0;
+}
+
+bool Lit(std::string_view& s, std::string_view lit) {
+  if (s.substr(0, lit.size()) != lit)
+    return false;
+  s.remove_prefix(lit.size());
+  return true;
+}
+
+constexpr std::string_view kName = "abcdefghijklmnopqrstuvwxyz_";
+
+// The subset of the exposition format parqd writes:
+//   # HELP name text
+//   # TYPE name counter|gauge
+//   name[{label="value"}] digits
+bool WellFormed(std::string_view l) {
+  if (Lit(l, "# HELP "))
+    return Eat(l, kName) && Lit(l, " ") && !l.empty();
+  if (Lit(l, "# TYPE "))
+    return Eat(l, kName) && Lit(l, " ") && (l == "counter" || l == "gauge");
+  if (!Eat(l, kName))
+    return false;
+  if (Lit(l, "{") &&
+      !(Eat(l, kName) && Lit(l, "=\"") && Eat(l, kName) && Lit(l, "\"}")))
+    return false;
+  return Lit(l, " ") && Eat(l, "0123456789") && l.empty();
+}
+
+TEST(Prometheus, LineChecker) {
+  EXPECT_TRUE(WellFormed("a_total 1"));
+  EXPECT_TRUE(WellFormed("a{b=\"c\"} 10"));
+  EXPECT_TRUE(WellFormed("# TYPE a gauge"));
+  EXPECT_TRUE(WellFormed("# HELP a Some text."));
+  EXPECT_FALSE(WellFormed("a 1 "));
+  EXPECT_FALSE(WellFormed("a{b=c} 1"));
+  EXPECT_FALSE(WellFormed("# TYPE a histogram"));
+  EXPECT_FALSE(WellFormed("# HELP a"));
+  EXPECT_FALSE(WellFormed("a -1"));
+}
+
+TEST(Prometheus, EveryLineIsWellFormed) {
+  const std::string text = RenderPrometheus(Sample(), 4);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  for (const auto& l : Lines(text))
+    EXPECT_TRUE(WellFormed(l)) << l;
+}
+
+TEST(Prometheus, HelpAndTypePrecedeEachFamilyOnce) {
+  const std::string text = RenderPrometheus(Sample(), 4);
+  std::map<std::string, int> types;
+  std::string help;     // name of the HELP line just before, if any
+  std::string current;  // the family whose samples may follow
+  for (const auto& l : Lines(text)) {
+    std::istringstream in(l);
+    std::string first, kind, name;
+    in >> first;
+    if (first == "#") {
+      in >> kind >> name;
+      if (kind == "HELP") {
+        help = name;
+        continue;
+      }
+      EXPECT_EQ(help, name) << "no HELP just before TYPE " << name;
+      EXPECT_EQ(types[name]++, 0) << "second TYPE of " << name;
+      current = name;
+      help.clear();
+      continue;
+    }
+    EXPECT_EQ(first.substr(0, first.find('{')), current) << l;
+  }
+  for (const auto& [name, n] : types) {
+    if (name.size() > 6 && name.substr(name.size() - 6) == "_total") {
+      EXPECT_NE(text.find("# TYPE " + name + " counter"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(types.size(), 8u);
+}
+
+TEST(Prometheus, Values) {
+  const std::string text = RenderPrometheus(Sample(), 4);
+  for (const char* want : {
+           "parqd_messages_received_total 12\n",
+           "parqd_messages_accepted_total 7\n",
+           "parqd_grants_applied_total 6\n",
+           "parqd_releases_applied_total 1\n",
+           "parqd_messages_dropped_total{reason=\"bad_mac\"} 3\n",
+           "parqd_messages_dropped_total{reason=\"malformed\"} 2\n",
+           "parqd_messages_dropped_total{reason=\"stale\"} 0\n",
+           "parqd_messages_malformed_total{error=\"bad_magic\"} 2\n",
+           "parqd_messages_malformed_total{error=\"short\"} 0\n",
+           "parqd_credit_expired_total 2\n",
+           "# TYPE parqd_credit_entries gauge\n",
+           "parqd_credit_entries 4\n",
+       })
+    EXPECT_NE(text.find(want), std::string::npos) << want;
+  // The MAC and libcrypto failures are reasons of their own.
+  EXPECT_EQ(text.find("error=\"bad_mac\""), std::string::npos);
+}
+
+TEST(Prometheus, EveryReasonAndErrorIsPresent) {
+  const std::string text = RenderPrometheus(Counters{}, 0);
+  for (size_t i = 0; i < kDropReasonCount; i++)
+    EXPECT_NE(text.find("{reason=\"" +
+                        std::string(Name(static_cast<DropReason>(i))) +
+                        "\"} 0\n"),
+              std::string::npos)
+        << i;
+  EXPECT_EQ(Lines(text).size(),
+            6 * 3 + 2 + kDropReasonCount + 2 + (wire::kWireErrorCount - 2));
+}
+
+TEST(Prometheus, LargeValues) {
+  Counters c;
+  c.received = UINT64_MAX;
+  EXPECT_NE(RenderPrometheus(c, 0).find(
+                "parqd_messages_received_total 18446744073709551615\n"),
+            std::string::npos);
+}
+
+class Textfile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/parqd_metrics_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    const std::string cmd = "rm -rf '" + dir_ + "'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+  std::vector<std::string> Entries() {
+    std::vector<std::string> out;
+    DIR* d = opendir(dir_.c_str());
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.')
+        out.push_back(e->d_name);
+    closedir(d);
+    return out;
+  }
+  std::string dir_;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f),
+                     std::istreambuf_iterator<char>());
+}
+
+TEST_F(Textfile, WritesAndReplacesLeavingNoTemporaryFile) {
+  const std::string path = dir_ + "/parqd.prom";
+  ASSERT_FALSE(WriteFileAtomically(path, "a 1\n"));
+  EXPECT_EQ(Slurp(path), "a 1\n");
+  ASSERT_FALSE(WriteFileAtomically(path, RenderPrometheus(Sample(), 1)));
+  EXPECT_EQ(Slurp(path), RenderPrometheus(Sample(), 1));
+  EXPECT_EQ(Entries(), std::vector<std::string>{"parqd.prom"});
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+TEST_F(Textfile, MissingDirectoryIsAClearError) {
+  const auto e = WriteFileAtomically(dir_ + "/none/parqd.prom", "a 1\n");
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->find("cannot create a temporary file next to " + dir_ +
+                    "/none/parqd.prom"),
+            std::string::npos)
+      << *e;
+}
+
+TEST_F(Textfile, RenameOntoADirectoryFailsAndCleansUp) {
+  const std::string path = dir_ + "/parqd.prom";
+  ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((path + "/x").c_str(), 0755), 0);  // not empty
+  const auto e = WriteFileAtomically(path, "a 1\n");
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->find("cannot rename"), std::string::npos) << *e;
+  EXPECT_EQ(Entries(), std::vector<std::string>{"parqd.prom"});
+}
+
+}  // namespace

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Unit tests of wire.cpp: the byte layout, round trips, every decode error,
+// every authentication failure, and Encode's validation.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+#include "wire.hpp"
+
+namespace {
+
+using namespace parq::parqd;
+using parq::parqd::test::A;
+using parq::parqd::test::Bytes;
+using parq::parqd::test::Grant;
+using parq::parqd::test::MakeKey;
+using parq::parqd::test::Release;
+using parq::parqd::test::Resign;
+using parq::parqd::test::TestKey;
+using wire::WireError;
+
+wire::Message Sample() {
+  return Grant(0x0102030405060708, 0x1112131415161718, 0x2122232425262728,
+               0x3132333435363738, {A("192.0.2.1"), A("2001:db8::1")});
+}
+
+WireError DecodeError(const std::vector<uint8_t>& d) {
+  auto r = wire::Decode(d, TestKey());
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? WireError::kCryptoFailure : r.error();
+}
+
+// ---- ComputeMac --------------------------------------------------------
+
+TEST(Mac, MatchesRfc4231TestCase6) {
+  // HMAC-SHA-256 with a key longer than the block size.
+  const std::vector<uint8_t> key(131, 0xaa);
+  const std::string data = "Test Using Larger Than Block-Size Key - Hash Key First";
+  auto mac = wire::ComputeMac(
+      Key::FromBytes(key).value(),
+      std::span(reinterpret_cast<const uint8_t*>(data.data()), data.size()));
+  ASSERT_TRUE(mac.ok());
+  const wire::Mac want = {
+      0x60, 0xe4, 0x31, 0x59, 0x1e, 0xe0, 0xb6, 0x7f, 0x0d, 0x8a, 0x26,
+      0xaa, 0xcb, 0xf5, 0xb7, 0x7f, 0x8e, 0x0b, 0xc6, 0x21, 0x37, 0x28,
+      0xc5, 0x14, 0x05, 0x46, 0x04, 0x0f, 0x0e, 0xe3, 0x7f, 0x54};
+  EXPECT_EQ(mac.value(), want);
+}
+
+// ---- Layout ------------------------------------------------------------
+
+TEST(Layout, SizesAreAsDocumented) {
+  EXPECT_EQ(wire::kMinMessageBytes, 100u);
+  EXPECT_EQ(wire::kMaxMessageBytes, 400u);
+  EXPECT_EQ(Bytes(Sample()).size(), 48u + 2 * 20 + 32);
+}
+
+TEST(Layout, FieldsAreBigEndianAtTheirOffsets) {
+  const auto d = Bytes(Sample());
+  const std::vector<uint8_t> header = {
+      'P', 'R', 'Q', 'D', 1, 1, 0, 2,                   // magic .. count
+      1, 2, 3, 4, 5, 6, 7, 8,                           // sender
+      0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,  // epoch
+      0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,  // sequence
+      0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38,  // credit
+      0x00, 0x00, 0x27, 0x10,                          // epoch 10000 us
+      0x00, 0x03,                                      // lease 3
+      0x00, 0x00};                                     // reserved
+  EXPECT_EQ(std::vector<uint8_t>(d.begin(), d.begin() + 48), header);
+  const std::vector<uint8_t> v4 = {4, 0, 0, 0, 192, 0, 2, 1, 0, 0,
+                                   0, 0, 0, 0, 0,   0, 0, 0, 0, 0};
+  EXPECT_EQ(std::vector<uint8_t>(d.begin() + 48, d.begin() + 68), v4);
+  const std::vector<uint8_t> v6 = {6, 0, 0, 0, 0x20, 0x01, 0x0d, 0xb8, 0, 0,
+                                   0, 0, 0, 0, 0,    0,    0,    0,    0, 1};
+  EXPECT_EQ(std::vector<uint8_t>(d.begin() + 68, d.begin() + 88), v6);
+  auto mac = wire::ComputeMac(TestKey(), std::span(d).first(88));
+  EXPECT_EQ(std::vector<uint8_t>(d.begin() + 88, d.end()),
+            std::vector<uint8_t>(mac.value().begin(), mac.value().end()));
+}
+
+// ---- Round trips -------------------------------------------------------
+
+TEST(RoundTrip, Grant) {
+  const auto m = Sample();
+  auto r = wire::Decode(Bytes(m), TestKey());
+  ASSERT_TRUE(r.ok()) << wire::Name(r.error());
+  EXPECT_EQ(r.value(), m);
+}
+
+TEST(RoundTrip, Release) {
+  const auto m = Release(7, 8, 9, {A("fd00::7")});
+  auto r = wire::Decode(Bytes(m), TestKey());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value(), m);
+}
+
+TEST(RoundTrip, ExtremeValues) {
+  auto m = Grant(UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
+                 {A("255.255.255.255")});
+  m.epoch_us = wire::kMaxEpochUs;
+  m.lease = UINT16_MAX;
+  auto r = wire::Decode(Bytes(m), TestKey());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value(), m);
+
+  m = Grant(0, 0, 1, 0, {A("0.0.0.0")});  // credit 0: stop
+  m.epoch_us = wire::kMinEpochUs;
+  m.lease = 1;
+  r = wire::Decode(Bytes(m), TestKey());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value(), m);
+}
+
+TEST(RoundTrip, MaximumAddressCount) {
+  std::vector<Address> to;
+  for (uint8_t i = 0; i < wire::kMaxAddresses; i++)
+    to.push_back(i % 2 ? Address::V4({10, 0, 0, i})
+                       : Address::V6({0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      0, 0, 0, i}));
+  const auto m = Grant(1, 2, 3, 4, to);
+  const auto d = Bytes(m);
+  EXPECT_EQ(d.size(), wire::kMaxMessageBytes);
+  auto r = wire::Decode(d, TestKey());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value(), m);
+}
+
+TEST(RoundTrip, EncodeIsDeterministic) {
+  EXPECT_EQ(Bytes(Sample()), Bytes(Sample()));
+}
+
+// ---- Framing errors, before the MAC ------------------------------------
+
+TEST(DecodeFraming, EmptyAndShort) {
+  EXPECT_EQ(DecodeError({}), WireError::kShort);
+  auto d = Bytes(Grant(1, 1, 1, 1, {A("10.0.0.1")}));
+  ASSERT_EQ(d.size(), wire::kMinMessageBytes);
+  d.pop_back();
+  EXPECT_EQ(DecodeError(d), WireError::kShort);
+}
+
+TEST(DecodeFraming, BadMagic) {
+  auto d = Bytes(Sample());
+  d[3] ^= 1;
+  EXPECT_EQ(DecodeError(d), WireError::kBadMagic);
+}
+
+TEST(DecodeFraming, BadVersion) {
+  for (uint8_t v : {0, 2, 255}) {
+    auto d = Bytes(Sample());
+    d[wire::kOffVersion] = v;
+    Resign(d);
+    EXPECT_EQ(DecodeError(d), WireError::kBadVersion) << int{v};
+  }
+}
+
+TEST(DecodeFraming, BadAddressCount) {
+  for (uint8_t n : {0, 17, 255}) {
+    auto d = Bytes(Sample());
+    d[wire::kOffCount] = n;
+    EXPECT_EQ(DecodeError(d), WireError::kBadAddressCount) << int{n};
+  }
+}
+
+TEST(DecodeFraming, LengthShorterThanCountNeeds) {
+  auto d = Bytes(Sample());  // 2 addresses
+  d[wire::kOffCount] = 3;
+  EXPECT_EQ(DecodeError(d), WireError::kBadLength);
+}
+
+TEST(DecodeFraming, TrailingBytes) {
+  auto d = Bytes(Sample());
+  d.push_back(0);
+  EXPECT_EQ(DecodeError(d), WireError::kTrailingBytes);
+  d = Bytes(Sample());
+  d[wire::kOffCount] = 1;  // one address and 20 bytes too many
+  EXPECT_EQ(DecodeError(d), WireError::kTrailingBytes);
+}
+
+// ---- Authentication ----------------------------------------------------
+
+TEST(DecodeAuth, WrongKey) {
+  const auto d = Bytes(Sample(), MakeKey(99));
+  EXPECT_EQ(DecodeError(d), WireError::kBadMac);
+}
+
+TEST(DecodeAuth, KeyDifferingInItsLastByte) {
+  std::vector<uint8_t> k(32, 5);
+  const auto d = Bytes(Sample(), Key::FromBytes(k).value());
+  k.back() ^= 1;
+  EXPECT_FALSE(wire::Decode(d, Key::FromBytes(k).value()).ok());
+}
+
+TEST(DecodeAuth, LongerKeyWithSamePrefix) {
+  const auto d = Bytes(Sample(), MakeKey(1, 32));
+  auto r = wire::Decode(d, MakeKey(1, 33));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), WireError::kBadMac);
+}
+
+TEST(DecodeAuth, EveryFlippedBitIsRejected) {
+  const auto good = Bytes(Sample());
+  for (size_t i = 0; i < good.size(); i++) {
+    for (int bit = 0; bit < 8; bit++) {
+      auto d = good;
+      d[i] ^= static_cast<uint8_t>(1 << bit);
+      auto r = wire::Decode(d, TestKey());
+      ASSERT_FALSE(r.ok()) << "byte " << i << " bit " << bit;
+      // Outside the framing fields, only the MAC can catch it.
+      const bool framing = i < 8 && i != wire::kOffType && i != wire::kOffFlags;
+      if (!framing) {
+        EXPECT_EQ(r.error(), WireError::kBadMac) << "byte " << i;
+      }
+    }
+  }
+}
+
+TEST(DecodeAuth, TruncatedMac) {
+  auto d = Bytes(Sample());
+  for (size_t cut = 1; cut <= wire::kMacBytes; cut++) {
+    std::vector<uint8_t> t(d.begin(), d.end() - static_cast<ptrdiff_t>(cut));
+    // Below the smallest message size it is merely short.
+    EXPECT_EQ(DecodeError(t), t.size() < wire::kMinMessageBytes
+                                  ? WireError::kShort
+                                  : WireError::kBadLength)
+        << cut;
+  }
+}
+
+TEST(DecodeAuth, ZeroMac) {
+  auto d = Bytes(Sample());
+  std::fill(d.end() - wire::kMacBytes, d.end(), 0);
+  EXPECT_EQ(DecodeError(d), WireError::kBadMac);
+}
+
+TEST(DecodeAuth, MacFromAnotherMessage) {
+  auto d = Bytes(Sample());
+  auto other = Sample();
+  other.sequence++;
+  const auto o = Bytes(other);
+  std::copy(o.end() - wire::kMacBytes, o.end(), d.end() - wire::kMacBytes);
+  EXPECT_EQ(DecodeError(d), WireError::kBadMac);
+}
+
+// ---- Field errors, after the MAC ---------------------------------------
+
+struct FieldCase {
+  const char* name;
+  size_t offset;
+  uint8_t value;
+  WireError want;
+};
+
+class DecodeField : public ::testing::TestWithParam<FieldCase> {};
+
+TEST_P(DecodeField, IsRejected) {
+  const FieldCase& c = GetParam();
+  auto d = Bytes(Sample());
+  d[c.offset] = c.value;
+  EXPECT_EQ(DecodeError(d), WireError::kBadMac) << "unsigned";
+  Resign(d);
+  EXPECT_EQ(DecodeError(d), c.want);
+}
+
+constexpr size_t kAddr0 = wire::kHeaderBytes;
+constexpr size_t kAddr1 = wire::kHeaderBytes + wire::kAddressBytes;
+
+INSTANTIATE_TEST_SUITE_P(
+    AllFields, DecodeField,
+    ::testing::Values(
+        FieldCase{"type0", wire::kOffType, 0, WireError::kBadType},
+        FieldCase{"type3", wire::kOffType, 3, WireError::kBadType},
+        FieldCase{"flags", wire::kOffFlags, 0x80, WireError::kBadFlags},
+        FieldCase{"reserved_hi", wire::kOffReserved, 1,
+                  WireError::kBadReserved},
+        FieldCase{"reserved_lo", wire::kOffReserved + 1, 1,
+                  WireError::kBadReserved},
+        FieldCase{"family0", kAddr0, 0, WireError::kBadAddressFamily},
+        FieldCase{"family2", kAddr0, 2, WireError::kBadAddressFamily},
+        FieldCase{"family10", kAddr1, 10, WireError::kBadAddressFamily},
+        FieldCase{"addr_reserved", kAddr0 + 2, 1, WireError::kBadReserved},
+        FieldCase{"v4_padding", kAddr0 + 8, 1, WireError::kBadAddress},
+        FieldCase{"v4_padding_last", kAddr0 + 19, 1,
+                  WireError::kBadAddress}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+std::vector<uint8_t> Resigned(const wire::Message& valid,
+                              void (*edit)(std::vector<uint8_t>&)) {
+  auto d = Bytes(valid);
+  edit(d);
+  Resign(d);
+  return d;
+}
+
+TEST(DecodeFields, SequenceZero) {
+  auto d = Resigned(Sample(), [](auto& d) {
+    std::fill_n(d.begin() + wire::kOffSeq, 8, 0);
+  });
+  EXPECT_EQ(DecodeError(d), WireError::kBadSequence);
+}
+
+TEST(DecodeFields, EpochLengthBounds) {
+  for (uint32_t us : {0u, wire::kMinEpochUs - 1, wire::kMaxEpochUs + 1,
+                      UINT32_MAX}) {
+    auto d = Bytes(Sample());
+    for (int i = 0; i < 4; i++)
+      d[wire::kOffEpochUs + i] = static_cast<uint8_t>(us >> (24 - 8 * i));
+    Resign(d);
+    EXPECT_EQ(DecodeError(d), WireError::kBadEpochLength) << us;
+  }
+}
+
+TEST(DecodeFields, GrantWithoutLease) {
+  auto d = Resigned(Sample(), [](auto& d) {
+    d[wire::kOffLease] = 0;
+    d[wire::kOffLease + 1] = 0;
+  });
+  EXPECT_EQ(DecodeError(d), WireError::kBadLease);
+}
+
+TEST(DecodeFields, ReleaseWithLeaseOrCredit) {
+  const auto rel = Release(1, 2, 3, {A("10.0.0.1")});
+  auto d = Resigned(rel, [](auto& d) { d[wire::kOffLease + 1] = 1; });
+  EXPECT_EQ(DecodeError(d), WireError::kBadLease);
+  d = Resigned(rel, [](auto& d) { d[wire::kOffCredit + 7] = 1; });
+  EXPECT_EQ(DecodeError(d), WireError::kBadCredit);
+}
+
+TEST(DecodeFields, DuplicateAddress) {
+  auto d = Bytes(Grant(1, 2, 3, 4, {A("10.0.0.1"), A("10.0.0.2")}));
+  d[kAddr1 + 7] = 1;  // 10.0.0.2 -> 10.0.0.1
+  Resign(d);
+  EXPECT_EQ(DecodeError(d), WireError::kDuplicateAddress);
+}
+
+TEST(DecodeFields, SameBytesInOtherFamiliesAreDistinct) {
+  // ::a00:1 and 10.0.0.1 differ; the decoder must not call them duplicates.
+  auto m = Grant(1, 2, 3, 4, {A("10.0.0.1"), A("::a00:1")});
+  auto r = wire::Decode(Bytes(m), TestKey());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value(), m);
+}
+
+// ---- Encode validation -------------------------------------------------
+
+WireError EncodeError(const wire::Message& m) {
+  auto r = wire::Encode(m, TestKey());
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(wire::Validate(m).ok(), r.ok());
+  return r.ok() ? WireError::kCryptoFailure : r.error();
+}
+
+TEST(Encode, RefusesWhatDecodeWouldRefuse) {
+  auto m = Sample();
+  m.addresses.clear();
+  EXPECT_EQ(EncodeError(m), WireError::kBadAddressCount);
+  m = Sample();
+  m.addresses.resize(wire::kMaxAddresses + 1);
+  EXPECT_EQ(EncodeError(m), WireError::kBadAddressCount);
+  m = Sample();
+  m.type = static_cast<wire::Type>(9);
+  EXPECT_EQ(EncodeError(m), WireError::kBadType);
+  m = Sample();
+  m.sequence = 0;
+  EXPECT_EQ(EncodeError(m), WireError::kBadSequence);
+  m = Sample();
+  m.epoch_us = 99;
+  EXPECT_EQ(EncodeError(m), WireError::kBadEpochLength);
+  m = Sample();
+  m.lease = 0;
+  EXPECT_EQ(EncodeError(m), WireError::kBadLease);
+  m = Release(1, 2, 3, {A("10.0.0.1")});
+  m.credit = 1;
+  EXPECT_EQ(EncodeError(m), WireError::kBadCredit);
+  m = Sample();
+  m.addresses[0].family = static_cast<Family>(5);
+  EXPECT_EQ(EncodeError(m), WireError::kBadAddressFamily);
+  m = Sample();
+  m.addresses[0].bytes[15] = 1;  // IPv4 with padding
+  EXPECT_EQ(EncodeError(m), WireError::kBadAddress);
+  m = Sample();
+  m.addresses.push_back(m.addresses[0]);
+  EXPECT_EQ(EncodeError(m), WireError::kDuplicateAddress);
+}
+
+TEST(Names, AreUniqueAndSnakeCase) {
+  std::set<std::string_view> seen;
+  for (size_t i = 0; i < wire::kWireErrorCount; i++) {
+    const auto n = wire::Name(static_cast<WireError>(i));
+    EXPECT_TRUE(seen.insert(n).second) << n;
+    EXPECT_EQ(n.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"),
+              std::string_view::npos)
+        << n;
+  }
+}
+
+}  // namespace
