@@ -6,6 +6,7 @@
 #   make demo       install what is missing, build, run the sender-side demo
 #   make check      install what is missing, build, run every test
 #   make fuzz       fuzz parqd's message parser for FUZZ_TIME seconds (clang)
+#   make bench      the reserved-flow dequeue benchmark (prints figures)
 #   make install    install module (updates/), tc plugin and man page
 #
 # The module is built for `scripts/kver` (the running kernel when its headers
@@ -83,6 +84,10 @@ spec-lint:
 selftest: kmod plugin
 	$(IN_KERNEL) selftests/run --kmsg-check
 
+# Benchmarks print figures and assert nothing.
+bench: kmod plugin
+	$(IN_KERNEL) scripts/bench/resv-dequeue
+
 demo:
 	scripts/install-deps demo
 	$(MAKE) all
@@ -116,4 +121,4 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all kmod kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
-	selftest demo deps check install dkms-install clean fuzz
+	selftest bench demo deps check install dkms-install clean fuzz
