@@ -149,7 +149,7 @@ static void parq_credit_unlink(struct parq_credit_net *cn,
 			       struct parq_credit *e)
 {
 	hlist_del_rcu(&e->node);
-	cn->count--;
+	WRITE_ONCE(cn->count, cn->count - 1);	/* read locklessly */
 	kfree_rcu(e, rcu);
 }
 
@@ -220,7 +220,7 @@ static int parq_credit_set(struct parq_credit_net *cn,
 		kfree_rcu(old, rcu);
 	} else {
 		hlist_add_head_rcu(&e->node, &cn->hash[parq_addr_hash(dst)]);
-		cn->count++;
+		WRITE_ONCE(cn->count, cn->count + 1);
 	}
 	spin_unlock_bh(&cn->lock);
 	if (!old)
