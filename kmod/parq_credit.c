@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * parq receiver-side credits: the per-namespace credit table and the "parq"
- * generic netlink family that edits it.
+ * parq receiver-side credits: the per-namespace credit table, and the
+ * handlers of the "parq" generic netlink family (parq_genl.c) that edit it.
  *
  * A receiving host that sees parallel traffic arrive tells the hosts that
  * send it local traffic to hold back (parqd does this over UDP); on each of
@@ -31,6 +31,7 @@
 
 #include "parq_compat.h"
 #include "parq_credit.h"
+#include "parq_genl.h"
 #include "core/parq_core.h"
 
 #define PARQ_CREDIT_HASH_BITS	8
@@ -55,7 +56,6 @@ struct parq_credit_net {
 };
 
 static unsigned int parq_credit_net_id __read_mostly;
-static struct genl_family parq_genl_family;
 
 static struct parq_credit_net *parq_cn(const struct net *net)
 {
@@ -241,66 +241,18 @@ static int parq_credit_del(struct parq_credit_net *cn,
 	return e ? 0 : -ENOENT;
 }
 
-/* --- generic netlink ---------------------------------------------------- */
+/* --- generic netlink handlers (the family is in parq_genl.c) ------------ */
 
-static struct netlink_range_validation parq_epoch_range = {
-	.min = PARQ_EPOCH_MIN,
-	.max = PARQ_EPOCH_MAX,
-};
-
-static struct netlink_range_validation parq_lease_range = {
-	.min = 1,
-	.max = PARQ_LEASE_MAX,
-};
-
-static const struct nla_policy parq_genl_policy[PARQ_A_MAX + 1] = {
-	[PARQ_A_ADDR4]	= { .type = NLA_U32 },
-	[PARQ_A_ADDR6]	= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
-	[PARQ_A_CREDIT]	= { .type = NLA_U32 },
-	[PARQ_A_EPOCH]	= NLA_POLICY_FULL_RANGE(NLA_U64, &parq_epoch_range),
-	[PARQ_A_LEASE]	= NLA_POLICY_FULL_RANGE(NLA_U64, &parq_lease_range),
-};
-
-/* The one address of a request; -ENODATA if it has none. */
-static int parq_genl_addr(struct genl_info *info, struct parq_addr *dst)
-{
-	struct nlattr *a4 = info->attrs[PARQ_A_ADDR4];
-	struct nlattr *a6 = info->attrs[PARQ_A_ADDR6];
-
-	memset(dst, 0, sizeof(*dst));
-	if (a4 && a6) {
-		NL_SET_ERR_MSG_ATTR(info->extack, a6,
-				    "parq: give one address, IPv4 or IPv6");
-		return -EINVAL;
-	}
-	if (a4) {
-		dst->family = AF_INET;
-		dst->a[0] = nla_get_in_addr(a4);
-	} else if (a6) {
-		dst->family = AF_INET6;
-		nla_memcpy(dst->a, a6, sizeof(dst->a));
-	} else {
-		return -ENODATA;
-	}
-	return 0;
-}
-
-static int parq_genl_fill(struct sk_buff *skb, const struct parq_credit *e,
-			  u32 portid, u32 seq, int flags, u64 now)
+static int parq_credit_fill(struct sk_buff *skb, const struct parq_credit *e,
+			    u32 portid, u32 seq, int flags, u64 now)
 {
 	u64 left = parq_credit_live(e, now) ? READ_ONCE(e->expires) - now : 0;
 	void *hdr;
-	int err;
 
-	hdr = genlmsg_put(skb, portid, seq, &parq_genl_family, flags,
-			  PARQ_CMD_CREDIT_GET);
+	hdr = parq_genl_put(skb, portid, seq, flags, PARQ_CMD_CREDIT_GET);
 	if (!hdr)
 		return -EMSGSIZE;
-	if (e->dst.family == AF_INET)
-		err = nla_put_in_addr(skb, PARQ_A_ADDR4, e->dst.a[0]);
-	else
-		err = nla_put(skb, PARQ_A_ADDR6, sizeof(e->dst.a), e->dst.a);
-	if (err ||
+	if (parq_genl_put_addr(skb, &e->dst) ||
 	    nla_put_u32(skb, PARQ_A_CREDIT, e->cfg.credit) ||
 	    nla_put_u64_64bit(skb, PARQ_A_EPOCH, e->cfg.epoch, PARQ_A_PAD) ||
 	    nla_put_u64_64bit(skb, PARQ_A_LEASE, left, PARQ_A_PAD) ||
@@ -318,7 +270,7 @@ static int parq_genl_fill(struct sk_buff *skb, const struct parq_credit *e,
 	return 0;
 }
 
-static int parq_genl_set(struct sk_buff *skb, struct genl_info *info)
+int parq_credit_genl_set(struct sk_buff *skb, struct genl_info *info)
 {
 	struct parq_credit_net *cn = parq_cn(genl_info_net(info));
 	struct parq_addr dst;
@@ -346,7 +298,7 @@ static int parq_genl_set(struct sk_buff *skb, struct genl_info *info)
 			       info->extack);
 }
 
-static int parq_genl_del(struct sk_buff *skb, struct genl_info *info)
+int parq_credit_genl_del(struct sk_buff *skb, struct genl_info *info)
 {
 	struct parq_credit_net *cn = parq_cn(genl_info_net(info));
 	struct parq_addr dst;
@@ -366,7 +318,7 @@ static int parq_genl_del(struct sk_buff *skb, struct genl_info *info)
 	return err;
 }
 
-static int parq_genl_get(struct sk_buff *skb, struct genl_info *info)
+int parq_credit_genl_get(struct sk_buff *skb, struct genl_info *info)
 {
 	struct parq_credit_net *cn = parq_cn(genl_info_net(info));
 	struct parq_credit *e;
@@ -388,8 +340,8 @@ static int parq_genl_get(struct sk_buff *skb, struct genl_info *info)
 	rcu_read_lock();
 	e = parq_credit_find(cn, &dst);
 	if (e)
-		err = parq_genl_fill(msg, e, info->snd_portid, info->snd_seq,
-				     0, ktime_get_ns());
+		err = parq_credit_fill(msg, e, info->snd_portid,
+				       info->snd_seq, 0, ktime_get_ns());
 	else
 		err = -ENOENT;
 	rcu_read_unlock();
@@ -404,7 +356,7 @@ static int parq_genl_get(struct sk_buff *skb, struct genl_info *info)
 }
 
 /* cb->args[0]: hash chain, cb->args[1]: entries of it already sent. */
-static int parq_genl_dump(struct sk_buff *skb, struct netlink_callback *cb)
+int parq_credit_genl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct parq_credit_net *cn = parq_cn(sock_net(skb->sk));
 	unsigned long i = cb->args[0], skip = cb->args[1], n;
@@ -417,9 +369,10 @@ static int parq_genl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		hlist_for_each_entry_rcu(e, &cn->hash[i], node) {
 			if (n++ < skip)
 				continue;
-			if (parq_genl_fill(skb, e, NETLINK_CB(cb->skb).portid,
-					   cb->nlh->nlmsg_seq, NLM_F_MULTI,
-					   now)) {
+			if (parq_credit_fill(skb, e,
+					     NETLINK_CB(cb->skb).portid,
+					     cb->nlh->nlmsg_seq, NLM_F_MULTI,
+					     now)) {
 				rcu_read_unlock();
 				cb->args[0] = i;
 				cb->args[1] = n - 1;
@@ -432,35 +385,6 @@ static int parq_genl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	cb->args[1] = 0;
 	return skb->len;
 }
-
-static const struct genl_ops parq_genl_ops[] = {
-	{
-		.cmd	= PARQ_CMD_CREDIT_SET,
-		.doit	= parq_genl_set,
-		.flags	= GENL_ADMIN_PERM,
-	},
-	{
-		.cmd	= PARQ_CMD_CREDIT_DEL,
-		.doit	= parq_genl_del,
-		.flags	= GENL_ADMIN_PERM,
-	},
-	{
-		.cmd	= PARQ_CMD_CREDIT_GET,
-		.doit	= parq_genl_get,
-		.dumpit	= parq_genl_dump,
-	},
-};
-
-static struct genl_family parq_genl_family __ro_after_init = {
-	.name		= PARQ_GENL_NAME,
-	.version	= PARQ_GENL_VERSION,
-	.maxattr	= PARQ_A_MAX,
-	.policy		= parq_genl_policy,
-	.netnsok	= true,
-	.module		= THIS_MODULE,
-	.ops		= parq_genl_ops,
-	.n_ops		= ARRAY_SIZE(parq_genl_ops),
-};
 
 /* --- namespaces and module --------------------------------------------- */
 
@@ -490,23 +414,10 @@ static struct pernet_operations parq_credit_net_ops = {
 
 int __init parq_credit_init(void)
 {
-	int err;
-
-	err = register_pernet_subsys(&parq_credit_net_ops);
-	if (err)
-		return err;
-	err = genl_register_family(&parq_genl_family);
-	if (err)
-		unregister_pernet_subsys(&parq_credit_net_ops);
-	return err;
+	return register_pernet_subsys(&parq_credit_net_ops);
 }
 
 void parq_credit_exit(void)
 {
-	genl_unregister_family(&parq_genl_family);
 	unregister_pernet_subsys(&parq_credit_net_ops);
-	/* Every entry queued for kfree_rcu() is freed before the module goes. */
-	rcu_barrier();
 }
-
-MODULE_ALIAS_GENL_FAMILY(PARQ_GENL_NAME);

@@ -53,6 +53,8 @@
 #include "core/parq_core.h"
 #include "parq_compat.h"
 #include "parq_credit.h"
+#include "parq_genl.h"
+#include "parq_monitor.h"
 
 #define PARQ_FLOW_BUCKETS	1024	/* parallel flow queues, power of 2 */
 #define PARQ_LOCAL_BUCKETS	256	/* hash chains of local destinations */
@@ -1572,21 +1574,43 @@ static int __init parq_module_init(void)
 	err = parq_credit_init();
 	if (err)
 		return err;
+	err = parq_monitor_init();
+	if (err)
+		goto err_credit;
+	err = parq_genl_init();
+	if (err)
+		goto err_monitor;
 	err = register_qdisc(&parq_qdisc_ops);
 	if (err)
-		parq_credit_exit();
+		goto err_genl;
+	return 0;
+
+err_genl:
+	parq_genl_exit();
+err_monitor:
+	parq_monitor_exit();
+err_credit:
+	parq_credit_exit();
 	return err;
 }
 
+/*
+ * The family goes first: no request runs after it, so none can enable the
+ * monitor of a namespace being torn down.
+ */
 static void __exit parq_module_exit(void)
 {
 	unregister_qdisc(&parq_qdisc_ops);
+	parq_genl_exit();
+	parq_monitor_exit();
 	parq_credit_exit();
+	/* Every entry queued for kfree_rcu() is freed before the module goes. */
+	rcu_barrier();
 }
 
 module_init(parq_module_init);
 module_exit(parq_module_exit);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("parq developers");
-MODULE_DESCRIPTION("parq: parallel/local packet scheduler with reserved flows and receiver-side credits");
+MODULE_DESCRIPTION("parq: parallel/local packet scheduler with reserved flows, receiver-side credits and a receive monitor");
 PARQ_MODULE_ALIAS();

@@ -158,11 +158,15 @@ struct tc_parq_class_xstats {
  * Generic netlink family "parq" (receiver-side credits).  A credit entry
  * limits the local-class traffic a host sends to one destination to
  * PARQ_A_CREDIT bytes per epoch of PARQ_A_EPOCH ns, until its lease runs
- * out.  Entries are per network namespace; every write needs
- * CAP_NET_ADMIN.  Documentation/netlink/specs/parq.yaml describes it.
+ * out.  The receive monitor counts, per source host, the parallel and
+ * local traffic that arrives, and reports to the multicast group "events"
+ * when parallel traffic starts and stops arriving.  All of it is per
+ * network namespace; every write needs CAP_NET_ADMIN.
+ * Documentation/netlink/specs/parq.yaml describes the family.
  */
 #define PARQ_GENL_NAME		"parq"
 #define PARQ_GENL_VERSION	1
+#define PARQ_GENL_MCGRP_EVENTS	"events"
 
 #define PARQ_CREDIT_MAX		0xffffffffU	/* bytes per epoch */
 #define PARQ_EPOCH_MIN		10000ULL	/* ns: 10 us */
@@ -170,12 +174,23 @@ struct tc_parq_class_xstats {
 #define PARQ_EPOCH_DEFAULT	1000000ULL	/* ns: 1 ms */
 #define PARQ_LEASE_MAX		3600000000000ULL /* ns: 1 hour */
 #define PARQ_CREDIT_ENTRIES_MAX	65536		/* per namespace */
+#define PARQ_MON_SIZE_DEFAULT	1024		/* source hosts kept */
+#define PARQ_MON_SIZE_MAX	65536
+#define PARQ_MON_HOLD_DEFAULT	10000000ULL	/* ns: 10 ms */
+#define PARQ_MON_HOLD_MIN	1000000ULL	/* ns: 1 ms */
+#define PARQ_MON_HOLD_MAX	10000000000ULL	/* ns: 10 s */
 
 enum parq_genl_cmd {
 	PARQ_CMD_UNSPEC,
 	PARQ_CMD_CREDIT_SET,	/* create or replace one entry */
 	PARQ_CMD_CREDIT_DEL,	/* delete one entry, or all without address */
 	PARQ_CMD_CREDIT_GET,	/* one entry (doit) or the table (dump) */
+	PARQ_CMD_MON_SET,	/* configure the receive monitor */
+	PARQ_CMD_MON_GET,	/* its configuration and state */
+	PARQ_CMD_PEER_GET,	/* dump: what arrived from each source host */
+	PARQ_CMD_MON_EVENT,	/* to "events": parallel traffic started
+				 * (PARQ_A_MON_ACTIVE 1, the source that
+				 * started it) or stopped (0) arriving */
 	__PARQ_CMD_MAX
 };
 #define PARQ_CMD_MAX (__PARQ_CMD_MAX - 1)
@@ -193,6 +208,23 @@ enum parq_genl_attr {
 	PARQ_A_USED,		/* u32: bytes sent in the current epoch */
 	PARQ_A_PASSED,		/* u64: local packets let through */
 	PARQ_A_HELD,		/* u64: times a packet had to wait */
+	PARQ_A_MON_ENABLED,	/* u8: the monitor counts arriving traffic */
+	PARQ_A_MON_SIZE,	/* u32: source hosts kept, 1..PARQ_MON_SIZE_MAX;
+				 * the least recently seen goes first */
+	PARQ_A_MON_DSCP,	/* u64: DSCPs of parallel traffic, as the
+				 * qdisc's dscp-parallel (PARQ_DSCP_BIT) */
+	PARQ_A_MON_HOLD,	/* u64: ns without parallel traffic before it
+				 * counts as stopped, PARQ_MON_HOLD_MIN..MAX */
+	PARQ_A_MON_SOURCES,	/* u32: source hosts in the table now */
+	PARQ_A_MON_ACTIVE,	/* u8: parallel traffic is arriving */
+	PARQ_A_MON_EVICTED,	/* u64: sources evicted to make room */
+	PARQ_A_MON_EVENTS,	/* u64: start and stop events sent */
+	PARQ_A_PAR_PACKETS,	/* u64: parallel packets from the source */
+	PARQ_A_PAR_BYTES,	/* u64: their bytes (IP length) */
+	PARQ_A_PAR_AGE,		/* u64: ns since the last one; absent if none */
+	PARQ_A_LOC_PACKETS,	/* u64: local packets from the source */
+	PARQ_A_LOC_BYTES,	/* u64 */
+	PARQ_A_LOC_AGE,		/* u64: ns since the last one; absent if none */
 	__PARQ_A_MAX
 };
 #define PARQ_A_MAX (__PARQ_A_MAX - 1)

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The "parq" generic netlink family: the credit table (parq_credit.c) and
+ * the receive monitor (parq_monitor.c), per network namespace.  One strict
+ * policy covers every request; writes need CAP_NET_ADMIN in the
+ * namespace's user namespace owner (GENL_ADMIN_PERM); the "events" group
+ * carries the monitor's start and stop reports.  The family is described in
+ * Documentation/netlink/specs/parq.yaml, which scripts/check-genl-spec
+ * holds to this UAPI.
+ */
+#include <linux/in6.h>
+#include <linux/module.h>
+#include <net/genetlink.h>
+#include <linux/parq.h>
+
+#include "parq_genl.h"
+
+static struct netlink_range_validation parq_epoch_range = {
+	.min = PARQ_EPOCH_MIN,
+	.max = PARQ_EPOCH_MAX,
+};
+
+static struct netlink_range_validation parq_lease_range = {
+	.min = 1,
+	.max = PARQ_LEASE_MAX,
+};
+
+static struct netlink_range_validation parq_size_range = {
+	.min = 1,
+	.max = PARQ_MON_SIZE_MAX,
+};
+
+static struct netlink_range_validation parq_hold_range = {
+	.min = PARQ_MON_HOLD_MIN,
+	.max = PARQ_MON_HOLD_MAX,
+};
+
+static const struct nla_policy parq_genl_policy[PARQ_A_MAX + 1] = {
+	[PARQ_A_ADDR4]		= { .type = NLA_U32 },
+	[PARQ_A_ADDR6]		= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
+	[PARQ_A_CREDIT]		= { .type = NLA_U32 },
+	[PARQ_A_EPOCH]		= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_epoch_range),
+	[PARQ_A_LEASE]		= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_lease_range),
+	[PARQ_A_MON_ENABLED]	= NLA_POLICY_MAX(NLA_U8, 1),
+	[PARQ_A_MON_SIZE]	= NLA_POLICY_FULL_RANGE(NLA_U32,
+							&parq_size_range),
+	[PARQ_A_MON_DSCP]	= { .type = NLA_U64 },
+	[PARQ_A_MON_HOLD]	= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_hold_range),
+};
+
+static const struct genl_ops parq_genl_ops[] = {
+	{
+		.cmd	= PARQ_CMD_CREDIT_SET,
+		.doit	= parq_credit_genl_set,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= PARQ_CMD_CREDIT_DEL,
+		.doit	= parq_credit_genl_del,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= PARQ_CMD_CREDIT_GET,
+		.doit	= parq_credit_genl_get,
+		.dumpit	= parq_credit_genl_dump,
+	},
+	{
+		.cmd	= PARQ_CMD_MON_SET,
+		.doit	= parq_mon_genl_set,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= PARQ_CMD_MON_GET,
+		.doit	= parq_mon_genl_get,
+	},
+	{
+		.cmd	= PARQ_CMD_PEER_GET,
+		.dumpit	= parq_peer_genl_dump,
+	},
+};
+
+static const struct genl_multicast_group parq_genl_mcgrps[] = {
+	{ .name = PARQ_GENL_MCGRP_EVENTS },
+};
+
+static struct genl_family parq_genl_family __ro_after_init = {
+	.name		= PARQ_GENL_NAME,
+	.version	= PARQ_GENL_VERSION,
+	.maxattr	= PARQ_A_MAX,
+	.policy		= parq_genl_policy,
+	.netnsok	= true,
+	.module		= THIS_MODULE,
+	.ops		= parq_genl_ops,
+	.n_ops		= ARRAY_SIZE(parq_genl_ops),
+	.mcgrps		= parq_genl_mcgrps,
+	.n_mcgrps	= ARRAY_SIZE(parq_genl_mcgrps),
+};
+
+int parq_genl_addr(struct genl_info *info, struct parq_addr *addr)
+{
+	struct nlattr *a4 = info->attrs[PARQ_A_ADDR4];
+	struct nlattr *a6 = info->attrs[PARQ_A_ADDR6];
+
+	memset(addr, 0, sizeof(*addr));
+	if (a4 && a6) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a6,
+				    "parq: give one address, IPv4 or IPv6");
+		return -EINVAL;
+	}
+	if (a4) {
+		addr->family = AF_INET;
+		addr->a[0] = nla_get_in_addr(a4);
+	} else if (a6) {
+		addr->family = AF_INET6;
+		nla_memcpy(addr->a, a6, sizeof(addr->a));
+	} else {
+		return -ENODATA;
+	}
+	return 0;
+}
+
+int parq_genl_put_addr(struct sk_buff *skb, const struct parq_addr *addr)
+{
+	if (addr->family == AF_INET)
+		return nla_put_in_addr(skb, PARQ_A_ADDR4, addr->a[0]);
+	return nla_put(skb, PARQ_A_ADDR6, sizeof(addr->a), addr->a);
+}
+
+void *parq_genl_put(struct sk_buff *skb, u32 portid, u32 seq, int flags,
+		    u8 cmd)
+{
+	return genlmsg_put(skb, portid, seq, &parq_genl_family, flags, cmd);
+}
+
+void parq_genl_notify(struct net *net, struct sk_buff *skb, gfp_t gfp)
+{
+	genlmsg_multicast_netns(&parq_genl_family, net, skb, 0, 0, gfp);
+}
+
+int __init parq_genl_init(void)
+{
+	return genl_register_family(&parq_genl_family);
+}
+
+void parq_genl_exit(void)
+{
+	genl_unregister_family(&parq_genl_family);
+}
+
+MODULE_ALIAS_GENL_FAMILY(PARQ_GENL_NAME);

@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * parq receive monitor: what arrives at this host, per source host.
+ *
+ * A receiving host must know when parallel traffic is arriving, and which
+ * hosts send it local traffic meanwhile, to tell those to hold back.  When
+ * enabled in a network namespace, a netfilter hook at LOCAL_IN (IPv4 and
+ * IPv6) classifies each arriving packet as parallel or local by its DSCP,
+ * with the meaning of the qdisc's dscp-parallel, and counts it for its
+ * source host: packets, bytes (IP length) and last-seen time per class.
+ *
+ * The table is bounded (PARQ_A_MON_SIZE sources); a new source beyond it
+ * evicts the least recently seen, so spoofed sources cannot exhaust
+ * memory.  Lookups take no lock (RCU, atomic counters); the table lock is
+ * taken for a new source, and at most once a second per source to keep the
+ * recency order.
+ *
+ * Parallel traffic starting to arrive, and stopping (no parallel packet
+ * for PARQ_A_MON_HOLD), is reported to the family's "events" group.  The
+ * reports are edge-triggered: one start, then one stop at least a hold
+ * later, so there are at most two per hold period.
+ */
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/jhash.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6.h>
+#include <linux/rculist.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <net/dsfield.h>
+#include <net/genetlink.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+#include <linux/parq.h>
+
+#include "parq_genl.h"
+#include "parq_monitor.h"
+
+#define PARQ_MON_HASH_BITS	10
+
+enum { PARQ_PAR, PARQ_LOC, PARQ_NCLS };
+
+struct parq_peer {
+	struct hlist_node	node;
+	struct list_head	lru;		/* most recently seen first */
+	struct parq_addr	src;
+	unsigned long		moved;		/* jiffies of the last LRU move */
+	atomic64_t		packets[PARQ_NCLS];
+	atomic64_t		bytes[PARQ_NCLS];
+	u64			last[PARQ_NCLS];	/* ns, 0: never */
+	struct rcu_head		rcu;
+};
+
+struct parq_mon_net {
+	spinlock_t		lock;		/* table, LRU, events */
+	struct hlist_head	hash[1 << PARQ_MON_HASH_BITS];
+	struct list_head	lru;
+	u32			count;
+	u32			size;
+	u64			dscp;
+	u64			hold;		/* ns */
+	bool			enabled;	/* hooks registered */
+	bool			active;		/* parallel arriving */
+	u64			last_parallel;	/* ns */
+	u64			evicted;
+	u64			events;
+	u32			seed;
+	struct delayed_work	stop;		/* reports the end of parallel */
+	struct net		*net;
+};
+
+static unsigned int parq_mon_net_id __read_mostly;
+
+static struct parq_mon_net *parq_mn(const struct net *net)
+{
+	return net_generic(net, parq_mon_net_id);
+}
+
+static struct hlist_head *parq_peer_head(struct parq_mon_net *mn,
+					 const struct parq_addr *a)
+{
+	u32 h = jhash2((__force const u32 *)a->a, ARRAY_SIZE(a->a),
+		       a->family ^ mn->seed);
+
+	return &mn->hash[h & ((1 << PARQ_MON_HASH_BITS) - 1)];
+}
+
+/* Caller holds rcu_read_lock() or mn->lock. */
+static struct parq_peer *parq_peer_find(struct parq_mon_net *mn,
+					const struct parq_addr *src)
+{
+	struct parq_peer *p;
+
+	hlist_for_each_entry_rcu(p, parq_peer_head(mn, src), node,
+				 lockdep_is_held(&mn->lock))
+		if (parq_addr_eq(&p->src, src))
+			return p;
+	return NULL;
+}
+
+/* Caller holds mn->lock. */
+static void parq_peer_unlink(struct parq_mon_net *mn, struct parq_peer *p)
+{
+	hlist_del_rcu(&p->node);
+	list_del(&p->lru);
+	mn->count--;
+	kfree_rcu(p, rcu);
+}
+
+/* Caller holds mn->lock: evict the least recently seen down to @size. */
+static void parq_peer_trim(struct parq_mon_net *mn, u32 size)
+{
+	while (mn->count > size) {
+		parq_peer_unlink(mn, list_last_entry(&mn->lru,
+						     struct parq_peer, lru));
+		mn->evicted++;
+	}
+}
+
+/* A source seen for the first time; NULL if memory is short.  Called under
+ * rcu_read_lock(), in softirq.
+ */
+static struct parq_peer *parq_peer_add(struct parq_mon_net *mn,
+				       const struct parq_addr *src)
+{
+	struct parq_peer *p, *old;
+
+	p = kzalloc(sizeof(*p), GFP_ATOMIC | __GFP_NOWARN);
+	if (!p)
+		return NULL;
+	p->src = *src;
+	p->moved = jiffies;
+	spin_lock_bh(&mn->lock);
+	old = parq_peer_find(mn, src);	/* another CPU was first */
+	if (old || !mn->enabled) {
+		spin_unlock_bh(&mn->lock);
+		kfree(p);
+		return old;
+	}
+	parq_peer_trim(mn, mn->size - 1);
+	hlist_add_head_rcu(&p->node, parq_peer_head(mn, src));
+	list_add(&p->lru, &mn->lru);
+	mn->count++;
+	spin_unlock_bh(&mn->lock);
+	return p;
+}
+
+static void parq_peer_flush(struct parq_mon_net *mn)
+{
+	struct parq_peer *p, *tmp;
+
+	spin_lock_bh(&mn->lock);
+	list_for_each_entry_safe(p, tmp, &mn->lru, lru)
+		parq_peer_unlink(mn, p);
+	spin_unlock_bh(&mn->lock);
+}
+
+/* --- events ------------------------------------------------------------- */
+
+static void parq_mon_event(struct parq_mon_net *mn, bool active,
+			   const struct parq_addr *src, gfp_t gfp)
+{
+	struct sk_buff *skb;
+	void *hdr;
+
+	mn->events++;
+	skb = genlmsg_new(NLMSG_GOODSIZE, gfp);
+	if (!skb)
+		return;
+	hdr = parq_genl_put(skb, 0, 0, 0, PARQ_CMD_MON_EVENT);
+	if (!hdr ||
+	    nla_put_u8(skb, PARQ_A_MON_ACTIVE, active) ||
+	    (src && parq_genl_put_addr(skb, src))) {
+		nlmsg_free(skb);
+		return;
+	}
+	genlmsg_end(skb, hdr);
+	parq_genl_notify(mn->net, skb, gfp);
+}
+
+/* A parallel packet from @src arrived at @now (softirq). */
+static void parq_mon_parallel(struct parq_mon_net *mn,
+			      const struct parq_addr *src, u64 now)
+{
+	WRITE_ONCE(mn->last_parallel, now);
+	if (READ_ONCE(mn->active))
+		return;
+	spin_lock_bh(&mn->lock);
+	if (!mn->active && mn->enabled) {
+		mn->active = true;
+		parq_mon_event(mn, true, src, GFP_ATOMIC);
+		schedule_delayed_work(&mn->stop, nsecs_to_jiffies(mn->hold) + 1);
+	}
+	spin_unlock_bh(&mn->lock);
+}
+
+/* Runs a hold after the last look: has parallel traffic stopped? */
+static void parq_mon_stop_work(struct work_struct *work)
+{
+	struct parq_mon_net *mn = container_of(to_delayed_work(work),
+					       struct parq_mon_net, stop);
+	u64 now = ktime_get_ns(), idle;
+	bool stopped = false;
+
+	spin_lock_bh(&mn->lock);
+	if (mn->active) {
+		idle = now - READ_ONCE(mn->last_parallel);
+		if (idle >= mn->hold) {
+			mn->active = false;
+			stopped = true;
+		} else {
+			schedule_delayed_work(&mn->stop,
+					      nsecs_to_jiffies(mn->hold - idle) +
+					      1);
+		}
+	}
+	spin_unlock_bh(&mn->lock);
+	if (stopped)
+		parq_mon_event(mn, false, NULL, GFP_KERNEL);
+}
+
+/* --- the hook ----------------------------------------------------------- */
+
+static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
+				  const struct nf_hook_state *state)
+{
+	struct parq_mon_net *mn = parq_mn(state->net);
+	struct parq_addr src = {};
+	struct parq_peer *p;
+	unsigned int len;
+	int cls, dscp;
+	u64 now;
+
+	if (state->pf == NFPROTO_IPV4) {
+		const struct iphdr *iph = ip_hdr(skb);
+
+		src.family = AF_INET;
+		src.a[0] = iph->saddr;
+		dscp = ipv4_get_dsfield(iph) >> 2;
+		len = ntohs(iph->tot_len);
+	} else {
+		const struct ipv6hdr *ip6h = ipv6_hdr(skb);
+
+		src.family = AF_INET6;
+		memcpy(src.a, &ip6h->saddr, sizeof(src.a));
+		dscp = ipv6_get_dsfield(ip6h) >> 2;
+		len = sizeof(*ip6h) + ntohs(ip6h->payload_len);
+	}
+	cls = READ_ONCE(mn->dscp) & PARQ_DSCP_BIT(dscp) ? PARQ_PAR : PARQ_LOC;
+	now = ktime_get_ns();
+
+	rcu_read_lock();
+	p = parq_peer_find(mn, &src);
+	if (!p)
+		p = parq_peer_add(mn, &src);
+	if (p) {
+		atomic64_inc(&p->packets[cls]);
+		atomic64_add(len, &p->bytes[cls]);
+		WRITE_ONCE(p->last[cls], now);
+		if (time_after(jiffies, READ_ONCE(p->moved) + HZ)) {
+			spin_lock_bh(&mn->lock);
+			if (!hlist_unhashed(&p->node)) {
+				list_move(&p->lru, &mn->lru);
+				WRITE_ONCE(p->moved, jiffies);
+			}
+			spin_unlock_bh(&mn->lock);
+		}
+	}
+	rcu_read_unlock();
+	if (cls == PARQ_PAR)
+		parq_mon_parallel(mn, &src, now);
+	return NF_ACCEPT;
+}
+
+static const struct nf_hook_ops parq_mon_ops[] = {
+	{
+		.hook		= parq_mon_hook,
+		.pf		= NFPROTO_IPV4,
+		.hooknum	= NF_INET_LOCAL_IN,
+		.priority	= NF_IP_PRI_LAST,
+	},
+	{
+		.hook		= parq_mon_hook,
+		.pf		= NFPROTO_IPV6,
+		.hooknum	= NF_INET_LOCAL_IN,
+		.priority	= NF_IP6_PRI_LAST,
+	},
+};
+
+/*
+ * Stop counting and forget the sources.  Requests are serialized by the
+ * genl mutex.  @notify: report a parallel stream that was still arriving
+ * as stopped (not when the namespace or the module goes away).
+ */
+static void parq_mon_disable(struct parq_mon_net *mn, bool notify)
+{
+	bool was_active;
+
+	if (!mn->enabled)
+		return;
+	spin_lock_bh(&mn->lock);
+	mn->enabled = false;
+	spin_unlock_bh(&mn->lock);
+	nf_unregister_net_hooks(mn->net, parq_mon_ops,
+				ARRAY_SIZE(parq_mon_ops));
+	cancel_delayed_work_sync(&mn->stop);
+	spin_lock_bh(&mn->lock);
+	was_active = mn->active;
+	mn->active = false;
+	spin_unlock_bh(&mn->lock);
+	if (was_active && notify)
+		parq_mon_event(mn, false, NULL, GFP_KERNEL);
+	parq_peer_flush(mn);
+}
+
+/* --- generic netlink handlers -------------------------------------------- */
+
+int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
+{
+	struct parq_mon_net *mn = parq_mn(genl_info_net(info));
+	struct nlattr **a = info->attrs;
+	bool enable = mn->enabled;
+	int err;
+
+	if (a[PARQ_A_MON_ENABLED])
+		enable = nla_get_u8(a[PARQ_A_MON_ENABLED]);
+	if (enable && !mn->enabled) {
+		err = nf_register_net_hooks(mn->net, parq_mon_ops,
+					    ARRAY_SIZE(parq_mon_ops));
+		if (err) {
+			NL_SET_ERR_MSG(info->extack,
+				       "parq: cannot register the netfilter hooks");
+			return err;
+		}
+	} else if (!enable) {
+		parq_mon_disable(mn, true);
+	}
+	spin_lock_bh(&mn->lock);
+	if (a[PARQ_A_MON_SIZE]) {
+		mn->size = nla_get_u32(a[PARQ_A_MON_SIZE]);
+		parq_peer_trim(mn, mn->size);
+	}
+	if (a[PARQ_A_MON_DSCP])
+		WRITE_ONCE(mn->dscp, nla_get_u64(a[PARQ_A_MON_DSCP]));
+	if (a[PARQ_A_MON_HOLD])
+		mn->hold = nla_get_u64(a[PARQ_A_MON_HOLD]);
+	mn->enabled = enable;
+	spin_unlock_bh(&mn->lock);
+	return 0;
+}
+
+int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
+{
+	struct parq_mon_net *mn = parq_mn(genl_info_net(info));
+	struct sk_buff *msg;
+	void *hdr;
+
+	msg = nlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = parq_genl_put(msg, info->snd_portid, info->snd_seq, 0,
+			    PARQ_CMD_MON_GET);
+	if (!hdr)
+		goto nospace;
+	spin_lock_bh(&mn->lock);
+	if (nla_put_u8(msg, PARQ_A_MON_ENABLED, mn->enabled) ||
+	    nla_put_u32(msg, PARQ_A_MON_SIZE, mn->size) ||
+	    nla_put_u64_64bit(msg, PARQ_A_MON_DSCP, mn->dscp, PARQ_A_PAD) ||
+	    nla_put_u64_64bit(msg, PARQ_A_MON_HOLD, mn->hold, PARQ_A_PAD) ||
+	    nla_put_u32(msg, PARQ_A_MON_SOURCES, mn->count) ||
+	    nla_put_u8(msg, PARQ_A_MON_ACTIVE, mn->active) ||
+	    nla_put_u64_64bit(msg, PARQ_A_MON_EVICTED, mn->evicted,
+			      PARQ_A_PAD) ||
+	    nla_put_u64_64bit(msg, PARQ_A_MON_EVENTS, mn->events,
+			      PARQ_A_PAD)) {
+		spin_unlock_bh(&mn->lock);
+		goto nospace;
+	}
+	spin_unlock_bh(&mn->lock);
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+nospace:
+	nlmsg_free(msg);
+	return -EMSGSIZE;
+}
+
+static int parq_peer_fill(struct sk_buff *skb, const struct parq_peer *p,
+			  u32 portid, u32 seq, u64 now)
+{
+	static const int attr[PARQ_NCLS][3] = {
+		{ PARQ_A_PAR_PACKETS, PARQ_A_PAR_BYTES, PARQ_A_PAR_AGE },
+		{ PARQ_A_LOC_PACKETS, PARQ_A_LOC_BYTES, PARQ_A_LOC_AGE },
+	};
+	void *hdr;
+	u64 last;
+	int c;
+
+	hdr = parq_genl_put(skb, portid, seq, NLM_F_MULTI, PARQ_CMD_PEER_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (parq_genl_put_addr(skb, &p->src))
+		goto nospace;
+	for (c = 0; c < PARQ_NCLS; c++) {
+		last = READ_ONCE(p->last[c]);
+		if (nla_put_u64_64bit(skb, attr[c][0],
+				      atomic64_read(&p->packets[c]),
+				      PARQ_A_PAD) ||
+		    nla_put_u64_64bit(skb, attr[c][1],
+				      atomic64_read(&p->bytes[c]),
+				      PARQ_A_PAD) ||
+		    (last && nla_put_u64_64bit(skb, attr[c][2],
+					       now > last ? now - last : 0,
+					       PARQ_A_PAD)))
+			goto nospace;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+nospace:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
+/* cb->args[0]: hash chain, cb->args[1]: entries of it already sent. */
+int parq_peer_genl_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct parq_mon_net *mn = parq_mn(sock_net(skb->sk));
+	unsigned long i = cb->args[0], skip = cb->args[1], n;
+	u64 now = ktime_get_ns();
+	struct parq_peer *p;
+
+	rcu_read_lock();
+	for (; i < ARRAY_SIZE(mn->hash); i++, skip = 0) {
+		n = 0;
+		hlist_for_each_entry_rcu(p, &mn->hash[i], node) {
+			if (n++ < skip)
+				continue;
+			if (parq_peer_fill(skb, p, NETLINK_CB(cb->skb).portid,
+					   cb->nlh->nlmsg_seq, now)) {
+				rcu_read_unlock();
+				cb->args[0] = i;
+				cb->args[1] = n - 1;
+				return skb->len;
+			}
+		}
+	}
+	rcu_read_unlock();
+	cb->args[0] = i;
+	cb->args[1] = 0;
+	return skb->len;
+}
+
+/* --- namespaces ----------------------------------------------------------- */
+
+static int __net_init parq_mon_net_init(struct net *net)
+{
+	struct parq_mon_net *mn = parq_mn(net);
+
+	spin_lock_init(&mn->lock);
+	INIT_LIST_HEAD(&mn->lru);
+	INIT_DELAYED_WORK(&mn->stop, parq_mon_stop_work);
+	mn->size = PARQ_MON_SIZE_DEFAULT;
+	mn->dscp = PARQ_DSCP_DEFAULT;
+	mn->hold = PARQ_MON_HOLD_DEFAULT;
+	mn->seed = get_random_u32();
+	mn->net = net;
+	return 0;
+}
+
+static void __net_exit parq_mon_net_exit(struct net *net)
+{
+	struct parq_mon_net *mn = parq_mn(net);
+
+	parq_mon_disable(mn, false);
+	cancel_delayed_work_sync(&mn->stop);
+}
+
+static struct pernet_operations parq_mon_net_ops = {
+	.init	= parq_mon_net_init,
+	.exit	= parq_mon_net_exit,
+	.id	= &parq_mon_net_id,
+	.size	= sizeof(struct parq_mon_net),
+};
+
+int __init parq_monitor_init(void)
+{
+	return register_pernet_subsys(&parq_mon_net_ops);
+}
+
+void parq_monitor_exit(void)
+{
+	unregister_pernet_subsys(&parq_mon_net_ops);
+}

@@ -1,0 +1,336 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""parq receive monitor: what arrives at a host, per source, and reports of
+parallel traffic starting and stopping (issue 4's receiver side, kernel).
+
+Namespace A is the receiving host with the monitor on; B sends to it from
+its address B1 (10.77.0.2), a second address B2 (10.77.0.3), over IPv6
+(fd00:77::2 to fd00:77::1), and from spoofed sources through a raw socket.
+  - defaults, and refused configurations (policy ranges, CAP_NET_ADMIN)
+    that change nothing;
+  - exact counts per source and class: packets and IP bytes, parallel by
+    DSCP (EF, CS5-7 by default), IPv4 and IPv6; a new DSCP set re-sorts;
+  - the table is bounded: 100 spoofed sources into a table of 16 keep the
+    16 seen last and count 84 evictions;
+  - one "started" report when a parallel stream begins and one "stopped"
+    report a hold after it ends, not one per packet;
+  - disabling forgets everything and counts nothing more; another
+    namespace's monitor is untouched; rmmod with the monitor on; a clean
+    kernel log.
+"""
+import os
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import ktap, lab, module, uapi  # noqa: E402
+from parqlab.genl import ParqGenl  # noqa: E402
+from parqlab.ktap import check, check_eq, diag  # noqa: E402
+from parqlab.rtnl import nla, nla_u32, nla_u64  # noqa: E402
+from parqlab.traffic import TOS_EF  # noqa: E402
+
+MS = 1000000
+A1, B1, B2 = "10.77.0.1", "10.77.0.2", "10.77.0.3"
+A6, B6 = "fd00:77::1", "fd00:77::2"
+PORT = 7001
+PAYLOAD = 100
+TOS_AF11 = 10 << 2
+TOS_CS1 = 8 << 2
+
+topo = None
+kwatch = None
+sinks = []
+
+
+def genl(ns=None):
+    return ParqGenl(ns if ns is not None else topo.a)
+
+
+def ok(res, what):
+    check(res.error == 0, f"{what}: {res}")
+
+
+def send(src, n, tos=0, dst=A1, family=socket.AF_INET):
+    """@n datagrams of PAYLOAD bytes from B's address @src to A."""
+    sk = topo.b.socket(family, socket.SOCK_DGRAM)
+    try:
+        if family == socket.AF_INET:
+            sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+        else:
+            sk.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
+        sk.bind((src, 0))
+        for _ in range(n):
+            sk.sendto(bytes(PAYLOAD), (dst, PORT))
+    finally:
+        sk.close()
+
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    s = (s >> 16) + (s & 0xffff)
+    s += s >> 16
+    return ~s & 0xffff
+
+
+def send_spoofed(sources, tos=0):
+    """One UDP datagram to A from each of @sources (IPv4, raw socket)."""
+    sk = topo.b.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    try:
+        for src in sources:
+            udp = struct.pack("!HHHH", 40000, PORT, 8 + PAYLOAD, 0) + \
+                bytes(PAYLOAD)
+            hdr = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + len(udp), 0,
+                              0, 64, socket.IPPROTO_UDP, 0,
+                              socket.inet_aton(src), socket.inet_aton(A1))
+            hdr = hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:]
+            sk.sendto(hdr + udp, (A1, 0))
+    finally:
+        sk.close()
+
+
+def settle():
+    time.sleep(0.3)
+
+
+def t_defaults():
+    with genl() as g:
+        m = g.mon_get()
+    check_eq((m["enabled"], m["size"], m["dscp"], m["hold_ns"],
+              m["sources"], m["active"]),
+             (0, uapi.PARQ_MON_SIZE_DEFAULT, uapi.PARQ_DSCP_DEFAULT,
+              uapi.PARQ_MON_HOLD_DEFAULT, 0, 0), "monitor defaults")
+
+
+UNPRIV = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from parqlab.genl import ParqGenl
+g = ParqGenl()
+print(g.mon_set(enabled=1).errname, g.mon_get()["enabled"])
+"""
+
+
+def t_refusals():
+    bad = [
+        ("size 0", [nla_u32(uapi.PARQ_A_MON_SIZE, 0)]),
+        ("size above maximum",
+         [nla_u32(uapi.PARQ_A_MON_SIZE, uapi.PARQ_MON_SIZE_MAX + 1)]),
+        ("hold below minimum",
+         [nla_u64(uapi.PARQ_A_MON_HOLD, uapi.PARQ_MON_HOLD_MIN - 1)]),
+        ("hold above maximum",
+         [nla_u64(uapi.PARQ_A_MON_HOLD, uapi.PARQ_MON_HOLD_MAX + 1)]),
+        ("enabled 2", [nla(uapi.PARQ_A_MON_ENABLED, b"\x02")]),
+        ("read-only sources", [nla_u32(uapi.PARQ_A_MON_SOURCES, 1)]),
+        ("size with a valid enable",
+         [nla(uapi.PARQ_A_MON_ENABLED, b"\x01"),
+          nla_u32(uapi.PARQ_A_MON_SIZE, 0)]),
+    ]
+    with genl() as g:
+        before = g.mon_get()
+        for name, attrs in bad:
+            r = g.cmd(uapi.PARQ_CMD_MON_SET, *attrs)
+            check(r.errname in ("EINVAL", "ERANGE") and r.msg,
+                  f"{name}: {r}")
+            diag(f"{name}: {r.errname} {r.msg!r}")
+            check_eq(g.mon_get(), before, f"monitor after the refused {name}")
+    scripts = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
+                           "scripts")
+    p = topo.a.run(["setpriv", "--reuid=65534", "--regid=65534",
+                    "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+                    "/usr/bin/python3", "-c", UNPRIV, scripts], check=False)
+    check(p.returncode == 0, f"unprivileged client: {p.stderr.strip()}")
+    check_eq(p.stdout.split(), ["EPERM", "0"], "unprivileged enable")
+
+
+def t_counts():
+    with genl() as g:
+        ok(g.mon_set(enabled=1, size=1024, dscp=uapi.PARQ_DSCP_DEFAULT),
+           "enable")
+        send(B1, 10, TOS_EF)
+        send(B1, 5, TOS_AF11)
+        send(B2, 20, 0)
+        settle()
+        p = g.peers()
+        m = g.mon_get()
+    ip4 = 20 + 8 + PAYLOAD
+    diag(f"peers: {p}")
+    check_eq(sorted(p), [B1, B2], "sources")
+    b1, b2 = p[B1], p[B2]
+    check_eq((b1["par_packets"], b1["par_bytes"], b1["loc_packets"],
+              b1["loc_bytes"]), (10, 10 * ip4, 5, 5 * ip4), f"{B1} counts")
+    check_eq((b2["par_packets"], b2["loc_packets"], b2["loc_bytes"]),
+             (0, 20, 20 * ip4), f"{B2} counts")
+    check("par_age_ns" not in b2, f"{B2} has a parallel age: {b2}")
+    check(0 < b1["par_age_ns"] < 5 * 10**9, f"{B1} par age {b1}")
+    check_eq((m["enabled"], m["sources"]), (1, 2), "enabled, sources")
+
+
+def t_ipv6():
+    with genl() as g:
+        send(B6, 7, TOS_EF, dst=A6, family=socket.AF_INET6)
+        send(B6, 3, 0, dst=A6, family=socket.AF_INET6)
+        settle()
+        p = g.peers()
+    ip6 = 40 + 8 + PAYLOAD
+    check(B6 in p, f"no IPv6 source: {sorted(p)}")
+    check_eq((p[B6]["par_packets"], p[B6]["par_bytes"], p[B6]["loc_packets"],
+              p[B6]["loc_bytes"]), (7, 7 * ip6, 3, 3 * ip6), f"{B6} counts")
+
+
+def t_dscp():
+    with genl() as g:
+        ok(g.mon_set(dscp=uapi.PARQ_DSCP_BIT(8)), "dscp CS1 only")
+        before = g.peers()[B1]
+        send(B1, 4, TOS_EF)
+        send(B1, 6, TOS_CS1)
+        settle()
+        after = g.peers()[B1]
+        ok(g.mon_set(dscp=uapi.PARQ_DSCP_DEFAULT), "dscp back")
+    check_eq((after["par_packets"] - before["par_packets"],
+              after["loc_packets"] - before["loc_packets"]), (6, 4),
+             "parallel (CS1), local (EF) under dscp CS1")
+
+
+def t_bounded():
+    spoofed = [f"10.88.{i // 250}.{i % 250 + 1}" for i in range(100)]
+    with genl() as g:
+        ok(g.mon_set(enabled=0), "disable (forget)")
+        ok(g.mon_set(enabled=1, size=16), "enable, size 16")
+        ev0 = g.mon_get()["evicted"]
+        send_spoofed(spoofed)
+        settle()
+        p = g.peers()
+        m = g.mon_get()
+    diag(f"{len(p)} sources kept, {m['evicted'] - ev0} evicted")
+    check_eq((m["sources"], len(p)), (16, 16), "sources kept")
+    check_eq(m["evicted"] - ev0, 84, "evictions")
+    check_eq(sorted(p), sorted(spoofed[-16:]), "the 16 seen last are kept")
+
+
+def t_events():
+    hold = 50 * MS
+    with genl() as g, genl() as listener:
+        ok(g.mon_set(enabled=1, size=1024, hold_ns=hold), "hold 50 ms")
+        listener.subscribe()
+        sk = topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, TOS_EF)
+        sk.bind((B1, 0))
+        t_start = time.monotonic()
+        try:
+            while time.monotonic() - t_start < 0.6:	# a packet every 5 ms
+                sk.sendto(bytes(PAYLOAD), (A1, PORT))
+                t_last = time.monotonic()
+                time.sleep(0.005)
+        finally:
+            sk.close()
+        ev = listener.events(1.0)
+        ok(g.mon_set(hold_ns=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
+    diag(f"events: {[(e['active'], e.get('addr'), round(e['t'] - t_start, 3)) for e in ev]}")
+    check_eq([(e["cmd"], e["active"]) for e in ev],
+             [(uapi.PARQ_CMD_MON_EVENT, 1), (uapi.PARQ_CMD_MON_EVENT, 0)],
+             "one start and one stop")
+    check_eq(ev[0].get("addr"), B1, "the source that started it")
+    gap = ev[1]["t"] - t_last
+    diag(f"stop reported {gap * 1e3:.0f} ms after the last parallel packet "
+         f"(hold {hold // MS} ms)")
+    check(gap >= hold / 1e9 - 0.005, f"stop reported {gap:.3f}s after the "
+          "last packet: before the hold")
+    check(gap <= hold / 1e9 + 0.5, f"stop reported {gap:.3f}s after the "
+          "last packet")
+
+
+def t_disable_and_netns():
+    with genl() as g, genl(topo.b) as gb:
+        ok(g.mon_set(enabled=0), "disable")
+        m = g.mon_get()
+        check_eq((m["enabled"], m["sources"], m["active"]), (0, 0, 0),
+                 "after disable")
+        send(B1, 5, TOS_EF)
+        settle()
+        check_eq(g.peers(), {}, "sources counted while disabled")
+        ok(g.mon_set(enabled=1), "enable")
+        check_eq(gb.mon_get()["enabled"], 0, "B's monitor")
+        send(B1, 2, TOS_EF)
+        settle()
+        check_eq(g.peers()[B1]["par_packets"], 2, "counts after re-enable")
+        check_eq(gb.peers(), {}, "B's table")
+
+
+def t_rmmod():
+    with genl() as g:
+        ok(g.mon_set(enabled=1), "enable")
+    send(B1, 3, TOS_EF)
+    r = module.rmmod()
+    check(r.returncode == 0, f"rmmod with the monitor on: {r.stderr.strip()}")
+    module.ensure_loaded()
+    send(B1, 3, TOS_EF)		# no hook left behind
+    with genl() as g:
+        m = g.mon_get()
+        check_eq((m["enabled"], m["sources"]), (0, 0),
+                 "monitor of a fresh module")
+
+
+def t_kmsg():
+    kwatch.assert_clean()
+
+
+def setup(t, k):
+    """Globals; B2 on B; IPv6 between A and B; sockets in A that take the
+    datagrams (no ICMP back)."""
+    global topo, kwatch
+    topo, kwatch = t, k
+    topo.b.run(["ip", "addr", "add", f"{B2}/24", "dev", topo.dev_b()])
+    for ns in (topo.a, topo.b):
+        for key in ("net.ipv6.conf.all.disable_ipv6",
+                    "net.ipv6.conf.default.disable_ipv6"):
+            ns.sysctl(key, "0")
+        ns.sysctl("net.ipv4.conf.all.rp_filter", "0")
+    for ns, dev in ((topo.a, topo.dev_a()), (topo.b, topo.dev_b())):
+        ns.sysctl(f"net.ipv6.conf.{dev}.disable_ipv6", "0")
+        ns.sysctl(f"net.ipv4.conf.{dev}.rp_filter", "0")
+    topo.a.run(["ip", "addr", "add", f"{A6}/64", "dev", topo.dev_a(),
+                "nodad"])
+    topo.b.run(["ip", "addr", "add", f"{B6}/64", "dev", topo.dev_b(),
+                "nodad"])
+    topo.a.run(["ip", "-6", "neigh", "replace", B6, "lladdr", topo.mac_b(),
+                "dev", topo.dev_a(), "nud", "permanent"])
+    topo.b.run(["ip", "-6", "neigh", "replace", A6, "lladdr", topo.mac_a(),
+                "dev", topo.dev_b(), "nud", "permanent"])
+    topo.a.run(["ip", "neigh", "replace", B2, "lladdr", topo.mac_b(), "dev",
+                topo.dev_a(), "nud", "permanent"])
+    for fam, addr in ((socket.AF_INET, A1), (socket.AF_INET6, A6)):
+        sk = topo.a.socket(fam, socket.SOCK_DGRAM)
+        sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        sk.bind((addr, PORT))
+        sinks.append(sk)
+
+
+def main():
+    suite = ktap.Suite("parq_monitor")
+    suite.case("defaults", t_defaults)
+    suite.case("refused configurations change nothing", t_refusals)
+    suite.case("exact counts per source and class (IPv4)", t_counts)
+    suite.case("exact counts over IPv6", t_ipv6)
+    suite.case("a new DSCP set re-sorts the traffic", t_dscp)
+    suite.case("100 spoofed sources, table of 16: the last 16 kept",
+               t_bounded)
+    suite.case("one start and one stop report per parallel stream",
+               t_events)
+    suite.case("disable forgets; other namespaces untouched",
+               t_disable_and_netns)
+    suite.case("rmmod with the monitor on", t_rmmod)
+    suite.case("kernel log clean", t_kmsg)
+    try:
+        return lab.run(suite, "mon", setup=setup)
+    finally:
+        for sk in sinks:
+            sk.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
