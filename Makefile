@@ -6,7 +6,10 @@
 #   make demo       install what is missing, build, run the sender-side demo
 #   make check      install what is missing, build, run every test
 #   make fuzz       fuzz parqd's message parser for FUZZ_TIME seconds (clang)
-#   make bench      the reserved-flow dequeue benchmark (prints figures)
+#   make bench      the kernel benchmarks: reserved-flow dequeue cost, and
+#                   per-packet cost against the kernel's qdiscs (pktgen)
+#   make bench-core the core's per-packet cost: ns (Google Benchmark) and
+#                   instructions (callgrind), Documentation/benchmarks.md
 #   make install    install module (updates/), tc plugin and man page
 #
 # The module is built for `scripts/kver` (the running kernel when its headers
@@ -18,6 +21,8 @@ KVER        ?= $(shell scripts/kver 2>/dev/null)
 BUILD       := build
 USERSPACE   := $(BUILD)/userspace
 FUZZ        := $(BUILD)/fuzz
+COREBENCH   := $(BUILD)/corebench
+BENCH_MIN_TIME ?= 0.2
 FUZZ_TIME   ?= 60
 DESTDIR     ?=
 PREFIX      ?= /usr
@@ -87,6 +92,23 @@ selftest: kmod plugin
 # Benchmarks print figures and assert nothing.
 bench: kmod plugin
 	$(IN_KERNEL) scripts/bench/resv-dequeue
+	$(IN_KERNEL) scripts/bench/pktgen-qdisc
+
+# The scheduling core's per-packet operations, in a build tree of their own
+# without sanitizers: Google Benchmark (ns/packet, depends on the machine),
+# then callgrind (instructions/packet, the same on every run).
+bench-core:
+	scripts/install-deps bench
+	cmake -S userspace -B $(COREBENCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DPARQ_BUILD_TESTS=OFF -DPARQ_SANITIZE=OFF >/dev/null
+	cmake --build $(COREBENCH) -j2 --target parq-corebench parq-core-percall
+	@mkdir -p $(BUILD)/bench
+	$(COREBENCH)/corebench/parq-corebench --benchmark_min_time=$(BENCH_MIN_TIME) \
+		--benchmark_out=$(BUILD)/bench/corebench.json --benchmark_out_format=json
+	scripts/bench/core-instructions --percall $(COREBENCH)/corebench/parq-core-percall \
+		--json $(BUILD)/bench/core-instructions.json
+	@echo "bench-core: ns/packet in $(BUILD)/bench/corebench.json," \
+		"instructions/packet in $(BUILD)/bench/core-instructions.json"
 
 demo:
 	scripts/install-deps demo
@@ -121,4 +143,4 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all kmod kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
-	selftest bench demo deps check install dkms-install clean fuzz
+	selftest bench bench-core demo deps check install dkms-install clean fuzz

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// parq-corebench: Google Benchmark of the scheduling core's per-packet
+// operations (ops.h).  One iteration is one packet, so the reported time is
+// ns per packet (items_per_second: packets per second).  Figures only; it
+// asserts nothing.  Documentation/benchmarks.md says what each one measures.
+//
+//   parq-corebench [--benchmark_min_time=0.2] [--benchmark_filter=Rr]
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+
+#include "ops.h"
+
+namespace parq::corebench {
+namespace {
+
+template <typename Op>
+void RunPackets(benchmark::State& state, Op& op) {
+  for (auto _ : state) op.Packet();
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_ThreshPickCharge(benchmark::State& state) {
+  ThreshPickCharge op;
+  RunPackets(state, op);
+}
+BENCHMARK(BM_ThreshPickCharge);
+
+void BM_RrSelectCharge(benchmark::State& state) {
+  RrSelectCharge op(static_cast<std::size_t>(state.range(0)));
+  RunPackets(state, op);
+  state.counters["flows"] = static_cast<double>(op.active());
+}
+BENCHMARK(BM_RrSelectCharge)->ArgName("flows")->Arg(1)->Arg(1000)->Arg(100000);
+
+void BM_ShaperCharge(benchmark::State& state) {
+  ShaperCharge op;
+  RunPackets(state, op);
+}
+BENCHMARK(BM_ShaperCharge);
+
+void BM_ResvDispatchRate(benchmark::State& state) {
+  ResvDispatch op(ResvDispatch::kRate);
+  RunPackets(state, op);
+}
+BENCHMARK(BM_ResvDispatchRate);
+
+void BM_ResvDispatchIdt(benchmark::State& state) {
+  ResvDispatch op(ResvDispatch::kIdt);
+  RunPackets(state, op);
+}
+BENCHMARK(BM_ResvDispatchIdt);
+
+void BM_ResvBefore(benchmark::State& state) {
+  ResvBefore op;
+  RunPackets(state, op);
+}
+BENCHMARK(BM_ResvBefore);
+
+// A user-space model (std::set), not the kernel's rb-tree: see ops.h.
+void BM_ResvOrderedModel(benchmark::State& state) {
+  ResvOrderedModel op(static_cast<std::size_t>(state.range(0)));
+  RunPackets(state, op);
+}
+BENCHMARK(BM_ResvOrderedModel)->ArgName("flows")->Arg(1)->Arg(1000)->Arg(65514);
+
+void BM_CreditTake(benchmark::State& state) {
+  CreditTake op;
+  RunPackets(state, op);
+}
+BENCHMARK(BM_CreditTake);
+
+void BM_CreditTakeCmpxchg(benchmark::State& state) {
+  CreditTakeCmpxchg op;
+  RunPackets(state, op);
+}
+BENCHMARK(BM_CreditTakeCmpxchg);
+
+void BM_CreditWait(benchmark::State& state) {
+  CreditWait op;
+  RunPackets(state, op);
+}
+BENCHMARK(BM_CreditWait);
+
+}  // namespace
+}  // namespace parq::corebench
+
+BENCHMARK_MAIN();
