@@ -27,7 +27,9 @@ what arrives per destination, in time:
   - a credit of C bytes per epoch E holds D1 to at most C per epoch (the
     bound is exact: bytes parq sent over an interval <= (epochs + 2) x C),
     and the rate achieved is printed;
-  - xstats count the destinations, the waiting ones and the waits.
+  - xstats count the destinations, the waiting ones and the waits;
+  - while the only local destination waits, parallel traffic gets the
+    whole shaped rate and no threshold turn is given to local.
 """
 import os
 import select
@@ -531,6 +533,53 @@ def t_parallel_not_held():
     tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
 
 
+def t_no_lost_turns():
+    """With threshold 1 the local class would take half of a saturated
+    8 Mbit/s shaper.  While its only destination waits for credit, the
+    parallel class gets the whole rate and no threshold turn goes to
+    local; when the entry is deleted, the halves come back."""
+    qdisc_setup("rate", "8mbit", "threshold", "1")
+    with Rtnl(topo.a) as nl, genl() as g:
+        idx = nl.ifindex(topo.dev_a())
+
+        def snap():
+            c = {k["handle"]: k["bytes"] for k in nl.classes(idx)}
+            return time.monotonic(), c["1:1"], c["1:2"], xs()
+
+        ok(g.delete(), "flush")
+        ok(g.set(D1, credit=0, lease_ns=60 * SEC), "credit 0 for D1")
+        par = Sender([D1], tos=TOS_EF)
+        loc = Sender([D1])
+        try:
+            time.sleep(1.0)
+            t0, p0, l0, q0 = snap()
+            time.sleep(3.0)
+            t1, p1, l1, q1 = snap()
+            ok(g.delete(D1), "delete D1's entry")
+            time.sleep(1.0)
+            t2, p2, l2, _ = snap()
+            time.sleep(3.0)
+            t3, p3, l3, _ = snap()
+        finally:
+            par.close()
+            loc.close()
+    held_rate = (p1 - p0) * 8 / (t1 - t0)
+    share = (p3 - p2) / max(1, (p3 - p2) + (l3 - l2))
+    diag(f"local held: parallel {held_rate / 1e6:.2f} Mbit/s, local "
+         f"{(l1 - l0) * 8 / (t1 - t0) / 1e6:.2f} Mbit/s, threshold turns "
+         f"{q1['threshold_turns'] - q0['threshold_turns']}, local_waiting "
+         f"{q1['local_waiting']}; released: parallel share {share:.3f}")
+    check_eq(l1 - l0, 0, "local bytes sent while its destination waits")
+    check_eq(q1["threshold_turns"] - q0["threshold_turns"], 0,
+             "threshold turns given to a waiting local class")
+    check(held_rate >= 0.9 * 8e6,
+          f"parallel got {held_rate / 1e6:.2f} of 8 Mbit/s while local "
+          "waited")
+    check(0.4 <= share <= 0.6, f"parallel byte share {share:.3f} once "
+          "released, want 1/2 (threshold 1)")
+    tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
+
+
 def t_credit_rate():
     """Bytes are read from the local class's counter (what parq sent, L2
     lengths, as credits count them) by netlink, with the time taken before
@@ -609,6 +658,8 @@ def main():
     suite.case("parallel traffic is not held by credits", t_parallel_not_held)
     suite.case("a credit holds a destination to credit per epoch",
                t_credit_rate)
+    suite.case("a waiting local class takes no threshold turn",
+               t_no_lost_turns)
     suite.case("kernel log clean", t_kmsg)
     return lab.run(suite, "cr", setup=setup)
 
