@@ -88,7 +88,7 @@ Outcome Receiver::Drop(DropReason r, std::optional<wire::WireError> e,
               " similar lines suppressed";
     log_(line);
   }
-  return Outcome{false, r, e};
+  return Outcome{false, r, e, std::nullopt};
 }
 
 Outcome Receiver::Receive(std::span<const uint8_t> bytes, const Address& from,
@@ -133,7 +133,7 @@ Outcome Receiver::Receive(std::span<const uint8_t> bytes, const Address& from,
   table_.Apply(m, now);
   counters_.accepted++;
   (m.type == wire::Type::kGrant ? counters_.grants : counters_.releases)++;
-  return Outcome{true, DropReason::kMalformed, std::nullopt};
+  return Outcome{true, DropReason::kMalformed, std::nullopt, m};
 }
 
 std::vector<Address> Receiver::Expire(uint64_t now) {

@@ -79,6 +79,7 @@ struct Outcome {
   bool accepted = false;
   DropReason reason = DropReason::kMalformed;       // when !accepted
   std::optional<wire::WireError> error;             // when decoding failed
+  std::optional<wire::Message> message;             // when accepted
 };
 
 class Receiver {

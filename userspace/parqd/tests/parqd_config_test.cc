@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Unit tests of config.cpp: a valid file, the defaults, every missing or
+// invalid key with its message, command-line overrides, durations.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using namespace parq::parqd;
+using parq::parqd::test::A;
+
+const std::string kMinimal = R"(
+interface = "eth0"
+node-id = 1
+key-file = "/etc/parq/cluster.key"
+
+[[peer]]
+id = 2
+addresses = ["10.0.0.2", "fd00::2"]
+)";
+
+Config Ok(const std::string& text, const ConfigOverrides& o = {}) {
+  auto r = ParseConfig(text, "parqd.toml", o);
+  EXPECT_TRUE(r.ok()) << r.error();
+  return r.ok() ? r.value() : Config{};
+}
+
+std::string Error(const std::string& text, const ConfigOverrides& o = {}) {
+  auto r = ParseConfig(text, "parqd.toml", o);
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? std::string() : r.error();
+}
+
+// kMinimal with `key = value` replaced or added (value empty: removed).
+std::string With(const std::string& key, const std::string& value) {
+  std::string out;
+  bool replaced = false;
+  size_t pos = 0;
+  std::string text = kMinimal;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.rfind(key + " =", 0) == 0) {
+      replaced = true;
+      if (!value.empty())
+        out += key + " = " + value + "\n";
+      continue;
+    }
+    if (!replaced && line == "[[peer]]" && !value.empty()) {
+      out += key + " = " + value + "\n";
+      replaced = true;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+TEST(ConfigTest, MinimalFileTakesTheDefaults) {
+  const Config c = Ok(kMinimal);
+  EXPECT_EQ(c.interface, "eth0");
+  EXPECT_EQ(c.node_id, 1u);
+  EXPECT_EQ(c.key_file, "/etc/parq/cluster.key");
+  ASSERT_EQ(c.peers.size(), 1u);
+  EXPECT_EQ(c.peers[0].id, 2u);
+  EXPECT_EQ(c.peers[0].addresses,
+            (std::vector<Address>{A("10.0.0.2"), A("fd00::2")}));
+  EXPECT_EQ(c.listen_address, "::");
+  EXPECT_EQ(c.listen_port, 7207);
+  EXPECT_EQ(c.threshold_recv, 0u);
+  EXPECT_EQ(c.epoch_ns, 1'000'000u);
+  EXPECT_EQ(c.hold_ns, 10'000'000u);
+  EXPECT_EQ(c.lease, 3);
+  EXPECT_EQ(c.metrics_file, "");
+  EXPECT_EQ(c.metrics_period_ns, 10'000'000'000u);
+}
+
+TEST(ConfigTest, FullFile) {
+  const Config c = Ok(R"(
+interface = "veth0a"
+listen-address = "10.77.0.1"
+listen-port = 9000
+node-id = 7
+key-file = "k"
+threshold-recv = 1500
+epoch = "2ms"
+hold = "20ms"
+lease = 5
+metrics-file = "/tmp/parqd.prom"
+metrics-period = "100ms"
+[[peer]]
+id = 8
+addresses = ["10.77.0.2"]
+[[peer]]
+id = 9
+addresses = ["10.77.0.3"]
+)");
+  EXPECT_EQ(c.listen_address, "10.77.0.1");
+  EXPECT_EQ(c.listen_port, 9000);
+  EXPECT_EQ(c.node_id, 7u);
+  EXPECT_EQ(c.threshold_recv, 1500u);
+  EXPECT_EQ(c.epoch_ns, 2'000'000u);
+  EXPECT_EQ(c.hold_ns, 20'000'000u);
+  EXPECT_EQ(c.lease, 5);
+  EXPECT_EQ(c.metrics_file, "/tmp/parqd.prom");
+  EXPECT_EQ(c.metrics_period_ns, 100'000'000u);
+  ASSERT_EQ(c.peers.size(), 2u);
+  EXPECT_EQ(c.peers[1].id, 9u);
+}
+
+TEST(ConfigTest, MissingRequiredKeys) {
+  EXPECT_EQ(Error(With("interface", "")),
+            "parqd.toml: 'interface' is missing; name the interface parq "
+            "runs on, e.g. interface = \"eth0\"");
+  EXPECT_NE(Error(With("node-id", "")).find("'node-id' is missing"),
+            std::string::npos);
+  EXPECT_NE(Error(With("key-file", "")).find("'key-file' is missing; give "
+                                             "the cluster key file"),
+            std::string::npos);
+  EXPECT_EQ(Error("interface = \"eth0\"\nnode-id = 1\nkey-file = \"k\"\n"),
+            "parqd.toml: no [[peer]] section; list every host that may grant "
+            "this host credit, with its id and addresses");
+}
+
+struct BadCase {
+  std::string key, value, message;
+};
+
+TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
+  const BadCase cases[] = {
+      {"interface", "3", "'interface': must be a string"},
+      {"interface", "\"\"", "'interface': is empty"},
+      {"interface", "\"averyveryverylongname\"", "is not an interface name"},
+      {"node-id", "\"1\"", "'node-id': must be an integer (no quotes)"},
+      {"node-id", "-1", "'node-id': is -1; give a value from 0 to"},
+      {"listen-address", "\"nowhere\"",
+       "'listen-address': \"nowhere\" is not an IPv4 or IPv6 address"},
+      {"listen-port", "0", "'listen-port': is 0; give a value from 1 to 65535"},
+      {"listen-port", "70000", "'listen-port': is 70000"},
+      {"threshold-recv", "-5", "'threshold-recv': is -5"},
+      {"epoch", "1", "'epoch': must be a string: write a number with a unit"},
+      {"epoch", "\"1\"", "'epoch': \"1\" has no unit"},
+      {"epoch", "\"1 ms\"", "has an unknown unit"},
+      {"epoch", "\"50us\"", "'epoch': is 50us; give a whole number of "
+                            "microseconds from 100us to 60s"},
+      {"epoch", "\"61s\"", "'epoch': is 61s"},
+      {"epoch", "\"1500ns\"", "'epoch': is 1500ns"},
+      {"hold", "\"0ms\"", "'hold': must be longer than 0"},
+      {"hold", "\"fast\"", "\"fast\" is not a duration"},
+      {"lease", "0", "'lease': is 0; give a value from 1 to 65535"},
+      {"lease", "\"3\"", "'lease': must be an integer"},
+      {"metrics-file", "\"/var/lib/\"", "is a directory"},
+      {"metrics-period", "\"1ms\"", "give a period from 10ms to 1h"},
+      {"colour", "\"blue\"", "'colour': unknown key; the keys are interface"},
+  };
+  for (const BadCase& c : cases) {
+    const std::string e = Error(With(c.key, c.value));
+    EXPECT_NE(e.find(c.message), std::string::npos)
+        << c.key << " = " << c.value << ": " << e;
+    EXPECT_EQ(e.rfind("parqd.toml:", 0), 0u) << e;
+  }
+}
+
+TEST(ConfigTest, ErrorsCarryLineAndColumn) {
+  EXPECT_EQ(Error(With("listen-port", "0")).substr(0, 16), "parqd.toml:6:15:");
+}
+
+TEST(ConfigTest, BadToml) {
+  const std::string e = Error("interface = \"eth0\nnode-id = 1\n");
+  EXPECT_EQ(e.rfind("parqd.toml:1:", 0), 0u) << e;
+  EXPECT_NE(e.find("not valid TOML"), std::string::npos) << e;
+}
+
+TEST(ConfigTest, Peers) {
+  const std::string head = "interface = \"eth0\"\nnode-id = 1\nkey-file = \"k\"\n";
+  EXPECT_NE(Error(head + "peer = 3\n").find("'peer': must be a list of tables"),
+            std::string::npos);
+  EXPECT_NE(Error(head + "[[peer]]\naddresses = [\"10.0.0.2\"]\n")
+                .find("a [[peer]] section has no 'id'"),
+            std::string::npos);
+  EXPECT_NE(Error(head + "[[peer]]\nid = 2\n").find("peer 2 has no 'addresses'"),
+            std::string::npos);
+  EXPECT_NE(Error(head + "[[peer]]\nid = 2\naddresses = []\n")
+                .find("'peer.addresses': must be a non-empty list"),
+            std::string::npos);
+  EXPECT_NE(Error(head + "[[peer]]\nid = 2\naddresses = [\"x\"]\n")
+                .find("\"x\" is not an IPv4 or IPv6 address"),
+            std::string::npos);
+  EXPECT_NE(Error(head + "[[peer]]\nid = 2\naddresses = [\"10.0.0.2\"]\nname = \"b\"\n")
+                .find("'peer.name': unknown key in a [[peer]] section"),
+            std::string::npos);
+  EXPECT_NE(Error(head + "[[peer]]\nid = 1\naddresses = [\"10.0.0.2\"]\n")
+                .find("peer 1 has this host's own node-id"),
+            std::string::npos);
+  EXPECT_NE(Error(head +
+                  "[[peer]]\nid = 2\naddresses = [\"10.0.0.2\"]\n"
+                  "[[peer]]\nid = 2\naddresses = [\"10.0.0.3\"]\n")
+                .find("peer 2 is configured twice"),
+            std::string::npos);
+  std::string many = head + "[[peer]]\nid = 2\naddresses = [";
+  for (int i = 0; i < 17; i++)
+    many += std::string(i ? ", " : "") + "\"10.0.1." + std::to_string(i) + "\"";
+  many += "]\n";
+  EXPECT_NE(Error(many).find("has 17 addresses; a credit message carries at most 16"),
+            std::string::npos);
+}
+
+TEST(ConfigTest, OverridesReplaceTheFile) {
+  ConfigOverrides o;
+  o.interface = "veth9";
+  o.listen_port = 9999;
+  o.epoch = "5ms";
+  o.metrics_file = "/run/p.prom";
+  const Config c = Ok(kMinimal, o);
+  EXPECT_EQ(c.interface, "veth9");
+  EXPECT_EQ(c.listen_port, 9999);
+  EXPECT_EQ(c.epoch_ns, 5'000'000u);
+  EXPECT_EQ(c.metrics_file, "/run/p.prom");
+  ConfigOverrides bad;
+  bad.lease = 0;
+  EXPECT_EQ(Error(kMinimal, bad),
+            "command line: 'lease': is 0; give a value from 1 to 65535");
+  // An override can supply a key the file lacks.
+  ConfigOverrides iface;
+  iface.interface = "eth1";
+  EXPECT_EQ(Ok(With("interface", ""), iface).interface, "eth1");
+}
+
+TEST(ConfigTest, LoadConfigNamesAMissingFile) {
+  auto r = LoadConfig("/nonexistent/parqd.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().rfind("/nonexistent/parqd.toml: cannot open the "
+                            "configuration file: No such file",
+                            0),
+            0u)
+      << r.error();
+}
+
+TEST(DurationTest, Parse) {
+  EXPECT_EQ(ParseDuration("1ms").value(), 1'000'000u);
+  EXPECT_EQ(ParseDuration("250us").value(), 250'000u);
+  EXPECT_EQ(ParseDuration("1.5s").value(), 1'500'000'000u);
+  EXPECT_EQ(ParseDuration("0.001s").value(), 1'000'000u);
+  EXPECT_EQ(ParseDuration("100ns").value(), 100u);
+  EXPECT_EQ(ParseDuration(".5ms").value(), 500'000u);
+  EXPECT_FALSE(ParseDuration("1.5ns").ok());
+  EXPECT_FALSE(ParseDuration("").ok());
+  EXPECT_FALSE(ParseDuration("ms").ok());
+  EXPECT_FALSE(ParseDuration("-1ms").ok());
+  EXPECT_FALSE(ParseDuration("1h").ok());
+  EXPECT_FALSE(ParseDuration("99999999999999999999s").ok());
+}
+
+TEST(DurationTest, FormatRoundTrips) {
+  EXPECT_EQ(FormatDuration(1'000'000), "1ms");
+  EXPECT_EQ(FormatDuration(1'500'000'000), "1500ms");
+  EXPECT_EQ(FormatDuration(7), "7ns");
+  EXPECT_EQ(FormatDuration(0), "0ns");
+  for (uint64_t ns : {1ull, 999ull, 1000ull, 123456789ull, 3600000000000ull})
+    EXPECT_EQ(ParseDuration(FormatDuration(ns)).value(), ns);
+}
+
+}  // namespace

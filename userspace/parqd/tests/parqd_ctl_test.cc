@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Unit tests of ctl.cpp: what parqctl asks the kernel and prints.
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ctl.hpp"
+#include "fake_kernel.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using namespace parq::parqd;
+using nlohmann::json;
+using parq::parqd::test::A;
+using parq::parqd::test::FakeKernel;
+
+class CtlTest : public ::testing::Test {
+ protected:
+  int Run(const CtlArgs& a) {
+    std::ostringstream out, err;
+    const int rc = RunCtl(
+        a,
+        [this]() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
+          if (open_error_)
+            return Err{*open_error_};
+          return std::unique_ptr<KernelCreditTable>(
+              std::make_unique<Proxy>(kernel_));
+        },
+        out, err);
+    out_ = out.str();
+    err_ = err.str();
+    return rc;
+  }
+
+  // Forwards to the test's FakeKernel (RunCtl owns what it opens).
+  struct Proxy : KernelCreditTable {
+    explicit Proxy(FakeKernel& k) : k(k) {}
+    std::optional<KernelError> Apply(const CreditRequest& r) override {
+      return k.Apply(r);
+    }
+    Result<std::vector<KernelEntry>, KernelError> Dump() override {
+      return k.Dump();
+    }
+    FakeKernel& k;
+  };
+
+  FakeKernel kernel_;
+  std::optional<KernelError> open_error_;
+  std::string out_, err_;
+};
+
+TEST_F(CtlTest, SetSendsOneRequest) {
+  CtlArgs a;
+  a.cmd = CtlArgs::Cmd::kCreditSet;
+  a.address = A("10.0.0.2");
+  a.credit = 1500;
+  a.epoch_ns = 2'000'000;
+  a.lease_ns = 1'000'000'000;
+  a.json = true;
+  EXPECT_EQ(Run(a), 0);
+  ASSERT_EQ(kernel_.requests.size(), 1u);
+  const CreditRequest& r = kernel_.requests[0];
+  EXPECT_EQ(r.op, CreditRequest::Op::kSet);
+  EXPECT_EQ(r.address, A("10.0.0.2"));
+  EXPECT_EQ(r.credit, 1500u);
+  EXPECT_EQ(r.epoch_ns, 2'000'000u);
+  EXPECT_EQ(r.lease_ns, 1'000'000'000u);
+  EXPECT_EQ(json::parse(out_), json({{"ok", true}}));
+}
+
+TEST_F(CtlTest, KernelErrorsCarryTheExtackMessage) {
+  CtlArgs a;
+  a.cmd = CtlArgs::Cmd::kCreditClear;
+  a.address = A("10.0.0.9");
+  kernel_.errors.push_back(
+      KernelError{ENOENT, "parq: no credit entry for that address"});
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_EQ(err_,
+            "parqctl: credit clear 10.0.0.9: parq: no credit entry for that "
+            "address (No such file or directory)\n");
+  EXPECT_EQ(out_, "");
+  a.json = true;
+  kernel_.errors.push_back(KernelError{EPERM, ""});
+  EXPECT_EQ(Run(a), 1);
+  const json j = json::parse(out_);
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["errno"], EPERM);
+  EXPECT_EQ(j["error"], "credit clear 10.0.0.9: Operation not permitted");
+}
+
+TEST_F(CtlTest, ClearAllHasNoAddress) {
+  CtlArgs a;
+  a.cmd = CtlArgs::Cmd::kCreditClear;
+  EXPECT_EQ(Run(a), 0);
+  ASSERT_EQ(kernel_.requests.size(), 1u);
+  EXPECT_EQ(kernel_.requests[0].op, CreditRequest::Op::kDel);
+  EXPECT_FALSE(kernel_.requests[0].address);
+  EXPECT_EQ(out_, "");
+}
+
+TEST_F(CtlTest, ShowJsonAndText) {
+  kernel_.entries = {KernelEntry{A("10.0.0.2"), 1500, 1'000'000, 500'000'000,
+                                 100, 7, 2},
+                     KernelEntry{A("fd00::2"), 0, 2'000'000, 1'000, 0, 0, 0}};
+  CtlArgs a;
+  a.cmd = CtlArgs::Cmd::kCreditShow;
+  a.json = true;
+  EXPECT_EQ(Run(a), 0);
+  const json j = json::parse(out_);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0], json({{"addr", "10.0.0.2"}, {"credit", 1500},
+                        {"epoch_ns", 1000000}, {"lease_ns", 500000000},
+                        {"used", 100}, {"passed", 7}, {"held", 2}}));
+  EXPECT_EQ(j[1]["addr"], "fd00::2");
+  a.json = false;
+  EXPECT_EQ(Run(a), 0);
+  EXPECT_NE(out_.find("ADDRESS"), std::string::npos);
+  EXPECT_NE(out_.find("10.0.0.2"), std::string::npos);
+  EXPECT_NE(out_.find("500ms"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("1us"), std::string::npos) << out_;
+  kernel_.entries.clear();
+  a.json = true;
+  EXPECT_EQ(Run(a), 0);
+  EXPECT_EQ(out_, "[]\n");
+}
+
+TEST_F(CtlTest, NoFamily) {
+  open_error_ = KernelError{ENOENT, "the kernel has no \"parq\" family"};
+  CtlArgs a;
+  a.json = true;
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_EQ(json::parse(out_)["ok"], false);
+}
+
+TEST(FormatQdiscTest, KeepsParqQdiscs) {
+  const std::string tc = R"([{"kind":"noqueue","handle":"0:"},
+    {"kind":"parq","handle":"1:","root":true,"options":{"threshold":4},
+     "bytes":100,"packets":2,"xstats":{"threshold_turns":3}}])";
+  auto j = FormatQdisc(tc, "veth0a", true);
+  ASSERT_TRUE(j.ok()) << j.error();
+  const json p = json::parse(j.value().text);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0]["dev"], "veth0a");
+  EXPECT_EQ(p[0]["xstats"]["threshold_turns"], 3);
+  auto t = FormatQdisc(tc, "veth0a", false);
+  ASSERT_TRUE(t.ok());
+  EXPECT_NE(t.value().text.find("parq 1: dev veth0a root"), std::string::npos)
+      << t.value().text;
+  EXPECT_NE(t.value().text.find("xstats.threshold_turns"), std::string::npos);
+  auto none = FormatQdisc(R"([{"kind":"fq"}])", "eth0", true);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().find("no parq qdisc on eth0"), std::string::npos);
+  EXPECT_FALSE(FormatQdisc("nope", "eth0", true).ok());
+}
+
+}  // namespace
