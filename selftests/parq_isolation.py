@@ -41,7 +41,8 @@ from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import check, diag  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import (Iperf3Client, Iperf3Server,  # noqa: E402
-                             SockperfServer, sockperf_pingpong)
+                             SockperfServer, realtime_prefix,
+                             sockperf_pingpong)
 
 RATE = "100mbit"
 SECONDS = 8
@@ -189,9 +190,7 @@ def setup(t, k):
     global topo, A, DEV, kwatch
     topo, kwatch = t, k
     A, DEV = topo.a, topo.dev_a()
-    rt = ["chrt", "-f", "50"]
-    if A.run(rt + ["true"], check=False).returncode == 0:
-        PROBE_PRIO.extend(rt)
+    PROBE_PRIO.extend(realtime_prefix(A))
     return [SockperfServer(topo.b, topo.ip_b(), SP_PORT, prefix=PROBE_PRIO),
             Iperf3Server(topo.b, topo.ip_b(), BULK_PORT)]
 

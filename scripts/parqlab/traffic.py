@@ -180,6 +180,16 @@ def iperf3_bps(res):
 
 # --- sockperf -----------------------------------------------------------
 
+def realtime_prefix(ns):
+    """The argv prefix that runs a latency probe in @ns at real-time
+    priority (chrt -f 50), or [] where that is refused.  On a small or
+    emulated machine the bulk job's processes would otherwise add their CPU
+    time to the probe's round trips; sockperf blocks in recvfrom, so it
+    never spins."""
+    rt = ["chrt", "-f", "50"]
+    return rt if ns.run(rt + ["true"], check=False).returncode == 0 else []
+
+
 class SockperfServer:
     """sockperf server in @ns; @prefix: argv to run it under (e.g. chrt)."""
 
