@@ -355,35 +355,20 @@ int parq_credit_genl_get(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 }
 
-/* cb->args[0]: hash chain, cb->args[1]: entries of it already sent. */
+static int parq_credit_dump_one(struct sk_buff *skb, struct hlist_node *node,
+				struct netlink_callback *cb, u64 now)
+{
+	return parq_credit_fill(skb, hlist_entry(node, struct parq_credit, node),
+				NETLINK_CB(cb->skb).portid,
+				cb->nlh->nlmsg_seq, NLM_F_MULTI, now);
+}
+
 int parq_credit_genl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct parq_credit_net *cn = parq_cn(sock_net(skb->sk));
-	unsigned long i = cb->args[0], skip = cb->args[1], n;
-	u64 now = ktime_get_ns();
-	struct parq_credit *e;
 
-	rcu_read_lock();
-	for (; i < ARRAY_SIZE(cn->hash); i++, skip = 0) {
-		n = 0;
-		hlist_for_each_entry_rcu(e, &cn->hash[i], node) {
-			if (n++ < skip)
-				continue;
-			if (parq_credit_fill(skb, e,
-					     NETLINK_CB(cb->skb).portid,
-					     cb->nlh->nlmsg_seq, NLM_F_MULTI,
-					     now)) {
-				rcu_read_unlock();
-				cb->args[0] = i;
-				cb->args[1] = n - 1;
-				return skb->len;
-			}
-		}
-	}
-	rcu_read_unlock();
-	cb->args[0] = i;
-	cb->args[1] = 0;
-	return skb->len;
+	return parq_genl_dump_chains(skb, cb, cn->hash, ARRAY_SIZE(cn->hash),
+				     parq_credit_dump_one);
 }
 
 /* --- namespaces and module --------------------------------------------- */

@@ -10,6 +10,7 @@
  */
 #include <linux/in6.h>
 #include <linux/module.h>
+#include <linux/rculist.h>
 #include <net/genetlink.h>
 #include <linux/parq.h>
 
@@ -133,6 +134,36 @@ void *parq_genl_put(struct sk_buff *skb, u32 portid, u32 seq, int flags,
 		    u8 cmd)
 {
 	return genlmsg_put(skb, portid, seq, &parq_genl_family, flags, cmd);
+}
+
+int parq_genl_dump_chains(struct sk_buff *skb, struct netlink_callback *cb,
+			  struct hlist_head *chains, unsigned int n,
+			  int (*fill)(struct sk_buff *skb,
+				      struct hlist_node *node,
+				      struct netlink_callback *cb, u64 now))
+{
+	unsigned long i = cb->args[0], skip = cb->args[1], k;
+	u64 now = ktime_get_ns();
+	struct hlist_node *node;
+
+	rcu_read_lock();
+	for (; i < n; i++, skip = 0) {
+		k = 0;
+		__hlist_for_each_rcu(node, &chains[i]) {
+			if (k++ < skip)
+				continue;
+			if (fill(skb, node, cb, now)) {
+				rcu_read_unlock();
+				cb->args[0] = i;
+				cb->args[1] = k - 1;
+				return skb->len;
+			}
+		}
+	}
+	rcu_read_unlock();
+	cb->args[0] = i;
+	cb->args[1] = 0;
+	return skb->len;
 }
 
 void parq_genl_notify(struct net *net, struct sk_buff *skb, gfp_t gfp)

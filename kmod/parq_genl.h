@@ -17,6 +17,17 @@ int parq_genl_put_addr(struct sk_buff *skb, const struct parq_addr *addr);
 /* The header of a message of the family. */
 void *parq_genl_put(struct sk_buff *skb, u32 portid, u32 seq, int flags,
 		    u8 cmd);
+/*
+ * A dump of the entries in @n RCU hash chains, resumed where its last
+ * part stopped (cb->args[0]: the chain, cb->args[1]: the entries of it
+ * already sent); @fill puts the entry of one node into @skb, or fails
+ * when the part is full.
+ */
+int parq_genl_dump_chains(struct sk_buff *skb, struct netlink_callback *cb,
+			  struct hlist_head *chains, unsigned int n,
+			  int (*fill)(struct sk_buff *skb,
+				      struct hlist_node *node,
+				      struct netlink_callback *cb, u64 now));
 /* Send @skb (made with parq_genl_put) to the "events" group of @net. */
 void parq_genl_notify(struct net *net, struct sk_buff *skb, gfp_t gfp);
 

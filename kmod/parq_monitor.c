@@ -423,33 +423,20 @@ nospace:
 	return -EMSGSIZE;
 }
 
-/* cb->args[0]: hash chain, cb->args[1]: entries of it already sent. */
+static int parq_peer_dump_one(struct sk_buff *skb, struct hlist_node *node,
+			      struct netlink_callback *cb, u64 now)
+{
+	return parq_peer_fill(skb, hlist_entry(node, struct parq_peer, node),
+			      NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			      now);
+}
+
 int parq_peer_genl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct parq_mon_net *mn = parq_mn(sock_net(skb->sk));
-	unsigned long i = cb->args[0], skip = cb->args[1], n;
-	u64 now = ktime_get_ns();
-	struct parq_peer *p;
 
-	rcu_read_lock();
-	for (; i < ARRAY_SIZE(mn->hash); i++, skip = 0) {
-		n = 0;
-		hlist_for_each_entry_rcu(p, &mn->hash[i], node) {
-			if (n++ < skip)
-				continue;
-			if (parq_peer_fill(skb, p, NETLINK_CB(cb->skb).portid,
-					   cb->nlh->nlmsg_seq, now)) {
-				rcu_read_unlock();
-				cb->args[0] = i;
-				cb->args[1] = n - 1;
-				return skb->len;
-			}
-		}
-	}
-	rcu_read_unlock();
-	cb->args[0] = i;
-	cb->args[1] = 0;
-	return skb->len;
+	return parq_genl_dump_chains(skb, cb, mn->hash, ARRAY_SIZE(mn->hash),
+				     parq_peer_dump_one);
 }
 
 /* --- namespaces ----------------------------------------------------------- */
