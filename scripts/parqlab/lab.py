@@ -7,7 +7,8 @@
 
 lab.run() skips the whole test (KTAP exit 4) unless it runs as root with
 @tools installed, snapshots the kernel log, loads sch_parq (unless
-@load_module is false), makes the namespaces Topology(@tag, @links), calls
+@load_module is false), makes the namespaces Topology(@tag, @links) (or
+@topology(@tag), e.g. netns.Star), calls
 @setup(topo, kwatch) (which sets the test's globals and may return things
 with a stop() method, such as servers), runs the cases and removes it all.
 """
@@ -18,7 +19,8 @@ from .netns import Topology
 from .traffic import have
 
 
-def run(suite, tag, tools=(), links=1, load_module=True, setup=None):
+def run(suite, tag, tools=(), links=1, load_module=True, setup=None,
+        topology=None):
     if os.geteuid() != 0:
         return suite.skip_all("needs root")
     for tool in tools:
@@ -27,7 +29,7 @@ def run(suite, tag, tools=(), links=1, load_module=True, setup=None):
     kwatch = kmsg.KmsgWatch()
     if load_module:
         module.ensure_loaded()
-    topo = Topology(tag, links=links)
+    topo = topology(tag) if topology else Topology(tag, links=links)
     started = []
     try:
         if setup is not None:

@@ -204,6 +204,78 @@ class Topology:
         return False
 
 
+class Star:
+    """Hosts joined through a switch: namespace S holds a Linux bridge br0
+    and, for every host h of @hosts, the port veth "s-<h>" whose peer is
+    "eth0" in namespace h (reached as star.ns[h]).  Host i (from 0) has
+    10.90.0.<i + 1>/24 and MAC 02:00:5e:90:00:<i + 1>; every host has a
+    permanent neighbour entry for every other, and IPv6 is off everywhere,
+    so the only packets are the test's.  Shape a host's port with tc on
+    star.port(h) in star.s (egress toward h)."""
+
+    def __init__(self, tag, hosts=("p", "l", "r")):
+        n = next(_counter)
+        base = f"parq-{tag}-{os.getpid()}-{n}"
+        self.hosts = list(hosts)
+        self.ns = {}
+        self.s = None
+        _live.append(self)
+        try:
+            self.s = Netns(base + "-s")
+            self.s.run(["ip", "link", "add", "br0", "type", "bridge",
+                        "forward_delay", "0", "stp_state", "0"])
+            self.s.run(["ip", "link", "set", "br0", "up"])
+            for h in self.hosts:
+                self.ns[h] = Netns(f"{base}-{h}")
+            for i, h in enumerate(self.hosts):
+                self._attach(i, h)
+            for h in self.hosts:
+                for o in self.hosts:
+                    if o != h:
+                        self.ns[h].run(["ip", "neigh", "replace", self.ip(o),
+                                        "lladdr", self.mac(o), "dev", "eth0",
+                                        "nud", "permanent"])
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def ip(self, h):
+        return f"10.90.0.{self.hosts.index(h) + 1}"
+
+    def mac(self, h):
+        return f"02:00:5e:90:00:{self.hosts.index(h) + 1:02x}"
+
+    def port(self, h):
+        return f"s-{h}"
+
+    def _attach(self, i, h):
+        ns = self.ns[h]
+        self.s.run(["ip", "link", "add", self.port(h), "type", "veth",
+                    "peer", "name", "eth0", "address", self.mac(h),
+                    "netns", ns.name])
+        self.s.run(["ip", "link", "set", self.port(h), "master", "br0"])
+        self.s.run(["ip", "link", "set", self.port(h), "up"])
+        ns.sysctl("net/ipv6/conf/eth0/disable_ipv6", "1", missing_ok=True)
+        ns.run(["ip", "addr", "add", self.ip(h) + "/24", "dev", "eth0"])
+        ns.run(["ip", "link", "set", "eth0", "up"])
+
+    def cleanup(self):
+        for ns in list(self.ns.values()) + [self.s]:
+            if ns is not None:
+                ns.delete()
+        self.ns = {}
+        self.s = None
+        if self in _live:
+            _live.remove(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+        return False
+
+
 def _cleanup_all():
     for topo in list(_live):
         topo.cleanup()

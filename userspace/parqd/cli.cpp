@@ -45,8 +45,10 @@ std::variant<ParqdArgs, int> ParseParqdArgs(const std::vector<std::string>& argv
   CLI::App app(
       "parqd: the parq credit agent.  Sending role: receives credit messages "
       "from the peers (UDP, HMAC-SHA-256) and applies them to the kernel's "
-      "credit table (generic netlink family \"parq\").  The receiving role "
-      "(granting credit) is not implemented yet.",
+      "credit table (generic netlink family \"parq\").  Receiving role "
+      "(receiver = true): watches arriving traffic with the kernel's receive "
+      "monitor and grants credit to the peers sending local traffic while "
+      "parallel traffic arrives.",
       "parqd");
   app.footer(ConfigKeysHelp());
   app.add_option("-c,--config", a.config, "Configuration file (TOML)")
@@ -67,13 +69,15 @@ std::variant<ParqdArgs, int> ParseParqdArgs(const std::vector<std::string>& argv
   app.add_option("--metrics-period", o.metrics_period,
                  "Replaces 'metrics-period'")
       ->check(DurationValidator());
+  app.add_option("--receiver", o.receiver,
+                 "Replaces 'receiver' (true or false)");
   app.add_option("--threshold-recv", o.threshold_recv,
-                 "Replaces 'threshold-recv' (receiving role: reserved)");
-  app.add_option("--epoch", o.epoch, "Replaces 'epoch' (receiving role: reserved)")
+                 "Replaces 'threshold-recv' (receiving role)");
+  app.add_option("--epoch", o.epoch, "Replaces 'epoch' (receiving role)")
       ->check(DurationValidator());
-  app.add_option("--hold", o.hold, "Replaces 'hold' (receiving role: reserved)")
+  app.add_option("--hold", o.hold, "Replaces 'hold' (receiving role)")
       ->check(DurationValidator());
-  app.add_option("--lease", o.lease, "Replaces 'lease' (receiving role: reserved)");
+  app.add_option("--lease", o.lease, "Replaces 'lease' (receiving role)");
   if (auto code = Parse(app, argv, out, err))
     return *code;
   return a;

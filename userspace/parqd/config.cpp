@@ -2,6 +2,7 @@
 
 #include "config.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -114,7 +115,8 @@ class Reader {
 constexpr std::string_view kKeys[] = {
     "interface",      "listen-address", "listen-port", "node-id",
     "key-file",       "peer",           "threshold-recv", "epoch",
-    "hold",           "lease",          "metrics-file", "metrics-period"};
+    "hold",           "lease",          "metrics-file", "metrics-period",
+    "receiver",       "addresses"};
 
 std::string KeyList() {
   std::string out;
@@ -146,6 +148,8 @@ void ApplyOverrides(toml::table& t, const ConfigOverrides& o) {
   num("node-id", o.node_id);
   num("threshold-recv", o.threshold_recv);
   num("lease", o.lease);
+  if (o.receiver)
+    t.insert_or_assign("receiver", *o.receiver);
 }
 
 Result<std::vector<PeerConfig>, std::string> Peers(const Reader& r,
@@ -350,6 +354,27 @@ Result<Config, std::string> ParseConfig(std::string_view text,
       if (!n.ok())
         return Err{n.error()};
       c.lease = static_cast<uint16_t>(n.value());
+    } else if (key == "receiver") {
+      const auto* b = v.as_boolean();
+      if (!b)
+        return Err{r.Err(v, key, "must be true or false (no quotes)")};
+      c.receiver = b->get();
+    } else if (key == "addresses") {
+      const auto* arr = v.as_array();
+      if (!arr || arr->empty() || arr->size() > wire::kMaxAddresses)
+        return Err{r.Err(v, key, "must be a list of 1 to " +
+                                     std::to_string(wire::kMaxAddresses) +
+                                     " addresses, e.g. [\"192.0.2.1\"]")};
+      std::set<Address> seen;
+      for (const toml::node& an : *arr) {
+        auto a = r.Addr(an, key);
+        if (!a.ok())
+          return Err{a.error()};
+        if (!seen.insert(a.value()).second)
+          return Err{r.Err(an, key, a.value().ToString() +
+                                        " is listed twice")};
+        c.addresses.push_back(a.value());
+      }
     } else if (key == "metrics-file") {
       auto s = r.String(v, key);
       if (!s.ok())
@@ -391,6 +416,19 @@ Result<Config, std::string> ParseConfig(std::string_view text,
                  " has this host's own node-id; give each host its own id"};
   }
 
+  if (c.receiver && c.addresses.empty())
+    return Err{file + ": 'receiver' is true but 'addresses' is missing; "
+                      "list this host's own addresses (the destinations "
+                      "its grants are for, as its peers list them), e.g. "
+                      "addresses = [\"192.0.2.1\"]"};
+  for (const Address& a : c.addresses)
+    for (const PeerConfig& p : c.peers)
+      if (std::find(p.addresses.begin(), p.addresses.end(), a) !=
+          p.addresses.end())
+        return Err{file + ": " + a.ToString() + " is in 'addresses' and "
+                   "is also an address of peer " + std::to_string(p.id) +
+                   "; an address belongs to one host"};
+
   GrantPolicy policy{c.threshold_recv, c.hold_ns,
                      static_cast<uint32_t>(c.epoch_ns / kNsPerUs), c.lease};
   if (auto e = CheckPolicy(policy))
@@ -428,8 +466,11 @@ the same name replace the file's values.
   [[peer]]                      one section per host that grants this host
   id = 2                          credit: its node id, and the addresses it
   addresses = ["192.0.2.2"]       sends from and grants for (1..16)
-Receiving role (not implemented yet: it needs a kernel receive monitor;
-these keys are checked and otherwise unused):
+Receiving role (grants credit to the peers sending this host local traffic
+while parallel traffic arrives; peers listen on this host's listen-port):
+  receiver = false              true: run the receiving role too
+  addresses = ["192.0.2.1"]     this host's own addresses, what its grants
+                                are for (1..16; required with receiver)
   threshold-recv = 0            bytes per epoch granted (0: stop)
   epoch = "1ms"                 epoch length, 100us..60s, whole microseconds
   hold = "10ms"                 how long traffic counts as arriving

@@ -33,8 +33,10 @@ struct Config {
   uint64_t node_id = 0;                  // required
   std::string key_file;                  // required
   std::vector<PeerConfig> peers;         // at least one
-  // The receiving role's policy: parsed and checked, not used yet (it
-  // needs the kernel's receive monitor).
+  // The receiving role: on when `receiver`; `addresses` are this host's
+  // own (what its grants are for).
+  bool receiver = false;
+  std::vector<Address> addresses;
   uint64_t threshold_recv = 0;
   uint64_t epoch_ns = kNsPerMs;
   uint64_t hold_ns = 10 * kNsPerMs;
@@ -48,6 +50,7 @@ struct ConfigOverrides {
   std::optional<std::string> interface, listen_address, key_file,
       metrics_file, epoch, hold, metrics_period;
   std::optional<int64_t> listen_port, node_id, threshold_recv, lease;
+  std::optional<bool> receiver;
 };
 
 // "1ms", "250us", "1.5s", "100ns" (a unit is required) -> ns.

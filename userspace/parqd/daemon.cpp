@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "grant_role.hpp"
 #include "key.hpp"
 #include "metrics.hpp"
 #include "receiver.hpp"
@@ -27,12 +28,15 @@ namespace {
 
 constexpr uint64_t kTickNs = 1'000'000'000;  // expiry sweep at least this often
 
-uint64_t MonotonicNs() {
+uint64_t ClockNs(clockid_t clock) {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 +
          static_cast<uint64_t>(ts.tv_nsec);
 }
+
+uint64_t MonotonicNs() { return ClockNs(CLOCK_MONOTONIC); }
+uint64_t RealtimeNs() { return ClockNs(CLOCK_REALTIME); }
 
 class Fd {
  public:
@@ -94,11 +98,22 @@ int OpenSocket(const Config& c) {
   return fd;
 }
 
-void WriteMetrics(const Config& c, const Sender& s) {
+void WriteMetrics(const Config& c, const Sender& s, const GrantRole* role) {
   if (c.metrics_file.empty())
     return;
-  if (auto e = WriteFileAtomically(c.metrics_file, s.Metrics()))
+  std::string text = s.Metrics();
+  if (role)
+    text += role->Metrics();
+  if (auto e = WriteFileAtomically(c.metrics_file, text))
     spdlog::warn("metrics: {}", *e);
+}
+
+int SocketFamily(int fd) {
+  sockaddr_storage ss{};
+  socklen_t sl = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &sl) < 0)
+    return AF_UNSPEC;
+  return ss.ss_family;
 }
 
 }  // namespace
@@ -122,7 +137,35 @@ std::optional<Address> FromSockaddr(const sockaddr_storage& ss) {
   return std::nullopt;
 }
 
-int RunDaemon(const Config& c, KernelCreditTable& kernel, int signal_fd) {
+socklen_t ToSockaddr(const Address& a, uint16_t port, int socket_family,
+                     sockaddr_storage* ss) {
+  *ss = {};
+  if (socket_family == AF_INET) {
+    if (a.family != Family::kIPv4)
+      return 0;
+    auto* sin = reinterpret_cast<sockaddr_in*>(ss);
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(port);
+    std::memcpy(&sin->sin_addr, a.bytes.data(), 4);
+    return sizeof(*sin);
+  }
+  if (socket_family != AF_INET6)
+    return 0;
+  auto* sin6 = reinterpret_cast<sockaddr_in6*>(ss);
+  sin6->sin6_family = AF_INET6;
+  sin6->sin6_port = htons(port);
+  if (a.family == Family::kIPv4) {
+    sin6->sin6_addr.s6_addr[10] = 0xff;
+    sin6->sin6_addr.s6_addr[11] = 0xff;
+    std::memcpy(&sin6->sin6_addr.s6_addr[12], a.bytes.data(), 4);
+  } else {
+    std::memcpy(&sin6->sin6_addr, a.bytes.data(), 16);
+  }
+  return sizeof(*sin6);
+}
+
+int RunDaemon(const Config& c, KernelCreditTable& kernel,
+              KernelMonitor* monitor, int signal_fd) {
   if (if_nametoindex(c.interface.c_str()) == 0)
     spdlog::warn("interface {} does not exist (yet): credits apply to the "
                  "whole network namespace anyway, but check 'interface'",
@@ -132,6 +175,7 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel, int signal_fd) {
     spdlog::error("{}", key.error());
     return 1;
   }
+  Key role_key = key.value();
   auto rx = Receiver::Create(std::move(key.value()), c.peers,
                              [](const std::string& line) {
                                spdlog::warn("{}", line);
@@ -145,31 +189,83 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel, int signal_fd) {
   const Fd sock(OpenSocket(c));
   if (sock.get() < 0)
     return 1;
-  spdlog::info("node {}: sending role, {} peer(s); the receiving role "
-               "(granting credit) is not implemented yet",
-               c.node_id, c.peers.size());
 
-  WriteMetrics(c, sender);
+  std::optional<GrantRole> role;
+  if (c.receiver && monitor) {
+    const int family = SocketFamily(sock.get());
+    const int fd = sock.get();
+    GrantRoleConfig rc;
+    rc.node_id = c.node_id;
+    rc.policy = {c.threshold_recv, c.hold_ns,
+                 static_cast<uint32_t>(c.epoch_ns / 1000), c.lease};
+    rc.own_addresses = c.addresses;
+    rc.peers = c.peers;
+    rc.peer_port = c.listen_port;
+    role.emplace(
+        std::move(rc), std::move(role_key), *monitor,
+        [fd, family](const Address& to, uint16_t port,
+                     std::span<const uint8_t> bytes) {
+          sockaddr_storage ss{};
+          const socklen_t sl = ToSockaddr(to, port, family, &ss);
+          if (sl == 0) {
+            errno = EAFNOSUPPORT;
+            return false;
+          }
+          return sendto(fd, bytes.data(), bytes.size(), MSG_DONTWAIT,
+                        reinterpret_cast<sockaddr*>(&ss),
+                        sl) == static_cast<ssize_t>(bytes.size());
+        },
+        RealtimeNs(), [](const std::string& line) { spdlog::info("{}", line); });
+    if (auto e = role->Start()) {
+      spdlog::error("cannot enable the kernel's receive monitor: {}",
+                    e->Text());
+      return 1;
+    }
+    spdlog::info("node {}: sending and receiving roles, {} peer(s); grants "
+                 "{} bytes per {} epoch while parallel traffic arrives "
+                 "(hold {}, lease {} epochs)",
+                 c.node_id, c.peers.size(), c.threshold_recv,
+                 FormatDuration(c.epoch_ns), FormatDuration(c.hold_ns),
+                 c.lease);
+  } else {
+    spdlog::info("node {}: sending role, {} peer(s) (receiving role off: "
+                 "receiver = false)",
+                 c.node_id, c.peers.size());
+  }
+
+  const GrantRole* role_ptr = role ? &*role : nullptr;
+  WriteMetrics(c, sender, role_ptr);
   uint64_t next_metrics = MonotonicNs() + c.metrics_period_ns;
   uint64_t next_tick = MonotonicNs() + kTickNs;
+  uint64_t next_epoch = MonotonicNs();
   std::array<uint8_t, 2048> buf{};
   for (;;) {
-    const uint64_t now = MonotonicNs();
+    uint64_t now = MonotonicNs();
     if (now >= next_tick) {
       sender.Expire(now);
       next_tick = now + kTickNs;
     }
     if (now >= next_metrics) {
-      WriteMetrics(c, sender);
+      WriteMetrics(c, sender, role_ptr);
       next_metrics = now + c.metrics_period_ns;
     }
-    const uint64_t wake = std::min(next_tick, c.metrics_file.empty()
-                                                  ? next_tick
-                                                  : next_metrics);
-    const int timeout_ms =
-        static_cast<int>((wake > now ? wake - now : 0) / 1'000'000 + 1);
-    pollfd p[2] = {{sock.get(), POLLIN, 0}, {signal_fd, POLLIN, 0}};
-    const int n = poll(p, 2, timeout_ms);
+    if (role && now >= next_epoch) {
+      role->Tick(now, RealtimeNs());
+      // Every epoch while busy; once a second otherwise (lost reports).
+      next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
+    }
+    uint64_t wake = std::min(next_tick, c.metrics_file.empty()
+                                            ? next_tick
+                                            : next_metrics);
+    if (role)
+      wake = std::min(wake, next_epoch);
+    const uint64_t wait = wake > now ? wake - now : 0;
+    const timespec timeout{static_cast<time_t>(wait / 1'000'000'000),
+                           static_cast<long>(wait % 1'000'000'000)};
+    pollfd p[3] = {{sock.get(), POLLIN, 0},
+                   {signal_fd, POLLIN, 0},
+                   {role ? monitor->event_fd() : -1, POLLIN, 0}};
+    const int n = ppoll(p, 3, &timeout, nullptr);
     if (n < 0) {
       if (errno == EINTR)
         continue;
@@ -181,6 +277,11 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel, int signal_fd) {
       if (read(signal_fd, &si, sizeof(si)) == sizeof(si))
         spdlog::info("{}: stopping", strsignal(static_cast<int>(si.ssi_signo)));
       break;
+    }
+    if (role && (p[2].revents & (POLLIN | POLLERR))) {
+      now = MonotonicNs();
+      role->OnEvents(now, RealtimeNs());
+      next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
     }
     if (!(p[0].revents & POLLIN))
       continue;
@@ -207,7 +308,16 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel, int signal_fd) {
                       o.message->sender, o.message->addresses.size());
     }
   }
-  WriteMetrics(c, sender);
+  if (role) {
+    const size_t n = role->granted().size();
+    role->Stop(MonotonicNs(), RealtimeNs());
+    if (n)
+      spdlog::info("released {} peer(s)", n);
+    if (auto e = monitor->Disable())
+      spdlog::warn("cannot disable the kernel's receive monitor: {}",
+                   e->Text());
+  }
+  WriteMetrics(c, sender, role_ptr);
   return 0;
 }
 

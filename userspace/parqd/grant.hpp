@@ -53,6 +53,10 @@ class Granter {
 
   void SawParallel(uint64_t t);
   void SawLocal(uint64_t peer, uint64_t t);
+  // The kernel's monitor reported that parallel traffic stopped arriving
+  // (no parallel packet for `hold`): forget the last parallel arrival, so
+  // the next Tick releases at once instead of waiting for `hold` again.
+  void ParallelStopped() { last_parallel_.reset(); }
 
   // The decisions for the epoch starting at `now`, by peer id.
   std::vector<GrantDecision> Tick(uint64_t now);

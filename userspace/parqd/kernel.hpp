@@ -63,6 +63,48 @@ class KernelCreditTable {
 // says so.
 Result<std::unique_ptr<KernelCreditTable>, KernelError> OpenGenlCreditTable();
 
+// --- The receive monitor (the receiving role) ---
+
+// One source host of the monitor's table (PARQ_CMD_PEER_GET).
+struct PeerSample {
+  Address address;
+  uint64_t par_packets = 0;
+  uint64_t par_bytes = 0;
+  std::optional<uint64_t> par_age_ns;  // none: no parallel packet yet
+  uint64_t loc_packets = 0;
+  uint64_t loc_bytes = 0;
+  std::optional<uint64_t> loc_age_ns;  // none: no local packet yet
+};
+
+// A report of the family's "events" group (PARQ_CMD_MON_EVENT).
+struct MonitorEvent {
+  bool active = false;             // parallel traffic started (true) or stopped
+  std::optional<Address> source;   // start: the first packet's source
+
+  bool operator==(const MonitorEvent&) const = default;
+};
+
+class KernelMonitor {
+ public:
+  virtual ~KernelMonitor() = default;
+  // PARQ_CMD_MON_SET enabled=1 with `hold_ns`; `dscp_mask`: the DSCPs of
+  // parallel traffic (none: the kernel's default).
+  virtual std::optional<KernelError> Enable(
+      uint64_t hold_ns, std::optional<uint64_t> dscp_mask) = 0;
+  virtual std::optional<KernelError> Disable() = 0;
+  virtual Result<std::vector<PeerSample>, KernelError> Peers() = 0;
+  // A descriptor that polls readable when events are queued; -1 if none.
+  virtual int event_fd() const = 0;
+  // The events queued now, without blocking.  An error (ENOBUFS: the
+  // socket overflowed and events were lost) means the caller must find the
+  // state from Peers().
+  virtual Result<std::vector<MonitorEvent>, KernelError> ReadEvents() = 0;
+};
+
+// The monitor of this process's network namespace, subscribed to the
+// family's "events" group.
+Result<std::unique_ptr<KernelMonitor>, KernelError> OpenGenlMonitor();
+
 }  // namespace parq::parqd
 
 #endif

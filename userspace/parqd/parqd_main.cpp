@@ -67,7 +67,17 @@ int main(int argc, char** argv) {
     spdlog::error("{}", kernel.error().Text());
     return 1;
   }
-  const int rc = RunDaemon(config.value(), *kernel.value(), sfd);
+  std::unique_ptr<KernelMonitor> monitor;
+  if (config.value().receiver) {
+    auto m = OpenGenlMonitor();
+    if (!m.ok()) {
+      spdlog::error("receiving role: {}", m.error().Text());
+      return 1;
+    }
+    monitor = std::move(m.value());
+  }
+  const int rc = RunDaemon(config.value(), *kernel.value(), monitor.get(),
+                           sfd);
   close(sfd);
   return rc;
 }

@@ -126,6 +126,19 @@ TEST(Granter, LocalSenderThatStopsIsReleasedAndForgotten) {
   }
 }
 
+TEST(Granter, ParallelStoppedReleasesAtOnce) {
+  Granter g(Policy());
+  g.SawParallel(0);
+  g.SawLocal(1, 0);
+  EXPECT_EQ(g.Tick(0), Ds{G(1)});
+  g.SawLocal(1, 5 * kMs);
+  g.ParallelStopped();  // before hold has passed since the last parallel
+  EXPECT_FALSE(g.parallel_active(5 * kMs));
+  EXPECT_EQ(g.Tick(5 * kMs), Ds{R(1)});
+  g.SawParallel(6 * kMs);  // and a new start grants again
+  EXPECT_EQ(g.Tick(6 * kMs), Ds{G(1)});
+}
+
 TEST(Granter, NeverGrantedLocalSenderIsForgottenWithoutRelease) {
   Granter g(Policy());
   g.SawLocal(1, 0);

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Unit tests of grant_role.cpp: the receiving role's decisions from what a
+// fake receive monitor reports, and the messages it sends (decoded again
+// with the protocol library).
+
+#include "grant_role.hpp"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "test_util.hpp"
+#include "wire.hpp"
+
+namespace {
+
+using namespace parq::parqd;
+using parq::parqd::test::A;
+using parq::parqd::test::TestKey;
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kHold = 10 * kMs;
+constexpr uint64_t kEpochUs = 1000;
+constexpr uint64_t kRealtime = 1'700'000'000'000'000'000ULL;
+constexpr uint16_t kPort = 7207;
+
+class FakeMonitor : public KernelMonitor {
+ public:
+  std::optional<KernelError> Enable(uint64_t hold_ns,
+                                    std::optional<uint64_t> dscp) override {
+    enabled = true;
+    hold = hold_ns;
+    mask = dscp;
+    return enable_error;
+  }
+  std::optional<KernelError> Disable() override {
+    enabled = false;
+    return std::nullopt;
+  }
+  Result<std::vector<PeerSample>, KernelError> Peers() override {
+    ++dumps;
+    if (peers_error)
+      return Err{*peers_error};
+    return peers;
+  }
+  int event_fd() const override { return -1; }
+  Result<std::vector<MonitorEvent>, KernelError> ReadEvents() override {
+    if (events_error)
+      return Err{*events_error};
+    auto out = events;
+    events.clear();
+    return out;
+  }
+
+  bool enabled = false;
+  uint64_t hold = 0;
+  std::optional<uint64_t> mask;
+  std::optional<KernelError> enable_error, peers_error, events_error;
+  std::vector<PeerSample> peers;
+  std::vector<MonitorEvent> events;
+  int dumps = 0;
+};
+
+struct Sent {
+  Address to;
+  uint16_t port;
+  wire::Message m;
+};
+
+PeerSample Source(const char* addr, std::optional<uint64_t> par_age,
+                  std::optional<uint64_t> loc_age, uint64_t loc_bytes = 0) {
+  PeerSample s;
+  s.address = A(addr);
+  s.par_age_ns = par_age;
+  s.par_packets = par_age ? 1 : 0;
+  s.loc_age_ns = loc_age;
+  s.loc_bytes = loc_bytes;
+  return s;
+}
+
+// P (peer 2, 10.0.0.2) sends parallel traffic, L (peer 3, 10.0.0.3) local
+// traffic, to this host R (node 1, 10.0.0.1).
+class RoleTest : public ::testing::Test {
+ protected:
+  RoleTest()
+      : role(Config(), TestKey(), mon,
+             [this](const Address& to, uint16_t port,
+                    std::span<const uint8_t> b) {
+               if (fail_send)
+                 return false;
+               auto m = wire::Decode(b, TestKey());
+               EXPECT_TRUE(m.ok());
+               if (m.ok())
+                 sent.push_back({to, port, m.value()});
+               return true;
+             },
+             kRealtime) {}
+
+  static GrantRoleConfig Config() {
+    GrantRoleConfig c;
+    c.node_id = 1;
+    c.policy = {3000, kHold, kEpochUs, 3};
+    c.own_addresses = {A("10.0.0.1")};
+    c.peers = {{2, {A("10.0.0.2")}}, {3, {A("10.0.0.3"), A("10.0.1.3")}}};
+    c.peer_port = kPort;
+    return c;
+  }
+
+  // The types sent since the last call, by peer.
+  std::vector<std::pair<uint64_t, wire::Type>> Take() {
+    std::vector<std::pair<uint64_t, wire::Type>> out;
+    for (const Sent& s : sent)
+      out.push_back({s.to == A("10.0.0.2") ? 2u : 3u, s.m.type});
+    sent.clear();
+    return out;
+  }
+
+  FakeMonitor mon;
+  std::vector<Sent> sent;
+  bool fail_send = false;
+  GrantRole role;
+};
+
+using Types = std::vector<std::pair<uint64_t, wire::Type>>;
+constexpr auto kG = wire::Type::kGrant;
+constexpr auto kR = wire::Type::kRelease;
+
+TEST_F(RoleTest, StartEnablesTheMonitorWithHold) {
+  EXPECT_FALSE(role.Start());
+  EXPECT_TRUE(mon.enabled);
+  EXPECT_EQ(mon.hold, kHold);
+  EXPECT_FALSE(mon.mask);
+  mon.enable_error = KernelError{EPERM, "no"};
+  EXPECT_TRUE(role.Start());
+}
+
+TEST_F(RoleTest, NothingWithoutParallel) {
+  mon.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role.Tick(100 * kMs, kRealtime);
+  EXPECT_TRUE(sent.empty());
+  EXPECT_FALSE(role.busy(100 * kMs));
+}
+
+TEST_F(RoleTest, GrantsTheLocalSenderWhileParallelArrives) {
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, kMs, 5000)};
+  role.Tick(100 * kMs, kRealtime);
+  ASSERT_EQ(sent.size(), 1u);
+  const Sent& s = sent[0];
+  EXPECT_EQ(s.to, A("10.0.0.3"));  // the peer's first address
+  EXPECT_EQ(s.port, kPort);
+  EXPECT_EQ(s.m.type, kG);
+  EXPECT_EQ(s.m.sender, 1u);
+  EXPECT_EQ(s.m.credit, 3000u);
+  EXPECT_EQ(s.m.lease, 3u);
+  EXPECT_EQ(s.m.epoch_us, kEpochUs);
+  EXPECT_EQ(s.m.epoch, kRealtime / (kEpochUs * 1000));
+  EXPECT_EQ(s.m.sequence, kRealtime + 1);  // seeded from the real-time clock
+  EXPECT_EQ(s.m.addresses, std::vector<Address>{A("10.0.0.1")});
+  EXPECT_TRUE(role.busy(100 * kMs));
+  EXPECT_EQ(role.granted(), std::set<uint64_t>{3});
+  EXPECT_EQ(role.counters().grants_sent, 1u);
+}
+
+TEST_F(RoleTest, RestatesEveryEpochWithIncreasingSequenceAndEpoch) {
+  uint64_t last_seq = 0, last_epoch = 0;
+  for (int i = 0; i < 5; i++) {
+    const uint64_t now = 100 * kMs + i * kMs;
+    mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+                 Source("10.0.0.3", std::nullopt, 0, 1000 * (i + 1))};
+    role.Tick(now, kRealtime + i * kMs);
+    ASSERT_EQ(sent.size(), 1u) << i;
+    EXPECT_GT(sent[0].m.sequence, last_seq);
+    EXPECT_GT(sent[0].m.epoch, last_epoch);
+    last_seq = sent[0].m.sequence;
+    last_epoch = sent[0].m.epoch;
+    sent.clear();
+  }
+  EXPECT_EQ(role.counters().grants_sent, 5u);
+}
+
+TEST_F(RoleTest, LocalSeenByBytesGrowingEvenWhenTheAgeIsOld) {
+  // The age says "long ago" (e.g. a stale dump), but bytes grew since the
+  // previous dump: that host is sending.
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 50 * kMs, 1000)};
+  role.Tick(100 * kMs, kRealtime);
+  EXPECT_EQ(Take(), Types{});  // first sight, old: not sending
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 50 * kMs, 2000)};
+  role.Tick(101 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));
+}
+
+TEST_F(RoleTest, UnconfiguredSourcesAreNotGrantedButTheirParallelCounts) {
+  mon.peers = {Source("192.0.2.9", 0, 0, 100),
+               Source("10.0.1.3", std::nullopt, 0, 100)};  // L's 2nd address
+  role.Tick(100 * kMs, kRealtime);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].to, A("10.0.0.3"));
+}
+
+TEST_F(RoleTest, StopReportReleasesAtOnce) {
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role.Tick(100 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));
+  // The kernel says parallel stopped; its table still shows a young age
+  // (the dump races the report): the report wins.
+  mon.events = {{false, std::nullopt}};
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 0, 2000)};
+  role.OnEvents(101 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kR}}));
+  EXPECT_TRUE(role.granted().empty());
+  EXPECT_EQ(role.counters().monitor_stops, 1u);
+  EXPECT_EQ(role.counters().releases_sent, 1u);
+}
+
+TEST_F(RoleTest, StartReportGrantsWithoutWaitingForAnEpoch) {
+  mon.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role.Tick(100 * kMs, kRealtime);
+  EXPECT_EQ(Take(), Types{});
+  // The report comes before the table shows any parallel packet's age.
+  mon.events = {{true, A("10.0.0.2")}};
+  role.OnEvents(100 * kMs + 1, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));
+  EXPECT_EQ(role.counters().monitor_starts, 1u);
+}
+
+TEST_F(RoleTest, HoldWithoutParallelReleasesEvenWithoutAReport) {
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role.Tick(100 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));
+  mon.peers = {Source("10.0.0.2", 9 * kMs, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 0, 2000)};
+  role.Tick(109 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));  // 9 ms < hold
+  mon.peers = {Source("10.0.0.2", kHold, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 0, 3000)};
+  role.Tick(110 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kR}}));
+  role.Tick(111 * kMs, kRealtime);
+  EXPECT_EQ(Take(), Types{});  // released once
+}
+
+TEST_F(RoleTest, LostReportsFallBackToTheTable) {
+  mon.events_error = KernelError{ENOBUFS, "overrun"};
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role.OnEvents(100 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));
+  EXPECT_EQ(role.counters().monitor_errors, 1u);
+  EXPECT_EQ(mon.dumps, 1);
+}
+
+TEST_F(RoleTest, FailedDumpStillReleasesAfterHold) {
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role.Tick(100 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));
+  mon.peers_error = KernelError{EIO, "gone"};
+  role.Tick(105 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));  // within hold of what was seen
+  role.Tick(111 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kR}}));
+  EXPECT_EQ(role.counters().monitor_errors, 2u);
+}
+
+TEST_F(RoleTest, SendFailuresAreCounted) {
+  fail_send = true;
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role.Tick(100 * kMs, kRealtime);
+  EXPECT_EQ(role.counters().send_errors, 1u);
+  EXPECT_EQ(role.counters().grants_sent, 0u);
+}
+
+TEST_F(RoleTest, StopReleasesEveryGrantedPeer) {
+  mon.peers = {Source("10.0.0.2", 0, 0, 500),
+               Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role.Tick(100 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{2, kG}, {3, kG}}));
+  role.Stop(101 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{2, kR}, {3, kR}}));
+}
+
+TEST_F(RoleTest, MetricsCountWhatWasSent) {
+  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
+               Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role.Tick(100 * kMs, kRealtime);
+  const std::string m = role.Metrics();
+  EXPECT_NE(m.find("parqd_grants_sent_total 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("parqd_releases_sent_total 0\n"), std::string::npos);
+  EXPECT_NE(m.find("parqd_peers_granted 1\n"), std::string::npos);
+  EXPECT_NE(m.find("parqd_monitor_events_total{kind=\"stop\"} 0\n"),
+            std::string::npos);
+}
+
+}  // namespace
