@@ -4,8 +4,8 @@
 
 Three hosts P (parallel sender), L (local sender) and R (receiver) are
 joined through a switch namespace S (a Linux bridge, netns.Star) whose port
-toward R is a 100 Mbit/s FIFO (tbf rate 100mbit burst 32k limit 1mb, about
-80 ms of queue).  P and L run parq as their root qdisc (no shaper).  P runs
+toward R is a 100 Mbit/s FIFO (tbf rate 100mbit burst 32k limit 300kb,
+24 ms of queue).  P and L run parq as their root qdisc (no shaper).  P runs
 a 64-byte TCP ping-pong to R (sockperf, DSCP EF: parallel, under chrt -f 50
 as in parq_isolation), L an iperf3 bulk transfer to R (4 TCP streams, DSCP
 0: local).  Nothing on P or L sees the queue at S: only R can tell.
@@ -22,6 +22,14 @@ lease LEASE epochs), on P and L with the sending role only.
       upper bound);
   (c) parqd on R killed (SIGKILL: no RELEASE) while L is throttled: L is
       back within the lease plus one epoch, plus the same 10 ms window.
+hold must be longer than the gaps between the parallel job's packets while
+it is unprotected: a ping-pong sends one message per round trip, and with
+the FIFO full that is the FIFO's delay.  With hold shorter than that
+(tried first: hold 10 ms, limit 1mb = 80 ms), every round trip looks like
+the end of the parallel traffic, R releases L after each one, and nothing
+converges (p99 was the same with and without parqd).  So the FIFO holds
+24 ms and hold is 30 ms; the recovery time (b) is then hold plus the
+reporting and messaging delays.
 Not covered here: two receivers throttling one sender for different
 destinations.
 
@@ -52,14 +60,15 @@ PARQD = os.path.join(BUILD, "parqd", "parqd")
 PORT = 7207
 IDS = {"p": 2, "l": 3, "r": 1}
 EPOCH_MS = 5
-THRESHOLD = 6000		# bytes per epoch: 9.6 Mbit/s
-HOLD_MS = 10
+THRESHOLD = 3000		# bytes per epoch: 4.8 Mbit/s
+HOLD_MS = 30			# > the FIFO's delay: see the module doc
 LEASE = 3
 SP_PORT, BULK_PORT = 11111, 5201
 EF = 0xb8			# DSCP 46 in the TOS byte: parallel
 ROUNDS = 3
 SECONDS = 5
 WARMUP = 2
+QUEUE = "300kb"			# the FIFO at S: 24 ms at 100 Mbit/s
 WINDOW = 0.010			# s: rate window of the recovery measure
 
 star = None
@@ -358,7 +367,7 @@ def setup(t, k):
     os.write(fd, os.urandom(32).hex().encode() + b"\n")
     os.close(fd)
     tc(star.s, "qdisc", "replace", "dev", star.port("r"), "root", "tbf",
-       "rate", "100mbit", "burst", "32k", "limit", "1mb")
+       "rate", "100mbit", "burst", "32k", "limit", QUEUE)
     for h in ("p", "l"):
         tc(star.ns[h], "qdisc", "replace", "dev", "eth0", "root", "handle",
            "1:", "parq")
