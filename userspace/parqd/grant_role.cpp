@@ -43,9 +43,9 @@ bool GrantRole::busy(uint64_t now) const {
 }
 
 void GrantRole::Observe(const std::vector<PeerSample>& samples,
-                        uint64_t now) {
+                        uint64_t now, bool parallel) {
   for (const PeerSample& s : samples) {
-    if (s.par_age_ns)
+    if (parallel && s.par_age_ns)
       granter_.SawParallel(now - std::min(now, *s.par_age_ns));
     auto peer = peer_of_.find(s.address);
     if (peer == peer_of_.end())
@@ -87,6 +87,11 @@ void GrantRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
 }
 
 void GrantRole::Tick(uint64_t now, uint64_t realtime_ns) {
+  Epoch(now, realtime_ns, true);
+}
+
+void GrantRole::Epoch(uint64_t now, uint64_t realtime_ns,
+                      bool table_parallel) {
   auto samples = monitor_.Peers();
   if (!samples.ok()) {
     ++counters_.monitor_errors;
@@ -95,7 +100,7 @@ void GrantRole::Tick(uint64_t now, uint64_t realtime_ns) {
     // Without observations the Granter still releases when hold passes.
   } else {
     ++counters_.epochs;
-    Observe(samples.value(), now);
+    Observe(samples.value(), now, table_parallel);
   }
   const std::set<uint64_t> before = granter_.granted();
   const auto ds = granter_.Tick(now);
@@ -132,9 +137,10 @@ void GrantRole::OnEvents(uint64_t now, uint64_t realtime_ns) {
     }
   }
   // The last report is the current state.
-  if (!evs.value().back().active)
+  const bool stopped = !evs.value().back().active;
+  if (stopped)
     granter_.ParallelStopped();
-  Tick(now, realtime_ns);
+  Epoch(now, realtime_ns, !stopped);
 }
 
 void GrantRole::Stop(uint64_t now, uint64_t realtime_ns) {

@@ -93,7 +93,11 @@ class GrantRole {
   std::string Metrics() const;
 
  private:
-  void Observe(const std::vector<PeerSample>& samples, uint64_t now);
+  // `parallel`: take the table's parallel ages (not right after a stop
+  // report, which the table may not reflect yet).
+  void Observe(const std::vector<PeerSample>& samples, uint64_t now,
+               bool parallel);
+  void Epoch(uint64_t now, uint64_t realtime_ns, bool table_parallel);
   void Send(const std::vector<GrantDecision>& ds, uint64_t now,
             uint64_t realtime_ns);
   void Log(uint64_t now, const std::string& line);

@@ -82,7 +82,8 @@ TEST(ParqdCliTest, HelpListsEveryConfigKey) {
   for (const char* k : {"interface", "node-id", "key-file", "listen-address",
                         "listen-port", "metrics-file", "metrics-period",
                         "[[peer]]", "threshold-recv", "epoch", "hold", "lease",
-                        "--check-config", "not implemented yet"})
+                        "--check-config", "receiver", "addresses",
+                        "--receiver"})
     EXPECT_NE(r.out.find(k), std::string::npos) << k;
 }
 
