@@ -317,24 +317,22 @@ static u64 parq_credit_word(u32 epoch, u32 used)
 
 u32 parq_credit_used(const struct parq_credit_cfg *c, u64 state, u64 now)
 {
-	if ((u32)(state >> 32) != parq_credit_epoch(c, now))
-		return 0;
-	return (u32)state;
+	/* Epochs since the charge, mod 2^32 like the numbers themselves. */
+	u32 gone = parq_credit_epoch(c, now) - (u32)(state >> 32);
+	u64 paid = (u64)gone * c->credit;
+
+	return paid >= (u32)state ? 0 : (u32)state - (u32)paid;
 }
 
 bool parq_credit_take(const struct parq_credit_cfg *c, u64 state, u64 now,
 		      u32 len, u64 *next)
 {
-	u32 epoch = parq_credit_epoch(c, now);
 	u32 used = parq_credit_used(c, state, now);
 
-	if (!c->credit)
+	if (used >= c->credit)
 		return false;
-	if (used && (used >= c->credit || len > c->credit - used))
-		return false;
-	/* The epoch's first packet goes whatever its size. */
-	*next = parq_credit_word(epoch, len > U32_MAX - used ? U32_MAX :
-				 used + len);
+	*next = parq_credit_word(parq_credit_epoch(c, now),
+				 len > U32_MAX - used ? U32_MAX : used + len);
 	return true;
 }
 

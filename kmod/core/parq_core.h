@@ -171,12 +171,17 @@ bool parq_resv_admit(u64 sum, u64 old_bw, u64 new_bw, u64 capacity);
 /*
  * Receiver-side credit for one destination: @credit bytes of local traffic
  * per epoch of @epoch ns, epochs counted from @start.  The bytes used are
- * kept together with the number of the epoch they were used in, as one
+ * kept together with the number of the epoch they were charged in, as one
  * u64 (epoch number in the high half, bytes in the low half), so that one
- * compare-and-exchange charges a packet; a new epoch starts from zero.
- * A credit smaller than a packet still lets the epoch's first packet go,
- * so that no packet is stuck for as long as the entry lives; credit 0
- * stops the destination.
+ * compare-and-exchange charges a packet.  A packet goes while the epoch's
+ * usage is below @credit, whatever its size; what it takes beyond the
+ * credit is a debt carried into the following epochs, each of which pays
+ * off @credit of it.  So a destination sends at most @credit per epoch on
+ * average plus one packet, however large its packets are (a 64 KB GSO
+ * packet against a credit of 3000 bytes waits 21 epochs), and a credit
+ * smaller than a packet still lets packets through now and then: nothing
+ * is stuck for as long as the entry lives.  Credit 0 stops the
+ * destination.
  */
 struct parq_credit_cfg {
 	u64	start;		/* ns */
@@ -194,7 +199,10 @@ u64 parq_credit_next(const struct parq_credit_cfg *c, u64 now);
  */
 bool parq_credit_take(const struct parq_credit_cfg *c, u64 state, u64 now,
 		      u32 len, u64 *next);
-/* Bytes used in the epoch holding @now, from usage word @state. */
+/*
+ * Bytes used in the epoch holding @now, from usage word @state: what was
+ * charged, less @credit for every epoch since (0 at least).
+ */
 u32 parq_credit_used(const struct parq_credit_cfg *c, u64 state, u64 now);
 /* @now + @lease, saturated at U64_MAX. */
 u64 parq_credit_expiry(u64 now, u64 lease);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // Receiver-side credits (parq_credit_*): epoch arithmetic, the packed usage
-// word, the first-packet rule, saturation.  The same parq_core.c as the
+// word, debts carried across epochs, saturation.  The same parq_core.c as the
 // module.
 #include <gtest/gtest.h>
 
@@ -56,9 +56,10 @@ TEST(ParqCreditEpoch, NextSaturatesAtTheEndOfTime) {
   EXPECT_EQ(parq_credit_next(&c, UINT64_MAX), UINT64_MAX);
 }
 
-// The epoch number is kept mod 2^32: with the shortest epoch that is 42
-// seconds of epochs, after which the numbers wrap and still differ from
-// the previous epoch's.
+// The epoch number is kept mod 2^32: with the shortest epoch that is about
+// 12 hours of epochs, after which the numbers wrap.  (A debt left by a
+// destination silent for exactly 2^32 epochs would count again: it delays
+// that destination by at most one packet's worth of epochs.)
 TEST(ParqCreditEpoch, NumberWrapsModulo32Bits) {
   const parq_credit_cfg c = Cfg(1500, PARQ_EPOCH_MIN, 0);
   const uint64_t t = (uint64_t{1} << 32) * PARQ_EPOCH_MIN;
@@ -78,14 +79,21 @@ TEST(ParqCreditTake, CreditPerEpochExactly) {
   EXPECT_EQ(Fill(c, &state, 1000 + kMs, 1500), 2);
 }
 
-TEST(ParqCreditTake, PartialFitIsRefused) {
+// A packet goes while the epoch's usage is below the credit, whatever its
+// size; the excess is a debt the next epoch starts with.
+TEST(ParqCreditTake, OvershootIsCarriedIntoTheNextEpoch) {
   const parq_credit_cfg c = Cfg(2500);
   uint64_t state = 0, next = 0;
   ASSERT_TRUE(parq_credit_take(&c, state, 1000, 1500, &next));
   state = next;
-  EXPECT_FALSE(parq_credit_take(&c, state, 1000, 1001, &next));
-  EXPECT_TRUE(parq_credit_take(&c, state, 1000, 1000, &next));
-  EXPECT_EQ(parq_credit_used(&c, next, 1000), 2500u);
+  ASSERT_TRUE(parq_credit_take(&c, state, 1000, 1001, &next));
+  state = next;
+  EXPECT_EQ(parq_credit_used(&c, state, 1000), 2501u);
+  EXPECT_FALSE(parq_credit_take(&c, state, 1000, 1, &next));
+  // The next epoch pays off 2500 of it: 1 byte is left used.
+  EXPECT_EQ(parq_credit_used(&c, state, 1000 + kMs), 1u);
+  EXPECT_EQ(Fill(c, &state, 1000 + kMs, 1250), 2);
+  EXPECT_EQ(parq_credit_used(&c, state, 1000 + kMs), 2501u);
 }
 
 TEST(ParqCreditTake, ZeroStops) {
@@ -96,19 +104,53 @@ TEST(ParqCreditTake, ZeroStops) {
   EXPECT_FALSE(parq_credit_take(&c, 0, 1000 + 50 * kMs, 1, &next));
 }
 
-// A credit below one packet still lets the first packet of each epoch go
-// (nothing stuck), and only that one.
-TEST(ParqCreditTake, FirstPacketOfAnEpochGoesWhateverItsSize) {
+// Packets far larger than the credit (64 KB GSO packets against 3000 bytes
+// per epoch): one goes, then the destination waits until the debt is paid,
+// so the rate over many epochs is the credit's, plus one packet.
+TEST(ParqCreditTake, LargePacketsWaitUntilTheirDebtIsPaid) {
+  const parq_credit_cfg c = Cfg(3000);
+  const uint32_t gso = 65536;
+  uint64_t state = 0;
+  EXPECT_EQ(Fill(c, &state, 1000, gso), 1);
+  for (uint64_t e = 1; e <= 21; e++) {
+    const int sent = Fill(c, &state, 1000 + e * kMs, gso);
+    // 65536 - 21 * 3000 = 2536 < 3000: the 21st epoch sends again.
+    EXPECT_EQ(sent, e == 21 ? 1 : 0) << "epoch " << e;
+  }
+  state = 0;
+  uint64_t bytes = 0;
+  const uint64_t epochs = 1000;
+  for (uint64_t e = 0; e < epochs; e++)
+    bytes += uint64_t{gso} * Fill(c, &state, 1000 + e * kMs, gso);
+  EXPECT_LE(bytes, epochs * 3000 + gso);
+  EXPECT_GE(bytes, (epochs - 21) * 3000);
+}
+
+// A credit below one packet still lets packets go now and then (nothing
+// stuck), at the credit's rate on average.
+TEST(ParqCreditTake, CreditBelowOnePacketStillMovesPackets) {
   const parq_credit_cfg c = Cfg(100);
   uint64_t state = 0;
   EXPECT_EQ(Fill(c, &state, 1000, 1500), 1);
   EXPECT_EQ(parq_credit_used(&c, state, 1000), 1500u);
   EXPECT_EQ(Fill(c, &state, 1000, 1), 0);  // over: nothing more
-  EXPECT_EQ(Fill(c, &state, 1000 + kMs, 1500), 1);
-  const parq_credit_cfg big = Cfg(1);
+  EXPECT_EQ(Fill(c, &state, 1000 + 14 * kMs, 1500), 0);  // 100 left
+  EXPECT_EQ(Fill(c, &state, 1000 + 15 * kMs, 1500), 1);
+  const parq_credit_cfg one = Cfg(1);
   state = 0;
-  EXPECT_EQ(Fill(big, &state, 1000, UINT32_MAX), 1);
-  EXPECT_EQ(parq_credit_used(&big, state, 1000), UINT32_MAX);
+  EXPECT_EQ(Fill(one, &state, 1000, UINT32_MAX), 1);
+  EXPECT_EQ(parq_credit_used(&one, state, 1000), UINT32_MAX);
+}
+
+// The epoch numbers wrap mod 2^32; the epochs between a charge and now are
+// counted across the wrap.
+TEST(ParqCreditTake, DebtIsPaidAcrossTheWrapOfTheEpochNumber) {
+  const parq_credit_cfg c = Cfg(1000, PARQ_EPOCH_MIN, 0);
+  const uint64_t wrap = (uint64_t{1} << 32) * PARQ_EPOCH_MIN;
+  uint64_t state = 0;
+  ASSERT_EQ(Fill(c, &state, wrap - PARQ_EPOCH_MIN, 5000), 1);
+  EXPECT_EQ(parq_credit_used(&c, state, wrap), 4000u);
+  EXPECT_EQ(parq_credit_used(&c, state, wrap + 2 * PARQ_EPOCH_MIN), 2000u);
 }
 
 // A usage word left from an epoch long gone (the wrap of the number
