@@ -38,17 +38,21 @@ bool Granter::parallel_active(uint64_t now) const {
 
 std::vector<GrantDecision> Granter::Tick(uint64_t now) {
   const bool parallel = parallel_active(now);
+  std::set<uint64_t> peers = granted_;
+  for (const auto& [peer, t] : last_local_)
+    peers.insert(peer);
   std::vector<GrantDecision> out;
-  for (auto it = last_local_.begin(); it != last_local_.end();) {
-    const uint64_t peer = it->first;
-    const bool local = Recent(now, it->second);
-    if (parallel && local) {
+  for (const uint64_t peer : peers) {
+    auto it = last_local_.find(peer);
+    const bool local = it != last_local_.end() && Recent(now, it->second);
+    if (parallel && (local || granted_.count(peer))) {
       out.push_back({peer, wire::Type::kGrant, policy_.threshold_recv});
       granted_.insert(peer);
     } else if (granted_.erase(peer)) {
       out.push_back({peer, wire::Type::kRelease, 0});
     }
-    it = local ? std::next(it) : last_local_.erase(it);
+    if (!local && it != last_local_.end())
+      last_local_.erase(it);
   }
   return out;
 }

@@ -5,10 +5,14 @@
 // While parallel traffic is arriving (some arrived less than `hold` ago),
 // every host that is sending this host local traffic (some arrived less
 // than `hold` ago) is granted `threshold_recv` bytes per epoch (0: stop),
-// restated every epoch.  When parallel traffic has been absent for `hold`,
-// or a host has stopped sending local traffic for `hold`, the host is
-// released: one RELEASE.  A lost RELEASE costs at most the lease of the
-// last GRANT, after which the sending host drops the entry by itself.
+// restated every epoch.  A host keeps its grant for as long as parallel
+// traffic arrives, whether or not its local traffic is still seen: the
+// grant is what holds it back (with credit 0 it sends nothing at all, and
+// with a small credit its 64 KB GSO packets leave many epochs apart), so
+// its silence says nothing about whether it still has local traffic.
+// When parallel traffic has been absent for `hold`, every granted host is
+// released: one RELEASE each.  A lost RELEASE costs at most the lease of
+// the last GRANT, after which the sending host drops the entry by itself.
 //
 // Pure: observations and ticks carry their time (CLOCK_MONOTONIC, ns).
 // An observation time later than a tick's counts as "just seen".

@@ -109,21 +109,23 @@ TEST(Granter, ParallelResumingGrantsAgain) {
   EXPECT_EQ(g.Tick(70 * kMs), Ds{G(1)});
 }
 
-TEST(Granter, LocalSenderThatStopsIsReleasedAndForgotten) {
-  Granter g(Policy());
+// A granted host goes quiet because of the grant (credit 0 here): it keeps
+// the grant while parallel traffic arrives, and is released with the
+// others when the parallel traffic stops, then forgotten.
+TEST(Granter, GrantedHostKeepsItsGrantWhileParallelArrives) {
+  GrantPolicy p = Policy();
+  p.threshold_recv = 0;
+  Granter g(p);
+  const GrantDecision stop{1, wire::Type::kGrant, 0};
   g.SawLocal(1, 0);
-  g.SawLocal(2, 0);
-  for (uint64_t t = 0; t <= 100 * kMs; t += 10 * kMs) {
+  for (uint64_t t = 0; t <= 200 * kMs; t += 10 * kMs) {
     g.SawParallel(t);
-    g.SawLocal(2, t);
-    const auto d = g.Tick(t);
-    if (t < 50 * kMs)
-      EXPECT_EQ(d, (Ds{G(1), G(2)})) << t;
-    else if (t == 50 * kMs)
-      EXPECT_EQ(d, (Ds{R(1), G(2)})) << t;
-    else
-      EXPECT_EQ(d, Ds{G(2)}) << t;
+    EXPECT_EQ(g.Tick(t), Ds{stop}) << t;
   }
+  EXPECT_EQ(g.Tick(250 * kMs), Ds{R(1)});
+  EXPECT_TRUE(g.granted().empty());
+  g.SawParallel(260 * kMs);
+  EXPECT_EQ(g.Tick(260 * kMs), Ds{});  // 1 sent nothing since: forgotten
 }
 
 TEST(Granter, ParallelStoppedReleasesAtOnce) {
