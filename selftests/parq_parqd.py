@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from parqlab import credits, ktap, lab  # noqa: E402
+from parqlab.parqd import read_metrics  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 
@@ -92,17 +93,7 @@ def table():
 
 def metrics():
     """parqd's metrics file as {'name{labels}': value}."""
-    out = {}
-    try:
-        with open(os.path.join(tmp, "parqd.prom")) as f:
-            for line in f:
-                if line.startswith("#") or not line.strip():
-                    continue
-                name, value = line.rsplit(" ", 1)
-                out[name] = int(value)
-    except FileNotFoundError:
-        pass
-    return out
+    return read_metrics(os.path.join(tmp, "parqd.prom"))
 
 
 def wait_for(what, pred, timeout=5.0):

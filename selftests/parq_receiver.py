@@ -2,18 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0
 """parqd's receiving role protects a receiver's switch port.
 
-Three hosts P (parallel sender), L (local sender) and R (receiver) are
-joined through a switch namespace S (a Linux bridge, netns.Star) whose port
-toward R is a 100 Mbit/s FIFO (tbf rate 100mbit burst 32k limit 300kb,
-24 ms of queue).  P and L run parq as their root qdisc (no shaper).  P runs
-a 64-byte TCP ping-pong to R (sockperf, DSCP EF: parallel, under chrt -f 50
-as in parq_isolation), L an iperf3 bulk transfer to R (4 TCP streams, DSCP
-0: local).  Nothing on P or L sees the queue at S: only R can tell.
+Hosts P (parallel sender), L (local sender) and two receivers R and Q are
+joined through a switch namespace S (a Linux bridge, netns.Star) whose
+ports toward R and Q are 100 Mbit/s FIFOs (tbf rate 100mbit burst 32k
+limit 200kb, 16 ms of queue).  P and L run parq as their root qdisc (no
+shaper, split-gso: see SENDER_PARQ).  P runs a 64-byte TCP ping-pong to R
+(sockperf, DSCP EF: parallel, under chrt -f 50 as in parq_isolation), L
+an iperf3 bulk transfer to R (4 TCP streams, DSCP 0: local).  Nothing on P
+or L sees the queue at S: only R can tell.
 
-parqd runs on all three (generated key and configurations): on R with
-receiver = true (threshold-recv THRESHOLD bytes per EPOCH, hold HOLD,
-lease LEASE epochs), on P and L with the sending role only.
-  (a) P's round-trip p99 without parqd and with parqd on all three hosts,
+parqd runs on all four (parqlab.parqd.Cluster: generated key and
+configurations): on R and Q with receiver = true (threshold-recv THRESHOLD
+bytes per EPOCH, hold HOLD, lease LEASE epochs), on P and L with the
+sending role only.
+  (a) P's round-trip p99 without parqd and with parqd on all hosts,
       interleaved rounds, medians of the rounds: with parqd <= without / 4;
   (b) after P stops, L's arrival rate at R (R's receive monitor, its byte
       count of L's local traffic, read every ~2 ms over generic netlink) is
@@ -21,136 +23,70 @@ lease LEASE epochs), on P and L with the sending role only.
       end of the first 10 ms window at that rate counts, so the time is an
       upper bound);
   (c) parqd on R killed (SIGKILL: no RELEASE) while L is throttled: L is
-      back within the lease plus one epoch, plus the same 10 ms window.
+      back within the lease plus one epoch, plus the same 10 ms window;
+  (d) L sends bulk to R and to Q; P's ping-pong goes to R, then to R and
+      Q, then to Q only: L's traffic is throttled toward exactly the
+      receivers that see parallel traffic, and R's release leaves Q's
+      credit in place.
 hold must be longer than the gaps between the parallel job's packets while
 it is unprotected: a ping-pong sends one message per round trip, and with
 the FIFO full that is the FIFO's delay.  With hold shorter than that
 (tried first: hold 10 ms, limit 1mb = 80 ms), every round trip looks like
 the end of the parallel traffic, R releases L after each one, and nothing
 converges (p99 was the same with and without parqd).  So the FIFO holds
-24 ms and hold is 30 ms; the recovery time (b) is then hold plus the
-reporting and messaging delays.
-Not covered here: two receivers throttling one sender for different
-destinations.
+16 ms and hold is 20 ms.  The recovery time (b) is hold, plus the
+monitor's stop report (a delayed work: up to a jiffy late), parqd's
+RELEASE, the sender's next look at its waiting queue (at most an epoch),
+L's TCP, and the 10 ms window: with hold 30 ms over a 24 ms FIFO it came
+to 50.5 ms.
+The timing needs a quiet machine: with a second VM running on the same
+two host cores, P's ping-pong stalled for longer than hold and R released
+L in the middle of the parallel traffic.
 
 The binaries come from $PARQ_USERSPACE_BUILD (default build/userspace).
 """
 import os
-import signal
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from types import SimpleNamespace
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(REPO, "scripts"))
-from parqlab import ktap, lab  # noqa: E402
+from parqlab import ktap, lab, parqd  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, diag  # noqa: E402
 from parqlab.netns import Star  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
+from parqlab.tc import parq_qdisc, tc  # noqa: E402
 from parqlab.traffic import (Iperf3Client, Iperf3Server,  # noqa: E402
                              SockperfServer, sockperf_pingpong)
 
-BUILD = os.path.join(REPO, os.environ.get("PARQ_USERSPACE_BUILD",
-                                          "build/userspace"))
-PARQD = os.path.join(BUILD, "parqd", "parqd")
-PORT = 7207
-IDS = {"p": 2, "l": 3, "r": 1}
+RECEIVERS = ("r", "q")
+SENDERS = ("p", "l")
 EPOCH_MS = 5
 THRESHOLD = 3000		# bytes per epoch: 4.8 Mbit/s
-HOLD_MS = 30			# > the FIFO's delay: see the module doc
+HOLD_MS = 20			# > the FIFO's delay: see the module doc
 LEASE = 10			# epochs: 50 ms; 3 (15 ms) lapsed under TCG
 SP_PORT, BULK_PORT = 11111, 5201
 EF = 0xb8			# DSCP 46 in the TOS byte: parallel
 ROUNDS = 3
 SECONDS = 5
 WARMUP = 2
-QUEUE = "300kb"			# the FIFO at S: 24 ms at 100 Mbit/s
+QUEUE = "200kb"			# the FIFO at S: 16 ms at 100 Mbit/s
 WINDOW = 0.010			# s: rate window of the recovery measure
+# L's and P's parq: split GSO packets, so that a throttled L sends its
+# credit as MTU-sized packets.  At 100 Mbit/s a 64 KB GSO packet is 5 ms
+# of queue at S in one burst, every 21 epochs at this credit.
+SENDER_PARQ = ("split-gso",)
 
 star = None
-tmp = None
 PROBE_PRIO = []
-daemons = {}
+cluster = None
 results = {"off": [], "on": []}
 kwatch = None
-
-
-def config(h):
-    peers = [o for o in ("r",) if h != "r"] if h != "r" else ["p", "l"]
-    text = f"""interface = "eth0"
-node-id = {IDS[h]}
-key-file = "{tmp}/cluster.key"
-listen-address = "{star.ip(h)}"
-listen-port = {PORT}
-metrics-file = "{tmp}/{h}.prom"
-metrics-period = "100ms"
-"""
-    if h == "r":
-        text += f"""receiver = true
-addresses = ["{star.ip('r')}"]
-threshold-recv = {THRESHOLD}
-epoch = "{EPOCH_MS}ms"
-hold = "{HOLD_MS}ms"
-lease = {LEASE}
-"""
-    for o in peers:
-        text += f"""
-[[peer]]
-id = {IDS[o]}
-addresses = ["{star.ip(o)}"]
-"""
-    path = f"{tmp}/{h}.toml"
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-def metrics(h):
-    out = {}
-    try:
-        with open(f"{tmp}/{h}.prom") as f:
-            for line in f:
-                if line.startswith("#") or not line.strip():
-                    continue
-                name, value = line.rsplit(" ", 1)
-                out[name] = int(value)
-    except FileNotFoundError:
-        pass
-    return out
-
-
-def start_parqd(hosts=("p", "l", "r")):
-    for h in hosts:
-        try:
-            os.unlink(f"{tmp}/{h}.prom")
-        except FileNotFoundError:
-            pass
-        daemons[h] = star.ns[h].popen([PARQD, "-c", config(h)])
-    deadline = time.monotonic() + 10
-    for h in hosts:
-        while "parqd_messages_received_total" not in metrics(h):
-            if daemons[h].poll() is not None:
-                raise AssertionError(f"parqd on {h} exited: "
-                                     f"{daemons[h].stderr.read()[-600:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"parqd on {h} did not start")
-            time.sleep(0.05)
-
-
-def stop_parqd(sig=signal.SIGTERM):
-    for h, p in list(daemons.items()):
-        if p.poll() is None:
-            p.send_signal(sig)
-            p.wait(10)
-        err = p.stderr.read()
-        if sig == signal.SIGTERM:
-            check(p.returncode == 0, f"parqd on {h}: exit {p.returncode}: "
-                                     f"{err[-600:]}")
-        del daemons[h]
 
 
 def l_credit():
@@ -158,19 +94,29 @@ def l_credit():
         return {e["addr"]: e for e in g.dump()}
 
 
-def bulk(seconds):
-    return Iperf3Client(star.ns["l"], star.ip("r"), BULK_PORT, seconds,
+def l_drops():
+    """L's parq drops so far, total and by reason (non-zero only).  A drop
+    tells L's TCP to back off, which slows its recovery."""
+    q = parq_qdisc(star.ns["l"], "eth0") or {}
+    x = q.get("xstats", {})
+    why = ", ".join(f"{k} {v}" for k, v in x.items()
+                    if k.startswith("drop_") and v)
+    return f"{q.get('drops', 0)}" + (f" ({why})" if why else "")
+
+
+def bulk(seconds, to="r"):
+    return Iperf3Client(star.ns["l"], star.ip(to), BULK_PORT, seconds,
                         parallel=4)
 
 
-def pingpong(seconds):
-    return sockperf_pingpong(star.ns["p"], star.ip("r"), SP_PORT, seconds,
+def pingpong(seconds, to="r"):
+    return sockperf_pingpong(star.ns["p"], star.ip(to), SP_PORT, seconds,
                              prefix=PROBE_PRIO, extra=["--tos", str(EF)])
 
 
 def measure(kind):
     if kind == "on":
-        start_parqd()
+        cluster.start()
     b = bulk(WARMUP + SECONDS + 15)
     try:
         time.sleep(WARMUP)
@@ -178,12 +124,12 @@ def measure(kind):
         st = pingpong(SECONDS)
         b.check_running("early (bulk)")
         if kind == "on":
-            m = metrics("r")
+            m = cluster.metrics("r")
             st["grants"] = m.get("parqd_grants_sent_total", 0)
     finally:
         b.stop()
         if kind == "on":
-            stop_parqd()
+            cluster.stop()
     return st
 
 
@@ -213,13 +159,14 @@ def t_ratio():
 
 
 class Watch:
-    """Samples R's monitor table every ~1 ms in a thread: (t, L's local
-    bytes, P's parallel age in ns or None)."""
+    """Samples receiver @h's monitor table every @period s in a thread:
+    (t, L's local bytes, P's parallel age in ns or None)."""
 
-    def __init__(self):
+    def __init__(self, h="r", period=0.002):
+        self.period = period
         self.samples = []
         self.stop_ev = threading.Event()
-        self.g = ParqGenl(star.ns["r"])
+        self.g = ParqGenl(star.ns[h])
         self.t = threading.Thread(target=self.run, daemon=True)
         self.t.start()
 
@@ -231,7 +178,7 @@ class Watch:
             le, pe = peers.get(lip, {}), peers.get(pip, {})
             self.samples.append((t, le.get("loc_bytes", 0),
                                  pe.get("par_age_ns")))
-            time.sleep(0.002)
+            time.sleep(self.period)
 
     def stop(self):
         self.stop_ev.set()
@@ -266,8 +213,31 @@ def free_rate(w, seconds=1.0):
     return w.rate(t0, time.monotonic())
 
 
+def wait_throttled(sp, timeout=15.0, by="r", steady=0.5):
+    """Wait until L has held a credit entry for @by for @steady seconds
+    without a break while P's ping-pong runs.  P's first messages meet a
+    full FIFO at S and may be lost; TCP then waits its retransmission
+    timeout (1 s for a SYN), the parallel traffic pauses for longer than
+    hold and @by releases L again, so neither the start nor the first
+    grant is the steady state."""
+    deadline = time.monotonic() + timeout
+    since = None
+    while True:
+        now = time.monotonic()
+        if l_credit().get(star.ip(by)) is None:
+            since = None
+        elif since is None:
+            since = now
+        elif now - since >= steady:
+            return
+        check(sp.is_alive(), "P's ping-pong ended before L was throttled")
+        check(now < deadline, f"L not steadily throttled {timeout:.0f} s "
+              "after P started")
+        time.sleep(0.02)
+
+
 def t_recovery():
-    start_parqd()
+    cluster.start()
     b = bulk(30)
     w = Watch()
     try:
@@ -275,9 +245,9 @@ def t_recovery():
         free = free_rate(w)
         diag(f"L's free rate into R: {free * 8 / 1e6:.1f} Mbit/s")
         check(free * 8 > 50e6, "L's bulk does not fill R's port")
-        sp = threading.Thread(target=pingpong, args=(2,), daemon=True)
+        sp = threading.Thread(target=pingpong, args=(8,), daemon=True)
         sp.start()
-        time.sleep(1.0)
+        wait_throttled(sp)
         t0 = time.monotonic()
         time.sleep(0.5)
         thr = w.rate(t0, time.monotonic())
@@ -293,7 +263,7 @@ def t_recovery():
     finally:
         w.stop()
         b.stop()
-        stop_parqd()
+        cluster.stop()
     # P's last parallel packet: the latest (sample time - its age).
     last = max(t - age / 1e9 for t, _, age in w.samples if age is not None)
     back = w.back_at(last, free / 2)
@@ -302,28 +272,26 @@ def t_recovery():
     diag(f"L back to half its free rate {ms:.1f} ms after P's last packet "
          f"(upper bound: end of a {WINDOW * 1000:.0f} ms window; hold "
          f"{HOLD_MS} ms)")
+    diag(f"L's parq drops: {l_drops()}")
     ktap.check_le(ms, 50, "recovery time, ms")
 
 
 def t_kill_receiver():
-    start_parqd()
+    cluster.start()
     b = bulk(30)
-    sp = threading.Thread(target=pingpong, args=(6,), daemon=True)
+    sp = threading.Thread(target=pingpong, args=(10,), daemon=True)
     w = Watch()
     try:
         time.sleep(WARMUP)
         free = free_rate(w)
         sp.start()
-        time.sleep(1.5)
-        check(l_credit().get(star.ip("r")) is not None,
-              "no credit entry for R on L while P runs")
+        wait_throttled(sp)
         t0 = time.monotonic()
         time.sleep(0.3)
         check(w.rate(t0, time.monotonic()) < free / 2,
               "L is not throttled while P runs")
-        daemons["r"].kill()
+        cluster.kill("r")
         t_kill = time.monotonic()
-        daemons["r"].wait(5)
         time.sleep(1.0)
         check(sp.is_alive(), "P stopped before the measurement ended")
         b.check_running("early (bulk)")
@@ -331,8 +299,7 @@ def t_kill_receiver():
         w.stop()
         sp.join(30)
         b.stop()
-        daemons.pop("r", None)
-        stop_parqd()
+        cluster.stop()
         with ParqGenl(star.ns["r"]) as g:	# what parqd would have done
             g.mon_set(enabled=0)
     back = w.back_at(t_kill, free / 2)
@@ -342,42 +309,105 @@ def t_kill_receiver():
     diag(f"parqd on R killed; L back to half its free rate {ms:.1f} ms "
          f"later (lease {LEASE} x {EPOCH_MS} ms, + one epoch, + the "
          f"{WINDOW * 1000:.0f} ms window = {limit:.0f} ms)")
+    diag(f"L's parq drops: {l_drops()}")
     ktap.check_le(ms, limit, "resume after the receiver died, ms")
+
+
+def t_two_receivers():
+    """R and Q both receive L's bulk; P's parallel traffic goes first to R,
+    then to Q as well, then to Q only.  Each receiver's credit limits L's
+    traffic to that receiver alone, and one's release leaves the other's
+    credit in place."""
+    cluster.start()
+    bulks = [bulk(60, "r"), bulk(60, "q")]
+    w = {h: Watch(h, period=0.02) for h in RECEIVERS}
+    to_r = threading.Thread(target=pingpong, args=(16, "r"), daemon=True)
+    to_q = threading.Thread(target=pingpong, args=(36, "q"), daemon=True)
+
+    def rates(what, seconds=0.5):
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        t1 = time.monotonic()
+        got = {h: w[h].rate(t0, t1) for h in RECEIVERS}
+        cr = l_credit()
+        diag(f"{what}: L to R {got['r'] * 8 / 1e6:.1f}, to Q "
+             f"{got['q'] * 8 / 1e6:.1f} Mbit/s; L's credit entries: "
+             + (", ".join(h.upper() for h in RECEIVERS
+                          if star.ip(h) in cr) or "none"))
+        return got, {h for h in RECEIVERS if star.ip(h) in cr}
+
+    try:
+        time.sleep(WARMUP)
+        free, entries = rates("no parallel traffic", 1.0)
+        check(min(free.values()) * 8 > 30e6, "L's bulk does not reach both")
+        check(not entries, "a credit entry without parallel traffic")
+        to_r.start()
+        wait_throttled(to_r, by="r")
+        got, entries = rates("P to R")
+        check(entries == {"r"}, f"entries {entries} while P sends to R only")
+        check(got["r"] < free["r"] / 2, "L to R is not throttled")
+        check(got["q"] > free["q"] / 2, "R's credit held back L's "
+              "traffic to Q")
+        to_q.start()
+        wait_throttled(to_q, by="q")
+        got, entries = rates("P to R and Q")
+        check(entries == {"r", "q"}, f"entries {entries} while P sends to "
+              "both")
+        check(max(got["r"] / free["r"], got["q"] / free["q"]) < 0.5,
+              "L not throttled toward both")
+        to_r.join(30)
+        deadline = time.monotonic() + 2
+        while star.ip("r") in l_credit():
+            check(time.monotonic() < deadline, "R's entry stayed after P "
+                  "stopped sending to R")
+            time.sleep(0.02)
+        time.sleep(0.2)
+        got, entries = rates("P to Q only")
+        check(to_q.is_alive(), "P's ping-pong to Q ended too early")
+        check(entries == {"q"}, f"entries {entries} after R released L")
+        check(got["r"] > free["r"] / 2, "L to R did not recover")
+        check(got["q"] < free["q"] / 2, "R's release freed L's traffic "
+              "to Q")
+    finally:
+        for x in w.values():
+            x.stop()
+        for b in bulks:
+            b.stop()
+        to_q.join(40)
+        cluster.stop()
 
 
 def t_kmsg():
     kwatch.assert_clean()
 
 
-class Cleanup:
-    def stop(self):
-        for p in daemons.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait(5)
-
-
 def setup(t, k):
-    global star, tmp, kwatch
+    global star, cluster, kwatch
     star, kwatch = t, k
-    check(os.access(PARQD, os.X_OK), f"{PARQD} missing: run make userspace")
-    tmp = tempfile.mkdtemp(prefix="parq-receiver-")
-    fd = os.open(f"{tmp}/cluster.key", os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                 0o600)
-    os.write(fd, os.urandom(32).hex().encode() + b"\n")
-    os.close(fd)
-    tc(star.s, "qdisc", "replace", "dev", star.port("r"), "root", "tbf",
-       "rate", "100mbit", "burst", "32k", "limit", QUEUE)
-    for h in ("p", "l"):
+    check(parqd.available(), f"{parqd.PARQD} missing: run make userspace")
+    cluster = parqd.Cluster(star, RECEIVERS, SENDERS,
+                            tempfile.mkdtemp(prefix="parq-receiver-"),
+                            parqd.Settings(EPOCH_MS, THRESHOLD, HOLD_MS,
+                                           LEASE))
+    for h in RECEIVERS:
+        tc(star.s, "qdisc", "replace", "dev", star.port(h), "root", "tbf",
+           "rate", "100mbit", "burst", "32k", "limit", QUEUE)
+    for h in SENDERS:
         tc(star.ns[h], "qdisc", "replace", "dev", "eth0", "root", "handle",
-           "1:", "parq")
+           "1:", "parq", *SENDER_PARQ)
     rt = ["chrt", "-f", "50"]
     if star.ns["p"].run(rt + ["true"], check=False).returncode == 0:
         PROBE_PRIO.extend(rt)
-    return [Cleanup(),
-            SockperfServer(star.ns["r"], star.ip("r"), SP_PORT,
-                           prefix=PROBE_PRIO),
-            Iperf3Server(star.ns["r"], star.ip("r"), BULK_PORT)]
+    servers = [SimpleNamespace(stop=cluster.close)]
+    for h in RECEIVERS:
+        servers += [SockperfServer(star.ns[h], star.ip(h), SP_PORT,
+                                   prefix=PROBE_PRIO),
+                    Iperf3Server(star.ns[h], star.ip(h), BULK_PORT)]
+    return servers
+
+
+def topology(tag):
+    return Star(tag, hosts=SENDERS + RECEIVERS)
 
 
 def main():
@@ -389,9 +419,11 @@ def main():
                timeout=60)
     suite.case("R's parqd killed: L resumes within the lease",
                t_kill_receiver, timeout=60)
+    suite.case("two receivers throttle L each for its own address",
+               t_two_receivers, timeout=150)
     suite.case("kernel log clean", t_kmsg)
     return lab.run(suite, "rcv", tools=("sockperf", "iperf3"), setup=setup,
-                   topology=Star)
+                   topology=topology)
 
 
 if __name__ == "__main__":
