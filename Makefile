@@ -4,6 +4,9 @@
 #
 #   make            build the module, the tc plugin and user space
 #   make demo       install what is missing, build, run the sender-side demo
+#                   and a short version of experiments 1 and 2 (plots)
+#   make experiments  install, build, run every experiment into RESULTS
+#                   (default build/experiments): CSV, PNG, Markdown
 #   make check      install what is missing, build, run every test
 #   make fuzz       fuzz parqd's message parser for FUZZ_TIME seconds (clang)
 #   make bench      the kernel benchmarks: reserved-flow dequeue cost, and
@@ -27,13 +30,15 @@ FUZZ_TIME   ?= 60
 DESTDIR     ?=
 PREFIX      ?= /usr
 VM_TIMEOUT  ?= 3000
+RESULTS     ?= $(BUILD)/experiments
 
 # Tests and the demo run on the host when it can load modules, else in QEMU.
 ON_KERNEL := $(shell scripts/host-can-load-modules && echo host || echo vm)
 ifeq ($(ON_KERNEL),host)
 IN_KERNEL :=
 else
-IN_KERNEL := scripts/vm-run --timeout $(VM_TIMEOUT) --kver $(KVER) --
+# Recursive, so that a target can set its own VM_TIMEOUT.
+IN_KERNEL = scripts/vm-run --timeout $(VM_TIMEOUT) --kver $(KVER) --
 endif
 
 all: kmod plugin userspace
@@ -110,10 +115,20 @@ bench-core:
 	@echo "bench-core: ns/packet in $(BUILD)/bench/corebench.json," \
 		"instructions/packet in $(BUILD)/bench/core-instructions.json"
 
+# The demo ends with scripts/experiments/run --quick exp1 exp2 (into
+# build/demo/experiments).
 demo:
 	scripts/install-deps demo
 	$(MAKE) all
 	$(IN_KERNEL) scripts/demo
+
+# Every experiment, full size (Documentation/experiments.md): about 45
+# minutes under QEMU/TCG.
+experiments: VM_TIMEOUT = 7200
+experiments:
+	scripts/install-deps experiments
+	$(MAKE) all
+	$(IN_KERNEL) scripts/experiments/run --out $(RESULTS)
 
 deps:
 	scripts/install-deps check
@@ -143,4 +158,5 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all kmod kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
-	selftest bench bench-core demo deps check install dkms-install clean fuzz
+	selftest bench bench-core demo experiments deps check install \
+	dkms-install clean fuzz

@@ -12,6 +12,8 @@ Modules:
   uapi     constants read from kmod/include/uapi/linux/parq.h
   scenarios  measurement scenarios shared by tests, demo and experiments
   resv     reserved classes: tc lines, packets into a class, memory
+  bench    parq-bench in namespaces: servers, exchanges, collectives, bulk
+  parqd    parqd on the hosts of a Star: key, configurations, metrics
 
 Everything here runs as root on the machine under test (a VM or a real host)
 and, apart from loading and unloading sch_parq, touches nothing outside the

@@ -1,5 +1,10 @@
 """Measurement scenarios shared by the selftests, the demo and experiments.
 
+Scheduler installers (install_pfifo, _prio, _ets, _fq_codel, _parq: a 100
+Mbit/s bottleneck on a device, the parallel stream in a class of its own
+where the scheduler has classes; SCHEDULERS for the demo, ALL_SCHEDULERS
+for the experiments).
+
 sender_side(): a parallel job's 64-byte TCP ping-pong (sockperf) from
 namespace A to B, optionally against a local job's bulk TCP transfer
 (iperf3) on the same link, through a scheduler installed on A's veth.  The
@@ -16,46 +21,84 @@ PING_PORT = 11111
 BULK_PORT = 5201
 
 
-def _htb(ns, dev):
-    """100 Mbit/s htb shaper with one class 1:1 to put a child under."""
+def _under_shaper(ns, dev, rate):
+    """Where a baseline goes: under an htb shaper of @rate with one class
+    1:1 (the argv "parent 1:1"), or at the root when @rate is None."""
+    if rate is None:
+        return ["root"]
     tclib.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
              "default", "1")
     tclib.tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid",
-             "1:1", "htb", "rate", RATE, "ceil", RATE)
+             "1:1", "htb", "rate", rate, "ceil", rate)
+    return ["parent", "1:1"]
+
+
+def _baseline(ns, dev, rate, *qdisc):
+    tclib.tc(ns, "qdisc", "add", "dev", dev, *_under_shaper(ns, dev, rate),
+             "handle", "10:", *qdisc)
 
 
 def _ping_filter(ns, dev, parent, flowid):
-    tclib.tc(ns, "filter", "add", "dev", dev, "parent", parent, "protocol",
-             "ip", "prio", "1", "u32", "match", "ip", "dport",
-             str(PING_PORT), "0xffff", "flowid", flowid)
+    """The parallel stream's filters: its server port, and DSCP EF (for
+    the collectives of the experiments, whose ports vary)."""
+    for match in (("dport", str(PING_PORT), "0xffff"),
+                  ("tos", hex(traffic.TOS_EF), "0xfc")):
+        tclib.tc(ns, "filter", "add", "dev", dev, "parent", parent,
+                 "protocol", "ip", "prio", "1", "u32", "match", "ip",
+                 *match, "flowid", flowid)
 
 
-def install_pfifo(ns, dev):
+# Every installer puts its scheduler on @dev behind a @rate bottleneck, or
+# with rate=None on the bare device (the receiving-side experiments, where
+# the bottleneck is a switch port).
+
+def install_pfifo(ns, dev, rate=RATE):
     """A traditional interface: one FIFO (pfifo, limit = txqueuelen)."""
-    _htb(ns, dev)
-    tclib.tc(ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle",
-             "10:", "pfifo")
+    _baseline(ns, dev, rate, "pfifo")
 
 
-def install_prio(ns, dev):
-    """prio with the parallel stream in band 0, under the same shaper."""
-    _htb(ns, dev)
-    tclib.tc(ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle",
-             "10:", "prio")
+def install_prio(ns, dev, rate=RATE):
+    """prio with the parallel stream in band 0."""
+    _baseline(ns, dev, rate, "prio")
     _ping_filter(ns, dev, "10:", "10:1")
 
 
-def install_parq(ns, dev, *params):
-    """parq with its own 100 Mbit/s shaper; EF marks the parallel stream,
-    the u32 filter classifies it too (either would do)."""
+def install_ets(ns, dev, rate=RATE):
+    """ets with two bands, the parallel stream's strict, the rest (the
+    default priomap's band) sharing the other."""
+    _baseline(ns, dev, rate, "ets", "strict", "1", "quanta", "1514")
+    _ping_filter(ns, dev, "10:", "10:1")
+
+
+def install_fq_codel(ns, dev, rate=RATE):
+    """fq_codel: flow queues and CoDel AQM, no classes."""
+    _baseline(ns, dev, rate, "fq_codel")
+
+
+def install_parq(ns, dev, rate=RATE):
+    """parq with its own shaper; EF marks the parallel stream, the u32
+    filter classifies it too (either would do).  With @rate None: no
+    shaper, but GSO packets split all the same, so that a sender held to
+    a credit sends MTU-sized packets, not 64 KB bursts (5 ms of a 100
+    Mbit/s switch port each; as selftests/parq_receiver.py does)."""
+    shaper = ["split-gso"] if rate is None else ["rate", rate]
     tclib.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq",
-             "rate", RATE, *params)
+             *shaper)
     _ping_filter(ns, dev, "1:", "1:1")
 
 
 SCHEDULERS = {
     "pfifo": install_pfifo,
     "prio": install_prio,
+    "parq": install_parq,
+}
+
+# The experiments' baselines, then parq (Documentation/experiments.md).
+ALL_SCHEDULERS = {
+    "pfifo": install_pfifo,
+    "prio": install_prio,
+    "ets": install_ets,
+    "fq_codel": install_fq_codel,
     "parq": install_parq,
 }
 

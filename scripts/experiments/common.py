@@ -1,0 +1,463 @@
+"""What the experiments share: parameters per preset, the plan of steps and
+its progress line, the schedulers under test, measurements with parq-bench,
+slowdowns and their spread, CSV, plots and Markdown.
+
+An experiment module (exp1_sender.py, ...) defines
+  NAME, TITLE      "exp1", "Experiment 1: sending side"
+  PARAMS           {"full": Params, "quick": Params, "smoke": Params}
+  steps(p)         the plan: [Step], each measuring one configuration
+  lab(p, group)    a context manager making the namespaces, servers, ...
+                   that the steps of @group run in (its "env")
+  report(rows, p, out)
+                   writes <NAME>.csv, .png and .md into @out and returns
+                   the headline lines for summary.md
+and driver.py (scripts/experiments/run) runs the plans (run_steps()) with
+one progress line per step and an estimate of the time left.
+
+Definitions (Documentation/experiments.md): a measurement is the
+completion time of one exchange of Params.count messages (parq-bench's
+completion_ns).  T1 is measured without interference, per scheduler, in
+every repetition; a slowdown is T2/T1 (baselines) or T3/T1 (parq) with T1
+of the same scheduler and repetition.  The figures are the median over
+the repetitions with their minimum and maximum.
+"""
+import csv
+import itertools
+import math
+import os
+import signal
+import statistics
+import sys
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from parqlab import bench, parqd, scenarios, traffic  # noqa: E402
+from parqlab import tc as tclib  # noqa: E402
+
+EF = traffic.TOS_EF
+PAR_PORT = scenarios.PING_PORT		# the parallel job's server
+BULK_PORT = scenarios.BULK_PORT		# the local job's sink
+RANK_PORT = 12000			# every rank of a collective
+# The switch port in front of a receiver: a 100 Mbit/s FIFO of 300 kB
+# (24 ms), as in selftests/parq_receiver.py.
+SWITCH_FIFO = ("tbf", "rate", "100mbit", "burst", "32k", "limit", "300kb")
+PARQD = "parq+parqd"			# parq on the senders, parqd everywhere
+
+
+@dataclass
+class Params:
+    """What one run of an experiment covers (fields unused by an
+    experiment keep their defaults)."""
+    reps: int = 5
+    count: int = 100			# messages (iterations) per measurement
+    schedulers: tuple = tuple(scenarios.ALL_SCHEDULERS)
+    parallel_sizes: tuple = (64, 2048)
+    local_sizes: tuple = (2048, 4096, 8192, 16384)
+    streams: int = 1			# TCP connections of a local job
+    settle: float = 0.5			# s between starting it and measuring
+    hosts: tuple = (4, 8)		# exp3
+    background: tuple = (0, 2, 3)	# exp4
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Step:
+    """One measurement step: @run(env) returns rows, each completed with
+    @fields; @est is the expected duration in seconds (for the ETA)."""
+    label: str
+    est: float
+    run: object
+    fields: dict
+    group: object = None
+
+
+def measuring(*args):
+    """A Step's run: the lab env's measure(*args)."""
+    return lambda env: env.measure(*args)
+
+
+def kib(size):
+    """"2KiB", "64B": a message size for labels."""
+    return f"{size // 1024}KiB" if size >= 1024 and size % 1024 == 0 \
+        else f"{size}B"
+
+
+def local_label(size):
+    """A local job's message size for labels; "none": no local job."""
+    return kib(size) if size else "none"
+
+
+def duration(seconds):
+    seconds = max(0, int(round(seconds)))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+# --- the plan and its progress -------------------------------------------
+
+class Progress:
+    """The progress line: "[ 12/80 ] exp1 pfifo local=8KiB rep 3/5 ...
+    ETA 6m10s".  The estimate is the remaining steps' expected durations
+    scaled by how the steps done so far compared with theirs."""
+
+    def __init__(self, steps, out=sys.stdout):
+        self.total = len(steps)
+        self.left = sum(s.est for s in steps)
+        self.done = self.done_est = 0
+        self.t0 = time.monotonic()
+        self.out = out
+
+    PRIOR = 60.0	# s of expected time the first guess weighs as
+
+    def eta(self):
+        """The expected time left, scaled by (time taken + PRIOR) /
+        (time expected + PRIOR) for the steps done: the first steps, which
+        also set up the namespaces, do not swing it."""
+        elapsed = time.monotonic() - self.t0
+        return self.left * (elapsed + self.PRIOR) / \
+            (self.done_est + self.PRIOR)
+
+    def start(self, step):
+        w = len(str(self.total))
+        print(f"[{self.done + 1:>{w + 1}}/{self.total} ] {step.label} ... "
+              f"ETA {duration(self.eta())}", file=self.out, flush=True)
+
+    def finish(self, step):
+        self.done += 1
+        self.done_est += step.est
+        self.left -= step.est
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+
+def run_steps(steps, lab, progress, failures):
+    """Run @steps in order, opening lab(group) for each run of steps of
+    one group; returns their rows.  A step that fails is tried once more,
+    then recorded in @failures (label: error) and left out
+    (PARQ_EXPERIMENTS_DEBUG=1 prints the tracebacks)."""
+    rows = []
+    for group, members in itertools.groupby(steps, key=lambda s: s.group):
+        with lab(group) as env:
+            for step in members:
+                progress.start(step)
+                rows += _attempt(step, env, failures)
+                progress.finish(step)
+    return rows
+
+
+class StepTimeout(Exception):
+    """A step ran past its time limit."""
+
+
+@contextmanager
+def time_limit(seconds):
+    """Raise StepTimeout in the body after @seconds (SIGALRM).  An alarm
+    set outside (a selftest case's) is put back, less the time spent."""
+    def fire(signum, frame):
+        raise StepTimeout(f"no end after {seconds:.0f} s")
+    old = signal.signal(signal.SIGALRM, fire)
+    outer = signal.alarm(0)
+    t0 = time.monotonic()
+    signal.alarm(max(1, int(min(seconds, outer or seconds))))
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        if outer:
+            signal.alarm(max(1, int(outer - (time.monotonic() - t0))))
+
+
+def _attempt(step, env, failures, tries=2):
+    """The step's rows; it may take ten times its estimate (at least two
+    minutes) before it counts as failed."""
+    limit = max(120, 10 * step.est)
+    for n in range(1, tries + 1):
+        try:
+            with time_limit(limit):
+                rows = step.run(env)
+            return [dict(step.fields, **r) for r in rows]
+        except Exception as e:  # noqa: B902 - one step never ends the run
+            why = f"{type(e).__name__}: {e}"
+            print(f"    {step.label}: try {n} failed: {why}", flush=True)
+            if os.environ.get("PARQ_EXPERIMENTS_DEBUG"):
+                traceback.print_exc()
+    failures[step.label] = why
+    return []
+
+
+# --- schedulers --------------------------------------------------------------
+
+def configurations(p, with_parqd=False):
+    """The configurations an experiment compares: @p's schedulers, and
+    parq with parqd when asked (and parq is among them)."""
+    out = list(p.schedulers)
+    if with_parqd and "parq" in out:
+        out.append(PARQD)
+    return out
+
+
+class Configurations:
+    """The scheduler configuration on every (ns, dev) of @targets, behind
+    @rate (None: no shaper).  use(name) installs scheduler @name (a key
+    of scenarios.ALL_SCHEDULERS, or PARQD: parq, and parqd on @cluster)
+    unless it is already there, so that the steps of one configuration
+    share its installation; @extra(ns, dev, name) runs after installing.
+    close() (or the end of a with-block) removes it all."""
+
+    def __init__(self, targets, rate=scenarios.RATE, cluster=None,
+                 extra=None):
+        self.targets, self.rate = list(targets), rate
+        self.cluster, self.extra = cluster, extra
+        self.current = None
+
+    def use(self, name):
+        if name == self.current:
+            return
+        self.close()
+        install = scenarios.ALL_SCHEDULERS["parq" if name == PARQD
+                                           else name]
+        for ns, dev in self.targets:
+            install(ns, dev, rate=self.rate)
+            if self.extra:
+                self.extra(ns, dev, name)
+        self.current = name
+        if name == PARQD:
+            self.cluster.start()
+
+    def close(self):
+        """Stop parqd (raises unless every one exits 0), remove the
+        schedulers."""
+        try:
+            if self.current == PARQD:
+                self.cluster.stop()
+        finally:
+            if self.cluster:
+                self.cluster.close()
+            for ns, dev in self.targets:
+                scenarios.clear(ns, dev)
+            self.current = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def probe_prefix(ns):
+    """The argv prefix of every process of the parallel job: CPU 0 at
+    real-time priority (where allowed).  In a 2-vCPU VM under a busy host,
+    a wake-up across vCPUs can wait for the host's scheduler: unpinned,
+    idle round trips were 0.3 or 8 ms at random; pinned, 0.3 ms."""
+    return ["taskset", "-c", "0"] + traffic.realtime_prefix(ns)
+
+
+def switch_fifo(star, host):
+    """The receive-side bottleneck: a FIFO on the switch port toward
+    @host."""
+    tclib.tc(star.s, "qdisc", "replace", "dev", star.port(host), "root",
+             *SWITCH_FIFO)
+
+
+def receivers_cluster(star, receivers, workdir):
+    """parqd with @receivers in the receiving role, every other host of
+    @star in the sending role (parqd.Settings' defaults)."""
+    senders = [h for h in star.hosts if h not in receivers]
+    return parqd.Cluster(star, receivers, senders, workdir)
+
+
+def with_grants(confs, receivers, measure):
+    """measure()'s rows, each with "grants": how many GRANT messages the
+    @receivers' parqd sent meanwhile (when confs runs parqd)."""
+    if confs.current != PARQD:
+        return measure()
+
+    def sent():
+        return sum(confs.cluster.metrics(h).get("parqd_grants_sent_total",
+                                                0) for h in receivers)
+    before = sent()
+    rows = measure()
+    time.sleep(0.15)		# parqd writes its metrics every 100 ms
+    for r in rows:
+        r["grants"] = sent() - before
+    return rows
+
+
+# --- measurements ------------------------------------------------------------
+
+def figures(res):
+    """completion_ms, mean_us, p99_us of a parq-bench run (root) JSON."""
+    lat = res["latency_ns"]
+    return {"completion_ms": res["completion_ns"] / 1e6,
+            "mean_us": lat["mean"] / 1e3, "p99_us": lat["p99"] / 1e3}
+
+
+def exchange(ns, peer, size, count, prefix=()):
+    """The parallel job's one-to-one exchange (DSCP EF); figures()."""
+    return figures(bench.exchange(ns, peer, size=size, count=count, tos=EF,
+                                  prefix=prefix))
+
+
+@contextmanager
+def local_job(ns, peer, size, p, streams=None):
+    """A local job streaming @size-byte messages to @peer (@streams or
+    p.streams connections, DSCP 0) for the body, started p.settle seconds
+    before it; nothing when @size or @streams is 0.  Fails if the job
+    ended early."""
+    streams = p.streams if streams is None else streams
+    if not size or not streams:
+        yield
+        return
+    with bench.Bulk(ns, peer, size, streams=streams) as job:
+        time.sleep(p.settle)
+        job.check_running("before the measurement")
+        yield
+        job.check_running("during the measurement")
+
+
+# --- slowdowns and their spread ----------------------------------------------
+
+def add_slowdowns(rows, same, is_base, value="completion_ms"):
+    """Set each row's "slowdown": its @value over that of the row with
+    is_base(row) and the same @same fields (NaN when that is missing)."""
+    base = {tuple(r[k] for k in same): r[value] for r in rows if is_base(r)}
+    for r in rows:
+        b = base.get(tuple(r[k] for k in same))
+        r["slowdown"] = r[value] / b if b else math.nan
+
+
+def summarize(rows, keys, value="slowdown"):
+    """{tuple of @keys: (median, min, max, n)} of @value over the rows
+    (the repetitions) with those keys; NaNs are left out."""
+    groups = {}
+    for r in rows:
+        v = r.get(value)
+        if v is not None and not math.isnan(v):
+            groups.setdefault(tuple(r[k] for k in keys), []).append(v)
+    return {k: (statistics.median(v), min(v), max(v), len(v))
+            for k, v in groups.items()}
+
+
+def cell(stat, digits=2):
+    """"2.31 (1.90-2.80)": a median with its range, or "-"."""
+    if stat is None:
+        return "-"
+    med, lo, hi, _ = stat
+    return f"{med:.{digits}f} ({lo:.{digits}f}-{hi:.{digits}f})"
+
+
+# --- output ----------------------------------------------------------------
+
+def write_csv(path, rows, fields):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: _csv_value(r.get(k)) for k in fields})
+
+
+def _csv_value(v):
+    if isinstance(v, float):
+        return "" if math.isnan(v) else f"{v:.6g}"
+    return "" if v is None else v
+
+
+def md_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |",
+             "| " + " | ".join("---" if i == 0 else "---:"
+                               for i in range(len(header))) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_md(path, title, intro, sections):
+    """A Markdown page: # @title, @intro, then (heading, text) sections."""
+    parts = [f"# {title}", intro.strip()]
+    for heading, text in sections:
+        parts += [f"## {heading}", text.strip()]
+    with open(path, "w") as f:
+        f.write("\n\n".join(parts) + "\n")
+
+
+COLOURS = {"pfifo": "#555555", "prio": "#1f77b4", "ets": "#2ca02c",
+           "fq_codel": "#ff7f0e", "parq": "#d62728", PARQD: "#9467bd"}
+
+
+@dataclass
+class Panel:
+    """One subplot: x positions are the indices of @xticks; @series maps a
+    scheduler to its points {x index: (median, min, max, n)}."""
+    title: str
+    xlabel: str
+    ylabel: str
+    xticks: list
+    series: dict
+    hline: float = None
+    logy: bool = False
+
+
+def plot(path, title, panels):
+    """One PNG with @panels side by side, medians joined by lines, the
+    range of the repetitions as error bars."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, \
+        NullFormatter
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4),
+                             squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        for name, points in panel.series.items():
+            xs = sorted(points)
+            if not xs:
+                continue
+            med = [points[x][0] for x in xs]
+            err = [[points[x][0] - points[x][1] for x in xs],
+                   [points[x][2] - points[x][0] for x in xs]]
+            ax.errorbar(xs, med, yerr=err, marker="o", capsize=3,
+                        label=name, color=COLOURS.get(name))
+        if panel.hline is not None:
+            ax.axhline(panel.hline, color="black", linestyle=":",
+                       linewidth=1)
+        if panel.logy:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+            ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        else:
+            ax.set_ylim(0, ax.get_ylim()[1] * 1.05)
+        ax.set_xticks(range(len(panel.xticks)))
+        ax.set_xticklabels(panel.xticks)
+        ax.set_xlim(-0.3, len(panel.xticks) - 0.7)
+        ax.set_title(panel.title)
+        ax.set_xlabel(panel.xlabel)
+        ax.set_ylabel(panel.ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small", framealpha=0.7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def series(stats, names, xs, key):
+    """Panel series from summarize() output: for each name, {index of x
+    in @xs: stat}, with the stats' key built by key(name, x)."""
+    out = {}
+    for name in names:
+        pts = {i: stats[key(name, x)] for i, x in enumerate(xs)
+               if key(name, x) in stats}
+        out[name] = pts
+    return out

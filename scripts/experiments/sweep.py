@@ -1,0 +1,93 @@
+"""The plan and report of experiments 1 and 2: the parallel job's slowdown
+against the local job's message size, one curve per scheduler.
+
+In every repetition, for every configuration, the parallel job's exchanges
+(one per parallel message size) run once without the local job (T1) and
+once with it for each local message size; the lab's env.measure(config,
+local_size) does one such step and returns a row per parallel size.
+"""
+import common
+from common import Panel, Params, Step, kib
+
+FIELDS = ["rep", "scheduler", "parallel_size", "local_size",
+          "completion_ms", "mean_us", "p99_us", "slowdown", "grants"]
+
+
+def presets(smoke_schedulers):
+    """The Params of experiments 1 and 2 ("smoke": @smoke_schedulers)."""
+    return {
+        "full": Params(),
+        "quick": Params(reps=2, local_sizes=(2048, 16384)),
+        "smoke": Params(reps=1, count=20, schedulers=smoke_schedulers,
+                        parallel_sizes=(64,), local_sizes=(16384,)),
+    }
+
+
+def steps(name, p, configs, est):
+    """Repetitions outermost, so that a slow phase of the machine hits
+    every configuration; @est(config, local_size): seconds expected."""
+    out = []
+    for rep in range(1, p.reps + 1):
+        for cfg in configs:
+            for local in (0,) + tuple(p.local_sizes):
+                out.append(Step(
+                    f"{name} {cfg} local={common.local_label(local)} "
+                    f"rep {rep}/{p.reps}", est(cfg, local),
+                    common.measuring(cfg, local),
+                    {"rep": rep, "scheduler": cfg, "local_size": local}))
+    return out
+
+
+def stats(rows):
+    """Slowdowns set on @rows; summarize()d by (scheduler, parallel size,
+    local size)."""
+    common.add_slowdowns(rows, ("scheduler", "parallel_size", "rep"),
+                         lambda r: r["local_size"] == 0)
+    return common.summarize(rows, ("scheduler", "parallel_size",
+                                   "local_size"))
+
+
+def report(name, title, rows, p, configs, out, intro):
+    """Write @name.csv, .png and .md into @out; returns the headline (the
+    smallest parallel messages against the largest local ones).  @intro
+    may use {count}, {psizes}, {lsizes} and {parqd}."""
+    intro = intro.format(count=p.count, parqd=common.PARQD,
+                         psizes=" and ".join(map(kib, p.parallel_sizes)),
+                         lsizes=", ".join(map(kib, p.local_sizes)))
+    st = stats(rows)
+    common.write_csv(out / f"{name}.csv", rows, FIELDS)
+    sizes = list(p.local_sizes)
+    panels = [Panel(f"parallel messages of {kib(ps)}",
+                    "local message size", "slowdown (T/T1)",
+                    [kib(s) for s in sizes],
+                    common.series(st, configs, sizes,
+                                  lambda c, s, ps=ps: (c, ps, s)),
+                    hline=1.0, logy=True)
+              for ps in p.parallel_sizes]
+    common.plot(out / f"{name}.png", title, panels)
+    t1 = common.summarize([r for r in rows if r["local_size"] == 0],
+                          ("scheduler", "parallel_size"), "completion_ms")
+    sections = []
+    for ps in p.parallel_sizes:
+        table = [[c, common.cell(t1.get((c, ps)), 0)] +
+                 [common.cell(st.get((c, ps, s))) for s in sizes]
+                 for c in configs]
+        sections.append((
+            f"Parallel messages of {kib(ps)}",
+            f"Slowdown of the {p.count}-message exchange, median over "
+            f"{p.reps} repetitions (min-max); T1 is its completion time "
+            f"without the local job, in ms.\n\n" +
+            common.md_table(["scheduler", "T1 (ms)"] +
+                            [f"local {kib(s)}" for s in sizes], table)))
+    head = headline(name, st, configs, p)
+    sections.append(("Headline", head))
+    common.write_md(out / f"{name}.md", title, intro, sections)
+    return [head]
+
+
+def headline(name, st, configs, p):
+    ps, ls = min(p.parallel_sizes), max(p.local_sizes)
+    figs = ", ".join(f"{c} {common.cell(st.get((c, ps, ls)))}"
+                     for c in configs)
+    return (f"{name}: slowdown of the {kib(ps)} parallel exchange against "
+            f"{kib(ls)} local messages, median (min-max): {figs}.")

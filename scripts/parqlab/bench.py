@@ -1,0 +1,148 @@
+"""parq-bench in network namespaces: servers, message exchanges (one-to-one
+and collectives) and bulk streams, with their JSON results.
+
+    srv = bench.Server(topo.b, topo.ip_b(), 11111, tos=traffic.TOS_EF)
+    res = bench.exchange(topo.a, f"{topo.ip_b()}:11111", size=64, count=100,
+                         tos=traffic.TOS_EF)      # the root's JSON (dict)
+    res["completion_ns"], res["latency_ns"]["mean"]
+    with bench.Bulk(topo.a, f"{topo.ip_b()}:5201", size=16384, streams=4):
+        ...                                       # local job running
+    res = bench.collective(nss, ips, 12000, "barrier", size=64, count=100)
+
+The binary is $PARQ_USERSPACE_BUILD/bench/parq-bench (default
+build/userspace); Documentation/parq-bench.md says what it measures.
+"""
+import json
+import os
+import subprocess
+
+from . import repo_path
+from .traffic import wait_listen
+
+BUILD = repo_path(os.environ.get("PARQ_USERSPACE_BUILD", "build/userspace"))
+PARQ_BENCH = BUILD / "bench" / "parq-bench"
+
+
+def available():
+    return os.access(PARQ_BENCH, os.X_OK)
+
+
+def _marking(tos):
+    return [] if tos is None else ["--tos", str(tos)]
+
+
+def _stop(proc, grace=5):
+    """SIGTERM, then SIGKILL after @grace seconds; returns stdout."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=5)
+    return out
+
+
+def _parse(argv, out, err, rc):
+    """parq-bench's JSON result; raises with its error text if it failed."""
+    if rc != 0:
+        raise RuntimeError(f"{' '.join(argv)}: exit {rc}: "
+                           f"{(err or out or '')[-400:].strip()}")
+    try:
+        return json.loads(out)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"{' '.join(argv)}: no JSON: {out[-300:]!r}") \
+            from None
+
+
+class Server:
+    """parq-bench serve in @ns on @ip:@port (TCP), answering one-to-one
+    clients and sinking bulk streams, its sockets marked @tos; @prefix:
+    argv to run it under.  A context manager."""
+
+    def __init__(self, ns, ip, port, tos=None, prefix=()):
+        argv = [str(PARQ_BENCH), "serve", "--listen", f"{ip}:{port}"]
+        self.proc = ns.popen(list(prefix) + argv + _marking(tos),
+                             stderr=subprocess.DEVNULL)
+        wait_listen(ns, port)
+
+    def stop(self):
+        _stop(self.proc)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def exchange(ns, peer, size=64, count=100, tos=None, timeout=120,
+             prefix=()):
+    """A one-to-one exchange from @ns to the Server at @peer
+    ("ADDR:PORT"): @count messages of @size bytes back to back (each waits
+    for the previous reply).  Returns parq-bench's JSON.  @prefix: argv to
+    run it under (e.g. traffic.realtime_prefix())."""
+    argv = list(prefix) + [str(PARQ_BENCH), "run", "--pattern",
+                           "one-to-one", "--peers", peer, "--size",
+                           str(size), "--count", str(count)] + _marking(tos)
+    p = ns.run(argv, timeout=timeout, check=False)
+    return _parse(argv, p.stdout, p.stderr, p.returncode)
+
+
+def collective(nss, ips, port, pattern, size=64, count=100, tos=None,
+               timeout=180, prefix=()):
+    """One run of @pattern with rank i in namespace @nss[i] listening on
+    @ips[i]:@port; rank 0 (the root) is the last started and the one
+    timed.  Returns the root's JSON."""
+    peers = ",".join(f"{ip}:{port}" for ip in ips)
+    base = list(prefix) + [str(PARQ_BENCH), "run", "--pattern", pattern,
+                           "--peers", peers, "--size", str(size)] + \
+        _marking(tos)
+    others = [ns.popen(base + ["--rank", str(r), "--idle-timeout", "30"])
+              for r, ns in enumerate(nss) if r > 0]
+    try:
+        argv = base + ["--rank", "0", "--count", str(count)]
+        p = nss[0].run(argv, timeout=timeout, check=False)
+        root = _parse(argv, p.stdout, p.stderr, p.returncode)
+        for r in others:
+            out, err = r.communicate(timeout=30)
+            _parse(r.args, out, err, r.returncode)
+        return root
+    finally:
+        for r in others:
+            _stop(r)
+
+
+class Bulk:
+    """A local job: @streams parq-bench bulk connections from @ns to the
+    Server at @peer, @size-byte messages back to back, until stop() (or
+    @seconds).  A context manager."""
+
+    def __init__(self, ns, peer, size, streams=1, seconds=600, tos=None):
+        self.argv = [str(PARQ_BENCH), "bulk", "--to", peer, "--size",
+                     str(size), "--seconds", str(seconds)] + _marking(tos)
+        self.procs = [ns.popen(self.argv) for _ in range(streams)]
+
+    def check_running(self, what=""):
+        """Raise AssertionError (saying why) if a stream has ended."""
+        for p in self.procs:
+            if p.poll() is not None:
+                out, err = p.communicate(timeout=5)
+                raise AssertionError(f"bulk stream ended {what}: exit "
+                                     f"{p.returncode}: {err[-300:].strip()}")
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            _stop(p)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+

@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The experiments (scripts/experiments) run end to end at their smallest.
+
+Each experiment runs its "smoke" preset (one repetition, 20 messages, one
+local message size, parq and at most one baseline: what
+`scripts/experiments/run --smoke` runs) into a temporary directory, and
+must write its CSV with one row per planned measurement, every completion
+time and slowdown finite and positive, a PNG and a Markdown page with its
+headline; summary.md must list every experiment and no failed step.
+Nothing here judges performance, except one ratio that holds by a wide
+margin: in experiment 1, a 64-byte exchange through a FIFO that a bulk
+stream fills is at least twice as slow as alone (measured: 20 to 60 times
+with the parallel job pinned to one CPU).
+"""
+import csv
+import math
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+REPO = os.path.join(HERE, "..")
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, os.path.join(REPO, "scripts", "experiments"))
+from parqlab import ktap, lab  # noqa: E402
+from parqlab.ktap import check, check_eq, diag  # noqa: E402
+import driver  # noqa: E402
+
+PRESET = "smoke"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+out = None
+sess = None
+kwatch = None
+
+
+def rows_of(name):
+    with open(out / f"{name}.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def positive(row, key):
+    v = float(row[key])
+    check(math.isfinite(v) and v > 0, f"{key} = {row[key]!r} in {row}")
+    return v
+
+
+def expected_rows(mod):
+    p = mod.PARAMS[PRESET]
+    per_step = len(p.parallel_sizes) if mod.NAME in ("exp1", "exp2") else 1
+    return len(sess.steps[mod.NAME]) * per_step
+
+
+def t_experiment(mod):
+    def case():
+        p = mod.PARAMS[PRESET]
+        sess.run(mod, p)
+        failed = [k for k in sess.failures if k.startswith(mod.NAME + " ")]
+        check(not failed, f"failed steps: {failed}")
+        rows = rows_of(mod.NAME)
+        check_eq(len(rows), expected_rows(mod), f"{mod.NAME}.csv rows")
+        for r in rows:
+            positive(r, "completion_ms")
+            positive(r, "slowdown")
+        png = (out / f"{mod.NAME}.png").read_bytes()
+        check(png.startswith(PNG_MAGIC) and len(png) > 10000,
+              f"{mod.NAME}.png: not a PNG of a plot ({len(png)} bytes)")
+        md = (out / f"{mod.NAME}.md").read_text()
+        check("## Headline" in md, f"{mod.NAME}.md has no headline")
+        for line in sess.headlines[mod.NAME]:
+            diag(line)
+    return case
+
+
+def t_interference():
+    """pfifo, 64 B, against the local job: at least twice T1."""
+    rows = [r for r in rows_of("exp1") if r["scheduler"] == "pfifo"
+            and r["parallel_size"] == "64" and r["local_size"] != "0"]
+    check(rows, "no pfifo row with the local job in exp1.csv")
+    for r in rows:
+        diag(f"pfifo slowdown {float(r['slowdown']):.1f} (want >= 2)")
+        check(float(r["slowdown"]) >= 2, "the local job does not interfere:"
+              " the experiment measures nothing")
+
+
+def t_summary():
+    path = sess.summary("selftests/parq_experiments.py")
+    text = path.read_text()
+    for mod, _ in sess.plans:
+        check(f"- {mod.NAME}: " in text, f"summary.md lacks {mod.NAME}")
+    check("Failed steps" not in text, "summary.md lists failed steps")
+
+
+def t_kmsg():
+    kwatch.assert_clean()
+
+
+class Cleanup:
+    def stop(self):
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def setup(topo, k):
+    global out, sess, kwatch
+    kwatch = k
+    out = Path(tempfile.mkdtemp(prefix="parq-experiments-"))
+    sess = driver.Session(driver.load([]), PRESET, out)
+    diag(f"{sess.progress.total} steps into {out}")
+    return [Cleanup()]
+
+
+def main():
+    suite = ktap.Suite("parq_experiments")
+    for mod in driver.load([]):
+        suite.case(f"{mod.NAME} ({mod.TITLE.split(': ')[1]}) writes its "
+                   "CSV, PNG and Markdown", t_experiment(mod), timeout=150)
+    suite.case("exp1: the local job slows a pfifo exchange down >= 2x",
+               t_interference)
+    suite.case("summary.md lists every experiment", t_summary)
+    suite.case("kernel log clean", t_kmsg)
+    why = driver.preflight()
+    if why:
+        return suite.skip_all(why)
+    return lab.run(suite, "experiments", tools=("taskset",), setup=setup)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
