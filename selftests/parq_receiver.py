@@ -160,7 +160,7 @@ def t_ratio():
 
 class Watch:
     """Samples receiver @h's monitor table every @period s in a thread:
-    (t, L's local bytes, P's parallel age in ns or None)."""
+    (t, L's local bytes, the time of P's last parallel packet or None)."""
 
     def __init__(self, h="r", period=0.002):
         self.period = period
@@ -173,11 +173,16 @@ class Watch:
     def run(self):
         lip, pip = star.ip("l"), star.ip("p")
         while not self.stop_ev.is_set():
+            before = time.monotonic()
             peers = self.g.peers()
             t = time.monotonic()
             le, pe = peers.get(lip, {}), peers.get(pip, {})
+            age = pe.get("par_age_ns")
+            # The byte count is stamped after the dump (it had arrived by
+            # then), P's last packet from before it (it was no later):
+            # both err toward a longer recovery.
             self.samples.append((t, le.get("loc_bytes", 0),
-                                 pe.get("par_age_ns")))
+                                 None if age is None else before - age / 1e9))
             time.sleep(self.period)
 
     def stop(self):
@@ -264,8 +269,8 @@ def t_recovery():
         w.stop()
         b.stop()
         cluster.stop()
-    # P's last parallel packet: the latest (sample time - its age).
-    last = max(t - age / 1e9 for t, _, age in w.samples if age is not None)
+    # P's last parallel packet: the latest the samples tell.
+    last = max(p for _, _, p in w.samples if p is not None)
     back = w.back_at(last, free / 2)
     check(back is not None, "L never got its rate back")
     ms = (back - last) * 1000
@@ -290,8 +295,8 @@ def t_kill_receiver():
         time.sleep(0.3)
         check(w.rate(t0, time.monotonic()) < free / 2,
               "L is not throttled while P runs")
+        t_kill = time.monotonic()	# before: kill() also reaps it
         cluster.kill("r")
-        t_kill = time.monotonic()
         time.sleep(1.0)
         check(sp.is_alive(), "P stopped before the measurement ended")
         b.check_running("early (bulk)")
