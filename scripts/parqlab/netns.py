@@ -136,7 +136,33 @@ class Netns:
         run(["ip", "netns", "del", self.name], check=False)
 
 
-class Topology:
+class _Namespaces:
+    """What Topology and Star share: removing their namespaces (once, also
+    at exit or on a signal) and the with-statement."""
+
+    def _namespaces(self):
+        raise NotImplementedError
+
+    def _forget(self):
+        raise NotImplementedError
+
+    def cleanup(self):
+        for ns in self._namespaces():
+            if ns is not None:
+                ns.delete()
+        self._forget()
+        if self in _live:
+            _live.remove(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+        return False
+
+
+class Topology(_Namespaces):
     """Namespaces A and B joined by @links veth pairs (see module doc)."""
 
     def __init__(self, tag, links=1):
@@ -188,23 +214,14 @@ class Topology:
                     "dev", dev, "nud", "permanent"])
             ns.run(["ip", "link", "set", dev, "up"])
 
-    def cleanup(self):
-        for ns in (self.a, self.b):
-            if ns is not None:
-                ns.delete()
+    def _namespaces(self):
+        return [self.a, self.b]
+
+    def _forget(self):
         self.a = self.b = None
-        if self in _live:
-            _live.remove(self)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.cleanup()
-        return False
 
 
-class Star:
+class Star(_Namespaces):
     """Hosts joined through a switch: namespace S holds a Linux bridge br0
     and, for every host h of @hosts, the port veth "s-<h>" whose peer is
     "eth0" in namespace h (reached as star.ns[h]).  Host i (from 0) has
@@ -259,21 +276,12 @@ class Star:
         ns.run(["ip", "addr", "add", self.ip(h) + "/24", "dev", "eth0"])
         ns.run(["ip", "link", "set", "eth0", "up"])
 
-    def cleanup(self):
-        for ns in list(self.ns.values()) + [self.s]:
-            if ns is not None:
-                ns.delete()
+    def _namespaces(self):
+        return list(self.ns.values()) + [self.s]
+
+    def _forget(self):
         self.ns = {}
         self.s = None
-        if self in _live:
-            _live.remove(self)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.cleanup()
-        return False
 
 
 def _cleanup_all():
