@@ -315,23 +315,31 @@ static u64 parq_credit_word(u32 epoch, u32 used)
 	return (u64)epoch << 32 | used;
 }
 
-u32 parq_credit_used(const struct parq_credit_cfg *c, u64 state, u64 now)
+/* What usage word @state leaves used in epoch number @epoch. */
+static u32 parq_credit_left(const struct parq_credit_cfg *c, u64 state,
+			    u32 epoch)
 {
 	/* Epochs since the charge, mod 2^32 like the numbers themselves. */
-	u32 gone = parq_credit_epoch(c, now) - (u32)(state >> 32);
+	u32 gone = epoch - (u32)(state >> 32);
 	u64 paid = (u64)gone * c->credit;
 
 	return paid >= (u32)state ? 0 : (u32)state - (u32)paid;
 }
 
+u32 parq_credit_used(const struct parq_credit_cfg *c, u64 state, u64 now)
+{
+	return parq_credit_left(c, state, parq_credit_epoch(c, now));
+}
+
 bool parq_credit_take(const struct parq_credit_cfg *c, u64 state, u64 now,
 		      u32 len, u64 *next)
 {
-	u32 used = parq_credit_used(c, state, now);
+	u32 epoch = parq_credit_epoch(c, now);
+	u32 used = parq_credit_left(c, state, epoch);
 
 	if (used >= c->credit)
 		return false;
-	*next = parq_credit_word(parq_credit_epoch(c, now),
+	*next = parq_credit_word(epoch,
 				 len > U32_MAX - used ? U32_MAX : used + len);
 	return true;
 }
