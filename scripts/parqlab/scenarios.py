@@ -87,12 +87,6 @@ def install_parq(ns, dev, rate=RATE):
     _ping_filter(ns, dev, "1:", "1:1")
 
 
-SCHEDULERS = {
-    "pfifo": install_pfifo,
-    "prio": install_prio,
-    "parq": install_parq,
-}
-
 # The experiments' baselines, then parq (Documentation/experiments.md).
 ALL_SCHEDULERS = {
     "pfifo": install_pfifo,
@@ -101,6 +95,8 @@ ALL_SCHEDULERS = {
     "fq_codel": install_fq_codel,
     "parq": install_parq,
 }
+# The demo's.
+SCHEDULERS = {n: ALL_SCHEDULERS[n] for n in ("pfifo", "prio", "parq")}
 
 
 def clear(ns, dev):
