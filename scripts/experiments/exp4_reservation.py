@@ -5,8 +5,11 @@ interface.
 
 Namespaces A and B (netns.Topology), the scheduler under test on A's veth
 behind a 100 Mbit/s bottleneck (as in experiment 1).  The application: 100
-messages of 16 KiB from A to a parq-bench server on B (port APP_PORT,
-DSCP 0), each answered by 32 bytes.  Its share: under parq a reserved
+messages of 64 KiB from A to a parq-bench server on B (port APP_PORT,
+DSCP 0), each answered by 32 bytes: a stream that lives by its rate, each
+message 28 ms at the reservation, so that the per-message cost of the
+round trip (0.3-0.5 ms under QEMU/TCG, where a 16 KiB message takes 7 ms)
+does not stand in for the scheduler.  Its share: under parq a reserved
 class of RESERVED_MBIT (20 Mbit/s); under prio and ets, a filter putting it in
 the strict band (the closest those schedulers come to a guarantee);
 pfifo and fq_codel have no way to express one.  The background: 2 or 3
@@ -29,7 +32,7 @@ from parqlab.netns import Topology
 NAME = "exp4"
 TITLE = "Experiment 4: reservations"
 APP_PORT = 7000
-APP_SIZE = 16384
+APP_SIZE = 65536
 RESERVED_MBIT = 20
 BULK_SIZE = 16384
 BOUND = 1.05			# parq: within 5% of the run without background
