@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import os
 import shlex
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -71,6 +72,16 @@ def preflight():
     return None
 
 
+def commit():
+    """The source's commit (with -dirty if changed), or "unknown"."""
+    r = subprocess.run(["git", "-c", f"safe.directory={REPO}", "-C",
+                        str(REPO), "describe", "--always", "--dirty",
+                        "--abbrev=12"], capture_output=True, text=True,
+                       check=False)
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() \
+        else "unknown"
+
+
 class Session:
     """The experiments of one run: their plans, one progress line for all
     of them, the failed steps."""
@@ -97,7 +108,8 @@ class Session:
     def summary(self, command):
         lines = [
             "# parq experiments: summary", "",
-            f"Produced by `{command}` ({self.preset} preset) on "
+            f"Produced by `{command}` ({self.preset} preset) at commit "
+            f"{commit()} on "
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, kernel "
             f"{os.uname().release}, in "
             f"{common.duration(self.progress.elapsed())}.  "
