@@ -21,6 +21,7 @@
 #include "metrics.hpp"
 #include "receiver.hpp"
 #include "sender.hpp"
+#include "wire.hpp"
 
 namespace parq::parqd {
 
@@ -173,6 +174,13 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
   auto key = Key::FromFile(c.key_file);
   if (!key.ok()) {
     spdlog::error("{}", key.error());
+    return 1;
+  }
+  // One MAC now: the crypto library initialises itself on its first use
+  // (1 ms on a host, 53 ms under QEMU/TCG), which would otherwise delay
+  // the first GRANT sent and the first one received.
+  if (!wire::ComputeMac(key.value(), {}).ok()) {
+    spdlog::error("cannot compute HMAC-SHA-256: the crypto library failed");
     return 1;
   }
   Key role_key = key.value();
