@@ -25,6 +25,10 @@ BUILD       := build
 USERSPACE   := $(BUILD)/userspace
 FUZZ        := $(BUILD)/fuzz
 COREBENCH   := $(BUILD)/corebench
+TOOLS       := $(BUILD)/tools
+# A build tree without tests and sanitizers, for what measures time.
+RELEASE_CMAKE := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARQ_BUILD_TESTS=OFF \
+		 -DPARQ_SANITIZE=OFF
 BENCH_MIN_TIME ?= 0.2
 FUZZ_TIME   ?= 60
 DESTDIR     ?=
@@ -61,6 +65,13 @@ plugin:
 userspace:
 	cmake -S userspace -B $(USERSPACE) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(USERSPACE) -j2
+
+# parqd, parqctl and parq-bench as an operator would build them: the demo
+# and the experiments time them (the default tree's are built with ASan and
+# UBSan for the tests, which slows them, and under QEMU/TCG much more).
+tools:
+	cmake -S userspace -B $(TOOLS) $(RELEASE_CMAKE) >/dev/null
+	cmake --build $(TOOLS) -j2 --target parqd parqctl parq-bench
 
 unit: userspace
 	ctest --test-dir $(USERSPACE) --output-on-failure
@@ -104,8 +115,7 @@ bench: kmod plugin
 # then callgrind (instructions/packet, the same on every run).
 bench-core:
 	scripts/install-deps bench
-	cmake -S userspace -B $(COREBENCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DPARQ_BUILD_TESTS=OFF -DPARQ_SANITIZE=OFF >/dev/null
+	cmake -S userspace -B $(COREBENCH) $(RELEASE_CMAKE) >/dev/null
 	cmake --build $(COREBENCH) -j2 --target parq-corebench parq-core-percall
 	@mkdir -p $(BUILD)/bench
 	$(COREBENCH)/corebench/parq-corebench --benchmark_min_time=$(BENCH_MIN_TIME) \
@@ -119,16 +129,17 @@ bench-core:
 # build/demo/experiments).
 demo:
 	scripts/install-deps demo
-	$(MAKE) all
-	$(IN_KERNEL) scripts/demo
+	$(MAKE) all tools
+	PARQ_USERSPACE_BUILD=$(TOOLS) $(IN_KERNEL) scripts/demo
 
 # Every experiment, full size (Documentation/experiments.md): about 45
 # minutes under QEMU/TCG.
 experiments: VM_TIMEOUT = 7200
 experiments:
 	scripts/install-deps experiments
-	$(MAKE) all
-	$(IN_KERNEL) scripts/experiments/run --out $(RESULTS)
+	$(MAKE) all tools
+	PARQ_USERSPACE_BUILD=$(TOOLS) $(IN_KERNEL) scripts/experiments/run \
+		--out $(RESULTS)
 
 deps:
 	scripts/install-deps check
@@ -158,5 +169,5 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all kmod kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
-	selftest bench bench-core demo experiments deps check install \
+	selftest bench bench-core tools demo experiments deps check install \
 	dkms-install clean fuzz
