@@ -132,8 +132,8 @@ demo:
 	$(MAKE) all tools
 	PARQ_USERSPACE_BUILD=$(TOOLS) $(IN_KERNEL) scripts/demo
 
-# Every experiment, full size (Documentation/experiments.md): about 45
-# minutes under QEMU/TCG.
+# Every experiment, full size (Documentation/experiments.md): 20 minutes
+# under QEMU/TCG on a quiet 2-core host.
 experiments: VM_TIMEOUT = 7200
 experiments:
 	scripts/install-deps experiments
