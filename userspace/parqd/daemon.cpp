@@ -16,7 +16,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "grant.hpp"
 #include "grant_role.hpp"
 #include "key.hpp"
 #include "metrics.hpp"
@@ -261,9 +260,7 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
     if (role && now >= next_epoch) {
       role->Tick(now, RealtimeNs());
       // Every epoch while busy; once a second otherwise (lost reports).
-      next_epoch = role->busy(now)
-                       ? NextEpochAt(next_epoch, now, role->epoch_ns())
-                       : now + kTickNs;
+      next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
     }
     uint64_t wake = std::min(next_tick, c.metrics_file.empty()
                                             ? next_tick

@@ -17,11 +17,6 @@ std::optional<std::string> CheckPolicy(const GrantPolicy& p) {
   return std::nullopt;
 }
 
-uint64_t NextEpochAt(uint64_t due, uint64_t now, uint64_t period) {
-  const uint64_t next = SatAdd(due, period);
-  return now > next && now - next >= period ? now : next;
-}
-
 void Granter::SawParallel(uint64_t t) {
   if (!last_parallel_ || t > *last_parallel_)
     last_parallel_ = t;

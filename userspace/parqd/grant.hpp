@@ -42,13 +42,6 @@ struct GrantPolicy {
 // An error message naming the bad field, or nothing.
 std::optional<std::string> CheckPolicy(const GrantPolicy& p);
 
-// When the epoch after the one due at `due` is due, `period` later: on the
-// grid of `due`, so that waking up late (at `now`) does not stretch the
-// period and the lease a GRANT renews stays renewed every epoch on
-// average; at once when that time has passed; from `now` after falling a
-// whole period behind (no burst of catch-up epochs).
-uint64_t NextEpochAt(uint64_t due, uint64_t now, uint64_t period);
-
 struct GrantDecision {
   uint64_t peer = 0;  // node id of the sending host
   wire::Type type = wire::Type::kGrant;

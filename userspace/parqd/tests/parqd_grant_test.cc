@@ -49,26 +49,6 @@ TEST(GrantPolicy, Checks) {
   EXPECT_EQ(GrantPolicy{}.lease, 3);           // default: 3 epochs
 }
 
-TEST(NextEpochAt, KeepsTheGridWhenWakingUpLate) {
-  EXPECT_EQ(NextEpochAt(100 * kMs, 100 * kMs, 5 * kMs), 105 * kMs);
-  EXPECT_EQ(NextEpochAt(100 * kMs, 103 * kMs, 5 * kMs), 105 * kMs);
-  // Woken after the next epoch was due: it is due at once.
-  EXPECT_EQ(NextEpochAt(100 * kMs, 107 * kMs, 5 * kMs), 105 * kMs);
-  // Woken at 104, 111, 113: epochs at 105, 110, 115, not 109, 116, 118.
-  uint64_t due = 100 * kMs;
-  for (const uint64_t now : {104 * kMs, 111 * kMs, 113 * kMs})
-    due = NextEpochAt(due, now, 5 * kMs);
-  EXPECT_EQ(due, 115 * kMs);
-}
-
-TEST(NextEpochAt, StartsOverAfterAStall) {
-  // A whole period or more behind the next epoch: from now, no catch-up.
-  EXPECT_EQ(NextEpochAt(100 * kMs, 110 * kMs, 5 * kMs), 110 * kMs);
-  EXPECT_EQ(NextEpochAt(100 * kMs, 3000 * kMs, 5 * kMs), 3000 * kMs);
-  EXPECT_EQ(NextEpochAt(UINT64_MAX - 2, UINT64_MAX - 1, 5 * kMs),
-            UINT64_MAX);
-}
-
 TEST(Granter, NothingWithoutObservations) {
   Granter g(Policy());
   EXPECT_EQ(g.Tick(0), Ds{});
