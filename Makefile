@@ -24,9 +24,9 @@ KVER        ?= $(shell scripts/kver 2>/dev/null)
 BUILD       := build
 USERSPACE   := $(BUILD)/userspace
 FUZZ        := $(BUILD)/fuzz
-COREBENCH   := $(BUILD)/corebench
-TOOLS       := $(BUILD)/tools
-# A build tree without tests and sanitizers, for what measures time.
+# The build tree without tests and sanitizers, for what measures time:
+# the tools of the demo and the experiments, and bench-core's programs.
+RELEASE     := $(BUILD)/release
 RELEASE_CMAKE := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARQ_BUILD_TESTS=OFF \
 		 -DPARQ_SANITIZE=OFF
 BENCH_MIN_TIME ?= 0.2
@@ -70,8 +70,8 @@ userspace:
 # and the experiments time them (the default tree's are built with ASan and
 # UBSan for the tests, which slows them, and under QEMU/TCG much more).
 tools:
-	cmake -S userspace -B $(TOOLS) $(RELEASE_CMAKE) >/dev/null
-	cmake --build $(TOOLS) -j2 --target parqd parqctl parq-bench
+	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
+	cmake --build $(RELEASE) -j2 --target parqd parqctl parq-bench
 
 unit: userspace
 	ctest --test-dir $(USERSPACE) --output-on-failure
@@ -115,12 +115,12 @@ bench: kmod plugin
 # then callgrind (instructions/packet, the same on every run).
 bench-core:
 	scripts/install-deps bench
-	cmake -S userspace -B $(COREBENCH) $(RELEASE_CMAKE) >/dev/null
-	cmake --build $(COREBENCH) -j2 --target parq-corebench parq-core-percall
+	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
+	cmake --build $(RELEASE) -j2 --target parq-corebench parq-core-percall
 	@mkdir -p $(BUILD)/bench
-	$(COREBENCH)/corebench/parq-corebench --benchmark_min_time=$(BENCH_MIN_TIME) \
+	$(RELEASE)/corebench/parq-corebench --benchmark_min_time=$(BENCH_MIN_TIME) \
 		--benchmark_out=$(BUILD)/bench/corebench.json --benchmark_out_format=json
-	scripts/bench/core-instructions --percall $(COREBENCH)/corebench/parq-core-percall \
+	scripts/bench/core-instructions --percall $(RELEASE)/corebench/parq-core-percall \
 		--json $(BUILD)/bench/core-instructions.json
 	@echo "bench-core: ns/packet in $(BUILD)/bench/corebench.json," \
 		"instructions/packet in $(BUILD)/bench/core-instructions.json"
@@ -130,7 +130,7 @@ bench-core:
 demo:
 	scripts/install-deps demo
 	$(MAKE) all tools
-	PARQ_USERSPACE_BUILD=$(TOOLS) $(IN_KERNEL) scripts/demo
+	PARQ_USERSPACE_BUILD=$(RELEASE) $(IN_KERNEL) scripts/demo
 
 # Every experiment, full size (Documentation/experiments.md): 20 minutes
 # under QEMU/TCG on a quiet 2-core host.
@@ -138,7 +138,7 @@ experiments: VM_TIMEOUT = 7200
 experiments:
 	scripts/install-deps experiments
 	$(MAKE) all tools
-	PARQ_USERSPACE_BUILD=$(TOOLS) $(IN_KERNEL) scripts/experiments/run \
+	PARQ_USERSPACE_BUILD=$(RELEASE) $(IN_KERNEL) scripts/experiments/run \
 		--out $(RESULTS)
 
 deps:
