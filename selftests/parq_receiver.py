@@ -321,19 +321,6 @@ def t_kill_receiver():
         time.sleep(0.3)
         check(w.rate(t0, time.monotonic()) < free / 2,
               "L is not throttled while P runs")
-        # R's GRANTs renew L's lease every epoch it can: under TCG its
-        # parqd competes for the vCPUs, and the lease left shows how late.
-        lefts, g0 = [], cluster.metrics("r").get("parqd_grants_sent_total", 0)
-        t1 = time.monotonic()
-        for _ in range(20):
-            e = l_credit().get(star.ip("r")) or {}
-            lefts.append(e.get("lease_ns", 0) / 1e6)
-            time.sleep(0.01)
-        time.sleep(0.15)	# parqd writes its metrics every 100 ms
-        g1 = cluster.metrics("r").get("parqd_grants_sent_total", 0)
-        diag(f"L's lease left over {time.monotonic() - t1:.2f} s: "
-             f"{min(lefts):.1f}-{max(lefts):.1f} ms of {LEASE * EPOCH_MS}; "
-             f"R sent {g1 - g0} GRANTs")
         entry = l_credit().get(star.ip("r"))
         left = (entry or {}).get("lease_ns", 0) / 1e6
         t_kill = time.monotonic()	# before: kill() also reaps it
