@@ -55,16 +55,20 @@ def _parse(argv, out, err, rc):
             from None
 
 
-class Server:
-    """parq-bench serve in @ns on @ip:@port (TCP), answering one-to-one
-    clients and sinking bulk streams, its sockets marked @tos; @prefix:
-    argv to run it under.  A context manager."""
+def _transport(udp):
+    return ["--udp"] if udp else []
 
-    def __init__(self, ns, ip, port, tos=None, prefix=()):
+
+class Server:
+    """parq-bench serve in @ns on @ip:@port (TCP, or UDP if @udp),
+    answering one-to-one clients and sinking bulk streams, its sockets
+    marked @tos; @prefix: argv to run it under.  A context manager."""
+
+    def __init__(self, ns, ip, port, tos=None, prefix=(), udp=False):
         argv = [str(PARQ_BENCH), "serve", "--listen", f"{ip}:{port}"]
-        self.proc = ns.popen(list(prefix) + argv + _marking(tos),
-                             stderr=subprocess.DEVNULL)
-        wait_listen(ns, port)
+        self.proc = ns.popen(list(prefix) + argv + _marking(tos) +
+                             _transport(udp), stderr=subprocess.DEVNULL)
+        wait_listen(ns, port, "udp" if udp else "tcp")
 
     def stop(self):
         _stop(self.proc)
@@ -78,14 +82,17 @@ class Server:
 
 
 def exchange(ns, peer, size=64, count=100, tos=None, timeout=120,
-             prefix=()):
+             prefix=(), interval_us=0, udp=False):
     """A one-to-one exchange from @ns to the Server at @peer
-    ("ADDR:PORT"): @count messages of @size bytes back to back (each waits
-    for the previous reply).  Returns parq-bench's JSON.  @prefix: argv to
-    run it under (e.g. traffic.realtime_prefix())."""
+    ("ADDR:PORT"): @count messages of @size bytes, back to back (each waits
+    for the previous reply) or, with @interval_us, one every @interval_us
+    whatever the replies; over UDP if @udp.  Returns parq-bench's JSON.
+    @prefix: argv to run it under (e.g. traffic.realtime_prefix())."""
     argv = list(prefix) + [str(PARQ_BENCH), "run", "--pattern",
                            "one-to-one", "--peers", peer, "--size",
-                           str(size), "--count", str(count)] + _marking(tos)
+                           str(size), "--count", str(count),
+                           "--interval", str(interval_us)] + \
+        _marking(tos) + _transport(udp)
     p = ns.run(argv, timeout=timeout, check=False)
     return _parse(argv, p.stdout, p.stderr, p.returncode)
 
