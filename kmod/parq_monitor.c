@@ -20,6 +20,7 @@
  * reports are edge-triggered: one start, then one stop at least a hold
  * later, so there are at most two per hold period.
  */
+#include <linux/hrtimer.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/jhash.h>
@@ -29,7 +30,6 @@
 #include <linux/rculist.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
-#include <linux/workqueue.h>
 #include <net/dsfield.h>
 #include <net/genetlink.h>
 #include <net/net_namespace.h>
@@ -68,7 +68,7 @@ struct parq_mon_net {
 	u64			evicted;
 	u64			events;
 	u32			seed;
-	struct delayed_work	stop;		/* reports the end of parallel */
+	struct hrtimer		stop;		/* reports the end of parallel */
 	struct net		*net;
 };
 
@@ -192,34 +192,39 @@ static void parq_mon_parallel(struct parq_mon_net *mn,
 	if (!mn->active && mn->enabled) {
 		mn->active = true;
 		parq_mon_event(mn, true, src, GFP_ATOMIC);
-		schedule_delayed_work(&mn->stop, nsecs_to_jiffies(mn->hold) + 1);
+		hrtimer_start(&mn->stop, ns_to_ktime(now + mn->hold),
+			      HRTIMER_MODE_ABS_SOFT);
 	}
 	spin_unlock_bh(&mn->lock);
 }
 
-/* Runs a hold after the last look: has parallel traffic stopped? */
-static void parq_mon_stop_work(struct work_struct *work)
+/*
+ * Fires a hold after the last parallel packet seen when it was armed
+ * (softirq): has parallel traffic stopped, or when to look again.  An
+ * hrtimer, not a delayed work: the stop report is part of the senders'
+ * recovery time, and a work would add up to two jiffies and a kworker's
+ * wake-up.  The report goes out under the lock, so that it cannot pass a
+ * start report of the next burst.
+ */
+static enum hrtimer_restart parq_mon_stop_timer(struct hrtimer *t)
 {
-	struct parq_mon_net *mn = container_of(to_delayed_work(work),
-					       struct parq_mon_net, stop);
-	u64 now = ktime_get_ns(), idle;
-	bool stopped = false;
+	struct parq_mon_net *mn = container_of(t, struct parq_mon_net, stop);
+	enum hrtimer_restart ret = HRTIMER_NORESTART;
+	u64 now = ktime_get_ns(), due;
 
-	spin_lock_bh(&mn->lock);
+	spin_lock(&mn->lock);
 	if (mn->active) {
-		idle = now - READ_ONCE(mn->last_parallel);
-		if (idle >= mn->hold) {
+		due = READ_ONCE(mn->last_parallel) + mn->hold;
+		if (now >= due) {
 			mn->active = false;
-			stopped = true;
+			parq_mon_event(mn, false, NULL, GFP_ATOMIC);
 		} else {
-			schedule_delayed_work(&mn->stop,
-					      nsecs_to_jiffies(mn->hold - idle) +
-					      1);
+			hrtimer_set_expires(t, ns_to_ktime(due));
+			ret = HRTIMER_RESTART;
 		}
 	}
-	spin_unlock_bh(&mn->lock);
-	if (stopped)
-		parq_mon_event(mn, false, NULL, GFP_KERNEL);
+	spin_unlock(&mn->lock);
+	return ret;
 }
 
 /* --- the hook ----------------------------------------------------------- */
@@ -306,7 +311,7 @@ static void parq_mon_disable(struct parq_mon_net *mn, bool notify)
 	spin_unlock_bh(&mn->lock);
 	nf_unregister_net_hooks(mn->net, parq_mon_ops,
 				ARRAY_SIZE(parq_mon_ops));
-	cancel_delayed_work_sync(&mn->stop);
+	hrtimer_cancel(&mn->stop);	/* no hook can arm it again */
 	spin_lock_bh(&mn->lock);
 	was_active = mn->active;
 	mn->active = false;
@@ -447,7 +452,8 @@ static int __net_init parq_mon_net_init(struct net *net)
 
 	spin_lock_init(&mn->lock);
 	INIT_LIST_HEAD(&mn->lru);
-	INIT_DELAYED_WORK(&mn->stop, parq_mon_stop_work);
+	hrtimer_init(&mn->stop, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	mn->stop.function = parq_mon_stop_timer;
 	mn->size = PARQ_MON_SIZE_DEFAULT;
 	mn->dscp = PARQ_DSCP_DEFAULT;
 	mn->hold = PARQ_MON_HOLD_DEFAULT;
@@ -461,7 +467,7 @@ static void __net_exit parq_mon_net_exit(struct net *net)
 	struct parq_mon_net *mn = parq_mn(net);
 
 	parq_mon_disable(mn, false);
-	cancel_delayed_work_sync(&mn->stop);
+	hrtimer_cancel(&mn->stop);
 }
 
 static struct pernet_operations parq_mon_net_ops = {

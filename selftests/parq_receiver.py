@@ -56,10 +56,10 @@ the FIFO full that is the FIFO's delay.  With hold shorter than that
 the end of the parallel traffic, R releases L after each one, and nothing
 converges (p99 was the same with and without parqd).  So the FIFO holds
 16 ms and hold is 20 ms.  The recovery time (b) is hold, plus the
-monitor's stop report (a delayed work: up to a jiffy late), parqd's
-RELEASE, the sender's next look at its waiting queue (at most an epoch),
-L's TCP, and the 10 ms window: with hold 30 ms over a 24 ms FIFO it came
-to 50.5 ms.
+monitor's stop report (an hrtimer; the delayed work used first added up
+to two jiffies and a kworker's wake-up), parqd's RELEASE, the sender's
+next look at its waiting queue (at most an epoch), L's TCP, and the 10 ms
+window: with hold 30 ms over a 24 ms FIFO it came to 50.5 ms.
 The timing needs a quiet machine: with a second VM running on the same
 two host cores, P's ping-pong stalled for longer than hold and R released
 L in the middle of the parallel traffic.
