@@ -43,9 +43,9 @@ bool GrantRole::busy(uint64_t now) const {
 }
 
 void GrantRole::Observe(const std::vector<PeerSample>& samples,
-                        uint64_t now, bool parallel) {
+                        uint64_t now) {
   for (const PeerSample& s : samples) {
-    if (parallel && s.par_age_ns)
+    if (s.par_age_ns)
       granter_.SawParallel(now - std::min(now, *s.par_age_ns));
     auto peer = peer_of_.find(s.address);
     if (peer == peer_of_.end())
@@ -87,11 +87,10 @@ void GrantRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
 }
 
 void GrantRole::Tick(uint64_t now, uint64_t realtime_ns) {
-  Epoch(now, realtime_ns, true);
+  Epoch(now, realtime_ns);
 }
 
-void GrantRole::Epoch(uint64_t now, uint64_t realtime_ns,
-                      bool table_parallel) {
+void GrantRole::Epoch(uint64_t now, uint64_t realtime_ns) {
   auto samples = monitor_.Peers();
   if (!samples.ok()) {
     ++counters_.monitor_errors;
@@ -100,8 +99,12 @@ void GrantRole::Epoch(uint64_t now, uint64_t realtime_ns,
     // Without observations the Granter still releases when hold passes.
   } else {
     ++counters_.epochs;
-    Observe(samples.value(), now, table_parallel);
+    Observe(samples.value(), now);
   }
+  Decide(now, realtime_ns);
+}
+
+void GrantRole::Decide(uint64_t now, uint64_t realtime_ns) {
   const std::set<uint64_t> before = granter_.granted();
   const auto ds = granter_.Tick(now);
   for (const GrantDecision& d : ds) {
@@ -136,11 +139,15 @@ void GrantRole::OnEvents(uint64_t now, uint64_t realtime_ns) {
       granter_.ParallelStopped();
     }
   }
-  // The last report is the current state.
-  const bool stopped = !evs.value().back().active;
-  if (stopped)
+  // The last report is the current state.  A stop releases without a
+  // table dump: releasing needs no observation, and the dump (1-2 ms under
+  // QEMU/TCG) would delay the RELEASEs that end the senders' wait.
+  if (!evs.value().back().active) {
     granter_.ParallelStopped();
-  Epoch(now, realtime_ns, !stopped);
+    Decide(now, realtime_ns);
+    return;
+  }
+  Epoch(now, realtime_ns);
 }
 
 void GrantRole::Stop(uint64_t now, uint64_t realtime_ns) {

@@ -7,7 +7,7 @@
 //   Start()     enables the monitor (PARQ_CMD_MON_SET, hold, DSCPs).
 //   OnEvents()  reads the monitor's start/stop reports: a start runs an
 //               epoch at once (grants go out without waiting for the next
-//               epoch), a stop releases at once.
+//               epoch), a stop releases at once (without a table dump).
 //   Tick()      once per epoch while parallel traffic is active or a peer
 //               holds a grant (and once a second otherwise, in case a
 //               report was lost): dumps the monitor's table, feeds the
@@ -93,11 +93,11 @@ class GrantRole {
   std::string Metrics() const;
 
  private:
-  // `parallel`: take the table's parallel ages (not right after a stop
-  // report, which the table may not reflect yet).
-  void Observe(const std::vector<PeerSample>& samples, uint64_t now,
-               bool parallel);
-  void Epoch(uint64_t now, uint64_t realtime_ns, bool table_parallel);
+  void Observe(const std::vector<PeerSample>& samples, uint64_t now);
+  // Dumps the table, observes it and decides.
+  void Epoch(uint64_t now, uint64_t realtime_ns);
+  // The Granter's decisions at `now`, logged and sent.
+  void Decide(uint64_t now, uint64_t realtime_ns);
   void Send(const std::vector<GrantDecision>& ds, uint64_t now,
             uint64_t realtime_ns);
   void Log(uint64_t now, const std::string& line);

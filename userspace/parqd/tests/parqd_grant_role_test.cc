@@ -207,12 +207,15 @@ TEST_F(RoleTest, StopReportReleasesAtOnce) {
   role.Tick(100 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));
   // The kernel says parallel stopped; its table still shows a young age
-  // (the dump races the report): the report wins.
+  // (a dump would race the report): the report wins, and the release goes
+  // out without a dump first.
   mon.events = {{false, std::nullopt}};
   mon.peers = {Source("10.0.0.2", 0, std::nullopt),
                Source("10.0.0.3", std::nullopt, 0, 2000)};
+  const int dumps = mon.dumps;
   role.OnEvents(101 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kR}}));
+  EXPECT_EQ(mon.dumps, dumps);
   EXPECT_TRUE(role.granted().empty());
   EXPECT_EQ(role.counters().monitor_stops, 1u);
   EXPECT_EQ(role.counters().releases_sent, 1u);
