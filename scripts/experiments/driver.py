@@ -72,14 +72,29 @@ def preflight():
     return None
 
 
-def commit():
-    """The source's commit (with -dirty if changed), or "unknown"."""
+def _git(*args):
     r = subprocess.run(["git", "-c", f"safe.directory={REPO}", "-C",
-                        str(REPO), "describe", "--always", "--dirty",
-                        "--abbrev=12"], capture_output=True, text=True,
+                        str(REPO), *args], capture_output=True, text=True,
                        check=False)
-    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() \
-        else "unknown"
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def commit(out=None):
+    """The source's commit, with -dirty if a tracked file differs from it
+    (outside @out: a run over committed results rewrites them), or
+    "unknown"."""
+    name = _git("describe", "--always", "--abbrev=12")
+    if not name:
+        return "unknown"
+    spec = ["--", "."]
+    if out is not None:
+        try:
+            spec.append(":(exclude)" + str(Path(out).resolve()
+                                           .relative_to(Path(REPO).resolve())))
+        except ValueError:	# @out is outside the repository
+            pass
+    changed = _git("status", "--porcelain", "--untracked-files=no", *spec)
+    return name + ("-dirty" if changed else "")
 
 
 class Session:
@@ -109,7 +124,7 @@ class Session:
         lines = [
             "# parq experiments: summary", "",
             f"Produced by `{command}` ({self.preset} preset) at commit "
-            f"{commit()} on "
+            f"{commit(self.out)} on "
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, kernel "
             f"{os.uname().release}, in "
             f"{common.duration(self.progress.elapsed())}.  "
