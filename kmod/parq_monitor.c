@@ -62,7 +62,8 @@ struct parq_mon_net {
 	u32			size;
 	u64			dscp;
 	u64			hold;		/* ns */
-	bool			enabled;	/* hooks registered */
+	bool			enabled;	/* counting */
+	bool			hooked;		/* hooks registered */
 	bool			active;		/* parallel arriving */
 	u64			last_parallel;	/* ns */
 	u64			evicted;
@@ -239,6 +240,8 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 	int cls, dscp;
 	u64 now;
 
+	if (!READ_ONCE(mn->enabled))
+		return NF_ACCEPT;
 	if (state->pf == NFPROTO_IPV4) {
 		const struct iphdr *iph = ip_hdr(skb);
 
@@ -299,6 +302,15 @@ static const struct nf_hook_ops parq_mon_ops[] = {
  * Stop counting and forget the sources.  Requests are serialized by the
  * genl mutex.  @notify: report a parallel stream that was still arriving
  * as stopped (not when the namespace or the module goes away).
+ *
+ * The hooks stay registered until the namespace goes away (parq_mon_net_
+ * exit()): the first registration and the last unregistration in the
+ * kernel flip a static key, which rewrites the code of every packet's path
+ * through LOCAL_IN, and a monitor that parqd enables and disables at each
+ * start and stop would do that under traffic each time.  A hook that runs
+ * while disabled returns at once; one that was already past that check
+ * can neither add a source nor arm the timer, which both test enabled
+ * under the lock.
  */
 static void parq_mon_disable(struct parq_mon_net *mn, bool notify)
 {
@@ -307,10 +319,8 @@ static void parq_mon_disable(struct parq_mon_net *mn, bool notify)
 	if (!mn->enabled)
 		return;
 	spin_lock_bh(&mn->lock);
-	mn->enabled = false;
+	WRITE_ONCE(mn->enabled, false);
 	spin_unlock_bh(&mn->lock);
-	nf_unregister_net_hooks(mn->net, parq_mon_ops,
-				ARRAY_SIZE(parq_mon_ops));
 	hrtimer_cancel(&mn->stop);	/* no hook can arm it again */
 	spin_lock_bh(&mn->lock);
 	was_active = mn->active;
@@ -332,7 +342,7 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 
 	if (a[PARQ_A_MON_ENABLED])
 		enable = nla_get_u8(a[PARQ_A_MON_ENABLED]);
-	if (enable && !mn->enabled) {
+	if (enable && !mn->hooked) {
 		err = nf_register_net_hooks(mn->net, parq_mon_ops,
 					    ARRAY_SIZE(parq_mon_ops));
 		if (err) {
@@ -340,6 +350,7 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 				       "parq: cannot register the netfilter hooks");
 			return err;
 		}
+		mn->hooked = true;
 	} else if (!enable) {
 		parq_mon_disable(mn, true);
 	}
@@ -352,7 +363,7 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 		WRITE_ONCE(mn->dscp, nla_get_u64(a[PARQ_A_MON_DSCP]));
 	if (a[PARQ_A_MON_HOLD])
 		mn->hold = nla_get_u64(a[PARQ_A_MON_HOLD]);
-	mn->enabled = enable;
+	WRITE_ONCE(mn->enabled, enable);
 	spin_unlock_bh(&mn->lock);
 	return 0;
 }
@@ -467,6 +478,9 @@ static void __net_exit parq_mon_net_exit(struct net *net)
 	struct parq_mon_net *mn = parq_mn(net);
 
 	parq_mon_disable(mn, false);
+	if (mn->hooked)
+		nf_unregister_net_hooks(net, parq_mon_ops,
+					ARRAY_SIZE(parq_mon_ops));
 	hrtimer_cancel(&mn->stop);
 }
 
