@@ -87,10 +87,6 @@ void GrantRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
 }
 
 void GrantRole::Tick(uint64_t now, uint64_t realtime_ns) {
-  Epoch(now, realtime_ns);
-}
-
-void GrantRole::Epoch(uint64_t now, uint64_t realtime_ns) {
   auto samples = monitor_.Peers();
   if (!samples.ok()) {
     ++counters_.monitor_errors;
@@ -147,7 +143,7 @@ void GrantRole::OnEvents(uint64_t now, uint64_t realtime_ns) {
     Decide(now, realtime_ns);
     return;
   }
-  Epoch(now, realtime_ns);
+  Tick(now, realtime_ns);
 }
 
 void GrantRole::Stop(uint64_t now, uint64_t realtime_ns) {

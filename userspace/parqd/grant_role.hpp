@@ -94,8 +94,6 @@ class GrantRole {
 
  private:
   void Observe(const std::vector<PeerSample>& samples, uint64_t now);
-  // Dumps the table, observes it and decides.
-  void Epoch(uint64_t now, uint64_t realtime_ns);
   // The Granter's decisions at `now`, logged and sent.
   void Decide(uint64_t now, uint64_t realtime_ns);
   void Send(const std::vector<GrantDecision>& ds, uint64_t now,
