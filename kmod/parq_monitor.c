@@ -102,10 +102,15 @@ static struct parq_peer *parq_peer_find(struct parq_mon_net *mn,
 	return NULL;
 }
 
-/* Caller holds mn->lock. */
+/*
+ * Caller holds mn->lock.  hlist_del_init_rcu(), not hlist_del_rcu(): a
+ * hook that found @p without the lock tests hlist_unhashed() under it
+ * before moving @p in the LRU, and hlist_del_rcu() leaves pprev poisoned,
+ * not NULL, so an evicted peer would still look hashed.
+ */
 static void parq_peer_unlink(struct parq_mon_net *mn, struct parq_peer *p)
 {
-	hlist_del_rcu(&p->node);
+	hlist_del_init_rcu(&p->node);
 	list_del(&p->lru);
 	mn->count--;
 	kfree_rcu(p, rcu);
@@ -478,9 +483,14 @@ static void __net_exit parq_mon_net_exit(struct net *net)
 	struct parq_mon_net *mn = parq_mn(net);
 
 	parq_mon_disable(mn, false);
-	if (mn->hooked)
+	if (mn->hooked) {
 		nf_unregister_net_hooks(net, parq_mon_ops,
 					ARRAY_SIZE(parq_mon_ops));
+		/* Unregistering does not wait for a hook still running on
+		 * another CPU, and @mn is freed when this returns.
+		 */
+		synchronize_net();
+	}
 	hrtimer_cancel(&mn->stop);
 }
 

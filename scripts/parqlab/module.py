@@ -1,6 +1,7 @@
 """The sch_parq module: loaded? installed (so that the kernel can autoload
 it)? and the ways to get it loaded or unloaded."""
 import os
+from pathlib import Path
 
 from . import repo_path
 from .netns import run
@@ -9,7 +10,11 @@ NAME = "sch_parq"
 
 
 def built_ko():
-    """The module built in this repository (make -C kmod)."""
+    """The module built in this repository (make -C kmod), or the one that
+    PARQ_KO names (an older build, to see a test fail against it, or one
+    built for another kernel)."""
+    if os.environ.get("PARQ_KO"):
+        return Path(os.environ["PARQ_KO"]).resolve()
     return repo_path("kmod", NAME + ".ko")
 
 

@@ -1,0 +1,319 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""sch_parq under hostile input and churn: what no single request shows.
+
+  - a spoofed-source flood (pktgen, random sources, from both CPUs) into
+    A's receive monitor while the monitor is resized between 2 and 8192
+    sources and disabled and enabled, in a loop.  Each resize down comes
+    after the sources have aged past the monitor's once-a-second LRU move,
+    so that packets of evicted sources wait for the table lock: the race
+    that list-corrupted the LRU (a BUG on Debian's kernel);
+  - `limit` lowered and raised in a loop under saturating traffic, with parq
+    as the root and as the child of tbf (whose peeks park a packet in
+    parq's gso_skb); afterwards both are empty and their backlogs 0;
+  - reserved classes added, changed and deleted in a loop while a filter
+    sends traffic into them;
+  - rmmod and modprobe in a loop while the monitor is enabled and the flood
+    runs through its hooks;
+  - network namespaces holding parq, credits and a monitor deleted under
+    traffic, in a loop.
+Each case checks that the traffic and the module survive and ends with the
+kernel log clean: a list corruption, BUG, WARNING or (under the debug
+kernel) a KASAN, lockdep or kmemleak report fails the case.  These are
+races: a pass says the run found nothing, not that nothing is there; the
+counts of what each loop did are printed.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import ktap, lab, module  # noqa: E402
+from parqlab import tc as tclib  # noqa: E402
+from parqlab.genl import ParqGenl  # noqa: E402
+from parqlab.ktap import check, check_eq, diag  # noqa: E402
+from parqlab.netns import Topology, run  # noqa: E402
+from parqlab.tc import tc  # noqa: E402
+from parqlab.traffic import Iperf3Client, Iperf3Server  # noqa: E402
+
+SEC = 10**9
+topo = None
+kwatch = None
+PG = "/proc/net/pktgen"
+SOURCES = 4000			# spoofed source addresses, 10.98.x.y
+
+
+class Flood:
+    """pktgen in B: 64-byte UDP packets to A from random sources out of
+    SOURCES addresses, RATE packets/s from each of B's two pktgen threads
+    (CPU 0 and 1), until stop()."""
+    RATE = 15000
+
+    def __init__(self, t, tos=0):
+        self.ns = t.b
+        run(["modprobe", "pktgen"])
+        dev = t.dev_b()
+        last = f"10.98.{(SOURCES - 1) // 250}.{(SOURCES - 1) % 250 + 1}"
+        cmds = []
+        for cpu in (0, 1):
+            th = f"{PG}/kpktgend_{cpu}"
+            pd = f"{PG}/{dev}@{cpu}"
+            cmds += [f"echo rem_device_all > {th}",
+                     f"echo add_device {dev}@{cpu} > {th}"]
+            cmds += [f"echo '{c}' > {pd}" for c in (
+                "count 0", "pkt_size 64", "burst 1", f"ratep {self.RATE}",
+                f"dst {t.ip_a()}", f"dst_mac {t.mac_a()}",
+                "src_min 10.98.0.1", f"src_max {last}", "flag IPSRC_RND",
+                "udp_dst_min 9", "udp_dst_max 9", f"tos {tos:#04x}")]
+        self.ns.run(["sh", "-ec", "\n".join(cmds)])
+        self.proc = self.ns.popen(["sh", "-c", f"echo start > {PG}/pgctrl"])
+
+    def sent(self):
+        n = 0
+        for cpu in (0, 1):
+            r = self.ns.run(["cat", f"{PG}/{topo.dev_b()}@{cpu}"],
+                            check=False)
+            words = r.stdout.split()
+            if "pkts-sofar:" in words:
+                n += int(words[words.index("pkts-sofar:") + 1])
+        return n
+
+    def stop(self):
+        n = self.sent()
+        self.ns.run(["sh", "-c", f"echo stop > {PG}/pgctrl"], check=False)
+        try:
+            self.proc.wait(10)
+        except Exception:
+            self.proc.kill()
+        return n
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def mon(ns=None):
+    return ParqGenl(ns if ns is not None else topo.a)
+
+
+def ok(res, what):
+    check(res.error == 0, f"{what}: {res}")
+
+
+# Each round: grow the table and let its sources age past the LRU's
+# once-a-second move, then shrink or disable it under the flood.
+ROUNDS = 16
+
+
+def t_monitor_flood():
+    module.ensure_loaded()
+    with mon() as g:
+        ok(g.mon_set(enabled=1, size=8192), "enable")
+    t0 = time.monotonic()
+    evicted = 0
+    with Flood(topo) as f:
+        for i in range(ROUNDS):
+            with mon() as g:
+                ok(g.mon_set(enabled=1, size=8192), f"round {i}: size 8192")
+                time.sleep(1.3)
+                m = g.mon_get()
+                check(m["sources"] <= 8192, f"{m['sources']} sources")
+                if i % 4 == 3:
+                    ok(g.mon_set(enabled=0), f"round {i}: disable")
+                else:
+                    ok(g.mon_set(size=2), f"round {i}: size 2")
+                    m = g.mon_get()
+                    check(m["sources"] <= 2,
+                          f"{m['sources']} sources in a table of 2")
+                    evicted = m["evicted"]
+        sent = f.stop()
+    with mon() as g:
+        ok(g.mon_set(enabled=0, size=1024), "disable, size 1024")
+    diag(f"{ROUNDS} rounds in {time.monotonic() - t0:.1f}s: {sent} spoofed "
+         f"packets, {evicted} sources evicted")
+    check(sent > ROUNDS * Flood.RATE // 4, f"the flood sent only {sent}")
+    kwatch.assert_clean()
+
+
+def bulk(i=0, seconds=900):
+    srv = Iperf3Server(topo.b, topo.ip_b(i), 5201 + i)
+    cli = Iperf3Client(topo.a, topo.ip_b(i), 5201 + i, seconds, parallel=4)
+    return srv, cli
+
+
+def drained(dev):
+    deadline = time.monotonic() + 5
+    while True:
+        qs = tclib.qdiscs(topo.a, dev)
+        if all(q["qlen"] == 0 and q["backlog"] == 0 for q in qs) or \
+                time.monotonic() > deadline:
+            return qs
+        time.sleep(0.1)
+
+
+LIMIT_CYCLES = 60
+
+
+def t_limit_loop():
+    dev = topo.dev_a()
+    # (name, qdiscs to add, where parq is)
+    setups = [
+        ("root", [["root", "handle", "1:", "parq", "rate", "50mbit"]],
+         ["root", "handle", "1:"]),
+        ("under tbf", [["root", "handle", "1:", "tbf", "rate", "40mbit",
+                        "burst", "20k", "latency", "200ms"],
+                       ["parent", "1:1", "handle", "10:", "parq"]],
+         ["parent", "1:1", "handle", "10:"]),
+    ]
+    for name, adds, where in setups:
+        tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
+        for a in adds:
+            tc(topo.a, "qdisc", "add", "dev", dev, *a)
+        srv, cli = bulk()
+        try:
+            time.sleep(1)
+            t0 = time.monotonic()
+            for i in range(LIMIT_CYCLES):
+                lim = ("3", "3") if i % 2 == 0 else ("10000", "1000")
+                tc(topo.a, "qdisc", "change", "dev", dev, *where, "parq",
+                   "limit", lim[0], "flow-limit", lim[1])
+                time.sleep(0.02)
+            cli.check_running(f"after {LIMIT_CYCLES} limit changes ({name})")
+            q = tclib.parq_qdisc(topo.a, dev)
+            diag(f"{name}: {LIMIT_CYCLES} limit changes in "
+                 f"{time.monotonic() - t0:.1f}s; parq sent {q['packets']}, "
+                 f"dropped {q['drops']}")
+        finally:
+            cli.stop()
+            srv.stop()
+        qs = drained(dev)
+        for q in qs:
+            check_eq((q["qlen"], q["backlog"]), (0, 0),
+                     f"{name}: {q['kind']} qlen and backlog after the drain")
+    tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
+    kwatch.assert_clean()
+
+
+CLASS_CYCLES = 40
+
+
+def t_class_loop():
+    dev = topo.dev_a()
+    tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
+    tc(topo.a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq",
+       "rate", "100mbit")
+    tc(topo.a, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
+       "prio", "1", "u32", "match", "ip", "dport", "5201", "0xffff",
+       "flowid", "1:16")
+    srv, cli = bulk()
+    try:
+        t0 = time.monotonic()
+        for i in range(CLASS_CYCLES):
+            tc(topo.a, "class", "add", "dev", dev, "parent", "1:",
+               "classid", "1:16", "parq", "rate", "10mbit")
+            tc(topo.a, "class", "add", "dev", dev, "parent", "1:",
+               "classid", "1:17", "parq", "idt", "1ms")
+            time.sleep(0.05)
+            tc(topo.a, "class", "change", "dev", dev, "parent", "1:",
+               "classid", "1:16", "parq", "rate", "30mbit")
+            time.sleep(0.05)
+            tc(topo.a, "class", "del", "dev", dev, "classid", "1:16")
+            tc(topo.a, "class", "del", "dev", dev, "classid", "1:17")
+        cli.check_running(f"after {CLASS_CYCLES} class cycles")
+        diag(f"{CLASS_CYCLES} add/change/delete cycles of two reserved "
+             f"classes under traffic in {time.monotonic() - t0:.1f}s")
+    finally:
+        cli.stop()
+        srv.stop()
+    q = drained(dev)[0]
+    check_eq((q["qlen"], q["backlog"]), (0, 0), "parq after the drain")
+    tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
+    kwatch.assert_clean()
+
+
+RMMOD_CYCLES = 8
+
+
+def t_rmmod_loop():
+    t0 = time.monotonic()
+    with Flood(topo, tos=0xb8) as f:
+        for i in range(RMMOD_CYCLES):
+            module.ensure_loaded()
+            with mon() as g:
+                ok(g.mon_set(enabled=1, size=64), f"cycle {i}: enable")
+            time.sleep(0.3)
+            r = module.rmmod()
+            check(r.returncode == 0, f"cycle {i}: rmmod: {r.stderr.strip()}")
+        sent = f.stop()
+    module.ensure_loaded()
+    diag(f"{RMMOD_CYCLES} rmmod/load cycles with the monitor's hooks under "
+         f"a flood of {sent} packets in {time.monotonic() - t0:.1f}s")
+    kwatch.assert_clean()
+
+
+NETNS_CYCLES = 6
+
+
+def t_netns_delete():
+    module.ensure_loaded()
+    t0 = time.monotonic()
+    for i in range(NETNS_CYCLES):
+        t = Topology("sdel")
+        try:
+            tc(t.a, "qdisc", "add", "dev", t.dev_a(), "root", "handle", "1:",
+               "parq", "rate", "100mbit")
+            with ParqGenl(t.a) as g:
+                ok(g.set(t.ip_b(), credit=3000, lease_ns=60 * SEC),
+                   "credit")
+            with ParqGenl(t.b) as g:
+                ok(g.mon_set(enabled=1, size=16), "monitor")
+            srv = Iperf3Server(t.b, t.ip_b(), 5201)
+            Iperf3Client(t.a, t.ip_b(), 5201, 900, parallel=2, tos=0xb8)
+            Iperf3Client(t.a, t.ip_b(), 5201, 900, parallel=2)
+            time.sleep(1.0)
+            del srv		# killed with its namespace
+        finally:
+            t.cleanup()
+    diag(f"{NETNS_CYCLES} namespaces deleted under traffic in "
+         f"{time.monotonic() - t0:.1f}s")
+    # The per-namespace state went with them: a module with no user left
+    # unloads.
+    time.sleep(1)
+    check_eq(module.refcnt(), 0, "sch_parq users after the deletions")
+    kwatch.assert_clean()
+
+
+def t_kmsg():
+    kwatch.assert_clean()
+
+
+def setup(t, k):
+    global topo, kwatch
+    topo, kwatch = t, k
+    for key in ("net.ipv4.conf.all.rp_filter",
+                f"net.ipv4.conf.{topo.dev_a()}.rp_filter"):
+        topo.a.sysctl(key, "0")
+
+
+def main():
+    suite = ktap.Suite("parq_stress")
+    suite.case("spoofed flood while the monitor is resized and disabled",
+               t_monitor_flood, timeout=600)
+    suite.case("limit lowered and raised under saturating traffic",
+               t_limit_loop, timeout=600)
+    suite.case("reserved classes added, changed, deleted under traffic",
+               t_class_loop, timeout=600)
+    suite.case("rmmod and load with the monitor's hooks under a flood",
+               t_rmmod_loop, timeout=600)
+    suite.case("namespaces with parq state deleted under traffic",
+               t_netns_delete, timeout=600)
+    suite.case("kernel log clean", t_kmsg)
+    return lab.run(suite, "str", tools=("iperf3",), setup=setup)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
