@@ -73,4 +73,21 @@ __printf(2, 3) void parq_set_err_fmt(struct netlink_ext_ack *extack,
 				     const char *fmt, ...);
 #endif
 
+/* 6.2 split the ops that pre_doit sees into genl_split_ops. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define PARQ_GENL_PRE_DOIT_OPS_T	const struct genl_split_ops
+#else
+#define PARQ_GENL_PRE_DOIT_OPS_T	const struct genl_ops
+#endif
+
+/*
+ * Joining a multicast group that needs CAP_NET_ADMIN over the namespace
+ * (6.6, and Debian's 6.1 by a backport); older kernels let anyone join.
+ */
+#ifdef GENL_MCAST_CAP_NET_ADMIN
+#define PARQ_MCGRP_ADMIN	GENL_MCAST_CAP_NET_ADMIN
+#else
+#define PARQ_MCGRP_ADMIN	0
+#endif
+
 #endif /* _PARQ_COMPAT_H */

@@ -17,6 +17,7 @@
  * but replaced, so a reader always sees one consistent configuration.
  */
 #include <linux/in6.h>
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/jhash.h>
@@ -89,7 +90,7 @@ static struct parq_credit *parq_credit_find(struct parq_credit_net *cn,
 bool parq_skb_dst(struct sk_buff *skb, struct parq_addr *dst)
 {
 	memset(dst, 0, sizeof(*dst));
-	switch (skb->protocol) {
+	switch (skb_protocol(skb, true)) {
 	case htons(ETH_P_IP):
 		if (!pskb_network_may_pull(skb, sizeof(struct iphdr)))
 			return false;
@@ -192,7 +193,7 @@ static int parq_credit_set(struct parq_credit_net *cn,
 	struct parq_credit *e, *old;
 	u64 now = ktime_get_ns();
 
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!e)
 		return -ENOMEM;
 	e->dst = *dst;

@@ -2,9 +2,11 @@
 /*
  * The "parq" generic netlink family: the credit table (parq_credit.c) and
  * the receive monitor (parq_monitor.c), per network namespace.  One strict
- * policy covers every request; writes need CAP_NET_ADMIN in the
- * namespace's user namespace owner (GENL_ADMIN_PERM); the "events" group
- * carries the monitor's start and stop reports.  The family is described in
+ * policy covers every request.  Every request, reads too, and joining the
+ * "events" group (the monitor's start and stop reports) need CAP_NET_ADMIN
+ * over the namespace, that is in the user namespace that owns it
+ * (GENL_UNS_ADMIN_PERM): what the tables hold tells which hosts talk to
+ * which, and a container's root manages its own namespace and no other.  The family is described in
  * Documentation/netlink/specs/parq.yaml, which scripts/check-genl-spec
  * holds to this UAPI.
  */
@@ -14,6 +16,7 @@
 #include <net/genetlink.h>
 #include <linux/parq.h>
 
+#include "parq_compat.h"
 #include "parq_genl.h"
 
 static struct netlink_range_validation parq_epoch_range = {
@@ -56,36 +59,52 @@ static const struct genl_ops parq_genl_ops[] = {
 	{
 		.cmd	= PARQ_CMD_CREDIT_SET,
 		.doit	= parq_credit_genl_set,
-		.flags	= GENL_ADMIN_PERM,
+		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{
 		.cmd	= PARQ_CMD_CREDIT_DEL,
 		.doit	= parq_credit_genl_del,
-		.flags	= GENL_ADMIN_PERM,
+		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{
 		.cmd	= PARQ_CMD_CREDIT_GET,
 		.doit	= parq_credit_genl_get,
 		.dumpit	= parq_credit_genl_dump,
+		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{
 		.cmd	= PARQ_CMD_MON_SET,
 		.doit	= parq_mon_genl_set,
-		.flags	= GENL_ADMIN_PERM,
+		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{
 		.cmd	= PARQ_CMD_MON_GET,
 		.doit	= parq_mon_genl_get,
+		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{
 		.cmd	= PARQ_CMD_PEER_GET,
 		.dumpit	= parq_peer_genl_dump,
+		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 };
 
 static const struct genl_multicast_group parq_genl_mcgrps[] = {
-	{ .name = PARQ_GENL_MCGRP_EVENTS },
+	{ .name = PARQ_GENL_MCGRP_EVENTS, .flags = PARQ_MCGRP_ADMIN },
 };
+
+/*
+ * Open while the per-namespace tables exist: a request's handler runs under
+ * the genl mutex, and does not hold the module, so module init opens the
+ * family after the tables are made and exit closes it before they go.
+ */
+static bool parq_genl_open;
+
+static int parq_genl_pre_doit(PARQ_GENL_PRE_DOIT_OPS_T *ops,
+			      struct sk_buff *skb, struct genl_info *info)
+{
+	return parq_genl_open ? 0 : -ESHUTDOWN;
+}
 
 static struct genl_family parq_genl_family __ro_after_init = {
 	.name		= PARQ_GENL_NAME,
@@ -93,6 +112,7 @@ static struct genl_family parq_genl_family __ro_after_init = {
 	.maxattr	= PARQ_A_MAX,
 	.policy		= parq_genl_policy,
 	.netnsok	= true,
+	.pre_doit	= parq_genl_pre_doit,
 	.module		= THIS_MODULE,
 	.ops		= parq_genl_ops,
 	.n_ops		= ARRAY_SIZE(parq_genl_ops),
@@ -174,6 +194,13 @@ void parq_genl_notify(struct net *net, struct sk_buff *skb, gfp_t gfp)
 int __init parq_genl_init(void)
 {
 	return genl_register_family(&parq_genl_family);
+}
+
+void parq_genl_set_open(bool open)
+{
+	genl_lock();
+	parq_genl_open = open;
+	genl_unlock();
 }
 
 void parq_genl_exit(void)

@@ -41,6 +41,8 @@ int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info);
 int parq_peer_genl_dump(struct sk_buff *skb, struct netlink_callback *cb);
 
 int parq_genl_init(void);
+/* Let requests in, or refuse them (-ESHUTDOWN) once the running ones end. */
+void parq_genl_set_open(bool open);
 void parq_genl_exit(void);
 
 #endif /* _PARQ_GENL_H */

@@ -306,6 +306,17 @@ static void parq_skbq_purge(struct parq_skbq *pq)
 	pq->qlen = 0;
 }
 
+/*
+ * The packets in parq's own queues.  sch->q.qlen counts also those that
+ * the stack parked in sch->gso_skb or sch->skb_bad_txq after a requeue or
+ * a parent's peek, which parq_evict() cannot take.
+ */
+static unsigned int parq_held(const struct Qdisc *sch)
+{
+	return sch->q.qlen - skb_queue_len(&sch->gso_skb) -
+	       skb_queue_len(&sch->skb_bad_txq);
+}
+
 static void parq_count_in(struct Qdisc *sch, struct parq_class *c,
 			  struct sk_buff *skb)
 {
@@ -671,8 +682,10 @@ static int parq_enqueue_segs(struct sk_buff *skb, struct Qdisc *sch,
 		}
 	}
 	q->xs.gso_segments += nb;
-	/* The parent accounts one packet of @len; correct it to what we hold. */
-	if (nb > 1)
+	/* The parent accounts one packet of @len; correct it to what we hold
+	 * (one segment too: its length is not @len).
+	 */
+	if (nb > 0)
 		qdisc_tree_reduce_backlog(sch, 1 - nb, len - seg_len);
 	consume_skb(skb);
 	return nb > 0 ? NET_XMIT_SUCCESS : NET_XMIT_DROP;
@@ -715,13 +728,17 @@ static struct sk_buff *parq_dequeue(struct Qdisc *sch)
 	struct parq_resv_class *rc;
 	enum parq_pick pick;
 	bool parallel, local;
+	unsigned int len, quantum;
 	struct sk_buff *skb;
 	unsigned long cl;
-	unsigned int len;
 	u64 now, until;
 
 	if (!sch->q.qlen)
 		return NULL;
+	/* Read at each packet: the device's MTU may have changed. */
+	quantum = psched_mtu(qdisc_dev(sch));
+	parq_rr_set_quantum(&q->rr, quantum);
+	parq_rr_set_quantum(&q->lrr, quantum);
 	now = ktime_get_ns();
 	if (!parq_shaper_ready(&q->shaper, now)) {
 		parq_throttle(q, q->shaper.t_next);
@@ -864,14 +881,35 @@ static u64 parq_link_speed(struct net_device *dev)
 	return (u64)ks.base.speed * 1000000 / 8;
 }
 
-/* What admission control divides: linkrate, else rate, else link speed. */
+/*
+ * The tx queues that share the link with @sch: under a root that gives
+ * each tx queue a qdisc of its own (mq, mqprio, taprio: those with an
+ * attach operation), every child sends on one of the device's queues.
+ * Under RTNL.
+ */
+static unsigned int parq_link_sharers(struct Qdisc *sch)
+{
+	struct net_device *dev = qdisc_dev(sch);
+	struct Qdisc *root = rtnl_dereference(dev->qdisc);
+
+	if (root == sch || !root->ops->attach || dev->real_num_tx_queues < 1)
+		return 1;
+	return dev->real_num_tx_queues;
+}
+
+/*
+ * What admission control divides: linkrate, else rate, else this qdisc's
+ * share of the link speed (so that the children of mq cannot admit N
+ * times the link between them).
+ */
 static u64 parq_linkrate(struct Qdisc *sch, const struct parq_config *cfg)
 {
 	if (cfg->linkrate != PARQ_LINKRATE_AUTO)
 		return cfg->linkrate;
 	if (cfg->rate != PARQ_RATE_UNLIMITED)
 		return cfg->rate;
-	return parq_link_speed(qdisc_dev(sch));
+	return div_u64(parq_link_speed(qdisc_dev(sch)),
+		       parq_link_sharers(sch));
 }
 
 /* --- configuration --------------------------------------------------- */
@@ -1044,8 +1082,6 @@ static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg,
 		parq_thresh_init(&q->thresh, cfg->threshold, cfg->unit);
 	parq_shaper_set(&q->shaper, rate, cfg->overhead, PARQ_CATCHUP_NS,
 			ktime_get_ns());
-	q->rr.quantum = psched_mtu(qdisc_dev(sch));
-	q->lrr.quantum = q->rr.quantum;
 	q->split_gso = parq_split_gso(cfg);
 	q->linkrate = linkrate;
 	q->resv_capacity = parq_resv_capacity(linkrate, cfg->reservable);
@@ -1077,7 +1113,7 @@ static int parq_change(struct Qdisc *sch, struct nlattr *opt,
 
 	sch_tree_lock(sch);
 	parq_config_apply(sch, &cfg, linkrate);
-	while (sch->q.qlen > cfg.limit) {
+	while (parq_held(sch) > cfg.limit) {
 		if (q->local_qlen)
 			q->xs.drop_local_full++;
 		else
@@ -1091,7 +1127,7 @@ static int parq_change(struct Qdisc *sch, struct nlattr *opt,
 		qdisc_watchdog_schedule_range_ns(&q->watchdog, ktime_get_ns(),
 						 0);
 	sch_tree_unlock(sch);
-	rtnl_kfree_skbs(to_free, NULL);
+	kfree_skb_list(to_free);
 	return 0;
 }
 
@@ -1571,39 +1607,43 @@ static int __init parq_module_init(void)
 {
 	int err;
 
-	err = parq_credit_init();
+	/* The family first, closed: the monitor's reports go through it. */
+	err = parq_genl_init();
 	if (err)
 		return err;
+	err = parq_credit_init();
+	if (err)
+		goto err_genl;
 	err = parq_monitor_init();
 	if (err)
 		goto err_credit;
-	err = parq_genl_init();
-	if (err)
-		goto err_monitor;
+	parq_genl_set_open(true);
 	err = register_qdisc(&parq_qdisc_ops);
 	if (err)
-		goto err_genl;
+		goto err_open;
 	return 0;
 
-err_genl:
-	parq_genl_exit();
-err_monitor:
+err_open:
+	parq_genl_set_open(false);
 	parq_monitor_exit();
 err_credit:
 	parq_credit_exit();
+err_genl:
+	parq_genl_exit();
 	return err;
 }
 
 /*
- * The family goes first: no request runs after it, so none can enable the
- * monitor of a namespace being torn down.
+ * The reverse: no request reaches the tables once they start to go, and the
+ * family outlives the monitor, whose timer may still send a report.
  */
 static void __exit parq_module_exit(void)
 {
 	unregister_qdisc(&parq_qdisc_ops);
-	parq_genl_exit();
+	parq_genl_set_open(false);
 	parq_monitor_exit();
 	parq_credit_exit();
+	parq_genl_exit();
 	/* Every entry queued for kfree_rcu() is freed before the module goes. */
 	rcu_barrier();
 }

@@ -109,9 +109,14 @@ def t_defaults():
 UNPRIV = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-from parqlab.genl import ParqGenl
+from parqlab.genl import ParqGenl, GenlError
 g = ParqGenl()
-print(g.mon_set(enabled=1).errname, g.mon_get()["enabled"])
+print(g.mon_set(enabled=1).errname)
+try:
+    g.mon_get()
+    print("read")
+except GenlError as e:
+    print(e.res.errname)
 """
 
 
@@ -144,7 +149,10 @@ def t_refusals():
                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
                     "/usr/bin/python3", "-c", UNPRIV, scripts], check=False)
     check(p.returncode == 0, f"unprivileged client: {p.stderr.strip()}")
-    check_eq(p.stdout.split(), ["EPERM", "0"], "unprivileged enable")
+    check_eq(p.stdout.split(), ["EPERM", "EPERM"],
+             "unprivileged enable, read")
+    with genl() as g:
+        check_eq(g.mon_get(), before, "monitor after the unprivileged enable")
 
 
 def t_counts():

@@ -65,11 +65,16 @@ void parq_thresh_charge(struct parq_thresh *t, enum parq_pick sent, u32 len,
 		t->credit += (s64)t->threshold * units;
 }
 
+void parq_rr_set_quantum(struct parq_rr *rr, u32 quantum)
+{
+	rr->quantum = quantum > PARQ_QUANTUM_MIN ? quantum : PARQ_QUANTUM_MIN;
+}
+
 void parq_rr_init(struct parq_rr *rr, u32 quantum)
 {
 	rr->head = NULL;
 	rr->tail = NULL;
-	rr->quantum = quantum;
+	parq_rr_set_quantum(rr, quantum);
 	rr->active = 0;
 }
 

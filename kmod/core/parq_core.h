@@ -87,7 +87,18 @@ struct parq_rr {
 	u32			active;	/* nodes in the ring */
 };
 
+/*
+ * The smallest quantum: a round adds at least this much to a node's
+ * deficit, so that selecting a node that owes a 64 KiB GSO packet takes a
+ * bounded number of passes (a device of MTU 0 and no link header would
+ * give a quantum of 0, and a loop without end).
+ */
+#define PARQ_QUANTUM_MIN	256
+
+/* An empty ring whose rounds add @quantum (at least PARQ_QUANTUM_MIN). */
 void parq_rr_init(struct parq_rr *rr, u32 quantum);
+/* The device's MTU changed: the next rounds add @quantum (clamped). */
+void parq_rr_set_quantum(struct parq_rr *rr, u32 quantum);
 /* @n was idle and now has a packet: it joins at the tail with a quantum. */
 void parq_rr_add(struct parq_rr *rr, struct parq_rr_node *n);
 /* The node that sends next (rotating past nodes out of deficit), or NULL. */

@@ -107,6 +107,39 @@ TEST(ParqRrInit, EmptyRing) {
   EXPECT_EQ(rr.quantum, 1514u);
 }
 
+// A device of MTU 0 and no link header gives psched_mtu() == 0: a ring
+// whose rounds add nothing would never select a node in debt.
+TEST(ParqRrInit, QuantumHasAFloor) {
+  parq_rr rr;
+  parq_rr_init(&rr, 0);
+  EXPECT_EQ(rr.quantum, static_cast<uint32_t>(PARQ_QUANTUM_MIN));
+  parq_rr_set_quantum(&rr, 14);
+  EXPECT_EQ(rr.quantum, static_cast<uint32_t>(PARQ_QUANTUM_MIN));
+  parq_rr_set_quantum(&rr, 9014);
+  EXPECT_EQ(rr.quantum, 9014u);
+
+  parq_rr_init(&rr, 0);
+  parq_rr_node a;
+  parq_rr_add(&rr, &a);
+  parq_rr_charge(&rr, 65536, false);  // a 64 KiB GSO packet
+  EXPECT_EQ(parq_rr_select(&rr), &a);
+  EXPECT_GT(a.deficit, 0);
+}
+
+// The MTU of the device changed: the next rounds add the new quantum.
+TEST(ParqRrSetQuantum, NextRoundsAddTheNewQuantum) {
+  parq_rr rr;
+  parq_rr_init(&rr, 1514);
+  parq_rr_node a, b;
+  parq_rr_add(&rr, &a);
+  parq_rr_add(&rr, &b);
+  a.deficit = 0;
+  b.deficit = 0;
+  parq_rr_set_quantum(&rr, 9014);
+  EXPECT_EQ(parq_rr_select(&rr), &a);
+  EXPECT_EQ(a.deficit, 9014);
+}
+
 // ---------------------------------------------------------------- add
 
 TEST(ParqRrAdd, JoinsAtTailWithAQuantum) {
