@@ -18,10 +18,33 @@
 # The module is built for `scripts/kver` (the running kernel when its headers
 # are installed, else the newest installed Debian kernel: the one the VM
 # boots).  Set KVER= or KDIR= to choose another.
+#
+# KERNEL=SERIES (e.g. `make kmod-lint selftest KERNEL=6.12`) builds and tests
+# against the newest Debian kernel of that series instead, which
+# scripts/kernel-fetch downloads once into /var/cache/parq/kernels (not
+# installed: the tests boot it in the VM).  The module is then built in
+# build/kmod/RELEASE, from a copy of kmod/'s sources, so that builds for
+# different kernels never mix, and the tests load it from there (PARQ_KO).
+# Documentation/kernels.md lists the kernels parq is tested on.
 
 VERSION     := 0.1.0
-KVER        ?= $(shell scripts/kver 2>/dev/null)
 BUILD       := build
+KERNEL      ?=
+ifneq ($(KERNEL),)
+KVER        := $(shell scripts/kernel-fetch $(KERNEL) | tail -n 1)
+ifeq ($(KVER),)
+$(error scripts/kernel-fetch $(KERNEL) failed)
+endif
+KMOD        := $(BUILD)/kmod/$(KVER)
+export PARQ_KO := $(CURDIR)/$(KMOD)/sch_parq.ko
+KDIR        ?= $(shell KVER=$(KVER) scripts/kver --kdir 2>/dev/null)
+KMOD_ARGS   := KVER=$(KVER) KDIR=$(KDIR)
+else
+KVER        ?= $(shell scripts/kver 2>/dev/null)
+KMOD        := kmod
+KMOD_ARGS   := KVER=$(KVER)
+endif
+KMOD_LINT_LOG := $(BUILD)/kmod-lint$(if $(KERNEL),-$(KVER)).log
 USERSPACE   := $(BUILD)/userspace
 FUZZ        := $(BUILD)/fuzz
 # The build tree without tests and sanitizers, for what measures time:
@@ -36,8 +59,14 @@ PREFIX      ?= /usr
 VM_TIMEOUT  ?= 3000
 RESULTS     ?= $(BUILD)/experiments
 
-# Tests and the demo run on the host when it can load modules, else in QEMU.
+# Tests and the demo run on the host when it can load modules (and runs the
+# KERNEL= kernel, if one is named), else in QEMU.
 ON_KERNEL := $(shell scripts/host-can-load-modules && echo host || echo vm)
+ifneq ($(KERNEL),)
+ifneq ($(KVER),$(shell uname -r))
+ON_KERNEL := vm
+endif
+endif
 ifeq ($(ON_KERNEL),host)
 IN_KERNEL :=
 else
@@ -47,17 +76,23 @@ endif
 
 all: kmod plugin userspace
 
-kmod:
-	$(MAKE) -C kmod KVER=$(KVER)
+kmod: $(if $(KERNEL),kmod-tree)
+	$(MAKE) -C $(KMOD) $(KMOD_ARGS)
+
+# KERNEL=: the sources to build in $(KMOD), copied when newer.
+kmod-tree:
+	@mkdir -p $(KMOD)
+	cd kmod && cp -pu --parents Makefile Kbuild \
+		$$(find . -name '*.[ch]' ! -name '*.mod.c') $(CURDIR)/$(KMOD)/
 
 # W=1 and sparse, with any warning failing the build.
-kmod-lint:
-	$(MAKE) -C kmod KVER=$(KVER) clean >/dev/null
+kmod-lint: $(if $(KERNEL),kmod-tree)
+	$(MAKE) -C $(KMOD) $(KMOD_ARGS) clean >/dev/null
 	@mkdir -p $(BUILD)
-	$(MAKE) -C kmod KVER=$(KVER) W=1 C=1 KCFLAGS=-Werror >$(BUILD)/kmod-lint.log 2>&1 || \
-		{ cat $(BUILD)/kmod-lint.log; exit 1; }
-	@cat $(BUILD)/kmod-lint.log
-	@! grep -E 'warning:|error:' $(BUILD)/kmod-lint.log
+	$(MAKE) -C $(KMOD) $(KMOD_ARGS) W=1 C=1 KCFLAGS=-Werror \
+		>$(KMOD_LINT_LOG) 2>&1 || { cat $(KMOD_LINT_LOG); exit 1; }
+	@cat $(KMOD_LINT_LOG)
+	@! grep -E 'warning:|error:' $(KMOD_LINT_LOG)
 
 plugin:
 	$(MAKE) -C tc-plugin
@@ -148,10 +183,12 @@ check:
 	scripts/install-deps check
 	@mkdir -p $(BUILD)
 	$(MAKE) kmod-lint
+	$(MAKE) kmod-lint KERNEL=6.12
 	$(MAKE) all unit plugin-test man-lint spec-lint fuzz
 	$(MAKE) selftest
 
 install: kmod plugin
+	@[ -z "$(KERNEL)" ] || { echo "make install: not with KERNEL= (that kernel is not installed)" >&2; exit 1; }
 	$(MAKE) -C kmod KVER=$(KVER) INSTALL_MOD_PATH=$(DESTDIR) modules_install
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 	$(MAKE) -C tc-plugin DESTDIR=$(DESTDIR) install
@@ -168,6 +205,6 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all kmod kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
+.PHONY: all kmod kmod-tree kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
 	selftest bench bench-core tools demo experiments deps check install \
 	dkms-install clean fuzz

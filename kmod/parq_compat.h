@@ -12,6 +12,14 @@
 #include <net/pkt_cls.h>
 #include <net/sch_generic.h>
 #include <net/gen_stats.h>
+/*
+ * 6.5 moved skb_gso_segment() and friends from <linux/netdevice.h> to
+ * <net/gso.h>.  A version test: sparse 0.6.4 (bookworm's) does not parse
+ * __has_include(<...>).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+#include <net/gso.h>
+#endif
 
 /* Newer kernels request "net-sch-<kind>"; 6.1 and older request sch_<kind>. */
 #ifdef MODULE_ALIAS_NET_SCH
@@ -60,18 +68,17 @@ typedef struct gnet_stats_basic_packed parq_bstats_t;
 #endif
 
 /*
- * Formatted extack messages arrived in 6.2 with a buffer in the extack.
- * Before, parq_qdisc.c formats into a small ring of static buffers written
- * under RTNL; the ack that reads one is built as soon as the request ends.
+ * Formatted extack messages.  NL_SET_ERR_MSG_FMT (6.2) formats into an
+ * 80-byte buffer in the extack (NETLINK_MAX_FMTMSG_LEN): parq's admission
+ * control messages are longer (up to about 170 bytes with their numbers),
+ * and it would cut them and log "truncated extack" (W=1 on 6.12 rejects
+ * them at build time).  So on every kernel parq_qdisc.c formats into a
+ * small ring of static buffers written under RTNL; the ack that reads one
+ * is built as soon as the request ends.
  */
-#ifdef NL_SET_ERR_MSG_FMT
-#define parq_set_err_fmt(extack, fmt, ...) \
-	NL_SET_ERR_MSG_FMT(extack, fmt, ##__VA_ARGS__)
-#else
 #define PARQ_NEED_ERR_RING
 __printf(2, 3) void parq_set_err_fmt(struct netlink_ext_ack *extack,
 				     const char *fmt, ...);
-#endif
 
 /* 6.2 split the ops that pre_doit sees into genl_split_ops. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
