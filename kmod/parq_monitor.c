@@ -15,6 +15,19 @@
  * taken for a new source, and at most once a second per source to keep the
  * recency order.
  *
+ * Once the table is full, a new source takes the place of the least
+ * recently seen one only if that one has been idle for PARQ_MON_IDLE_NS;
+ * otherwise the new source's packets are counted as uncounted
+ * (PARQ_A_MON_UNCOUNTED), and it is tried again at a later packet.  And
+ * each CPU makes at most size / (PARQ_MON_TURNOVER_S x CPUs) such tries a
+ * second; beyond that, packets from unknown sources are counted as
+ * uncounted without taking any shared lock.  So a flood from spoofed
+ * sources, whatever its rate, takes the table lock a bounded number of
+ * times a second and never evicts a source seen within the last
+ * PARQ_MON_IDLE_NS: the hosts parqd reads stay.  The price: while the
+ * table is full of active sources, a new one is not counted until one of
+ * them goes idle (or the operator makes the table larger).
+ *
  * Parallel traffic starting to arrive, and stopping (no parallel packet
  * for PARQ_A_MON_HOLD), is reported to the family's "events" group.  The
  * reports are edge-triggered: one start, then one stop at least a hold
@@ -40,6 +53,8 @@
 #include "parq_monitor.h"
 
 #define PARQ_MON_HASH_BITS	10
+#define PARQ_MON_TURNOVER_S	4	/* s: replacement tries per table */
+#define PARQ_MON_IDLE_NS	(2 * NSEC_PER_SEC)	/* evictable after */
 
 enum { PARQ_PAR, PARQ_LOC, PARQ_NCLS };
 
@@ -51,7 +66,15 @@ struct parq_peer {
 	atomic64_t		packets[PARQ_NCLS];
 	atomic64_t		bytes[PARQ_NCLS];
 	u64			last[PARQ_NCLS];	/* ns, 0: never */
+	u64			added;		/* ns */
 	struct rcu_head		rcu;
+};
+
+/* Admission of new sources, per CPU: no lock, no shared cache line. */
+struct parq_mon_pcpu {
+	unsigned long		window;		/* jiffies the second began */
+	u32			admitted;	/* new sources in this second */
+	u64			uncounted;	/* packets refused admission */
 };
 
 struct parq_mon_net {
@@ -69,6 +92,8 @@ struct parq_mon_net {
 	u64			evicted;
 	u64			events;
 	u32			seed;
+	u32			admit;		/* new sources/s per CPU */
+	struct parq_mon_pcpu __percpu *pcpu;
 	struct hrtimer		stop;		/* reports the end of parallel */
 	struct net		*net;
 };
@@ -112,7 +137,7 @@ static void parq_peer_unlink(struct parq_mon_net *mn, struct parq_peer *p)
 {
 	hlist_del_init_rcu(&p->node);
 	list_del(&p->lru);
-	mn->count--;
+	WRITE_ONCE(mn->count, mn->count - 1);
 	kfree_rcu(p, rcu);
 }
 
@@ -126,11 +151,23 @@ static void parq_peer_trim(struct parq_mon_net *mn, u32 size)
 	}
 }
 
-/* A source seen for the first time; NULL if memory is short.  Called under
+/* Seen last (or added) at least PARQ_MON_IDLE_NS before @now? */
+static bool parq_peer_idle(const struct parq_peer *p, u64 now)
+{
+	u64 seen = max3(p->added, READ_ONCE(p->last[PARQ_PAR]),
+			READ_ONCE(p->last[PARQ_LOC]));
+
+	/* Signed: another CPU may have stamped it after we read @now. */
+	return (s64)(now - seen) >= (s64)PARQ_MON_IDLE_NS;
+}
+
+/*
+ * A source seen for the first time at @now; NULL if memory is short or the
+ * table is full of sources that are not idle.  Called under
  * rcu_read_lock(), in softirq.
  */
 static struct parq_peer *parq_peer_add(struct parq_mon_net *mn,
-				       const struct parq_addr *src)
+				       const struct parq_addr *src, u64 now)
 {
 	struct parq_peer *p, *old;
 
@@ -139,6 +176,7 @@ static struct parq_peer *parq_peer_add(struct parq_mon_net *mn,
 		return NULL;
 	p->src = *src;
 	p->moved = jiffies;
+	p->added = now;
 	spin_lock_bh(&mn->lock);
 	old = parq_peer_find(mn, src);	/* another CPU was first */
 	if (old || !mn->enabled) {
@@ -146,12 +184,60 @@ static struct parq_peer *parq_peer_add(struct parq_mon_net *mn,
 		kfree(p);
 		return old;
 	}
+	if (mn->count >= mn->size &&
+	    !parq_peer_idle(list_last_entry(&mn->lru, struct parq_peer, lru),
+			    now)) {
+		spin_unlock_bh(&mn->lock);
+		kfree(p);
+		this_cpu_inc(mn->pcpu->uncounted);
+		return NULL;
+	}
 	parq_peer_trim(mn, mn->size - 1);
 	hlist_add_head_rcu(&p->node, parq_peer_head(mn, src));
 	list_add(&p->lru, &mn->lru);
-	mn->count++;
+	WRITE_ONCE(mn->count, mn->count + 1);
 	spin_unlock_bh(&mn->lock);
 	return p;
+}
+
+static u32 parq_mon_admit_budget(u32 size)
+{
+	return max(1U, DIV_ROUND_UP(size, PARQ_MON_TURNOVER_S *
+				    num_possible_cpus()));
+}
+
+/*
+ * May a packet from an unknown source add it to the table?  A softirq on
+ * the same CPU can interleave with a hook in process context: at worst one
+ * source more is admitted, or one packet less is counted as uncounted.
+ */
+static bool parq_mon_admit(struct parq_mon_net *mn)
+{
+	struct parq_mon_pcpu *pc = get_cpu_ptr(mn->pcpu);
+	unsigned long now = jiffies;
+	bool ok;
+
+	if (time_after_eq(now, pc->window + HZ)) {
+		pc->window = now;
+		pc->admitted = 0;
+	}
+	ok = pc->admitted < READ_ONCE(mn->admit);
+	if (ok)
+		pc->admitted++;
+	else
+		pc->uncounted++;
+	put_cpu_ptr(mn->pcpu);
+	return ok;
+}
+
+static u64 parq_mon_uncounted(struct parq_mon_net *mn)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(mn->pcpu, cpu)->uncounted);
+	return sum;
 }
 
 static void parq_peer_flush(struct parq_mon_net *mn)
@@ -267,8 +353,10 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 
 	rcu_read_lock();
 	p = parq_peer_find(mn, &src);
-	if (!p)
-		p = parq_peer_add(mn, &src);
+	/* Free room is not rationed: filling it evicts nobody. */
+	if (!p && (READ_ONCE(mn->count) < READ_ONCE(mn->size) ||
+		   parq_mon_admit(mn)))
+		p = parq_peer_add(mn, &src, now);
 	if (p) {
 		atomic64_inc(&p->packets[cls]);
 		atomic64_add(len, &p->bytes[cls]);
@@ -361,7 +449,8 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 	}
 	spin_lock_bh(&mn->lock);
 	if (a[PARQ_A_MON_SIZE]) {
-		mn->size = nla_get_u32(a[PARQ_A_MON_SIZE]);
+		WRITE_ONCE(mn->size, nla_get_u32(a[PARQ_A_MON_SIZE]));
+		WRITE_ONCE(mn->admit, parq_mon_admit_budget(mn->size));
 		parq_peer_trim(mn, mn->size);
 	}
 	if (a[PARQ_A_MON_DSCP])
@@ -396,7 +485,9 @@ int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
 	    nla_put_u64_64bit(msg, PARQ_A_MON_EVICTED, mn->evicted,
 			      PARQ_A_PAD) ||
 	    nla_put_u64_64bit(msg, PARQ_A_MON_EVENTS, mn->events,
-			      PARQ_A_PAD)) {
+			      PARQ_A_PAD) ||
+	    nla_put_u64_64bit(msg, PARQ_A_MON_UNCOUNTED,
+			      parq_mon_uncounted(mn), PARQ_A_PAD)) {
 		spin_unlock_bh(&mn->lock);
 		goto nospace;
 	}
@@ -466,11 +557,15 @@ static int __net_init parq_mon_net_init(struct net *net)
 {
 	struct parq_mon_net *mn = parq_mn(net);
 
+	mn->pcpu = alloc_percpu_gfp(struct parq_mon_pcpu, GFP_KERNEL_ACCOUNT);
+	if (!mn->pcpu)
+		return -ENOMEM;
 	spin_lock_init(&mn->lock);
 	INIT_LIST_HEAD(&mn->lru);
 	hrtimer_init(&mn->stop, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	mn->stop.function = parq_mon_stop_timer;
 	mn->size = PARQ_MON_SIZE_DEFAULT;
+	mn->admit = parq_mon_admit_budget(mn->size);
 	mn->dscp = PARQ_DSCP_DEFAULT;
 	mn->hold = PARQ_MON_HOLD_DEFAULT;
 	mn->seed = get_random_u32();
@@ -492,6 +587,7 @@ static void __net_exit parq_mon_net_exit(struct net *net)
 		synchronize_net();
 	}
 	hrtimer_cancel(&mn->stop);
+	free_percpu(mn->pcpu);
 }
 
 static struct pernet_operations parq_mon_net_ops = {

@@ -10,8 +10,10 @@ its address B1 (10.77.0.2), a second address B2 (10.77.0.3), over IPv6
     that change nothing;
   - exact counts per source and class: packets and IP bytes, parallel by
     DSCP (EF, CS5-7 by default), IPv4 and IPv6; a new DSCP set re-sorts;
-  - the table is bounded: 100 spoofed sources into a table of 16 keep the
-    16 seen last and count 84 evictions;
+  - the table is bounded: 100 spoofed sources into a table of 16 fill it,
+    and the other 84 find no source idle for 2 s to replace: nothing is
+    evicted and their packets count as uncounted; 2 s later, 2 new sources
+    replace the 2 seen longest ago;
   - one "started" report when a parallel stream begins and one "stopped"
     report a hold after it ends, not one per packet;
   - disabling forgets everything and counts nothing more; another
@@ -205,19 +207,34 @@ def t_dscp():
 
 
 def t_bounded():
-    spoofed = [f"10.88.{i // 250}.{i % 250 + 1}" for i in range(100)]
+    spoofed = [f"10.88.{i // 250}.{i % 250 + 1}" for i in range(102)]
     with genl() as g:
         ok(g.mon_set(enabled=0), "disable (forget)")
         ok(g.mon_set(enabled=1, size=16), "enable, size 16")
-        ev0 = g.mon_get()["evicted"]
-        send_spoofed(spoofed)
+        m0 = g.mon_get()
+        send_spoofed(spoofed[:100])
         settle()
         p = g.peers()
         m = g.mon_get()
-    diag(f"{len(p)} sources kept, {m['evicted'] - ev0} evicted")
-    check_eq((m["sources"], len(p)), (16, 16), "sources kept")
-    check_eq(m["evicted"] - ev0, 84, "evictions")
-    check_eq(sorted(p), sorted(spoofed[-16:]), "the 16 seen last are kept")
+        diag(f"{len(p)} sources kept, {m['evicted'] - m0['evicted']} "
+             f"evicted, {m['uncounted'] - m0['uncounted']} packets uncounted")
+        check_eq((m["sources"], len(p)), (16, 16), "sources kept")
+        check_eq(m["evicted"] - m0["evicted"], 0, "evictions")
+        check_eq(m["uncounted"] - m0["uncounted"], 84, "uncounted packets")
+        check_eq(sorted(p), sorted(spoofed[:16]), "the first 16 are kept")
+        # Idle for 2 s now: two new sources replace the two oldest (the
+        # budget, 16 / (4 x CPUs) a second per CPU, is at least one each
+        # on the CPU that receives them, so they go one a second).
+        time.sleep(2.2)
+        send_spoofed(spoofed[100:101])
+        time.sleep(1.1)
+        send_spoofed(spoofed[101:102])
+        settle()
+        p = g.peers()
+        m2 = g.mon_get()
+    check_eq(m2["evicted"] - m["evicted"], 2, "evictions of idle sources")
+    check_eq(sorted(p), sorted(spoofed[2:16] + spoofed[100:]),
+             "the two seen longest ago made room")
 
 
 def t_events():
@@ -325,7 +342,7 @@ def main():
     suite.case("exact counts per source and class (IPv4)", t_counts)
     suite.case("exact counts over IPv6", t_ipv6)
     suite.case("a new DSCP set re-sorts the traffic", t_dscp)
-    suite.case("100 spoofed sources, table of 16: the last 16 kept",
+    suite.case("100 spoofed sources, table of 16: only idle sources make room",
                t_bounded)
     suite.case("one start and one stop report per parallel stream",
                t_events)

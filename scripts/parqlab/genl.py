@@ -70,7 +70,8 @@ FIELDS = (("credit", "PARQ_A_CREDIT", "=I"),
           ("par_age_ns", "PARQ_A_PAR_AGE", "=Q"),
           ("loc_packets", "PARQ_A_LOC_PACKETS", "=Q"),
           ("loc_bytes", "PARQ_A_LOC_BYTES", "=Q"),
-          ("loc_age_ns", "PARQ_A_LOC_AGE", "=Q"))
+          ("loc_age_ns", "PARQ_A_LOC_AGE", "=Q"),
+          ("uncounted", "PARQ_A_MON_UNCOUNTED", "=Q"))
 
 
 def parse_entry(payload):

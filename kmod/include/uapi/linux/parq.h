@@ -225,6 +225,11 @@ enum parq_genl_attr {
 	PARQ_A_LOC_PACKETS,	/* u64: local packets from the source */
 	PARQ_A_LOC_BYTES,	/* u64 */
 	PARQ_A_LOC_AGE,		/* u64: ns since the last one; absent if none */
+	PARQ_A_MON_UNCOUNTED,	/* u64: packets from new sources that found
+				 * the table full: the least recently seen
+				 * source makes room only after 2 s idle, and
+				 * each CPU tries at most size / (4 x CPUs)
+				 * new sources a second */
 	__PARQ_A_MAX
 };
 #define PARQ_A_MAX (__PARQ_A_MAX - 1)
