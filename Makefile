@@ -9,8 +9,9 @@
 #                   (default build/experiments): CSV, PNG, Markdown
 #   make check      install what is missing, build, run every test
 #   make fuzz       fuzz parqd's message parser for FUZZ_TIME seconds (clang)
-#   make bench      the kernel benchmarks: reserved-flow dequeue cost, and
-#                   per-packet cost against the kernel's qdiscs (pktgen)
+#   make bench      the kernel benchmarks: reserved-flow dequeue cost,
+#                   per-packet cost against the kernel's qdiscs (pktgen), and
+#                   the receive monitor under a spoofed-source flood
 #   make bench-core the core's per-packet cost: ns (Google Benchmark) and
 #                   instructions (callgrind), Documentation/benchmarks.md
 #   make install    install module (updates/), tc plugin and man page
@@ -31,13 +32,19 @@ VERSION     := 0.1.0
 BUILD       := build
 KERNEL      ?=
 ifneq ($(KERNEL),)
+ifeq ($(KERNEL),debug)
+# Built by the kernel-debug target (the first time: about 30 minutes).
+KVER        := $(shell scripts/kernel-debug --release)
+KDIR        ?= $(or $(PARQ_KERNEL_CACHE),/var/cache/parq/kernels)/$(KVER)/lib/modules/$(KVER)/build
+else
 KVER        := $(shell scripts/kernel-fetch $(KERNEL) | tail -n 1)
+KDIR        ?= $(shell KVER=$(KVER) scripts/kver --kdir 2>/dev/null)
+endif
 ifeq ($(KVER),)
-$(error scripts/kernel-fetch $(KERNEL) failed)
+$(error no release for KERNEL=$(KERNEL))
 endif
 KMOD        := $(BUILD)/kmod/$(KVER)
 export PARQ_KO := $(CURDIR)/$(KMOD)/sch_parq.ko
-KDIR        ?= $(shell KVER=$(KVER) scripts/kver --kdir 2>/dev/null)
 KMOD_ARGS   := KVER=$(KVER) KDIR=$(KDIR)
 else
 KVER        ?= $(shell scripts/kver 2>/dev/null)
@@ -57,6 +64,7 @@ FUZZ_TIME   ?= 60
 DESTDIR     ?=
 PREFIX      ?= /usr
 VM_TIMEOUT  ?= 3000
+SELFTEST_ARGS ?=
 RESULTS     ?= $(BUILD)/experiments
 
 # Tests and the demo run on the host when it can load modules (and runs the
@@ -80,7 +88,7 @@ kmod: $(if $(KERNEL),kmod-tree)
 	$(MAKE) -C $(KMOD) $(KMOD_ARGS)
 
 # KERNEL=: the sources to build in $(KMOD), copied when newer.
-kmod-tree:
+kmod-tree: $(if $(filter debug,$(KERNEL)),kernel-debug)
 	@mkdir -p $(KMOD)
 	cd kmod && cp -pu --parents Makefile Kbuild \
 		$$(find . -name '*.[ch]' ! -name '*.mod.c') $(CURDIR)/$(KMOD)/
@@ -96,6 +104,12 @@ kmod-lint: $(if $(KERNEL),kmod-tree)
 
 plugin:
 	$(MAKE) -C tc-plugin
+
+# The debug kernel (KASAN, lockdep, DEBUG_LIST, DEBUG_OBJECTS, kmemleak),
+# built once from Debian's linux-source-6.1 into the kernel cache.
+kernel-debug:
+	scripts/install-deps debug
+	scripts/kernel-debug
 
 userspace:
 	cmake -S userspace -B $(USERSPACE) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -138,12 +152,13 @@ spec-lint:
 	scripts/check-genl-spec
 
 selftest: kmod plugin
-	$(IN_KERNEL) selftests/run --kmsg-check
+	$(IN_KERNEL) selftests/run --kmsg-check $(SELFTEST_ARGS)
 
 # Benchmarks print figures and assert nothing.
 bench: kmod plugin
 	$(IN_KERNEL) scripts/bench/resv-dequeue
 	$(IN_KERNEL) scripts/bench/pktgen-qdisc
+	$(IN_KERNEL) scripts/bench/monitor-flood
 
 # The scheduling core's per-packet operations, in a build tree of their own
 # without sanitizers: Google Benchmark (ns/packet, depends on the machine),
@@ -186,6 +201,21 @@ check:
 	$(MAKE) kmod-lint KERNEL=6.12
 	$(MAKE) all unit plugin-test man-lint spec-lint fuzz
 	$(MAKE) selftest
+	$(MAKE) selftest KERNEL=6.12
+	PARQ_STRESS_SCALE=0.5 PARQ_NLFUZZ_MESSAGES=20000 \
+		$(MAKE) selftest-stress KERNEL=debug
+
+# The stress tests and the netlink fuzzer alone, then a kmemleak scan: what
+# make check runs under the debug kernel (KERNEL=debug).
+selftest-stress: kmod plugin userspace
+	$(IN_KERNEL) selftests/run --kmsg-check --kmemleak parq_stress parq_nlfuzz
+
+# Every selftest under the debug kernel, then a kmemleak scan.
+check-debug: VM_TIMEOUT = 7200
+check-debug:
+	scripts/install-deps check
+	$(MAKE) all
+	$(MAKE) selftest KERNEL=debug SELFTEST_ARGS=--kmemleak
 
 install: kmod plugin
 	@[ -z "$(KERNEL)" ] || { echo "make install: not with KERNEL= (that kernel is not installed)" >&2; exit 1; }
@@ -207,4 +237,4 @@ clean:
 
 .PHONY: all kmod kmod-tree kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
 	selftest bench bench-core tools demo experiments deps check install \
-	dkms-install clean fuzz
+	dkms-install clean fuzz kernel-debug selftest-stress check-debug
