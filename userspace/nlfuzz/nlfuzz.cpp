@@ -324,6 +324,8 @@ private:
 		Bytes mon;	// enabled, size, dscp, hold
 		size_t entries = 0;
 	};
+	std::vector<std::pair<tcmsg, std::map<uint16_t, Bytes>>>
+	tc_dump(uint16_t type, const char *what);
 	Qstate qstate();
 	Cstate cstate();
 	Gstate gstate();
@@ -725,23 +727,33 @@ int Fuzzer::send_genl(Bytes *payload, uint8_t *cmd)
 
 // --- reading the state back -----------------------------------------------
 
-Fuzzer::Qstate Fuzzer::qstate()
+// The device's qdiscs or classes: each one's tcmsg and attributes.
+std::vector<std::pair<tcmsg, std::map<uint16_t, Bytes>>>
+Fuzzer::tc_dump(uint16_t type, const char *what)
 {
 	tcmsg t{};
 	t.tcm_family = AF_UNSPEC;
 	t.tcm_ifindex = ifindex_;
 	std::vector<Bytes> out;
-	int err = request(rt_, RTM_GETQDISC, NLM_F_DUMP,
-			  tcmsg_payload(t, {}), &out);
+	int err = request(rt_, type, NLM_F_DUMP, tcmsg_payload(t, {}), &out);
 	if (err)
-		die("qdisc dump failed: " + std::string(std::strerror(-err)));
+		die(std::string(what) + " dump failed: " + std::strerror(-err));
+	std::vector<std::pair<tcmsg, std::map<uint16_t, Bytes>>> res;
 	for (const auto &m : out) {
 		tcmsg r;
 		std::memcpy(&r, m.data(), sizeof(r));
-		if (r.tcm_ifindex != ifindex_ || r.tcm_handle != kHandle)
+		if (r.tcm_ifindex == ifindex_)
+			res.emplace_back(r, parse(m.data() + NLMSG_ALIGN(sizeof(r)),
+						  m.size() - NLMSG_ALIGN(sizeof(r))));
+	}
+	return res;
+}
+
+Fuzzer::Qstate Fuzzer::qstate()
+{
+	for (auto &[r, a] : tc_dump(RTM_GETQDISC, "qdisc")) {
+		if (r.tcm_handle != kHandle)
 			continue;
-		auto a = parse(m.data() + NLMSG_ALIGN(sizeof(tcmsg)),
-			       m.size() - NLMSG_ALIGN(sizeof(tcmsg)));
 		auto k = a.find(TCA_KIND);
 		if (k == a.end() || std::string(k->second.begin(),
 						k->second.end()).c_str() !=
@@ -763,24 +775,10 @@ Fuzzer::Qstate Fuzzer::qstate()
 
 Fuzzer::Cstate Fuzzer::cstate()
 {
-	tcmsg t{};
-	t.tcm_family = AF_UNSPEC;
-	t.tcm_ifindex = ifindex_;
-	std::vector<Bytes> out;
-	int err = request(rt_, RTM_GETTCLASS, NLM_F_DUMP,
-			  tcmsg_payload(t, {}), &out);
-	if (err)
-		die("class dump failed: " + std::string(std::strerror(-err)));
 	Cstate s;
-	for (const auto &m : out) {
-		tcmsg r;
-		std::memcpy(&r, m.data(), sizeof(r));
-		if (TC_H_MIN(r.tcm_handle) < PARQ_RESV_MINOR_MIN)
-			continue;
-		auto a = parse(m.data() + NLMSG_ALIGN(sizeof(tcmsg)),
-			       m.size() - NLMSG_ALIGN(sizeof(tcmsg)));
-		s[r.tcm_handle] = a[TCA_OPTIONS];
-	}
+	for (auto &[r, a] : tc_dump(RTM_GETTCLASS, "class"))
+		if (TC_H_MIN(r.tcm_handle) >= PARQ_RESV_MINOR_MIN)
+			s[r.tcm_handle] = a[TCA_OPTIONS];
 	return s;
 }
 
