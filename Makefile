@@ -201,7 +201,6 @@ check:
 	$(MAKE) kmod-lint KERNEL=6.12
 	$(MAKE) all unit plugin-test man-lint spec-lint fuzz
 	$(MAKE) selftest
-	$(MAKE) selftest KERNEL=6.12
 	PARQ_STRESS_SCALE=0.5 PARQ_NLFUZZ_MESSAGES=20000 \
 		$(MAKE) selftest-stress KERNEL=debug
 
