@@ -297,6 +297,7 @@ private:
 	// Requests.
 	int request(Socket &s, uint16_t type, uint16_t flags, const Bytes &p,
 		    std::vector<Bytes> *out = nullptr, std::string *msg = nullptr);
+	tcmsg tcm(uint32_t handle, uint32_t parent) const;
 	Bytes tcmsg_payload(const tcmsg &t, const std::vector<Attr> &attrs);
 	Bytes genl_payload(uint8_t cmd, uint8_t version,
 			   const std::vector<Attr> &attrs);
@@ -378,6 +379,17 @@ int Fuzzer::request(Socket &s, uint16_t type, uint16_t flags, const Bytes &p,
 	h.nlmsg_flags = static_cast<uint16_t>(NLM_F_REQUEST | NLM_F_ACK | flags);
 	uint32_t seq = s.send(h, p);
 	return s.replies(seq, out, msg);
+}
+
+// A tc message about the fuzzed device.
+tcmsg Fuzzer::tcm(uint32_t handle, uint32_t parent) const
+{
+	tcmsg t{};
+	t.tcm_family = AF_UNSPEC;
+	t.tcm_ifindex = ifindex_;
+	t.tcm_handle = handle;
+	t.tcm_parent = parent;
+	return t;
 }
 
 Bytes Fuzzer::tcmsg_payload(const tcmsg &t, const std::vector<Attr> &attrs)
@@ -548,11 +560,7 @@ int Fuzzer::send_qdisc(Bytes *opts_out)
 	if (!chance(3))
 		top.push_back(o);
 
-	tcmsg t{};
-	t.tcm_family = AF_UNSPEC;
-	t.tcm_ifindex = ifindex_;
-	t.tcm_handle = kHandle;
-	t.tcm_parent = TC_H_ROOT;
+	tcmsg t = tcm(kHandle, TC_H_ROOT);
 	uint16_t flags = 0;
 	if (chance(5)) {
 		mutated = true;
@@ -582,9 +590,7 @@ int Fuzzer::send_qdisc(Bytes *opts_out)
 
 int Fuzzer::send_class(uint16_t *type, Bytes *payload)
 {
-	tcmsg t{};
-	t.tcm_family = AF_UNSPEC;
-	t.tcm_ifindex = ifindex_;
+	tcmsg t = tcm(0, 0);
 	uint32_t minor = static_cast<uint32_t>(
 		chance(80) ? PARQ_RESV_MINOR_MIN + u(kMaxClasses + 4)
 			   : pick({0, 1, 2, 3, 0x15, 0xffff, rng_() & 0xffff}));
@@ -731,9 +737,7 @@ int Fuzzer::send_genl(Bytes *payload, uint8_t *cmd)
 std::vector<std::pair<tcmsg, std::map<uint16_t, Bytes>>>
 Fuzzer::tc_dump(uint16_t type, const char *what)
 {
-	tcmsg t{};
-	t.tcm_family = AF_UNSPEC;
-	t.tcm_ifindex = ifindex_;
+	tcmsg t = tcm(0, 0);
 	std::vector<Bytes> out;
 	int err = request(rt_, type, NLM_F_DUMP, tcmsg_payload(t, {}), &out);
 	if (err)
@@ -1071,11 +1075,7 @@ void Fuzzer::setup()
 	o.type = TCA_OPTIONS | NLA_F_NESTED;
 	o.is_nest = true;
 	o.nest = opts;
-	tcmsg t{};
-	t.tcm_family = AF_UNSPEC;
-	t.tcm_ifindex = ifindex_;
-	t.tcm_handle = kHandle;
-	t.tcm_parent = TC_H_ROOT;
+	tcmsg t = tcm(kHandle, TC_H_ROOT);
 	int err = request(rt_, RTM_NEWQDISC,
 			  NLM_F_CREATE | NLM_F_REPLACE,
 			  tcmsg_payload(t, {str_attr(TCA_KIND, "parq"), o}),
