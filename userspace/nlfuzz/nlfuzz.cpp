@@ -46,6 +46,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -306,6 +307,7 @@ private:
 	Attr random_leaf(uint16_t type, size_t size, uint64_t value);
 	void mutate(std::vector<Attr> &attrs, unsigned maxtype);
 	void cut_or_flip(Bytes &payload, size_t keep);
+	void add_options(std::vector<Attr> &top, std::vector<Attr> opts);
 	int send_qdisc(Bytes *opts);
 	int send_class(uint16_t *type, Bytes *payload);
 	int send_genl(Bytes *payload, uint8_t *cmd);
@@ -505,6 +507,19 @@ void Fuzzer::cut_or_flip(Bytes &payload, size_t keep)
 			static_cast<uint8_t>(1 + u(255));
 }
 
+// TCA_OPTIONS around @opts, mostly flagged nested as the kernel wants,
+// sometimes left out.
+void Fuzzer::add_options(std::vector<Attr> &top, std::vector<Attr> opts)
+{
+	Attr o;
+	o.type = static_cast<uint16_t>(TCA_OPTIONS |
+				       (chance(90) ? NLA_F_NESTED : 0));
+	o.is_nest = true;
+	o.nest = std::move(opts);
+	if (!chance(3))
+		top.push_back(std::move(o));
+}
+
 // --- the qdisc's options ---------------------------------------------------
 
 struct OptSpec {
@@ -552,13 +567,7 @@ int Fuzzer::send_qdisc(Bytes *opts_out)
 		top.push_back(str_attr(TCA_KIND,
 			chance(95) ? "parq" : pick({0, 1, 2}) == 0 ? "pfifo"
 			: chance(50) ? "parqq" : "", true));
-	Attr o;
-	o.type = static_cast<uint16_t>(TCA_OPTIONS |
-				       (chance(90) ? NLA_F_NESTED : 0));
-	o.is_nest = true;
-	o.nest = opts;
-	if (!chance(3))
-		top.push_back(o);
+	add_options(top, std::move(opts));
 
 	tcmsg t = tcm(kHandle, TC_H_ROOT);
 	uint16_t flags = 0;
@@ -625,13 +634,7 @@ int Fuzzer::send_class(uint16_t *type, Bytes *payload)
 			mutated = true;
 			mutate(opts, TCA_PARQ_CLASS_MAX);
 		}
-		Attr o;
-		o.type = static_cast<uint16_t>(TCA_OPTIONS |
-					       (chance(90) ? NLA_F_NESTED : 0));
-		o.is_nest = true;
-		o.nest = opts;
-		if (!chance(3))
-			top.push_back(o);
+		add_options(top, std::move(opts));
 		if (chance(5)) {
 			tc_estimator est{};
 			est.interval = static_cast<signed char>(u(256));
