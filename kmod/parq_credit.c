@@ -10,21 +10,25 @@
  * An expired entry is ignored at once and freed by a periodic sweep, so a
  * sender whose receiver went silent sends freely again after the lease.
  *
- * The table is a fixed array of RCU hash chains per network namespace.
- * Readers (the qdisc's dequeue) take no lock: they look an entry up under
- * RCU and charge it with one cmpxchg on its usage word.  Writers (netlink,
- * the sweep) hold the table's spinlock; an entry is never changed in place
- * but replaced, so a reader always sees one consistent configuration.
+ * The table is a resizable RCU hash table (rhashtable) per network
+ * namespace, hashed with a random seed of its own, so that no choice of
+ * addresses piles entries into one chain and a table of 65 536 entries
+ * keeps short chains.  Readers (the qdisc's dequeue) take no lock: they
+ * look an entry up under RCU and charge it with one cmpxchg on its usage
+ * word.  Writers (netlink, the sweep) are all in process context and hold
+ * the table's mutex; an entry is never changed in place but replaced, so a
+ * reader always sees one consistent configuration.  The sweep walks the
+ * table in batches with bottom halves enabled and yields between them.
  */
 #include <linux/in6.h>
 #include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
-#include <linux/jhash.h>
 #include <linux/module.h>
-#include <linux/rculist.h>
+#include <linux/mutex.h>
+#include <linux/rhashtable.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <net/genetlink.h>
 #include <net/net_namespace.h>
@@ -35,25 +39,34 @@
 #include "parq_genl.h"
 #include "core/parq_core.h"
 
-#define PARQ_CREDIT_HASH_BITS	8
 #define PARQ_CREDIT_SWEEP	HZ	/* expired entries freed this often */
+#define PARQ_CREDIT_BATCH	256	/* sweep: entries between yields */
 
 struct parq_credit {
-	struct hlist_node	node;
+	struct rhash_head	node;
 	struct parq_addr	dst;
 	struct parq_credit_cfg	cfg;
 	u64			expires;	/* ns */
 	atomic64_t		state;		/* see parq_credit_take() */
 	atomic64_t		passed;
 	atomic64_t		held;
+	struct list_head	doomed;		/* parq_credit_flush() */
 	struct rcu_head		rcu;
 };
 
 struct parq_credit_net {
-	spinlock_t		lock;		/* writers */
-	u32			count;
-	struct hlist_head	hash[1 << PARQ_CREDIT_HASH_BITS];
+	struct mutex		lock;		/* writers */
+	u32			count;		/* read locklessly */
+	struct rhashtable	ht;
 	struct delayed_work	sweep;
+};
+
+/* struct parq_addr has no padding: all of it is the key. */
+static const struct rhashtable_params parq_credit_params = {
+	.key_len		= sizeof(struct parq_addr),
+	.key_offset		= offsetof(struct parq_credit, dst),
+	.head_offset		= offsetof(struct parq_credit, node),
+	.automatic_shrinking	= true,
 };
 
 static unsigned int parq_credit_net_id __read_mostly;
@@ -63,28 +76,16 @@ static struct parq_credit_net *parq_cn(const struct net *net)
 	return net_generic(net, parq_credit_net_id);
 }
 
-static u32 parq_addr_hash(const struct parq_addr *a)
-{
-	return jhash2((__force const u32 *)a->a, 4, a->family) &
-	       ((1 << PARQ_CREDIT_HASH_BITS) - 1);
-}
-
 static bool parq_credit_live(const struct parq_credit *e, u64 now)
 {
 	return now < READ_ONCE(e->expires);
 }
 
-/* Caller holds rcu_read_lock() or the table lock. */
+/* Caller holds rcu_read_lock(). */
 static struct parq_credit *parq_credit_find(struct parq_credit_net *cn,
 					    const struct parq_addr *dst)
 {
-	struct parq_credit *e;
-
-	hlist_for_each_entry_rcu(e, &cn->hash[parq_addr_hash(dst)], node,
-				 lockdep_is_held(&cn->lock))
-		if (parq_addr_eq(&e->dst, dst))
-			return e;
-	return NULL;
+	return rhashtable_lookup(&cn->ht, dst, parq_credit_params);
 }
 
 bool parq_skb_dst(struct sk_buff *skb, struct parq_addr *dst)
@@ -146,27 +147,70 @@ out:
 
 /* --- table edits (under cn->lock) -------------------------------------- */
 
+/* The entry for @dst; caller holds cn->lock, so it cannot go meanwhile. */
+static struct parq_credit *parq_credit_find_locked(struct parq_credit_net *cn,
+						   const struct parq_addr *dst)
+{
+	struct parq_credit *e;
+
+	lockdep_assert_held(&cn->lock);
+	rcu_read_lock();
+	e = parq_credit_find(cn, dst);
+	rcu_read_unlock();
+	return e;
+}
+
 static void parq_credit_unlink(struct parq_credit_net *cn,
 			       struct parq_credit *e)
 {
-	hlist_del_rcu(&e->node);
-	WRITE_ONCE(cn->count, cn->count - 1);	/* read locklessly */
+	lockdep_assert_held(&cn->lock);
+	/* Cannot fail: @e is in the table and only cn->lock's holder edits. */
+	WARN_ON_ONCE(rhashtable_remove_fast(&cn->ht, &e->node,
+					    parq_credit_params));
+	WRITE_ONCE(cn->count, cn->count - 1);
 	kfree_rcu(e, rcu);
 }
 
+/*
+ * Free every entry, or only the expired ones.  The walk marks them, and
+ * they go after it: removing entries during a walk that stops and starts
+ * again (as it does every PARQ_CREDIT_BATCH entries, to drop RCU and
+ * yield) can make it skip the ones after them in the same chain.  Nothing
+ * else removes or adds an entry meanwhile (cn->lock); a resize of the table
+ * restarts the walk (-EAGAIN), and an entry seen twice is marked once.
+ */
 static void parq_credit_flush(struct parq_credit_net *cn, bool expired_only)
 {
-	struct parq_credit *e;
-	struct hlist_node *tmp;
+	struct parq_credit *e, *tmp;
+	struct rhashtable_iter it;
 	u64 now = ktime_get_ns();
-	unsigned int i;
+	unsigned int n = 0;
+	LIST_HEAD(doomed);
 
-	spin_lock_bh(&cn->lock);
-	for (i = 0; i < ARRAY_SIZE(cn->hash); i++)
-		hlist_for_each_entry_safe(e, tmp, &cn->hash[i], node)
-			if (!expired_only || !parq_credit_live(e, now))
-				parq_credit_unlink(cn, e);
-	spin_unlock_bh(&cn->lock);
+	mutex_lock(&cn->lock);
+	rhashtable_walk_enter(&cn->ht, &it);
+	rhashtable_walk_start(&it);
+	while ((e = rhashtable_walk_next(&it))) {
+		if (IS_ERR(e))
+			continue;	/* -EAGAIN: resized, walk restarted */
+		if ((!expired_only || !parq_credit_live(e, now)) &&
+		    list_empty(&e->doomed))
+			list_add_tail(&e->doomed, &doomed);
+		if (++n % PARQ_CREDIT_BATCH == 0) {
+			rhashtable_walk_stop(&it);
+			cond_resched();
+			rhashtable_walk_start(&it);
+		}
+	}
+	rhashtable_walk_stop(&it);
+	rhashtable_walk_exit(&it);
+	n = 0;
+	list_for_each_entry_safe(e, tmp, &doomed, doomed) {
+		parq_credit_unlink(cn, e);
+		if (++n % PARQ_CREDIT_BATCH == 0)
+			cond_resched();
+	}
+	mutex_unlock(&cn->lock);
 }
 
 static void parq_credit_sweep(struct work_struct *work)
@@ -192,23 +236,24 @@ static int parq_credit_set(struct parq_credit_net *cn,
 {
 	struct parq_credit *e, *old;
 	u64 now = ktime_get_ns();
+	int err;
 
 	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!e)
 		return -ENOMEM;
+	INIT_LIST_HEAD(&e->doomed);
 	e->dst = *dst;
 	e->cfg.credit = credit;
 	e->cfg.epoch = epoch;
 	e->cfg.start = now;
 	e->expires = parq_credit_expiry(now, lease);
 
-	spin_lock_bh(&cn->lock);
-	old = parq_credit_find(cn, dst);
+	mutex_lock(&cn->lock);
+	old = parq_credit_find_locked(cn, dst);
 	if (!old && cn->count >= PARQ_CREDIT_ENTRIES_MAX) {
-		spin_unlock_bh(&cn->lock);
-		kfree(e);
+		err = -ENOSPC;
 		NL_SET_ERR_MSG(extack, "parq: credit table full");
-		return -ENOSPC;
+		goto out;
 	}
 	if (old) {
 		if (old->cfg.epoch == epoch && parq_credit_live(old, now)) {
@@ -217,13 +262,25 @@ static int parq_credit_set(struct parq_credit_net *cn,
 		}
 		atomic64_set(&e->passed, atomic64_read(&old->passed));
 		atomic64_set(&e->held, atomic64_read(&old->held));
-		hlist_replace_rcu(&old->node, &e->node);
-		kfree_rcu(old, rcu);
+		err = rhashtable_replace_fast(&cn->ht, &old->node, &e->node,
+					      parq_credit_params);
+		if (!err)
+			kfree_rcu(old, rcu);
 	} else {
-		hlist_add_head_rcu(&e->node, &cn->hash[parq_addr_hash(dst)]);
-		WRITE_ONCE(cn->count, cn->count + 1);
+		/* May fail for memory, when the table must grow first. */
+		err = rhashtable_insert_fast(&cn->ht, &e->node,
+					     parq_credit_params);
+		if (!err)
+			WRITE_ONCE(cn->count, cn->count + 1);
 	}
-	spin_unlock_bh(&cn->lock);
+	if (err && err != -ENOSPC)
+		NL_SET_ERR_MSG(extack, "parq: the credit table cannot take the entry now");
+out:
+	mutex_unlock(&cn->lock);
+	if (err) {
+		kfree(e);
+		return err;
+	}
 	if (!old)
 		schedule_delayed_work(&cn->sweep, PARQ_CREDIT_SWEEP);
 	return 0;
@@ -234,11 +291,11 @@ static int parq_credit_del(struct parq_credit_net *cn,
 {
 	struct parq_credit *e;
 
-	spin_lock_bh(&cn->lock);
-	e = parq_credit_find(cn, dst);
+	mutex_lock(&cn->lock);
+	e = parq_credit_find_locked(cn, dst);
 	if (e)
 		parq_credit_unlink(cn, e);
-	spin_unlock_bh(&cn->lock);
+	mutex_unlock(&cn->lock);
 	return e ? 0 : -ENOENT;
 }
 
@@ -356,20 +413,52 @@ int parq_credit_genl_get(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 }
 
-static int parq_credit_dump_one(struct sk_buff *skb, struct hlist_node *node,
-				struct netlink_callback *cb, u64 now)
+/*
+ * A dump walks the table with an iterator that lives from .start to .done.
+ * An entry that did not fit in one message is the walk's current one and
+ * is peeked again at the next.  If the table is resized meanwhile the walk
+ * starts over, and entries already sent may be sent again.
+ */
+int parq_credit_genl_dump_start(struct netlink_callback *cb)
 {
-	return parq_credit_fill(skb, hlist_entry(node, struct parq_credit, node),
-				NETLINK_CB(cb->skb).portid,
-				cb->nlh->nlmsg_seq, NLM_F_MULTI, now);
+	struct parq_credit_net *cn = parq_cn(sock_net(cb->skb->sk));
+	struct rhashtable_iter *it;
+
+	it = kmalloc(sizeof(*it), GFP_KERNEL);
+	if (!it)
+		return -ENOMEM;
+	rhashtable_walk_enter(&cn->ht, it);
+	cb->args[0] = (unsigned long)it;
+	return 0;
+}
+
+int parq_credit_genl_dump_done(struct netlink_callback *cb)
+{
+	struct rhashtable_iter *it = (struct rhashtable_iter *)cb->args[0];
+
+	if (it) {
+		rhashtable_walk_exit(it);
+		kfree(it);
+	}
+	return 0;
 }
 
 int parq_credit_genl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
-	struct parq_credit_net *cn = parq_cn(sock_net(skb->sk));
+	struct rhashtable_iter *it = (struct rhashtable_iter *)cb->args[0];
+	u64 now = ktime_get_ns();
+	struct parq_credit *e;
 
-	return parq_genl_dump_chains(skb, cb, cn->hash, ARRAY_SIZE(cn->hash),
-				     parq_credit_dump_one);
+	rhashtable_walk_start(it);
+	for (e = rhashtable_walk_peek(it); e; e = rhashtable_walk_next(it)) {
+		if (IS_ERR(e))
+			continue;	/* -EAGAIN: resized, walk restarted */
+		if (parq_credit_fill(skb, e, NETLINK_CB(cb->skb).portid,
+				     cb->nlh->nlmsg_seq, NLM_F_MULTI, now))
+			break;
+	}
+	rhashtable_walk_stop(it);
+	return skb->len;
 }
 
 /* --- namespaces and module --------------------------------------------- */
@@ -378,17 +467,27 @@ static int __net_init parq_credit_net_init(struct net *net)
 {
 	struct parq_credit_net *cn = parq_cn(net);
 
-	spin_lock_init(&cn->lock);
+	mutex_init(&cn->lock);
 	INIT_DELAYED_WORK(&cn->sweep, parq_credit_sweep);
-	return 0;
+	return rhashtable_init(&cn->ht, &parq_credit_params);
+}
+
+static void parq_credit_free(void *ptr, void *arg)
+{
+	kfree(ptr);
 }
 
 static void __net_exit parq_credit_net_exit(struct net *net)
 {
 	struct parq_credit_net *cn = parq_cn(net);
 
+	/*
+	 * Readers are the dequeues of this namespace's qdiscs, and its devices
+	 * are gone (or, on module unload, no parq qdisc is left): the entries
+	 * and the buckets can be freed at once.
+	 */
 	cancel_delayed_work_sync(&cn->sweep);
-	parq_credit_flush(cn, false);
+	rhashtable_free_and_destroy(&cn->ht, parq_credit_free, NULL);
 }
 
 static struct pernet_operations parq_credit_net_ops = {

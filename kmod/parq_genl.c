@@ -69,7 +69,9 @@ static const struct genl_ops parq_genl_ops[] = {
 	{
 		.cmd	= PARQ_CMD_CREDIT_GET,
 		.doit	= parq_credit_genl_get,
+		.start	= parq_credit_genl_dump_start,
 		.dumpit	= parq_credit_genl_dump,
+		.done	= parq_credit_genl_dump_done,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{

@@ -34,7 +34,9 @@ void parq_genl_notify(struct net *net, struct sk_buff *skb, gfp_t gfp);
 int parq_credit_genl_set(struct sk_buff *skb, struct genl_info *info);
 int parq_credit_genl_del(struct sk_buff *skb, struct genl_info *info);
 int parq_credit_genl_get(struct sk_buff *skb, struct genl_info *info);
+int parq_credit_genl_dump_start(struct netlink_callback *cb);
 int parq_credit_genl_dump(struct sk_buff *skb, struct netlink_callback *cb);
+int parq_credit_genl_dump_done(struct netlink_callback *cb);
 
 int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info);
 int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info);
