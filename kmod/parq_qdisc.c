@@ -79,7 +79,7 @@ struct parq_flow {
 struct parq_lflow {
 	struct parq_rr_node	rr;	/* in lrr unless waiting */
 	struct hlist_node	hnode;	/* in lhash */
-	struct list_head	wait;	/* in lwait while waiting */
+	struct rb_node		wait;	/* in lwait while waiting */
 	struct parq_skbq	q;
 	struct parq_addr	dst;
 	u64			until;	/* ns: end of its wait */
@@ -130,7 +130,7 @@ struct parq_sched_data {
 	u32			local_flows;	/* local flows with packets */
 	u32			local_waiting;	/* of those, waiting for credit */
 	u64			lwait_next;	/* ns: earliest end of a wait */
-	struct list_head	lwait;		/* local flows waiting */
+	struct rb_root_cached	lwait;		/* waiting local flows by until */
 	u32			resv_backlogged;
 	bool			throttled;
 	bool			split_gso;
@@ -367,7 +367,7 @@ static struct parq_lflow *parq_lflow_get(struct parq_sched_data *q,
 		return NULL;
 	f->dst = dst;
 	hlist_add_head(&f->hnode, head);
-	INIT_LIST_HEAD(&f->wait);
+	RB_CLEAR_NODE(&f->wait);
 	q->local_flows++;
 	return f;
 }
@@ -381,7 +381,32 @@ static void parq_lflow_free(struct parq_sched_data *q, struct parq_lflow *f)
 
 static bool parq_lflow_waiting(const struct parq_lflow *f)
 {
-	return !list_empty(&f->wait);
+	return !RB_EMPTY_NODE(&f->wait);
+}
+
+static bool parq_lwait_less(struct rb_node *a, const struct rb_node *b)
+{
+	return rb_entry(a, struct parq_lflow, wait)->until <
+	       rb_entry(b, struct parq_lflow, wait)->until;
+}
+
+/* The local flow whose credit wait ends first, NULL if none waits. */
+static struct parq_lflow *parq_lwait_first(struct parq_sched_data *q)
+{
+	struct rb_node *n = rb_first_cached(&q->lwait);
+
+	return n ? rb_entry(n, struct parq_lflow, wait) : NULL;
+}
+
+static void parq_lwait_del(struct parq_sched_data *q, struct parq_lflow *f)
+{
+	struct parq_lflow *first;
+
+	rb_erase_cached(&f->wait, &q->lwait);
+	RB_CLEAR_NODE(&f->wait);
+	q->local_waiting--;
+	first = parq_lwait_first(q);
+	q->lwait_next = first ? first->until : U64_MAX;
 }
 
 /* Take the head packet of local flow @f: the one parq_rr_select() chose,
@@ -397,12 +422,10 @@ static struct sk_buff *parq_lflow_take(struct Qdisc *sch,
 	if (selected) {
 		parq_rr_charge(&q->lrr, qdisc_pkt_len(skb), emptied);
 	} else if (emptied) {
-		if (parq_lflow_waiting(f)) {
-			list_del_init(&f->wait);
-			q->local_waiting--;
-		} else {
+		if (parq_lflow_waiting(f))
+			parq_lwait_del(q, f);
+		else
 			parq_rr_remove(&q->lrr, &f->rr);
-		}
 	}
 	if (emptied)
 		parq_lflow_free(q, f);
@@ -411,24 +434,24 @@ static struct sk_buff *parq_lflow_take(struct Qdisc *sch,
 	return skb;
 }
 
-/* Local flows whose credit wait is over go back to the round robin. */
+/*
+ * Local flows whose credit wait is over go back to the round robin.  The
+ * waiting flows are kept in order of the end of their wait, so this costs
+ * O(log n) per flow woken, and nothing when none is due.
+ */
 static void parq_local_wake(struct parq_sched_data *q, u64 now)
 {
-	struct parq_lflow *f, *tmp;
-	u64 next = U64_MAX;
+	struct parq_lflow *f;
 
-	if (now < q->lwait_next)
-		return;
-	list_for_each_entry_safe(f, tmp, &q->lwait, wait) {
-		if (f->until > now) {
-			next = min(next, f->until);
-			continue;
+	while (now >= q->lwait_next) {
+		f = parq_lwait_first(q);
+		if (WARN_ON_ONCE(!f)) {	/* lwait_next is the first's until */
+			q->lwait_next = U64_MAX;
+			break;
 		}
-		list_del_init(&f->wait);
-		q->local_waiting--;
+		parq_lwait_del(q, f);
 		parq_rr_add(&q->lrr, &f->rr);
 	}
-	q->lwait_next = next;
 }
 
 /*
@@ -453,7 +476,7 @@ static struct parq_lflow *parq_local_next(struct Qdisc *sch, u64 now)
 			return f;
 		parq_rr_charge(&q->lrr, 0, true);
 		f->until = until;
-		list_add_tail(&f->wait, &q->lwait);
+		rb_add_cached(&f->wait, &q->lwait, parq_lwait_less);
 		q->local_waiting++;
 		q->lwait_next = min(q->lwait_next, until);
 		q->xs.credit_waits++;
@@ -478,7 +501,7 @@ static void parq_local_purge(struct parq_sched_data *q)
 	q->lrr.head = NULL;
 	q->lrr.tail = NULL;
 	q->lrr.active = 0;
-	INIT_LIST_HEAD(&q->lwait);
+	q->lwait = RB_ROOT_CACHED;
 	q->local_waiting = 0;
 	q->lwait_next = U64_MAX;
 	q->local_qlen = 0;
@@ -562,8 +585,7 @@ static unsigned int parq_evict(struct Qdisc *sch, struct sk_buff **to_free)
 		skb = parq_lflow_take(sch, q->lrr.head ?
 				      container_of(q->lrr.head,
 						   struct parq_lflow, rr) :
-				      list_first_entry(&q->lwait,
-						       struct parq_lflow, wait),
+				      parq_lwait_first(q),
 				      false);
 	} else if (q->parallel_qlen) {
 		cl = PARQ_CLASS_PARALLEL;
@@ -1145,7 +1167,7 @@ static int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	q->resv_backlog = RB_ROOT_CACHED;
 	parq_rr_init(&q->rr, psched_mtu(qdisc_dev(sch)));
 	parq_rr_init(&q->lrr, psched_mtu(qdisc_dev(sch)));
-	INIT_LIST_HEAD(&q->lwait);
+	q->lwait = RB_ROOT_CACHED;
 	q->lwait_next = U64_MAX;
 	q->lseed = get_random_u32();
 
