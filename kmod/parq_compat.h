@@ -73,11 +73,13 @@ typedef struct gnet_stats_basic_packed parq_bstats_t;
  * control messages are longer (up to about 170 bytes with their numbers),
  * and it would cut them and log "truncated extack" (W=1 on 6.12 rejects
  * them at build time).  So on every kernel parq_qdisc.c formats into a
- * small ring of static buffers written under RTNL; the ack that reads one
- * is built as soon as the request ends.
+ * small per-namespace ring of buffers written under RTNL; the ack that
+ * reads one is built as soon as the request ends.
  */
 #define PARQ_NEED_ERR_RING
-__printf(2, 3) void parq_set_err_fmt(struct netlink_ext_ack *extack,
+struct net;
+__printf(3, 4) void parq_set_err_fmt(const struct net *net,
+				     struct netlink_ext_ack *extack,
 				     const char *fmt, ...);
 
 /* 6.2 split the ops that pre_doit sees into genl_split_ops. */

@@ -37,10 +37,12 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/jhash.h>
+#include <linux/memcontrol.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
 #include <linux/rculist.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <net/dsfield.h>
@@ -94,6 +96,7 @@ struct parq_mon_net {
 	u32			seed;
 	u32			admit;		/* new sources/s per CPU */
 	struct parq_mon_pcpu __percpu *pcpu;
+	struct mem_cgroup __rcu	*memcg;		/* charged for the sources */
 	struct hrtimer		stop;		/* reports the end of parallel */
 	struct net		*net;
 };
@@ -162,6 +165,27 @@ static bool parq_peer_idle(const struct parq_peer *p, u64 now)
 }
 
 /*
+ * A new source's entry, charged to the memory cgroup of whoever enabled
+ * the monitor (in softirq there is no caller to charge).  A memory cgroup
+ * is freed an RCU grace period after its last reference goes, and the
+ * hook runs under rcu_read_lock(), so @memcg stays valid meanwhile even if
+ * parq_mon_genl_set() replaces it.
+ */
+static struct parq_peer *parq_peer_alloc(struct mem_cgroup *memcg)
+{
+	struct mem_cgroup *old;
+	struct parq_peer *p;
+
+	if (!memcg)
+		return kzalloc(sizeof(struct parq_peer),
+			       GFP_ATOMIC | __GFP_NOWARN);
+	old = set_active_memcg(memcg);
+	p = kzalloc(sizeof(*p), GFP_ATOMIC | __GFP_NOWARN | __GFP_ACCOUNT);
+	set_active_memcg(old);
+	return p;
+}
+
+/*
  * A source seen for the first time at @now; NULL if memory is short or the
  * table is full of sources that are not idle.  Called under
  * rcu_read_lock(), in softirq.
@@ -169,9 +193,10 @@ static bool parq_peer_idle(const struct parq_peer *p, u64 now)
 static struct parq_peer *parq_peer_add(struct parq_mon_net *mn,
 				       const struct parq_addr *src, u64 now)
 {
+	struct mem_cgroup *memcg = rcu_dereference(mn->memcg);
 	struct parq_peer *p, *old;
 
-	p = kzalloc(sizeof(*p), GFP_ATOMIC | __GFP_NOWARN);
+	p = parq_peer_alloc(memcg);
 	if (!p)
 		return NULL;
 	p->src = *src;
@@ -424,6 +449,16 @@ static void parq_mon_disable(struct parq_mon_net *mn, bool notify)
 	parq_peer_flush(mn);
 }
 
+/*
+ * From now on new sources are charged to @memcg (a reference the caller
+ * hands over; NULL: none).  Requests are serialized by the genl mutex.
+ */
+static void parq_mon_set_memcg(struct parq_mon_net *mn,
+			       struct mem_cgroup *memcg)
+{
+	mem_cgroup_put(rcu_replace_pointer(mn->memcg, memcg, true));
+}
+
 /* --- generic netlink handlers -------------------------------------------- */
 
 int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
@@ -447,6 +482,8 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 	} else if (!enable) {
 		parq_mon_disable(mn, true);
 	}
+	if (enable)
+		parq_mon_set_memcg(mn, get_mem_cgroup_from_mm(current->mm));
 	spin_lock_bh(&mn->lock);
 	if (a[PARQ_A_MON_SIZE]) {
 		WRITE_ONCE(mn->size, nla_get_u32(a[PARQ_A_MON_SIZE]));
@@ -587,6 +624,7 @@ static void __net_exit parq_mon_net_exit(struct net *net)
 		synchronize_net();
 	}
 	hrtimer_cancel(&mn->stop);
+	parq_mon_set_memcg(mn, NULL);
 	free_percpu(mn->pcpu);
 }
 

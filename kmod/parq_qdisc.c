@@ -45,6 +45,7 @@
 #include <linux/slab.h>
 #include <net/dsfield.h>
 #include <net/netlink.h>
+#include <net/netns/generic.h>
 #include <net/pkt_cls.h>
 #include <net/pkt_sched.h>
 #include <net/sch_generic.h>
@@ -872,24 +873,44 @@ static void parq_reset(struct Qdisc *sch)
 /* --- admission control ------------------------------------------------ */
 
 #ifdef PARQ_NEED_ERR_RING
+/*
+ * Each namespace has its own ring, so a request's text can only be
+ * overwritten by PARQ_ERR_RING later failures in the same namespace
+ * between its handler's return and its acknowledgement, never by another
+ * namespace's.  The last byte of each buffer is never written: a text read
+ * while it is being replaced is garbled at worst, never unterminated.
+ */
 #define PARQ_ERR_RING	16
-static char parq_err_ring[PARQ_ERR_RING][192];
-static unsigned int parq_err_next;
+#define PARQ_ERR_LEN	192
 
-void parq_set_err_fmt(struct netlink_ext_ack *extack, const char *fmt, ...)
+struct parq_qdisc_net {
+	unsigned int	err_next;			/* under RTNL */
+	char		err[PARQ_ERR_RING][PARQ_ERR_LEN];
+};
+
+static unsigned int parq_qdisc_net_id __read_mostly;
+
+void parq_set_err_fmt(const struct net *net, struct netlink_ext_ack *extack,
+		      const char *fmt, ...)
 {
+	struct parq_qdisc_net *qn = net_generic(net, parq_qdisc_net_id);
 	va_list ap;
 	char *buf;
 
 	ASSERT_RTNL();
 	if (!extack)
 		return;
-	buf = parq_err_ring[parq_err_next++ % PARQ_ERR_RING];
+	buf = qn->err[qn->err_next++ % PARQ_ERR_RING];
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(parq_err_ring[0]), fmt, ap);
+	vsnprintf(buf, PARQ_ERR_LEN - 1, fmt, ap);
 	va_end(ap);
 	extack->_msg = buf;
 }
+
+static struct pernet_operations parq_qdisc_net_ops = {
+	.id	= &parq_qdisc_net_id,
+	.size	= sizeof(struct parq_qdisc_net),
+};
 #endif
 
 /* The device's link speed in bytes/s, 0 if unknown.  Under RTNL. */
@@ -1078,7 +1099,7 @@ static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
 	capacity = parq_resv_capacity(*linkrate, cfg->reservable);
 	if (q->resv_sum > capacity) {
 		q->xs.resv_rejects++;
-		parq_set_err_fmt(extack,
+		parq_set_err_fmt(dev_net(qdisc_dev(sch)), extack,
 				 "parq: %llu bit/s reservable (linkrate x reservable) is below the %llu bit/s already reserved",
 				 capacity * 8, q->resv_sum * 8);
 		return -EINVAL;
@@ -1177,8 +1198,8 @@ static int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	err = tcf_block_get(&q->block, &q->filter_list, sch, extack);
 	if (err)
 		return err;
-	q->flows = kvcalloc(PARQ_FLOW_BUCKETS, sizeof(*q->flows), GFP_KERNEL);
-	q->lhash = kvcalloc(PARQ_LOCAL_BUCKETS, sizeof(*q->lhash), GFP_KERNEL);
+	q->flows = kvcalloc(PARQ_FLOW_BUCKETS, sizeof(*q->flows), GFP_KERNEL_ACCOUNT);
+	q->lhash = kvcalloc(PARQ_LOCAL_BUCKETS, sizeof(*q->lhash), GFP_KERNEL_ACCOUNT);
 	if (!q->flows || !q->lhash)
 		return -ENOMEM;
 
@@ -1337,7 +1358,7 @@ static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 		u64 others = q->resv_sum - old_bw;
 
 		q->xs.resv_rejects++;
-		parq_set_err_fmt(extack,
+		parq_set_err_fmt(dev_net(qdisc_dev(sch)), extack,
 				 "parq: reservation of %llu bit/s refused: %llu bit/s free of %llu bit/s reservable, %llu bit/s reserved",
 				 *bw * 8,
 				 (*capacity > others ? *capacity - others : 0) * 8,
@@ -1392,7 +1413,7 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 			}
 		}
 	} else {
-		rc = kzalloc(sizeof(*rc), GFP_KERNEL);
+		rc = kzalloc(sizeof(*rc), GFP_KERNEL_ACCOUNT);
 		if (!rc)
 			return -ENOMEM;
 		parq_bstats_init(&rc->c.bstats);
@@ -1640,12 +1661,21 @@ static int __init parq_module_init(void)
 	if (err)
 		goto err_credit;
 	parq_genl_set_open(true);
-	err = register_qdisc(&parq_qdisc_ops);
+#ifdef PARQ_NEED_ERR_RING
+	err = register_pernet_subsys(&parq_qdisc_net_ops);
 	if (err)
 		goto err_open;
+#endif
+	err = register_qdisc(&parq_qdisc_ops);
+	if (err)
+		goto err_ring;
 	return 0;
 
+err_ring:
+#ifdef PARQ_NEED_ERR_RING
+	unregister_pernet_subsys(&parq_qdisc_net_ops);
 err_open:
+#endif
 	parq_genl_set_open(false);
 	parq_monitor_exit();
 err_credit:
@@ -1662,6 +1692,9 @@ err_genl:
 static void __exit parq_module_exit(void)
 {
 	unregister_qdisc(&parq_qdisc_ops);
+#ifdef PARQ_NEED_ERR_RING
+	unregister_pernet_subsys(&parq_qdisc_net_ops);
+#endif
 	parq_genl_set_open(false);
 	parq_monitor_exit();
 	parq_credit_exit();

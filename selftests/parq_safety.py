@@ -15,7 +15,13 @@ before its fix (the random races are in parq_stress):
     speed, not the whole of it;
   - the parq family needs CAP_NET_ADMIN over the namespace for reads and
     the events group too, and root in a user namespace that owns its
-    network namespace manages that namespace's tables.
+    network namespace manages that namespace's tables;
+  - the tables' entries are charged to the caller's memory cgroup: credit
+    entries to whoever sets them, the monitor's sources (added in softirq)
+    to whoever enabled the monitor (they were charged to no one);
+  - a formatted error (admission control) is read back intact while
+    another namespace fails requests as fast as it can (the ring of texts
+    was shared by every namespace).
 Afterwards the kernel log must hold no warning.
 """
 import fcntl
@@ -27,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
-from parqlab import ktap, lab  # noqa: E402
+from parqlab import ktap, lab, rtnl, uapi  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
@@ -238,6 +244,156 @@ def t_permissions():
              "set, dump, monitor get, join events")
 
 
+CGROOT = "/sys/fs/cgroup"
+CG = CGROOT + "/parq-saf"
+
+
+def slab(cg):
+    """The memory cgroup's unreclaimable slab, bytes, after the periodic
+    statistics flush (every 2 s) has caught up."""
+    time.sleep(2.5)
+    with open(cg + "/memory.stat") as f:
+        for line in f:
+            k, v = line.split()
+            if k == "slab_unreclaimable":
+                return int(v)
+    raise AssertionError("no slab_unreclaimable in memory.stat")
+
+
+class InCgroup:
+    """This process inside @cg for the with block."""
+
+    def __init__(self, cg):
+        self.cg = cg
+
+    def __enter__(self):
+        with open(self.cg + "/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+
+    def __exit__(self, *exc):
+        with open(CGROOT + "/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+        return False
+
+
+def spoof(ns, dst, sources):
+    """One UDP packet to @dst from each of @sources (raw IPv4 from @ns)."""
+    sk = ns.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    try:
+        d = socket.inet_aton(dst)
+        for src in sources:
+            udp = struct.pack("!HHHH", 9, 9, 8, 0)
+            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0,
+                             socket.inet_aton(src), d)
+            sk.sendto(ip + udp, (dst, 0))
+    finally:
+        sk.close()
+
+
+CG_CREDITS = 16384
+CG_SOURCES = 8000
+
+
+def t_memcg():
+    with open(CGROOT + "/cgroup.controllers") as f:
+        check("memory" in f.read().split(), "the memory controller exists")
+    with open(CGROOT + "/cgroup.subtree_control", "w") as f:
+        f.write("+memory")
+    if not os.path.isdir(CG):
+        os.mkdir(CG)
+    with ParqGenl(topo.a) as g:
+        check_eq(g.delete().error, 0, "flush")
+        check_eq(g.mon_set(enabled=0).error, 0, "monitor off")
+        before = slab(CG)
+        with InCgroup(CG):
+            for i in range(CG_CREDITS):
+                res = g.set(f"10.{80 + i // 65536}.{i // 256 % 256}.{i % 256}",
+                            credit=1000, lease_ns=60 * SEC)
+                if res.error:
+                    check_eq(res.error, 0, f"credit {i}")
+        after = slab(CG)
+        diag(f"{CG_CREDITS} credit entries: the cgroup's slab grew by "
+             f"{after - before} bytes")
+        check(after - before >= CG_CREDITS * 64,
+              f"credit entries charged: {after - before} bytes for "
+              f"{CG_CREDITS} entries")
+        check_eq(g.delete().error, 0, "flush")
+
+        with InCgroup(CG):
+            check_eq(g.mon_set(enabled=1, size=2 * CG_SOURCES).error, 0,
+                     "monitor on, from inside the cgroup")
+        before = slab(CG)
+        spoof(topo.b, topo.ip_a(),
+              (f"10.97.{i // 250}.{i % 250 + 1}" for i in range(CG_SOURCES)))
+        n = len(g.peers())
+        after = slab(CG)
+        diag(f"{n} monitored sources: the cgroup's slab grew by "
+             f"{after - before} bytes")
+        check(n >= CG_SOURCES * 9 // 10, f"{n} of {CG_SOURCES} sources seen")
+        check(after - before >= n * 64,
+              f"monitor sources charged: {after - before} bytes for {n}")
+        check_eq(g.mon_set(enabled=0).error, 0, "monitor off")
+
+
+ERR_HAMMER = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from parqlab import rtnl, uapi
+nl = rtnl.Rtnl()
+ifindex = nl.ifindex(sys.argv[2])
+body = (rtnl.tcmsg(ifindex, 0x10000 | int(sys.argv[3]), 0x10000) +
+        rtnl.nla_str(rtnl.TCA_KIND, "parq") +
+        rtnl.nest(rtnl.TCA_OPTIONS,
+                  rtnl.nla_u64(uapi.TCA_PARQ_CLASS_RATE, 10**9)))
+while True:
+    nl.request(rtnl.RTM_NEWTCLASS, rtnl.NLM_F_CREATE | rtnl.NLM_F_EXCL, body)
+"""
+ERR_SECS = 8
+
+
+def t_err_ring():
+    """A's refusals carry A's numbers while B, in two processes, fails
+    requests as fast as it can: with one ring for every namespace, B's
+    texts overwrote A's between A's request and its acknowledgement."""
+    for ns, d, rate in ((topo.a, topo.dev_a(), "100mbit"),
+                        (topo.b, topo.dev_b(), "300mbit")):
+        tc(ns, "qdisc", "del", "dev", d, "root", check=False)
+        tc(ns, "qdisc", "add", "dev", d, "root", "handle", "1:", "parq",
+           "linkrate", rate)
+    hammers = [topo.b.popen(["python3", "-c", ERR_HAMMER, SCRIPTS,
+                             topo.dev_b(), str(0x30 + i)]) for i in range(2)]
+    want = "of 90000000 bit/s reservable"
+    tries = bad = 0
+    try:
+        time.sleep(1)
+        with rtnl.Rtnl(topo.a) as nl:
+            ifindex = nl.ifindex(dev())
+            body = (rtnl.tcmsg(ifindex, 0x10030, 0x10000) +
+                    rtnl.nla_str(rtnl.TCA_KIND, "parq") +
+                    rtnl.nest(rtnl.TCA_OPTIONS,
+                              rtnl.nla_u64(uapi.TCA_PARQ_CLASS_RATE,
+                                           95 * 10**6 // 8)))
+            end = time.monotonic() + ERR_SECS
+            while time.monotonic() < end:
+                res = nl.request(rtnl.RTM_NEWTCLASS,
+                                 rtnl.NLM_F_CREATE | rtnl.NLM_F_EXCL, body)
+                tries += 1
+                if want not in (res.msg or ""):
+                    bad += 1
+                    if bad <= 3:
+                        diag(f"A's error {res.error}: {res.msg!r}")
+    finally:
+        for h in hammers:
+            h.kill()
+            h.wait(10)
+    for h in hammers:
+        check("Traceback" not in h.stderr.read(),
+              "B's requests ran until killed")
+    diag(f"{tries} refusals in A, {bad} garbled or foreign")
+    check(tries >= 100, f"{tries} refusals in A")
+    check_eq(bad, 0, f"garbled or foreign texts in {tries} refusals")
+
+
 def t_kmsg():
     kwatch.assert_clean()
 
@@ -259,6 +415,9 @@ def main():
     suite.case("mq: children share the link speed", t_mq_admission)
     suite.case("the parq family needs CAP_NET_ADMIN over the namespace",
                t_permissions)
+    suite.case("table entries are charged to the caller's memory cgroup",
+               t_memcg)
+    suite.case("error texts are per namespace", t_err_ring)
     suite.case("kernel log clean", t_kmsg)
     return lab.run(suite, "saf", tools=("iperf3", "unshare", "ethtool"),
                    setup=setup)
