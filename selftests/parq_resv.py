@@ -45,6 +45,7 @@ Usage: parq_resv.py [SUBSTRING...]   run only the cases whose name contains
 one of the SUBSTRINGs (default: all).
 """
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -750,6 +751,73 @@ def t_filters():
     del_root()
 
 
+def shown():
+    """The classes `tc class show` lists, as a set of handles (text:
+    bookworm's tc prints no JSON for classes)."""
+    out = tc(A, "class", "show", "dev", DEV).stdout
+    got = re.findall(r"^class parq (\S+) ", out, flags=re.M)
+    check_eq(len(got), len(set(got)), f"no class listed twice: {got}")
+    return set(got)
+
+
+def t_show_after_change():
+    """parq skips the one class walk that sch_api.c makes after a class is
+    added or deleted (tc_bind_tclass(): parq classes have no filter block,
+    and visiting N classes made building N classes O(N^2)).  If the kernel
+    made a different walk first, a listing would come back empty: a
+    `tc class show` right after every kind of class change must list every
+    class, with and without filters, and filters added before their class
+    must steer into it once it exists."""
+    add_root("linkrate", "100mbit")
+    base = {"1:1", "1:2"}
+    check_eq(shown(), base, "a new qdisc's classes")
+    add_class(0x16, "rate", "10mbit")
+    check_eq(shown(), base | {"1:16"}, "right after an add")
+    add_class(0x17, "idt", "1ms")
+    check_eq(shown(), base | {"1:16", "1:17"}, "right after a second add")
+    tc(A, "class", "change", "dev", DEV, "parent", "1:", "classid", "1:16",
+       "parq", "rate", "20mbit")
+    check_eq(shown(), base | {"1:16", "1:17"}, "right after a change")
+    check(add_class(0x18, "rate", "1gbit", check=False).returncode != 0,
+          "an add over the capacity is refused")
+    check_eq(shown(), base | {"1:16", "1:17"}, "right after a refused add")
+    p = tc(A, "class", "del", "dev", DEV, "classid", "1:1", check=False)
+    check(p.returncode != 0, "deleting class 1:1 is refused")
+    check_eq(shown(), base | {"1:16", "1:17"}, "right after a refused delete")
+    tc(A, "class", "del", "dev", DEV, "classid", "1:16")
+    check_eq(shown(), base | {"1:17"}, "right after a delete")
+    # Filters: one steers into 1:20 before that class exists.
+    tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+       "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
+       "match", "ip", "dport", "6020", "0xffff", "flowid", "1:20")
+    tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+       "prio", "2", "matchall", "classid", "1:17")
+    add_class(0x20, "rate", "10mbit")
+    check_eq(shown(), base | {"1:17", "1:20"}, "with filters, after an add")
+    add_class(0x21, "rate", "10mbit")
+    check_eq(shown(), base | {"1:17", "1:20", "1:21"},
+             "with filters, after a second add")
+    send(None, 6020, 100, 10)
+    send(None, 6021, 100, 10)
+    resv.wait_qlen(A, DEV, 0)
+    cls = resv.classes(A, DEV)
+    check_eq(cls["1:20"]["packets"], 10, "the u32 filter steers into 1:20")
+    check_eq(cls["1:17"]["packets"], 10, "matchall takes the rest")
+    tc(A, "class", "del", "dev", DEV, "classid", "1:21")
+    check_eq(shown(), base | {"1:17", "1:20"}, "with filters, after a delete")
+    # The same in one tc process: the requests follow back to back.
+    batch = "class add dev {d} parent 1: classid 1:22 parq rate 1mbit\n" \
+            "class show dev {d}\n" \
+            "class del dev {d} classid 1:22\n" \
+            "class show dev {d}\n".format(d=DEV)
+    out = A.run(["tc", "-batch", "-"], input=batch).stdout
+    check_eq(out.count("class parq 1:22"), 1,
+             "tc -batch: an add then a show lists the new class once")
+    check_eq(out.count("class parq 1:17"), 2,
+             "tc -batch: both shows list the other classes")
+    del_root()
+
+
 def qstate():
     q = qx()
     cls = resv.classes(A, DEV)
@@ -1051,6 +1119,8 @@ def main():
         ("admission: no link speed needs linkrate", t_no_link_speed, 60),
         ("filters u32/flower/bpf/matchall and priority into reserved "
          "classes", t_filters, 60),
+        ("tc class show right after every class change, with and without "
+         "filters", t_show_after_change, 60),
         ("class delete with packets queued", t_delete_queued, 60),
         ("class delete/add under traffic", t_delete_live, 90),
         ("xstats resv_* fields", t_xstats, 60),
