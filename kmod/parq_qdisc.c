@@ -30,8 +30,10 @@
  *	nothing may go, the watchdog is armed for the earliest NDT or end of
  *	a credit wait.
  *
- * All arithmetic lives in core/parq_core.c, which the user-space unit tests
- * compile unchanged.
+ * The decisions (which class sends, when to look again, what a full qdisc
+ * drops) live in core/parq_policy.c and the arithmetic in core/parq_core.c;
+ * the user-space unit tests and benchmarks compile both unchanged.  This
+ * file keeps the queues and calls them.
  */
 #include <linux/ethtool.h>
 #include <linux/hash.h>
@@ -52,6 +54,7 @@
 #include <linux/parq.h>
 
 #include "core/parq_core.h"
+#include "core/parq_policy.h"
 #include "parq_compat.h"
 #include "parq_credit.h"
 #include "parq_genl.h"
@@ -122,8 +125,7 @@ struct parq_config {
 struct parq_sched_data {
 	/* dequeue hot path */
 	struct rb_root_cached	resv_backlog;	/* by (NDT, classid) */
-	struct parq_thresh	thresh;
-	struct parq_shaper	shaper;
+	struct parq_sched	s;		/* policy state, counters */
 	struct parq_rr		rr;		/* parallel flows */
 	struct parq_rr		lrr;		/* local flows that may send */
 	u32			parallel_qlen;
@@ -133,7 +135,6 @@ struct parq_sched_data {
 	u64			lwait_next;	/* ns: earliest end of a wait */
 	struct rb_root_cached	lwait;		/* waiting local flows by until */
 	u32			resv_backlogged;
-	bool			throttled;
 	bool			split_gso;
 
 	/* enqueue */
@@ -152,7 +153,6 @@ struct parq_sched_data {
 	bool			skip_bind_walk;	/* see parq_walk() */
 
 	struct parq_class	cls[PARQ_NUM_CLASSES];
-	struct tc_parq_xstats	xs;
 	struct tcf_block	*block;
 	struct qdisc_watchdog	watchdog;
 };
@@ -220,7 +220,7 @@ static unsigned long parq_class_of(struct Qdisc *sch, u32 minor)
 		if (rc)
 			return (unsigned long)rc;
 	}
-	q->xs.unknown_class++;
+	q->s.xs.unknown_class++;
 	return q->cfg.default_class;
 }
 
@@ -480,7 +480,7 @@ static struct parq_lflow *parq_local_next(struct Qdisc *sch, u64 now)
 		rb_add_cached(&f->wait, &q->lwait, parq_lwait_less);
 		q->local_waiting++;
 		q->lwait_next = min(q->lwait_next, until);
-		q->xs.credit_waits++;
+		q->s.xs.credit_waits++;
 	}
 	return NULL;
 }
@@ -570,25 +570,27 @@ static struct sk_buff *parq_take_parallel(struct Qdisc *sch)
 	return skb;
 }
 
-/* Drop one queued packet to make room: local first, then parallel, then
- * the reserved class due first.  Returns the dropped length.
+/* Drop one queued packet of class @act (parq_sched_evict() chose it): of
+ * local, the destination served next, else one that waits; of the
+ * reserved classes, the one due first.  Returns the dropped length.
  */
-static unsigned int parq_evict(struct Qdisc *sch, struct sk_buff **to_free)
+static unsigned int parq_evict(struct Qdisc *sch, enum parq_act act,
+			       struct sk_buff **to_free)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
-	struct parq_resv_class *rc = NULL;
-	unsigned long cl = PARQ_CLASS_LOCAL;
+	struct parq_resv_class *rc;
 	struct sk_buff *skb;
+	unsigned long cl;
 	unsigned int len;
 
-	if (q->local_qlen) {
-		/* The destination served next, else one that waits. */
+	if (act == PARQ_ACT_LOCAL) {
+		cl = PARQ_CLASS_LOCAL;
 		skb = parq_lflow_take(sch, q->lrr.head ?
 				      container_of(q->lrr.head,
 						   struct parq_lflow, rr) :
 				      parq_lwait_first(q),
 				      false);
-	} else if (q->parallel_qlen) {
+	} else if (act == PARQ_ACT_PARALLEL) {
 		cl = PARQ_CLASS_PARALLEL;
 		skb = parq_take_parallel(sch);
 	} else {
@@ -603,13 +605,19 @@ static unsigned int parq_evict(struct Qdisc *sch, struct sk_buff **to_free)
 	return len;
 }
 
+static int parq_drop_class(struct sk_buff *skb, struct Qdisc *sch,
+			   struct parq_class *c, struct sk_buff **to_free)
+{
+	c->qstats.drops++;
+	return qdisc_drop(skb, sch, to_free);
+}
+
 static int parq_drop_new(struct sk_buff *skb, struct Qdisc *sch,
 			 struct parq_class *c, u64 *reason,
 			 struct sk_buff **to_free)
 {
 	(*reason)++;
-	c->qstats.drops++;
-	return qdisc_drop(skb, sch, to_free);
+	return parq_drop_class(skb, sch, c, to_free);
 }
 
 static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
@@ -622,6 +630,7 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 	struct parq_lflow *lflow = NULL;
 	struct parq_skbq *pq = NULL;	/* queue under flow-limit */
 	unsigned int evicted = 0;
+	struct parq_fill fill;
 
 	if (cl == PARQ_CLASS_PARALLEL) {
 		flow = parq_flow_of(q, skb);
@@ -632,31 +641,31 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 		lflow = parq_lflow_get(q, skb);
 		if (!lflow)
 			return parq_drop_new(skb, sch, c,
-					     &q->xs.drop_local_nomem, to_free);
+					     &q->s.xs.drop_local_nomem, to_free);
 		pq = &lflow->q;
 	}
-	/* One flow, reserved class or local destination cannot fill it all. */
-	if (pq->qlen >= q->cfg.flow_limit)
-		return parq_drop_new(skb, sch, c, &q->xs.drop_flow_limit,
-				     to_free);
-	if (sch->q.qlen >= q->cfg.limit) {
-		if (lflow) {
-			if (!lflow->q.qlen)	/* just made for this packet */
-				parq_lflow_free(q, lflow);
-			return parq_drop_new(skb, sch, c,
-					     &q->xs.drop_local_full, to_free);
-		}
-		if (!q->local_qlen)
-			return parq_drop_new(skb, sch, c,
-					     &q->xs.drop_parallel_full,
-					     to_free);
-		evicted = parq_evict(sch, to_free);
-		q->xs.drop_local_evicted++;
+	fill = (struct parq_fill){
+		.qlen = sch->q.qlen,
+		.limit = q->cfg.limit,
+		.flow_qlen = pq->qlen,
+		.flow_limit = q->cfg.flow_limit,
+		.local_qlen = q->local_qlen,
+		.local = lflow,
+	};
+	switch (parq_sched_admit(&q->s, &fill)) {
+	case PARQ_ADMIT_QUEUE:
+		break;
+	case PARQ_ADMIT_EVICT:
+		evicted = parq_evict(sch, PARQ_ACT_LOCAL, to_free);
+		break;
+	default:
+		if (lflow && !lflow->q.qlen)	/* just made for this packet */
+			parq_lflow_free(q, lflow);
+		return parq_drop_class(skb, sch, c, to_free);
 	}
-
-	/* An idle shaper restarts now: it does not catch up the idle time. */
-	if (!sch->q.qlen && parq_shaper_on(&q->shaper))
-		parq_shaper_wake(&q->shaper, ktime_get_ns());
+	/* ktime is read only when the shaper needs it. */
+	if (!sch->q.qlen && parq_shaper_on(&q->s.shaper))
+		parq_sched_wake(&q->s, ktime_get_ns());
 	parq_count_in(sch, c, skb);
 	if (flow) {
 		if (!flow->q.qlen)
@@ -691,7 +700,7 @@ static int parq_enqueue_segs(struct sk_buff *skb, struct Qdisc *sch,
 	segs = skb_gso_segment(skb, features & ~NETIF_F_GSO_MASK);
 	if (IS_ERR_OR_NULL(segs))
 		return parq_drop_new(skb, sch, parq_stats_of(q, cl),
-				     &q->xs.drop_gso_failed, to_free);
+				     &q->s.xs.drop_gso_failed, to_free);
 
 	skb_list_walk_safe(segs, segs, nskb) {
 		unsigned int l = segs->len;
@@ -704,7 +713,7 @@ static int parq_enqueue_segs(struct sk_buff *skb, struct Qdisc *sch,
 			seg_len += l;
 		}
 	}
-	q->xs.gso_segments += nb;
+	q->s.xs.gso_segments += nb;
 	/* The parent accounts one packet of @len; correct it to what we hold
 	 * (one segment too: its length is not @len).
 	 */
@@ -724,7 +733,7 @@ static int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 	if (!cl) {
 		if (ret & __NET_XMIT_BYPASS)
 			qdisc_qstats_drop(sch);
-		q->xs.drop_filter++;
+		q->s.xs.drop_filter++;
 		__qdisc_drop(skb, to_free);
 		return ret;
 	}
@@ -734,27 +743,22 @@ static int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 	return parq_enqueue_one(skb, sch, cl, to_free);
 }
 
-static void parq_throttle(struct parq_sched_data *q, u64 until)
-{
-	if (!q->throttled) {
-		q->throttled = true;
-		q->xs.throttled++;
-	}
-	qdisc_watchdog_schedule_range_ns(&q->watchdog, until,
-					 PARQ_TIMER_SLACK_NS);
-}
-
+/*
+ * The next packet, as parq_sched_decide() rules.  The queues are kept here;
+ * the policy (shaper gate, reserved before the threshold rule, a local
+ * class blocked by credit, the watchdog's deadline) is in core/.
+ */
 static struct sk_buff *parq_dequeue(struct Qdisc *sch)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
-	struct parq_lflow *lf = NULL;
 	struct parq_resv_class *rc;
-	enum parq_pick pick;
-	bool parallel, local;
-	unsigned int len, quantum;
+	struct parq_lflow *lf = NULL;
+	struct parq_decision d;
+	struct parq_view v;
+	unsigned int quantum;
 	struct sk_buff *skb;
 	unsigned long cl;
-	u64 now, until;
+	u64 now;
 
 	if (!sch->q.qlen)
 		return NULL;
@@ -763,66 +767,48 @@ static struct sk_buff *parq_dequeue(struct Qdisc *sch)
 	parq_rr_set_quantum(&q->rr, quantum);
 	parq_rr_set_quantum(&q->lrr, quantum);
 	now = ktime_get_ns();
-	if (!parq_shaper_ready(&q->shaper, now)) {
-		parq_throttle(q, q->shaper.t_next);
-		return NULL;
+
+	parq_local_wake(q, now);
+	rc = parq_resv_first(q);
+	v.resv_ndt = rc ? rc->r.ndt : U64_MAX;
+	v.lwait_next = q->lwait_next;
+	v.parallel = q->parallel_qlen != 0;
+	v.local = q->lrr.active != 0;
+	d = parq_sched_decide(&q->s, &v, now);
+	if (d.act == PARQ_ACT_LOCAL) {
+		lf = parq_local_next(sch, now);
+		if (!lf) {	/* every destination is over its credit */
+			v.local = false;
+			v.lwait_next = q->lwait_next;
+			d = parq_sched_decide(&q->s, &v, now);
+		}
 	}
 
-	rc = parq_resv_first(q);
-	parq_local_wake(q, now);
-	parallel = q->parallel_qlen != 0;
-	local = q->lrr.active != 0;	/* not waiting for credit */
-	if (rc && parq_resv_eligible(&rc->r, now)) {
+	switch (d.act) {
+	case PARQ_ACT_RESV:
 		skb = parq_resv_take(sch, rc);
 		parq_resv_dispatch(&rc->r, now, qdisc_pkt_len(skb));
 		parq_resv_requeue(q, rc);
-		q->xs.resv_dispatches++;
 		cl = (unsigned long)rc;
-		goto sent;
-	}
-
-	pick = parq_thresh_pick(&q->thresh, parallel, local);
-	if (pick == PARQ_PICK_LOCAL) {
-		lf = parq_local_next(sch, now);
-		if (!lf) {
-			/* Every local destination waits for credit: parallel
-			 * goes as if local were idle, and loses no turn.
-			 */
-			local = false;
-			pick = parallel ? PARQ_PICK_PARALLEL : PARQ_PICK_NONE;
-		}
-	}
-	if (pick == PARQ_PICK_NONE) {
-		/* Reserved packets not due, local ones waiting for credit. */
-		until = min(rc ? rc->r.ndt : U64_MAX, q->lwait_next);
-		if (WARN_ON_ONCE(until == U64_MAX))
-			return NULL;
-		parq_throttle(q, until);
+		break;
+	case PARQ_ACT_PARALLEL:
+		skb = parq_take_parallel(sch);
+		cl = PARQ_CLASS_PARALLEL;
+		break;
+	case PARQ_ACT_LOCAL:
+		skb = parq_lflow_take(sch, lf, true);
+		cl = PARQ_CLASS_LOCAL;
+		break;
+	case PARQ_ACT_WAIT:
+		parq_sched_wait(&q->s);
+		qdisc_watchdog_schedule_range_ns(&q->watchdog, d.until,
+						 PARQ_TIMER_SLACK_NS);
+		return NULL;
+	default:	/* sch->q.qlen said there were packets */
+		WARN_ON_ONCE(1);
 		return NULL;
 	}
-	if (pick == PARQ_PICK_PARALLEL) {
-		cl = PARQ_CLASS_PARALLEL;
-		if (!local)
-			q->xs.parallel_only++;
-		skb = parq_take_parallel(sch);
-	} else {
-		cl = PARQ_CLASS_LOCAL;
-		if (parallel)
-			q->xs.threshold_turns++;
-		else
-			q->xs.local_only++;
-		skb = parq_lflow_take(sch, lf, true);
-	}
-	parq_thresh_charge(&q->thresh, pick, qdisc_pkt_len(skb),
-			   pick == PARQ_PICK_PARALLEL ? local : parallel);
-
-sent:
-	if (q->throttled) {
-		q->throttled = false;
-		q->xs.wakeups++;
-	}
-	len = qdisc_pkt_len(skb);
-	parq_shaper_charge(&q->shaper, now, len);
+	parq_sched_sent(&q->s, &d, now, qdisc_pkt_len(skb));
 	bstats_update(&parq_stats_of(q, cl)->bstats, skb);
 	qdisc_bstats_update(sch, skb);
 	return skb;
@@ -863,10 +849,7 @@ static void parq_reset(struct Qdisc *sch)
 	struct parq_sched_data *q = qdisc_priv(sch);
 
 	parq_purge(sch);
-	parq_thresh_init(&q->thresh, q->cfg.threshold, q->cfg.unit);
-	q->shaper.t_next = 0;
-	q->shaper.rem = 0;
-	q->throttled = false;
+	parq_sched_reset(&q->s);
 	qdisc_watchdog_cancel(&q->watchdog);
 }
 
@@ -1098,7 +1081,7 @@ static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
 	*linkrate = parq_linkrate(sch, cfg);
 	capacity = parq_resv_capacity(*linkrate, cfg->reservable);
 	if (q->resv_sum > capacity) {
-		q->xs.resv_rejects++;
+		q->s.xs.resv_rejects++;
 		parq_set_err_fmt(dev_net(qdisc_dev(sch)), extack,
 				 "parq: %llu bit/s reservable (linkrate x reservable) is below the %llu bit/s already reserved",
 				 capacity * 8, q->resv_sum * 8);
@@ -1122,8 +1105,8 @@ static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg,
 	u64 rate = cfg->rate == PARQ_RATE_UNLIMITED ? 0 : cfg->rate;
 
 	if (cfg->threshold != q->cfg.threshold || cfg->unit != q->cfg.unit)
-		parq_thresh_init(&q->thresh, cfg->threshold, cfg->unit);
-	parq_shaper_set(&q->shaper, rate, cfg->overhead, PARQ_CATCHUP_NS,
+		parq_thresh_init(&q->s.thresh, cfg->threshold, cfg->unit);
+	parq_shaper_set(&q->s.shaper, rate, cfg->overhead, PARQ_CATCHUP_NS,
 			ktime_get_ns());
 	q->split_gso = parq_split_gso(cfg);
 	q->linkrate = linkrate;
@@ -1139,6 +1122,7 @@ static int parq_change(struct Qdisc *sch, struct nlattr *opt,
 	unsigned int dropped = 0, dropped_len = 0;
 	struct sk_buff *to_free = NULL;
 	struct parq_config cfg;
+	enum parq_act act;
 	u64 linkrate;
 	int err;
 
@@ -1157,11 +1141,8 @@ static int parq_change(struct Qdisc *sch, struct nlattr *opt,
 	sch_tree_lock(sch);
 	parq_config_apply(sch, &cfg, linkrate);
 	while (parq_held(sch) > cfg.limit) {
-		if (q->local_qlen)
-			q->xs.drop_local_full++;
-		else
-			q->xs.drop_parallel_full++;
-		dropped_len += parq_evict(sch, &to_free);
+		act = parq_sched_evict(&q->s, q->local_qlen, q->parallel_qlen);
+		dropped_len += parq_evict(sch, act, &to_free);
 		dropped++;
 	}
 	qdisc_tree_reduce_backlog(sch, dropped, dropped_len);
@@ -1276,7 +1257,7 @@ static int parq_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	u32 due = 0;
 
 	sch_tree_lock(sch);
-	xs = q->xs;
+	xs = q->s.xs;
 	xs.flows_active = q->rr.active;
 	xs.local_flows = q->local_flows;
 	xs.local_waiting = q->local_waiting;
@@ -1349,7 +1330,7 @@ static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 	*capacity = parq_resv_capacity(parq_linkrate(sch, &q->cfg),
 				       q->cfg.reservable);
 	if (!*capacity) {
-		q->xs.resv_rejects++;
+		q->s.xs.resv_rejects++;
 		NL_SET_ERR_MSG(extack,
 			       "parq: no link rate known for admission control: set linkrate (or rate) on the qdisc");
 		return -EINVAL;
@@ -1357,7 +1338,7 @@ static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 	if (!parq_resv_admit(q->resv_sum, old_bw, *bw, *capacity)) {
 		u64 others = q->resv_sum - old_bw;
 
-		q->xs.resv_rejects++;
+		q->s.xs.resv_rejects++;
 		parq_set_err_fmt(dev_net(qdisc_dev(sch)), extack,
 				 "parq: reservation of %llu bit/s refused: %llu bit/s free of %llu bit/s reservable, %llu bit/s reserved",
 				 *bw * 8,

@@ -29,19 +29,6 @@ void parq_thresh_init(struct parq_thresh *t, u32 threshold, u8 unit)
 	t->credit = threshold;
 }
 
-enum parq_pick parq_thresh_pick(const struct parq_thresh *t,
-				bool parallel_backlogged,
-				bool local_backlogged)
-{
-	if (!local_backlogged)
-		return parallel_backlogged ? PARQ_PICK_PARALLEL : PARQ_PICK_NONE;
-	if (!parallel_backlogged)
-		return PARQ_PICK_LOCAL;
-	if (parq_thresh_is_strict(t) || t->credit > 0)
-		return PARQ_PICK_PARALLEL;
-	return PARQ_PICK_LOCAL;
-}
-
 void parq_thresh_charge(struct parq_thresh *t, enum parq_pick sent, u32 len,
 			bool other_backlogged)
 {

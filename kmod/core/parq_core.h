@@ -61,9 +61,6 @@ struct parq_thresh {
 };
 
 void parq_thresh_init(struct parq_thresh *t, u32 threshold, u8 unit);
-enum parq_pick parq_thresh_pick(const struct parq_thresh *t,
-				bool parallel_backlogged,
-				bool local_backlogged);
 /* Account a sent packet of @len bytes of class @sent.  @other_backlogged:
  * the other class had packets queued when this one was picked.
  */
@@ -73,6 +70,20 @@ void parq_thresh_charge(struct parq_thresh *t, enum parq_pick sent, u32 len,
 static inline bool parq_thresh_is_strict(const struct parq_thresh *t)
 {
 	return t->threshold >= PARQ_THRESHOLD_INF;
+}
+
+/* The class that sends next, given which of the two have packets. */
+static inline enum parq_pick parq_thresh_pick(const struct parq_thresh *t,
+					      bool parallel_backlogged,
+					      bool local_backlogged)
+{
+	if (!local_backlogged)
+		return parallel_backlogged ? PARQ_PICK_PARALLEL : PARQ_PICK_NONE;
+	if (!parallel_backlogged)
+		return PARQ_PICK_LOCAL;
+	if (parq_thresh_is_strict(t) || t->credit > 0)
+		return PARQ_PICK_PARALLEL;
+	return PARQ_PICK_LOCAL;
 }
 
 struct parq_rr_node {

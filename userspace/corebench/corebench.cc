@@ -22,6 +22,12 @@ void RunPackets(benchmark::State& state, Op& op) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_PolicyDecideSent(benchmark::State& state) {
+  PolicyDecideSent op;
+  RunPackets(state, op);
+}
+BENCHMARK(BM_PolicyDecideSent);
+
 void BM_ThreshPickCharge(benchmark::State& state) {
   ThreshPickCharge op;
   RunPackets(state, op);

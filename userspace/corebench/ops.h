@@ -2,8 +2,8 @@
 //
 // The per-packet operations of the scheduling core (kmod/core/parq_core.c),
 // each as a small object: the constructor sets up fixed inputs, Packet()
-// does what sch_parq's dequeue does for one packet with that part of the
-// core.  The Google Benchmark binary (corebench.cc) and the instruction
+// calls that part of the core for one packet as sch_parq's dequeue calls it
+// (PolicyDecideSent: the dequeue's policy itself, parq_policy.c).  The Google Benchmark binary (corebench.cc) and the instruction
 // counter (percall.cc) run the very same Packet(), so ns/packet and
 // instructions/packet describe one piece of code.
 //
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "parq_core.h"
+#include "parq_policy.h"
 
 namespace parq::corebench {
 
@@ -38,9 +39,28 @@ inline void Keep(const T& v) {
   asm volatile("" : : "r,m"(v) : "memory");
 }
 
-// THRESHOLD_send with both classes backlogged, threshold 4, unit bytes:
-// the dequeue's pick, then the charge of the packet sent.  Four of five
-// packets are parallel, one is local (a threshold turn).
+// The dequeue's policy for one packet: parq_sched_decide with both
+// classes backlogged (no reserved class, no credit wait, shaper off),
+// then parq_sched_sent.  Threshold 4, unit bytes: four of five packets are
+// parallel, one is local (a threshold turn).
+class PolicyDecideSent {
+ public:
+  PolicyDecideSent() { parq_sched_init(&s_, 4, PARQ_UNIT_BYTES); }
+  void Packet() {
+    const parq_view v{UINT64_MAX, UINT64_MAX, true, true};
+    const parq_decision d = parq_sched_decide(&s_, &v, now_);
+    parq_sched_sent(&s_, &d, now_, kLen);
+    Keep(d);
+  }
+
+ private:
+  parq_sched s_{};
+  uint64_t now_ = 1000000000ULL;
+};
+
+// THRESHOLD_send alone, the primitive under PolicyDecideSent: pick, then
+// the charge of the packet sent, with both classes backlogged, threshold
+// 4, unit bytes.
 class ThreshPickCharge {
  public:
   ThreshPickCharge() { parq_thresh_init(&t_, 4, PARQ_UNIT_BYTES); }

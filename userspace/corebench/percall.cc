@@ -48,6 +48,7 @@ struct Case {
 
 // Same names as the Google Benchmark cases, without "BM_".
 const Case kCases[] = {
+    {"PolicyDecideSent", [](uint64_t n) { PolicyDecideSent op; Run(op, n); }},
     {"ThreshPickCharge", [](uint64_t n) { ThreshPickCharge op; Run(op, n); }},
     {"RrSelectCharge/flows:1",
      [](uint64_t n) { RrSelectCharge op(1); Run(op, n); }},

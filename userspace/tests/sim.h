@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // A small model of sch_parq's two classes for the unit tests: each class is
-// a FIFO of packet lengths, and Dequeue() drives the real parq_thresh_pick /
-// parq_thresh_charge of the core exactly as the kernel's dequeue does:
+// a FIFO of packet lengths, and Dequeue() asks the core's policy
+// (kmod/core/parq_policy.c) what to send, as the kernel's dequeue does:
 //
-//   pick = parq_thresh_pick(t, parallel_backlogged, local_backlogged);
-//   <take the head packet of the picked class>
-//   parq_thresh_charge(t, pick, len, <other class backlogged at pick time>);
+//   d = parq_sched_decide(s, <what is queued>, now);
+//   <take the head packet of the class d names>
+//   parq_sched_sent(s, &d, now, len);
 //
-// The model holds no scheduling logic of its own.
+// The model holds no scheduling logic of its own: it keeps the queues.
 
 #ifndef PARQ_USERSPACE_TESTS_SIM_H
 #define PARQ_USERSPACE_TESTS_SIM_H
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "parq_core.h"
+#include "parq_policy.h"
 
 namespace parq::sim {
 
@@ -70,11 +71,12 @@ inline LenGen RandomOf(std::vector<uint32_t> lens, uint64_t seed) {
 class TwoClass {
  public:
   TwoClass(uint32_t threshold, uint8_t unit) {
-    parq_thresh_init(&thresh_, threshold, unit);
+    parq_sched_init(&sched_, threshold, unit);
   }
 
-  parq_thresh& thresh() { return thresh_; }
-  const parq_thresh& thresh() const { return thresh_; }
+  parq_thresh& thresh() { return sched_.thresh; }
+  const parq_thresh& thresh() const { return sched_.thresh; }
+  const parq_sched& sched() const { return sched_; }
 
   std::deque<uint32_t>& queue(Class c) { return q_[Idx(c)]; }
   bool backlogged(Class c) const { return !q_[Idx(c)].empty(); }
@@ -98,16 +100,17 @@ class TwoClass {
 
     const bool pb = backlogged(Class::kParallel);
     const bool lb = backlogged(Class::kLocal);
-    const parq_pick pick = parq_thresh_pick(&thresh_, pb, lb);
-    if (pick == PARQ_PICK_NONE) {
-      if (pb || lb) ADD_FAILURE() << "pick NONE with a class backlogged";
+    const parq_view v{UINT64_MAX, UINT64_MAX, pb, lb};
+    const parq_decision d = parq_sched_decide(&sched_, &v, 0);
+    if (d.act == PARQ_ACT_NONE) {
+      if (pb || lb) ADD_FAILURE() << "NONE with a class backlogged";
       return std::nullopt;
     }
-    if (pick != PARQ_PICK_PARALLEL && pick != PARQ_PICK_LOCAL) {
-      ADD_FAILURE() << "pick returned " << static_cast<int>(pick);
+    if (d.act != PARQ_ACT_PARALLEL && d.act != PARQ_ACT_LOCAL) {
+      ADD_FAILURE() << "decided " << static_cast<int>(d.act);
       return std::nullopt;
     }
-    const Class c = pick == PARQ_PICK_PARALLEL ? Class::kParallel
+    const Class c = d.act == PARQ_ACT_PARALLEL ? Class::kParallel
                                                : Class::kLocal;
     if (!backlogged(c)) {
       ADD_FAILURE() << "picked the empty class " << Letter(c);
@@ -117,7 +120,8 @@ class TwoClass {
     const uint32_t len = q.front();
     q.pop_front();
     const bool other = c == Class::kParallel ? lb : pb;
-    parq_thresh_charge(&thresh_, pick, len, other);
+    if (d.other != other) ADD_FAILURE() << "other " << d.other;
+    parq_sched_sent(&sched_, &d, 0, len);
 
     bytes_[Idx(c)] += len;
     packets_[Idx(c)]++;
@@ -134,7 +138,7 @@ class TwoClass {
  private:
   static std::size_t Idx(Class c) { return static_cast<std::size_t>(c); }
 
-  parq_thresh thresh_{};
+  parq_sched sched_{};
   std::array<std::deque<uint32_t>, 2> q_;
   std::array<LenGen, 2> src_;
   std::array<uint64_t, 2> bytes_{};

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * parq scheduling policy: the decisions of sch_parq, free of kernel types.
+ * The qdisc (parq_qdisc.c) keeps the queues and asks these functions what
+ * to do; the unit tests and the benchmarks ask the very same functions.
+ *
+ * The rules, in the order they apply at each dequeue:
+ *
+ *  1. The shaper's gate.  While the next departure time lies ahead nothing
+ *     goes, reserved traffic included; the watchdog is set to it.
+ *  2. A reserved class whose next dispatch time (NDT) has come goes first
+ *     (the one with the smallest (NDT, classid); the qdisc's rb-tree keeps
+ *     it leftmost).
+ *  3. THRESHOLD_send between parallel and local: parallel first, but after
+ *     every @threshold units of parallel sent while local waited, one unit
+ *     of local goes.
+ *  4. A local class whose destinations all wait for receiver credit is
+ *     treated as idle: parallel goes, and that costs it no turn (its
+ *     credit is not charged, since local is not waiting to send).
+ *  5. When nothing may go, the watchdog is set to the earliest of the next
+ *     reserved NDT and the end of the first credit wait.
+ *
+ * And at enqueue, when the qdisc is full: a local packet is dropped; any
+ * other packet takes the place of a queued local one (the next local
+ * destination to be served, else one that waits), or is dropped when no
+ * local packet is queued.  A flow, reserved class or local destination at
+ * flow-limit drops its new packet whatever the qdisc holds.  Lowering the
+ * limit evicts local first, then parallel, then the reserved class due
+ * first.
+ */
+#ifndef _PARQ_POLICY_H
+#define _PARQ_POLICY_H
+
+#include "parq_core.h"
+
+#if !defined(__KERNEL__) && defined(__cplusplus)
+extern "C" {
+#endif
+
+/* The scheduler's own state: the threshold rule, the shaper, counters. */
+struct parq_sched {
+	struct parq_thresh	thresh;
+	struct parq_shaper	shaper;
+	bool			throttled;	/* last dequeue sent nothing */
+	struct tc_parq_xstats	xs;		/* the qdisc's counters */
+};
+
+/* What the qdisc holds, as a dequeue at @now sees it. */
+struct parq_view {
+	u64	resv_ndt;	/* NDT of the first backlogged reserved class,
+				 * U64_MAX (~0) when none is backlogged */
+	u64	lwait_next;	/* ns: end of the first credit wait, or ~0 */
+	bool	parallel;	/* parallel packets queued */
+	bool	local;		/* a local destination may send (queued and
+				 * not waiting for credit) */
+};
+
+enum parq_act {
+	PARQ_ACT_NONE,		/* nothing queued at all */
+	PARQ_ACT_WAIT,		/* nothing may go before @until */
+	PARQ_ACT_RESV,		/* the first reserved class */
+	PARQ_ACT_PARALLEL,
+	PARQ_ACT_LOCAL,
+};
+
+struct parq_decision {
+	enum parq_act	act;
+	bool		other;	/* PARALLEL or LOCAL: the other class was
+				 * backlogged (and may send) */
+	u64		until;	/* WAIT: ns at which to look again */
+};
+
+/* A scheduler with a fresh threshold turn and the shaper off. */
+void parq_sched_init(struct parq_sched *s, u32 threshold, u8 unit);
+/* The qdisc was reset: a fresh threshold turn, no departure pending; the
+ * configuration and the counters stay.
+ */
+void parq_sched_reset(struct parq_sched *s);
+
+/*
+ * The decision at @now.  PARQ_ACT_LOCAL means that local may go: the qdisc
+ * then picks the destination, and if each one turns out to be over its
+ * credit (they are moved aside as they are found so), it asks again with
+ * @v->local false and the new @v->lwait_next.
+ */
+static inline struct parq_decision
+parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
+		  u64 now)
+{
+	struct parq_decision d = { .act = PARQ_ACT_WAIT, .other = false,
+				   .until = 0 };
+	enum parq_pick pick;
+
+	if (!parq_shaper_ready(&s->shaper, now)) {
+		d.until = s->shaper.t_next;
+		return d;
+	}
+	if (v->resv_ndt <= now) {
+		d.act = PARQ_ACT_RESV;
+		return d;
+	}
+	pick = parq_thresh_pick(&s->thresh, v->parallel, v->local);
+	if (pick == PARQ_PICK_PARALLEL) {
+		d.act = PARQ_ACT_PARALLEL;
+		d.other = v->local;
+	} else if (pick == PARQ_PICK_LOCAL) {
+		d.act = PARQ_ACT_LOCAL;
+		d.other = v->parallel;
+	} else {
+		/* Reserved packets not due, local ones waiting for credit. */
+		d.until = v->resv_ndt < v->lwait_next ? v->resv_ndt :
+							v->lwait_next;
+		if (d.until == (u64)~0ULL)
+			d.act = PARQ_ACT_NONE;
+	}
+	return d;
+}
+
+/* The decision @d was WAIT: the watchdog goes off at d->until. */
+void parq_sched_wait(struct parq_sched *s);
+
+/* A packet of @len bytes left at @now as decided by @d: charge the
+ * threshold rule and the shaper and count it.
+ */
+static inline void parq_sched_sent(struct parq_sched *s,
+				   const struct parq_decision *d, u64 now,
+				   u32 len)
+{
+	switch (d->act) {
+	case PARQ_ACT_RESV:
+		s->xs.resv_dispatches++;
+		break;
+	case PARQ_ACT_PARALLEL:
+		if (!d->other)
+			s->xs.parallel_only++;
+		parq_thresh_charge(&s->thresh, PARQ_PICK_PARALLEL, len,
+				   d->other);
+		break;
+	case PARQ_ACT_LOCAL:
+		if (d->other)
+			s->xs.threshold_turns++;
+		else
+			s->xs.local_only++;
+		parq_thresh_charge(&s->thresh, PARQ_PICK_LOCAL, len, d->other);
+		break;
+	default:
+		return;		/* nothing was sent */
+	}
+	if (s->throttled) {
+		s->throttled = false;
+		s->xs.wakeups++;
+	}
+	if (parq_shaper_on(&s->shaper))
+		parq_shaper_charge(&s->shaper, now, len);
+}
+
+/* The qdisc held nothing and now holds a packet, at @now. */
+void parq_sched_wake(struct parq_sched *s, u64 now);
+
+enum parq_admit {
+	PARQ_ADMIT_QUEUE,		/* room: queue it */
+	PARQ_ADMIT_EVICT,		/* full: drop a local packet, then queue */
+	PARQ_ADMIT_DROP_FLOW_LIMIT,	/* its queue is at flow-limit */
+	PARQ_ADMIT_DROP_LOCAL_FULL,	/* full, and it is local */
+	PARQ_ADMIT_DROP_FULL,		/* full, and no local packet queued */
+};
+
+/* What the qdisc holds when a packet arrives. */
+struct parq_fill {
+	u32	qlen;		/* packets queued in the qdisc */
+	u32	limit;
+	u32	flow_qlen;	/* in the packet's own queue */
+	u32	flow_limit;
+	u32	local_qlen;	/* local packets queued, waiting ones too */
+	bool	local;		/* the packet is local */
+};
+
+/* May the packet in @f come in?  Drops and evictions are counted. */
+enum parq_admit parq_sched_admit(struct parq_sched *s,
+				 const struct parq_fill *f);
+
+/*
+ * The class a lowered limit evicts from next: LOCAL, PARALLEL, or RESV
+ * (the reserved class due first) when neither has packets.  Counted as a
+ * drop of a full qdisc.
+ */
+enum parq_act parq_sched_evict(struct parq_sched *s, u32 local_qlen,
+			       u32 parallel_qlen);
+
+#if !defined(__KERNEL__) && defined(__cplusplus)
+}
+#endif
+
+#endif /* _PARQ_POLICY_H */

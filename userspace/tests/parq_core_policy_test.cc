@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Unit tests of the scheduling policy (kmod/core/parq_policy.c), the rules
+// sch_parq's dequeue and enqueue follow: the shaper's gate, reserved
+// before the threshold rule, a local class blocked by credit, the
+// watchdog's deadline, admission and the eviction order.  Then randomized
+// backlogs, decision by decision, against a reference model written here.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "parq_core.h"
+#include "parq_policy.h"
+
+namespace {
+
+constexpr uint64_t kNone = UINT64_MAX;
+constexpr uint8_t kBytes = PARQ_UNIT_BYTES;
+constexpr uint8_t kPackets = PARQ_UNIT_PACKETS;
+
+parq_sched Sched(uint32_t threshold, uint8_t unit) {
+  parq_sched s;
+  parq_sched_init(&s, threshold, unit);
+  return s;
+}
+
+parq_view View(bool parallel, bool local, uint64_t resv_ndt = kNone,
+               uint64_t lwait_next = kNone) {
+  return parq_view{resv_ndt, lwait_next, parallel, local};
+}
+
+// Decides at @now and, if a class may send, sends @len bytes of it.
+parq_decision Step(parq_sched& s, const parq_view& v, uint64_t now,
+                   uint32_t len = 1000) {
+  const parq_decision d = parq_sched_decide(&s, &v, now);
+  if (d.act == PARQ_ACT_WAIT)
+    parq_sched_wait(&s);
+  else
+    parq_sched_sent(&s, &d, now, len);
+  return d;
+}
+
+char Letter(const parq_decision& d) {
+  switch (d.act) {
+    case PARQ_ACT_NONE:
+      return '-';
+    case PARQ_ACT_WAIT:
+      return 'w';
+    case PARQ_ACT_RESV:
+      return 'R';
+    case PARQ_ACT_PARALLEL:
+      return 'P';
+    case PARQ_ACT_LOCAL:
+      return 'L';
+  }
+  return '?';
+}
+
+std::string Trace(parq_sched& s, const parq_view& v, int n) {
+  std::string out;
+  for (int i = 0; i < n; i++) out += Letter(Step(s, v, 0));
+  return out;
+}
+
+// ------------------------------------------------------------ ordering
+
+TEST(ParqPolicyOrder, ShaperGateHoldsEverythingBack) {
+  parq_sched s = Sched(4, kPackets);
+  parq_shaper_set(&s.shaper, 1000000, 0, PARQ_CATCHUP_NS, 0);
+  s.shaper.t_next = 5000;
+  const parq_view v = View(true, true, /*resv_ndt=*/0);
+  parq_decision d = parq_sched_decide(&s, &v, 4999);
+  EXPECT_EQ(d.act, PARQ_ACT_WAIT);
+  EXPECT_EQ(d.until, 5000u);
+  d = parq_sched_decide(&s, &v, 5000);
+  EXPECT_EQ(d.act, PARQ_ACT_RESV);
+}
+
+TEST(ParqPolicyOrder, DueReservedGoesBeforeBothClasses) {
+  parq_sched s = Sched(4, kPackets);
+  s.thresh.credit = 0;  // local's turn is due
+  for (uint64_t ndt : {0ull, 99ull, 100ull}) {
+    const parq_view v = View(true, true, ndt);
+    EXPECT_EQ(parq_sched_decide(&s, &v, 100).act, PARQ_ACT_RESV) << ndt;
+  }
+  const parq_view v = View(true, true, 101);
+  EXPECT_EQ(parq_sched_decide(&s, &v, 100).act, PARQ_ACT_LOCAL);
+}
+
+TEST(ParqPolicyOrder, ReservedSendDoesNotMoveTheThreshold) {
+  parq_sched s = Sched(2, kPackets);
+  const parq_view v = View(true, true, 0);
+  for (int i = 0; i < 10; i++) Step(s, v, 10);
+  EXPECT_EQ(s.thresh.credit, 2);
+  EXPECT_EQ(s.xs.resv_dispatches, 10u);
+}
+
+TEST(ParqPolicyOrder, ThresholdTurnsInPackets) {
+  parq_sched s = Sched(3, kPackets);
+  EXPECT_EQ(Trace(s, View(true, true), 12), "PPPLPPPLPPPL");
+  EXPECT_EQ(s.xs.threshold_turns, 3u);
+  EXPECT_EQ(s.xs.parallel_only, 0u);
+}
+
+TEST(ParqPolicyOrder, StrictThresholdNeverTurns) {
+  parq_sched s = Sched(PARQ_THRESHOLD_INF, kPackets);
+  EXPECT_EQ(Trace(s, View(true, true), 8), "PPPPPPPP");
+}
+
+TEST(ParqPolicyOrder, OneClassAloneGoesAndIsCounted) {
+  parq_sched s = Sched(3, kPackets);
+  EXPECT_EQ(Trace(s, View(true, false), 3), "PPP");
+  EXPECT_EQ(Trace(s, View(false, true), 2), "LL");
+  EXPECT_EQ(s.xs.parallel_only, 3u);
+  EXPECT_EQ(s.xs.local_only, 2u);
+  EXPECT_EQ(s.xs.threshold_turns, 0u);
+}
+
+// A local class whose every destination waits for credit costs parallel no
+// turn: parallel sent meanwhile does not bring local's turn closer.
+TEST(ParqPolicyCredit, BlockedLocalCostsParallelNoTurn) {
+  parq_sched s = Sched(3, kPackets);
+  // Local may go, so the first decision names it once parallel has had
+  // its three; the qdisc then finds every destination over its credit and
+  // asks again without local.
+  EXPECT_EQ(Trace(s, View(true, true), 3), "PPP");
+  parq_view v = View(true, true, kNone, 7000);
+  parq_decision d = parq_sched_decide(&s, &v, 10);
+  ASSERT_EQ(d.act, PARQ_ACT_LOCAL);
+  v.local = false;
+  d = parq_sched_decide(&s, &v, 10);
+  EXPECT_EQ(d.act, PARQ_ACT_PARALLEL);
+  EXPECT_FALSE(d.other);
+  const int64_t credit = s.thresh.credit;
+  for (int i = 0; i < 20; i++) Step(s, v, 10);
+  EXPECT_EQ(s.thresh.credit, credit);
+  EXPECT_EQ(s.xs.parallel_only, 20u);
+  // The wait is over: local's turn comes first, as it was due.
+  EXPECT_EQ(Trace(s, View(true, true), 5), "LPPPL");
+}
+
+TEST(ParqPolicyCredit, OnlyWaitingLocalArmsTheWatchdogAtTheWaitsEnd) {
+  parq_sched s = Sched(3, kPackets);
+  const parq_view v = View(false, false, kNone, 7000);
+  const parq_decision d = parq_sched_decide(&s, &v, 10);
+  EXPECT_EQ(d.act, PARQ_ACT_WAIT);
+  EXPECT_EQ(d.until, 7000u);
+}
+
+// ------------------------------------------------------------ watchdog
+
+TEST(ParqPolicyWatchdog, EarliestOfReservedAndCreditWait) {
+  parq_sched s = Sched(3, kPackets);
+  struct {
+    uint64_t ndt, lwait, until;
+  } cases[] = {
+      {5000, 3000, 3000},
+      {3000, 5000, 3000},
+      {5000, kNone, 5000},
+      {kNone, 5000, 5000},
+      {101, 101, 101},
+  };
+  for (const auto& c : cases) {
+    const parq_view v = View(false, false, c.ndt, c.lwait);
+    const parq_decision d = parq_sched_decide(&s, &v, 100);
+    EXPECT_EQ(d.act, PARQ_ACT_WAIT) << c.ndt << " " << c.lwait;
+    EXPECT_EQ(d.until, c.until) << c.ndt << " " << c.lwait;
+  }
+}
+
+TEST(ParqPolicyWatchdog, NothingQueuedIsNone) {
+  parq_sched s = Sched(3, kPackets);
+  const parq_view v = View(false, false);
+  EXPECT_EQ(parq_sched_decide(&s, &v, 100).act, PARQ_ACT_NONE);
+}
+
+TEST(ParqPolicyWatchdog, ShaperDeadlineBeatsAnEarlierReservedOne) {
+  parq_sched s = Sched(3, kPackets);
+  parq_shaper_set(&s.shaper, 1000000, 0, PARQ_CATCHUP_NS, 0);
+  s.shaper.t_next = 9000;
+  const parq_view v = View(false, false, 200, 300);
+  const parq_decision d = parq_sched_decide(&s, &v, 100);
+  EXPECT_EQ(d.act, PARQ_ACT_WAIT);
+  EXPECT_EQ(d.until, 9000u);
+}
+
+TEST(ParqPolicyWatchdog, ThrottledAndWakeupsCountedOncePerWait) {
+  parq_sched s = Sched(3, kPackets);
+  const parq_view wait = View(false, false, 500);
+  Step(s, wait, 100);
+  Step(s, wait, 200);
+  EXPECT_EQ(s.xs.throttled, 1u);
+  EXPECT_EQ(s.xs.wakeups, 0u);
+  Step(s, wait, 500);
+  EXPECT_EQ(s.xs.wakeups, 1u);
+  Step(s, View(true, false), 600);
+  EXPECT_EQ(s.xs.wakeups, 1u);
+}
+
+TEST(ParqPolicyShaper, SendsAdvanceTheGateAndWakeRestartsIt) {
+  parq_sched s = Sched(3, kPackets);
+  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, PARQ_CATCHUP_NS, 1000);
+  const parq_view v = View(true, false);
+  Step(s, v, 1000, 1000);  // 1000 bytes at 1 Gbit/s: 8 us
+  EXPECT_EQ(s.shaper.t_next, 9000u);
+  EXPECT_EQ(parq_sched_decide(&s, &v, 8999).act, PARQ_ACT_WAIT);
+  // Idle since: the next packet leaves when it comes.
+  parq_sched_wake(&s, 500000);
+  EXPECT_EQ(parq_sched_decide(&s, &v, 500000).act, PARQ_ACT_PARALLEL);
+}
+
+TEST(ParqPolicyShaper, ResetForgetsTheTurnAndTheDepartureNotTheCounters) {
+  parq_sched s = Sched(3, kPackets);
+  parq_shaper_set(&s.shaper, 1000000, 0, PARQ_CATCHUP_NS, 0);
+  const parq_view v = View(true, true);
+  Step(s, v, 0);
+  Step(s, v, 0);
+  parq_sched_wait(&s);
+  ASSERT_NE(s.shaper.t_next, 0u);
+  parq_sched_reset(&s);
+  EXPECT_EQ(s.thresh.credit, 3);
+  EXPECT_EQ(s.thresh.threshold, 3u);
+  EXPECT_EQ(s.thresh.unit, kPackets);
+  EXPECT_EQ(s.shaper.t_next, 0u);
+  EXPECT_EQ(s.shaper.rate, 1000000u);
+  EXPECT_FALSE(s.throttled);
+  EXPECT_EQ(s.xs.throttled, 1u);
+}
+
+// ------------------------------------------------- admission, eviction
+
+parq_fill Fill(uint32_t qlen, uint32_t flow_qlen, uint32_t local_qlen,
+               bool local) {
+  return parq_fill{qlen, 100, flow_qlen, 10, local_qlen, local};
+}
+
+TEST(ParqPolicyAdmit, Rules) {
+  parq_sched s = Sched(3, kPackets);
+  struct {
+    parq_fill f;
+    parq_admit want;
+  } cases[] = {
+      {Fill(0, 0, 0, false), PARQ_ADMIT_QUEUE},
+      {Fill(99, 9, 50, true), PARQ_ADMIT_QUEUE},
+      {Fill(5, 10, 0, false), PARQ_ADMIT_DROP_FLOW_LIMIT},
+      {Fill(100, 10, 50, false), PARQ_ADMIT_DROP_FLOW_LIMIT},
+      {Fill(100, 0, 50, true), PARQ_ADMIT_DROP_LOCAL_FULL},
+      {Fill(100, 0, 0, true), PARQ_ADMIT_DROP_LOCAL_FULL},
+      {Fill(100, 0, 0, false), PARQ_ADMIT_DROP_FULL},
+      {Fill(100, 0, 1, false), PARQ_ADMIT_EVICT},
+      {Fill(150, 3, 1, false), PARQ_ADMIT_EVICT},
+  };
+  for (const auto& c : cases)
+    EXPECT_EQ(parq_sched_admit(&s, &c.f), c.want)
+        << c.f.qlen << " " << c.f.flow_qlen << " " << c.f.local_qlen << " "
+        << c.f.local;
+  EXPECT_EQ(s.xs.drop_flow_limit, 2u);
+  EXPECT_EQ(s.xs.drop_local_full, 2u);
+  EXPECT_EQ(s.xs.drop_parallel_full, 1u);
+  EXPECT_EQ(s.xs.drop_local_evicted, 2u);
+}
+
+TEST(ParqPolicyEvict, LocalThenParallelThenReserved) {
+  parq_sched s = Sched(3, kPackets);
+  EXPECT_EQ(parq_sched_evict(&s, 5, 5), PARQ_ACT_LOCAL);
+  EXPECT_EQ(parq_sched_evict(&s, 1, 0), PARQ_ACT_LOCAL);
+  EXPECT_EQ(parq_sched_evict(&s, 0, 5), PARQ_ACT_PARALLEL);
+  EXPECT_EQ(parq_sched_evict(&s, 0, 0), PARQ_ACT_RESV);
+  EXPECT_EQ(s.xs.drop_local_full, 2u);
+  EXPECT_EQ(s.xs.drop_parallel_full, 2u);
+}
+
+// ------------------------------------------------------- randomized
+
+// The rules restated from their description, with totals in place of the
+// core's running credit: parallel may go while local also may iff the
+// parallel units sent while local waited are fewer than @threshold times
+// (1 + the local units sent on a turn or while a turn was pending).
+struct Reference {
+  uint32_t threshold;
+  bool packets;
+  uint64_t contended = 0;  // parallel units sent while local could go
+  uint64_t turned = 0;     // local units that refilled the threshold
+  uint64_t sent[5] = {};
+  uint64_t parallel_only = 0;
+  uint64_t threshold_turns = 0;
+
+  uint64_t Units(uint32_t len) const { return packets ? 1 : len; }
+  bool Strict() const { return threshold >= PARQ_THRESHOLD_INF; }
+  bool ParallelMayGo() const {
+    return Strict() ||
+           static_cast<int64_t>(contended) <
+               static_cast<int64_t>(threshold) * (1 + (int64_t)turned);
+  }
+
+  parq_act Decide(const parq_view& v, uint64_t now, uint64_t gate,
+                  uint64_t* until) const {
+    if (now < gate) {
+      *until = gate;
+      return PARQ_ACT_WAIT;
+    }
+    if (v.resv_ndt <= now) return PARQ_ACT_RESV;
+    if (v.parallel && v.local)
+      return ParallelMayGo() ? PARQ_ACT_PARALLEL : PARQ_ACT_LOCAL;
+    if (v.parallel) return PARQ_ACT_PARALLEL;
+    if (v.local) return PARQ_ACT_LOCAL;
+    *until = std::min(v.resv_ndt, v.lwait_next);
+    return *until == kNone ? PARQ_ACT_NONE : PARQ_ACT_WAIT;
+  }
+
+  void Sent(parq_act a, const parq_view& v, uint32_t len) {
+    sent[a]++;
+    if (a == PARQ_ACT_PARALLEL && !v.local) parallel_only++;
+    if (a == PARQ_ACT_LOCAL && v.parallel) threshold_turns++;
+    if (Strict()) return;
+    if (a == PARQ_ACT_PARALLEL && v.local) contended += Units(len);
+    if (a == PARQ_ACT_LOCAL && (v.parallel || !ParallelMayGo()))
+      turned += Units(len);
+  }
+};
+
+class ParqPolicyRandom : public ::testing::TestWithParam<int> {};
+
+TEST_P(ParqPolicyRandom, MatchesTheReference) {
+  const int seed = GetParam();
+  std::mt19937_64 rng(seed);
+  const uint32_t thresholds[] = {1, 3, 16, 1500, PARQ_THRESHOLD_INF};
+  const uint32_t threshold = thresholds[seed % 5];
+  const uint8_t unit = seed % 2 ? kBytes : kPackets;
+  parq_sched s = Sched(threshold, unit);
+  Reference ref{threshold, unit == kPackets};
+  const bool shaped = seed % 3 == 0;
+  if (shaped) parq_shaper_set(&s.shaper, 125000000, 0, PARQ_CATCHUP_NS, 0);
+
+  uint64_t now = 1000000;
+  for (int i = 0; i < 20000; i++) {
+    now += rng() % 20000;
+    parq_view v{};
+    v.parallel = rng() % 4 != 0;
+    v.local = rng() % 3 != 0;
+    const uint64_t r = rng() % 8;
+    v.resv_ndt = r < 5 ? kNone : r == 5 ? now - rng() % 1000 : now + 1 + rng() % 5000;
+    v.lwait_next = rng() % 3 ? kNone : now + 1 + rng() % 5000;
+    const uint32_t len = 64 + rng() % 9000;
+
+    const uint64_t gate = parq_shaper_on(&s.shaper) ? s.shaper.t_next : 0;
+    uint64_t until = 0;
+    const parq_act want = ref.Decide(v, now, gate, &until);
+    const parq_decision d = parq_sched_decide(&s, &v, now);
+    ASSERT_EQ(d.act, want) << "step " << i;
+    if (want == PARQ_ACT_WAIT) {
+      ASSERT_EQ(d.until, until) << "step " << i;
+      parq_sched_wait(&s);
+      continue;
+    }
+    if (want == PARQ_ACT_NONE) continue;
+    const bool other = want == PARQ_ACT_PARALLEL ? v.local : v.parallel;
+    if (want != PARQ_ACT_RESV) {
+      ASSERT_EQ(d.other, other) << "step " << i;
+    }
+    parq_sched_sent(&s, &d, now, len);
+    ref.Sent(want, v, len);
+  }
+  EXPECT_EQ(s.xs.resv_dispatches, ref.sent[PARQ_ACT_RESV]);
+  EXPECT_EQ(s.xs.parallel_only, ref.parallel_only);
+  EXPECT_EQ(s.xs.threshold_turns, ref.threshold_turns);
+  EXPECT_EQ(s.xs.threshold_turns + s.xs.local_only, ref.sent[PARQ_ACT_LOCAL]);
+  // Every kind of decision was taken, or the test proved little.
+  for (parq_act a : {PARQ_ACT_RESV, PARQ_ACT_PARALLEL, PARQ_ACT_LOCAL})
+    EXPECT_GT(ref.sent[a], 100u) << a;
+  if (!ref.Strict()) {
+    EXPECT_GT(s.xs.threshold_turns, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ParqPolicyRandom, ::testing::Range(0, 30));
+
+}  // namespace
