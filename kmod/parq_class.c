@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sch_parq's classes: 1:1 parallel and 1:2 local are fixed; <handle>:16
+ * and up are reserved classes, each paced by its rate or inter-dispatch
+ * time and admitted only while the sum of reservations fits the
+ * reservable share of the link (admission control).  tc class operations,
+ * filters and the class dumps.
+ */
+#include <linux/build_bug.h>
+#include <linux/ethtool.h>
+#include <linux/hash.h>
+#include <linux/jhash.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/rbtree.h>
+#include <linux/rtnetlink.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/stringify.h>
+#include <net/dsfield.h>
+#include <net/netlink.h>
+#include <net/netns/generic.h>
+#include <net/pkt_cls.h>
+#include <net/pkt_sched.h>
+#include <net/sch_generic.h>
+#include <linux/parq.h>
+
+#include "core/parq_core.h"
+#include "core/parq_policy.h"
+#include "parq_compat.h"
+#include "parq_credit.h"
+#include "parq_genl.h"
+#include "parq_monitor.h"
+#include "parq_qdisc.h"
+
+static struct netlink_range_validation parq_idt_range = {
+	.min = 1, .max = PARQ_IDT_MAX,
+};
+
+static struct netlink_range_validation parq_class_rate_range = {
+	.min = 1, .max = PARQ_RATE_MAX,
+};
+
+static const struct nla_policy parq_class_policy[TCA_PARQ_CLASS_MAX + 1] = {
+	[TCA_PARQ_CLASS_PAD]	= { .type = NLA_REJECT },
+	[TCA_PARQ_CLASS_RATE]	= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_class_rate_range),
+	[TCA_PARQ_CLASS_IDT]	= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_idt_range),
+};
+
+static_assert(PARQ_RATE_MAX == 200000000000ULL);	/* "1.6Tbit" */
+static_assert(PARQ_IDT_MAX == 10 * NSEC_PER_SEC);	/* "10s" */
+
+static const char * const parq_class_attr_err[TCA_PARQ_CLASS_MAX + 1] = {
+	[TCA_PARQ_CLASS_PAD]	= "parq: unexpected padding attribute",
+	[TCA_PARQ_CLASS_RATE]	= "parq: class rate must be 1 byte/s to 1.6Tbit",
+	[TCA_PARQ_CLASS_IDT]	= "parq: class idt must be 1ns to 10s",
+};
+
+
+void parq_resv_free(struct parq_resv_class *rc)
+{
+	gen_kill_estimator(&rc->rate_est);
+	kfree(rc);
+}
+
+/* --- classes: 1:1 parallel, 1:2 local, 1:16 and up reserved ------------ */
+
+static struct Qdisc *parq_leaf(struct Qdisc *sch, unsigned long arg)
+{
+	return NULL;
+}
+
+static unsigned long parq_find(struct Qdisc *sch, u32 classid)
+{
+	u32 minor = TC_H_MIN(classid);
+
+	if (TC_H_MAJ(classid) && TC_H_MAJ(classid) != sch->handle)
+		return 0;
+	if (parq_minor_valid(minor))
+		return minor;
+	return (unsigned long)parq_resv_find(sch, TC_H_MAKE(sch->handle,
+							    minor));
+}
+
+/* Parse and admit a reservation: on success *@rate, *@idt and *@bw hold it
+ * and *@capacity the reservable bytes/s it was admitted against.
+ */
+static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
+			   struct nlattr *opt, u64 *rate, u64 *idt, u64 *bw,
+			   u64 *capacity, struct netlink_ext_ack *extack)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct nlattr *tb[TCA_PARQ_CLASS_MAX + 1];
+	u64 old_bw = rc ? rc->bw : 0;
+	int err;
+
+	if (!opt) {
+		NL_SET_ERR_MSG(extack, "parq: a reserved class needs rate or idt");
+		return -EINVAL;
+	}
+	err = nla_parse_nested(tb, TCA_PARQ_CLASS_MAX, opt, parq_class_policy,
+			       extack);
+	if (err) {
+		parq_name_bad_attr(opt, parq_class_attr_err,
+				   TCA_PARQ_CLASS_MAX, extack);
+		return err;
+	}
+	if (!tb[TCA_PARQ_CLASS_RATE] == !tb[TCA_PARQ_CLASS_IDT]) {
+		NL_SET_ERR_MSG(extack, "parq: give exactly one of rate and idt");
+		return -EINVAL;
+	}
+	*rate = tb[TCA_PARQ_CLASS_RATE] ?
+		nla_get_u64(tb[TCA_PARQ_CLASS_RATE]) : 0;
+	*idt = tb[TCA_PARQ_CLASS_IDT] ? nla_get_u64(tb[TCA_PARQ_CLASS_IDT]) : 0;
+	*bw = parq_resv_bw(*rate, *idt, psched_mtu(qdisc_dev(sch)));
+	*capacity = parq_resv_capacity(parq_linkrate(sch, &q->cfg),
+				       q->cfg.reservable);
+	if (!*capacity) {
+		q->s.xs.resv_rejects++;
+		NL_SET_ERR_MSG(extack,
+			       "parq: no link rate known for admission control: set linkrate (or rate) on the qdisc");
+		return -EINVAL;
+	}
+	if (!parq_resv_admit(q->resv_sum, old_bw, *bw, *capacity)) {
+		u64 others = q->resv_sum - old_bw;
+
+		q->s.xs.resv_rejects++;
+		parq_set_err_fmt(dev_net(qdisc_dev(sch)), extack,
+				 "parq: reservation of %llu bit/s refused: %llu bit/s free of %llu bit/s reservable, %llu bit/s reserved",
+				 *bw * 8,
+				 (*capacity > others ? *capacity - others : 0) * 8,
+				 *capacity * 8, q->resv_sum * 8);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
+			     struct nlattr **tca, unsigned long *arg,
+			     struct netlink_ext_ack *extack)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc = parq_resv_of(*arg);
+	u64 rate, idt, bw, capacity;
+	int err;
+
+	if (*arg && !rc) {
+		NL_SET_ERR_MSG(extack,
+			       "parq: classes 1 (parallel) and 2 (local) are fixed; reserved classes are <handle>:16 and up");
+		return -EOPNOTSUPP;
+	}
+	if (!rc) {
+		if (TC_H_MIN(classid) < PARQ_RESV_MINOR_MIN ||
+		    TC_H_MAJ(classid) != sch->handle) {
+			NL_SET_ERR_MSG(extack,
+				       "parq: reserved classes are <handle>:16 and up; 1 and 2 are fixed");
+			return -EINVAL;
+		}
+		if (parentid && parentid != TC_H_ROOT &&
+		    parentid != sch->handle) {
+			NL_SET_ERR_MSG(extack,
+				       "parq: reserved classes hang off the qdisc (parent <handle>:)");
+			return -EINVAL;
+		}
+	}
+	err = parq_resv_parse(sch, rc, tca[TCA_OPTIONS], &rate, &idt, &bw,
+			      &capacity, extack);
+	if (err)
+		return err;
+
+	if (rc) {
+		if (tca[TCA_RATE]) {
+			err = parq_replace_estimator(sch, &rc->c.bstats,
+						     &rc->rate_est,
+						     tca[TCA_RATE]);
+			if (err) {
+				NL_SET_ERR_MSG(extack,
+					       "parq: invalid rate estimator");
+				return err;
+			}
+		}
+	} else {
+		rc = kzalloc(sizeof(*rc), GFP_KERNEL_ACCOUNT);
+		if (!rc)
+			return -ENOMEM;
+		parq_bstats_init(&rc->c.bstats);
+		rc->common.classid = classid;
+		rc->r.classid = classid;
+		if (tca[TCA_RATE]) {
+			err = parq_replace_estimator(sch, &rc->c.bstats,
+						     &rc->rate_est,
+						     tca[TCA_RATE]);
+			if (err) {
+				NL_SET_ERR_MSG(extack,
+					       "parq: invalid rate estimator");
+				kfree(rc);
+				return err;
+			}
+		}
+	}
+
+	sch_tree_lock(sch);
+	if (rc->r.rate != rate || rc->r.idt != idt) {
+		/* A new pace: an NDT set at the old one may not hold it back. */
+		if (rc->q.qlen)
+			rb_erase_cached(&rc->node, &q->resv_backlog);
+		parq_resv_set(&rc->r, rate, idt);
+		parq_resv_rebase(&rc->r, ktime_get_ns());
+		if (rc->q.qlen) {
+			rb_add_cached(&rc->node, &q->resv_backlog,
+				      parq_resv_less);
+			qdisc_watchdog_schedule_range_ns(&q->watchdog,
+							 rc->r.ndt, 0);
+		}
+	}
+	q->resv_sum = q->resv_sum - rc->bw + bw;
+	q->resv_capacity = capacity;
+	rc->bw = bw;
+	if (!*arg) {
+		qdisc_class_hash_insert(&q->clhash, &rc->common);
+		q->resv_classes++;
+	}
+	sch_tree_unlock(sch);
+	if (!*arg) {
+		qdisc_class_hash_grow(sch, &q->clhash);
+		q->skip_bind_walk = true;
+	}
+	*arg = (unsigned long)rc;
+	return 0;
+}
+
+static int parq_class_delete(PARQ_CLASS_DELETE_ARGS)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc = parq_resv_of(arg);
+	unsigned int qlen, backlog;
+
+	q->skip_bind_walk = true;	/* even if refused: see parq_walk() */
+	if (!rc) {
+		NL_SET_ERR_MSG(PARQ_CLASS_DELETE_EXTACK,
+			       "parq: classes 1 (parallel) and 2 (local) are fixed; they cannot be deleted");
+		return -EOPNOTSUPP;
+	}
+	sch_tree_lock(sch);
+	qlen = rc->q.qlen;
+	backlog = rc->c.qstats.backlog;
+	if (qlen) {
+		rb_erase_cached(&rc->node, &q->resv_backlog);
+		q->resv_backlogged--;
+		sch->q.qlen -= qlen;
+		sch->qstats.backlog -= backlog;
+		__qdisc_qstats_drop(sch, qlen);	/* freed with the class */
+		qdisc_tree_reduce_backlog(sch, qlen, backlog);
+	}
+	qdisc_class_hash_remove(&q->clhash, &rc->common);
+	q->resv_sum -= rc->bw;
+	q->resv_classes--;
+	sch_tree_unlock(sch);
+	parq_skbq_purge(&rc->q);
+	parq_resv_free(rc);
+	return 0;
+}
+
+static int parq_walk_one(struct Qdisc *sch, unsigned long cl,
+			 struct qdisc_walker *arg)
+{
+	if (arg->count < arg->skip) {
+		arg->count++;
+		return 0;
+	}
+	if (arg->fn(sch, cl, arg) < 0) {
+		arg->stop = 1;
+		return -1;
+	}
+	arg->count++;
+	return 0;
+}
+
+/*
+ * After every class add and every class delete, tc_ctl_tclass() walks all
+ * the classes (tc_bind_tclass(), under the same RTNL hold) to re-bind the
+ * filters attached to each class's block.  parq classes have no block
+ * (parq_tcf_block() gives none for cl != 0), so that walk can do nothing;
+ * but visiting every class makes building N reserved classes cost O(N^2):
+ * 65 000 classes took minutes.  The first walk after parq_class_change()
+ * created a class or parq_class_delete() ran is that one, and is skipped.
+ */
+static void parq_walk(struct Qdisc *sch, struct qdisc_walker *arg)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+	unsigned long cl;
+	unsigned int i;
+
+	if (q->skip_bind_walk) {
+		q->skip_bind_walk = false;
+		return;
+	}
+	if (arg->stop)
+		return;
+	for (cl = PARQ_CLASS_PARALLEL; cl <= PARQ_CLASS_LOCAL; cl++)
+		if (parq_walk_one(sch, cl, arg))
+			return;
+	for (i = 0; i < q->clhash.hashsize; i++)
+		hlist_for_each_entry(rc, &q->clhash.hash[i], common.hnode)
+			if (parq_walk_one(sch, (unsigned long)rc, arg))
+				return;
+}
+
+static struct tcf_block *parq_tcf_block(struct Qdisc *sch, unsigned long cl,
+					struct netlink_ext_ack *extack)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+
+	if (cl) {
+		NL_SET_ERR_MSG(extack,
+			       "parq: attach filters to the qdisc (parent <handle>:), not to a class");
+		return NULL;
+	}
+	return q->block;
+}
+
+static unsigned long parq_bind_tcf(struct Qdisc *sch, unsigned long parent,
+				   u32 classid)
+{
+	return parq_find(sch, classid);
+}
+
+static void parq_unbind_tcf(struct Qdisc *sch, unsigned long arg)
+{
+}
+
+static int parq_class_dump(struct Qdisc *sch, unsigned long cl,
+			   struct sk_buff *skb, struct tcmsg *tcm)
+{
+	struct parq_resv_class *rc = parq_resv_of(cl);
+	struct nlattr *opts;
+	int err;
+
+	tcm->tcm_parent = TC_H_ROOT;
+	tcm->tcm_handle = rc ? rc->common.classid : TC_H_MAKE(sch->handle, cl);
+	tcm->tcm_info = 0;
+	if (!rc)
+		return 0;
+	opts = nla_nest_start(skb, TCA_OPTIONS);
+	if (!opts)
+		return -EMSGSIZE;
+	if (rc->r.idt)
+		err = nla_put_u64_64bit(skb, TCA_PARQ_CLASS_IDT, rc->r.idt,
+					TCA_PARQ_CLASS_PAD);
+	else
+		err = nla_put_u64_64bit(skb, TCA_PARQ_CLASS_RATE, rc->r.rate,
+					TCA_PARQ_CLASS_PAD);
+	if (err) {
+		nla_nest_cancel(skb, opts);
+		return -EMSGSIZE;
+	}
+	return nla_nest_end(skb, opts);
+}
+
+static int parq_class_dump_stats(struct Qdisc *sch, unsigned long cl,
+				 struct gnet_dump *d)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc = parq_resv_of(cl);
+	struct parq_class *c = parq_stats_of(q, cl);
+	struct tc_parq_class_xstats xs = {
+		.version = PARQ_XSTATS_CLASS | PARQ_CLASS_XSTATS_VERSION,
+	};
+
+	if (parq_copy_basic(sch, d, &c->bstats) < 0 ||
+	    (rc && gnet_stats_copy_rate_est(d, &rc->rate_est) < 0) ||
+	    gnet_stats_copy_queue(d, NULL, &c->qstats, c->qlen) < 0)
+		return -1;
+	if (!rc)
+		return 0;
+	sch_tree_lock(sch);
+	xs.rate = rc->bw;
+	xs.idt = rc->r.idt;
+	xs.dispatches = rc->r.dispatches;
+	xs.lateness_max = rc->r.lateness_max;
+	xs.lateness_sum = rc->r.lateness_sum;
+	sch_tree_unlock(sch);
+	return gnet_stats_copy_app(d, &xs, sizeof(xs));
+}
+
+const struct Qdisc_class_ops parq_class_ops = {
+	.leaf		= parq_leaf,
+	.find		= parq_find,
+	.change		= parq_class_change,
+	.delete		= parq_class_delete,
+	.walk		= parq_walk,
+	.tcf_block	= parq_tcf_block,
+	.bind_tcf	= parq_bind_tcf,
+	.unbind_tcf	= parq_unbind_tcf,
+	.dump		= parq_class_dump,
+	.dump_stats	= parq_class_dump_stats,
+};

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sch_parq's parameters: the netlink policy, parsing, applying them under
+ * the tree lock, init, change, destroy and the dumps; and the link rate
+ * that admission control divides.
+ *
+ * Adding a qdisc parameter TCA_PARQ_FOO touches, in order:
+ *   1. include/uapi/linux/parq.h: the attribute, and its range and default
+ *      as constants (PARQ_FOO_MAX, PARQ_FOO_DEFAULT);
+ *   2. parq_qdisc.h: struct parq_config;
+ *   3. here: parq_policy[] (the range from those constants), parq_attr_err[]
+ *      (a range in the message from them too, or a static_assert that ties
+ *      it to them), parq_config_default(), parq_config_parse(),
+ *      parq_config_apply() if it changes running state, parq_dump();
+ *   4. tc-plugin/q_parq.c: usage, parse and print; tc-plugin/test-plugin.sh;
+ *   5. userspace/nlfuzz/nlfuzz.cpp: its range table and the defaults it
+ *      checks after a refused message;
+ *   6. selftests/parq_config.py: the defaults, a round trip and the bad
+ *      values;
+ *   7. Documentation/tc-parq.8 and Documentation/parq.md.
+ */
+#include <linux/build_bug.h>
+#include <linux/ethtool.h>
+#include <linux/hash.h>
+#include <linux/jhash.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/rbtree.h>
+#include <linux/rtnetlink.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/stringify.h>
+#include <net/dsfield.h>
+#include <net/netlink.h>
+#include <net/netns/generic.h>
+#include <net/pkt_cls.h>
+#include <net/pkt_sched.h>
+#include <net/sch_generic.h>
+#include <linux/parq.h>
+
+#include "core/parq_core.h"
+#include "core/parq_policy.h"
+#include "parq_compat.h"
+#include "parq_credit.h"
+#include "parq_genl.h"
+#include "parq_monitor.h"
+#include "parq_qdisc.h"
+
+/* --- admission control ------------------------------------------------ */
+
+#ifdef PARQ_NEED_ERR_RING
+/*
+ * Each namespace has its own ring, so a request's text can only be
+ * overwritten by PARQ_ERR_RING later failures in the same namespace
+ * between its handler's return and its acknowledgement, never by another
+ * namespace's.  The last byte of each buffer is never written: a text read
+ * while it is being replaced is garbled at worst, never unterminated.
+ */
+#define PARQ_ERR_RING	16
+#define PARQ_ERR_LEN	192
+
+struct parq_qdisc_net {
+	unsigned int	err_next;			/* under RTNL */
+	char		err[PARQ_ERR_RING][PARQ_ERR_LEN];
+};
+
+static unsigned int parq_qdisc_net_id __read_mostly;
+
+void parq_set_err_fmt(const struct net *net, struct netlink_ext_ack *extack,
+		      const char *fmt, ...)
+{
+	struct parq_qdisc_net *qn = net_generic(net, parq_qdisc_net_id);
+	va_list ap;
+	char *buf;
+
+	ASSERT_RTNL();
+	if (!extack)
+		return;
+	buf = qn->err[qn->err_next++ % PARQ_ERR_RING];
+	va_start(ap, fmt);
+	vsnprintf(buf, PARQ_ERR_LEN - 1, fmt, ap);
+	va_end(ap);
+	extack->_msg = buf;
+}
+
+struct pernet_operations parq_qdisc_net_ops = {
+	.id	= &parq_qdisc_net_id,
+	.size	= sizeof(struct parq_qdisc_net),
+};
+#endif
+
+/* The device's link speed in bytes/s, 0 if unknown.  Under RTNL. */
+static u64 parq_link_speed(struct net_device *dev)
+{
+	struct ethtool_link_ksettings ks;
+
+	if (__ethtool_get_link_ksettings(dev, &ks) ||
+	    !ks.base.speed || ks.base.speed == (u32)SPEED_UNKNOWN)
+		return 0;
+	return (u64)ks.base.speed * 1000000 / 8;
+}
+
+/*
+ * The tx queues that share the link with @sch: under a root that gives
+ * each tx queue a qdisc of its own (mq, mqprio, taprio: those with an
+ * attach operation), every child sends on one of the device's queues.
+ * Under RTNL.
+ */
+static unsigned int parq_link_sharers(struct Qdisc *sch)
+{
+	struct net_device *dev = qdisc_dev(sch);
+	struct Qdisc *root = rtnl_dereference(dev->qdisc);
+
+	if (root == sch || !root->ops->attach || dev->real_num_tx_queues < 1)
+		return 1;
+	return dev->real_num_tx_queues;
+}
+
+/*
+ * What admission control divides: linkrate, else rate, else this qdisc's
+ * share of the link speed (so that the children of mq cannot admit N
+ * times the link between them).
+ */
+u64 parq_linkrate(struct Qdisc *sch, const struct parq_config *cfg)
+{
+	if (cfg->linkrate != PARQ_LINKRATE_AUTO)
+		return cfg->linkrate;
+	if (cfg->rate != PARQ_RATE_UNLIMITED)
+		return cfg->rate;
+	return div_u64(parq_link_speed(qdisc_dev(sch)),
+		       parq_link_sharers(sch));
+}
+
+/* --- configuration --------------------------------------------------- */
+
+static struct netlink_range_validation parq_threshold_range = {
+	.min = 1, .max = PARQ_THRESHOLD_INF,
+};
+
+static struct netlink_range_validation parq_rate_range = {
+	.min = 1, .max = PARQ_RATE_UNLIMITED,
+};
+
+static struct netlink_range_validation parq_limit_range = {
+	.min = 1, .max = PARQ_LIMIT_MAX,
+};
+
+static const struct nla_policy parq_policy[TCA_PARQ_MAX + 1] = {
+	[TCA_PARQ_PAD]		= { .type = NLA_REJECT },
+	[TCA_PARQ_THRESHOLD]	= NLA_POLICY_FULL_RANGE(NLA_U32,
+							&parq_threshold_range),
+	[TCA_PARQ_UNIT]		= NLA_POLICY_MAX(NLA_U8, PARQ_UNIT_MAX),
+	[TCA_PARQ_RATE]		= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_rate_range),
+	[TCA_PARQ_OVERHEAD]	= NLA_POLICY_RANGE(NLA_S32, PARQ_OVERHEAD_MIN,
+						   PARQ_OVERHEAD_MAX),
+	[TCA_PARQ_SPLIT_GSO]	= NLA_POLICY_MAX(NLA_U8, PARQ_SPLIT_GSO_MAX),
+	[TCA_PARQ_LIMIT]	= NLA_POLICY_FULL_RANGE(NLA_U32,
+							&parq_limit_range),
+	[TCA_PARQ_FLOW_LIMIT]	= NLA_POLICY_FULL_RANGE(NLA_U32,
+							&parq_limit_range),
+	[TCA_PARQ_DSCP_PARALLEL] = { .type = NLA_U64 },
+	[TCA_PARQ_DEFAULT_CLASS] = NLA_POLICY_RANGE(NLA_U8, PARQ_CLASS_PARALLEL,
+						    PARQ_CLASS_LOCAL),
+	[TCA_PARQ_LINKRATE]	= NLA_POLICY_FULL_RANGE(NLA_U64,
+							&parq_rate_range),
+	[TCA_PARQ_RESERVABLE]	= NLA_POLICY_RANGE(NLA_U8, 1, 100),
+};
+
+/*
+ * What a rejected attribute means, in the words of tc-parq(8).  Ranges that
+ * are plain numbers in the UAPI header are spelled from it; the others are
+ * checked against it here, so that a change there breaks the build until
+ * the message follows.
+ */
+static_assert(PARQ_RATE_MAX == 200000000000ULL);	/* "1.6Tbit" */
+static_assert(PARQ_OVERHEAD_MIN == -64);
+static_assert(PARQ_CLASS_PARALLEL == 1 && PARQ_CLASS_LOCAL == 2);
+
+static const char * const parq_attr_err[TCA_PARQ_MAX + 1] = {
+	[TCA_PARQ_PAD]		 = "parq: unexpected padding attribute",
+	[TCA_PARQ_THRESHOLD]	 = "parq: threshold must be 1.." __stringify(PARQ_THRESHOLD_MAX) " or inf",
+	[TCA_PARQ_UNIT]		 = "parq: unit must be bytes or packets",
+	[TCA_PARQ_RATE]		 = "parq: rate must be 1 byte/s to 1.6Tbit, or unlimited",
+	[TCA_PARQ_OVERHEAD]	 = "parq: overhead must be -64.." __stringify(PARQ_OVERHEAD_MAX) " bytes",
+	[TCA_PARQ_SPLIT_GSO]	 = "parq: invalid split-gso mode",
+	[TCA_PARQ_LIMIT]	 = "parq: limit must be 1.." __stringify(PARQ_LIMIT_MAX) " packets",
+	[TCA_PARQ_FLOW_LIMIT]	 = "parq: flow-limit must be 1.." __stringify(PARQ_LIMIT_MAX) " packets",
+	[TCA_PARQ_DSCP_PARALLEL] = "parq: dscp-parallel must be a 64-bit mask",
+	[TCA_PARQ_DEFAULT_CLASS] = "parq: default must be parallel (1) or local (2)",
+	[TCA_PARQ_LINKRATE]	 = "parq: linkrate must be 1 byte/s to 1.6Tbit, or auto",
+	[TCA_PARQ_RESERVABLE]	 = "parq: reservable must be 1..100 percent",
+};
+
+/* Replace the policy's generic message by one naming the parameter. */
+void parq_name_bad_attr(const struct nlattr *opt,
+			       const char * const *msgs, int maxtype,
+			       struct netlink_ext_ack *extack)
+{
+	int type;
+
+	if (!extack || !extack->bad_attr || extack->bad_attr == opt)
+		return;
+	type = nla_type(extack->bad_attr);
+	if (type <= maxtype && msgs[type])
+		extack->_msg = msgs[type];
+}
+
+static void parq_config_default(struct parq_config *cfg)
+{
+	cfg->rate = PARQ_RATE_UNLIMITED;
+	cfg->linkrate = PARQ_LINKRATE_AUTO;
+	cfg->dscp_parallel = PARQ_DSCP_DEFAULT;
+	cfg->threshold = PARQ_THRESHOLD_DEFAULT;
+	cfg->limit = PARQ_LIMIT_DEFAULT;
+	cfg->flow_limit = PARQ_FLOW_LIMIT_DEFAULT;
+	cfg->overhead = 0;
+	cfg->unit = PARQ_UNIT_BYTES;
+	cfg->split_gso = PARQ_SPLIT_GSO_AUTO;
+	cfg->default_class = PARQ_CLASS_LOCAL;
+	cfg->reservable = PARQ_RESERVABLE_DEFAULT;
+}
+
+/* Overlay the attributes of a request on @cfg and check the result. */
+static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
+			     struct nlattr **tb, u64 *linkrate,
+			     struct netlink_ext_ack *extack)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	u64 capacity;
+
+	if (tb[TCA_PARQ_THRESHOLD])
+		cfg->threshold = nla_get_u32(tb[TCA_PARQ_THRESHOLD]);
+	if (tb[TCA_PARQ_UNIT])
+		cfg->unit = nla_get_u8(tb[TCA_PARQ_UNIT]);
+	if (tb[TCA_PARQ_RATE])
+		cfg->rate = nla_get_u64(tb[TCA_PARQ_RATE]);
+	if (tb[TCA_PARQ_OVERHEAD])
+		cfg->overhead = nla_get_s32(tb[TCA_PARQ_OVERHEAD]);
+	if (tb[TCA_PARQ_SPLIT_GSO])
+		cfg->split_gso = nla_get_u8(tb[TCA_PARQ_SPLIT_GSO]);
+	if (tb[TCA_PARQ_LIMIT])
+		cfg->limit = nla_get_u32(tb[TCA_PARQ_LIMIT]);
+	if (tb[TCA_PARQ_FLOW_LIMIT])
+		cfg->flow_limit = nla_get_u32(tb[TCA_PARQ_FLOW_LIMIT]);
+	if (tb[TCA_PARQ_DSCP_PARALLEL])
+		cfg->dscp_parallel = nla_get_u64(tb[TCA_PARQ_DSCP_PARALLEL]);
+	if (tb[TCA_PARQ_DEFAULT_CLASS])
+		cfg->default_class = nla_get_u8(tb[TCA_PARQ_DEFAULT_CLASS]);
+	if (tb[TCA_PARQ_LINKRATE])
+		cfg->linkrate = nla_get_u64(tb[TCA_PARQ_LINKRATE]);
+	if (tb[TCA_PARQ_RESERVABLE])
+		cfg->reservable = nla_get_u8(tb[TCA_PARQ_RESERVABLE]);
+
+	if (cfg->flow_limit > cfg->limit) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_PARQ_FLOW_LIMIT] ?:
+				    tb[TCA_PARQ_LIMIT],
+				    "parq: flow-limit must not exceed limit");
+		return -EINVAL;
+	}
+	*linkrate = parq_linkrate(sch, cfg);
+	capacity = parq_resv_capacity(*linkrate, cfg->reservable);
+	if (q->resv_sum > capacity) {
+		q->s.xs.resv_rejects++;
+		parq_set_err_fmt(dev_net(qdisc_dev(sch)), extack,
+				 "parq: %llu bit/s reservable (linkrate x reservable) is below the %llu bit/s already reserved",
+				 capacity * 8, q->resv_sum * 8);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static bool parq_split_gso(const struct parq_config *cfg)
+{
+	if (cfg->split_gso == PARQ_SPLIT_GSO_AUTO)
+		return cfg->rate != PARQ_RATE_UNLIMITED;
+	return cfg->split_gso == PARQ_SPLIT_GSO_ON;
+}
+
+/* Make @cfg the running configuration.  Caller holds the tree lock. */
+static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg,
+			      u64 linkrate)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	u64 rate = cfg->rate == PARQ_RATE_UNLIMITED ? 0 : cfg->rate;
+
+	if (cfg->threshold != q->cfg.threshold || cfg->unit != q->cfg.unit)
+		parq_thresh_init(&q->s.thresh, cfg->threshold, cfg->unit);
+	parq_shaper_set(&q->s.shaper, rate, cfg->overhead, PARQ_CATCHUP_NS,
+			ktime_get_ns());
+	q->split_gso = parq_split_gso(cfg);
+	q->linkrate = linkrate;
+	q->resv_capacity = parq_resv_capacity(linkrate, cfg->reservable);
+	q->cfg = *cfg;
+}
+
+int parq_change(struct Qdisc *sch, struct nlattr *opt,
+		       struct netlink_ext_ack *extack)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct nlattr *tb[TCA_PARQ_MAX + 1];
+	unsigned int dropped = 0, dropped_len = 0;
+	struct sk_buff *to_free = NULL;
+	struct parq_config cfg;
+	enum parq_act act;
+	u64 linkrate;
+	int err;
+
+	if (!opt)
+		return 0;
+	err = nla_parse_nested(tb, TCA_PARQ_MAX, opt, parq_policy, extack);
+	if (err) {
+		parq_name_bad_attr(opt, parq_attr_err, TCA_PARQ_MAX, extack);
+		return err;
+	}
+	cfg = q->cfg;
+	err = parq_config_parse(sch, &cfg, tb, &linkrate, extack);
+	if (err)
+		return err;
+
+	sch_tree_lock(sch);
+	parq_config_apply(sch, &cfg, linkrate);
+	while (parq_held(sch) > cfg.limit) {
+		act = parq_sched_evict(&q->s, q->local_qlen, q->parallel_qlen);
+		dropped_len += parq_evict(sch, act, &to_free);
+		dropped++;
+	}
+	qdisc_tree_reduce_backlog(sch, dropped, dropped_len);
+	/* A wait armed under the old configuration may no longer hold. */
+	if (sch->q.qlen)
+		qdisc_watchdog_schedule_range_ns(&q->watchdog, ktime_get_ns(),
+						 0);
+	sch_tree_unlock(sch);
+	kfree_skb_list(to_free);
+	return 0;
+}
+
+int parq_init(struct Qdisc *sch, struct nlattr *opt,
+		     struct netlink_ext_ack *extack)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_config cfg;
+	int i, err;
+
+	/* First: destroy() cancels the watchdog even if init fails. */
+	qdisc_watchdog_init(&q->watchdog, sch);
+	for (i = 0; i < PARQ_NUM_CLASSES; i++)
+		parq_bstats_init(&q->cls[i].bstats);
+	q->resv_backlog = RB_ROOT_CACHED;
+	parq_rr_init(&q->rr, psched_mtu(qdisc_dev(sch)));
+	parq_rr_init(&q->lrr, psched_mtu(qdisc_dev(sch)));
+	q->lwait = RB_ROOT_CACHED;
+	q->lwait_next = U64_MAX;
+	q->lseed = get_random_u32();
+
+	err = qdisc_class_hash_init(&q->clhash);
+	if (err)
+		return err;
+	err = tcf_block_get(&q->block, &q->filter_list, sch, extack);
+	if (err)
+		return err;
+	q->flows = kvcalloc(PARQ_FLOW_BUCKETS, sizeof(*q->flows), GFP_KERNEL_ACCOUNT);
+	q->lhash = kvcalloc(PARQ_LOCAL_BUCKETS, sizeof(*q->lhash), GFP_KERNEL_ACCOUNT);
+	if (!q->flows || !q->lhash)
+		return -ENOMEM;
+
+	parq_config_default(&cfg);
+	q->cfg = cfg;
+	q->cfg.threshold = 0;	/* forces parq_thresh_init() */
+	parq_config_apply(sch, &cfg, parq_linkrate(sch, &cfg));
+	return parq_change(sch, opt, extack);
+}
+
+void parq_destroy(struct Qdisc *sch)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+	struct hlist_node *next;
+	unsigned int i;
+
+	qdisc_watchdog_cancel(&q->watchdog);
+	tcf_block_put(q->block);
+	if (q->flows)
+		parq_purge(sch);
+	kvfree(q->flows);
+	kvfree(q->lhash);
+	if (!q->clhash.hash)
+		return;
+	for (i = 0; i < q->clhash.hashsize; i++)
+		hlist_for_each_entry_safe(rc, next, &q->clhash.hash[i],
+					  common.hnode)
+			parq_resv_free(rc);
+	qdisc_class_hash_destroy(&q->clhash);
+}
+
+int parq_dump(struct Qdisc *sch, struct sk_buff *skb)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	const struct parq_config *cfg = &q->cfg;
+	struct nlattr *opts;
+
+	opts = nla_nest_start(skb, TCA_OPTIONS);
+	if (!opts)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, TCA_PARQ_THRESHOLD, cfg->threshold) ||
+	    nla_put_u8(skb, TCA_PARQ_UNIT, cfg->unit) ||
+	    nla_put_u64_64bit(skb, TCA_PARQ_RATE, cfg->rate, TCA_PARQ_PAD) ||
+	    nla_put_s32(skb, TCA_PARQ_OVERHEAD, cfg->overhead) ||
+	    nla_put_u8(skb, TCA_PARQ_SPLIT_GSO, q->split_gso ?
+		       PARQ_SPLIT_GSO_ON : PARQ_SPLIT_GSO_OFF) ||
+	    nla_put_u32(skb, TCA_PARQ_LIMIT, cfg->limit) ||
+	    nla_put_u32(skb, TCA_PARQ_FLOW_LIMIT, cfg->flow_limit) ||
+	    nla_put_u64_64bit(skb, TCA_PARQ_DSCP_PARALLEL, cfg->dscp_parallel,
+			      TCA_PARQ_PAD) ||
+	    nla_put_u8(skb, TCA_PARQ_DEFAULT_CLASS, cfg->default_class) ||
+	    nla_put_u64_64bit(skb, TCA_PARQ_LINKRATE, q->linkrate,
+			      TCA_PARQ_PAD) ||
+	    nla_put_u8(skb, TCA_PARQ_RESERVABLE, cfg->reservable)) {
+		nla_nest_cancel(skb, opts);
+		return -EMSGSIZE;
+	}
+	return nla_nest_end(skb, opts);
+}
+
+int parq_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	u64 now = ktime_get_ns();
+	struct tc_parq_xstats xs;
+	struct rb_node *n;
+	u32 due = 0;
+
+	sch_tree_lock(sch);
+	xs = q->s.xs;
+	xs.flows_active = q->rr.active;
+	xs.local_flows = q->local_flows;
+	xs.local_waiting = q->local_waiting;
+	xs.resv_sum_rate = q->resv_sum;
+	xs.resv_capacity = q->resv_capacity;
+	xs.resv_classes = q->resv_classes;
+	xs.resv_backlogged = q->resv_backlogged;
+	for (n = rb_first_cached(&q->resv_backlog); n; n = rb_next(n)) {
+		if (!parq_resv_eligible(&rb_entry(n, struct parq_resv_class,
+						  node)->r, now))
+			break;
+		due++;
+	}
+	xs.resv_throttled = q->resv_backlogged - due;
+	sch_tree_unlock(sch);
+	xs.version = PARQ_XSTATS_VERSION;
+	return gnet_stats_copy_app(d, &xs, sizeof(xs));
+}

@@ -1,0 +1,698 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sch_parq's datapath: classification, the queues, enqueue and dequeue.
+ *
+ * The queues: a per-flow queue for each parallel flow (deficit round robin),
+ * a queue per destination host for local packets (deficit round robin, and
+ * an rb-tree of the destinations waiting for receiver credit), and a FIFO
+ * per reserved class (an rb-tree by (NDT, classid)).  What to send, when
+ * to look again and what a full qdisc drops is decided by core/parq_policy.h.
+ */
+#include <linux/ethtool.h>
+#include <linux/hash.h>
+#include <linux/jhash.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/rbtree.h>
+#include <linux/rtnetlink.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <net/dsfield.h>
+#include <net/netlink.h>
+#include <net/netns/generic.h>
+#include <net/pkt_cls.h>
+#include <net/pkt_sched.h>
+#include <net/sch_generic.h>
+#include <linux/parq.h>
+
+#include "core/parq_core.h"
+#include "core/parq_policy.h"
+#include "parq_compat.h"
+#include "parq_credit.h"
+#include "parq_genl.h"
+#include "parq_monitor.h"
+#include "parq_qdisc.h"
+
+/* --- classification ---------------------------------------------------- */
+
+static int parq_dscp(struct sk_buff *skb)
+{
+	switch (skb_protocol(skb, true)) {
+	case htons(ETH_P_IP):
+		if (!pskb_network_may_pull(skb, sizeof(struct iphdr)))
+			return -1;
+		return ipv4_get_dsfield(ip_hdr(skb)) >> 2;
+	case htons(ETH_P_IPV6):
+		if (!pskb_network_may_pull(skb, sizeof(struct ipv6hdr)))
+			return -1;
+		return ipv6_get_dsfield(ipv6_hdr(skb)) >> 2;
+	}
+	return -1;
+}
+
+/* The class a filter or skb->priority named by its minor, or the default. */
+static unsigned long parq_class_of(struct Qdisc *sch, u32 minor)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+
+	if (parq_minor_valid(minor))
+		return minor;
+	if (minor >= PARQ_RESV_MINOR_MIN) {
+		rc = parq_resv_find(sch, TC_H_MAKE(sch->handle, minor));
+		if (rc)
+			return (unsigned long)rc;
+	}
+	q->s.xs.unknown_class++;
+	return q->cfg.default_class;
+}
+
+/* Returns the class handle, or 0 when a filter dropped or stole the skb. */
+static unsigned long parq_classify(struct sk_buff *skb, struct Qdisc *sch,
+				   int *qerr)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct tcf_proto *fl = rcu_dereference_bh(q->filter_list);
+	struct tcf_result res;
+	int dscp, result;
+
+	*qerr = NET_XMIT_SUCCESS | __NET_XMIT_BYPASS;
+	if (fl) {
+		result = parq_tcf_classify(skb, fl, &res);
+		if (result >= 0) {
+#ifdef CONFIG_NET_CLS_ACT
+			switch (result) {
+			case TC_ACT_QUEUED:
+			case TC_ACT_STOLEN:
+			case TC_ACT_TRAP:
+				*qerr = NET_XMIT_SUCCESS | __NET_XMIT_STOLEN;
+				fallthrough;
+			case TC_ACT_SHOT:
+				return 0;
+			}
+#endif
+			if (!TC_H_MAJ(res.classid) ||
+			    TC_H_MAJ(res.classid) == sch->handle)
+				return parq_class_of(sch, TC_H_MIN(res.classid));
+			return parq_class_of(sch, 0);
+		}
+	}
+	if (TC_H_MAJ(skb->priority) == sch->handle)
+		return parq_class_of(sch, TC_H_MIN(skb->priority));
+	dscp = parq_dscp(skb);
+	if (dscp >= 0 && (q->cfg.dscp_parallel & PARQ_DSCP_BIT(dscp)))
+		return PARQ_CLASS_PARALLEL;
+	return q->cfg.default_class;
+}
+
+/* --- queues -------------------------------------------------------------- */
+
+static struct parq_flow *parq_flow_of(struct parq_sched_data *q,
+				      struct sk_buff *skb)
+{
+	struct sock *sk = skb->sk;
+	u32 hash;
+
+	if (sk && sk_fullsock(sk))
+		hash = hash_ptr(sk, 32);
+	else
+		hash = skb_get_hash(skb);
+	return &q->flows[hash & (PARQ_FLOW_BUCKETS - 1)];
+}
+
+static void parq_skbq_add(struct parq_skbq *pq, struct sk_buff *skb)
+{
+	skb->next = NULL;
+	if (pq->head)
+		pq->tail->next = skb;
+	else
+		pq->head = skb;
+	pq->tail = skb;
+	pq->qlen++;
+}
+
+static struct sk_buff *parq_skbq_pop(struct parq_skbq *pq)
+{
+	struct sk_buff *skb = pq->head;
+
+	pq->head = skb->next;
+	skb_mark_not_on_list(skb);
+	pq->qlen--;
+	return skb;
+}
+
+/* Free every packet of @pq (outside the tree lock when possible). */
+void parq_skbq_purge(struct parq_skbq *pq)
+{
+	rtnl_kfree_skbs(pq->head, pq->tail);
+	pq->head = NULL;
+	pq->tail = NULL;
+	pq->qlen = 0;
+}
+
+/*
+ * The packets in parq's own queues.  sch->q.qlen counts also those that
+ * the stack parked in sch->gso_skb or sch->skb_bad_txq after a requeue or
+ * a parent's peek, which parq_evict() cannot take.
+ */
+unsigned int parq_held(const struct Qdisc *sch)
+{
+	return sch->q.qlen - skb_queue_len(&sch->gso_skb) -
+	       skb_queue_len(&sch->skb_bad_txq);
+}
+
+static void parq_count_in(struct Qdisc *sch, struct parq_class *c,
+			  struct sk_buff *skb)
+{
+	c->qlen++;
+	c->qstats.backlog += qdisc_pkt_len(skb);
+	sch->q.qlen++;
+	qdisc_qstats_backlog_inc(sch, skb);
+}
+
+static void parq_count_out(struct Qdisc *sch, struct parq_class *c,
+			   struct sk_buff *skb)
+{
+	c->qlen--;
+	c->qstats.backlog -= qdisc_pkt_len(skb);
+	sch->q.qlen--;
+	qdisc_qstats_backlog_dec(sch, skb);
+}
+
+/* --- the local class: a queue per destination ------------------------ */
+
+static struct hlist_head *parq_lhead(struct parq_sched_data *q,
+				     const struct parq_addr *dst)
+{
+	u32 h = jhash2((__force const u32 *)dst->a, ARRAY_SIZE(dst->a),
+		       dst->family ^ q->lseed);
+
+	return &q->lhash[h & (PARQ_LOCAL_BUCKETS - 1)];
+}
+
+/* The local flow of @skb's destination, made if it has none (then added
+ * to the round robin by the caller's first packet); NULL if out of memory.
+ */
+static struct parq_lflow *parq_lflow_get(struct parq_sched_data *q,
+					 struct sk_buff *skb)
+{
+	struct hlist_head *head;
+	struct parq_addr dst;
+	struct parq_lflow *f;
+
+	if (!parq_skb_dst(skb, &dst))
+		memset(&dst, 0, sizeof(dst));
+	head = parq_lhead(q, &dst);
+	hlist_for_each_entry(f, head, hnode)
+		if (parq_addr_eq(&f->dst, &dst))
+			return f;
+	f = kzalloc(sizeof(*f), GFP_ATOMIC | __GFP_NOWARN);
+	if (!f)
+		return NULL;
+	f->dst = dst;
+	hlist_add_head(&f->hnode, head);
+	RB_CLEAR_NODE(&f->wait);
+	q->local_flows++;
+	return f;
+}
+
+static void parq_lflow_free(struct parq_sched_data *q, struct parq_lflow *f)
+{
+	hlist_del(&f->hnode);
+	q->local_flows--;
+	kfree(f);
+}
+
+static bool parq_lflow_waiting(const struct parq_lflow *f)
+{
+	return !RB_EMPTY_NODE(&f->wait);
+}
+
+static bool parq_lwait_less(struct rb_node *a, const struct rb_node *b)
+{
+	return rb_entry(a, struct parq_lflow, wait)->until <
+	       rb_entry(b, struct parq_lflow, wait)->until;
+}
+
+/* The local flow whose credit wait ends first, NULL if none waits. */
+static struct parq_lflow *parq_lwait_first(struct parq_sched_data *q)
+{
+	struct rb_node *n = rb_first_cached(&q->lwait);
+
+	return n ? rb_entry(n, struct parq_lflow, wait) : NULL;
+}
+
+static void parq_lwait_del(struct parq_sched_data *q, struct parq_lflow *f)
+{
+	struct parq_lflow *first;
+
+	rb_erase_cached(&f->wait, &q->lwait);
+	RB_CLEAR_NODE(&f->wait);
+	q->local_waiting--;
+	first = parq_lwait_first(q);
+	q->lwait_next = first ? first->until : U64_MAX;
+}
+
+/* Take the head packet of local flow @f: the one parq_rr_select() chose,
+ * or (to evict) the head of the round robin or a waiting flow.
+ */
+static struct sk_buff *parq_lflow_take(struct Qdisc *sch,
+				       struct parq_lflow *f, bool selected)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb = parq_skbq_pop(&f->q);
+	bool emptied = !f->q.qlen;
+
+	if (selected) {
+		parq_rr_charge(&q->lrr, qdisc_pkt_len(skb), emptied);
+	} else if (emptied) {
+		if (parq_lflow_waiting(f))
+			parq_lwait_del(q, f);
+		else
+			parq_rr_remove(&q->lrr, &f->rr);
+	}
+	if (emptied)
+		parq_lflow_free(q, f);
+	q->local_qlen--;
+	parq_count_out(sch, &q->cls[PARQ_CLASS_LOCAL - 1], skb);
+	return skb;
+}
+
+/*
+ * Local flows whose credit wait is over go back to the round robin.  The
+ * waiting flows are kept in order of the end of their wait, so this costs
+ * O(log n) per flow woken, and nothing when none is due.
+ */
+static void parq_local_wake(struct parq_sched_data *q, u64 now)
+{
+	struct parq_lflow *f;
+
+	while (now >= q->lwait_next) {
+		f = parq_lwait_first(q);
+		if (WARN_ON_ONCE(!f)) {	/* lwait_next is the first's until */
+			q->lwait_next = U64_MAX;
+			break;
+		}
+		parq_lwait_del(q, f);
+		parq_rr_add(&q->lrr, &f->rr);
+	}
+}
+
+/*
+ * The local flow to send from now, its head packet charged to its
+ * destination's credit, or NULL when every local flow waits.  A flow over
+ * its credit leaves the round robin until its credit may allow it again
+ * (the next epoch, or the end of the lease).
+ */
+static struct parq_lflow *parq_local_next(struct Qdisc *sch, u64 now)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	const struct net *net = dev_net(qdisc_dev(sch));
+	struct parq_rr_node *n;
+	struct parq_lflow *f;
+	u64 until;
+
+	while ((n = parq_rr_select(&q->lrr))) {
+		f = container_of(n, struct parq_lflow, rr);
+		if (!f->dst.family || !parq_credit_active(net) ||
+		    parq_credit_charge(net, &f->dst, qdisc_pkt_len(f->q.head),
+				       now, &until) != PARQ_CREDIT_WAIT)
+			return f;
+		parq_rr_charge(&q->lrr, 0, true);
+		f->until = until;
+		rb_add_cached(&f->wait, &q->lwait, parq_lwait_less);
+		q->local_waiting++;
+		q->lwait_next = min(q->lwait_next, until);
+		q->s.xs.credit_waits++;
+	}
+	return NULL;
+}
+
+static void parq_local_purge(struct parq_sched_data *q)
+{
+	struct hlist_node *tmp;
+	struct parq_lflow *f;
+	unsigned int i;
+
+	if (!q->lhash)		/* init failed before allocating it */
+		return;
+	for (i = 0; i < PARQ_LOCAL_BUCKETS; i++) {
+		hlist_for_each_entry_safe(f, tmp, &q->lhash[i], hnode) {
+			parq_skbq_purge(&f->q);
+			parq_lflow_free(q, f);
+		}
+	}
+	q->lrr.head = NULL;
+	q->lrr.tail = NULL;
+	q->lrr.active = 0;
+	q->lwait = RB_ROOT_CACHED;
+	q->local_waiting = 0;
+	q->lwait_next = U64_MAX;
+	q->local_qlen = 0;
+}
+
+bool parq_resv_less(struct rb_node *a, const struct rb_node *b)
+{
+	return parq_resv_before(&rb_entry(a, struct parq_resv_class, node)->r,
+				&rb_entry(b, struct parq_resv_class, node)->r);
+}
+
+static struct parq_resv_class *parq_resv_first(struct parq_sched_data *q)
+{
+	struct rb_node *n = rb_first_cached(&q->resv_backlog);
+
+	return n ? rb_entry(n, struct parq_resv_class, node) : NULL;
+}
+
+/* A packet for reserved class @rc; @now is read only if it was idle. */
+static void parq_resv_enqueue(struct parq_sched_data *q,
+			      struct parq_resv_class *rc, struct sk_buff *skb)
+{
+	if (!rc->q.qlen) {
+		parq_resv_wake(&rc->r, ktime_get_ns());
+		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
+		q->resv_backlogged++;
+	}
+	parq_skbq_add(&rc->q, skb);
+}
+
+/* Take the head packet of reserved class @rc; the caller re-keys it. */
+static struct sk_buff *parq_resv_take(struct Qdisc *sch,
+				      struct parq_resv_class *rc)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb;
+
+	rb_erase_cached(&rc->node, &q->resv_backlog);
+	skb = parq_skbq_pop(&rc->q);
+	parq_count_out(sch, &rc->c, skb);
+	if (!rc->q.qlen)
+		q->resv_backlogged--;
+	return skb;
+}
+
+static void parq_resv_requeue(struct parq_sched_data *q,
+			      struct parq_resv_class *rc)
+{
+	if (rc->q.qlen)
+		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
+}
+
+/* Take the next packet of the parallel class (DRR over its flows). */
+static struct sk_buff *parq_take_parallel(struct Qdisc *sch)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_flow *flow;
+	struct sk_buff *skb;
+
+	flow = container_of(parq_rr_select(&q->rr), struct parq_flow, rr);
+	skb = parq_skbq_pop(&flow->q);
+	parq_rr_charge(&q->rr, qdisc_pkt_len(skb), !flow->q.qlen);
+	q->parallel_qlen--;
+	parq_count_out(sch, &q->cls[PARQ_CLASS_PARALLEL - 1], skb);
+	return skb;
+}
+
+/* Drop one queued packet of class @act (parq_sched_evict() chose it): of
+ * local, the destination served next, else one that waits; of the
+ * reserved classes, the one due first.  Returns the dropped length.
+ */
+unsigned int parq_evict(struct Qdisc *sch, enum parq_act act,
+			       struct sk_buff **to_free)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+	struct sk_buff *skb;
+	unsigned long cl;
+	unsigned int len;
+
+	if (act == PARQ_ACT_LOCAL) {
+		cl = PARQ_CLASS_LOCAL;
+		skb = parq_lflow_take(sch, q->lrr.head ?
+				      container_of(q->lrr.head,
+						   struct parq_lflow, rr) :
+				      parq_lwait_first(q),
+				      false);
+	} else if (act == PARQ_ACT_PARALLEL) {
+		cl = PARQ_CLASS_PARALLEL;
+		skb = parq_take_parallel(sch);
+	} else {
+		rc = parq_resv_first(q);
+		cl = (unsigned long)rc;
+		skb = parq_resv_take(sch, rc);
+		parq_resv_requeue(q, rc);
+	}
+	len = qdisc_pkt_len(skb);
+	parq_stats_of(q, cl)->qstats.drops++;
+	qdisc_drop(skb, sch, to_free);
+	return len;
+}
+
+static int parq_drop_class(struct sk_buff *skb, struct Qdisc *sch,
+			   struct parq_class *c, struct sk_buff **to_free)
+{
+	c->qstats.drops++;
+	return qdisc_drop(skb, sch, to_free);
+}
+
+static int parq_drop_new(struct sk_buff *skb, struct Qdisc *sch,
+			 struct parq_class *c, u64 *reason,
+			 struct sk_buff **to_free)
+{
+	(*reason)++;
+	return parq_drop_class(skb, sch, c, to_free);
+}
+
+static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
+			    unsigned long cl, struct sk_buff **to_free)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc = parq_resv_of(cl);
+	struct parq_class *c = parq_stats_of(q, cl);
+	struct parq_flow *flow = NULL;
+	struct parq_lflow *lflow = NULL;
+	struct parq_skbq *pq = NULL;	/* queue under flow-limit */
+	unsigned int evicted = 0;
+	struct parq_fill fill;
+
+	if (cl == PARQ_CLASS_PARALLEL) {
+		flow = parq_flow_of(q, skb);
+		pq = &flow->q;
+	} else if (rc) {
+		pq = &rc->q;
+	} else {
+		lflow = parq_lflow_get(q, skb);
+		if (!lflow)
+			return parq_drop_new(skb, sch, c,
+					     &q->s.xs.drop_local_nomem, to_free);
+		pq = &lflow->q;
+	}
+	fill = (struct parq_fill){
+		.qlen = sch->q.qlen,
+		.limit = q->cfg.limit,
+		.flow_qlen = pq->qlen,
+		.flow_limit = q->cfg.flow_limit,
+		.local_qlen = q->local_qlen,
+		.local = lflow,
+	};
+	switch (parq_sched_admit(&q->s, &fill)) {
+	case PARQ_ADMIT_QUEUE:
+		break;
+	case PARQ_ADMIT_EVICT:
+		evicted = parq_evict(sch, PARQ_ACT_LOCAL, to_free);
+		break;
+	default:
+		if (lflow && !lflow->q.qlen)	/* just made for this packet */
+			parq_lflow_free(q, lflow);
+		return parq_drop_class(skb, sch, c, to_free);
+	}
+	/* ktime is read only when the shaper needs it. */
+	if (!sch->q.qlen && parq_shaper_on(&q->s.shaper))
+		parq_sched_wake(&q->s, ktime_get_ns());
+	parq_count_in(sch, c, skb);
+	if (flow) {
+		if (!flow->q.qlen)
+			parq_rr_add(&q->rr, &flow->rr);
+		parq_skbq_add(&flow->q, skb);
+		q->parallel_qlen++;
+	} else if (rc) {
+		parq_resv_enqueue(q, rc, skb);
+	} else {
+		if (!lflow->q.qlen)
+			parq_rr_add(&q->lrr, &lflow->rr);
+		parq_skbq_add(&lflow->q, skb);
+		q->local_qlen++;
+	}
+	/* Told only now, so that parents never see this qdisc empty. */
+	if (evicted)
+		qdisc_tree_reduce_backlog(sch, 1, evicted);
+	return NET_XMIT_SUCCESS;
+}
+
+/* Segment a GSO packet and queue its segments in class @cl. */
+static int parq_enqueue_segs(struct sk_buff *skb, struct Qdisc *sch,
+			     unsigned long cl, struct sk_buff **to_free)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	unsigned int len = qdisc_pkt_len(skb), seg_len = 0;
+	struct sk_buff *segs, *nskb;
+	netdev_features_t features;
+	int nb = 0;
+
+	features = netif_skb_features(skb);
+	segs = skb_gso_segment(skb, features & ~NETIF_F_GSO_MASK);
+	if (IS_ERR_OR_NULL(segs))
+		return parq_drop_new(skb, sch, parq_stats_of(q, cl),
+				     &q->s.xs.drop_gso_failed, to_free);
+
+	skb_list_walk_safe(segs, segs, nskb) {
+		unsigned int l = segs->len;
+
+		skb_mark_not_on_list(segs);
+		qdisc_skb_cb(segs)->pkt_len = l;
+		if (parq_enqueue_one(segs, sch, cl, to_free) ==
+		    NET_XMIT_SUCCESS) {
+			nb++;
+			seg_len += l;
+		}
+	}
+	q->s.xs.gso_segments += nb;
+	/* The parent accounts one packet of @len; correct it to what we hold
+	 * (one segment too: its length is not @len).
+	 */
+	if (nb > 0)
+		qdisc_tree_reduce_backlog(sch, 1 - nb, len - seg_len);
+	consume_skb(skb);
+	return nb > 0 ? NET_XMIT_SUCCESS : NET_XMIT_DROP;
+}
+
+int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
+			struct sk_buff **to_free)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	int ret;
+	unsigned long cl = parq_classify(skb, sch, &ret);
+
+	if (!cl) {
+		if (ret & __NET_XMIT_BYPASS)
+			qdisc_qstats_drop(sch);
+		q->s.xs.drop_filter++;
+		__qdisc_drop(skb, to_free);
+		return ret;
+	}
+	/* Reserved classes always count in MTU-sized packets. */
+	if (skb_is_gso(skb) && (q->split_gso || parq_resv_of(cl)))
+		return parq_enqueue_segs(skb, sch, cl, to_free);
+	return parq_enqueue_one(skb, sch, cl, to_free);
+}
+
+/*
+ * The next packet, as parq_sched_decide() rules.  The queues are kept here;
+ * the policy (shaper gate, reserved before the threshold rule, a local
+ * class blocked by credit, the watchdog's deadline) is in core/.
+ */
+struct sk_buff *parq_dequeue(struct Qdisc *sch)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+	struct parq_lflow *lf = NULL;
+	struct parq_decision d;
+	struct parq_view v;
+	unsigned int quantum;
+	struct sk_buff *skb;
+	unsigned long cl;
+	u64 now;
+
+	if (!sch->q.qlen)
+		return NULL;
+	/* Read at each packet: the device's MTU may have changed. */
+	quantum = psched_mtu(qdisc_dev(sch));
+	parq_rr_set_quantum(&q->rr, quantum);
+	parq_rr_set_quantum(&q->lrr, quantum);
+	now = ktime_get_ns();
+
+	parq_local_wake(q, now);
+	rc = parq_resv_first(q);
+	v.resv_ndt = rc ? rc->r.ndt : U64_MAX;
+	v.lwait_next = q->lwait_next;
+	v.parallel = q->parallel_qlen != 0;
+	v.local = q->lrr.active != 0;
+	d = parq_sched_decide(&q->s, &v, now);
+	if (d.act == PARQ_ACT_LOCAL) {
+		lf = parq_local_next(sch, now);
+		if (!lf) {	/* every destination is over its credit */
+			v.local = false;
+			v.lwait_next = q->lwait_next;
+			d = parq_sched_decide(&q->s, &v, now);
+		}
+	}
+
+	switch (d.act) {
+	case PARQ_ACT_RESV:
+		skb = parq_resv_take(sch, rc);
+		parq_resv_dispatch(&rc->r, now, qdisc_pkt_len(skb));
+		parq_resv_requeue(q, rc);
+		cl = (unsigned long)rc;
+		break;
+	case PARQ_ACT_PARALLEL:
+		skb = parq_take_parallel(sch);
+		cl = PARQ_CLASS_PARALLEL;
+		break;
+	case PARQ_ACT_LOCAL:
+		skb = parq_lflow_take(sch, lf, true);
+		cl = PARQ_CLASS_LOCAL;
+		break;
+	case PARQ_ACT_WAIT:
+		parq_sched_wait(&q->s);
+		qdisc_watchdog_schedule_range_ns(&q->watchdog, d.until,
+						 PARQ_TIMER_SLACK_NS);
+		return NULL;
+	default:	/* sch->q.qlen said there were packets */
+		WARN_ON_ONCE(1);
+		return NULL;
+	}
+	parq_sched_sent(&q->s, &d, now, qdisc_pkt_len(skb));
+	bstats_update(&parq_stats_of(q, cl)->bstats, skb);
+	qdisc_bstats_update(sch, skb);
+	return skb;
+}
+
+void parq_purge(struct Qdisc *sch)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_resv_class *rc;
+	struct parq_rr_node *n;
+	struct parq_flow *flow;
+	int i;
+
+	while ((n = q->rr.head)) {
+		flow = container_of(n, struct parq_flow, rr);
+		parq_rr_remove(&q->rr, n);
+		parq_skbq_purge(&flow->q);
+	}
+	while ((rc = parq_resv_first(q))) {
+		rb_erase_cached(&rc->node, &q->resv_backlog);
+		parq_skbq_purge(&rc->q);
+		rc->c.qlen = 0;
+		rc->c.qstats.backlog = 0;
+	}
+	parq_local_purge(q);
+	q->parallel_qlen = 0;
+	q->resv_backlogged = 0;
+	for (i = 0; i < PARQ_NUM_CLASSES; i++) {
+		q->cls[i].qlen = 0;
+		q->cls[i].qstats.backlog = 0;
+	}
+	sch->q.qlen = 0;
+	sch->qstats.backlog = 0;
+}
+
+void parq_reset(struct Qdisc *sch)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+
+	parq_purge(sch);
+	parq_sched_reset(&q->s);
+	qdisc_watchdog_cancel(&q->watchdog);
+}

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * sch_parq's private header: the qdisc's state and the functions its
+ * four files share.
+ *
+ *   parq_qdisc.c     the operations table, module init and exit
+ *   parq_datapath.c  classification, the queues, enqueue and dequeue
+ *   parq_config.c    the qdisc's parameters: policy, parse, apply, dump
+ *   parq_class.c     the classes: reserved classes with admission control
+ *
+ * The decisions themselves are in core/parq_policy.h, the arithmetic in
+ * core/parq_core.c.
+ *
+ * Adding a qdisc parameter (TCA_PARQ_*): see the checklist at the top of
+ * parq_config.c.
+ */
+#ifndef _PARQ_QDISC_H
+#define _PARQ_QDISC_H
+
+#include <linux/rbtree.h>
+#include <linux/skbuff.h>
+#include <net/gen_stats.h>
+#include <net/pkt_cls.h>
+#include <net/sch_generic.h>
+#include <linux/parq.h>
+
+#include "core/parq_core.h"
+#include "core/parq_policy.h"
+#include "parq_compat.h"
+#include "parq_credit.h"
+
+#define PARQ_FLOW_BUCKETS	1024	/* parallel flow queues, power of 2 */
+#define PARQ_LOCAL_BUCKETS	256	/* hash chains of local destinations */
+#define PARQ_TIMER_SLACK_NS	(10 * NSEC_PER_USEC)
+
+struct parq_skbq {
+	struct sk_buff	*head;
+	struct sk_buff	*tail;
+	u32		qlen;
+};
+
+struct parq_flow {
+	struct parq_rr_node	rr;
+	struct parq_skbq	q;
+};
+
+/*
+ * The local packets to one destination host (IPv4 or IPv6; packets with
+ * neither share the zero address).  It exists while it holds packets, and
+ * is then either in the local round robin or waiting for credit.
+ */
+struct parq_lflow {
+	struct parq_rr_node	rr;	/* in lrr unless waiting */
+	struct hlist_node	hnode;	/* in lhash */
+	struct rb_node		wait;	/* in lwait while waiting */
+	struct parq_skbq	q;
+	struct parq_addr	dst;
+	u64			until;	/* ns: end of its wait */
+};
+
+/* Counters of a class, fixed or reserved. */
+struct parq_class {
+	parq_bstats_t		bstats;
+	struct gnet_stats_queue	qstats;
+	u32			qlen;
+};
+
+/* A reserved flow: class <handle>:N, N >= PARQ_RESV_MINOR_MIN. */
+struct parq_resv_class {
+	struct Qdisc_class_common	common;	/* classid, hash node */
+	struct rb_node			node;	/* in resv_backlog while queued */
+	struct parq_resv		r;	/* NDT, IDT, lateness */
+	struct parq_skbq		q;
+	u64				bw;	/* bytes/s admitted */
+	struct parq_class		c;
+	struct net_rate_estimator __rcu	*rate_est;
+};
+
+/* Everything tc can set on the qdisc, validated as a whole first. */
+struct parq_config {
+	u64	rate;		/* bytes/s, PARQ_RATE_UNLIMITED: off */
+	u64	linkrate;	/* bytes/s, PARQ_LINKRATE_AUTO */
+	u64	dscp_parallel;
+	u32	threshold;
+	u32	limit;
+	u32	flow_limit;
+	s32	overhead;
+	u8	unit;
+	u8	split_gso;	/* enum parq_split_gso */
+	u8	default_class;
+	u8	reservable;	/* percent */
+};
+
+struct parq_sched_data {
+	/* dequeue hot path */
+	struct rb_root_cached	resv_backlog;	/* by (NDT, classid) */
+	struct parq_sched	s;		/* policy state, counters */
+	struct parq_rr		rr;		/* parallel flows */
+	struct parq_rr		lrr;		/* local flows that may send */
+	u32			parallel_qlen;
+	u32			local_qlen;
+	u32			local_flows;	/* local flows with packets */
+	u32			local_waiting;	/* of those, waiting for credit */
+	u64			lwait_next;	/* ns: earliest end of a wait */
+	struct rb_root_cached	lwait;		/* waiting local flows by until */
+	u32			resv_backlogged;
+	bool			split_gso;
+
+	/* enqueue */
+	struct parq_flow	*flows;		/* PARQ_FLOW_BUCKETS */
+	struct hlist_head	*lhash;		/* PARQ_LOCAL_BUCKETS */
+	u32			lseed;
+	struct tcf_proto __rcu	*filter_list;
+	struct Qdisc_class_hash	clhash;		/* reserved classes */
+	struct parq_config	cfg;
+
+	/* admission control, under RTNL */
+	u64			linkrate;	/* effective, bytes/s; 0: none */
+	u64			resv_capacity;	/* linkrate x reservable % */
+	u64			resv_sum;	/* bytes/s admitted */
+	u32			resv_classes;
+	bool			skip_bind_walk;	/* see parq_walk() */
+
+	struct parq_class	cls[PARQ_NUM_CLASSES];
+	struct tcf_block	*block;
+	struct qdisc_watchdog	watchdog;
+};
+
+/*
+ * A class handle (the unsigned long of Qdisc_class_ops) is the minor of a
+ * fixed class, PARQ_CLASS_PARALLEL or PARQ_CLASS_LOCAL, or a pointer to a
+ * struct parq_resv_class.
+ */
+static inline struct parq_resv_class *parq_resv_of(unsigned long cl)
+{
+	return cl > PARQ_NUM_CLASSES ? (struct parq_resv_class *)cl : NULL;
+}
+
+static inline bool parq_minor_valid(u32 minor)
+{
+	return minor == PARQ_CLASS_PARALLEL || minor == PARQ_CLASS_LOCAL;
+}
+
+static inline struct parq_class *parq_stats_of(struct parq_sched_data *q,
+					       unsigned long cl)
+{
+	struct parq_resv_class *rc = parq_resv_of(cl);
+
+	return rc ? &rc->c : &q->cls[cl - 1];
+}
+
+static inline struct parq_resv_class *parq_resv_find(struct Qdisc *sch,
+						      u32 classid)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct Qdisc_class_common *common;
+
+	common = qdisc_class_find(&q->clhash, classid);
+	return common ? container_of(common, struct parq_resv_class, common) :
+			NULL;
+}
+
+/* parq_datapath.c */
+int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
+		 struct sk_buff **to_free);
+struct sk_buff *parq_dequeue(struct Qdisc *sch);
+void parq_reset(struct Qdisc *sch);
+void parq_purge(struct Qdisc *sch);
+unsigned int parq_held(const struct Qdisc *sch);
+unsigned int parq_evict(struct Qdisc *sch, enum parq_act act,
+			struct sk_buff **to_free);
+void parq_skbq_purge(struct parq_skbq *pq);
+bool parq_resv_less(struct rb_node *a, const struct rb_node *b);
+
+/* parq_config.c */
+int parq_init(struct Qdisc *sch, struct nlattr *opt,
+	      struct netlink_ext_ack *extack);
+int parq_change(struct Qdisc *sch, struct nlattr *opt,
+		struct netlink_ext_ack *extack);
+void parq_destroy(struct Qdisc *sch);
+int parq_dump(struct Qdisc *sch, struct sk_buff *skb);
+int parq_dump_stats(struct Qdisc *sch, struct gnet_dump *d);
+u64 parq_linkrate(struct Qdisc *sch, const struct parq_config *cfg);
+void parq_name_bad_attr(const struct nlattr *opt, const char * const *msgs,
+			int maxtype, struct netlink_ext_ack *extack);
+#ifdef PARQ_NEED_ERR_RING
+extern struct pernet_operations parq_qdisc_net_ops;
+#endif
+
+/* parq_class.c */
+extern const struct Qdisc_class_ops parq_class_ops;
+void parq_resv_free(struct parq_resv_class *rc);
+
+#endif /* _PARQ_QDISC_H */
