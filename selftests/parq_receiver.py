@@ -300,15 +300,23 @@ def t_recovery():
             wait_throttled(sp)
             t0 = time.monotonic()
             starts.append(t0)
-            time.sleep(0.5)
+            # A lease can lapse for a moment under TCG (a GRANT late by a
+            # stall): sample the table through the burst, not once.
+            live = 0
+            samples = 0
+            while time.monotonic() - t0 < 0.5:
+                samples += 1
+                live += l_credit().get(star.ip("r")) is not None
+                time.sleep(0.05)
             thr = w.rate(t0, time.monotonic())
             diag(f"burst {i + 1}: L's rate while P runs: "
                  f"{thr * 8 / 1e6:.1f} Mbit/s (credit {THRESHOLD} B per "
                  f"{EPOCH_MS} ms = {THRESHOLD * 8 / EPOCH_MS / 1e3:.1f} "
                  "Mbit/s)")
             check(thr < free / 2, "L is not throttled while P runs")
-            check(l_credit().get(star.ip("r")) is not None,
-                  "no credit entry for R on L while P runs")
+            diag(f"burst {i + 1}: L's entry for R live in {live} of "
+                 f"{samples} samples")
+            check(live > 0, "no credit entry for R on L while P runs")
             sp.join(30)
             time.sleep(0.5)
             b.check_running("early (bulk)")
