@@ -138,6 +138,21 @@ static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 	return 0;
 }
 
+/* Start or replace @rc's rate estimator if the request has one. */
+static int parq_resv_estimator(struct Qdisc *sch, struct parq_resv_class *rc,
+			       struct nlattr *est,
+			       struct netlink_ext_ack *extack)
+{
+	int err;
+
+	if (!est)
+		return 0;
+	err = parq_replace_estimator(sch, &rc->c.bstats, &rc->rate_est, est);
+	if (err)
+		NL_SET_ERR_MSG(extack, "parq: invalid rate estimator");
+	return err;
+}
+
 static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 			     struct nlattr **tca, unsigned long *arg,
 			     struct netlink_ext_ack *extack)
@@ -172,16 +187,9 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 		return err;
 
 	if (rc) {
-		if (tca[TCA_RATE]) {
-			err = parq_replace_estimator(sch, &rc->c.bstats,
-						     &rc->rate_est,
-						     tca[TCA_RATE]);
-			if (err) {
-				NL_SET_ERR_MSG(extack,
-					       "parq: invalid rate estimator");
-				return err;
-			}
-		}
+		err = parq_resv_estimator(sch, rc, tca[TCA_RATE], extack);
+		if (err)
+			return err;
 	} else {
 		rc = kzalloc(sizeof(*rc), GFP_KERNEL_ACCOUNT);
 		if (!rc)
@@ -189,16 +197,10 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 		parq_bstats_init(&rc->c.bstats);
 		rc->common.classid = classid;
 		rc->r.classid = classid;
-		if (tca[TCA_RATE]) {
-			err = parq_replace_estimator(sch, &rc->c.bstats,
-						     &rc->rate_est,
-						     tca[TCA_RATE]);
-			if (err) {
-				NL_SET_ERR_MSG(extack,
-					       "parq: invalid rate estimator");
-				kfree(rc);
-				return err;
-			}
+		err = parq_resv_estimator(sch, rc, tca[TCA_RATE], extack);
+		if (err) {
+			kfree(rc);
+			return err;
 		}
 	}
 
