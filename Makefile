@@ -212,7 +212,8 @@ check:
 # The stress tests and the netlink fuzzer alone, then a kmemleak scan: what
 # make check runs under the debug kernel (KERNEL=debug).
 selftest-stress: kmod plugin userspace
-	$(IN_KERNEL) selftests/run --kmsg-check --kmemleak parq_stress parq_nlfuzz
+	$(IN_KERNEL) selftests/run --kmsg-check --kmemleak --timeout 1800 \
+		parq_stress parq_nlfuzz
 
 # Every selftest under the debug kernel, then a kmemleak scan.
 check-debug: VM_TIMEOUT = 7200

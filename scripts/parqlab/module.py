@@ -46,9 +46,10 @@ def installed():
     return installed_path() is not None
 
 
-def rmmod():
-    """rmmod sch_parq; returns the CompletedProcess (never raises)."""
-    return run(["rmmod", NAME], check=False)
+def rmmod(timeout=30):
+    """rmmod sch_parq; returns the CompletedProcess (never raises, but for
+    subprocess.TimeoutExpired after @timeout seconds)."""
+    return run(["rmmod", NAME], timeout=timeout, check=False)
 
 
 def ensure_loaded():
