@@ -507,9 +507,11 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 			parq_lflow_free(q, lflow);
 		return parq_drop_class(skb, sch, c, to_free);
 	}
-	/* ktime is read only when the shaper needs it. */
+	/* An idle shaper restarts now: it does not catch up the idle time
+	 * (ktime is read only when the shaper is on).
+	 */
 	if (!sch->q.qlen && parq_shaper_on(&q->s.shaper))
-		parq_sched_wake(&q->s, ktime_get_ns());
+		parq_shaper_wake(&q->s.shaper, ktime_get_ns());
 	parq_count_in(sch, c, skb);
 	if (flow) {
 		if (!flow->q.qlen)

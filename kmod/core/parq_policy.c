@@ -27,13 +27,6 @@ void parq_sched_wait(struct parq_sched *s)
 	}
 }
 
-void parq_sched_wake(struct parq_sched *s, u64 now)
-{
-	/* An idle shaper restarts now: it does not catch up the idle time. */
-	if (parq_shaper_on(&s->shaper))
-		parq_shaper_wake(&s->shaper, now);
-}
-
 enum parq_admit parq_sched_admit(struct parq_sched *s,
 				 const struct parq_fill *f)
 {

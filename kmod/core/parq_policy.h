@@ -154,9 +154,6 @@ static inline void parq_sched_sent(struct parq_sched *s,
 		parq_shaper_charge(&s->shaper, now, len);
 }
 
-/* The qdisc held nothing and now holds a packet, at @now. */
-void parq_sched_wake(struct parq_sched *s, u64 now);
-
 enum parq_admit {
 	PARQ_ADMIT_QUEUE,		/* room: queue it */
 	PARQ_ADMIT_EVICT,		/* full: drop a local packet, then queue */

@@ -209,7 +209,7 @@ TEST(ParqPolicyShaper, SendsAdvanceTheGateAndWakeRestartsIt) {
   EXPECT_EQ(s.shaper.t_next, 9000u);
   EXPECT_EQ(parq_sched_decide(&s, &v, 8999).act, PARQ_ACT_WAIT);
   // Idle since: the next packet leaves when it comes.
-  parq_sched_wake(&s, 500000);
+  parq_shaper_wake(&s.shaper, 500000);
   EXPECT_EQ(parq_sched_decide(&s, &v, 500000).act, PARQ_ACT_PARALLEL);
 }
 
