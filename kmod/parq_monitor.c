@@ -610,29 +610,38 @@ static int __net_init parq_mon_net_init(struct net *net)
 	return 0;
 }
 
+/*
+ * Unregistering does not wait for a hook still running on another CPU.  The
+ * namespace core waits for an RCU grace period between every .pre_exit and
+ * the first .exit, once for all the namespaces that go together, so the
+ * hooks are gone before parq_mon_net_exit() frees what they use: one grace
+ * period for a module unload or a batch of namespaces, not one each.
+ */
+static void __net_exit parq_mon_net_pre_exit(struct net *net)
+{
+	struct parq_mon_net *mn = parq_mn(net);
+
+	if (mn->hooked)
+		nf_unregister_net_hooks(net, parq_mon_ops,
+					ARRAY_SIZE(parq_mon_ops));
+}
+
 static void __net_exit parq_mon_net_exit(struct net *net)
 {
 	struct parq_mon_net *mn = parq_mn(net);
 
 	parq_mon_disable(mn, false);
-	if (mn->hooked) {
-		nf_unregister_net_hooks(net, parq_mon_ops,
-					ARRAY_SIZE(parq_mon_ops));
-		/* Unregistering does not wait for a hook still running on
-		 * another CPU, and @mn is freed when this returns.
-		 */
-		synchronize_net();
-	}
 	hrtimer_cancel(&mn->stop);
 	parq_mon_set_memcg(mn, NULL);
 	free_percpu(mn->pcpu);
 }
 
 static struct pernet_operations parq_mon_net_ops = {
-	.init	= parq_mon_net_init,
-	.exit	= parq_mon_net_exit,
-	.id	= &parq_mon_net_id,
-	.size	= sizeof(struct parq_mon_net),
+	.init		= parq_mon_net_init,
+	.pre_exit	= parq_mon_net_pre_exit,
+	.exit		= parq_mon_net_exit,
+	.id		= &parq_mon_net_id,
+	.size		= sizeof(struct parq_mon_net),
 };
 
 int __init parq_monitor_init(void)
