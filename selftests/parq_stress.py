@@ -313,6 +313,13 @@ def t_class_loop():
 
 
 RMMOD_CYCLES = max(2, round(8 * SCALE))
+# pktgen waits for gaps under 100 us by spinning, so at Flood.RATE its two
+# threads take both CPUs whatever the kernel manages to send, and under the
+# debug kernel the module's exit then waits minutes for RCU grace periods
+# that need those CPUs.  At 2 000 packets/s a thread it sleeps between
+# packets: the hooks still run thousands of times a second while they are
+# unregistered, the race this case is about.
+RMMOD_RATE = 2000
 
 
 def t_rmmod_loop():
@@ -324,15 +331,13 @@ def t_rmmod_loop():
                 " in { type filter hook input priority 0; policy accept; }"])
     t0 = time.monotonic()
     slowest = 0.0
-    with Flood(topo, tos=0xb8) as f:
+    with Flood(topo, tos=0xb8, rate=RMMOD_RATE) as f:
         for i in range(RMMOD_CYCLES):
             module.ensure_loaded()
             with mon() as g:
                 ok(g.mon_set(enabled=1, size=64), f"cycle {i}: enable")
             time.sleep(0.3)
-            # The module's exit waits for RCU grace periods, which a flood
-            # stretches to tens of seconds under the debug kernel: a hang
-            # is what the kernel's hung-task report (120 s) would show.
+            # A hang is what the kernel's hung-task report (120 s) shows.
             t1 = time.monotonic()
             r = module.rmmod(timeout=150)
             slowest = max(slowest, time.monotonic() - t1)
@@ -378,10 +383,6 @@ def t_netns_delete():
     kwatch.assert_clean()
 
 
-def t_kmsg():
-    kwatch.assert_clean()
-
-
 def setup(t, k):
     global topo, kwatch
     topo, kwatch = t, k
@@ -404,7 +405,6 @@ def main():
                t_rmmod_loop, timeout=600)
     suite.case("namespaces with parq state deleted under traffic",
                t_netns_delete, timeout=600)
-    suite.case("kernel log clean", t_kmsg)
     return lab.run(suite, "str", tools=("iperf3", "nft", "ping"), setup=setup)
 
 
