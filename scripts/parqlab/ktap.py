@@ -11,7 +11,13 @@ as "# ..." lines before each result.  A case fails by raising any exception
 is only for a facility that is genuinely missing.  Exit status: 0 when every
 case passed or was skipped, 1 when any failed, 4 (KSFT_SKIP) when the whole
 test was skipped (skip_all()).
+
+PARQ_CASES, when set, is a regular expression: only the cases whose names it
+matches (re.search) are in the plan, for running one case while working on
+it.  make check never sets it.
 """
+import os
+import re
 import signal
 import time
 import traceback
@@ -50,6 +56,9 @@ class Suite:
 
     def case(self, name, fn, timeout=300):
         """Add a case; fn() runs with at most @timeout seconds."""
+        only = os.environ.get("PARQ_CASES")
+        if only and not re.search(only, name):
+            return
         self.cases.append((name, fn, timeout))
 
     def _header(self):
@@ -66,7 +75,12 @@ class Suite:
 
     def run(self):
         """Run the cases in order; returns the kselftest exit status."""
+        if os.environ.get("PARQ_CASES") and not self.cases:
+            return self.skip_all("PARQ_CASES matches no case")
         self._header()
+        if os.environ.get("PARQ_CASES"):
+            diag(f"PARQ_CASES={os.environ['PARQ_CASES']}: only "
+                 f"{len(self.cases)} cases")
         t_suite = time.monotonic()
         old = signal.signal(signal.SIGALRM, _alarm)
         try:

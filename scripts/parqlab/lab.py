@@ -10,7 +10,9 @@ lab.run() skips the whole test (KTAP exit 4) unless it runs as root with
 @load_module is false), makes the namespaces Topology(@tag, @links) (or
 @topology(@tag), e.g. netns.Star), calls
 @setup(topo, kwatch) (which sets the test's globals and may return things
-with a stop() method, such as servers), runs the cases and removes it all.
+with a stop() method, such as servers), runs the cases, then a last case,
+"kernel log clean", that fails if the kernel logged a warning since the
+snapshot (after calling @before_kmsg, if given), and removes it all.
 """
 import os
 
@@ -20,13 +22,19 @@ from .traffic import have
 
 
 def run(suite, tag, tools=(), links=1, load_module=True, setup=None,
-        topology=None):
+        topology=None, before_kmsg=None):
     if os.geteuid() != 0:
         return suite.skip_all("needs root")
     for tool in tools:
         if not have(tool):
             return suite.skip_all(f"{tool} not installed")
     kwatch = kmsg.KmsgWatch()
+
+    def t_kmsg():
+        if before_kmsg is not None:
+            before_kmsg()
+        kwatch.assert_clean()
+    suite.case("kernel log clean", t_kmsg, timeout=60)
     if load_module:
         module.ensure_loaded()
     topo = topology(tag) if topology else Topology(tag, links=links)
