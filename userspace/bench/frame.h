@@ -25,40 +25,40 @@
 
 namespace parqbench {
 
-constexpr uint32_t kMagic = 0x50514231;	// "PQB1"
+constexpr uint32_t kMagic = 0x50514231;  // "PQB1"
 constexpr uint32_t kHeaderSize = 32;
-constexpr uint32_t kMaxTcpSize = 64u << 20;	// one message, TCP
-constexpr uint32_t kMaxUdpSize = 65507;		// one IPv4 UDP datagram
+constexpr uint32_t kMaxTcpSize = 64u << 20;  // one message, TCP
+constexpr uint32_t kMaxUdpSize = 65507;      // one IPv4 UDP datagram
 
 enum class Type : uint8_t {
-	Data = 1,	// a pattern message; one-to-one: answered by an Ack
-	Ack = 2,	// echo of a Data message: same seq and ts_ns, header only
-	Bulk = 3,	// bulk stream message, never answered
-	Ready = 4,	// a rank is connected to all others (UDP: repeated)
-	Hello = 5,	// first message on a TCP connection between ranks
-	Start = 6,	// root begins iteration seq
-	Done = 7,	// all-to-all: a rank has sent and received all of seq
-	End = 8,	// root: the run is over
+  Data = 1,   // a pattern message; one-to-one: answered by an Ack
+  Ack = 2,    // echo of a Data message: same seq and ts_ns, header only
+  Bulk = 3,   // bulk stream message, never answered
+  Ready = 4,  // a rank is connected to all others (UDP: repeated)
+  Hello = 5,  // first message on a TCP connection between ranks
+  Start = 6,  // root begins iteration seq
+  Done = 7,   // all-to-all: a rank has sent and received all of seq
+  End = 8,    // root: the run is over
 };
 
-const char *type_name(Type t);
+const char* type_name(Type t);
 
 struct Header {
-	Type type = Type::Data;
-	uint16_t src = 0;
-	uint32_t size = kHeaderSize;
-	uint64_t seq = 0;
-	uint64_t ts_ns = 0;
+  Type type = Type::Data;
+  uint16_t src = 0;
+  uint32_t size = kHeaderSize;
+  uint64_t seq = 0;
+  uint64_t ts_ns = 0;
 
-	bool operator==(const Header &) const = default;
+  bool operator==(const Header&) const = default;
 };
 
 // A malformed message: wrong magic, unknown type, impossible size.
 class FrameError : public std::runtime_error {
-	using std::runtime_error::runtime_error;
+  using std::runtime_error::runtime_error;
 };
 
-void encode(const Header &h, uint8_t out[kHeaderSize]);
+void encode(const Header& h, uint8_t out[kHeaderSize]);
 
 // Decodes one header; throws FrameError when it is not a parq-bench header
 // or its size is below kHeaderSize or above max_size.
@@ -67,19 +67,19 @@ Header decode(const uint8_t in[kHeaderSize], uint32_t max_size = kMaxTcpSize);
 // Reassembles frames from a TCP byte stream.  Payload bytes are counted
 // and skipped, never stored, so a 64 MiB message costs 32 bytes of memory.
 class FrameDecoder {
-public:
-	// Consumes all n bytes; appends every frame completed by them to out.
-	// Throws FrameError on a malformed header (the stream is then lost).
-	void feed(const uint8_t *p, size_t n, std::vector<Header> &out);
+ public:
+  // Consumes all n bytes; appends every frame completed by them to out.
+  // Throws FrameError on a malformed header (the stream is then lost).
+  void feed(const uint8_t* p, size_t n, std::vector<Header>& out);
 
-	// True between frames (no partial header or payload pending).
-	bool at_boundary() const { return have_ == 0 && skip_ == 0; }
+  // True between frames (no partial header or payload pending).
+  bool at_boundary() const { return have_ == 0 && skip_ == 0; }
 
-private:
-	uint8_t hdr_[kHeaderSize] = {};
-	size_t have_ = 0;	// header bytes collected
-	uint64_t skip_ = 0;	// payload bytes still to skip
-	Header cur_;
+ private:
+  uint8_t hdr_[kHeaderSize] = {};
+  size_t have_ = 0;    // header bytes collected
+  uint64_t skip_ = 0;  // payload bytes still to skip
+  Header cur_;
 };
 
-} // namespace parqbench
+}  // namespace parqbench

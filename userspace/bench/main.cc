@@ -13,44 +13,45 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-void on_signal(int)
-{
-	g_stop.store(true);
+void on_signal(int) {
+  g_stop.store(true);
 }
 
-} // namespace
+}  // namespace
 
-int main(int argc, char **argv)
-{
-	using namespace parqbench;
-	ParseResult p = parse_command_line(argc, argv);
-	std::cout << p.out;
-	std::cerr << p.err;
-	if (!p.config)
-		return p.exit_code;
-	const Config &c = *p.config;
-	const char *role = c.role == Role::Serve ? "serve" : c.role == Role::Bulk ? "bulk" : "run";
-	try {
-		json j;
-		if (c.role == Role::Serve) {
-			Server s(c);
-			struct sigaction sa;
-			std::memset(&sa, 0, sizeof(sa));
-			sa.sa_handler = on_signal;
-			sigaction(SIGINT, &sa, nullptr);
-			sigaction(SIGTERM, &sa, nullptr);
-			std::cerr << "parq-bench serve: listening on " << c.listen << " ("
-				  << transport_name(c.transport) << "), port " << s.port() << std::endl;
-			j = s.run(g_stop);
-		} else if (c.role == Role::Bulk) {
-			j = run_bulk(c);
-		} else {
-			j = run_pattern(c);
-		}
-		std::cout << j.dump(2) << std::endl;
-	} catch (const std::exception &e) {
-		std::cerr << "parq-bench " << role << ": " << e.what() << std::endl;
-		return 1;
-	}
-	return 0;
+int main(int argc, char** argv) {
+  using namespace parqbench;
+  ParseResult p = parse_command_line(argc, argv);
+  std::cout << p.out;
+  std::cerr << p.err;
+  if (!p.config)
+    return p.exit_code;
+  const Config& c = *p.config;
+  const char* role = c.role == Role::Serve  ? "serve"
+                     : c.role == Role::Bulk ? "bulk"
+                                            : "run";
+  try {
+    json j;
+    if (c.role == Role::Serve) {
+      Server s(c);
+      struct sigaction sa;
+      std::memset(&sa, 0, sizeof(sa));
+      sa.sa_handler = on_signal;
+      sigaction(SIGINT, &sa, nullptr);
+      sigaction(SIGTERM, &sa, nullptr);
+      std::cerr << "parq-bench serve: listening on " << c.listen << " ("
+                << transport_name(c.transport) << "), port " << s.port()
+                << std::endl;
+      j = s.run(g_stop);
+    } else if (c.role == Role::Bulk) {
+      j = run_bulk(c);
+    } else {
+      j = run_pattern(c);
+    }
+    std::cout << j.dump(2) << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "parq-bench " << role << ": " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
 }

@@ -24,282 +24,275 @@ namespace {
 // Zeros for message payloads.
 const uint8_t kZeros[65536] = {};
 
-timespec to_timespec(uint64_t ns)
-{
-	timespec ts;
-	ts.tv_sec = time_t(ns / 1000000000u);
-	ts.tv_nsec = long(ns % 1000000000u);
-	return ts;
+timespec to_timespec(uint64_t ns) {
+  timespec ts;
+  ts.tv_sec = time_t(ns / 1000000000u);
+  ts.tv_nsec = long(ns % 1000000000u);
+  return ts;
 }
 
-} // namespace
+}  // namespace
 
-[[noreturn]] void throw_errno(const std::string &what)
-{
-	throw std::system_error(errno, std::generic_category(), what);
+[[noreturn]] void throw_errno(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
 }
 
-Fd &Fd::operator=(Fd &&o) noexcept
-{
-	if (this != &o) {
-		if (fd_ >= 0)
-			::close(fd_);
-		fd_ = o.release();
-	}
-	return *this;
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = o.release();
+  }
+  return *this;
 }
 
-Fd::~Fd()
-{
-	if (fd_ >= 0)
-		::close(fd_);
+Fd::~Fd() {
+  if (fd_ >= 0)
+    ::close(fd_);
 }
 
-int Fd::release()
-{
-	int fd = fd_;
-	fd_ = -1;
-	return fd;
+int Fd::release() {
+  int fd = fd_;
+  fd_ = -1;
+  return fd;
 }
 
-Addr parse_addr(const std::string &text)
-{
-	Addr a;
-	a.text = text;
-	std::string host, port;
-	if (!text.empty() && text[0] == '[') {
-		auto close = text.find(']');
-		if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':')
-			throw std::invalid_argument("address '" + text + "': IPv6 is written [ADDR]:PORT");
-		host = text.substr(1, close - 1);
-		port = text.substr(close + 2);
-	} else {
-		auto colon = text.rfind(':');
-		if (colon == std::string::npos)
-			throw std::invalid_argument("address '" + text + "': no port; write ADDR:PORT, e.g. 10.0.0.2:5001");
-		host = text.substr(0, colon);
-		port = text.substr(colon + 1);
-	}
-	char *end = nullptr;
-	errno = 0;
-	unsigned long p = port.empty() ? 0 : std::strtoul(port.c_str(), &end, 10);
-	if (port.empty() || *end != '\0' || errno || p > 65535)
-		throw std::invalid_argument("address '" + text + "': port '" + port + "' is not a number 0..65535");
-	auto *in4 = reinterpret_cast<sockaddr_in *>(&a.ss);
-	auto *in6 = reinterpret_cast<sockaddr_in6 *>(&a.ss);
-	if (inet_pton(AF_INET, host.c_str(), &in4->sin_addr) == 1) {
-		in4->sin_family = AF_INET;
-		in4->sin_port = htons(uint16_t(p));
-		a.len = sizeof(*in4);
-	} else if (inet_pton(AF_INET6, host.c_str(), &in6->sin6_addr) == 1) {
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons(uint16_t(p));
-		a.len = sizeof(*in6);
-	} else {
-		throw std::invalid_argument("address '" + text + "': '" + host +
-					    "' is not a numeric IPv4 or IPv6 address (names are not resolved)");
-	}
-	return a;
+Addr parse_addr(const std::string& text) {
+  Addr a;
+  a.text = text;
+  std::string host, port;
+  if (!text.empty() && text[0] == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() ||
+        text[close + 1] != ':')
+      throw std::invalid_argument("address '" + text +
+                                  "': IPv6 is written [ADDR]:PORT");
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos)
+      throw std::invalid_argument(
+          "address '" + text +
+          "': no port; write ADDR:PORT, e.g. 10.0.0.2:5001");
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  char* end = nullptr;
+  errno = 0;
+  unsigned long p = port.empty() ? 0 : std::strtoul(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || errno || p > 65535)
+    throw std::invalid_argument("address '" + text + "': port '" + port +
+                                "' is not a number 0..65535");
+  auto* in4 = reinterpret_cast<sockaddr_in*>(&a.ss);
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(&a.ss);
+  if (inet_pton(AF_INET, host.c_str(), &in4->sin_addr) == 1) {
+    in4->sin_family = AF_INET;
+    in4->sin_port = htons(uint16_t(p));
+    a.len = sizeof(*in4);
+  } else if (inet_pton(AF_INET6, host.c_str(), &in6->sin6_addr) == 1) {
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(uint16_t(p));
+    a.len = sizeof(*in6);
+  } else {
+    throw std::invalid_argument(
+        "address '" + text + "': '" + host +
+        "' is not a numeric IPv4 or IPv6 address (names are not resolved)");
+  }
+  return a;
 }
 
-std::string format_addr(const sockaddr *sa)
-{
-	char buf[INET6_ADDRSTRLEN] = "?";
-	if (sa->sa_family == AF_INET) {
-		auto *in4 = reinterpret_cast<const sockaddr_in *>(sa);
-		inet_ntop(AF_INET, &in4->sin_addr, buf, sizeof(buf));
-		return std::string(buf) + ":" + std::to_string(ntohs(in4->sin_port));
-	}
-	if (sa->sa_family == AF_INET6) {
-		auto *in6 = reinterpret_cast<const sockaddr_in6 *>(sa);
-		inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof(buf));
-		return "[" + std::string(buf) + "]:" + std::to_string(ntohs(in6->sin6_port));
-	}
-	return "?";
+std::string format_addr(const sockaddr* sa) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (sa->sa_family == AF_INET) {
+    auto* in4 = reinterpret_cast<const sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &in4->sin_addr, buf, sizeof(buf));
+    return std::string(buf) + ":" + std::to_string(ntohs(in4->sin_port));
+  }
+  if (sa->sa_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof(buf));
+    return "[" + std::string(buf) +
+           "]:" + std::to_string(ntohs(in6->sin6_port));
+  }
+  return "?";
 }
 
-void apply_sockopts(int fd, int family, const SockOpts &o, bool tcp)
-{
-	int one = 1;
-	if (tcp && o.nodelay && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
-		throw_errno("setsockopt(TCP_NODELAY)");
-	// TOS before SO_PRIORITY: setting IP_TOS also rewrites sk_priority.
-	if (o.tos >= 0) {
-		int tos = o.tos;
-		int r = family == AF_INET6
-			? setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos))
-			: setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
-		if (r)
-			throw_errno("setsockopt(IP_TOS " + std::to_string(tos) + ")");
-	}
-	if (o.priority >= 0) {
-		int prio = int(o.priority);
-		if (setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio)))
-			throw_errno("setsockopt(SO_PRIORITY " + std::to_string(o.priority) +
-				    ") (values above 6 need CAP_NET_ADMIN)");
-	}
+void apply_sockopts(int fd, int family, const SockOpts& o, bool tcp) {
+  int one = 1;
+  if (tcp && o.nodelay &&
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+    throw_errno("setsockopt(TCP_NODELAY)");
+  // TOS before SO_PRIORITY: setting IP_TOS also rewrites sk_priority.
+  if (o.tos >= 0) {
+    int tos = o.tos;
+    int r = family == AF_INET6
+                ? setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos))
+                : setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+    if (r)
+      throw_errno("setsockopt(IP_TOS " + std::to_string(tos) + ")");
+  }
+  if (o.priority >= 0) {
+    int prio = int(o.priority);
+    if (setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio)))
+      throw_errno("setsockopt(SO_PRIORITY " + std::to_string(o.priority) +
+                  ") (values above 6 need CAP_NET_ADMIN)");
+  }
 }
 
-void set_nonblocking(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		throw_errno("fcntl(O_NONBLOCK)");
+void set_nonblocking(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+    throw_errno("fcntl(O_NONBLOCK)");
 }
 
-uint16_t local_port(int fd)
-{
-	sockaddr_storage ss{};
-	socklen_t len = sizeof(ss);
-	if (getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len))
-		throw_errno("getsockname");
-	if (ss.ss_family == AF_INET6)
-		return ntohs(reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port);
-	return ntohs(reinterpret_cast<sockaddr_in *>(&ss)->sin_port);
+uint16_t local_port(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len))
+    throw_errno("getsockname");
+  if (ss.ss_family == AF_INET6)
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }
 
-Fd tcp_listen(const Addr &a, const SockOpts &o, int backlog)
-{
-	Fd s(socket(a.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
-	if (!s)
-		throw_errno("socket");
-	int one = 1;
-	setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	// Accepted sockets inherit these.
-	apply_sockopts(s.get(), a.family(), o, true);
-	if (bind(s.get(), a.sa(), a.len))
-		throw_errno("bind " + a.text + " (TCP)");
-	if (listen(s.get(), backlog))
-		throw_errno("listen " + a.text);
-	return s;
+Fd tcp_listen(const Addr& a, const SockOpts& o, int backlog) {
+  Fd s(socket(a.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s)
+    throw_errno("socket");
+  int one = 1;
+  setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  // Accepted sockets inherit these.
+  apply_sockopts(s.get(), a.family(), o, true);
+  if (bind(s.get(), a.sa(), a.len))
+    throw_errno("bind " + a.text + " (TCP)");
+  if (listen(s.get(), backlog))
+    throw_errno("listen " + a.text);
+  return s;
 }
 
-Fd udp_bind(const Addr &a, const SockOpts &o)
-{
-	Fd s(socket(a.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
-	if (!s)
-		throw_errno("socket");
-	apply_sockopts(s.get(), a.family(), o, false);
-	if (bind(s.get(), a.sa(), a.len))
-		throw_errno("bind " + a.text + " (UDP)");
-	return s;
+Fd udp_bind(const Addr& a, const SockOpts& o) {
+  Fd s(socket(a.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s)
+    throw_errno("socket");
+  apply_sockopts(s.get(), a.family(), o, false);
+  if (bind(s.get(), a.sa(), a.len))
+    throw_errno("bind " + a.text + " (UDP)");
+  return s;
 }
 
-int poll_until(std::vector<pollfd> &fds, uint64_t deadline_ns)
-{
-	for (;;) {
-		uint64_t now = now_ns();
-		timespec ts = to_timespec(deadline_ns > now ? deadline_ns - now : 0);
-		int r = ppoll(fds.data(), fds.size(), &ts, nullptr);
-		if (r >= 0)
-			return r;
-		if (errno != EINTR)
-			throw_errno("ppoll");
-		if (now_ns() >= deadline_ns)
-			return 0;
-	}
+int poll_until(std::vector<pollfd>& fds, uint64_t deadline_ns) {
+  for (;;) {
+    uint64_t now = now_ns();
+    timespec ts = to_timespec(deadline_ns > now ? deadline_ns - now : 0);
+    int r = ppoll(fds.data(), fds.size(), &ts, nullptr);
+    if (r >= 0)
+      return r;
+    if (errno != EINTR)
+      throw_errno("ppoll");
+    if (now_ns() >= deadline_ns)
+      return 0;
+  }
 }
 
-Fd tcp_connect(const Addr &a, const SockOpts &o, uint64_t deadline_ns)
-{
-	for (;;) {
-		Fd s(socket(a.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-		if (!s)
-			throw_errno("socket");
-		apply_sockopts(s.get(), a.family(), o, true);
-		int err = 0;
-		if (connect(s.get(), a.sa(), a.len) == 0) {
-			return s;
-		} else if (errno == EINPROGRESS) {
-			std::vector<pollfd> p{{s.get(), POLLOUT, 0}};
-			if (poll_until(p, deadline_ns) == 0)
-				throw std::runtime_error("connect " + a.text + ": timed out; is parq-bench listening there?");
-			socklen_t len = sizeof(err);
-			getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-			if (err == 0)
-				return s;
-		} else {
-			err = errno;
-		}
-		bool retry = err == ECONNREFUSED || err == ECONNRESET || err == ETIMEDOUT;
-		if (!retry || now_ns() + 50000000 >= deadline_ns)
-			throw std::runtime_error("connect " + a.text + ": " + std::strerror(err) +
-						 (retry ? "; is parq-bench listening there? (--connect-timeout)" : ""));
-		std::this_thread::sleep_for(std::chrono::milliseconds(50));
-	}
+Fd tcp_connect(const Addr& a, const SockOpts& o, uint64_t deadline_ns) {
+  for (;;) {
+    Fd s(socket(a.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!s)
+      throw_errno("socket");
+    apply_sockopts(s.get(), a.family(), o, true);
+    int err = 0;
+    if (connect(s.get(), a.sa(), a.len) == 0) {
+      return s;
+    } else if (errno == EINPROGRESS) {
+      std::vector<pollfd> p{{s.get(), POLLOUT, 0}};
+      if (poll_until(p, deadline_ns) == 0)
+        throw std::runtime_error("connect " + a.text +
+                                 ": timed out; is parq-bench listening there?");
+      socklen_t len = sizeof(err);
+      getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err == 0)
+        return s;
+    } else {
+      err = errno;
+    }
+    bool retry = err == ECONNREFUSED || err == ECONNRESET || err == ETIMEDOUT;
+    if (!retry || now_ns() + 50000000 >= deadline_ns)
+      throw std::runtime_error(
+          "connect " + a.text + ": " + std::strerror(err) +
+          (retry ? "; is parq-bench listening there? (--connect-timeout)"
+                 : ""));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 // --- TcpConn ---------------------------------------------------------------
 
-TcpConn::TcpConn(Fd fd) : fd_(std::move(fd))
-{
-	set_nonblocking(fd_.get());
+TcpConn::TcpConn(Fd fd) : fd_(std::move(fd)) {
+  set_nonblocking(fd_.get());
 }
 
-void TcpConn::queue(const Header &h)
-{
-	Pending p;
-	encode(h, p.hdr);
-	p.size = h.size;
-	p.off = 0;
-	out_.push_back(p);
-	flush_some();
+void TcpConn::queue(const Header& h) {
+  Pending p;
+  encode(h, p.hdr);
+  p.size = h.size;
+  p.off = 0;
+  out_.push_back(p);
+  flush_some();
 }
 
-size_t TcpConn::flush_some()
-{
-	size_t total = 0;
-	while (!out_.empty()) {
-		Pending &p = out_.front();
-		iovec iov[2];
-		int n = 0;
-		if (p.off < kHeaderSize)
-			iov[n++] = {p.hdr + p.off, kHeaderSize - p.off};
-		uint32_t zeros_done = p.off > kHeaderSize ? p.off - kHeaderSize : 0;
-		uint32_t zeros_left = p.size - kHeaderSize - zeros_done;
-		if (zeros_left > 0)
-			iov[n++] = {const_cast<uint8_t *>(kZeros),
-				    std::min<size_t>(zeros_left, sizeof(kZeros))};
-		msghdr mh{};
-		mh.msg_iov = iov;
-		mh.msg_iovlen = size_t(n);
-		ssize_t w = sendmsg(fd_.get(), &mh, MSG_NOSIGNAL);
-		if (w < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-				break;
-			throw_errno("send");
-		}
-		p.off += uint32_t(w);
-		total += size_t(w);
-		bytes_out_ += uint64_t(w);
-		if (p.off == p.size)
-			out_.pop_front();
-	}
-	return total;
+size_t TcpConn::flush_some() {
+  size_t total = 0;
+  while (!out_.empty()) {
+    Pending& p = out_.front();
+    iovec iov[2];
+    int n = 0;
+    if (p.off < kHeaderSize)
+      iov[n++] = {p.hdr + p.off, kHeaderSize - p.off};
+    uint32_t zeros_done = p.off > kHeaderSize ? p.off - kHeaderSize : 0;
+    uint32_t zeros_left = p.size - kHeaderSize - zeros_done;
+    if (zeros_left > 0)
+      iov[n++] = {const_cast<uint8_t*>(kZeros),
+                  std::min<size_t>(zeros_left, sizeof(kZeros))};
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = size_t(n);
+    ssize_t w = sendmsg(fd_.get(), &mh, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        break;
+      throw_errno("send");
+    }
+    p.off += uint32_t(w);
+    total += size_t(w);
+    bytes_out_ += uint64_t(w);
+    if (p.off == p.size)
+      out_.pop_front();
+  }
+  return total;
 }
 
-bool TcpConn::read_some(std::vector<Header> &frames)
-{
-	uint8_t buf[65536];
-	for (;;) {
-		ssize_t r = ::read(fd_.get(), buf, sizeof(buf));
-		if (r > 0) {
-			bytes_in_ += uint64_t(r);
-			dec_.feed(buf, size_t(r), frames);
-			if (size_t(r) < sizeof(buf))
-				return true;
-			continue;
-		}
-		if (r == 0)
-			return false;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return true;
-		if (errno == EINTR)
-			continue;
-		if (errno == ECONNRESET)
-			return false;
-		throw_errno("read");
-	}
+bool TcpConn::read_some(std::vector<Header>& frames) {
+  uint8_t buf[65536];
+  for (;;) {
+    ssize_t r = ::read(fd_.get(), buf, sizeof(buf));
+    if (r > 0) {
+      bytes_in_ += uint64_t(r);
+      dec_.feed(buf, size_t(r), frames);
+      if (size_t(r) < sizeof(buf))
+        return true;
+      continue;
+    }
+    if (r == 0)
+      return false;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      return true;
+    if (errno == EINTR)
+      continue;
+    if (errno == ECONNRESET)
+      return false;
+    throw_errno("read");
+  }
 }
 
 // --- TCP mesh --------------------------------------------------------------
@@ -307,286 +300,293 @@ bool TcpConn::read_some(std::vector<Header> &frames)
 namespace {
 
 class TcpMesh : public Mesh {
-public:
-	TcpMesh(std::vector<std::unique_ptr<TcpConn>> conns, std::vector<std::string> names,
-		std::deque<Msg> early = {})
-		: conns_(std::move(conns)), names_(std::move(names)), inbox_(std::move(early)),
-		  closed_(conns_.size()),
-		  progress_(now_ns())
-	{
-	}
+ public:
+  TcpMesh(std::vector<std::unique_ptr<TcpConn>> conns,
+          std::vector<std::string> names, std::deque<Msg> early = {})
+      : conns_(std::move(conns)),
+        names_(std::move(names)),
+        inbox_(std::move(early)),
+        closed_(conns_.size()),
+        progress_(now_ns()) {}
 
-	void send(int to, const Header &h) override
-	{
-		TcpConn &c = conn(to);
-		uint64_t before = c.bytes_out();
-		try {
-			c.queue(h);
-		} catch (const std::exception &e) {
-			throw std::runtime_error(names_[size_t(to)] + ": " + e.what());
-		}
-		if (c.bytes_out() != before)
-			progress_ = now_ns();
-	}
+  void send(int to, const Header& h) override {
+    TcpConn& c = conn(to);
+    uint64_t before = c.bytes_out();
+    try {
+      c.queue(h);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(names_[size_t(to)] + ": " + e.what());
+    }
+    if (c.bytes_out() != before)
+      progress_ = now_ns();
+  }
 
-	bool recv(Msg &m, uint64_t deadline_ns) override
-	{
-		for (;;) {
-			if (!inbox_.empty()) {
-				m = inbox_.front();
-				inbox_.pop_front();
-				return true;
-			}
-			if (!step(deadline_ns))
-				return false;
-		}
-	}
+  bool recv(Msg& m, uint64_t deadline_ns) override {
+    for (;;) {
+      if (!inbox_.empty()) {
+        m = inbox_.front();
+        inbox_.pop_front();
+        return true;
+      }
+      if (!step(deadline_ns))
+        return false;
+    }
+  }
 
-	void flush(uint64_t deadline_ns) override
-	{
-		for (;;) {
-			bool pending = false;
-			for (size_t i = 0; i < conns_.size(); i++)
-				pending |= conns_[i] && !closed_[i] && conns_[i]->want_write();
-			if (!pending)
-				return;
-			if (!step(deadline_ns))
-				throw std::runtime_error("could not write all messages before the timeout; a peer does not read");
-		}
-	}
+  void flush(uint64_t deadline_ns) override {
+    for (;;) {
+      bool pending = false;
+      for (size_t i = 0; i < conns_.size(); i++)
+        pending |= conns_[i] && !closed_[i] && conns_[i]->want_write();
+      if (!pending)
+        return;
+      if (!step(deadline_ns))
+        throw std::runtime_error(
+            "could not write all messages before the timeout; a peer does not "
+            "read");
+    }
+  }
 
-	uint64_t last_progress_ns() const override { return progress_; }
+  uint64_t last_progress_ns() const override { return progress_; }
 
-private:
-	TcpConn &conn(int r)
-	{
-		if (r < 0 || size_t(r) >= conns_.size() || !conns_[size_t(r)])
-			throw std::logic_error("no connection to rank " + std::to_string(r));
-		return *conns_[size_t(r)];
-	}
+ private:
+  TcpConn& conn(int r) {
+    if (r < 0 || size_t(r) >= conns_.size() || !conns_[size_t(r)])
+      throw std::logic_error("no connection to rank " + std::to_string(r));
+    return *conns_[size_t(r)];
+  }
 
-	// One poll round; false on timeout.
-	bool step(uint64_t deadline_ns)
-	{
-		std::vector<pollfd> fds;
-		std::vector<size_t> rank;
-		for (size_t i = 0; i < conns_.size(); i++) {
-			if (!conns_[i] || closed_[i])
-				continue;
-			short ev = POLLIN;
-			if (conns_[i]->want_write())
-				ev |= POLLOUT;
-			fds.push_back({conns_[i]->fd(), ev, 0});
-			rank.push_back(i);
-		}
-		if (poll_until(fds, deadline_ns) == 0)
-			return false;
-		for (size_t k = 0; k < fds.size(); k++) {
-			const size_t r = rank[k];
-			TcpConn &c = *conns_[r];
-			try {
-				if (fds[k].revents & POLLOUT)
-					if (c.flush_some())
-						progress_ = now_ns();
-				if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
-					continue;
-				std::vector<Header> frames;
-				uint64_t before = c.bytes_in();
-				bool open = c.read_some(frames);
-				uint64_t rx = now_ns();
-				if (c.bytes_in() != before)
-					progress_ = rx;
-				for (const Header &h : frames)
-					inbox_.push_back({h, rx, false});
-				if (!open) {
-					closed_[r] = true;
-					Msg eof;
-					eof.h.src = uint16_t(r);
-					eof.rx_ns = rx;
-					eof.eof = true;
-					inbox_.push_back(eof);
-				}
-			} catch (const std::exception &e) {
-				throw std::runtime_error(names_[r] + ": " + e.what());
-			}
-		}
-		return true;
-	}
+  // One poll round; false on timeout.
+  bool step(uint64_t deadline_ns) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> rank;
+    for (size_t i = 0; i < conns_.size(); i++) {
+      if (!conns_[i] || closed_[i])
+        continue;
+      short ev = POLLIN;
+      if (conns_[i]->want_write())
+        ev |= POLLOUT;
+      fds.push_back({conns_[i]->fd(), ev, 0});
+      rank.push_back(i);
+    }
+    if (poll_until(fds, deadline_ns) == 0)
+      return false;
+    for (size_t k = 0; k < fds.size(); k++) {
+      const size_t r = rank[k];
+      TcpConn& c = *conns_[r];
+      try {
+        if (fds[k].revents & POLLOUT)
+          if (c.flush_some())
+            progress_ = now_ns();
+        if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+          continue;
+        std::vector<Header> frames;
+        uint64_t before = c.bytes_in();
+        bool open = c.read_some(frames);
+        uint64_t rx = now_ns();
+        if (c.bytes_in() != before)
+          progress_ = rx;
+        for (const Header& h : frames)
+          inbox_.push_back({h, rx, false});
+        if (!open) {
+          closed_[r] = true;
+          Msg eof;
+          eof.h.src = uint16_t(r);
+          eof.rx_ns = rx;
+          eof.eof = true;
+          inbox_.push_back(eof);
+        }
+      } catch (const std::exception& e) {
+        throw std::runtime_error(names_[r] + ": " + e.what());
+      }
+    }
+    return true;
+  }
 
-	std::vector<std::unique_ptr<TcpConn>> conns_;
-	std::vector<std::string> names_;
-	std::deque<Msg> inbox_;
-	std::vector<bool> closed_;
-	uint64_t progress_;
+  std::vector<std::unique_ptr<TcpConn>> conns_;
+  std::vector<std::string> names_;
+  std::deque<Msg> inbox_;
+  std::vector<bool> closed_;
+  uint64_t progress_;
 };
 
 class UdpMesh : public Mesh {
-public:
-	UdpMesh(Fd fd, std::vector<Addr> addrs, uint32_t max_size)
-		: fd_(std::move(fd)), addrs_(std::move(addrs)), buf_(max_size), progress_(now_ns())
-	{
-		set_nonblocking(fd_.get());
-	}
+ public:
+  UdpMesh(Fd fd, std::vector<Addr> addrs, uint32_t max_size)
+      : fd_(std::move(fd)),
+        addrs_(std::move(addrs)),
+        buf_(max_size),
+        progress_(now_ns()) {
+    set_nonblocking(fd_.get());
+  }
 
-	void send(int to, const Header &h) override
-	{
-		if (to < 0 || size_t(to) >= addrs_.size())
-			throw std::logic_error("no address for rank " + std::to_string(to));
-		if (h.size > buf_.size())
-			throw std::logic_error("datagram larger than the maximum");
-		std::fill(buf_.begin(), buf_.begin() + h.size, 0);
-		encode(h, buf_.data());
-		const Addr &a = addrs_[size_t(to)];
-		for (;;) {
-			ssize_t w = sendto(fd_.get(), buf_.data(), h.size, 0, a.sa(), a.len);
-			if (w >= 0)
-				break;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				std::vector<pollfd> p{{fd_.get(), POLLOUT, 0}};
-				poll_until(p, now_ns() + 1000000000);
-				continue;
-			}
-			if (errno == EINTR)
-				continue;
-			// ICMP errors of earlier datagrams (ECONNREFUSED) and a full
-			// queue (ENOBUFS) lose this datagram: that is what UDP does.
-			if (errno == ECONNREFUSED || errno == ENOBUFS || errno == EHOSTUNREACH ||
-			    errno == ENETUNREACH)
-				break;
-			throw_errno("sendto " + a.text);
-		}
-		progress_ = now_ns();
-	}
+  void send(int to, const Header& h) override {
+    if (to < 0 || size_t(to) >= addrs_.size())
+      throw std::logic_error("no address for rank " + std::to_string(to));
+    if (h.size > buf_.size())
+      throw std::logic_error("datagram larger than the maximum");
+    std::fill(buf_.begin(), buf_.begin() + h.size, 0);
+    encode(h, buf_.data());
+    const Addr& a = addrs_[size_t(to)];
+    for (;;) {
+      ssize_t w = sendto(fd_.get(), buf_.data(), h.size, 0, a.sa(), a.len);
+      if (w >= 0)
+        break;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        std::vector<pollfd> p{{fd_.get(), POLLOUT, 0}};
+        poll_until(p, now_ns() + 1000000000);
+        continue;
+      }
+      if (errno == EINTR)
+        continue;
+      // ICMP errors of earlier datagrams (ECONNREFUSED) and a full
+      // queue (ENOBUFS) lose this datagram: that is what UDP does.
+      if (errno == ECONNREFUSED || errno == ENOBUFS || errno == EHOSTUNREACH ||
+          errno == ENETUNREACH)
+        break;
+      throw_errno("sendto " + a.text);
+    }
+    progress_ = now_ns();
+  }
 
-	bool recv(Msg &m, uint64_t deadline_ns) override
-	{
-		for (;;) {
-			ssize_t r = ::recv(fd_.get(), buf_.data(), buf_.size(), MSG_DONTWAIT);
-			if (r >= 0) {
-				m.rx_ns = now_ns();
-				progress_ = m.rx_ns;
-				if (size_t(r) < kHeaderSize) {
-					malformed_++;
-					continue;
-				}
-				try {
-					m.h = decode(buf_.data(), uint32_t(buf_.size()));
-				} catch (const FrameError &) {
-					malformed_++;
-					continue;
-				}
-				if (m.h.size != uint32_t(r)) {
-					malformed_++;
-					continue;
-				}
-				return true;
-			}
-			if (errno == EINTR || errno == ECONNREFUSED)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				throw_errno("recv");
-			std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
-			if (poll_until(p, deadline_ns) == 0)
-				return false;
-		}
-	}
+  bool recv(Msg& m, uint64_t deadline_ns) override {
+    for (;;) {
+      ssize_t r = ::recv(fd_.get(), buf_.data(), buf_.size(), MSG_DONTWAIT);
+      if (r >= 0) {
+        m.rx_ns = now_ns();
+        progress_ = m.rx_ns;
+        if (size_t(r) < kHeaderSize) {
+          malformed_++;
+          continue;
+        }
+        try {
+          m.h = decode(buf_.data(), uint32_t(buf_.size()));
+        } catch (const FrameError&) {
+          malformed_++;
+          continue;
+        }
+        if (m.h.size != uint32_t(r)) {
+          malformed_++;
+          continue;
+        }
+        return true;
+      }
+      if (errno == EINTR || errno == ECONNREFUSED)
+        continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        throw_errno("recv");
+      std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
+      if (poll_until(p, deadline_ns) == 0)
+        return false;
+    }
+  }
 
-	void flush(uint64_t) override {}
-	uint64_t last_progress_ns() const override { return progress_; }
-	uint64_t malformed() const override { return malformed_; }
+  void flush(uint64_t) override {}
+  uint64_t last_progress_ns() const override { return progress_; }
+  uint64_t malformed() const override { return malformed_; }
 
-private:
-	Fd fd_;
-	std::vector<Addr> addrs_;
-	std::vector<uint8_t> buf_;
-	uint64_t progress_;
-	uint64_t malformed_ = 0;
+ private:
+  Fd fd_;
+  std::vector<Addr> addrs_;
+  std::vector<uint8_t> buf_;
+  uint64_t progress_;
+  uint64_t malformed_ = 0;
 };
 
 // Reads the Hello of a connection accepted by rank self; frames that came
 // with it (the connecting rank may already have sent Ready) go to early.
-int read_hello(TcpConn &c, int self, size_t n, uint64_t deadline_ns, std::deque<Msg> &early)
-{
-	std::vector<Header> frames;
-	while (frames.empty()) {
-		std::vector<pollfd> p{{c.fd(), POLLIN, 0}};
-		if (poll_until(p, deadline_ns) == 0)
-			throw std::runtime_error("an accepted connection sent no hello before the connect timeout");
-		if (!c.read_some(frames) && frames.empty())
-			throw std::runtime_error("an accepted connection closed before its hello");
-	}
-	const Header &h = frames.front();
-	if (h.type != Type::Hello)
-		throw std::runtime_error("an accepted connection did not begin with a hello");
-	const uint64_t rx = now_ns();
-	for (size_t i = 1; i < frames.size(); i++)
-		early.push_back({frames[i], rx, false});
-	if (h.src <= self || h.src >= n)
-		throw std::runtime_error("hello from rank " + std::to_string(h.src) + ", expected one of " +
-					 std::to_string(self + 1) + ".." + std::to_string(n - 1) +
-					 "; do all ranks have the same --peers list?");
-	return h.src;
+int read_hello(TcpConn& c, int self, size_t n, uint64_t deadline_ns,
+               std::deque<Msg>& early) {
+  std::vector<Header> frames;
+  while (frames.empty()) {
+    std::vector<pollfd> p{{c.fd(), POLLIN, 0}};
+    if (poll_until(p, deadline_ns) == 0)
+      throw std::runtime_error(
+          "an accepted connection sent no hello before the connect timeout");
+    if (!c.read_some(frames) && frames.empty())
+      throw std::runtime_error(
+          "an accepted connection closed before its hello");
+  }
+  const Header& h = frames.front();
+  if (h.type != Type::Hello)
+    throw std::runtime_error(
+        "an accepted connection did not begin with a hello");
+  const uint64_t rx = now_ns();
+  for (size_t i = 1; i < frames.size(); i++)
+    early.push_back({frames[i], rx, false});
+  if (h.src <= self || h.src >= n)
+    throw std::runtime_error("hello from rank " + std::to_string(h.src) +
+                             ", expected one of " + std::to_string(self + 1) +
+                             ".." + std::to_string(n - 1) +
+                             "; do all ranks have the same --peers list?");
+  return h.src;
 }
 
-} // namespace
+}  // namespace
 
-std::unique_ptr<Mesh> tcp_mesh(const std::vector<Addr> &addrs, int self, const SockOpts &o,
-			       uint64_t deadline_ns, bool listen)
-{
-	std::vector<std::unique_ptr<TcpConn>> conns;
-	std::vector<std::string> names;
-	if (!listen) {
-		conns.resize(2);
-		names = {addrs.at(0).text, "self"};
-		conns[0] = std::make_unique<TcpConn>(tcp_connect(addrs.at(0), o, deadline_ns));
-		return std::make_unique<TcpMesh>(std::move(conns), std::move(names));
-	}
-	const size_t n = addrs.size();
-	conns.resize(n);
-	for (size_t i = 0; i < n; i++)
-		names.push_back("rank " + std::to_string(i) + " (" + addrs[i].text + ")");
-	Fd ls = tcp_listen(addrs.at(size_t(self)), o, int(n) + 8);
-	std::deque<Msg> early;
-	for (int r = 0; r < self; r++) {
-		conns[size_t(r)] = std::make_unique<TcpConn>(tcp_connect(addrs[size_t(r)], o, deadline_ns));
-		Header h;
-		h.type = Type::Hello;
-		h.src = uint16_t(self);
-		conns[size_t(r)]->queue(h);
-	}
-	for (size_t need = n - size_t(self) - 1; need > 0;) {
-		std::vector<pollfd> p{{ls.get(), POLLIN, 0}};
-		if (poll_until(p, deadline_ns) == 0)
-			throw std::runtime_error("rank " + std::to_string(self) + ": " + std::to_string(need) +
-						 " higher rank(s) did not connect before the connect timeout; are they all running?");
-		Fd c(accept4(ls.get(), nullptr, nullptr, SOCK_CLOEXEC));
-		if (!c) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			throw_errno("accept");
-		}
-		auto conn = std::make_unique<TcpConn>(std::move(c));
-		int r = read_hello(*conn, self, n, deadline_ns, early);
-		if (conns[size_t(r)])
-			throw std::runtime_error("two connections claim rank " + std::to_string(r));
-		conns[size_t(r)] = std::move(conn);
-		need--;
-	}
-	return std::make_unique<TcpMesh>(std::move(conns), std::move(names), std::move(early));
+std::unique_ptr<Mesh> tcp_mesh(const std::vector<Addr>& addrs, int self,
+                               const SockOpts& o, uint64_t deadline_ns,
+                               bool listen) {
+  std::vector<std::unique_ptr<TcpConn>> conns;
+  std::vector<std::string> names;
+  if (!listen) {
+    conns.resize(2);
+    names = {addrs.at(0).text, "self"};
+    conns[0] =
+        std::make_unique<TcpConn>(tcp_connect(addrs.at(0), o, deadline_ns));
+    return std::make_unique<TcpMesh>(std::move(conns), std::move(names));
+  }
+  const size_t n = addrs.size();
+  conns.resize(n);
+  for (size_t i = 0; i < n; i++)
+    names.push_back("rank " + std::to_string(i) + " (" + addrs[i].text + ")");
+  Fd ls = tcp_listen(addrs.at(size_t(self)), o, int(n) + 8);
+  std::deque<Msg> early;
+  for (int r = 0; r < self; r++) {
+    conns[size_t(r)] = std::make_unique<TcpConn>(
+        tcp_connect(addrs[size_t(r)], o, deadline_ns));
+    Header h;
+    h.type = Type::Hello;
+    h.src = uint16_t(self);
+    conns[size_t(r)]->queue(h);
+  }
+  for (size_t need = n - size_t(self) - 1; need > 0;) {
+    std::vector<pollfd> p{{ls.get(), POLLIN, 0}};
+    if (poll_until(p, deadline_ns) == 0)
+      throw std::runtime_error("rank " + std::to_string(self) + ": " +
+                               std::to_string(need) +
+                               " higher rank(s) did not connect before the "
+                               "connect timeout; are they all running?");
+    Fd c(accept4(ls.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!c) {
+      if (errno == EINTR || errno == ECONNABORTED)
+        continue;
+      throw_errno("accept");
+    }
+    auto conn = std::make_unique<TcpConn>(std::move(c));
+    int r = read_hello(*conn, self, n, deadline_ns, early);
+    if (conns[size_t(r)])
+      throw std::runtime_error("two connections claim rank " +
+                               std::to_string(r));
+    conns[size_t(r)] = std::move(conn);
+    need--;
+  }
+  return std::make_unique<TcpMesh>(std::move(conns), std::move(names),
+                                   std::move(early));
 }
 
-std::unique_ptr<Mesh> udp_mesh(const std::vector<Addr> &addrs, int self, const SockOpts &o, bool bind)
-{
-	Fd s;
-	if (bind) {
-		s = udp_bind(addrs.at(size_t(self)), o);
-	} else {
-		s = Fd(socket(addrs.at(0).family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
-		if (!s)
-			throw_errno("socket");
-		apply_sockopts(s.get(), addrs.at(0).family(), o, false);
-	}
-	return std::make_unique<UdpMesh>(std::move(s), addrs, kMaxUdpSize + 1);
+std::unique_ptr<Mesh> udp_mesh(const std::vector<Addr>& addrs, int self,
+                               const SockOpts& o, bool bind) {
+  Fd s;
+  if (bind) {
+    s = udp_bind(addrs.at(size_t(self)), o);
+  } else {
+    s = Fd(socket(addrs.at(0).family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!s)
+      throw_errno("socket");
+    apply_sockopts(s.get(), addrs.at(0).family(), o, false);
+  }
+  return std::make_unique<UdpMesh>(std::move(s), addrs, kMaxUdpSize + 1);
 }
 
-} // namespace parqbench
+}  // namespace parqbench

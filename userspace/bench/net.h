@@ -20,122 +20,122 @@
 namespace parqbench {
 
 struct Addr {
-	sockaddr_storage ss{};
-	socklen_t len = 0;
-	std::string text;	// as given: "10.0.0.1:5000", "[fd00::1]:5000"
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  std::string text;  // as given: "10.0.0.1:5000", "[fd00::1]:5000"
 
-	const sockaddr *sa() const { return reinterpret_cast<const sockaddr *>(&ss); }
-	int family() const { return ss.ss_family; }
+  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&ss); }
+  int family() const { return ss.ss_family; }
 };
 
 // Parses ADDR:PORT (IPv4) or [ADDR]:PORT (IPv6), numeric only; throws
 // std::invalid_argument with a message naming the bad text.
-Addr parse_addr(const std::string &text);
-std::string format_addr(const sockaddr *sa);
+Addr parse_addr(const std::string& text);
+std::string format_addr(const sockaddr* sa);
 
 // Marking of the sockets, so that a qdisc can classify the traffic:
 // IP_TOS / IPV6_TCLASS (parq's dscp-parallel) and SO_PRIORITY (a tc classid).
 struct SockOpts {
-	int tos = -1;		// -1: leave alone
-	int64_t priority = -1;	// -1: leave alone
-	bool nodelay = true;	// TCP_NODELAY on message connections
+  int tos = -1;           // -1: leave alone
+  int64_t priority = -1;  // -1: leave alone
+  bool nodelay = true;    // TCP_NODELAY on message connections
 };
 
 class Fd {
-public:
-	Fd() = default;
-	explicit Fd(int fd) : fd_(fd) {}
-	Fd(Fd &&o) noexcept : fd_(o.release()) {}
-	Fd &operator=(Fd &&o) noexcept;
-	Fd(const Fd &) = delete;
-	Fd &operator=(const Fd &) = delete;
-	~Fd();
-	int get() const { return fd_; }
-	int release();
-	explicit operator bool() const { return fd_ >= 0; }
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+  int get() const { return fd_; }
+  int release();
+  explicit operator bool() const { return fd_ >= 0; }
 
-private:
-	int fd_ = -1;
+ private:
+  int fd_ = -1;
 };
 
-[[noreturn]] void throw_errno(const std::string &what);
+[[noreturn]] void throw_errno(const std::string& what);
 
-void apply_sockopts(int fd, int family, const SockOpts &o, bool tcp);
+void apply_sockopts(int fd, int family, const SockOpts& o, bool tcp);
 void set_nonblocking(int fd);
 uint16_t local_port(int fd);
 
-Fd tcp_listen(const Addr &a, const SockOpts &o, int backlog = 64);
-Fd udp_bind(const Addr &a, const SockOpts &o);
+Fd tcp_listen(const Addr& a, const SockOpts& o, int backlog = 64);
+Fd udp_bind(const Addr& a, const SockOpts& o);
 // Connects, retrying refused connections (the peer may not listen yet)
 // until deadline_ns; throws with the address and reason when it cannot.
-Fd tcp_connect(const Addr &a, const SockOpts &o, uint64_t deadline_ns);
+Fd tcp_connect(const Addr& a, const SockOpts& o, uint64_t deadline_ns);
 
 // ppoll until deadline_ns (CLOCK_MONOTONIC); returns poll's count.
-int poll_until(std::vector<pollfd> &fds, uint64_t deadline_ns);
+int poll_until(std::vector<pollfd>& fds, uint64_t deadline_ns);
 
 // One TCP connection carrying framed messages.  Nonblocking: queue()
 // never blocks, output is written as the socket takes it.
 class TcpConn {
-public:
-	explicit TcpConn(Fd fd);
-	int fd() const { return fd_.get(); }
+ public:
+  explicit TcpConn(Fd fd);
+  int fd() const { return fd_.get(); }
 
-	// Queues a message of h.size bytes (header, then zeros) and writes as
-	// much as the socket takes at once.
-	void queue(const Header &h);
-	bool want_write() const { return !out_.empty(); }
-	// Writes queued output; returns bytes written.
-	size_t flush_some();
-	// Reads what is there; appends complete frames.  Returns false at EOF
-	// (or a reset: the peer is gone).  Throws FrameError on garbage.
-	bool read_some(std::vector<Header> &frames);
-	uint64_t bytes_in() const { return bytes_in_; }
-	uint64_t bytes_out() const { return bytes_out_; }
+  // Queues a message of h.size bytes (header, then zeros) and writes as
+  // much as the socket takes at once.
+  void queue(const Header& h);
+  bool want_write() const { return !out_.empty(); }
+  // Writes queued output; returns bytes written.
+  size_t flush_some();
+  // Reads what is there; appends complete frames.  Returns false at EOF
+  // (or a reset: the peer is gone).  Throws FrameError on garbage.
+  bool read_some(std::vector<Header>& frames);
+  uint64_t bytes_in() const { return bytes_in_; }
+  uint64_t bytes_out() const { return bytes_out_; }
 
-private:
-	struct Pending {
-		uint8_t hdr[kHeaderSize];
-		uint32_t size;
-		uint32_t off;
-	};
-	Fd fd_;
-	FrameDecoder dec_;
-	std::deque<Pending> out_;
-	uint64_t bytes_in_ = 0, bytes_out_ = 0;
+ private:
+  struct Pending {
+    uint8_t hdr[kHeaderSize];
+    uint32_t size;
+    uint32_t off;
+  };
+  Fd fd_;
+  FrameDecoder dec_;
+  std::deque<Pending> out_;
+  uint64_t bytes_in_ = 0, bytes_out_ = 0;
 };
 
 struct Msg {
-	Header h;
-	uint64_t rx_ns = 0;	// when the read that completed it returned
-	bool eof = false;	// TCP: rank h.src closed its connection
+  Header h;
+  uint64_t rx_ns = 0;  // when the read that completed it returned
+  bool eof = false;    // TCP: rank h.src closed its connection
 };
 
 // The messages of one run between ranks 0..n-1.
 class Mesh {
-public:
-	virtual ~Mesh() = default;
-	virtual void send(int to, const Header &h) = 0;
-	// Next message, waiting until deadline_ns; false when none came.
-	// Queued output is written meanwhile.
-	virtual bool recv(Msg &m, uint64_t deadline_ns) = 0;
-	// Writes all queued output (TCP), waiting until deadline_ns at most.
-	virtual void flush(uint64_t deadline_ns) = 0;
-	// CLOCK_MONOTONIC time of the last byte moved (stall detection).
-	virtual uint64_t last_progress_ns() const = 0;
-	virtual uint64_t malformed() const { return 0; }
+ public:
+  virtual ~Mesh() = default;
+  virtual void send(int to, const Header& h) = 0;
+  // Next message, waiting until deadline_ns; false when none came.
+  // Queued output is written meanwhile.
+  virtual bool recv(Msg& m, uint64_t deadline_ns) = 0;
+  // Writes all queued output (TCP), waiting until deadline_ns at most.
+  virtual void flush(uint64_t deadline_ns) = 0;
+  // CLOCK_MONOTONIC time of the last byte moved (stall detection).
+  virtual uint64_t last_progress_ns() const = 0;
+  virtual uint64_t malformed() const { return 0; }
 };
 
 // TCP: rank i listens on addrs[i], connects to every lower rank (retrying
 // until deadline_ns) and accepts every higher one; a Hello frame names the
 // connecting rank.  One-to-one: pass listen = false and addrs = {server},
 // self = 1; only the connection to rank 0 is made.
-std::unique_ptr<Mesh> tcp_mesh(const std::vector<Addr> &addrs, int self,
-			       const SockOpts &o, uint64_t deadline_ns,
-			       bool listen = true);
+std::unique_ptr<Mesh> tcp_mesh(const std::vector<Addr>& addrs, int self,
+                               const SockOpts& o, uint64_t deadline_ns,
+                               bool listen = true);
 // UDP: one socket bound to addrs[self] (or to an ephemeral port when
 // bind == false); datagrams to addrs[to].  Rank = the header's src.  Any
 // datagram up to kMaxUdpSize is received, whatever this rank sends.
-std::unique_ptr<Mesh> udp_mesh(const std::vector<Addr> &addrs, int self,
-			       const SockOpts &o, bool bind = true);
+std::unique_ptr<Mesh> udp_mesh(const std::vector<Addr>& addrs, int self,
+                               const SockOpts& o, bool bind = true);
 
-} // namespace parqbench
+}  // namespace parqbench

@@ -18,46 +18,45 @@ enum class Role { Serve, Run, Bulk };
 enum class Pattern { OneToOne, Barrier, ManyToOne, AllToAll };
 enum class Transport { Tcp, Udp };
 
-const char *pattern_name(Pattern p);
-const char *transport_name(Transport t);
+const char* pattern_name(Pattern p);
+const char* transport_name(Transport t);
 
 struct Config {
-	Role role = Role::Run;
-	Transport transport = Transport::Tcp;
-	Pattern pattern = Pattern::OneToOne;
+  Role role = Role::Run;
+  Transport transport = Transport::Tcp;
+  Pattern pattern = Pattern::OneToOne;
 
-	std::string listen;		// serve
-	std::vector<Addr> peers;	// run
-	int rank = 0;			// run, collectives
-	Addr to;			// bulk
+  std::string listen;       // serve
+  std::vector<Addr> peers;  // run
+  int rank = 0;             // run, collectives
+  Addr to;                  // bulk
 
-	uint32_t size = 64;		// bytes per message, header included
-	uint64_t count = 1000;		// messages (one-to-one) or iterations
-	uint64_t interval_us = 0;	// mean gap between starts; 0: back to back
-	bool exponential = false;
-	uint64_t seed = 0;
-	double seconds = 10;		// bulk
-	uint32_t timeout_ms = 0;	// 0: transport default
-	uint32_t connect_timeout_ms = 10000;
-	uint32_t idle_timeout_s = 60;
-	SockOpts sock;
+  uint32_t size = 64;        // bytes per message, header included
+  uint64_t count = 1000;     // messages (one-to-one) or iterations
+  uint64_t interval_us = 0;  // mean gap between starts; 0: back to back
+  bool exponential = false;
+  uint64_t seed = 0;
+  double seconds = 10;      // bulk
+  uint32_t timeout_ms = 0;  // 0: transport default
+  uint32_t connect_timeout_ms = 10000;
+  uint32_t idle_timeout_s = 60;
+  SockOpts sock;
 
-	uint32_t effective_timeout_ms() const
-	{
-		return timeout_ms ? timeout_ms : transport == Transport::Udp ? 1000 : 10000;
-	}
+  uint32_t effective_timeout_ms() const {
+    return timeout_ms ? timeout_ms : transport == Transport::Udp ? 1000 : 10000;
+  }
 };
 
 struct ParseResult {
-	std::optional<Config> config;	// set when there is something to run
-	int exit_code = 0;		// otherwise: exit with this
-	std::string out, err;		// and print these (help, errors)
+  std::optional<Config> config;  // set when there is something to run
+  int exit_code = 0;             // otherwise: exit with this
+  std::string out, err;          // and print these (help, errors)
 };
 
-ParseResult parse_command_line(int argc, const char *const *argv);
-ParseResult parse_command_line(const std::vector<std::string> &args);
+ParseResult parse_command_line(int argc, const char* const* argv);
+ParseResult parse_command_line(const std::vector<std::string>& args);
 
 // "1:1" (a tc classid, hex, as SO_PRIORITY 0x10001) or a plain number.
-std::optional<int64_t> parse_priority(const std::string &s);
+std::optional<int64_t> parse_priority(const std::string& s);
 
-} // namespace parqbench
+}  // namespace parqbench

@@ -32,703 +32,707 @@ namespace {
 constexpr uint64_t kMs = 1000000;
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
-json common_json(const Config &c)
-{
-	json j;
-	j["tool"] = "parq-bench";
-	j["format"] = 1;
-	j["mode"] = "run";
-	j["pattern"] = pattern_name(c.pattern);
-	j["transport"] = transport_name(c.transport);
-	json peers = json::array();
-	for (const auto &p : c.peers)
-		peers.push_back(p.text);
-	j["peers"] = peers;
-	j["size"] = c.size;
-	j["count"] = c.count;
-	j["interval_us"] = c.interval_us;
-	j["arrivals"] = c.exponential ? "exponential" : "constant";
-	j["seed"] = c.seed;
-	j["timeout_ms"] = c.effective_timeout_ms();
-	return j;
+json common_json(const Config& c) {
+  json j;
+  j["tool"] = "parq-bench";
+  j["format"] = 1;
+  j["mode"] = "run";
+  j["pattern"] = pattern_name(c.pattern);
+  j["transport"] = transport_name(c.transport);
+  json peers = json::array();
+  for (const auto& p : c.peers)
+    peers.push_back(p.text);
+  j["peers"] = peers;
+  j["size"] = c.size;
+  j["count"] = c.count;
+  j["interval_us"] = c.interval_us;
+  j["arrivals"] = c.exponential ? "exponential" : "constant";
+  j["seed"] = c.seed;
+  j["timeout_ms"] = c.effective_timeout_ms();
+  return j;
 }
 
-Header make(Type t, uint16_t src, uint32_t size, uint64_t seq, uint64_t ts = 0)
-{
-	Header h;
-	h.type = t;
-	h.src = src;
-	h.size = size;
-	h.seq = seq;
-	h.ts_ns = ts;
-	return h;
+Header make(Type t, uint16_t src, uint32_t size, uint64_t seq,
+            uint64_t ts = 0) {
+  Header h;
+  h.type = t;
+  h.src = src;
+  h.size = size;
+  h.seq = seq;
+  h.ts_ns = ts;
+  return h;
 }
 
-std::unique_ptr<Mesh> make_mesh(const Config &c, bool one_to_one)
-{
-	const uint64_t deadline = now_ns() + c.connect_timeout_ms * kMs;
-	if (c.transport == Transport::Tcp) {
-		if (one_to_one)
-			return tcp_mesh({c.peers.at(0)}, 1, c.sock, deadline, false);
-		return tcp_mesh(c.peers, c.rank, c.sock, deadline, true);
-	}
-	return udp_mesh(c.peers, one_to_one ? 1 : c.rank, c.sock, !one_to_one);
+std::unique_ptr<Mesh> make_mesh(const Config& c, bool one_to_one) {
+  const uint64_t deadline = now_ns() + c.connect_timeout_ms * kMs;
+  if (c.transport == Transport::Tcp) {
+    if (one_to_one)
+      return tcp_mesh({c.peers.at(0)}, 1, c.sock, deadline, false);
+    return tcp_mesh(c.peers, c.rank, c.sock, deadline, true);
+  }
+  return udp_mesh(c.peers, one_to_one ? 1 : c.rank, c.sock, !one_to_one);
 }
 
-} // namespace
+}  // namespace
 
-json summary_json(const Summary &s)
-{
-	json j;
-	j["count"] = s.count;
-	if (s.count == 0) {
-		for (const char *k : {"mean", "min", "p50", "p99", "p999", "max"})
-			j[k] = nullptr;
-		return j;
-	}
-	j["mean"] = s.mean;
-	j["min"] = s.min;
-	j["p50"] = s.p50;
-	j["p99"] = s.p99;
-	j["p999"] = s.p999;
-	j["max"] = s.max;
-	return j;
+json summary_json(const Summary& s) {
+  json j;
+  j["count"] = s.count;
+  if (s.count == 0) {
+    for (const char* k : {"mean", "min", "p50", "p99", "p999", "max"})
+      j[k] = nullptr;
+    return j;
+  }
+  j["mean"] = s.mean;
+  j["min"] = s.min;
+  j["p50"] = s.p50;
+  j["p99"] = s.p99;
+  j["p999"] = s.p999;
+  j["max"] = s.max;
+  return j;
 }
 
 // --- server ----------------------------------------------------------------
 
-Server::Server(const Config &c) : c_(c), addr_(parse_addr(c.listen))
-{
-	if (c_.transport == Transport::Tcp)
-		fd_ = tcp_listen(addr_, c_.sock);
-	else
-		fd_ = udp_bind(addr_, c_.sock);
-	set_nonblocking(fd_.get());
+Server::Server(const Config& c) : c_(c), addr_(parse_addr(c.listen)) {
+  if (c_.transport == Transport::Tcp)
+    fd_ = tcp_listen(addr_, c_.sock);
+  else
+    fd_ = udp_bind(addr_, c_.sock);
+  set_nonblocking(fd_.get());
 }
 
-uint16_t Server::port() const
-{
-	return local_port(fd_.get());
+uint16_t Server::port() const {
+  return local_port(fd_.get());
 }
 
-json Server::run(const std::atomic<bool> &stop)
-{
-	return c_.transport == Transport::Tcp ? run_tcp(stop) : run_udp(stop);
+json Server::run(const std::atomic<bool>& stop) {
+  return c_.transport == Transport::Tcp ? run_tcp(stop) : run_udp(stop);
 }
 
-json Server::run_tcp(const std::atomic<bool> &stop)
-{
-	struct Client {
-		std::unique_ptr<TcpConn> conn;
-		std::string name;
-		bool closing = false;	// EOF seen, writing the rest
-	};
-	std::vector<Client> clients;
-	uint64_t connections = 0, data = 0, bulk = 0, bytes = 0, errors = 0;
+json Server::run_tcp(const std::atomic<bool>& stop) {
+  struct Client {
+    std::unique_ptr<TcpConn> conn;
+    std::string name;
+    bool closing = false;  // EOF seen, writing the rest
+  };
+  std::vector<Client> clients;
+  uint64_t connections = 0, data = 0, bulk = 0, bytes = 0, errors = 0;
 
-	while (!stop.load()) {
-		std::vector<pollfd> fds{{fd_.get(), POLLIN, 0}};
-		for (auto &cl : clients)
-			fds.push_back({cl.conn->fd(),
-				       short((cl.closing ? 0 : POLLIN) | (cl.conn->want_write() ? POLLOUT : 0)),
-				       0});
-		if (poll_until(fds, now_ns() + 100 * kMs) == 0)
-			continue;
-		for (size_t i = 0; i < clients.size(); i++) {
-			Client &cl = clients[i];
-			short rev = fds[i + 1].revents;
-			bool drop = false;
-			try {
-				if (rev & POLLOUT)
-					cl.conn->flush_some();
-				if (!cl.closing && (rev & (POLLIN | POLLHUP | POLLERR))) {
-					std::vector<Header> frames;
-					uint64_t before = cl.conn->bytes_in();
-					bool open = cl.conn->read_some(frames);
-					bytes += cl.conn->bytes_in() - before;
-					for (const Header &h : frames) {
-						if (h.type == Type::Data) {
-							data++;
-							cl.conn->queue(make(Type::Ack, 0, kHeaderSize, h.seq, h.ts_ns));
-						} else if (h.type == Type::Bulk) {
-							bulk++;
-						} else {
-							throw FrameError(std::string("unexpected ") + type_name(h.type) +
-									 " message; collective ranks talk to each "
-									 "other, not to serve");
-						}
-					}
-					cl.closing = !open;
-				} else if (cl.closing && (rev & (POLLHUP | POLLERR))) {
-					drop = true;
-				}
-				if (cl.closing && !cl.conn->want_write())
-					drop = true;
-			} catch (const std::exception &e) {
-				std::cerr << "parq-bench serve: " << cl.name << ": " << e.what()
-					  << "; closing that connection\n";
-				errors++;
-				drop = true;
-			}
-			if (drop)
-				cl.conn.reset();
-		}
-		std::erase_if(clients, [](const Client &cl) { return !cl.conn; });
-		if (fds[0].revents & POLLIN) {
-			sockaddr_storage ss{};
-			socklen_t len = sizeof(ss);
-			Fd c(accept4(fd_.get(), reinterpret_cast<sockaddr *>(&ss), &len, SOCK_CLOEXEC));
-			if (c) {
-				connections++;
-				clients.push_back({std::make_unique<TcpConn>(std::move(c)),
-						   format_addr(reinterpret_cast<sockaddr *>(&ss)), false});
-			}
-		}
-	}
+  while (!stop.load()) {
+    std::vector<pollfd> fds{{fd_.get(), POLLIN, 0}};
+    for (auto& cl : clients)
+      fds.push_back({cl.conn->fd(),
+                     short((cl.closing ? 0 : POLLIN) |
+                           (cl.conn->want_write() ? POLLOUT : 0)),
+                     0});
+    if (poll_until(fds, now_ns() + 100 * kMs) == 0)
+      continue;
+    for (size_t i = 0; i < clients.size(); i++) {
+      Client& cl = clients[i];
+      short rev = fds[i + 1].revents;
+      bool drop = false;
+      try {
+        if (rev & POLLOUT)
+          cl.conn->flush_some();
+        if (!cl.closing && (rev & (POLLIN | POLLHUP | POLLERR))) {
+          std::vector<Header> frames;
+          uint64_t before = cl.conn->bytes_in();
+          bool open = cl.conn->read_some(frames);
+          bytes += cl.conn->bytes_in() - before;
+          for (const Header& h : frames) {
+            if (h.type == Type::Data) {
+              data++;
+              cl.conn->queue(make(Type::Ack, 0, kHeaderSize, h.seq, h.ts_ns));
+            } else if (h.type == Type::Bulk) {
+              bulk++;
+            } else {
+              throw FrameError(std::string("unexpected ") + type_name(h.type) +
+                               " message; collective ranks talk to each "
+                               "other, not to serve");
+            }
+          }
+          cl.closing = !open;
+        } else if (cl.closing && (rev & (POLLHUP | POLLERR))) {
+          drop = true;
+        }
+        if (cl.closing && !cl.conn->want_write())
+          drop = true;
+      } catch (const std::exception& e) {
+        std::cerr << "parq-bench serve: " << cl.name << ": " << e.what()
+                  << "; closing that connection\n";
+        errors++;
+        drop = true;
+      }
+      if (drop)
+        cl.conn.reset();
+    }
+    std::erase_if(clients, [](const Client& cl) { return !cl.conn; });
+    if (fds[0].revents & POLLIN) {
+      sockaddr_storage ss{};
+      socklen_t len = sizeof(ss);
+      Fd c(accept4(fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len,
+                   SOCK_CLOEXEC));
+      if (c) {
+        connections++;
+        clients.push_back({std::make_unique<TcpConn>(std::move(c)),
+                           format_addr(reinterpret_cast<sockaddr*>(&ss)),
+                           false});
+      }
+    }
+  }
 
-	json j;
-	j["tool"] = "parq-bench";
-	j["format"] = 1;
-	j["mode"] = "serve";
-	j["transport"] = "tcp";
-	j["listen"] = c_.listen;
-	j["connections"] = connections;
-	j["data_messages"] = data;
-	j["bulk_messages"] = bulk;
-	j["bytes_received"] = bytes;
-	j["errors"] = errors;
-	return j;
+  json j;
+  j["tool"] = "parq-bench";
+  j["format"] = 1;
+  j["mode"] = "serve";
+  j["transport"] = "tcp";
+  j["listen"] = c_.listen;
+  j["connections"] = connections;
+  j["data_messages"] = data;
+  j["bulk_messages"] = bulk;
+  j["bytes_received"] = bytes;
+  j["errors"] = errors;
+  return j;
 }
 
-json Server::run_udp(const std::atomic<bool> &stop)
-{
-	std::vector<uint8_t> buf(kMaxUdpSize + 1);
-	uint64_t data = 0, bytes = 0, malformed = 0;
-	while (!stop.load()) {
-		sockaddr_storage ss{};
-		socklen_t len = sizeof(ss);
-		ssize_t r = recvfrom(fd_.get(), buf.data(), buf.size(), MSG_DONTWAIT,
-				     reinterpret_cast<sockaddr *>(&ss), &len);
-		if (r < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				throw_errno("recvfrom");
-			std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
-			poll_until(p, now_ns() + 100 * kMs);
-			continue;
-		}
-		bytes += uint64_t(r);
-		Header h;
-		try {
-			if (size_t(r) < kHeaderSize)
-				throw FrameError("short");
-			h = decode(buf.data(), kMaxUdpSize);
-			if (h.size != size_t(r) || h.type != Type::Data)
-				throw FrameError("not data");
-		} catch (const FrameError &) {
-			malformed++;
-			continue;
-		}
-		data++;
-		uint8_t ack[kHeaderSize];
-		encode(make(Type::Ack, 0, kHeaderSize, h.seq, h.ts_ns), ack);
-		// A reply that does not fit in the socket buffer is lost, as
-		// UDP loses it anywhere else; the client counts it.
-		sendto(fd_.get(), ack, sizeof(ack), MSG_DONTWAIT, reinterpret_cast<sockaddr *>(&ss), len);
-	}
-	json j;
-	j["tool"] = "parq-bench";
-	j["format"] = 1;
-	j["mode"] = "serve";
-	j["transport"] = "udp";
-	j["listen"] = c_.listen;
-	j["data_messages"] = data;
-	j["bytes_received"] = bytes;
-	j["malformed"] = malformed;
-	return j;
+json Server::run_udp(const std::atomic<bool>& stop) {
+  std::vector<uint8_t> buf(kMaxUdpSize + 1);
+  uint64_t data = 0, bytes = 0, malformed = 0;
+  while (!stop.load()) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    ssize_t r = recvfrom(fd_.get(), buf.data(), buf.size(), MSG_DONTWAIT,
+                         reinterpret_cast<sockaddr*>(&ss), &len);
+    if (r < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        throw_errno("recvfrom");
+      std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
+      poll_until(p, now_ns() + 100 * kMs);
+      continue;
+    }
+    bytes += uint64_t(r);
+    Header h;
+    try {
+      if (size_t(r) < kHeaderSize)
+        throw FrameError("short");
+      h = decode(buf.data(), kMaxUdpSize);
+      if (h.size != size_t(r) || h.type != Type::Data)
+        throw FrameError("not data");
+    } catch (const FrameError&) {
+      malformed++;
+      continue;
+    }
+    data++;
+    uint8_t ack[kHeaderSize];
+    encode(make(Type::Ack, 0, kHeaderSize, h.seq, h.ts_ns), ack);
+    // A reply that does not fit in the socket buffer is lost, as
+    // UDP loses it anywhere else; the client counts it.
+    sendto(fd_.get(), ack, sizeof(ack), MSG_DONTWAIT,
+           reinterpret_cast<sockaddr*>(&ss), len);
+  }
+  json j;
+  j["tool"] = "parq-bench";
+  j["format"] = 1;
+  j["mode"] = "serve";
+  j["transport"] = "udp";
+  j["listen"] = c_.listen;
+  j["data_messages"] = data;
+  j["bytes_received"] = bytes;
+  j["malformed"] = malformed;
+  return j;
 }
 
 // --- run -------------------------------------------------------------------
 
-json run_pattern(const Config &c)
-{
-	return c.pattern == Pattern::OneToOne ? run_one_to_one(c) : run_collective(c);
+json run_pattern(const Config& c) {
+  return c.pattern == Pattern::OneToOne ? run_one_to_one(c) : run_collective(c);
 }
 
-json run_one_to_one(const Config &c)
-{
-	const bool udp = c.transport == Transport::Udp;
-	const bool closed_loop = c.interval_us == 0;
-	const uint64_t timeout = c.effective_timeout_ms() * kMs;
-	auto mesh = make_mesh(c, true);
-	Arrivals arrivals(c.interval_us * 1000, c.exponential, c.seed);
+json run_one_to_one(const Config& c) {
+  const bool udp = c.transport == Transport::Udp;
+  const bool closed_loop = c.interval_us == 0;
+  const uint64_t timeout = c.effective_timeout_ms() * kMs;
+  auto mesh = make_mesh(c, true);
+  Arrivals arrivals(c.interval_us * 1000, c.exponential, c.seed);
 
-	enum : uint8_t { Outstanding, Answered, Lost };
-	std::vector<uint64_t> sent_at(c.count);
-	std::vector<uint8_t> state(c.count, Outstanding);
-	std::vector<uint64_t> lat;
-	lat.reserve(c.count);
-	uint64_t next_seq = 0, oldest = 0, outstanding = 0, lost = 0, late = 0, unexpected = 0;
-	uint64_t first = 0, last_event = 0;
-	uint64_t next_send = now_ns();
+  enum : uint8_t { Outstanding, Answered, Lost };
+  std::vector<uint64_t> sent_at(c.count);
+  std::vector<uint8_t> state(c.count, Outstanding);
+  std::vector<uint64_t> lat;
+  lat.reserve(c.count);
+  uint64_t next_seq = 0, oldest = 0, outstanding = 0, lost = 0, late = 0,
+           unexpected = 0;
+  uint64_t first = 0, last_event = 0;
+  uint64_t next_send = now_ns();
 
-	// UDP: messages whose reply is overdue become lost.
-	auto expire = [&](uint64_t now) {
-		while (oldest < next_seq &&
-		       (state[oldest] != Outstanding || sent_at[oldest] + timeout <= now)) {
-			if (state[oldest] == Outstanding) {
-				state[oldest] = Lost;
-				lost++;
-				outstanding--;
-				last_event = sent_at[oldest] + timeout;
-			}
-			oldest++;
-		}
-	};
+  // UDP: messages whose reply is overdue become lost.
+  auto expire = [&](uint64_t now) {
+    while (oldest < next_seq &&
+           (state[oldest] != Outstanding || sent_at[oldest] + timeout <= now)) {
+      if (state[oldest] == Outstanding) {
+        state[oldest] = Lost;
+        lost++;
+        outstanding--;
+        last_event = sent_at[oldest] + timeout;
+      }
+      oldest++;
+    }
+  };
 
-	for (;;) {
-		uint64_t now = now_ns();
-		if (next_seq < c.count && (closed_loop ? outstanding == 0 : now >= next_send)) {
-			uint64_t ts = now_ns();
-			mesh->send(0, make(Type::Data, 1, c.size, next_seq, ts));
-			sent_at[next_seq] = ts;
-			if (next_seq == 0)
-				first = ts;
-			next_seq++;
-			outstanding++;
-			if (!closed_loop)
-				next_send += arrivals.next_gap_ns();
-			continue;
-		}
-		if (next_seq == c.count && outstanding == 0)
-			break;
-		uint64_t deadline = kNever;
-		if (next_seq < c.count && !closed_loop)
-			deadline = next_send;
-		if (outstanding) {
-			if (udp) {
-				expire(now);
-				if (outstanding)
-					deadline = std::min(deadline, sent_at[oldest] + timeout);
-			} else {
-				deadline = std::min(deadline, mesh->last_progress_ns() + timeout);
-			}
-		}
-		Msg m;
-		if (mesh->recv(m, deadline)) {
-			if (m.eof)
-				throw std::runtime_error("the server " + c.peers[0].text +
-							 " closed the connection during the run");
-			if (m.h.type != Type::Ack || m.h.seq >= next_seq) {
-				unexpected++;
-				continue;
-			}
-			uint64_t s = m.h.seq;
-			if (state[s] != Outstanding) {
-				late++;	// answered after it was counted lost, or twice
-				continue;
-			}
-			state[s] = Answered;
-			outstanding--;
-			lat.push_back(m.rx_ns - sent_at[s]);
-			last_event = std::max(last_event, m.rx_ns);
-			continue;
-		}
-		now = now_ns();
-		if (udp)
-			expire(now);
-		else if (outstanding && now >= mesh->last_progress_ns() + timeout)
-			throw std::runtime_error("no data moved to or from the server " + c.peers[0].text + " for " +
-						 std::to_string(c.effective_timeout_ms()) + " ms with " +
-						 std::to_string(outstanding) +
-						 " replies outstanding (raise --timeout if the path is that slow)");
-	}
+  for (;;) {
+    uint64_t now = now_ns();
+    if (next_seq < c.count &&
+        (closed_loop ? outstanding == 0 : now >= next_send)) {
+      uint64_t ts = now_ns();
+      mesh->send(0, make(Type::Data, 1, c.size, next_seq, ts));
+      sent_at[next_seq] = ts;
+      if (next_seq == 0)
+        first = ts;
+      next_seq++;
+      outstanding++;
+      if (!closed_loop)
+        next_send += arrivals.next_gap_ns();
+      continue;
+    }
+    if (next_seq == c.count && outstanding == 0)
+      break;
+    uint64_t deadline = kNever;
+    if (next_seq < c.count && !closed_loop)
+      deadline = next_send;
+    if (outstanding) {
+      if (udp) {
+        expire(now);
+        if (outstanding)
+          deadline = std::min(deadline, sent_at[oldest] + timeout);
+      } else {
+        deadline = std::min(deadline, mesh->last_progress_ns() + timeout);
+      }
+    }
+    Msg m;
+    if (mesh->recv(m, deadline)) {
+      if (m.eof)
+        throw std::runtime_error("the server " + c.peers[0].text +
+                                 " closed the connection during the run");
+      if (m.h.type != Type::Ack || m.h.seq >= next_seq) {
+        unexpected++;
+        continue;
+      }
+      uint64_t s = m.h.seq;
+      if (state[s] != Outstanding) {
+        late++;  // answered after it was counted lost, or twice
+        continue;
+      }
+      state[s] = Answered;
+      outstanding--;
+      lat.push_back(m.rx_ns - sent_at[s]);
+      last_event = std::max(last_event, m.rx_ns);
+      continue;
+    }
+    now = now_ns();
+    if (udp)
+      expire(now);
+    else if (outstanding && now >= mesh->last_progress_ns() + timeout)
+      throw std::runtime_error(
+          "no data moved to or from the server " + c.peers[0].text + " for " +
+          std::to_string(c.effective_timeout_ms()) + " ms with " +
+          std::to_string(outstanding) +
+          " replies outstanding (raise --timeout if the path is that slow)");
+  }
 
-	json j = common_json(c);
-	j["role"] = "client";
-	j["sent"] = next_seq;
-	j["received"] = lat.size();
-	j["lost"] = lost;
-	j["late"] = late;
-	j["unexpected"] = unexpected + mesh->malformed();
-	j["completion_ns"] = last_event >= first ? last_event - first : 0;
-	j["latency_of"] = "message round trip";
-	Summary s = summarize(lat);
-	j["latency_ns"] = summary_json(s);
-	return j;
+  json j = common_json(c);
+  j["role"] = "client";
+  j["sent"] = next_seq;
+  j["received"] = lat.size();
+  j["lost"] = lost;
+  j["late"] = late;
+  j["unexpected"] = unexpected + mesh->malformed();
+  j["completion_ns"] = last_event >= first ? last_event - first : 0;
+  j["latency_of"] = "message round trip";
+  Summary s = summarize(lat);
+  j["latency_ns"] = summary_json(s);
+  return j;
 }
 
 namespace {
 
 // The root of a collective: starts and times the iterations.
-json collective_root(const Config &c, Mesh &mesh)
-{
-	const bool udp = c.transport == Transport::Udp;
-	const size_t n = c.peers.size();
-	const uint64_t timeout = c.effective_timeout_ms() * kMs;
-	const Pattern pat = c.pattern;
-	uint64_t stale = 0, unexpected = 0, sent = 0, received = 0, lost = 0;
+json collective_root(const Config& c, Mesh& mesh) {
+  const bool udp = c.transport == Transport::Udp;
+  const size_t n = c.peers.size();
+  const uint64_t timeout = c.effective_timeout_ms() * kMs;
+  const Pattern pat = c.pattern;
+  uint64_t stale = 0, unexpected = 0, sent = 0, received = 0, lost = 0;
 
-	auto check_src = [&](const Msg &m) { return m.h.src >= 1 && m.h.src < n; };
+  auto check_src = [&](const Msg& m) { return m.h.src >= 1 && m.h.src < n; };
 
-	// Every rank ready.
-	std::vector<uint8_t> ready(n);
-	ready[0] = 1;
-	size_t nready = 1;
-	const uint64_t connect_deadline = now_ns() + c.connect_timeout_ms * kMs;
-	while (nready < n) {
-		Msg m;
-		if (!mesh.recv(m, connect_deadline)) {
-			std::string missing;
-			for (size_t r = 1; r < n; r++)
-				if (!ready[r])
-					missing += (missing.empty() ? "" : ", ") + std::to_string(r) + " (" +
-						   c.peers[r].text + ")";
-			throw std::runtime_error("rank(s) " + missing + " not ready within --connect-timeout " +
-						 std::to_string(c.connect_timeout_ms) + " ms; are they running?");
-		}
-		if (m.eof)
-			throw std::runtime_error("rank " + std::to_string(m.h.src) + " closed its connection before the start");
-		if (m.h.type == Type::Ready && check_src(m) && !ready[m.h.src]) {
-			ready[m.h.src] = 1;
-			nready++;
-		}
-	}
+  // Every rank ready.
+  std::vector<uint8_t> ready(n);
+  ready[0] = 1;
+  size_t nready = 1;
+  const uint64_t connect_deadline = now_ns() + c.connect_timeout_ms * kMs;
+  while (nready < n) {
+    Msg m;
+    if (!mesh.recv(m, connect_deadline)) {
+      std::string missing;
+      for (size_t r = 1; r < n; r++)
+        if (!ready[r])
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r) + " (" +
+                     c.peers[r].text + ")";
+      throw std::runtime_error(
+          "rank(s) " + missing + " not ready within --connect-timeout " +
+          std::to_string(c.connect_timeout_ms) + " ms; are they running?");
+    }
+    if (m.eof)
+      throw std::runtime_error("rank " + std::to_string(m.h.src) +
+                               " closed its connection before the start");
+    if (m.h.type == Type::Ready && check_src(m) && !ready[m.h.src]) {
+      ready[m.h.src] = 1;
+      nready++;
+    }
+  }
 
-	Arrivals arrivals(c.interval_us * 1000, c.exponential, c.seed);
-	std::vector<uint64_t> iters;
-	iters.reserve(c.count);
-	std::vector<uint8_t> got_data(n), got_done(n);
-	uint64_t first = 0, last_end = 0;
-	uint64_t next_start = now_ns();
+  Arrivals arrivals(c.interval_us * 1000, c.exponential, c.seed);
+  std::vector<uint64_t> iters;
+  iters.reserve(c.count);
+  std::vector<uint8_t> got_data(n), got_done(n);
+  uint64_t first = 0, last_end = 0;
+  uint64_t next_start = now_ns();
 
-	for (uint64_t k = 0; k < c.count; k++) {
-		// Wait for the scheduled start, reading (and ignoring) stragglers.
-		for (Msg m; now_ns() < next_start;) {
-			if (mesh.recv(m, next_start)) {
-				if (m.eof)
-					throw std::runtime_error("rank " + std::to_string(m.h.src) +
-								 " closed its connection during the run");
-				stale++;
-			}
-		}
-		std::fill(got_data.begin(), got_data.end(), 0);
-		std::fill(got_done.begin(), got_done.end(), 0);
-		size_t ndata = 0, ndone = 0;
-		const uint64_t t0 = now_ns();
-		if (k == 0)
-			first = t0;
-		const uint32_t start_size = pat == Pattern::Barrier ? c.size : kHeaderSize;
-		for (size_t r = 1; r < n; r++) {
-			mesh.send(int(r), make(Type::Start, 0, start_size, k, t0));
-			sent++;
-			if (pat == Pattern::AllToAll) {
-				mesh.send(int(r), make(Type::Data, 0, c.size, k, t0));
-				sent++;
-			}
-		}
-		auto complete = [&] {
-			return ndata == n - 1 && (pat != Pattern::AllToAll || ndone == n - 1);
-		};
-		uint64_t end = 0;
-		while (!complete()) {
-			uint64_t deadline = udp ? t0 + timeout : mesh.last_progress_ns() + timeout;
-			Msg m;
-			if (!mesh.recv(m, deadline)) {
-				if (udp)
-					break;
-				if (now_ns() < mesh.last_progress_ns() + timeout)
-					continue;
-				throw std::runtime_error("iteration " + std::to_string(k) + ": no data moved for " +
-							 std::to_string(c.effective_timeout_ms()) +
-							 " ms (raise --timeout if the path is that slow)");
-			}
-			if (m.eof)
-				throw std::runtime_error("rank " + std::to_string(m.h.src) + " (" + c.peers[m.h.src].text +
-							 ") closed its connection during the run");
-			if (!check_src(m)) {
-				unexpected++;
-				continue;
-			}
-			if (m.h.seq != k || m.h.type == Type::Ready) {
-				stale++;
-				continue;
-			}
-			if (m.h.type == Type::Data && !got_data[m.h.src]) {
-				got_data[m.h.src] = 1;
-				ndata++;
-			} else if (m.h.type == Type::Done && pat == Pattern::AllToAll && !got_done[m.h.src]) {
-				got_done[m.h.src] = 1;
-				ndone++;
-			} else {
-				unexpected++;
-				continue;
-			}
-			received++;
-			end = m.rx_ns;
-		}
-		if (complete()) {
-			iters.push_back(end - t0);
-			last_end = end;
-		} else {
-			lost++;
-			last_end = t0 + timeout;
-		}
-		next_start += arrivals.next_gap_ns();
-	}
+  for (uint64_t k = 0; k < c.count; k++) {
+    // Wait for the scheduled start, reading (and ignoring) stragglers.
+    for (Msg m; now_ns() < next_start;) {
+      if (mesh.recv(m, next_start)) {
+        if (m.eof)
+          throw std::runtime_error("rank " + std::to_string(m.h.src) +
+                                   " closed its connection during the run");
+        stale++;
+      }
+    }
+    std::fill(got_data.begin(), got_data.end(), 0);
+    std::fill(got_done.begin(), got_done.end(), 0);
+    size_t ndata = 0, ndone = 0;
+    const uint64_t t0 = now_ns();
+    if (k == 0)
+      first = t0;
+    const uint32_t start_size = pat == Pattern::Barrier ? c.size : kHeaderSize;
+    for (size_t r = 1; r < n; r++) {
+      mesh.send(int(r), make(Type::Start, 0, start_size, k, t0));
+      sent++;
+      if (pat == Pattern::AllToAll) {
+        mesh.send(int(r), make(Type::Data, 0, c.size, k, t0));
+        sent++;
+      }
+    }
+    auto complete = [&] {
+      return ndata == n - 1 && (pat != Pattern::AllToAll || ndone == n - 1);
+    };
+    uint64_t end = 0;
+    while (!complete()) {
+      uint64_t deadline =
+          udp ? t0 + timeout : mesh.last_progress_ns() + timeout;
+      Msg m;
+      if (!mesh.recv(m, deadline)) {
+        if (udp)
+          break;
+        if (now_ns() < mesh.last_progress_ns() + timeout)
+          continue;
+        throw std::runtime_error(
+            "iteration " + std::to_string(k) + ": no data moved for " +
+            std::to_string(c.effective_timeout_ms()) +
+            " ms (raise --timeout if the path is that slow)");
+      }
+      if (m.eof)
+        throw std::runtime_error("rank " + std::to_string(m.h.src) + " (" +
+                                 c.peers[m.h.src].text +
+                                 ") closed its connection during the run");
+      if (!check_src(m)) {
+        unexpected++;
+        continue;
+      }
+      if (m.h.seq != k || m.h.type == Type::Ready) {
+        stale++;
+        continue;
+      }
+      if (m.h.type == Type::Data && !got_data[m.h.src]) {
+        got_data[m.h.src] = 1;
+        ndata++;
+      } else if (m.h.type == Type::Done && pat == Pattern::AllToAll &&
+                 !got_done[m.h.src]) {
+        got_done[m.h.src] = 1;
+        ndone++;
+      } else {
+        unexpected++;
+        continue;
+      }
+      received++;
+      end = m.rx_ns;
+    }
+    if (complete()) {
+      iters.push_back(end - t0);
+      last_end = end;
+    } else {
+      lost++;
+      last_end = t0 + timeout;
+    }
+    next_start += arrivals.next_gap_ns();
+  }
 
-	// The end; TCP: wait until every rank has read it and closed.
-	for (int rep = 0; rep < (udp ? 3 : 1); rep++)
-		for (size_t r = 1; r < n; r++)
-			mesh.send(int(r), make(Type::End, 0, kHeaderSize, c.count));
-	if (!udp) {
-		const uint64_t deadline = now_ns() + timeout;
-		mesh.flush(deadline);
-		size_t closed = 0;
-		for (Msg m; closed < n - 1 && mesh.recv(m, deadline);)
-			closed += m.eof;
-	}
+  // The end; TCP: wait until every rank has read it and closed.
+  for (int rep = 0; rep < (udp ? 3 : 1); rep++)
+    for (size_t r = 1; r < n; r++)
+      mesh.send(int(r), make(Type::End, 0, kHeaderSize, c.count));
+  if (!udp) {
+    const uint64_t deadline = now_ns() + timeout;
+    mesh.flush(deadline);
+    size_t closed = 0;
+    for (Msg m; closed < n - 1 && mesh.recv(m, deadline);)
+      closed += m.eof;
+  }
 
-	json j = common_json(c);
-	j["role"] = "root";
-	j["rank"] = c.rank;
-	j["ranks"] = n;
-	j["sent"] = sent;
-	j["received"] = received;
-	j["lost"] = lost;
-	j["late"] = stale;
-	j["unexpected"] = unexpected + mesh.malformed();
-	j["completion_ns"] = last_end - first;
-	j["latency_of"] = "iteration";
-	Summary s = summarize(iters);
-	j["latency_ns"] = summary_json(s);
-	return j;
+  json j = common_json(c);
+  j["role"] = "root";
+  j["rank"] = c.rank;
+  j["ranks"] = n;
+  j["sent"] = sent;
+  j["received"] = received;
+  j["lost"] = lost;
+  j["late"] = stale;
+  j["unexpected"] = unexpected + mesh.malformed();
+  j["completion_ns"] = last_end - first;
+  j["latency_of"] = "iteration";
+  Summary s = summarize(iters);
+  j["latency_ns"] = summary_json(s);
+  return j;
 }
 
 // Any other rank: answers the root's iterations until End.
-json collective_member(const Config &c, Mesh &mesh)
-{
-	const bool udp = c.transport == Transport::Udp;
-	const size_t n = c.peers.size();
-	const uint16_t self = uint16_t(c.rank);
-	const uint64_t idle = uint64_t(c.idle_timeout_s) * 1000 * kMs;
-	const Pattern pat = c.pattern;
-	uint64_t sent = 0, received = 0, stale = 0, unexpected = 0;
+json collective_member(const Config& c, Mesh& mesh) {
+  const bool udp = c.transport == Transport::Udp;
+  const size_t n = c.peers.size();
+  const uint16_t self = uint16_t(c.rank);
+  const uint64_t idle = uint64_t(c.idle_timeout_s) * 1000 * kMs;
+  const Pattern pat = c.pattern;
+  uint64_t sent = 0, received = 0, stale = 0, unexpected = 0;
 
-	bool heard_root = false;
-	uint64_t next_ready = now_ns(), last_heard = now_ns();
-	if (!udp) {
-		mesh.send(0, make(Type::Ready, self, kHeaderSize, 0));
-		next_ready = kNever;
-	}
+  bool heard_root = false;
+  uint64_t next_ready = now_ns(), last_heard = now_ns();
+  if (!udp) {
+    mesh.send(0, make(Type::Ready, self, kHeaderSize, 0));
+    next_ready = kNever;
+  }
 
-	// The iteration this rank is in (all-to-all), and what it has done.
-	bool in_iter = false, started = false, done = false;
-	uint64_t cur = 0;
-	std::vector<uint8_t> got(n);
-	size_t ngot = 0;
-	auto enter = [&](uint64_t k) {
-		in_iter = true;
-		cur = k;
-		started = done = false;
-		std::fill(got.begin(), got.end(), 0);
-		ngot = 0;
-	};
-	auto maybe_done = [&] {
-		if (started && !done && ngot == n - 1) {
-			mesh.send(0, make(Type::Done, self, kHeaderSize, cur));
-			sent++;
-			done = true;
-		}
-	};
-	uint64_t last_start = kNever;	// barrier, many-to-one: last Start answered
+  // The iteration this rank is in (all-to-all), and what it has done.
+  bool in_iter = false, started = false, done = false;
+  uint64_t cur = 0;
+  std::vector<uint8_t> got(n);
+  size_t ngot = 0;
+  auto enter = [&](uint64_t k) {
+    in_iter = true;
+    cur = k;
+    started = done = false;
+    std::fill(got.begin(), got.end(), 0);
+    ngot = 0;
+  };
+  auto maybe_done = [&] {
+    if (started && !done && ngot == n - 1) {
+      mesh.send(0, make(Type::Done, self, kHeaderSize, cur));
+      sent++;
+      done = true;
+    }
+  };
+  uint64_t last_start = kNever;  // barrier, many-to-one: last Start answered
 
-	for (;;) {
-		uint64_t now = now_ns();
-		if (udp && !heard_root && now >= next_ready) {
-			mesh.send(0, make(Type::Ready, self, kHeaderSize, 0));
-			next_ready = now + 50 * kMs;
-		}
-		uint64_t deadline = std::min(next_ready, last_heard + idle);
-		Msg m;
-		if (!mesh.recv(m, deadline)) {
-			if (now_ns() >= last_heard + idle)
-				throw std::runtime_error(std::string("rank ") + std::to_string(self) +
-							 ": nothing from the root for --idle-timeout " +
-							 std::to_string(c.idle_timeout_s) + " s; is rank 0 running?");
-			continue;
-		}
-		if (m.eof) {
-			if (m.h.src == 0)
-				throw std::runtime_error("the root (" + c.peers[0].text + ") closed its connection before the end");
-			continue;	// another rank is done
-		}
-		last_heard = m.rx_ns;
-		const uint16_t src = m.h.src;
-		if (src >= n || src == self) {
-			unexpected++;
-			continue;
-		}
-		const uint64_t k = m.h.seq;
-		if (src == 0)
-			heard_root = true;
-		if (src == 0 && m.h.type == Type::End)
-			break;
-		if (src == 0 && m.h.type == Type::Start) {
-			if (pat != Pattern::AllToAll) {
-				if (last_start != kNever && k <= last_start) {
-					stale++;
-					continue;
-				}
-				last_start = k;
-				received++;
-				mesh.send(0, make(Type::Data, self, c.size, k));
-				sent++;
-				continue;
-			}
-			if (in_iter && k < cur) {
-				stale++;
-				continue;
-			}
-			if (!in_iter || k > cur)
-				enter(k);
-			if (started) {
-				stale++;
-				continue;
-			}
-			received++;
-			started = true;
-			for (size_t r = 0; r < n; r++) {
-				if (r == self)
-					continue;
-				mesh.send(int(r), make(Type::Data, self, c.size, k));
-				sent++;
-			}
-			maybe_done();
-			continue;
-		}
-		if (m.h.type == Type::Data && pat == Pattern::AllToAll) {
-			if (in_iter && k < cur) {
-				stale++;
-				continue;
-			}
-			if (!in_iter || k > cur)
-				enter(k);
-			if (got[src]) {
-				stale++;
-				continue;
-			}
-			got[src] = 1;
-			ngot++;
-			received++;
-			maybe_done();
-			continue;
-		}
-		if (m.h.type == Type::Ready)
-			continue;	// another rank's repeated hello
-		unexpected++;
-	}
+  for (;;) {
+    uint64_t now = now_ns();
+    if (udp && !heard_root && now >= next_ready) {
+      mesh.send(0, make(Type::Ready, self, kHeaderSize, 0));
+      next_ready = now + 50 * kMs;
+    }
+    uint64_t deadline = std::min(next_ready, last_heard + idle);
+    Msg m;
+    if (!mesh.recv(m, deadline)) {
+      if (now_ns() >= last_heard + idle)
+        throw std::runtime_error(std::string("rank ") + std::to_string(self) +
+                                 ": nothing from the root for --idle-timeout " +
+                                 std::to_string(c.idle_timeout_s) +
+                                 " s; is rank 0 running?");
+      continue;
+    }
+    if (m.eof) {
+      if (m.h.src == 0)
+        throw std::runtime_error("the root (" + c.peers[0].text +
+                                 ") closed its connection before the end");
+      continue;  // another rank is done
+    }
+    last_heard = m.rx_ns;
+    const uint16_t src = m.h.src;
+    if (src >= n || src == self) {
+      unexpected++;
+      continue;
+    }
+    const uint64_t k = m.h.seq;
+    if (src == 0)
+      heard_root = true;
+    if (src == 0 && m.h.type == Type::End)
+      break;
+    if (src == 0 && m.h.type == Type::Start) {
+      if (pat != Pattern::AllToAll) {
+        if (last_start != kNever && k <= last_start) {
+          stale++;
+          continue;
+        }
+        last_start = k;
+        received++;
+        mesh.send(0, make(Type::Data, self, c.size, k));
+        sent++;
+        continue;
+      }
+      if (in_iter && k < cur) {
+        stale++;
+        continue;
+      }
+      if (!in_iter || k > cur)
+        enter(k);
+      if (started) {
+        stale++;
+        continue;
+      }
+      received++;
+      started = true;
+      for (size_t r = 0; r < n; r++) {
+        if (r == self)
+          continue;
+        mesh.send(int(r), make(Type::Data, self, c.size, k));
+        sent++;
+      }
+      maybe_done();
+      continue;
+    }
+    if (m.h.type == Type::Data && pat == Pattern::AllToAll) {
+      if (in_iter && k < cur) {
+        stale++;
+        continue;
+      }
+      if (!in_iter || k > cur)
+        enter(k);
+      if (got[src]) {
+        stale++;
+        continue;
+      }
+      got[src] = 1;
+      ngot++;
+      received++;
+      maybe_done();
+      continue;
+    }
+    if (m.h.type == Type::Ready)
+      continue;  // another rank's repeated hello
+    unexpected++;
+  }
 
-	json j = common_json(c);
-	// The root decides how many iterations and when; a member's own
-	// --count, --interval, --exp and --seed are not used.
-	for (const char *k : {"count", "interval_us", "arrivals", "seed"})
-		j.erase(k);
-	j["role"] = "member";
-	j["rank"] = c.rank;
-	j["ranks"] = n;
-	j["sent"] = sent;
-	j["received"] = received;
-	j["lost"] = nullptr;
-	j["late"] = stale;
-	j["unexpected"] = unexpected + mesh.malformed();
-	j["completion_ns"] = nullptr;
-	j["latency_of"] = "iteration";
-	j["latency_ns"] = nullptr;
-	return j;
+  json j = common_json(c);
+  // The root decides how many iterations and when; a member's own
+  // --count, --interval, --exp and --seed are not used.
+  for (const char* k : {"count", "interval_us", "arrivals", "seed"})
+    j.erase(k);
+  j["role"] = "member";
+  j["rank"] = c.rank;
+  j["ranks"] = n;
+  j["sent"] = sent;
+  j["received"] = received;
+  j["lost"] = nullptr;
+  j["late"] = stale;
+  j["unexpected"] = unexpected + mesh.malformed();
+  j["completion_ns"] = nullptr;
+  j["latency_of"] = "iteration";
+  j["latency_ns"] = nullptr;
+  return j;
 }
 
-} // namespace
+}  // namespace
 
-json run_collective(const Config &c)
-{
-	auto mesh = make_mesh(c, false);
-	return c.rank == 0 ? collective_root(c, *mesh) : collective_member(c, *mesh);
+json run_collective(const Config& c) {
+  auto mesh = make_mesh(c, false);
+  return c.rank == 0 ? collective_root(c, *mesh) : collective_member(c, *mesh);
 }
 
 // --- bulk ------------------------------------------------------------------
 
-json run_bulk(const Config &c)
-{
-	const uint64_t timeout = c.effective_timeout_ms() * kMs;
-	SockOpts o = c.sock;
-	o.nodelay = false;
-	const uint64_t t0 = now_ns();
-	TcpConn conn(tcp_connect(c.to, o, t0 + c.connect_timeout_ms * kMs));
-	const uint64_t start = now_ns();
-	const uint64_t stop = start + uint64_t(c.seconds * 1e9);
-	uint64_t messages = 0;
+json run_bulk(const Config& c) {
+  const uint64_t timeout = c.effective_timeout_ms() * kMs;
+  SockOpts o = c.sock;
+  o.nodelay = false;
+  const uint64_t t0 = now_ns();
+  TcpConn conn(tcp_connect(c.to, o, t0 + c.connect_timeout_ms * kMs));
+  const uint64_t start = now_ns();
+  const uint64_t stop = start + uint64_t(c.seconds * 1e9);
+  uint64_t messages = 0;
 
-	auto wait = [&](short ev, uint64_t deadline) {
-		std::vector<pollfd> p{{conn.fd(), ev, 0}};
-		if (poll_until(p, deadline) == 0)
-			return short(0);
-		return p[0].revents;
-	};
-	auto server_gone = [&] {
-		throw std::runtime_error("the server " + c.to.text + " closed the connection during the stream");
-	};
+  auto wait = [&](short ev, uint64_t deadline) {
+    std::vector<pollfd> p{{conn.fd(), ev, 0}};
+    if (poll_until(p, deadline) == 0)
+      return short(0);
+    return p[0].revents;
+  };
+  auto server_gone = [&] {
+    throw std::runtime_error("the server " + c.to.text +
+                             " closed the connection during the stream");
+  };
 
-	while (now_ns() < stop) {
-		if (!conn.want_write()) {
-			conn.queue(make(Type::Bulk, 1, c.size, messages));
-			messages++;
-			continue;
-		}
-		short rev = wait(POLLOUT, stop);
-		if (rev & (POLLERR | POLLHUP))
-			server_gone();
-		if (rev & POLLOUT)
-			conn.flush_some();
-	}
-	// Finish the message in flight, then close our side and wait until the
-	// server has read everything and closed its side.
-	const uint64_t deadline = now_ns() + timeout;
-	while (conn.want_write()) {
-		short rev = wait(POLLOUT, deadline);
-		if (rev == 0)
-			throw std::runtime_error("the server " + c.to.text + " stopped reading (no progress for --timeout)");
-		if (rev & (POLLERR | POLLHUP))
-			server_gone();
-		conn.flush_some();
-	}
-	if (shutdown(conn.fd(), SHUT_WR))
-		throw_errno("shutdown");
-	for (;;) {
-		short rev = wait(POLLIN, deadline);
-		if (rev == 0)
-			throw std::runtime_error("the server " + c.to.text +
-						 " did not confirm the end of the stream within --timeout");
-		std::vector<Header> frames;
-		if (!conn.read_some(frames))
-			break;
-	}
-	const uint64_t end = now_ns();
-	const double secs = double(end - start) / 1e9;
+  while (now_ns() < stop) {
+    if (!conn.want_write()) {
+      conn.queue(make(Type::Bulk, 1, c.size, messages));
+      messages++;
+      continue;
+    }
+    short rev = wait(POLLOUT, stop);
+    if (rev & (POLLERR | POLLHUP))
+      server_gone();
+    if (rev & POLLOUT)
+      conn.flush_some();
+  }
+  // Finish the message in flight, then close our side and wait until the
+  // server has read everything and closed its side.
+  const uint64_t deadline = now_ns() + timeout;
+  while (conn.want_write()) {
+    short rev = wait(POLLOUT, deadline);
+    if (rev == 0)
+      throw std::runtime_error("the server " + c.to.text +
+                               " stopped reading (no progress for --timeout)");
+    if (rev & (POLLERR | POLLHUP))
+      server_gone();
+    conn.flush_some();
+  }
+  if (shutdown(conn.fd(), SHUT_WR))
+    throw_errno("shutdown");
+  for (;;) {
+    short rev = wait(POLLIN, deadline);
+    if (rev == 0)
+      throw std::runtime_error(
+          "the server " + c.to.text +
+          " did not confirm the end of the stream within --timeout");
+    std::vector<Header> frames;
+    if (!conn.read_some(frames))
+      break;
+  }
+  const uint64_t end = now_ns();
+  const double secs = double(end - start) / 1e9;
 
-	json j;
-	j["tool"] = "parq-bench";
-	j["format"] = 1;
-	j["mode"] = "bulk";
-	j["transport"] = "tcp";
-	j["to"] = c.to.text;
-	j["size"] = c.size;
-	j["seconds_requested"] = c.seconds;
-	j["messages"] = messages;
-	j["bytes"] = conn.bytes_out();
-	j["seconds"] = secs;
-	j["bytes_per_second"] = double(conn.bytes_out()) / secs;
-	j["bits_per_second"] = 8.0 * double(conn.bytes_out()) / secs;
-	return j;
+  json j;
+  j["tool"] = "parq-bench";
+  j["format"] = 1;
+  j["mode"] = "bulk";
+  j["transport"] = "tcp";
+  j["to"] = c.to.text;
+  j["size"] = c.size;
+  j["seconds_requested"] = c.seconds;
+  j["messages"] = messages;
+  j["bytes"] = conn.bytes_out();
+  j["seconds"] = secs;
+  j["bytes_per_second"] = double(conn.bytes_out()) / secs;
+  j["bits_per_second"] = 8.0 * double(conn.bytes_out()) / secs;
+  return j;
 }
 
-} // namespace parqbench
+}  // namespace parqbench

@@ -20,30 +20,30 @@ using nlohmann::json;
 // Echo server / bulk sink.  The constructor binds (so a test can read the
 // port of ADDR:0 before run()); run() serves until stop becomes true.
 class Server {
-public:
-	explicit Server(const Config &c);
-	uint16_t port() const;
-	json run(const std::atomic<bool> &stop);
+ public:
+  explicit Server(const Config& c);
+  uint16_t port() const;
+  json run(const std::atomic<bool>& stop);
 
-private:
-	json run_tcp(const std::atomic<bool> &stop);
-	json run_udp(const std::atomic<bool> &stop);
+ private:
+  json run_tcp(const std::atomic<bool>& stop);
+  json run_udp(const std::atomic<bool>& stop);
 
-	Config c_;
-	Addr addr_;
-	Fd fd_;
+  Config c_;
+  Addr addr_;
+  Fd fd_;
 };
 
 // run: one-to-one against a server, or this rank's part of a collective.
-json run_pattern(const Config &c);
-json run_one_to_one(const Config &c);
-json run_collective(const Config &c);
+json run_pattern(const Config& c);
+json run_one_to_one(const Config& c);
+json run_collective(const Config& c);
 
 // bulk: a stream of --size messages to a server for --seconds.
-json run_bulk(const Config &c);
+json run_bulk(const Config& c);
 
 // {"count", "mean", "min", "p50", "p99", "p999", "max"}; all null but count
 // when there are no samples.
-json summary_json(const Summary &s);
+json summary_json(const Summary& s);
 
-} // namespace parqbench
+}  // namespace parqbench

@@ -14,16 +14,16 @@ namespace parqbench {
 
 // The k-th smallest (nearest rank) for p = milli_pct / 1000 percent, over an
 // ascending, non-empty vector.
-uint64_t percentile(const std::vector<uint64_t> &sorted, uint32_t milli_pct);
+uint64_t percentile(const std::vector<uint64_t>& sorted, uint32_t milli_pct);
 
 struct Summary {
-	uint64_t count = 0;
-	double mean = 0;	// arithmetic mean
-	uint64_t min = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
+  uint64_t count = 0;
+  double mean = 0;  // arithmetic mean
+  uint64_t min = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
 };
 
 // Sorts samples in place; count == 0 when there are none (the other fields
 // are then meaningless and reported as null).
-Summary summarize(std::vector<uint64_t> &samples);
+Summary summarize(std::vector<uint64_t>& samples);
 
-} // namespace parqbench
+}  // namespace parqbench

@@ -15,14 +15,14 @@ uint64_t now_ns();
 // mt19937_64 by inverse transform, so a seed gives the same sequence on
 // every platform (std::exponential_distribution does not promise that).
 class Arrivals {
-public:
-	Arrivals(uint64_t mean_ns, bool exponential, uint64_t seed);
-	uint64_t next_gap_ns();
+ public:
+  Arrivals(uint64_t mean_ns, bool exponential, uint64_t seed);
+  uint64_t next_gap_ns();
 
-private:
-	uint64_t mean_ns_;
-	bool exponential_;
-	std::mt19937_64 rng_;
+ private:
+  uint64_t mean_ns_;
+  bool exponential_;
+  std::mt19937_64 rng_;
 };
 
-} // namespace parqbench
+}  // namespace parqbench

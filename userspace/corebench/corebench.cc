@@ -18,7 +18,8 @@ namespace {
 
 template <typename Op>
 void RunPackets(benchmark::State& state, Op& op) {
-  for (auto _ : state) op.Packet();
+  for (auto _ : state)
+    op.Packet();
   state.SetItemsProcessed(state.iterations());
 }
 

@@ -3,9 +3,10 @@
 // The per-packet operations of the scheduling core (kmod/core/parq_core.c),
 // each as a small object: the constructor sets up fixed inputs, Packet()
 // calls that part of the core for one packet as sch_parq's dequeue calls it
-// (PolicyDecideSent: the dequeue's policy itself, parq_policy.c).  The Google Benchmark binary (corebench.cc) and the instruction
-// counter (percall.cc) run the very same Packet(), so ns/packet and
-// instructions/packet describe one piece of code.
+// (PolicyDecideSent: the dequeue's policy itself, parq_policy.c).  The Google
+// Benchmark binary (corebench.cc) and the instruction counter (percall.cc) run
+// the very same Packet(), so ns/packet and instructions/packet describe one
+// piece of code.
 //
 // Inputs are fixed (no clock, no random state except a seeded shuffle at
 // setup), so that every run executes the same instructions.  Every packet is
@@ -93,7 +94,8 @@ class RrSelectCharge {
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::mt19937_64 rng(5);
     std::shuffle(order.begin(), order.end(), rng);
-    for (std::size_t i : order) parq_rr_add(&rr_, &flows_[i].rr);
+    for (std::size_t i : order)
+      parq_rr_add(&rr_, &flows_[i].rr);
   }
   void Packet() {
     parq_rr_node* n = parq_rr_select(&rr_);
@@ -114,9 +116,7 @@ class RrSelectCharge {
 // t_next) and is charged, one 64-bit division with remainder carry.
 class ShaperCharge {
  public:
-  ShaperCharge() {
-    parq_shaper_set(&s_, 1250000000ULL, 0, PARQ_CATCHUP_NS, 0);
-  }
+  ShaperCharge() { parq_shaper_set(&s_, 1250000000ULL, 0, PARQ_CATCHUP_NS, 0); }
   void Packet() {
     const uint64_t now = s_.t_next;
     Keep(parq_shaper_ready(&s_, now));
@@ -211,7 +211,8 @@ class CreditTake {
   void Packet() {
     uint64_t next;
     now_ += 1000;
-    if (parq_credit_take(&cfg_, state_, now_, kLen, &next)) state_ = next;
+    if (parq_credit_take(&cfg_, state_, now_, kLen, &next))
+      state_ = next;
     Keep(state_);
   }
 
@@ -232,7 +233,8 @@ class CreditTakeCmpxchg : public CreditTake {
     uint64_t next;
     now_ += 1000;
     do {
-      if (!parq_credit_take(&cfg_, old, now_, kLen, &next)) break;
+      if (!parq_credit_take(&cfg_, old, now_, kLen, &next))
+        break;
     } while (!word_.compare_exchange_weak(old, next));
     Keep(next);
   }

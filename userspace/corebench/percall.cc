@@ -38,7 +38,8 @@ constexpr bool kSanitized = false;
 
 template <typename Op>
 void Run(Op& op, uint64_t packets) {
-  for (uint64_t i = 0; i < packets; i++) op.Packet();
+  for (uint64_t i = 0; i < packets; i++)
+    op.Packet();
 }
 
 struct Case {
@@ -48,29 +49,81 @@ struct Case {
 
 // Same names as the Google Benchmark cases, without "BM_".
 const Case kCases[] = {
-    {"PolicyDecideSent", [](uint64_t n) { PolicyDecideSent op; Run(op, n); }},
-    {"ThreshPickCharge", [](uint64_t n) { ThreshPickCharge op; Run(op, n); }},
+    {"PolicyDecideSent",
+     [](uint64_t n) {
+       PolicyDecideSent op;
+       Run(op, n);
+     }},
+    {"ThreshPickCharge",
+     [](uint64_t n) {
+       ThreshPickCharge op;
+       Run(op, n);
+     }},
     {"RrSelectCharge/flows:1",
-     [](uint64_t n) { RrSelectCharge op(1); Run(op, n); }},
+     [](uint64_t n) {
+       RrSelectCharge op(1);
+       Run(op, n);
+     }},
     {"RrSelectCharge/flows:1000",
-     [](uint64_t n) { RrSelectCharge op(1000); Run(op, n); }},
+     [](uint64_t n) {
+       RrSelectCharge op(1000);
+       Run(op, n);
+     }},
     {"RrSelectCharge/flows:100000",
-     [](uint64_t n) { RrSelectCharge op(100000); Run(op, n); }},
-    {"ShaperCharge", [](uint64_t n) { ShaperCharge op; Run(op, n); }},
+     [](uint64_t n) {
+       RrSelectCharge op(100000);
+       Run(op, n);
+     }},
+    {"ShaperCharge",
+     [](uint64_t n) {
+       ShaperCharge op;
+       Run(op, n);
+     }},
     {"ResvDispatchRate",
-     [](uint64_t n) { ResvDispatch op(ResvDispatch::kRate); Run(op, n); }},
+     [](uint64_t n) {
+       ResvDispatch op(ResvDispatch::kRate);
+       Run(op, n);
+     }},
     {"ResvDispatchIdt",
-     [](uint64_t n) { ResvDispatch op(ResvDispatch::kIdt); Run(op, n); }},
-    {"ResvBefore", [](uint64_t n) { ResvBefore op; Run(op, n); }},
+     [](uint64_t n) {
+       ResvDispatch op(ResvDispatch::kIdt);
+       Run(op, n);
+     }},
+    {"ResvBefore",
+     [](uint64_t n) {
+       ResvBefore op;
+       Run(op, n);
+     }},
     {"ResvOrderedModel/flows:1",
-     [](uint64_t n) { ResvOrderedModel op(1); Run(op, n); }},
+     [](uint64_t n) {
+       ResvOrderedModel op(1);
+       Run(op, n);
+     }},
     {"ResvOrderedModel/flows:1000",
-     [](uint64_t n) { ResvOrderedModel op(1000); Run(op, n); }},
+     [](uint64_t n) {
+       ResvOrderedModel op(1000);
+       Run(op, n);
+     }},
     {"ResvOrderedModel/flows:65514",
-     [](uint64_t n) { ResvOrderedModel op(65514); Run(op, n); }},
-    {"CreditTake", [](uint64_t n) { CreditTake op; Run(op, n); }},
-    {"CreditTakeCmpxchg", [](uint64_t n) { CreditTakeCmpxchg op; Run(op, n); }},
-    {"CreditWait", [](uint64_t n) { CreditWait op; Run(op, n); }},
+     [](uint64_t n) {
+       ResvOrderedModel op(65514);
+       Run(op, n);
+     }},
+    {"CreditTake",
+     [](uint64_t n) {
+       CreditTake op;
+       Run(op, n);
+     }},
+    {"CreditTakeCmpxchg",
+     [](uint64_t n) {
+       CreditTakeCmpxchg op;
+       Run(op, n);
+     }},
+    {"CreditWait",
+     [](uint64_t n) {
+       CreditWait op;
+       Run(op, n);
+     }},
 };
 
 int Usage() {
@@ -82,22 +135,24 @@ int Usage() {
 
 int Main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--list") == 0) {
-    for (const Case& c : kCases) std::printf("%s\n", c.name);
+    for (const Case& c : kCases)
+      std::printf("%s\n", c.name);
     return 0;
   }
   if (argc == 2 && std::strcmp(argv[1], "--sanitized") == 0) {
     std::printf("%s\n", kSanitized ? "yes" : "no");
     return 0;
   }
-  if (argc != 3) return Usage();
+  if (argc != 3)
+    return Usage();
   const std::string_view name = argv[1];
   const std::string_view count = argv[2];
   uint64_t packets = 0;
   const auto [end, ec] =
       std::from_chars(count.data(), count.data() + count.size(), packets);
-  if (ec != std::errc() || end != count.data() + count.size() ||
-      packets == 0) {
-    std::fprintf(stderr, "parq-core-percall: N must be a positive integer, not '%s'\n",
+  if (ec != std::errc() || end != count.data() + count.size() || packets == 0) {
+    std::fprintf(stderr,
+                 "parq-core-percall: N must be a positive integer, not '%s'\n",
                  argv[2]);
     return Usage();
   }
@@ -107,12 +162,14 @@ int Main(int argc, char** argv) {
       return 0;
     }
   }
-  std::fprintf(stderr,
-               "parq-core-percall: no operation '%s' (see --list)\n", argv[1]);
+  std::fprintf(stderr, "parq-core-percall: no operation '%s' (see --list)\n",
+               argv[1]);
   return 2;
 }
 
 }  // namespace
 }  // namespace parq::corebench
 
-int main(int argc, char** argv) { return parq::corebench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return parq::corebench::Main(argc, argv);
+}

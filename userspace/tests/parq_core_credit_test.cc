@@ -28,7 +28,8 @@ int Fill(const parq_credit_cfg& c, uint64_t* state, uint64_t now,
   uint64_t next;
   while (parq_credit_take(&c, *state, now, len, &next)) {
     *state = next;
-    if (++n > 1000000) break;
+    if (++n > 1000000)
+      break;
   }
   return n;
 }
@@ -133,7 +134,7 @@ TEST(ParqCreditTake, CreditBelowOnePacketStillMovesPackets) {
   uint64_t state = 0;
   EXPECT_EQ(Fill(c, &state, 1000, 1500), 1);
   EXPECT_EQ(parq_credit_used(&c, state, 1000), 1500u);
-  EXPECT_EQ(Fill(c, &state, 1000, 1), 0);  // over: nothing more
+  EXPECT_EQ(Fill(c, &state, 1000, 1), 0);                // over: nothing more
   EXPECT_EQ(Fill(c, &state, 1000 + 14 * kMs, 1500), 0);  // 100 left
   EXPECT_EQ(Fill(c, &state, 1000 + 15 * kMs, 1500), 1);
   const parq_credit_cfg one = Cfg(1);

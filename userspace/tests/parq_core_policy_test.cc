@@ -62,7 +62,8 @@ char Letter(const parq_decision& d) {
 
 std::string Trace(parq_sched& s, const parq_view& v, int n) {
   std::string out;
-  for (int i = 0; i < n; i++) out += Letter(Step(s, v, 0));
+  for (int i = 0; i < n; i++)
+    out += Letter(Step(s, v, 0));
   return out;
 }
 
@@ -94,7 +95,8 @@ TEST(ParqPolicyOrder, DueReservedGoesBeforeBothClasses) {
 TEST(ParqPolicyOrder, ReservedSendDoesNotMoveTheThreshold) {
   parq_sched s = Sched(2, kPackets);
   const parq_view v = View(true, true, 0);
-  for (int i = 0; i < 10; i++) Step(s, v, 10);
+  for (int i = 0; i < 10; i++)
+    Step(s, v, 10);
   EXPECT_EQ(s.thresh.credit, 2);
   EXPECT_EQ(s.xs.resv_dispatches, 10u);
 }
@@ -136,7 +138,8 @@ TEST(ParqPolicyCredit, BlockedLocalCostsParallelNoTurn) {
   EXPECT_EQ(d.act, PARQ_ACT_PARALLEL);
   EXPECT_FALSE(d.other);
   const int64_t credit = s.thresh.credit;
-  for (int i = 0; i < 20; i++) Step(s, v, 10);
+  for (int i = 0; i < 20; i++)
+    Step(s, v, 10);
   EXPECT_EQ(s.thresh.credit, credit);
   EXPECT_EQ(s.xs.parallel_only, 20u);
   // The wait is over: local's turn comes first, as it was due.
@@ -158,11 +161,8 @@ TEST(ParqPolicyWatchdog, EarliestOfReservedAndCreditWait) {
   struct {
     uint64_t ndt, lwait, until;
   } cases[] = {
-      {5000, 3000, 3000},
-      {3000, 5000, 3000},
-      {5000, kNone, 5000},
-      {kNone, 5000, 5000},
-      {101, 101, 101},
+      {5000, 3000, 3000},  {3000, 5000, 3000}, {5000, kNone, 5000},
+      {kNone, 5000, 5000}, {101, 101, 101},
   };
   for (const auto& c : cases) {
     const parq_view v = View(false, false, c.ndt, c.lwait);
@@ -303,21 +303,28 @@ struct Reference {
       *until = gate;
       return PARQ_ACT_WAIT;
     }
-    if (v.resv_ndt <= now) return PARQ_ACT_RESV;
+    if (v.resv_ndt <= now)
+      return PARQ_ACT_RESV;
     if (v.parallel && v.local)
       return ParallelMayGo() ? PARQ_ACT_PARALLEL : PARQ_ACT_LOCAL;
-    if (v.parallel) return PARQ_ACT_PARALLEL;
-    if (v.local) return PARQ_ACT_LOCAL;
+    if (v.parallel)
+      return PARQ_ACT_PARALLEL;
+    if (v.local)
+      return PARQ_ACT_LOCAL;
     *until = std::min(v.resv_ndt, v.lwait_next);
     return *until == kNone ? PARQ_ACT_NONE : PARQ_ACT_WAIT;
   }
 
   void Sent(parq_act a, const parq_view& v, uint32_t len) {
     sent[a]++;
-    if (a == PARQ_ACT_PARALLEL && !v.local) parallel_only++;
-    if (a == PARQ_ACT_LOCAL && v.parallel) threshold_turns++;
-    if (Strict()) return;
-    if (a == PARQ_ACT_PARALLEL && v.local) contended += Units(len);
+    if (a == PARQ_ACT_PARALLEL && !v.local)
+      parallel_only++;
+    if (a == PARQ_ACT_LOCAL && v.parallel)
+      threshold_turns++;
+    if (Strict())
+      return;
+    if (a == PARQ_ACT_PARALLEL && v.local)
+      contended += Units(len);
     if (a == PARQ_ACT_LOCAL && (v.parallel || !ParallelMayGo()))
       turned += Units(len);
   }
@@ -334,7 +341,8 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
   parq_sched s = Sched(threshold, unit);
   Reference ref{threshold, unit == kPackets};
   const bool shaped = seed % 3 == 0;
-  if (shaped) parq_shaper_set(&s.shaper, 125000000, 0, PARQ_CATCHUP_NS, 0);
+  if (shaped)
+    parq_shaper_set(&s.shaper, 125000000, 0, PARQ_CATCHUP_NS, 0);
 
   uint64_t now = 1000000;
   for (int i = 0; i < 20000; i++) {
@@ -343,7 +351,9 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
     v.parallel = rng() % 4 != 0;
     v.local = rng() % 3 != 0;
     const uint64_t r = rng() % 8;
-    v.resv_ndt = r < 5 ? kNone : r == 5 ? now - rng() % 1000 : now + 1 + rng() % 5000;
+    v.resv_ndt = r < 5    ? kNone
+                 : r == 5 ? now - rng() % 1000
+                          : now + 1 + rng() % 5000;
     v.lwait_next = rng() % 3 ? kNone : now + 1 + rng() % 5000;
     const uint32_t len = 64 + rng() % 9000;
 
@@ -357,7 +367,8 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
       parq_sched_wait(&s);
       continue;
     }
-    if (want == PARQ_ACT_NONE) continue;
+    if (want == PARQ_ACT_NONE)
+      continue;
     const bool other = want == PARQ_ACT_PARALLEL ? v.local : v.parallel;
     if (want != PARQ_ACT_RESV) {
       ASSERT_EQ(d.other, other) << "step " << i;

@@ -411,7 +411,8 @@ TEST(ParqResvDispatch, RateModeCarriesTheRemainder) {
   parq_resv_dispatch(&r, r.ndt, 1);
   EXPECT_EQ(r.ndt, 285714285u);  // floor(2e9 / 7)
   EXPECT_EQ(r.rem, 5u);
-  for (int i = 2; i < 7; i++) parq_resv_dispatch(&r, r.ndt, 1);
+  for (int i = 2; i < 7; i++)
+    parq_resv_dispatch(&r, r.ndt, 1);
   EXPECT_EQ(r.ndt, kNsPerSec);  // 7 B at 7 B/s: exactly one second
   EXPECT_EQ(r.rem, 0u);
   EXPECT_EQ(r.dispatches, 7u);
@@ -427,7 +428,8 @@ TEST(ParqResvDispatch, LargestLengthDoesNotOverflow) {
     EXPECT_EQ(r.rem,
               static_cast<uint64_t>((u128{0xffffffffu} * kNsPerSec) % rate))
         << rate;
-    if (rate == 1) continue;  // two of them would not fit in u64 ns
+    if (rate == 1)
+      continue;  // two of them would not fit in u64 ns
     parq_resv_dispatch(&r, r.ndt, 0xffffffffu);
     EXPECT_EQ(r.ndt, RefNs(2 * u128{0xffffffffu}, rate)) << rate;
   }
@@ -592,7 +594,8 @@ class ResvSched {
   // @f always has a packet from @now on.
   void Saturate(Flow& f, uint64_t now, LenGen src) {
     f.src = std::move(src);
-    if (f.q.empty()) Enqueue(f, now, f.src());
+    if (f.q.empty())
+      Enqueue(f, now, f.src());
   }
 
   // tc class change at @now, as the kernel does it: a backlogged flow is
@@ -613,16 +616,19 @@ class ResvSched {
 
   // NDT of the first flow in dispatch order, if any is backlogged.
   std::optional<uint64_t> NextNdt() const {
-    if (tree_.empty()) return std::nullopt;
+    if (tree_.empty())
+      return std::nullopt;
     return (*tree_.begin())->ndt;
   }
 
   // One dispatch opportunity at @now.
   std::optional<Sent> Dequeue(uint64_t now) {
     CheckTree();
-    if (tree_.empty()) return std::nullopt;
+    if (tree_.empty())
+      return std::nullopt;
     parq_resv* r = *tree_.begin();
-    if (!parq_resv_eligible(r, now)) return std::nullopt;
+    if (!parq_resv_eligible(r, now))
+      return std::nullopt;
     tree_.erase(tree_.begin());
     Flow& f = *owner_.at(r);
     if (f.q.empty()) {
@@ -634,7 +640,8 @@ class ResvSched {
     const uint64_t due = r->ndt;
     parq_resv_dispatch(r, now, len);
     f.bytes += len;
-    if (f.q.empty() && f.src) f.q.push_back(f.src());
+    if (f.q.empty() && f.src)
+      f.q.push_back(f.src());
     if (!f.q.empty() && !tree_.insert(r).second)
       ADD_FAILURE() << "flow " << r->classid << " reinserted twice";
     return Sent{r->classid, len, due};
@@ -694,7 +701,8 @@ std::string RunBusy(ResvSched& s, uint64_t now, int n,
       }
     }
     out += Letter(sent->classid);
-    if (times) times->push_back(now);
+    if (times)
+      times->push_back(now);
   }
   return out;
 }
@@ -719,7 +727,8 @@ TEST(ParqResvSchedule, TwoIdtsOneOpportunityPerTick) {
   // Both NDTs meet again every 6 ticks: the pattern repeats exactly, and
   // each flow gets one dispatch per IDT.
   std::string want;
-  for (int i = 1; i < 1000; i++) want += "ABABA-";
+  for (int i = 1; i < 1000; i++)
+    want += "ABABA-";
   EXPECT_EQ(RunTicks(s, 6, 6 * 999), want);
   EXPECT_EQ(a.r.dispatches, 3000u);
   EXPECT_EQ(b.r.dispatches, 2000u);
@@ -736,7 +745,8 @@ TEST_P(ResvEqualIdt, AlternateByClassid) {
   const std::vector<uint32_t>& order = GetParam();
   const uint64_t idt = 5 * kTick;
   std::string round;
-  for (uint32_t i = 0; i < order.size(); i++) round += Letter(kA + i);
+  for (uint32_t i = 0; i < order.size(); i++)
+    round += Letter(kA + i);
 
   {  // One opportunity per tick.
     ResvSched s;
@@ -792,7 +802,8 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<uint32_t>{kB, kA + 2, kA}),
     [](const auto& info) {
       std::string name;
-      for (uint32_t c : info.param) name += Letter(c);
+      for (uint32_t c : info.param)
+        name += Letter(c);
       return name;
     });
 
@@ -808,12 +819,14 @@ TEST(ParqResvSchedule, IdleThenBusyDoesNotCatchUp) {
   EXPECT_FALSE(s.InTree(a));  // ran empty
 
   const uint64_t wake = 1003 * kTick;  // 100 IDTs and then some
-  for (int i = 0; i < 1000; i++) s.Enqueue(a, wake, 1500);
+  for (int i = 0; i < 1000; i++)
+    s.Enqueue(a, wake, 1500);
   EXPECT_EQ(a.r.ndt, wake);  // max(NDT, now)
 
   std::vector<uint64_t> times;
   for (uint64_t t = 1003; t < 1003 + 1000; t++)
-    if (s.Dequeue(t * kTick)) times.push_back(t * kTick);
+    if (s.Dequeue(t * kTick))
+      times.push_back(t * kTick);
   ASSERT_EQ(times.size(), 100u);
   for (uint64_t k = 0; k < times.size(); k++)
     EXPECT_EQ(times[k], wake + k * idt) << k;
@@ -835,7 +848,8 @@ TEST(ParqResvSchedule, IdleThenBusyBesideABusyFlow) {
 
   const uint64_t wake = 1003 * kTick;
   EXPECT_EQ(RunTicks(s, 2, 1001).find('A'), std::string::npos);
-  for (int i = 0; i < 1000; i++) s.Enqueue(a, wake, 1500);
+  for (int i = 0; i < 1000; i++)
+    s.Enqueue(a, wake, 1500);
   EXPECT_EQ(a.r.ndt, wake);
 
   const std::string run = RunTicks(s, 1003, 1000);
@@ -877,7 +891,8 @@ TEST(ParqResvSchedule, ChangeToAFasterPaceTakesEffectAtOnce) {
   EXPECT_EQ(a.r.ndt, 20 * kTick);
   // t = 20: both due, A first by classid; then A every 5 ticks, B every 10.
   std::string want;
-  for (int i = 0; i < 50; i++) want += "AB---A----";
+  for (int i = 0; i < 50; i++)
+    want += "AB---A----";
   EXPECT_EQ(RunTicks(s, 20, 500), want);
   EXPECT_EQ(a.r.dispatches, 101u);
   EXPECT_EQ(b.r.dispatches, 52u);
@@ -901,7 +916,8 @@ TEST(ParqResvSchedule, LateBusyFlowKeepsItsSchedule) {
   uint64_t n = 0;
   for (uint64_t t = 0; t <= 30000; t += 3) {
     const auto sent = s.Dequeue(t * kTick);
-    if (!sent) continue;
+    if (!sent)
+      continue;
     n++;
     ASSERT_LT(t * kTick - sent->due, idt);
   }
@@ -1047,10 +1063,13 @@ TEST(ParqResvBw, IdtModeMatchesCeilReference) {
   std::mt19937_64 rng(17);
   for (int i = 0; i < 200000; i++) {
     uint64_t idt = 1 + rng() % kIdtMax;
-    if (i % 4 == 1) idt = 1 + rng() % 100000;
-    if (i % 4 == 2) idt = kIdtMax - rng() % 1000;
+    if (i % 4 == 1)
+      idt = 1 + rng() % 100000;
+    if (i % 4 == 2)
+      idt = kIdtMax - rng() % 1000;
     uint32_t mtu = static_cast<uint32_t>(rng());
-    if (i % 2) mtu = static_cast<uint32_t>(rng() % 65536);
+    if (i % 2)
+      mtu = static_cast<uint32_t>(rng() % 65536);
     const u128 bits = u128{mtu} * kNsPerSec;
     const uint64_t bw = parq_resv_bw(0, idt, mtu);
     ASSERT_EQ(bw, static_cast<uint64_t>((bits + idt - 1) / idt))
@@ -1099,8 +1118,10 @@ TEST(ParqResvCapacity, MatchesReference) {
   std::mt19937_64 rng(18);
   for (int i = 0; i < 200000; i++) {
     uint64_t linkrate = rng() % (kRateMax + 1);
-    if (i % 3 == 1) linkrate = rng() % 1000;
-    if (i % 3 == 2) linkrate = kRateMax - rng() % 1000;
+    if (i % 3 == 1)
+      linkrate = rng() % 1000;
+    if (i % 3 == 2)
+      linkrate = kRateMax - rng() % 1000;
     const uint32_t percent = 1 + static_cast<uint32_t>(rng() % 100);
     const uint64_t cap = parq_resv_capacity(linkrate, percent);
     ASSERT_EQ(cap, static_cast<uint64_t>(u128{linkrate} * percent / 100))

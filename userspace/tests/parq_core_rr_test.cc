@@ -25,8 +25,7 @@ std::vector<parq_rr_node*> Ring(const parq_rr& rr) {
   for (parq_rr_node* n = rr.head; n; n = n->next) {
     out.push_back(n);
     if (out.size() > rr.active + 1) {
-      ADD_FAILURE() << "ring longer than active=" << rr.active
-                    << " (cycle?)";
+      ADD_FAILURE() << "ring longer than active=" << rr.active << " (cycle?)";
       return out;
     }
   }
@@ -54,13 +53,15 @@ class Flows {
   std::deque<uint32_t>& queue(std::size_t i) { return q_[i]; }
 
   void Enqueue(std::size_t i, uint32_t len) {
-    if (q_[i].empty()) parq_rr_add(&rr_, &nodes_[i]);
+    if (q_[i].empty())
+      parq_rr_add(&rr_, &nodes_[i]);
     q_[i].push_back(len);
   }
   // Flow @i always has packets of @len bytes.
   void Saturate(std::size_t i, uint32_t len) {
     saturate_[i] = len;
-    if (q_[i].empty()) Enqueue(i, len);
+    if (q_[i].empty())
+      Enqueue(i, len);
   }
 
   struct Sent {
@@ -70,7 +71,8 @@ class Flows {
 
   std::optional<Sent> Dequeue() {
     parq_rr_node* n = parq_rr_select(&rr_);
-    if (!n) return std::nullopt;
+    if (!n)
+      return std::nullopt;
     if (n < nodes_.data() || n >= nodes_.data() + nodes_.size()) {
       ADD_FAILURE() << "select returned a foreign node";
       return std::nullopt;
@@ -82,7 +84,8 @@ class Flows {
     }
     const uint32_t len = q_[i].front();
     q_[i].pop_front();
-    if (q_[i].empty() && saturate_[i]) q_[i].push_back(saturate_[i]);
+    if (q_[i].empty() && saturate_[i])
+      q_[i].push_back(saturate_[i]);
     parq_rr_charge(&rr_, len, q_[i].empty());
     return Sent{i, len};
   }
@@ -156,7 +159,8 @@ TEST(ParqRrAdd, JoinsAtTailWithAQuantum) {
   EXPECT_EQ(Ring(rr), (std::vector<parq_rr_node*>{&a, &b, &c}));
   EXPECT_EQ(rr.head, &a);
   EXPECT_EQ(rr.tail, &c);
-  for (parq_rr_node* n : {&a, &b, &c}) EXPECT_EQ(n->deficit, 1514);
+  for (parq_rr_node* n : {&a, &b, &c})
+    EXPECT_EQ(n->deficit, 1514);
 }
 
 // ---------------------------------------------------------------- select
@@ -227,7 +231,8 @@ TEST(ParqRrSelect, HugePacketSmallQuantumTerminates) {
   }
   // Several such flows: every one gets served, in turn.
   Flows f(3, 1514);
-  for (std::size_t i = 0; i < 3; i++) f.Saturate(i, 65536);
+  for (std::size_t i = 0; i < 3; i++)
+    f.Saturate(i, 65536);
   for (int round = 0; round < 100; round++) {
     for (std::size_t i = 0; i < 3; i++) {
       std::optional<Flows::Sent> s = f.Dequeue();
@@ -243,7 +248,8 @@ TEST(ParqRrSelect, LoneFlowBuildsNoDebt) {
   constexpr uint32_t kQuantum = 1514;
   Flows f(2, kQuantum);
   f.Saturate(0, 65536);
-  for (int i = 0; i < 1000; i++) ASSERT_EQ(f.Dequeue()->flow, 0u);
+  for (int i = 0; i < 1000; i++)
+    ASSERT_EQ(f.Dequeue()->flow, 0u);
   EXPECT_GT(f.node(0)->deficit, -65536);
 
   f.Saturate(1, 1500);
@@ -251,7 +257,8 @@ TEST(ParqRrSelect, LoneFlowBuildsNoDebt) {
   for (;;) {
     std::optional<Flows::Sent> s = f.Dequeue();
     ASSERT_TRUE(s);
-    if (s->flow == 0) break;
+    if (s->flow == 0)
+      break;
     waited += s->len;
     ASSERT_LE(waited, uint64_t{65536} + kQuantum + 1500);
   }
@@ -302,8 +309,7 @@ TEST(ParqRrCharge, IdleFlowRejoinsAtTail) {
   std::optional<Flows::Sent> s = f.Dequeue();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->flow, 0u);
-  EXPECT_EQ(Ring(f.rr()),
-            (std::vector<parq_rr_node*>{f.node(1), f.node(2)}));
+  EXPECT_EQ(Ring(f.rr()), (std::vector<parq_rr_node*>{f.node(1), f.node(2)}));
   EXPECT_EQ(f.node(0)->next, nullptr);
 
   f.Enqueue(0, 9000);
@@ -313,7 +319,8 @@ TEST(ParqRrCharge, IdleFlowRejoinsAtTail) {
   // 1 and 2 each send one 1500 B packet (deficit 14), then one more that
   // takes them below zero, before 0 is served.
   std::vector<std::size_t> order;
-  for (int i = 0; i < 5; i++) order.push_back(f.Dequeue()->flow);
+  for (int i = 0; i < 5; i++)
+    order.push_back(f.Dequeue()->flow);
   EXPECT_EQ(order, (std::vector<std::size_t>{1, 1, 2, 2, 0}));
   EXPECT_EQ(Ring(f.rr()), (std::vector<parq_rr_node*>{f.node(1), f.node(2)}));
 }
@@ -324,11 +331,10 @@ class ParqRrRemove : public ::testing::Test {
  protected:
   void SetUp() override {
     parq_rr_init(&rr_, 1514);
-    for (parq_rr_node& n : n_) parq_rr_add(&rr_, &n);
+    for (parq_rr_node& n : n_)
+      parq_rr_add(&rr_, &n);
   }
-  std::vector<parq_rr_node*> All() {
-    return {&n_[0], &n_[1], &n_[2], &n_[3]};
-  }
+  std::vector<parq_rr_node*> All() { return {&n_[0], &n_[1], &n_[2], &n_[3]}; }
   parq_rr rr_{};
   parq_rr_node n_[4];
 };
@@ -379,7 +385,8 @@ TEST_F(ParqRrRemove, EveryOrderKeepsRingConsistent) {
   std::vector<int> order = {0, 1, 2, 3};
   do {
     parq_rr_init(&rr_, 1514);
-    for (parq_rr_node& n : n_) parq_rr_add(&rr_, &n);
+    for (parq_rr_node& n : n_)
+      parq_rr_add(&rr_, &n);
     std::vector<parq_rr_node*> want = All();
     for (int i : order) {
       parq_rr_remove(&rr_, &n_[i]);
@@ -397,7 +404,8 @@ TEST(ParqRrFairness, EqualBytesWhateverThePacketSize) {
   const std::vector<uint32_t> sizes = {64, 1500, 9000};
   for (uint32_t quantum : {300u, 1514u, 9000u, 30000u}) {
     Flows f(sizes.size(), quantum);
-    for (std::size_t i = 0; i < sizes.size(); i++) f.Saturate(i, sizes[i]);
+    for (std::size_t i = 0; i < sizes.size(); i++)
+      f.Saturate(i, sizes[i]);
     std::vector<uint64_t> bytes(sizes.size());
     uint64_t worst = 0;
     for (uint64_t total = 0; total < (uint64_t{64} << 20);) {
@@ -439,8 +447,8 @@ TEST(ParqRrFairness, RandomChurnKeepsRingConsistent) {
       std::vector<parq_rr_node*> ring = Ring(f.rr());
       std::size_t busy = 0;
       for (std::size_t k = 0; k < kFlows; k++) {
-        const bool in = std::find(ring.begin(), ring.end(), f.node(k)) !=
-                        ring.end();
+        const bool in =
+            std::find(ring.begin(), ring.end(), f.node(k)) != ring.end();
         EXPECT_EQ(in, !f.queue(k).empty()) << "flow " << k << " step " << step;
         busy += !f.queue(k).empty();
       }
@@ -450,7 +458,8 @@ TEST(ParqRrFairness, RandomChurnKeepsRingConsistent) {
   while (f.Dequeue()) {
   }
   EXPECT_EQ(Ring(f.rr()), (std::vector<parq_rr_node*>{}));
-  for (std::size_t k = 0; k < kFlows; k++) EXPECT_TRUE(f.queue(k).empty());
+  for (std::size_t k = 0; k < kFlows; k++)
+    EXPECT_TRUE(f.queue(k).empty());
 }
 
 }  // namespace

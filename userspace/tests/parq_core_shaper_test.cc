@@ -51,8 +51,8 @@ uint64_t Delay(uint64_t rate, int32_t overhead, uint32_t len) {
   return parq_shaper_delay(&s, len);
 }
 
-const std::vector<uint64_t> kRates = {12500000ULL, 1000000007ULL, 7ULL,
-                                      PARQ_RATE_MAX, 125000000ULL, 3ULL};
+const std::vector<uint64_t> kRates = {12500000ULL,   1000000007ULL, 7ULL,
+                                      PARQ_RATE_MAX, 125000000ULL,  3ULL};
 
 // ---------------------------------------------------------------- set
 
@@ -118,12 +118,13 @@ TEST(ParqShaperOff, RateZeroIsOff) {
   parq_shaper s = Make(0, 100);
   s.t_next = 5000;  // whatever it held
   EXPECT_FALSE(parq_shaper_on(&s));
-  for (uint64_t now : {uint64_t{0}, uint64_t{4999}, uint64_t{5000},
-                       ~uint64_t{0}})
+  for (uint64_t now :
+       {uint64_t{0}, uint64_t{4999}, uint64_t{5000}, ~uint64_t{0}})
     EXPECT_TRUE(parq_shaper_ready(&s, now)) << now;
   EXPECT_EQ(parq_shaper_delay(&s, 1500), 0u);
   EXPECT_EQ(parq_shaper_delay(&s, 0xffffffffu), 0u);
-  for (int i = 0; i < 1000; i++) parq_shaper_charge(&s, 100, 65536);
+  for (int i = 0; i < 1000; i++)
+    parq_shaper_charge(&s, 100, 65536);
   EXPECT_EQ(s.t_next, 5000u);
   EXPECT_EQ(s.rem, 0u);
 }
@@ -131,16 +132,14 @@ TEST(ParqShaperOff, RateZeroIsOff) {
 // ---------------------------------------------------------------- delay
 
 TEST(ParqShaperDelay, LenTimesNsOverRate) {
-  EXPECT_EQ(Delay(1000000000, 1500),
-            1500u);
+  EXPECT_EQ(Delay(1000000000, 1500), 1500u);
   EXPECT_EQ(Delay(12500000, 1500),
             120000u);  // 1500 B at 100 Mbit/s
   EXPECT_EQ(Delay(7, 1),
             142857142u);  // floor
   EXPECT_EQ(Delay(PARQ_RATE_MAX, 64),
             0u);  // 0.32 ns
-  EXPECT_EQ(Delay(PARQ_RATE_MAX, 65536),
-            327u);
+  EXPECT_EQ(Delay(PARQ_RATE_MAX, 65536), 327u);
   EXPECT_EQ(Delay(125000000, 0), 0u);
 }
 
@@ -151,8 +150,7 @@ TEST(ParqShaperDelay, MatchesReference) {
       const parq_shaper s = Make(rate, overhead);
       for (int i = 0; i < 2000; i++) {
         const uint32_t len = static_cast<uint32_t>(rng() % 70000);
-        ASSERT_EQ(parq_shaper_delay(&s, len),
-                  RefNs(Bytes(len, overhead), rate))
+        ASSERT_EQ(parq_shaper_delay(&s, len), RefNs(Bytes(len, overhead), rate))
             << rate << " " << overhead << " " << len;
       }
     }
@@ -172,11 +170,9 @@ TEST(ParqShaperDelay, LargestLengthDoesNotOverflow) {
 
 TEST(ParqShaperDelay, OverheadAddedAndClampedAtZero) {
   const uint64_t rate = 1000000000;  // 1 B/ns
-  EXPECT_EQ(Delay(rate, 24, 1500),
-            1524u);
+  EXPECT_EQ(Delay(rate, 24, 1500), 1524u);
   EXPECT_EQ(Delay(rate, 256, 0), 256u);
-  EXPECT_EQ(Delay(rate, -64, 1500),
-            1436u);
+  EXPECT_EQ(Delay(rate, -64, 1500), 1436u);
   EXPECT_EQ(Delay(rate, -64, 64), 0u);
   EXPECT_EQ(Delay(rate, -64, 10), 0u);
   EXPECT_EQ(Delay(rate, -64, 0), 0u);
@@ -258,7 +254,8 @@ TEST(ParqShaperCharge, CarriesTheRemainder) {
   parq_shaper_charge(&s, s.t_next, 1);
   EXPECT_EQ(s.t_next, 285714285u);  // floor(2e9 / 7)
   EXPECT_EQ(s.rem, 5u);
-  for (int i = 2; i < 7; i++) parq_shaper_charge(&s, s.t_next, 1);
+  for (int i = 2; i < 7; i++)
+    parq_shaper_charge(&s, s.t_next, 1);
   EXPECT_EQ(s.t_next, kNsPerSec);  // 7 B at 7 B/s: exactly one second
   EXPECT_EQ(s.rem, 0u);
 }
@@ -308,7 +305,8 @@ TEST(ParqShaperCharge, LatenessWithinHorizonIsCaughtUp) {
     for (int i = 0; i < 200000; i++) {
       // Late by 0..horizon inclusive; the horizon itself is still caught up.
       uint64_t late = rng() % (kHorizon + 1);
-      if (i % 1000 == 0) late = kHorizon;
+      if (i % 1000 == 0)
+        late = kHorizon;
       const uint64_t now = s.t_next + late;
       const uint32_t len = static_cast<uint32_t>(64 + rng() % 9000);
       parq_shaper_charge(&s, now, len);

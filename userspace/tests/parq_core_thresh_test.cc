@@ -47,7 +47,8 @@ std::string Trace(TwoClass& sim, int n) {
   std::string s;
   for (int i = 0; i < n; i++) {
     std::optional<Sent> p = sim.Dequeue();
-    if (!p) break;
+    if (!p)
+      break;
     s += parq::sim::Letter(p->cls);
   }
   return s;
@@ -73,8 +74,8 @@ TEST(ParqThreshInit, StrictOnlyForInf) {
   parq_thresh t{};
   parq_thresh_init(&t, kInf, kBytes);
   EXPECT_TRUE(parq_thresh_is_strict(&t));
-  for (uint32_t n : {1u, uint32_t{PARQ_THRESHOLD_DEFAULT},
-                     uint32_t{PARQ_THRESHOLD_MAX}}) {
+  for (uint32_t n :
+       {1u, uint32_t{PARQ_THRESHOLD_DEFAULT}, uint32_t{PARQ_THRESHOLD_MAX}}) {
     parq_thresh_init(&t, n, kBytes);
     EXPECT_FALSE(parq_thresh_is_strict(&t)) << n;
   }
@@ -230,7 +231,8 @@ TEST_P(PacketModeSequence, ExactlyNParallelThenOneLocal) {
   sim.Saturate(Class::kLocal, RandomOf(sizes, 12));
 
   std::string want;
-  while (want.size() < 1000) want += std::string(n, 'P') + "L";
+  while (want.size() < 1000)
+    want += std::string(n, 'P') + "L";
   want.resize(1000);
   EXPECT_EQ(Trace(sim, 1000), want);
   EXPECT_GT(sim.packets(Class::kLocal), 0u);
@@ -256,27 +258,33 @@ std::vector<Mix> Mixes() {
        64, 64, 65536, 65536},
       {"Par64K_Loc64", [] { return Fixed(65536); }, [] { return Fixed(64); },
        65536, 65536, 64, 64},
-      {"Both1500", [] { return Fixed(1500); }, [] { return Fixed(1500); },
-       1500, 1500, 1500, 1500},
+      {"Both1500", [] { return Fixed(1500); }, [] { return Fixed(1500); }, 1500,
+       1500, 1500, 1500},
       {"Cycle", [] { return Cycle(kMixed); },
-       [] { return Cycle({65536, 64, 1500, 64}); }, 64, 65536, 64, 65536},
+       [] {
+         return Cycle({65536, 64, 1500, 64});
+       },
+       64, 65536, 64, 65536},
       {"Random1", [] { return RandomOf(kMixed, 1); },
        [] { return RandomOf(kMixed, 2); }, 64, 65536, 64, 65536},
       {"Random42", [] { return RandomOf(kMixed, 42); },
-       [] { return RandomOf({64, 64, 64, 1500, 65536}, 43); }, 64, 65536, 64,
-       65536},
+       [] {
+         return RandomOf({64, 64, 64, 1500, 65536}, 43);
+       },
+       64, 65536, 64, 65536},
   };
 }
 
 // gtest prints parameters into the test names ctest shows.
-void PrintTo(const Mix& m, std::ostream* os) { *os << m.name; }
+void PrintTo(const Mix& m, std::ostream* os) {
+  *os << m.name;
+}
 
 std::string ParamName(uint32_t n, const Mix& m) {
   return "N" + std::to_string(n) + "_" + m.name;
 }
 
-class ByteShare
-    : public ::testing::TestWithParam<std::tuple<uint32_t, Mix>> {};
+class ByteShare : public ::testing::TestWithParam<std::tuple<uint32_t, Mix>> {};
 
 TEST_P(ByteShare, LocalGetsOneOverNPlusOne) {
   const auto& [n, mix] = GetParam();
@@ -301,13 +309,13 @@ TEST_P(ByteShare, LocalGetsOneOverNPlusOne) {
   EXPECT_LE(std::fabs(share - want), bound) << share << " vs " << want;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Mixes, ByteShare,
-    ::testing::Combine(::testing::Values(1u, 4u, 16u),
-                       ::testing::ValuesIn(Mixes())),
-    [](const auto& info) {
-      return ParamName(std::get<0>(info.param), std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Mixes, ByteShare,
+                         ::testing::Combine(::testing::Values(1u, 4u, 16u),
+                                            ::testing::ValuesIn(Mixes())),
+                         [](const auto& info) {
+                           return ParamName(std::get<0>(info.param),
+                                            std::get<1>(info.param));
+                         });
 
 TEST(ParqThreshSim, StrictNeverSendsLocalWhileParallelBacklogged) {
   for (uint8_t unit : {kBytes, kPackets}) {
@@ -397,13 +405,13 @@ TEST_P(NoStarvation, LocalSentWithinBound) {
   EXPECT_LE(max_gap, bound);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Mixes, NoStarvation,
-    ::testing::Combine(::testing::Values(1u, 4u, 16u),
-                       ::testing::ValuesIn(Mixes())),
-    [](const auto& info) {
-      return ParamName(std::get<0>(info.param), std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Mixes, NoStarvation,
+                         ::testing::Combine(::testing::Values(1u, 4u, 16u),
+                                            ::testing::ValuesIn(Mixes())),
+                         [](const auto& info) {
+                           return ParamName(std::get<0>(info.param),
+                                            std::get<1>(info.param));
+                         });
 
 // N = PARQ_THRESHOLD_MAX: a full gap of the worst mix (64 KiB local, 64 B
 // parallel) is 2^26 packets, so only the fixed mixes plus a random mix
@@ -434,8 +442,8 @@ TEST(ParqThreshSim, NoStarvationPacketMode) {
     sim.Saturate(Class::kParallel, RandomOf(kMixed, 5));
     sim.Saturate(Class::kLocal, RandomOf(kMixed, 6));
     uint64_t local_sent;
-    const uint64_t max_gap = MaxLocalGap(sim, 4 * (uint64_t{n} + 1),
-                                         &local_sent);
+    const uint64_t max_gap =
+        MaxLocalGap(sim, 4 * (uint64_t{n} + 1), &local_sent);
     EXPECT_EQ(local_sent, 4u) << n;
     EXPECT_EQ(max_gap, n + 1) << n;
   }
@@ -511,7 +519,8 @@ TEST(ParqThreshSim, ParallelOnlyPeriodBuildsNoBurstBytes) {
         sim.Drain(Class::kLocal);
         sim.Drain(Class::kParallel);
         // Parallel alone for @period packets.
-        for (int i = 0; i < period; i++) sim.Enqueue(Class::kParallel, 1500);
+        for (int i = 0; i < period; i++)
+          sim.Enqueue(Class::kParallel, 1500);
         EXPECT_EQ(Trace(sim, period), std::string(period, 'P'));
 
         // Both saturated again, with the same packets whatever the period.
@@ -524,8 +533,10 @@ TEST(ParqThreshSim, ParallelOnlyPeriodBuildsNoBurstBytes) {
           std::optional<Sent> p = sim.Dequeue();
           ASSERT_TRUE(p);
           seq.emplace_back(p->cls, p->len);
-          if (p->cls == Class::kLocal) turn = true;
-          if (!turn) waited += p->len;
+          if (p->cls == Class::kLocal)
+            turn = true;
+          if (!turn)
+            waited += p->len;
         }
         ASSERT_TRUE(turn) << "local never sent";
         // Credit is at most N * max_local; the last parallel packet may
@@ -569,7 +580,8 @@ TEST(ParqThreshSim, LocalOnlyPeriodBuildsNoBurst) {
         // And the N:1 regime resumes right away (packet mode: exact).
         if (unit == kPackets) {
           std::string want;
-          while (want.size() < 100) want += std::string(n, 'P') + "L";
+          while (want.size() < 100)
+            want += std::string(n, 'P') + "L";
           want.resize(100);
           EXPECT_EQ(Trace(sim, 100), want) << n << " " << period;
         }

@@ -36,7 +36,9 @@ inline Class Other(Class c) {
   return c == Class::kParallel ? Class::kLocal : Class::kParallel;
 }
 
-inline char Letter(Class c) { return c == Class::kParallel ? 'P' : 'L'; }
+inline char Letter(Class c) {
+  return c == Class::kParallel ? 'P' : 'L';
+}
 
 // One dequeued packet.
 struct Sent {
@@ -96,22 +98,24 @@ class TwoClass {
   // One dequeue of the qdisc; nullopt when the pick is NONE.
   std::optional<Sent> Dequeue() {
     for (Class c : {Class::kParallel, Class::kLocal})
-      if (src_[Idx(c)] && q_[Idx(c)].empty()) Enqueue(c, src_[Idx(c)]());
+      if (src_[Idx(c)] && q_[Idx(c)].empty())
+        Enqueue(c, src_[Idx(c)]());
 
     const bool pb = backlogged(Class::kParallel);
     const bool lb = backlogged(Class::kLocal);
     const parq_view v{UINT64_MAX, UINT64_MAX, pb, lb};
     const parq_decision d = parq_sched_decide(&sched_, &v, 0);
     if (d.act == PARQ_ACT_NONE) {
-      if (pb || lb) ADD_FAILURE() << "NONE with a class backlogged";
+      if (pb || lb)
+        ADD_FAILURE() << "NONE with a class backlogged";
       return std::nullopt;
     }
     if (d.act != PARQ_ACT_PARALLEL && d.act != PARQ_ACT_LOCAL) {
       ADD_FAILURE() << "decided " << static_cast<int>(d.act);
       return std::nullopt;
     }
-    const Class c = d.act == PARQ_ACT_PARALLEL ? Class::kParallel
-                                               : Class::kLocal;
+    const Class c =
+        d.act == PARQ_ACT_PARALLEL ? Class::kParallel : Class::kLocal;
     if (!backlogged(c)) {
       ADD_FAILURE() << "picked the empty class " << Letter(c);
       return std::nullopt;
@@ -120,7 +124,8 @@ class TwoClass {
     const uint32_t len = q.front();
     q.pop_front();
     const bool other = c == Class::kParallel ? lb : pb;
-    if (d.other != other) ADD_FAILURE() << "other " << d.other;
+    if (d.other != other)
+      ADD_FAILURE() << "other " << d.other;
     parq_sched_sent(&sched_, &d, 0, len);
 
     bytes_[Idx(c)] += len;

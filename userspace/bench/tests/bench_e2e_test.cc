@@ -25,291 +25,299 @@ using namespace parqbench;
 namespace {
 
 // A port that was free a moment ago (bound to 0 and closed).
-uint16_t free_port(int type)
-{
-	Fd s(socket(AF_INET, type, 0));
-	sockaddr_in a{};
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	EXPECT_EQ(0, bind(s.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)));
-	return local_port(s.get());
+uint16_t free_port(int type) {
+  Fd s(socket(AF_INET, type, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(0, bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
+  return local_port(s.get());
 }
 
-Config parsed(std::vector<std::string> args)
-{
-	args.insert(args.begin(), "parq-bench");
-	ParseResult r = parse_command_line(args);
-	EXPECT_TRUE(r.config) << r.err;
-	return r.config ? *r.config : Config{};
+Config parsed(std::vector<std::string> args) {
+  args.insert(args.begin(), "parq-bench");
+  ParseResult r = parse_command_line(args);
+  EXPECT_TRUE(r.config) << r.err;
+  return r.config ? *r.config : Config{};
 }
 
 // The fields every run report has, with sane values.
-void expect_run_report(const json &j, const char *pattern, const char *transport)
-{
-	EXPECT_EQ(j["tool"], "parq-bench");
-	EXPECT_EQ(j["mode"], "run");
-	EXPECT_EQ(j["pattern"], pattern);
-	EXPECT_EQ(j["transport"], transport);
-	for (const char *k : {"peers", "size", "timeout_ms", "role", "sent", "received", "lost", "late",
-			      "unexpected", "completion_ns", "latency_of", "latency_ns"})
-		EXPECT_TRUE(j.contains(k)) << k << " missing in " << j.dump();
-	if (j["role"] != "member") {
-		for (const char *k : {"count", "interval_us", "arrivals", "seed"})
-			EXPECT_TRUE(j.contains(k)) << k << " missing in " << j.dump();
-	}
-	EXPECT_EQ(j["unexpected"], 0) << j.dump();
+void expect_run_report(const json& j, const char* pattern,
+                       const char* transport) {
+  EXPECT_EQ(j["tool"], "parq-bench");
+  EXPECT_EQ(j["mode"], "run");
+  EXPECT_EQ(j["pattern"], pattern);
+  EXPECT_EQ(j["transport"], transport);
+  for (const char* k :
+       {"peers", "size", "timeout_ms", "role", "sent", "received", "lost",
+        "late", "unexpected", "completion_ns", "latency_of", "latency_ns"})
+    EXPECT_TRUE(j.contains(k)) << k << " missing in " << j.dump();
+  if (j["role"] != "member") {
+    for (const char* k : {"count", "interval_us", "arrivals", "seed"})
+      EXPECT_TRUE(j.contains(k)) << k << " missing in " << j.dump();
+  }
+  EXPECT_EQ(j["unexpected"], 0) << j.dump();
 }
 
 // A measured latency summary: count samples, ordered, positive.
-void expect_latency(const json &j, uint64_t count)
-{
-	const json &l = j["latency_ns"];
-	ASSERT_TRUE(l.is_object()) << j.dump();
-	EXPECT_EQ(l["count"], count);
-	uint64_t min = l["min"], p50 = l["p50"], p99 = l["p99"], p999 = l["p999"], max = l["max"];
-	double mean = l["mean"];
-	EXPECT_GT(min, 0u);
-	EXPECT_LE(min, p50);
-	EXPECT_LE(p50, p99);
-	EXPECT_LE(p99, p999);
-	EXPECT_LE(p999, max);
-	EXPECT_GE(mean, double(min));
-	EXPECT_LE(mean, double(max));
-	// The whole exchange takes at least as long as its slowest part.
-	EXPECT_GE(j["completion_ns"].get<uint64_t>(), max);
+void expect_latency(const json& j, uint64_t count) {
+  const json& l = j["latency_ns"];
+  ASSERT_TRUE(l.is_object()) << j.dump();
+  EXPECT_EQ(l["count"], count);
+  uint64_t min = l["min"], p50 = l["p50"], p99 = l["p99"], p999 = l["p999"],
+           max = l["max"];
+  double mean = l["mean"];
+  EXPECT_GT(min, 0u);
+  EXPECT_LE(min, p50);
+  EXPECT_LE(p50, p99);
+  EXPECT_LE(p99, p999);
+  EXPECT_LE(p999, max);
+  EXPECT_GE(mean, double(min));
+  EXPECT_LE(mean, double(max));
+  // The whole exchange takes at least as long as its slowest part.
+  EXPECT_GE(j["completion_ns"].get<uint64_t>(), max);
 }
 
 struct ServerThread {
-	explicit ServerThread(const char *transport)
-		: server(parsed({"serve", "--listen", "127.0.0.1:0", transport}))
-	{
-		port = server.port();
-		result = std::async(std::launch::async, [this] { return server.run(stop); });
-	}
-	json finish()
-	{
-		stop = true;
-		return result.get();
-	}
-	Server server;
-	uint16_t port;
-	std::atomic<bool> stop{false};
-	std::future<json> result;
+  explicit ServerThread(const char* transport)
+      : server(parsed({"serve", "--listen", "127.0.0.1:0", transport})) {
+    port = server.port();
+    result =
+        std::async(std::launch::async, [this] { return server.run(stop); });
+  }
+  json finish() {
+    stop = true;
+    return result.get();
+  }
+  Server server;
+  uint16_t port;
+  std::atomic<bool> stop{false};
+  std::future<json> result;
 };
 
-std::string addr(uint16_t port)
-{
-	return "127.0.0.1:" + std::to_string(port);
+std::string addr(uint16_t port) {
+  return "127.0.0.1:" + std::to_string(port);
 }
 
 // Runs one collective with 3 ranks in 3 threads; returns their reports.
-std::vector<json> three_ranks(const char *pattern, const char *transport, uint64_t count,
-			      std::vector<std::string> extra = {}, const char *root_size = "200")
-{
-	int type = std::string(transport) == "--udp" ? SOCK_DGRAM : SOCK_STREAM;
-	std::string peers = addr(free_port(type)) + "," + addr(free_port(type)) + "," + addr(free_port(type));
-	std::vector<std::future<json>> f;
-	// Members first, the root last: ranks may start in any order, but
-	// this also checks that members wait for the root.
-	for (int r : {2, 1, 0}) {
-		std::vector<std::string> args{"run", "--pattern", pattern, "--peers", peers, "--rank",
-					      std::to_string(r), "--count", std::to_string(count), "--size", r ? "200" : root_size,
-					      transport, "--timeout", "20000", "--idle-timeout", "30"};
-		args.insert(args.end(), extra.begin(), extra.end());
-		Config c = parsed(args);
-		f.push_back(std::async(std::launch::async, [c] { return run_pattern(c); }));
-	}
-	std::vector<json> out(3);
-	// The root first: when something fails, its error says the most.
-	out[0] = f[2].get();
-	out[1] = f[1].get();
-	out[2] = f[0].get();
-	return out;
+std::vector<json> three_ranks(const char* pattern, const char* transport,
+                              uint64_t count,
+                              std::vector<std::string> extra = {},
+                              const char* root_size = "200") {
+  int type = std::string(transport) == "--udp" ? SOCK_DGRAM : SOCK_STREAM;
+  std::string peers = addr(free_port(type)) + "," + addr(free_port(type)) +
+                      "," + addr(free_port(type));
+  std::vector<std::future<json>> f;
+  // Members first, the root last: ranks may start in any order, but
+  // this also checks that members wait for the root.
+  for (int r : {2, 1, 0}) {
+    std::vector<std::string> args{"run",
+                                  "--pattern",
+                                  pattern,
+                                  "--peers",
+                                  peers,
+                                  "--rank",
+                                  std::to_string(r),
+                                  "--count",
+                                  std::to_string(count),
+                                  "--size",
+                                  r ? "200" : root_size,
+                                  transport,
+                                  "--timeout",
+                                  "20000",
+                                  "--idle-timeout",
+                                  "30"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Config c = parsed(args);
+    f.push_back(std::async(std::launch::async, [c] { return run_pattern(c); }));
+  }
+  std::vector<json> out(3);
+  // The root first: when something fails, its error says the most.
+  out[0] = f[2].get();
+  out[1] = f[1].get();
+  out[2] = f[0].get();
+  return out;
 }
 
-} // namespace
+}  // namespace
 
-TEST(EndToEnd, OneToOneTcpPingPong)
-{
-	ServerThread s("--tcp");
-	json j = run_pattern(parsed({"run", "--peers", addr(s.port), "--count", "50", "--size", "1000"}));
-	expect_run_report(j, "one-to-one", "tcp");
-	EXPECT_EQ(j["role"], "client");
-	EXPECT_EQ(j["sent"], 50);
-	EXPECT_EQ(j["received"], 50);
-	EXPECT_EQ(j["lost"], 0);
-	EXPECT_EQ(j["latency_of"], "message round trip");
-	expect_latency(j, 50);
-	json sj = s.finish();
-	EXPECT_EQ(sj["mode"], "serve");
-	EXPECT_EQ(sj["data_messages"], 50);
-	EXPECT_EQ(sj["bytes_received"], 50 * 1000);
-	EXPECT_EQ(sj["connections"], 1);
-	EXPECT_EQ(sj["errors"], 0);
+TEST(EndToEnd, OneToOneTcpPingPong) {
+  ServerThread s("--tcp");
+  json j = run_pattern(parsed(
+      {"run", "--peers", addr(s.port), "--count", "50", "--size", "1000"}));
+  expect_run_report(j, "one-to-one", "tcp");
+  EXPECT_EQ(j["role"], "client");
+  EXPECT_EQ(j["sent"], 50);
+  EXPECT_EQ(j["received"], 50);
+  EXPECT_EQ(j["lost"], 0);
+  EXPECT_EQ(j["latency_of"], "message round trip");
+  expect_latency(j, 50);
+  json sj = s.finish();
+  EXPECT_EQ(sj["mode"], "serve");
+  EXPECT_EQ(sj["data_messages"], 50);
+  EXPECT_EQ(sj["bytes_received"], 50 * 1000);
+  EXPECT_EQ(sj["connections"], 1);
+  EXPECT_EQ(sj["errors"], 0);
 }
 
-TEST(EndToEnd, OneToOneTcpOpenLoopExponential)
-{
-	ServerThread s("--tcp");
-	json j = run_pattern(parsed({"run", "--peers", addr(s.port), "--count", "40", "--interval", "500",
-				     "--exp", "--seed", "1", "--tos", "0xb8", "--priority", "1:1"}));
-	expect_run_report(j, "one-to-one", "tcp");
-	EXPECT_EQ(j["arrivals"], "exponential");
-	EXPECT_EQ(j["seed"], 1);
-	EXPECT_EQ(j["received"], 40);
-	expect_latency(j, 40);
-	EXPECT_EQ(s.finish()["data_messages"], 40);
+TEST(EndToEnd, OneToOneTcpOpenLoopExponential) {
+  ServerThread s("--tcp");
+  json j = run_pattern(parsed({"run", "--peers", addr(s.port), "--count", "40",
+                               "--interval", "500", "--exp", "--seed", "1",
+                               "--tos", "0xb8", "--priority", "1:1"}));
+  expect_run_report(j, "one-to-one", "tcp");
+  EXPECT_EQ(j["arrivals"], "exponential");
+  EXPECT_EQ(j["seed"], 1);
+  EXPECT_EQ(j["received"], 40);
+  expect_latency(j, 40);
+  EXPECT_EQ(s.finish()["data_messages"], 40);
 }
 
-TEST(EndToEnd, OneToOneUdp)
-{
-	ServerThread s("--udp");
-	// A generous timeout: on loopback nothing is lost unless a reply
-	// takes 10 s, so lost == 0 does not depend on the machine's load.
-	json j = run_pattern(parsed({"run", "--udp", "--peers", addr(s.port), "--count", "30", "--size", "500",
-				     "--timeout", "10000"}));
-	expect_run_report(j, "one-to-one", "udp");
-	EXPECT_EQ(j["sent"], 30);
-	EXPECT_EQ(j["received"], 30);
-	EXPECT_EQ(j["lost"], 0);
-	expect_latency(j, 30);
-	json sj = s.finish();
-	EXPECT_EQ(sj["data_messages"], 30);
-	EXPECT_EQ(sj["bytes_received"], 30 * 500);
+TEST(EndToEnd, OneToOneUdp) {
+  ServerThread s("--udp");
+  // A generous timeout: on loopback nothing is lost unless a reply
+  // takes 10 s, so lost == 0 does not depend on the machine's load.
+  json j =
+      run_pattern(parsed({"run", "--udp", "--peers", addr(s.port), "--count",
+                          "30", "--size", "500", "--timeout", "10000"}));
+  expect_run_report(j, "one-to-one", "udp");
+  EXPECT_EQ(j["sent"], 30);
+  EXPECT_EQ(j["received"], 30);
+  EXPECT_EQ(j["lost"], 0);
+  expect_latency(j, 30);
+  json sj = s.finish();
+  EXPECT_EQ(sj["data_messages"], 30);
+  EXPECT_EQ(sj["bytes_received"], 30 * 500);
 }
 
-TEST(EndToEnd, OneToOneUdpCountsLoss)
-{
-	// Nobody listens: every message is lost after --timeout, and the
-	// report says so rather than hanging or failing.
-	uint16_t port = free_port(SOCK_DGRAM);
-	json j = run_pattern(parsed({"run", "--udp", "--peers", addr(port), "--count", "3", "--interval", "1000",
-				     "--timeout", "50"}));
-	expect_run_report(j, "one-to-one", "udp");
-	EXPECT_EQ(j["sent"], 3);
-	EXPECT_EQ(j["received"], 0);
-	EXPECT_EQ(j["lost"], 3);
-	EXPECT_EQ(j["latency_ns"]["count"], 0);
-	EXPECT_TRUE(j["latency_ns"]["p99"].is_null());
+TEST(EndToEnd, OneToOneUdpCountsLoss) {
+  // Nobody listens: every message is lost after --timeout, and the
+  // report says so rather than hanging or failing.
+  uint16_t port = free_port(SOCK_DGRAM);
+  json j = run_pattern(parsed({"run", "--udp", "--peers", addr(port), "--count",
+                               "3", "--interval", "1000", "--timeout", "50"}));
+  expect_run_report(j, "one-to-one", "udp");
+  EXPECT_EQ(j["sent"], 3);
+  EXPECT_EQ(j["received"], 0);
+  EXPECT_EQ(j["lost"], 3);
+  EXPECT_EQ(j["latency_ns"]["count"], 0);
+  EXPECT_TRUE(j["latency_ns"]["p99"].is_null());
 }
 
-TEST(EndToEnd, OneToOneTcpNoServerIsAnError)
-{
-	uint16_t port = free_port(SOCK_STREAM);
-	Config c = parsed({"run", "--peers", addr(port), "--count", "1", "--connect-timeout", "200"});
-	try {
-		run_pattern(c);
-		FAIL() << "no error";
-	} catch (const std::runtime_error &e) {
-		EXPECT_NE(std::string(e.what()).find(addr(port)), std::string::npos) << e.what();
-		EXPECT_NE(std::string(e.what()).find("listening"), std::string::npos) << e.what();
-	}
+TEST(EndToEnd, OneToOneTcpNoServerIsAnError) {
+  uint16_t port = free_port(SOCK_STREAM);
+  Config c = parsed({"run", "--peers", addr(port), "--count", "1",
+                     "--connect-timeout", "200"});
+  try {
+    run_pattern(c);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(addr(port)), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("listening"), std::string::npos)
+        << e.what();
+  }
 }
 
-TEST(EndToEnd, BarrierTcp3Ranks)
-{
-	auto r = three_ranks("barrier", "--tcp", 20);
-	expect_run_report(r[0], "barrier", "tcp");
-	EXPECT_EQ(r[0]["role"], "root");
-	EXPECT_EQ(r[0]["ranks"], 3);
-	EXPECT_EQ(r[0]["sent"], 2 * 20);	// a message to each rank per iteration
-	EXPECT_EQ(r[0]["received"], 2 * 20);	// and one back from each
-	EXPECT_EQ(r[0]["lost"], 0);
-	EXPECT_EQ(r[0]["latency_of"], "iteration");
-	expect_latency(r[0], 20);
-	for (int i : {1, 2}) {
-		expect_run_report(r[i], "barrier", "tcp");
-		EXPECT_EQ(r[i]["role"], "member");
-		EXPECT_EQ(r[i]["rank"], i);
-		EXPECT_EQ(r[i]["sent"], 20);
-		EXPECT_EQ(r[i]["received"], 20);
-		EXPECT_TRUE(r[i]["latency_ns"].is_null());
-	}
+TEST(EndToEnd, BarrierTcp3Ranks) {
+  auto r = three_ranks("barrier", "--tcp", 20);
+  expect_run_report(r[0], "barrier", "tcp");
+  EXPECT_EQ(r[0]["role"], "root");
+  EXPECT_EQ(r[0]["ranks"], 3);
+  EXPECT_EQ(r[0]["sent"], 2 * 20);      // a message to each rank per iteration
+  EXPECT_EQ(r[0]["received"], 2 * 20);  // and one back from each
+  EXPECT_EQ(r[0]["lost"], 0);
+  EXPECT_EQ(r[0]["latency_of"], "iteration");
+  expect_latency(r[0], 20);
+  for (int i : {1, 2}) {
+    expect_run_report(r[i], "barrier", "tcp");
+    EXPECT_EQ(r[i]["role"], "member");
+    EXPECT_EQ(r[i]["rank"], i);
+    EXPECT_EQ(r[i]["sent"], 20);
+    EXPECT_EQ(r[i]["received"], 20);
+    EXPECT_TRUE(r[i]["latency_ns"].is_null());
+  }
 }
 
-TEST(EndToEnd, BarrierUdp3Ranks)
-{
-	auto r = three_ranks("barrier", "--udp", 20, {"--interval", "200"});
-	expect_run_report(r[0], "barrier", "udp");
-	EXPECT_EQ(r[0]["sent"], 40);
-	EXPECT_EQ(r[0]["received"], 40);
-	EXPECT_EQ(r[0]["lost"], 0);
-	expect_latency(r[0], 20);
-	for (int i : {1, 2})
-		EXPECT_EQ(r[i]["sent"], 20);
+TEST(EndToEnd, BarrierUdp3Ranks) {
+  auto r = three_ranks("barrier", "--udp", 20, {"--interval", "200"});
+  expect_run_report(r[0], "barrier", "udp");
+  EXPECT_EQ(r[0]["sent"], 40);
+  EXPECT_EQ(r[0]["received"], 40);
+  EXPECT_EQ(r[0]["lost"], 0);
+  expect_latency(r[0], 20);
+  for (int i : {1, 2})
+    EXPECT_EQ(r[i]["sent"], 20);
 }
 
-TEST(EndToEnd, BarrierUdpRanksWithDifferentSizes)
-{
-	// The root sends 5000-byte messages, the members answer with 200:
-	// every rank receives datagrams larger than the ones it sends.
-	auto r = three_ranks("barrier", "--udp", 10, {}, "5000");
-	EXPECT_EQ(r[0]["size"], 5000);
-	EXPECT_EQ(r[0]["received"], 20);
-	EXPECT_EQ(r[0]["lost"], 0);
-	EXPECT_EQ(r[0]["unexpected"], 0);
-	for (int i : {1, 2}) {
-		EXPECT_EQ(r[i]["received"], 10);
-		EXPECT_EQ(r[i]["unexpected"], 0);
-	}
+TEST(EndToEnd, BarrierUdpRanksWithDifferentSizes) {
+  // The root sends 5000-byte messages, the members answer with 200:
+  // every rank receives datagrams larger than the ones it sends.
+  auto r = three_ranks("barrier", "--udp", 10, {}, "5000");
+  EXPECT_EQ(r[0]["size"], 5000);
+  EXPECT_EQ(r[0]["received"], 20);
+  EXPECT_EQ(r[0]["lost"], 0);
+  EXPECT_EQ(r[0]["unexpected"], 0);
+  for (int i : {1, 2}) {
+    EXPECT_EQ(r[i]["received"], 10);
+    EXPECT_EQ(r[i]["unexpected"], 0);
+  }
 }
 
-TEST(EndToEnd, ManyToOneTcp3Ranks)
-{
-	auto r = three_ranks("many-to-one", "--tcp", 15);
-	expect_run_report(r[0], "many-to-one", "tcp");
-	EXPECT_EQ(r[0]["sent"], 2 * 15);
-	EXPECT_EQ(r[0]["received"], 2 * 15);
-	expect_latency(r[0], 15);
-	for (int i : {1, 2}) {
-		EXPECT_EQ(r[i]["sent"], 15);
-		EXPECT_EQ(r[i]["received"], 15);
-	}
+TEST(EndToEnd, ManyToOneTcp3Ranks) {
+  auto r = three_ranks("many-to-one", "--tcp", 15);
+  expect_run_report(r[0], "many-to-one", "tcp");
+  EXPECT_EQ(r[0]["sent"], 2 * 15);
+  EXPECT_EQ(r[0]["received"], 2 * 15);
+  expect_latency(r[0], 15);
+  for (int i : {1, 2}) {
+    EXPECT_EQ(r[i]["sent"], 15);
+    EXPECT_EQ(r[i]["received"], 15);
+  }
 }
 
-TEST(EndToEnd, AllToAllTcp3Ranks)
-{
-	auto r = three_ranks("all-to-all", "--tcp", 10);
-	expect_run_report(r[0], "all-to-all", "tcp");
-	// Root: a start and a data message to each other rank; a data message
-	// and a done from each.
-	EXPECT_EQ(r[0]["sent"], 10 * 2 * 2);
-	EXPECT_EQ(r[0]["received"], 10 * 2 * 2);
-	expect_latency(r[0], 10);
-	for (int i : {1, 2}) {
-		expect_run_report(r[i], "all-to-all", "tcp");
-		// Member: data to the 2 others and a done; start and data from
-		// the 2 others.
-		EXPECT_EQ(r[i]["sent"], 10 * 3);
-		EXPECT_EQ(r[i]["received"], 10 * 3);
-	}
+TEST(EndToEnd, AllToAllTcp3Ranks) {
+  auto r = three_ranks("all-to-all", "--tcp", 10);
+  expect_run_report(r[0], "all-to-all", "tcp");
+  // Root: a start and a data message to each other rank; a data message
+  // and a done from each.
+  EXPECT_EQ(r[0]["sent"], 10 * 2 * 2);
+  EXPECT_EQ(r[0]["received"], 10 * 2 * 2);
+  expect_latency(r[0], 10);
+  for (int i : {1, 2}) {
+    expect_run_report(r[i], "all-to-all", "tcp");
+    // Member: data to the 2 others and a done; start and data from
+    // the 2 others.
+    EXPECT_EQ(r[i]["sent"], 10 * 3);
+    EXPECT_EQ(r[i]["received"], 10 * 3);
+  }
 }
 
-TEST(EndToEnd, AllToAllUdp3Ranks)
-{
-	auto r = three_ranks("all-to-all", "--udp", 10, {"--interval", "500", "--exp", "--seed", "3"});
-	expect_run_report(r[0], "all-to-all", "udp");
-	EXPECT_EQ(r[0]["sent"], 40);
-	EXPECT_EQ(r[0]["received"], 40);
-	EXPECT_EQ(r[0]["lost"], 0);
-	expect_latency(r[0], 10);
-	for (int i : {1, 2})
-		EXPECT_EQ(r[i]["sent"], 30);
+TEST(EndToEnd, AllToAllUdp3Ranks) {
+  auto r = three_ranks("all-to-all", "--udp", 10,
+                       {"--interval", "500", "--exp", "--seed", "3"});
+  expect_run_report(r[0], "all-to-all", "udp");
+  EXPECT_EQ(r[0]["sent"], 40);
+  EXPECT_EQ(r[0]["received"], 40);
+  EXPECT_EQ(r[0]["lost"], 0);
+  expect_latency(r[0], 10);
+  for (int i : {1, 2})
+    EXPECT_EQ(r[i]["sent"], 30);
 }
 
-TEST(EndToEnd, BulkTcp)
-{
-	ServerThread s("--tcp");
-	json j = run_bulk(parsed({"bulk", "--to", addr(s.port), "--size", "8192", "--seconds", "0.2"}));
-	EXPECT_EQ(j["mode"], "bulk");
-	uint64_t bytes = j["bytes"], messages = j["messages"];
-	EXPECT_GT(messages, 0u);
-	EXPECT_EQ(bytes, messages * 8192);	// whole messages only
-	EXPECT_GE(j["seconds"].get<double>(), 0.2);
-	EXPECT_GT(j["bytes_per_second"].get<double>(), 0);
-	json sj = s.finish();
-	EXPECT_EQ(sj["bulk_messages"], messages);
-	EXPECT_EQ(sj["bytes_received"], bytes);	// the server read every byte
+TEST(EndToEnd, BulkTcp) {
+  ServerThread s("--tcp");
+  json j = run_bulk(parsed(
+      {"bulk", "--to", addr(s.port), "--size", "8192", "--seconds", "0.2"}));
+  EXPECT_EQ(j["mode"], "bulk");
+  uint64_t bytes = j["bytes"], messages = j["messages"];
+  EXPECT_GT(messages, 0u);
+  EXPECT_EQ(bytes, messages * 8192);  // whole messages only
+  EXPECT_GE(j["seconds"].get<double>(), 0.2);
+  EXPECT_GT(j["bytes_per_second"].get<double>(), 0);
+  json sj = s.finish();
+  EXPECT_EQ(sj["bulk_messages"], messages);
+  EXPECT_EQ(sj["bytes_received"], bytes);  // the server read every byte
 }
 
 // --- the binary ------------------------------------------------------------
@@ -317,73 +325,70 @@ TEST(EndToEnd, BulkTcp)
 namespace {
 
 struct Child {
-	pid_t pid = -1;
-	FILE *out = nullptr;
+  pid_t pid = -1;
+  FILE* out = nullptr;
 };
 
-Child spawn(const std::vector<std::string> &args)
-{
-	int p[2];
-	EXPECT_EQ(0, pipe(p));
-	Child c;
-	c.pid = fork();
-	if (c.pid == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		close(p[1]);
-		std::vector<char *> argv;
-		for (const auto &a : args)
-			argv.push_back(const_cast<char *>(a.c_str()));
-		argv.push_back(nullptr);
-		execv(argv[0], argv.data());
-		_exit(127);
-	}
-	close(p[1]);
-	c.out = fdopen(p[0], "r");
-	return c;
+Child spawn(const std::vector<std::string>& args) {
+  int p[2];
+  EXPECT_EQ(0, pipe(p));
+  Child c;
+  c.pid = fork();
+  if (c.pid == 0) {
+    dup2(p[1], 1);
+    close(p[0]);
+    close(p[1]);
+    std::vector<char*> argv;
+    for (const auto& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(p[1]);
+  c.out = fdopen(p[0], "r");
+  return c;
 }
 
 // Waits for the child; returns its stdout and exit status.
-std::pair<std::string, int> reap(Child &c)
-{
-	std::string s;
-	char buf[4096];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), c.out)) > 0)
-		s.append(buf, n);
-	fclose(c.out);
-	int status = 0;
-	waitpid(c.pid, &status, 0);
-	return {s, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
+std::pair<std::string, int> reap(Child& c) {
+  std::string s;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), c.out)) > 0)
+    s.append(buf, n);
+  fclose(c.out);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  return {s, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
 }
 
-} // namespace
+}  // namespace
 
-TEST(Binary, ServeRunAndStop)
-{
-	const std::string bin = PARQ_BENCH_BINARY;
-	const std::string a = addr(free_port(SOCK_STREAM));
-	Child serve = spawn({bin, "serve", "--listen", a});
-	Child run = spawn({bin, "run", "--peers", a, "--count", "25", "--connect-timeout", "20000"});
-	auto [rout, rcode] = reap(run);
-	kill(serve.pid, SIGTERM);
-	auto [sout, scode] = reap(serve);
+TEST(Binary, ServeRunAndStop) {
+  const std::string bin = PARQ_BENCH_BINARY;
+  const std::string a = addr(free_port(SOCK_STREAM));
+  Child serve = spawn({bin, "serve", "--listen", a});
+  Child run = spawn({bin, "run", "--peers", a, "--count", "25",
+                     "--connect-timeout", "20000"});
+  auto [rout, rcode] = reap(run);
+  kill(serve.pid, SIGTERM);
+  auto [sout, scode] = reap(serve);
 
-	ASSERT_EQ(rcode, 0) << rout;
-	json j = json::parse(rout);
-	expect_run_report(j, "one-to-one", "tcp");
-	EXPECT_EQ(j["received"], 25);
-	expect_latency(j, 25);
+  ASSERT_EQ(rcode, 0) << rout;
+  json j = json::parse(rout);
+  expect_run_report(j, "one-to-one", "tcp");
+  EXPECT_EQ(j["received"], 25);
+  expect_latency(j, 25);
 
-	ASSERT_EQ(scode, 0) << sout;
-	json sj = json::parse(sout);
-	EXPECT_EQ(sj["data_messages"], 25);
+  ASSERT_EQ(scode, 0) << sout;
+  json sj = json::parse(sout);
+  EXPECT_EQ(sj["data_messages"], 25);
 }
 
-TEST(Binary, UsageErrorExits2)
-{
-	Child c = spawn({PARQ_BENCH_BINARY, "run", "--peers", "127.0.0.1"});
-	auto [out, code] = reap(c);
-	EXPECT_EQ(code, 2);
-	EXPECT_TRUE(out.empty());	// errors go to stderr, stdout stays JSON-only
+TEST(Binary, UsageErrorExits2) {
+  Child c = spawn({PARQ_BENCH_BINARY, "run", "--peers", "127.0.0.1"});
+  auto [out, code] = reap(c);
+  EXPECT_EQ(code, 2);
+  EXPECT_TRUE(out.empty());  // errors go to stderr, stdout stays JSON-only
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of cli.cpp: parqd's and parqctl's command lines.
+// Unit tests of cli.cc: parqd's and parqctl's command lines.
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 
 #include <sstream>
 
-#include "cli.hpp"
-#include "test_util.hpp"
+#include "cli.h"
+#include "test_util.h"
 
 namespace {
 
@@ -52,12 +52,33 @@ TEST(ParqdCliTest, Defaults) {
 }
 
 TEST(ParqdCliTest, EveryOverride) {
-  const Parsed r = Parqd({"-c", "x.toml", "--check-config", "--log-level", "debug",
-                       "--interface", "eth1", "--listen-address", "::1",
-                       "--listen-port", "9", "--node-id", "4", "--key-file",
-                       "k", "--metrics-file", "m.prom", "--metrics-period",
-                       "1s", "--threshold-recv", "10", "--epoch", "2ms",
-                       "--hold", "5ms", "--lease", "4"});
+  const Parsed r = Parqd({"-c",
+                          "x.toml",
+                          "--check-config",
+                          "--log-level",
+                          "debug",
+                          "--interface",
+                          "eth1",
+                          "--listen-address",
+                          "::1",
+                          "--listen-port",
+                          "9",
+                          "--node-id",
+                          "4",
+                          "--key-file",
+                          "k",
+                          "--metrics-file",
+                          "m.prom",
+                          "--metrics-period",
+                          "1s",
+                          "--threshold-recv",
+                          "10",
+                          "--epoch",
+                          "2ms",
+                          "--hold",
+                          "5ms",
+                          "--lease",
+                          "4"});
   const auto& a = std::get<ParqdArgs>(r.parqd);
   EXPECT_EQ(a.config, "x.toml");
   EXPECT_TRUE(a.check_config);
@@ -79,11 +100,11 @@ TEST(ParqdCliTest, EveryOverride) {
 TEST(ParqdCliTest, HelpListsEveryConfigKey) {
   const Parsed r = Parqd({"--help"});
   EXPECT_EQ(std::get<int>(r.parqd), 0);
-  for (const char* k : {"interface", "node-id", "key-file", "listen-address",
-                        "listen-port", "metrics-file", "metrics-period",
-                        "[[peer]]", "threshold-recv", "epoch", "hold", "lease",
-                        "--check-config", "receiver", "addresses",
-                        "--receiver"})
+  for (const char* k :
+       {"interface", "node-id", "key-file", "listen-address", "listen-port",
+        "metrics-file", "metrics-period", "[[peer]]", "threshold-recv", "epoch",
+        "hold", "lease", "--check-config", "receiver", "addresses",
+        "--receiver"})
     EXPECT_NE(r.out.find(k), std::string::npos) << k;
 }
 
@@ -110,7 +131,7 @@ TEST(CtlCliTest, CreditShow) {
 
 TEST(CtlCliTest, CreditSet) {
   Parsed r = Ctl({"credit", "set", "10.0.0.2", "--credit", "1500", "--epoch",
-               "2ms", "--lease", "1s", "--json"});
+                  "2ms", "--lease", "1s", "--json"});
   auto a = std::get<CtlArgs>(r.ctl);
   EXPECT_EQ(a.cmd, CtlArgs::Cmd::kCreditSet);
   EXPECT_EQ(a.address, A("10.0.0.2"));

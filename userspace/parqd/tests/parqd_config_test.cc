@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of config.cpp: a valid file, the defaults, every missing or
+// Unit tests of config.cc: a valid file, the defaults, every missing or
 // invalid key with its message, command-line overrides, durations.
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "config.hpp"
-#include "test_util.hpp"
+#include "config.h"
+#include "test_util.h"
 
 namespace {
 
@@ -120,8 +120,9 @@ TEST(ConfigTest, MissingRequiredKeys) {
             "runs on, e.g. interface = \"eth0\"");
   EXPECT_NE(Error(With("node-id", "")).find("'node-id' is missing"),
             std::string::npos);
-  EXPECT_NE(Error(With("key-file", "")).find("'key-file' is missing; give "
-                                             "the cluster key file"),
+  EXPECT_NE(Error(With("key-file", ""))
+                .find("'key-file' is missing; give "
+                      "the cluster key file"),
             std::string::npos);
   EXPECT_EQ(Error("interface = \"eth0\"\nnode-id = 1\nkey-file = \"k\"\n"),
             "parqd.toml: no [[peer]] section; list every host that may grant "
@@ -147,8 +148,9 @@ TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
       {"epoch", "1", "'epoch': must be a string: write a number with a unit"},
       {"epoch", "\"1\"", "'epoch': \"1\" has no unit"},
       {"epoch", "\"1 ms\"", "has an unknown unit"},
-      {"epoch", "\"50us\"", "'epoch': is 50us; give a whole number of "
-                            "microseconds from 100us to 60s"},
+      {"epoch", "\"50us\"",
+       "'epoch': is 50us; give a whole number of "
+       "microseconds from 100us to 60s"},
       {"epoch", "\"61s\"", "'epoch': is 61s"},
       {"epoch", "\"1500ns\"", "'epoch': is 1500ns"},
       {"hold", "\"0ms\"", "'hold': must be longer than 0"},
@@ -178,37 +180,41 @@ TEST(ConfigTest, BadToml) {
 }
 
 TEST(ConfigTest, Peers) {
-  const std::string head = "interface = \"eth0\"\nnode-id = 1\nkey-file = \"k\"\n";
+  const std::string head =
+      "interface = \"eth0\"\nnode-id = 1\nkey-file = \"k\"\n";
   EXPECT_NE(Error(head + "peer = 3\n").find("'peer': must be a list of tables"),
             std::string::npos);
   EXPECT_NE(Error(head + "[[peer]]\naddresses = [\"10.0.0.2\"]\n")
                 .find("a [[peer]] section has no 'id'"),
             std::string::npos);
-  EXPECT_NE(Error(head + "[[peer]]\nid = 2\n").find("peer 2 has no 'addresses'"),
-            std::string::npos);
+  EXPECT_NE(
+      Error(head + "[[peer]]\nid = 2\n").find("peer 2 has no 'addresses'"),
+      std::string::npos);
   EXPECT_NE(Error(head + "[[peer]]\nid = 2\naddresses = []\n")
                 .find("'peer.addresses': must be a non-empty list"),
             std::string::npos);
   EXPECT_NE(Error(head + "[[peer]]\nid = 2\naddresses = [\"x\"]\n")
                 .find("\"x\" is not an IPv4 or IPv6 address"),
             std::string::npos);
-  EXPECT_NE(Error(head + "[[peer]]\nid = 2\naddresses = [\"10.0.0.2\"]\nname = \"b\"\n")
-                .find("'peer.name': unknown key in a [[peer]] section"),
-            std::string::npos);
+  EXPECT_NE(
+      Error(head +
+            "[[peer]]\nid = 2\naddresses = [\"10.0.0.2\"]\nname = \"b\"\n")
+          .find("'peer.name': unknown key in a [[peer]] section"),
+      std::string::npos);
   EXPECT_NE(Error(head + "[[peer]]\nid = 1\naddresses = [\"10.0.0.2\"]\n")
                 .find("peer 1 has this host's own node-id"),
             std::string::npos);
-  EXPECT_NE(Error(head +
-                  "[[peer]]\nid = 2\naddresses = [\"10.0.0.2\"]\n"
-                  "[[peer]]\nid = 2\naddresses = [\"10.0.0.3\"]\n")
+  EXPECT_NE(Error(head + "[[peer]]\nid = 2\naddresses = [\"10.0.0.2\"]\n"
+                         "[[peer]]\nid = 2\naddresses = [\"10.0.0.3\"]\n")
                 .find("peer 2 is configured twice"),
             std::string::npos);
   std::string many = head + "[[peer]]\nid = 2\naddresses = [";
   for (int i = 0; i < 17; i++)
     many += std::string(i ? ", " : "") + "\"10.0.1." + std::to_string(i) + "\"";
   many += "]\n";
-  EXPECT_NE(Error(many).find("has 17 addresses; a credit message carries at most 16"),
-            std::string::npos);
+  EXPECT_NE(
+      Error(many).find("has 17 addresses; a credit message carries at most 16"),
+      std::string::npos);
 }
 
 TEST(ConfigTest, OverridesReplaceTheFile) {

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of credit.cpp: lease arithmetic, absolute and idempotent
+// Unit tests of credit.cc: lease arithmetic, absolute and idempotent
 // credits, staleness, release and expiry, at the edges of u64 time.
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "credit.hpp"
-#include "test_util.hpp"
+#include "credit.h"
+#include "test_util.h"
 
 namespace {
 
@@ -37,8 +37,7 @@ TEST(LeaseExpiry, LargestLeaseAndEpochFitWithoutSaturating) {
 TEST(LeaseExpiry, SaturatesNearU64Max) {
   EXPECT_EQ(LeaseExpiry(UINT64_MAX, 3, kEpoch), UINT64_MAX);
   EXPECT_EQ(LeaseExpiry(UINT64_MAX - 30 * kMs, 3, kEpoch), UINT64_MAX);
-  EXPECT_EQ(LeaseExpiry(UINT64_MAX - 30 * kMs - 1, 3, kEpoch),
-            UINT64_MAX - 1);
+  EXPECT_EQ(LeaseExpiry(UINT64_MAX - 30 * kMs - 1, 3, kEpoch), UINT64_MAX - 1);
   EXPECT_EQ(LeaseExpiry(UINT64_MAX - 1, 1, 2), UINT64_MAX);
   EXPECT_EQ(LeaseExpiry(1, UINT16_MAX, UINT64_MAX), UINT64_MAX);  // product
 }
@@ -47,8 +46,8 @@ TEST(LeaseExpiry, SaturatesNearU64Max) {
 
 TEST(CreditTable, GrantCreatesEntriesForEveryAddress) {
   CreditTable t;
-  const auto r = t.Apply(Grant(7, 100, 1, 1500, {A("10.0.0.1"), A("fd00::1")}),
-                         1000);
+  const auto r =
+      t.Apply(Grant(7, 100, 1, 1500, {A("10.0.0.1"), A("fd00::1")}), 1000);
   EXPECT_EQ(r.applied, 2u);
   EXPECT_EQ(r.stale, 0u);
   ASSERT_EQ(t.size(), 2u);

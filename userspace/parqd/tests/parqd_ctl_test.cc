@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of ctl.cpp: what parqctl asks the kernel and prints.
+// Unit tests of ctl.cc: what parqctl asks the kernel and prints.
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ctl.hpp"
-#include "fake_kernel.hpp"
-#include "test_util.hpp"
+#include "ctl.h"
+#include "fake_kernel.h"
+#include "test_util.h"
 
 namespace {
 
@@ -105,18 +105,22 @@ TEST_F(CtlTest, ClearAllHasNoAddress) {
 }
 
 TEST_F(CtlTest, ShowJsonAndText) {
-  kernel_.entries = {KernelEntry{A("10.0.0.2"), 1500, 1'000'000, 500'000'000,
-                                 100, 7, 2},
-                     KernelEntry{A("fd00::2"), 0, 2'000'000, 1'000, 0, 0, 0}};
+  kernel_.entries = {
+      KernelEntry{A("10.0.0.2"), 1500, 1'000'000, 500'000'000, 100, 7, 2},
+      KernelEntry{A("fd00::2"), 0, 2'000'000, 1'000, 0, 0, 0}};
   CtlArgs a;
   a.cmd = CtlArgs::Cmd::kCreditShow;
   a.json = true;
   EXPECT_EQ(Run(a), 0);
   const json j = json::parse(out_);
   ASSERT_EQ(j.size(), 2u);
-  EXPECT_EQ(j[0], json({{"addr", "10.0.0.2"}, {"credit", 1500},
-                        {"epoch_ns", 1000000}, {"lease_ns", 500000000},
-                        {"used", 100}, {"passed", 7}, {"held", 2}}));
+  EXPECT_EQ(j[0], json({{"addr", "10.0.0.2"},
+                        {"credit", 1500},
+                        {"epoch_ns", 1000000},
+                        {"lease_ns", 500000000},
+                        {"used", 100},
+                        {"passed", 7},
+                        {"held", 2}}));
   EXPECT_EQ(j[1]["addr"], "fd00::2");
   a.json = false;
   EXPECT_EQ(Run(a), 0);

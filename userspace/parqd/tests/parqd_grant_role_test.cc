@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of grant_role.cpp: the receiving role's decisions from what a
+// Unit tests of grant_role.cc: the receiving role's decisions from what a
 // fake receive monitor reports, and the messages it sends (decoded again
 // with the protocol library).
 
-#include "grant_role.hpp"
+#include "grant_role.h"
 
 #include <gtest/gtest.h>
 
 #include <deque>
 
-#include "test_util.hpp"
-#include "wire.hpp"
+#include "test_util.h"
+#include "wire.h"
 
 namespace {
 
@@ -84,18 +84,19 @@ PeerSample Source(const char* addr, std::optional<uint64_t> par_age,
 class RoleTest : public ::testing::Test {
  protected:
   RoleTest()
-      : role(Config(), TestKey(), mon,
-             [this](const Address& to, uint16_t port,
-                    std::span<const uint8_t> b) {
-               if (fail_send)
-                 return false;
-               auto m = wire::Decode(b, TestKey());
-               EXPECT_TRUE(m.ok());
-               if (m.ok())
-                 sent.push_back({to, port, m.value()});
-               return true;
-             },
-             kRealtime) {}
+      : role(
+            Config(), TestKey(), mon,
+            [this](const Address& to, uint16_t port,
+                   std::span<const uint8_t> b) {
+              if (fail_send)
+                return false;
+              auto m = wire::Decode(b, TestKey());
+              EXPECT_TRUE(m.ok());
+              if (m.ok())
+                sent.push_back({to, port, m.value()});
+              return true;
+            },
+            kRealtime) {}
 
   static GrantRoleConfig Config() {
     GrantRoleConfig c;

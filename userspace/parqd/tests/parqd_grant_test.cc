@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of grant.cpp: which sending hosts a receiving host grants and
+// Unit tests of grant.cc: which sending hosts a receiving host grants and
 // releases, epoch by epoch, with `hold`.
 
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "grant.hpp"
-#include "test_util.hpp"
+#include "grant.h"
+#include "test_util.h"
 
 namespace {
 
@@ -31,7 +31,9 @@ GrantPolicy Policy() {
 GrantDecision G(uint64_t peer) {
   return {peer, wire::Type::kGrant, kGrantBytes};
 }
-GrantDecision R(uint64_t peer) { return {peer, wire::Type::kRelease, 0}; }
+GrantDecision R(uint64_t peer) {
+  return {peer, wire::Type::kRelease, 0};
+}
 using Ds = std::vector<GrantDecision>;
 
 TEST(GrantPolicy, Checks) {
@@ -46,7 +48,7 @@ TEST(GrantPolicy, Checks) {
   p.lease = 0;
   EXPECT_NE(CheckPolicy(p)->find("lease"), std::string::npos);
   EXPECT_EQ(GrantPolicy{}.threshold_recv, 0u);  // default: stop
-  EXPECT_EQ(GrantPolicy{}.lease, 3);           // default: 3 epochs
+  EXPECT_EQ(GrantPolicy{}.lease, 3);            // default: 3 epochs
 }
 
 TEST(Granter, NothingWithoutObservations) {

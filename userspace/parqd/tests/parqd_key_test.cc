@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of key.cpp: lengths, the hex and raw file formats, and the
+// Unit tests of key.cc: lengths, the hex and raw file formats, and the
 // file checks with their messages.
 
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "key.hpp"
+#include "key.h"
 
 namespace {
 
@@ -66,9 +66,9 @@ TEST(KeyBytes, KeepsTheBytes) {
   const auto v = Seq(40, 3);
   auto k = Key::FromBytes(v);
   ASSERT_TRUE(k.ok());
-  EXPECT_EQ(std::vector<uint8_t>(k.value().bytes().begin(),
-                                 k.value().bytes().end()),
-            v);
+  EXPECT_EQ(
+      std::vector<uint8_t>(k.value().bytes().begin(), k.value().bytes().end()),
+      v);
 }
 
 TEST_F(KeyFile, HexWithNewline) {
@@ -85,8 +85,8 @@ TEST_F(KeyFile, HexWithNewline) {
 
 TEST_F(KeyFile, HexWithoutNewlineAndWithCrLf) {
   const std::string hex(64, 'a');
-  for (const std::string& tail : {std::string(), std::string("\r\n"),
-                                  std::string("  \n\n")}) {
+  for (const std::string& tail :
+       {std::string(), std::string("\r\n"), std::string("  \n\n")}) {
     auto k = Key::FromFile(Write(hex + tail));
     ASSERT_TRUE(k.ok()) << k.error();
     EXPECT_EQ(k.value().bytes().size(), 32u);
@@ -112,9 +112,9 @@ TEST_F(KeyFile, Raw) {
   const auto v = Seq(48, 0xf0);  // wraps, contains non-hex bytes
   auto k = Key::FromFile(Write(Raw(v)));
   ASSERT_TRUE(k.ok()) << k.error();
-  EXPECT_EQ(std::vector<uint8_t>(k.value().bytes().begin(),
-                                 k.value().bytes().end()),
-            v);
+  EXPECT_EQ(
+      std::vector<uint8_t>(k.value().bytes().begin(), k.value().bytes().end()),
+      v);
 }
 
 TEST_F(KeyFile, RawKeepsTrailingNewlineByte) {

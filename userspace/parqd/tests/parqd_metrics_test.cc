@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of metrics.cpp: the Prometheus text format, and the atomic
+// Unit tests of metrics.cc: the Prometheus text format, and the atomic
 // textfile write.
 
-#include <gtest/gtest.h>
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "metrics.hpp"
+#include "metrics.h"
 
 namespace {
 
@@ -153,10 +153,10 @@ TEST(Prometheus, Values) {
 TEST(Prometheus, EveryReasonAndErrorIsPresent) {
   const std::string text = RenderPrometheus(Counters{}, 0);
   for (size_t i = 0; i < kDropReasonCount; i++)
-    EXPECT_NE(text.find("{reason=\"" +
-                        std::string(Name(static_cast<DropReason>(i))) +
-                        "\"} 0\n"),
-              std::string::npos)
+    EXPECT_NE(
+        text.find("{reason=\"" + std::string(Name(static_cast<DropReason>(i))) +
+                  "\"} 0\n"),
+        std::string::npos)
         << i;
   EXPECT_EQ(Lines(text).size(),
             6 * 3 + 2 + kDropReasonCount + 2 + (wire::kWireErrorCount - 2));

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of ratelimit.cpp.
+// Unit tests of ratelimit.cc.
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "ratelimit.hpp"
+#include "ratelimit.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of receiver.cpp: the whole receive path, each drop reason,
+// Unit tests of receiver.cc: the whole receive path, each drop reason,
 // and that a dropped message changes nothing but the counters.
 
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "receiver.hpp"
-#include "test_util.hpp"
+#include "receiver.h"
+#include "test_util.h"
 
 namespace {
 
@@ -62,9 +62,8 @@ class ReceiverTest : public ::testing::Test {
 };
 
 TEST_F(ReceiverTest, AcceptsAndApplies) {
-  const Outcome o =
-      Rx(Grant(1, 100, 1, 1500, {A("10.0.0.1"), A("fd00::1")}), A("fd00::1"),
-         1000);
+  const Outcome o = Rx(Grant(1, 100, 1, 1500, {A("10.0.0.1"), A("fd00::1")}),
+                       A("fd00::1"), 1000);
   EXPECT_TRUE(o.accepted);
   EXPECT_EQ(rx_->table().size(), 2u);
   EXPECT_EQ(rx_->table().Lookup(A("10.0.0.1"), 1000)->credit, 1500u);
@@ -75,10 +74,10 @@ TEST_F(ReceiverTest, AcceptsAndApplies) {
 }
 
 TEST_F(ReceiverTest, ReleaseUnblocks) {
-  ASSERT_TRUE(Rx(Grant(1, 100, 1, 0, {A("10.0.0.1")}), A("10.0.0.1"), 0)
-                  .accepted);
-  ASSERT_TRUE(Rx(Release(1, 101, 2, {A("10.0.0.1")}), A("10.0.0.1"), kEpoch)
-                  .accepted);
+  ASSERT_TRUE(
+      Rx(Grant(1, 100, 1, 0, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
+  ASSERT_TRUE(
+      Rx(Release(1, 101, 2, {A("10.0.0.1")}), A("10.0.0.1"), kEpoch).accepted);
   EXPECT_EQ(rx_->table().size(), 0u);
   EXPECT_EQ(rx_->counters().releases, 1u);
 }
@@ -111,15 +110,15 @@ TEST_F(ReceiverTest, BadMac) {
 }
 
 TEST_F(ReceiverTest, UnknownPeer) {
-  ExpectDropped(Bytes(Grant(3, 100, 1, 1, {A("10.0.0.1")})), A("10.0.0.1"),
-                0, DropReason::kUnknownPeer);
+  ExpectDropped(Bytes(Grant(3, 100, 1, 1, {A("10.0.0.1")})), A("10.0.0.1"), 0,
+                DropReason::kUnknownPeer);
 }
 
 TEST_F(ReceiverTest, WrongSource) {
-  ExpectDropped(Bytes(Grant(1, 100, 1, 1, {A("10.0.0.1")})), A("10.0.0.2"),
-                0, DropReason::kWrongSource);
-  ExpectDropped(Bytes(Grant(1, 100, 1, 1, {A("10.0.0.1")})), A("10.9.9.9"),
-                0, DropReason::kWrongSource);
+  ExpectDropped(Bytes(Grant(1, 100, 1, 1, {A("10.0.0.1")})), A("10.0.0.2"), 0,
+                DropReason::kWrongSource);
+  ExpectDropped(Bytes(Grant(1, 100, 1, 1, {A("10.0.0.1")})), A("10.9.9.9"), 0,
+                DropReason::kWrongSource);
 }
 
 TEST_F(ReceiverTest, ForeignAddress) {
@@ -140,8 +139,8 @@ TEST_F(ReceiverTest, ReplayFromLongAgoIsTooOld) {
   const auto old = Grant(1, 100, 1, 0, {A("10.0.0.1")});
   ASSERT_TRUE(Rx(old, A("10.0.0.1"), 0).accepted);
   for (uint64_t s = 2; s <= 70; s++)
-    ASSERT_TRUE(Rx(Grant(1, 100 + s, s, 1500, {A("10.0.0.1")}),
-                   A("10.0.0.1"), s * kEpoch)
+    ASSERT_TRUE(Rx(Grant(1, 100 + s, s, 1500, {A("10.0.0.1")}), A("10.0.0.1"),
+                   s * kEpoch)
                     .accepted);
   ExpectDropped(Bytes(old), A("10.0.0.1"), 71 * kEpoch, DropReason::kTooOld);
 }
@@ -155,8 +154,8 @@ TEST_F(ReceiverTest, OlderEpochIsStale) {
   // A delayed GRANT must not resurrect a released entry either.
   ASSERT_TRUE(
       Rx(Release(1, 101, 7, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
-  ExpectDropped(Bytes(Grant(1, 100, 4, 1500, {A("10.0.0.1")})),
-                A("10.0.0.1"), 0, DropReason::kStale);
+  ExpectDropped(Bytes(Grant(1, 100, 4, 1500, {A("10.0.0.1")})), A("10.0.0.1"),
+                0, DropReason::kStale);
   EXPECT_EQ(rx_->table().size(), 0u);
 }
 
@@ -173,10 +172,8 @@ TEST_F(ReceiverTest, SameEpochRestatementIsAccepted) {
   ASSERT_TRUE(
       Rx(Grant(1, 100, 1, 1500, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
   EXPECT_TRUE(
-      Rx(Grant(1, 100, 2, 1500, {A("10.0.0.1")}), A("10.0.0.1"), kMs)
-          .accepted);
-  EXPECT_EQ(rx_->table().Lookup(A("10.0.0.1"), kMs)->expires,
-            kMs + 3 * kEpoch);
+      Rx(Grant(1, 100, 2, 1500, {A("10.0.0.1")}), A("10.0.0.1"), kMs).accepted);
+  EXPECT_EQ(rx_->table().Lookup(A("10.0.0.1"), kMs)->expires, kMs + 3 * kEpoch);
 }
 
 TEST_F(ReceiverTest, ReorderedWithinTheWindowButSameEpochIsAccepted) {
@@ -190,9 +187,9 @@ TEST_F(ReceiverTest, LostMessagesAreRepairedByTheNext) {
   ASSERT_TRUE(
       Rx(Grant(1, 100, 1, 1500, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
   // 101, 102 lost.
-  ASSERT_TRUE(Rx(Grant(1, 103, 4, 600, {A("10.0.0.1")}), A("10.0.0.1"),
-                 2 * kEpoch)
-                  .accepted);
+  ASSERT_TRUE(
+      Rx(Grant(1, 103, 4, 600, {A("10.0.0.1")}), A("10.0.0.1"), 2 * kEpoch)
+          .accepted);
   EXPECT_EQ(rx_->table().Lookup(A("10.0.0.1"), 2 * kEpoch)->credit, 600u);
 }
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of replay.cpp: the 64-entry window at its edges.
+// Unit tests of replay.cc: the 64-entry window at its edges.
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "replay.hpp"
+#include "replay.h"
 
 namespace {
 
@@ -26,8 +26,8 @@ ReplayVerdict Offer(ReplayWindow& w, uint64_t seq) {
 }
 
 TEST(Replay, FirstPacketIsFreshWhateverItsNumber) {
-  for (uint64_t first : {uint64_t{1}, uint64_t{2}, uint64_t{1} << 40,
-                         UINT64_MAX}) {
+  for (uint64_t first :
+       {uint64_t{1}, uint64_t{2}, uint64_t{1} << 40, UINT64_MAX}) {
     ReplayWindow w;
     EXPECT_EQ(w.top(), 0u);
     EXPECT_EQ(Offer(w, first), kFresh) << first;
@@ -66,7 +66,7 @@ TEST(Replay, WindowBoundary) {
   ASSERT_EQ(Offer(w, 100), kFresh);
   EXPECT_EQ(Offer(w, 100 - 63), kFresh);  // oldest slot in the window
   EXPECT_EQ(Offer(w, 100 - 63), kDup);
-  EXPECT_EQ(Offer(w, 100 - 64), kOld);    // just outside
+  EXPECT_EQ(Offer(w, 100 - 64), kOld);  // just outside
   EXPECT_EQ(Offer(w, 1), kOld);
   // Slide by one: 37 falls out, and is then too old rather than a dup.
   ASSERT_EQ(Offer(w, 101), kFresh);

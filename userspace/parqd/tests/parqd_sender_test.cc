@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of sender.cpp: from a verified message to the kernel's credit
+// Unit tests of sender.cc: from a verified message to the kernel's credit
 // requests, and that nothing reaches the kernel for a dropped message.
 
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "fake_kernel.hpp"
-#include "sender.hpp"
-#include "test_util.hpp"
+#include "fake_kernel.h"
+#include "sender.h"
+#include "test_util.h"
 
 namespace {
 
@@ -49,9 +49,9 @@ CreditRequest Del(const char* a) {
 TEST(ToRequestsTest, GrantSetsEveryAddress) {
   // Grant(): epoch 10 ms, lease 3 epochs.
   const auto m = Grant(1, 5, 1, 1500, {A("10.0.0.1"), A("fd00::1")});
-  EXPECT_EQ(ToRequests(m),
-            (std::vector<CreditRequest>{Set("10.0.0.1", 1500, 10 * kMs, 30 * kMs),
-                                        Set("fd00::1", 1500, 10 * kMs, 30 * kMs)}));
+  EXPECT_EQ(ToRequests(m), (std::vector<CreditRequest>{
+                               Set("10.0.0.1", 1500, 10 * kMs, 30 * kMs),
+                               Set("fd00::1", 1500, 10 * kMs, 30 * kMs)}));
 }
 
 TEST(ToRequestsTest, ReleaseDeletesEveryAddress) {
@@ -88,7 +88,7 @@ TEST(ToRequestsTest, EpochBeyondTheKernelsMaxKeepsTheRate) {
   EXPECT_EQ(*r.epoch_ns, PARQ_EPOCH_MAX);  // 10 s
   EXPECT_EQ(r.credit, 10'000u);            // 60000 per 60 s = 10000 per 10 s
   EXPECT_EQ(r.lease_ns, 180 * 1'000'000'000ull);  // 3 x 60 s, unscaled
-  m.credit = 5;  // rounds down
+  m.credit = 5;                                   // rounds down
   EXPECT_EQ(ToRequests(m)[0].credit, 0u);
 }
 
@@ -116,8 +116,8 @@ TEST_F(SenderTest, AcceptedGrantAndReleaseReachTheKernel) {
   EXPECT_TRUE(Rx(Bytes(Grant(1, 5, 1, 3000, {A("10.0.0.1")}))).accepted);
   EXPECT_TRUE(Rx(Bytes(Release(1, 5, 2, {A("10.0.0.1")}))).accepted);
   EXPECT_EQ(kernel_.requests,
-            (std::vector<CreditRequest>{Set("10.0.0.1", 3000, 10 * kMs, 30 * kMs),
-                                        Del("10.0.0.1")}));
+            (std::vector<CreditRequest>{
+                Set("10.0.0.1", 3000, 10 * kMs, 30 * kMs), Del("10.0.0.1")}));
   EXPECT_EQ(sender_->kernel_counters().set_requests, 1u);
   EXPECT_EQ(sender_->kernel_counters().del_requests, 1u);
   EXPECT_TRUE(log_.empty());
@@ -126,14 +126,16 @@ TEST_F(SenderTest, AcceptedGrantAndReleaseReachTheKernel) {
 TEST_F(SenderTest, DroppedMessagesReachNothing) {
   const auto good = Bytes(Grant(1, 5, 1, 3000, {A("10.0.0.1")}));
   EXPECT_FALSE(Rx(Bytes(Grant(1, 5, 1, 3000, {A("10.0.0.1")}), MakeKey(9)))
-                   .accepted);                                  // forged
-  EXPECT_FALSE(Rx(Bytes(Grant(2, 5, 1, 3000, {A("10.0.0.1")}))).accepted);  // unknown
-  EXPECT_FALSE(Rx(good, "10.0.0.9").accepted);                  // wrong source
-  EXPECT_FALSE(Rx(std::vector<uint8_t>(10, 0)).accepted);       // malformed
+                   .accepted);  // forged
+  EXPECT_FALSE(
+      Rx(Bytes(Grant(2, 5, 1, 3000, {A("10.0.0.1")}))).accepted);  // unknown
+  EXPECT_FALSE(Rx(good, "10.0.0.9").accepted);             // wrong source
+  EXPECT_FALSE(Rx(std::vector<uint8_t>(10, 0)).accepted);  // malformed
   EXPECT_TRUE(kernel_.requests.empty());
   EXPECT_TRUE(Rx(good).accepted);
-  EXPECT_FALSE(Rx(good).accepted);                              // replayed
-  EXPECT_FALSE(Rx(Bytes(Grant(1, 4, 2, 1, {A("10.0.0.1")}))).accepted);  // stale
+  EXPECT_FALSE(Rx(good).accepted);  // replayed
+  EXPECT_FALSE(
+      Rx(Bytes(Grant(1, 4, 2, 1, {A("10.0.0.1")}))).accepted);  // stale
   EXPECT_EQ(kernel_.requests.size(), 1u);
   const Counters& c = sender_->receiver().counters();
   EXPECT_EQ(c.received, 7u);
@@ -168,9 +170,9 @@ TEST_F(SenderTest, KernelErrorsAreCountedAndLogged) {
 TEST_F(SenderTest, KernelErrorLogIsRateLimited) {
   for (uint64_t i = 1; i <= 30; i++) {
     kernel_.errors.push_back(KernelError{EPERM, ""});
-    EXPECT_TRUE(Rx(Bytes(Grant(1, 5, i, 1, {A("10.0.0.1")})), "10.0.0.1",
-                   1000 + i)
-                    .accepted);
+    EXPECT_TRUE(
+        Rx(Bytes(Grant(1, 5, i, 1, {A("10.0.0.1")})), "10.0.0.1", 1000 + i)
+            .accepted);
   }
   EXPECT_EQ(sender_->kernel_counters().set_errors, 30u);
   EXPECT_EQ(log_.size(), Receiver::kLogBurst);
@@ -180,13 +182,17 @@ TEST_F(SenderTest, MetricsIncludeKernelCounters) {
   kernel_.errors.push_back(KernelError{EPERM, ""});
   EXPECT_TRUE(Rx(Bytes(Grant(1, 5, 1, 3000, {A("10.0.0.1")}))).accepted);
   const std::string m = sender_->Metrics();
-  EXPECT_NE(m.find("parqd_messages_accepted_total 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("parqd_messages_accepted_total 1\n"), std::string::npos)
+      << m;
   EXPECT_NE(m.find("parqd_kernel_requests_total{cmd=\"credit_set\"} 1\n"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("parqd_kernel_errors_total{cmd=\"credit_set\"} 1\n"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("parqd_kernel_errors_total{cmd=\"credit_del\"} 0\n"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
 }
 
 }  // namespace

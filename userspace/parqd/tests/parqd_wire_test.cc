@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of wire.cpp: the byte layout, round trips, every decode error,
+// Unit tests of wire.cc: the byte layout, round trips, every decode error,
 // every authentication failure, and Encode's validation.
 
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "test_util.hpp"
-#include "wire.hpp"
+#include "test_util.h"
+#include "wire.h"
 
 namespace {
 
@@ -41,15 +41,16 @@ WireError DecodeError(const std::vector<uint8_t>& d) {
 TEST(Mac, MatchesRfc4231TestCase6) {
   // HMAC-SHA-256 with a key longer than the block size.
   const std::vector<uint8_t> key(131, 0xaa);
-  const std::string data = "Test Using Larger Than Block-Size Key - Hash Key First";
+  const std::string data =
+      "Test Using Larger Than Block-Size Key - Hash Key First";
   auto mac = wire::ComputeMac(
       Key::FromBytes(key).value(),
       std::span(reinterpret_cast<const uint8_t*>(data.data()), data.size()));
   ASSERT_TRUE(mac.ok());
-  const wire::Mac want = {
-      0x60, 0xe4, 0x31, 0x59, 0x1e, 0xe0, 0xb6, 0x7f, 0x0d, 0x8a, 0x26,
-      0xaa, 0xcb, 0xf5, 0xb7, 0x7f, 0x8e, 0x0b, 0xc6, 0x21, 0x37, 0x28,
-      0xc5, 0x14, 0x05, 0x46, 0x04, 0x0f, 0x0e, 0xe3, 0x7f, 0x54};
+  const wire::Mac want = {0x60, 0xe4, 0x31, 0x59, 0x1e, 0xe0, 0xb6, 0x7f,
+                          0x0d, 0x8a, 0x26, 0xaa, 0xcb, 0xf5, 0xb7, 0x7f,
+                          0x8e, 0x0b, 0xc6, 0x21, 0x37, 0x28, 0xc5, 0x14,
+                          0x05, 0x46, 0x04, 0x0f, 0x0e, 0xe3, 0x7f, 0x54};
   EXPECT_EQ(mac.value(), want);
 }
 
@@ -64,8 +65,8 @@ TEST(Layout, SizesAreAsDocumented) {
 TEST(Layout, FieldsAreBigEndianAtTheirOffsets) {
   const auto d = Bytes(Sample());
   const std::vector<uint8_t> header = {
-      'P', 'R', 'Q', 'D', 1, 1, 0, 2,                   // magic .. count
-      1, 2, 3, 4, 5, 6, 7, 8,                           // sender
+      'P',  'R',  'Q',  'D',  1,    1,    0,    2,     // magic .. count
+      1,    2,    3,    4,    5,    6,    7,    8,     // sender
       0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,  // epoch
       0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,  // sequence
       0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38,  // credit
@@ -121,8 +122,8 @@ TEST(RoundTrip, MaximumAddressCount) {
   std::vector<Address> to;
   for (uint8_t i = 0; i < wire::kMaxAddresses; i++)
     to.push_back(i % 2 ? Address::V4({10, 0, 0, i})
-                       : Address::V6({0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                      0, 0, 0, i}));
+                       : Address::V6({0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      0, 0, i}));
   const auto m = Grant(1, 2, 3, 4, to);
   const auto d = Bytes(m);
   EXPECT_EQ(d.size(), wire::kMaxMessageBytes);
@@ -286,8 +287,7 @@ INSTANTIATE_TEST_SUITE_P(
         FieldCase{"family10", kAddr1, 10, WireError::kBadAddressFamily},
         FieldCase{"addr_reserved", kAddr0 + 2, 1, WireError::kBadReserved},
         FieldCase{"v4_padding", kAddr0 + 8, 1, WireError::kBadAddress},
-        FieldCase{"v4_padding_last", kAddr0 + 19, 1,
-                  WireError::kBadAddress}),
+        FieldCase{"v4_padding_last", kAddr0 + 19, 1, WireError::kBadAddress}),
     [](const auto& info) { return std::string(info.param.name); });
 
 std::vector<uint8_t> Resigned(const wire::Message& valid,
@@ -299,15 +299,14 @@ std::vector<uint8_t> Resigned(const wire::Message& valid,
 }
 
 TEST(DecodeFields, SequenceZero) {
-  auto d = Resigned(Sample(), [](auto& d) {
-    std::fill_n(d.begin() + wire::kOffSeq, 8, 0);
-  });
+  auto d = Resigned(
+      Sample(), [](auto& d) { std::fill_n(d.begin() + wire::kOffSeq, 8, 0); });
   EXPECT_EQ(DecodeError(d), WireError::kBadSequence);
 }
 
 TEST(DecodeFields, EpochLengthBounds) {
-  for (uint32_t us : {0u, wire::kMinEpochUs - 1, wire::kMaxEpochUs + 1,
-                      UINT32_MAX}) {
+  for (uint32_t us :
+       {0u, wire::kMinEpochUs - 1, wire::kMaxEpochUs + 1, UINT32_MAX}) {
     auto d = Bytes(Sample());
     for (int i = 0; i < 4; i++)
       d[wire::kOffEpochUs + i] = static_cast<uint8_t>(us >> (24 - 8 * i));

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "cli.h"
+
+#include <linux/parq.h>
+
+#include <CLI/CLI.hpp>
+
+namespace parq::parqd {
+
+namespace {
+
+// CLI11 wants argc/argv.
+template <typename App>
+std::optional<int> Parse(App& app, const std::vector<std::string>& argv,
+                         std::ostream& out, std::ostream& err) {
+  std::vector<const char*> v;
+  for (const std::string& s : argv)
+    v.push_back(s.c_str());
+  try {
+    app.parse(static_cast<int>(v.size()), v.data());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err);
+  }
+  return std::nullopt;
+}
+
+// A CLI11 validator for durations.
+CLI::Validator DurationValidator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        auto d = ParseDuration(s);
+        return d.ok() ? std::string() : d.error();
+      },
+      "TIME", "duration");
+}
+
+}  // namespace
+
+std::variant<ParqdArgs, int> ParseParqdArgs(
+    const std::vector<std::string>& argv, std::ostream& out,
+    std::ostream& err) {
+  ParqdArgs a;
+  ConfigOverrides& o = a.overrides;
+  CLI::App app(
+      "parqd: the parq credit agent.  Sending role: receives credit messages "
+      "from the peers (UDP, HMAC-SHA-256) and applies them to the kernel's "
+      "credit table (generic netlink family \"parq\").  Receiving role "
+      "(receiver = true): watches arriving traffic with the kernel's receive "
+      "monitor and grants credit to the peers sending local traffic while "
+      "parallel traffic arrives.",
+      "parqd");
+  app.footer(ConfigKeysHelp());
+  app.add_option("-c,--config", a.config, "Configuration file (TOML)")
+      ->capture_default_str();
+  app.add_flag("--check-config", a.check_config,
+               "Read and check the configuration and the key file, print "
+               "the result and exit");
+  app.add_option("--log-level", a.log_level, "Log level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  app.add_option("--interface", o.interface, "Replaces 'interface'");
+  app.add_option("--listen-address", o.listen_address,
+                 "Replaces 'listen-address'");
+  app.add_option("--listen-port", o.listen_port, "Replaces 'listen-port'");
+  app.add_option("--node-id", o.node_id, "Replaces 'node-id'");
+  app.add_option("--key-file", o.key_file, "Replaces 'key-file'");
+  app.add_option("--metrics-file", o.metrics_file, "Replaces 'metrics-file'");
+  app.add_option("--metrics-period", o.metrics_period,
+                 "Replaces 'metrics-period'")
+      ->check(DurationValidator());
+  app.add_option("--receiver", o.receiver,
+                 "Replaces 'receiver' (true or false)");
+  app.add_option("--threshold-recv", o.threshold_recv,
+                 "Replaces 'threshold-recv' (receiving role)");
+  app.add_option("--epoch", o.epoch, "Replaces 'epoch' (receiving role)")
+      ->check(DurationValidator());
+  app.add_option("--hold", o.hold, "Replaces 'hold' (receiving role)")
+      ->check(DurationValidator());
+  app.add_option("--lease", o.lease, "Replaces 'lease' (receiving role)");
+  if (auto code = Parse(app, argv, out, err))
+    return *code;
+  return a;
+}
+
+std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
+                                        std::ostream& out, std::ostream& err) {
+  CtlArgs a;
+  CLI::App app(
+      "parqctl: read and edit parq's credit table and read the "
+      "parq qdisc's statistics.",
+      "parqctl");
+  app.require_subcommand(1);
+  app.footer(
+      "Times are numbers with a unit: ns, us, ms, s (\"1ms\", \"1.5s\").  "
+      "Errors from the kernel are printed with its message.  With --json, "
+      "show commands print JSON and set/clear print {\"ok\": true} or "
+      "{\"ok\": false, \"error\": ..., \"errno\": ...}.");
+
+  std::string addr_text, credit_text, epoch_text, lease_text;
+  bool json = false;
+  auto json_flag = [&json](CLI::App* sub) {
+    sub->add_flag("--json", json, "Print JSON");
+  };
+
+  CLI::App* credit = app.add_subcommand("credit", "The credit table");
+  credit->require_subcommand(1);
+  CLI::App* cshow = credit->add_subcommand(
+      "show", "Print every entry of this network namespace's table");
+  json_flag(cshow);
+  CLI::App* cset = credit->add_subcommand(
+      "set", "Create or replace the entry of one destination");
+  cset->add_option("ADDR", addr_text, "Destination (IPv4 or IPv6)")->required();
+  uint64_t credit_bytes = 0;
+  cset->add_option("--credit", credit_bytes,
+                   "Bytes per epoch (0 stops the destination's local traffic)")
+      ->required()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{PARQ_CREDIT_MAX}));
+  cset->add_option("--epoch", epoch_text,
+                   "Epoch length (10us..10s; default: the kernel's, 1ms)")
+      ->check(DurationValidator());
+  cset->add_option("--lease", lease_text, "How long the entry lives (1ns..1h)")
+      ->required()
+      ->check(DurationValidator());
+  json_flag(cset);
+  CLI::App* cclear = credit->add_subcommand(
+      "clear", "Delete the entry of ADDR, or every entry");
+  cclear->add_option("ADDR", addr_text, "Destination (IPv4 or IPv6)");
+  json_flag(cclear);
+
+  CLI::App* qdisc = app.add_subcommand("qdisc", "The parq qdisc");
+  qdisc->require_subcommand(1);
+  CLI::App* qshow = qdisc->add_subcommand(
+      "show",
+      "Summary of the parq qdisc on DEV and its statistics (from "
+      "`tc -s -j qdisc show dev DEV`)");
+  qshow->add_option("DEV", a.dev, "Interface")->required();
+  json_flag(qshow);
+
+  if (auto code = Parse(app, argv, out, err))
+    return *code;
+  a.json = json;
+
+  if (*cshow) {
+    a.cmd = CtlArgs::Cmd::kCreditShow;
+  } else if (*cset) {
+    a.cmd = CtlArgs::Cmd::kCreditSet;
+    a.credit = static_cast<uint32_t>(credit_bytes);
+    a.lease_ns = ParseDuration(lease_text).value();
+    if (a.lease_ns == 0 || a.lease_ns > PARQ_LEASE_MAX) {
+      err << "parqctl: --lease " << lease_text
+          << " is out of range; give 1ns to 1h\n";
+      return 2;
+    }
+    if (!epoch_text.empty()) {
+      a.epoch_ns = ParseDuration(epoch_text).value();
+      if (*a.epoch_ns < PARQ_EPOCH_MIN || *a.epoch_ns > PARQ_EPOCH_MAX) {
+        err << "parqctl: --epoch " << epoch_text
+            << " is out of range; give 10us to 10s\n";
+        return 2;
+      }
+    }
+  } else if (*cclear) {
+    a.cmd = CtlArgs::Cmd::kCreditClear;
+  } else {
+    a.cmd = CtlArgs::Cmd::kQdiscShow;
+  }
+  if (!addr_text.empty()) {
+    a.address = Address::Parse(addr_text);
+    if (!a.address) {
+      err << "parqctl: \"" << addr_text
+          << "\" is not an IPv4 or IPv6 address (e.g. 192.0.2.1, "
+             "2001:db8::1)\n";
+      return 2;
+    }
+  }
+  return a;
+}
+
+}  // namespace parq::parqd

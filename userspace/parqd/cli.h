@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Command lines of parqd and parqctl (CLI11), as functions the tests call:
+// each returns the parsed arguments, or the exit status when the program
+// is done (--help printed, or a usage error explained on `err`).
+
+#ifndef PARQD_CLI_HPP
+#define PARQD_CLI_HPP
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "address.h"
+#include "config.h"
+
+namespace parq::parqd {
+
+struct ParqdArgs {
+  std::string config = kDefaultConfigPath;
+  ConfigOverrides overrides;
+  bool check_config = false;  // parse, check, print, exit
+  std::string log_level = "info";
+};
+
+// `argv[0]` is the program name.
+std::variant<ParqdArgs, int> ParseParqdArgs(
+    const std::vector<std::string>& argv, std::ostream& out, std::ostream& err);
+
+struct CtlArgs {
+  enum class Cmd : uint8_t {
+    kCreditShow,
+    kCreditSet,
+    kCreditClear,
+    kQdiscShow
+  };
+  Cmd cmd = Cmd::kCreditShow;
+  bool json = false;
+  std::optional<Address> address;    // set (required), clear (optional)
+  uint32_t credit = 0;               // set
+  std::optional<uint64_t> epoch_ns;  // set
+  uint64_t lease_ns = 0;             // set
+  std::string dev;                   // qdisc show
+};
+
+std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
+                                        std::ostream& out, std::ostream& err);
+
+}  // namespace parq::parqd
+
+#endif

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// parqd's configuration: one TOML file (Documentation/parqd.md has the
+// schema and the defaults), optionally overridden key by key from the
+// command line.  Parsing is strict: an unknown key, a value of the wrong
+// type or out of range is an error that names the file, the line, the key,
+// what is wrong and what to write instead.
+
+#ifndef PARQD_CONFIG_HPP
+#define PARQD_CONFIG_HPP
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "receiver.h"
+#include "result.h"
+
+namespace parq::parqd {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/parq/parqd.toml";
+inline constexpr uint16_t kDefaultPort = 7207;
+inline constexpr uint64_t kNsPerUs = 1'000;
+inline constexpr uint64_t kNsPerMs = 1'000'000;
+inline constexpr uint64_t kNsPerSec = 1'000'000'000;
+
+struct Config {
+  std::string interface;              // required
+  std::string listen_address = "::";  // "::" also takes IPv4 (mapped)
+  uint16_t listen_port = kDefaultPort;
+  uint64_t node_id = 0;           // required
+  std::string key_file;           // required
+  std::vector<PeerConfig> peers;  // at least one
+  // The receiving role: on when `receiver`; `addresses` are this host's
+  // own (what its grants are for).
+  bool receiver = false;
+  std::vector<Address> addresses;
+  uint64_t threshold_recv = 0;
+  uint64_t epoch_ns = kNsPerMs;
+  uint64_t hold_ns = 10 * kNsPerMs;
+  uint16_t lease = 3;        // epochs
+  std::string metrics_file;  // empty: no metrics file
+  uint64_t metrics_period_ns = 10 * kNsPerSec;
+};
+
+// Command-line values that replace the file's (the same keys).
+struct ConfigOverrides {
+  std::optional<std::string> interface, listen_address, key_file, metrics_file,
+      epoch, hold, metrics_period;
+  std::optional<int64_t> listen_port, node_id, threshold_recv, lease;
+  std::optional<bool> receiver;
+};
+
+// "1ms", "250us", "1.5s", "100ns" (a unit is required) -> ns.
+Result<uint64_t, std::string> ParseDuration(std::string_view text);
+// The shortest exact text ParseDuration reads back: 1000000 -> "1ms".
+std::string FormatDuration(uint64_t ns);
+
+// `source` names the text in messages (the file name).
+Result<Config, std::string> ParseConfig(std::string_view text,
+                                        std::string_view source,
+                                        const ConfigOverrides& o = {});
+Result<Config, std::string> LoadConfig(const std::string& path,
+                                       const ConfigOverrides& o = {});
+
+// The schema for --help: every key, its type and its default.
+std::string ConfigKeysHelp();
+
+}  // namespace parq::parqd
+
+#endif

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "credit.h"
+
+#include "satmath.h"
+
+namespace parq::parqd {
+
+uint64_t LeaseExpiry(uint64_t now, uint16_t lease, uint64_t epoch_ns) {
+  return SatAdd(now, SatMul(lease, epoch_ns));
+}
+
+ApplyResult CreditTable::Apply(const wire::Message& m, uint64_t now) {
+  ApplyResult r;
+  for (const Address& a : m.addresses) {
+    auto it = entries_.find(a);
+    if (it != entries_.end() && m.epoch < it->second.epoch) {
+      r.stale++;
+      continue;
+    }
+    if (m.type == wire::Type::kRelease) {
+      if (it != entries_.end())
+        entries_.erase(it);
+      r.applied++;
+      continue;
+    }
+    entries_[a] = CreditEntry{
+        .credit = m.credit,
+        .epoch_ns = m.epoch_ns(),
+        .epoch = m.epoch,
+        .granter = m.sender,
+        .expires = LeaseExpiry(now, m.lease, m.epoch_ns()),
+    };
+    r.applied++;
+  }
+  return r;
+}
+
+std::vector<Address> CreditTable::Expire(uint64_t now) {
+  std::vector<Address> gone;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (now >= it->second.expires) {
+      gone.push_back(it->first);
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return gone;
+}
+
+std::optional<CreditEntry> CreditTable::Lookup(const Address& a,
+                                               uint64_t now) const {
+  auto it = entries_.find(a);
+  if (it == entries_.end() || now >= it->second.expires)
+    return std::nullopt;
+  return it->second;
+}
+
+std::optional<uint64_t> CreditTable::NextExpiry() const {
+  std::optional<uint64_t> next;
+  for (const auto& [a, e] : entries_)
+    if (!next || e.expires < *next)
+      next = e.expires;
+  return next;
+}
+
+}  // namespace parq::parqd

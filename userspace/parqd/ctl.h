@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// What parqctl does with its parsed command line.  The kernel table comes
+// from `open` (OpenGenlCreditTable in the binary, a fake in the tests);
+// `qdisc show` runs `tc -s -j qdisc show dev DEV` and keeps the parq
+// qdiscs (FormatQdisc does the reformatting).
+
+#ifndef PARQD_CTL_HPP
+#define PARQD_CTL_HPP
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "cli.h"
+#include "kernel.h"
+#include "result.h"
+
+namespace parq::parqd {
+
+using KernelOpener =
+    std::function<Result<std::unique_ptr<KernelCreditTable>, KernelError>()>;
+
+// Returns the exit status: 0, or 1 on any error.
+int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
+           std::ostream& err);
+
+// Text to print (Result needs value and error types to differ).
+struct Output {
+  std::string text;
+};
+
+// From tc's JSON for one device to parqctl's output (text or JSON).
+// Errors: not JSON, or no parq qdisc on the device.
+Result<Output, std::string> FormatQdisc(const std::string& tc_json,
+                                        const std::string& dev, bool json);
+
+// The entries as parqctl prints them.
+std::string FormatEntries(const std::vector<KernelEntry>& e, bool json);
+
+}  // namespace parq::parqd
+
+#endif

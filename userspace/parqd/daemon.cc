@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "daemon.h"
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "grant_role.h"
+#include "key.h"
+#include "metrics.h"
+#include "receiver.h"
+#include "sender.h"
+#include "wire.h"
+
+namespace parq::parqd {
+
+namespace {
+
+constexpr uint64_t kTickNs = 1'000'000'000;  // expiry sweep at least this often
+
+uint64_t ClockNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t MonotonicNs() {
+  return ClockNs(CLOCK_MONOTONIC);
+}
+uint64_t RealtimeNs() {
+  return ClockNs(CLOCK_REALTIME);
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0)
+      close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+int OpenSocket(const Config& c) {
+  const Address a = Address::Parse(c.listen_address).value();
+  const std::string where =
+      (a.family == Family::kIPv6 ? "[" + c.listen_address + "]"
+                                 : c.listen_address) +
+      ":" + std::to_string(c.listen_port);
+  int fd = -1;
+  int rc = -1;
+  if (a.family == Family::kIPv4) {
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(c.listen_port);
+    std::memcpy(&sin.sin_addr, a.bytes.data(), 4);
+    if (fd >= 0)
+      rc = bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin));
+  } else {
+    fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in6 sin6{};
+    sin6.sin6_family = AF_INET6;
+    sin6.sin6_port = htons(c.listen_port);
+    std::memcpy(&sin6.sin6_addr, a.bytes.data(), 16);
+    const int zero = 0;
+    if (fd >= 0) {
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+      rc = bind(fd, reinterpret_cast<sockaddr*>(&sin6), sizeof(sin6));
+    }
+  }
+  if (fd < 0 || rc < 0) {
+    const int e = errno;
+    spdlog::error("cannot listen on UDP {}: {}; {}", where, std::strerror(e),
+                  e == EADDRINUSE ? "another process (another parqd?) has "
+                                    "the port: stop it or set listen-port"
+                  : e == EADDRNOTAVAIL
+                      ? "the address is not on this host: set "
+                        "listen-address to one of its addresses or \"::\""
+                      : "check listen-address and listen-port");
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  spdlog::info("listening on UDP {}", where);
+  return fd;
+}
+
+void WriteMetrics(const Config& c, const Sender& s, const GrantRole* role) {
+  if (c.metrics_file.empty())
+    return;
+  std::string text = s.Metrics();
+  if (role)
+    text += role->Metrics();
+  if (auto e = WriteFileAtomically(c.metrics_file, text))
+    spdlog::warn("metrics: {}", *e);
+}
+
+int SocketFamily(int fd) {
+  sockaddr_storage ss{};
+  socklen_t sl = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &sl) < 0)
+    return AF_UNSPEC;
+  return ss.ss_family;
+}
+
+}  // namespace
+
+std::optional<Address> FromSockaddr(const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET) {
+    const auto& sin = reinterpret_cast<const sockaddr_in&>(ss);
+    std::array<uint8_t, 4> b;
+    std::memcpy(b.data(), &sin.sin_addr, 4);
+    return Address::V4(b);
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto& sin6 = reinterpret_cast<const sockaddr_in6&>(ss);
+    const uint8_t* p = sin6.sin6_addr.s6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&sin6.sin6_addr))
+      return Address::V4({p[12], p[13], p[14], p[15]});
+    std::array<uint8_t, 16> b;
+    std::memcpy(b.data(), p, 16);
+    return Address::V6(b);
+  }
+  return std::nullopt;
+}
+
+socklen_t ToSockaddr(const Address& a, uint16_t port, int socket_family,
+                     sockaddr_storage* ss) {
+  *ss = {};
+  if (socket_family == AF_INET) {
+    if (a.family != Family::kIPv4)
+      return 0;
+    auto* sin = reinterpret_cast<sockaddr_in*>(ss);
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(port);
+    std::memcpy(&sin->sin_addr, a.bytes.data(), 4);
+    return sizeof(*sin);
+  }
+  if (socket_family != AF_INET6)
+    return 0;
+  auto* sin6 = reinterpret_cast<sockaddr_in6*>(ss);
+  sin6->sin6_family = AF_INET6;
+  sin6->sin6_port = htons(port);
+  if (a.family == Family::kIPv4) {
+    sin6->sin6_addr.s6_addr[10] = 0xff;
+    sin6->sin6_addr.s6_addr[11] = 0xff;
+    std::memcpy(&sin6->sin6_addr.s6_addr[12], a.bytes.data(), 4);
+  } else {
+    std::memcpy(&sin6->sin6_addr, a.bytes.data(), 16);
+  }
+  return sizeof(*sin6);
+}
+
+int RunDaemon(const Config& c, KernelCreditTable& kernel,
+              KernelMonitor* monitor, int signal_fd) {
+  if (if_nametoindex(c.interface.c_str()) == 0)
+    spdlog::warn(
+        "interface {} does not exist (yet): credits apply to the "
+        "whole network namespace anyway, but check 'interface'",
+        c.interface);
+  auto key = Key::FromFile(c.key_file);
+  if (!key.ok()) {
+    spdlog::error("{}", key.error());
+    return 1;
+  }
+  // One MAC now: the crypto library initialises itself on its first use
+  // (1 ms on a host, 53 ms under QEMU/TCG), which would otherwise delay
+  // the first GRANT sent and the first one received.
+  if (!wire::ComputeMac(key.value(), {}).ok()) {
+    spdlog::error("cannot compute HMAC-SHA-256: the crypto library failed");
+    return 1;
+  }
+  Key role_key = key.value();
+  auto rx = Receiver::Create(
+      std::move(key.value()), c.peers,
+      [](const std::string& line) { spdlog::warn("{}", line); });
+  if (!rx.ok()) {
+    spdlog::error("configuration: {}", rx.error());
+    return 1;
+  }
+  Sender sender(std::move(rx.value()), kernel,
+                [](const std::string& line) { spdlog::error("{}", line); });
+  const Fd sock(OpenSocket(c));
+  if (sock.get() < 0)
+    return 1;
+
+  std::optional<GrantRole> role;
+  if (c.receiver && monitor) {
+    const int family = SocketFamily(sock.get());
+    const int fd = sock.get();
+    GrantRoleConfig rc;
+    rc.node_id = c.node_id;
+    rc.policy = {c.threshold_recv, c.hold_ns,
+                 static_cast<uint32_t>(c.epoch_ns / 1000), c.lease};
+    rc.own_addresses = c.addresses;
+    rc.peers = c.peers;
+    rc.peer_port = c.listen_port;
+    role.emplace(
+        std::move(rc), std::move(role_key), *monitor,
+        [fd, family](const Address& to, uint16_t port,
+                     std::span<const uint8_t> bytes) {
+          sockaddr_storage ss{};
+          const socklen_t sl = ToSockaddr(to, port, family, &ss);
+          if (sl == 0) {
+            errno = EAFNOSUPPORT;
+            return false;
+          }
+          return sendto(fd, bytes.data(), bytes.size(), MSG_DONTWAIT,
+                        reinterpret_cast<sockaddr*>(&ss),
+                        sl) == static_cast<ssize_t>(bytes.size());
+        },
+        RealtimeNs(),
+        [](const std::string& line) { spdlog::info("{}", line); });
+    if (auto e = role->Start()) {
+      spdlog::error("cannot enable the kernel's receive monitor: {}",
+                    e->Text());
+      return 1;
+    }
+    spdlog::info(
+        "node {}: sending and receiving roles, {} peer(s); grants "
+        "{} bytes per {} epoch while parallel traffic arrives "
+        "(hold {}, lease {} epochs)",
+        c.node_id, c.peers.size(), c.threshold_recv, FormatDuration(c.epoch_ns),
+        FormatDuration(c.hold_ns), c.lease);
+  } else {
+    spdlog::info(
+        "node {}: sending role, {} peer(s) (receiving role off: "
+        "receiver = false)",
+        c.node_id, c.peers.size());
+  }
+
+  const GrantRole* role_ptr = role ? &*role : nullptr;
+  WriteMetrics(c, sender, role_ptr);
+  uint64_t next_metrics = MonotonicNs() + c.metrics_period_ns;
+  uint64_t next_tick = MonotonicNs() + kTickNs;
+  uint64_t next_epoch = MonotonicNs();
+  std::array<uint8_t, 2048> buf{};
+  for (;;) {
+    uint64_t now = MonotonicNs();
+    if (now >= next_tick) {
+      sender.Expire(now);
+      next_tick = now + kTickNs;
+    }
+    if (now >= next_metrics) {
+      WriteMetrics(c, sender, role_ptr);
+      next_metrics = now + c.metrics_period_ns;
+    }
+    if (role && now >= next_epoch) {
+      role->Tick(now, RealtimeNs());
+      // Every epoch while busy; once a second otherwise (lost reports).
+      next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
+    }
+    uint64_t wake =
+        std::min(next_tick, c.metrics_file.empty() ? next_tick : next_metrics);
+    if (role)
+      wake = std::min(wake, next_epoch);
+    const uint64_t wait = wake > now ? wake - now : 0;
+    const timespec timeout{static_cast<time_t>(wait / 1'000'000'000),
+                           static_cast<long>(wait % 1'000'000'000)};
+    pollfd p[3] = {{sock.get(), POLLIN, 0},
+                   {signal_fd, POLLIN, 0},
+                   {role ? monitor->event_fd() : -1, POLLIN, 0}};
+    const int n = ppoll(p, 3, &timeout, nullptr);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      spdlog::error("poll: {}", std::strerror(errno));
+      return 1;
+    }
+    if (p[1].revents & POLLIN) {
+      signalfd_siginfo si{};
+      if (read(signal_fd, &si, sizeof(si)) == sizeof(si))
+        spdlog::info("{}: stopping", strsignal(static_cast<int>(si.ssi_signo)));
+      break;
+    }
+    if (role && (p[2].revents & (POLLIN | POLLERR))) {
+      now = MonotonicNs();
+      role->OnEvents(now, RealtimeNs());
+      next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
+    }
+    if (!(p[0].revents & POLLIN))
+      continue;
+    for (;;) {  // drain what is queued
+      sockaddr_storage ss{};
+      socklen_t sl = sizeof(ss);
+      const ssize_t len =
+          recvfrom(sock.get(), buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC,
+                   reinterpret_cast<sockaddr*>(&ss), &sl);
+      if (len < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+          spdlog::warn("recvfrom: {}", std::strerror(errno));
+        break;
+      }
+      const auto from = FromSockaddr(ss);
+      if (!from)
+        continue;
+      const size_t got = std::min(static_cast<size_t>(len), buf.size());
+      const Outcome o =
+          sender.Handle(std::span(buf.data(), got), *from, MonotonicNs());
+      if (o.accepted && o.message)
+        spdlog::debug(
+            "applied {} from peer {} ({} address(es))",
+            o.message->type == wire::Type::kGrant ? "GRANT" : "RELEASE",
+            o.message->sender, o.message->addresses.size());
+    }
+  }
+  if (role) {
+    const size_t n = role->granted().size();
+    role->Stop(MonotonicNs(), RealtimeNs());
+    if (n)
+      spdlog::info("released {} peer(s)", n);
+    if (auto e = monitor->Disable())
+      spdlog::warn("cannot disable the kernel's receive monitor: {}",
+                   e->Text());
+  }
+  WriteMetrics(c, sender, role_ptr);
+  return 0;
+}
+
+}  // namespace parq::parqd

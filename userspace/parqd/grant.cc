@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "grant.h"
+
+#include "satmath.h"
+
+namespace parq::parqd {
+
+std::optional<std::string> CheckPolicy(const GrantPolicy& p) {
+  if (p.hold_ns == 0)
+    return "hold must be greater than 0";
+  if (p.epoch_us < wire::kMinEpochUs || p.epoch_us > wire::kMaxEpochUs)
+    return "epoch must be between " + std::to_string(wire::kMinEpochUs) +
+           " us and " + std::to_string(wire::kMaxEpochUs) + " us";
+  if (p.lease == 0)
+    return "lease must be at least 1 epoch";
+  return std::nullopt;
+}
+
+void Granter::SawParallel(uint64_t t) {
+  if (!last_parallel_ || t > *last_parallel_)
+    last_parallel_ = t;
+}
+
+void Granter::SawLocal(uint64_t peer, uint64_t t) {
+  auto [it, inserted] = last_local_.try_emplace(peer, t);
+  if (!inserted && t > it->second)
+    it->second = t;
+}
+
+bool Granter::Recent(uint64_t now, uint64_t t) const {
+  return Elapsed(now, t) < policy_.hold_ns;
+}
+
+bool Granter::parallel_active(uint64_t now) const {
+  return last_parallel_ && Recent(now, *last_parallel_);
+}
+
+std::vector<GrantDecision> Granter::Tick(uint64_t now) {
+  const bool parallel = parallel_active(now);
+  std::set<uint64_t> peers = granted_;
+  for (const auto& [peer, t] : last_local_)
+    peers.insert(peer);
+  std::vector<GrantDecision> out;
+  for (const uint64_t peer : peers) {
+    auto it = last_local_.find(peer);
+    const bool local = it != last_local_.end() && Recent(now, it->second);
+    if (parallel && (local || granted_.count(peer))) {
+      out.push_back({peer, wire::Type::kGrant, policy_.threshold_recv});
+      granted_.insert(peer);
+    } else if (granted_.erase(peer)) {
+      out.push_back({peer, wire::Type::kRelease, 0});
+    }
+    if (!local && it != last_local_.end())
+      last_local_.erase(it);
+  }
+  return out;
+}
+
+wire::Message ToMessage(const GrantDecision& d, const GrantPolicy& p,
+                        uint64_t sender, uint64_t epoch, uint64_t sequence,
+                        const std::vector<Address>& own_addresses) {
+  wire::Message m;
+  m.type = d.type;
+  m.sender = sender;
+  m.epoch = epoch;
+  m.sequence = sequence;
+  m.epoch_us = p.epoch_us;
+  m.credit = d.type == wire::Type::kGrant ? d.credit : 0;
+  m.lease = d.type == wire::Type::kGrant ? p.lease : 0;
+  m.addresses = own_addresses;
+  return m;
+}
+
+}  // namespace parq::parqd

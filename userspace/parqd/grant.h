@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The receiving host's side: whom to grant credit, once per epoch.
+//
+// While parallel traffic is arriving (some arrived less than `hold` ago),
+// every host that is sending this host local traffic (some arrived less
+// than `hold` ago) is granted `threshold_recv` bytes per epoch (0: stop),
+// restated every epoch.  A host keeps its grant for as long as parallel
+// traffic arrives, whether or not its local traffic is still seen: the
+// grant is what holds it back (with credit 0 it sends nothing at all, and
+// with a small credit its 64 KB GSO packets leave many epochs apart), so
+// its silence says nothing about whether it still has local traffic.
+// When parallel traffic has been absent for `hold`, every granted host is
+// released: one RELEASE each.  A lost RELEASE costs at most the lease of
+// the last GRANT, after which the sending host drops the entry by itself.
+//
+// Pure: observations and ticks carry their time (CLOCK_MONOTONIC, ns).
+// An observation time later than a tick's counts as "just seen".
+
+#ifndef PARQD_GRANT_HPP
+#define PARQD_GRANT_HPP
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "result.h"
+#include "wire.h"
+
+namespace parq::parqd {
+
+struct GrantPolicy {
+  uint64_t threshold_recv = 0;  // bytes per epoch granted; 0 means stop
+  uint64_t hold_ns = 0;         // > 0
+  uint32_t epoch_us = 0;        // wire::kMinEpochUs..kMaxEpochUs
+  uint16_t lease = wire::kDefaultLeaseEpochs;  // > 0
+};
+
+// An error message naming the bad field, or nothing.
+std::optional<std::string> CheckPolicy(const GrantPolicy& p);
+
+struct GrantDecision {
+  uint64_t peer = 0;  // node id of the sending host
+  wire::Type type = wire::Type::kGrant;
+  uint64_t credit = 0;  // GRANT only
+
+  bool operator==(const GrantDecision&) const = default;
+};
+
+class Granter {
+ public:
+  // Precondition: !CheckPolicy(p).
+  explicit Granter(const GrantPolicy& p) : policy_(p) {}
+
+  void SawParallel(uint64_t t);
+  void SawLocal(uint64_t peer, uint64_t t);
+  // The kernel's monitor reported that parallel traffic stopped arriving
+  // (no parallel packet for `hold`): forget the last parallel arrival, so
+  // the next Tick releases at once instead of waiting for `hold` again.
+  void ParallelStopped() { last_parallel_.reset(); }
+
+  // The decisions for the epoch starting at `now`, by peer id.
+  std::vector<GrantDecision> Tick(uint64_t now);
+
+  bool parallel_active(uint64_t now) const;
+  const std::set<uint64_t>& granted() const { return granted_; }
+
+ private:
+  bool Recent(uint64_t now, uint64_t t) const;
+
+  GrantPolicy policy_;
+  std::optional<uint64_t> last_parallel_;
+  std::map<uint64_t, uint64_t> last_local_;  // peer -> last local arrival
+  std::set<uint64_t> granted_;               // peers holding a grant
+};
+
+// The message for `d`; `epoch` and `sequence` come from the caller's
+// clock and counter.
+wire::Message ToMessage(const GrantDecision& d, const GrantPolicy& p,
+                        uint64_t sender, uint64_t epoch, uint64_t sequence,
+                        const std::vector<Address>& own_addresses);
+
+}  // namespace parq::parqd
+
+#endif

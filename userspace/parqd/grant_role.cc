@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "grant_role.h"
+
+#include <algorithm>
+
+#include "satmath.h"
+
+namespace parq::parqd {
+
+GrantRole::GrantRole(GrantRoleConfig c, Key key, KernelMonitor& monitor,
+                     SendFn send, uint64_t realtime_ns, LogSink log)
+    : cfg_(std::move(c)),
+      key_(std::move(key)),
+      monitor_(monitor),
+      send_(std::move(send)),
+      log_(std::move(log)),
+      granter_(cfg_.policy),
+      sequence_(realtime_ns) {
+  for (const PeerConfig& p : cfg_.peers) {
+    for (const Address& a : p.addresses)
+      peer_of_.emplace(a, p.id);
+    if (!p.addresses.empty())
+      send_to_.emplace(p.id, p.addresses.front());
+  }
+}
+
+std::optional<KernelError> GrantRole::Start() {
+  return monitor_.Enable(cfg_.policy.hold_ns, std::nullopt);
+}
+
+void GrantRole::Log(uint64_t now, const std::string& line) {
+  uint64_t suppressed = 0;
+  if (!log_ || !log_limit_.Allow(now, &suppressed))
+    return;
+  if (suppressed)
+    log_("(" + std::to_string(suppressed) + " lines suppressed)");
+  log_(line);
+}
+
+bool GrantRole::busy(uint64_t now) const {
+  return granter_.parallel_active(now) || !granter_.granted().empty();
+}
+
+void GrantRole::Observe(const std::vector<PeerSample>& samples, uint64_t now) {
+  for (const PeerSample& s : samples) {
+    if (s.par_age_ns)
+      granter_.SawParallel(now - std::min(now, *s.par_age_ns));
+    auto peer = peer_of_.find(s.address);
+    if (peer == peer_of_.end())
+      continue;
+    auto [it, fresh] = last_loc_bytes_.try_emplace(s.address, s.loc_bytes);
+    const bool grew = !fresh && s.loc_bytes > it->second;
+    it->second = s.loc_bytes;
+    if (s.loc_age_ns && *s.loc_age_ns < cfg_.policy.hold_ns)
+      granter_.SawLocal(peer->second, now - std::min(now, *s.loc_age_ns));
+    else if (grew)
+      granter_.SawLocal(peer->second, now);
+  }
+}
+
+void GrantRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
+                     uint64_t realtime_ns) {
+  const uint64_t epoch = realtime_ns / epoch_ns();
+  for (const GrantDecision& d : ds) {
+    auto to = send_to_.find(d.peer);
+    if (to == send_to_.end())
+      continue;
+    const wire::Message m = ToMessage(d, cfg_.policy, cfg_.node_id, epoch,
+                                      SatAdd(sequence_, 1), cfg_.own_addresses);
+    sequence_ = m.sequence;
+    auto bytes = wire::Encode(m, key_);
+    const bool grant = d.type == wire::Type::kGrant;
+    if (!bytes.ok() || !send_(to->second, cfg_.peer_port, bytes.value())) {
+      ++counters_.send_errors;
+      Log(now, std::string("cannot send ") + (grant ? "GRANT" : "RELEASE") +
+                   " to peer " + std::to_string(d.peer) + " at " +
+                   to->second.ToString() +
+                   (bytes.ok() ? ""
+                               : std::string(": ") +
+                                     std::string(wire::Name(bytes.error()))));
+      continue;
+    }
+    (grant ? counters_.grants_sent : counters_.releases_sent)++;
+  }
+}
+
+void GrantRole::Tick(uint64_t now, uint64_t realtime_ns) {
+  auto samples = monitor_.Peers();
+  if (!samples.ok()) {
+    ++counters_.monitor_errors;
+    Log(now, "receive monitor: cannot read the source table: " +
+                 samples.error().Text());
+    // Without observations the Granter still releases when hold passes.
+  } else {
+    ++counters_.epochs;
+    Observe(samples.value(), now);
+  }
+  Decide(now, realtime_ns);
+}
+
+void GrantRole::Decide(uint64_t now, uint64_t realtime_ns) {
+  const std::set<uint64_t> before = granter_.granted();
+  const auto ds = granter_.Tick(now);
+  for (const GrantDecision& d : ds) {
+    if (d.type == wire::Type::kGrant && !before.count(d.peer))
+      Log(now, "granting peer " + std::to_string(d.peer) + " " +
+                   std::to_string(d.credit) +
+                   " bytes per epoch: parallel "
+                   "traffic is arriving");
+    else if (d.type == wire::Type::kRelease)
+      Log(now, "releasing peer " + std::to_string(d.peer));
+  }
+  Send(ds, now, realtime_ns);
+}
+
+void GrantRole::OnEvents(uint64_t now, uint64_t realtime_ns) {
+  auto evs = monitor_.ReadEvents();
+  if (!evs.ok()) {
+    // Reports were lost: the table tells the state.
+    ++counters_.monitor_errors;
+    Log(now, "receive monitor: " + evs.error().Text() +
+                 "; reading the source table instead");
+    Tick(now, realtime_ns);
+    return;
+  }
+  if (evs.value().empty())
+    return;
+  for (const MonitorEvent& e : evs.value()) {
+    if (e.active) {
+      ++counters_.monitor_starts;
+      granter_.SawParallel(now);
+    } else {
+      ++counters_.monitor_stops;
+      granter_.ParallelStopped();
+    }
+  }
+  // The last report is the current state.  A stop releases without a
+  // table dump: releasing needs no observation, and the dump (1-2 ms under
+  // QEMU/TCG) would delay the RELEASEs that end the senders' wait.
+  if (!evs.value().back().active) {
+    granter_.ParallelStopped();
+    Decide(now, realtime_ns);
+    return;
+  }
+  Tick(now, realtime_ns);
+}
+
+void GrantRole::Stop(uint64_t now, uint64_t realtime_ns) {
+  std::vector<GrantDecision> ds;
+  for (uint64_t peer : granter_.granted())
+    ds.push_back({peer, wire::Type::kRelease, 0});
+  Send(ds, now, realtime_ns);
+}
+
+std::string GrantRole::Metrics() const {
+  std::string out;
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name +
+           " counter\n" + name + " " + std::to_string(v) + "\n";
+  };
+  counter("parqd_grants_sent_total", "GRANT messages sent to peers",
+          counters_.grants_sent);
+  counter("parqd_releases_sent_total", "RELEASE messages sent to peers",
+          counters_.releases_sent);
+  counter("parqd_send_errors_total", "credit messages that could not be sent",
+          counters_.send_errors);
+  out +=
+      "# HELP parqd_monitor_events_total receive monitor reports, by kind\n"
+      "# TYPE parqd_monitor_events_total counter\n";
+  out += "parqd_monitor_events_total{kind=\"start\"} " +
+         std::to_string(counters_.monitor_starts) + "\n";
+  out += "parqd_monitor_events_total{kind=\"stop\"} " +
+         std::to_string(counters_.monitor_stops) + "\n";
+  counter("parqd_monitor_errors_total",
+          "failed reads of the receive monitor (dumps, lost reports)",
+          counters_.monitor_errors);
+  out +=
+      "# HELP parqd_peers_granted peers holding a grant now\n"
+      "# TYPE parqd_peers_granted gauge\nparqd_peers_granted " +
+      std::to_string(granter_.granted().size()) + "\n";
+  return out;
+}
+
+}  // namespace parq::parqd

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The receiving host's role of parqd: it watches what arrives through the
+// kernel's receive monitor and grants credit to the hosts sending it local
+// traffic while parallel traffic arrives (Documentation/parqd.md).
+//
+//   Start()     enables the monitor (PARQ_CMD_MON_SET, hold, DSCPs).
+//   OnEvents()  reads the monitor's start/stop reports: a start runs an
+//               epoch at once (grants go out without waiting for the next
+//               epoch), a stop releases at once (without a table dump).
+//   Tick()      once per epoch while parallel traffic is active or a peer
+//               holds a grant (and once a second otherwise, in case a
+//               report was lost): dumps the monitor's table, feeds the
+//               Granter (grant.h) with every source host's last parallel
+//               and local arrival, and sends its decisions.
+//   Stop()      releases every peer holding a grant.
+//
+// A source host counts as sending local traffic when its last local packet
+// is less than `hold` old or its local byte count grew since the previous
+// dump; only configured peers (by their addresses) are granted.  Every
+// decision is one message (GRANT: credit threshold-recv, lease `lease`
+// epochs; RELEASE) carrying this host's own addresses, sent to the peer's
+// first address at the peer port.  Epoch numbers are CLOCK_REALTIME /
+// epoch length; sequence numbers are seeded from CLOCK_REALTIME in ns and
+// increase per message (Documentation/parqd-protocol.md), so they keep
+// increasing across restarts.
+
+#ifndef PARQD_GRANT_ROLE_HPP
+#define PARQD_GRANT_ROLE_HPP
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "grant.h"
+#include "kernel.h"
+#include "key.h"
+#include "ratelimit.h"
+#include "receiver.h"
+
+namespace parq::parqd {
+
+struct GrantRoleConfig {
+  uint64_t node_id = 0;
+  GrantPolicy policy;                  // CheckPolicy() passes
+  std::vector<Address> own_addresses;  // 1..wire::kMaxAddresses
+  std::vector<PeerConfig> peers;
+  uint16_t peer_port = 0;  // peers listen on this UDP port
+};
+
+struct GrantRoleCounters {
+  uint64_t grants_sent = 0;
+  uint64_t releases_sent = 0;
+  uint64_t send_errors = 0;     // the datagram could not be sent
+  uint64_t monitor_starts = 0;  // start reports
+  uint64_t monitor_stops = 0;   // stop reports
+  uint64_t monitor_errors = 0;  // failed dumps, lost reports
+  uint64_t epochs = 0;          // Tick()s that dumped the table
+};
+
+class GrantRole {
+ public:
+  using LogSink = std::function<void(const std::string&)>;
+  // Sends one datagram to `to`:`port`; false when it failed.
+  using SendFn = std::function<bool(const Address& to, uint16_t port,
+                                    std::span<const uint8_t> bytes)>;
+
+  // `monitor` must outlive the role.  `realtime_ns`: CLOCK_REALTIME now,
+  // the seed of the sequence numbers.
+  GrantRole(GrantRoleConfig c, Key key, KernelMonitor& monitor, SendFn send,
+            uint64_t realtime_ns, LogSink log = {});
+
+  std::optional<KernelError> Start();
+  // `now`: CLOCK_MONOTONIC ns; `realtime_ns`: CLOCK_REALTIME ns.
+  void OnEvents(uint64_t now, uint64_t realtime_ns);
+  void Tick(uint64_t now, uint64_t realtime_ns);
+  void Stop(uint64_t now, uint64_t realtime_ns);
+
+  // Whether Tick() is due every epoch (parallel traffic active or a grant
+  // outstanding) rather than once a second.
+  bool busy(uint64_t now) const;
+  uint64_t epoch_ns() const { return uint64_t{cfg_.policy.epoch_us} * 1000; }
+  const std::set<uint64_t>& granted() const { return granter_.granted(); }
+  const GrantRoleCounters& counters() const { return counters_; }
+  uint64_t last_sequence() const { return sequence_; }
+
+  // The role's Prometheus metrics (appended to the daemon's file).
+  std::string Metrics() const;
+
+ private:
+  void Observe(const std::vector<PeerSample>& samples, uint64_t now);
+  // The Granter's decisions at `now`, logged and sent.
+  void Decide(uint64_t now, uint64_t realtime_ns);
+  void Send(const std::vector<GrantDecision>& ds, uint64_t now,
+            uint64_t realtime_ns);
+  void Log(uint64_t now, const std::string& line);
+
+  GrantRoleConfig cfg_;
+  Key key_;
+  KernelMonitor& monitor_;
+  SendFn send_;
+  LogSink log_;
+  Granter granter_;
+  std::map<Address, uint64_t> peer_of_;         // address -> peer id
+  std::map<uint64_t, Address> send_to_;         // peer id -> where to send
+  std::map<Address, uint64_t> last_loc_bytes_;  // per source address
+  uint64_t sequence_;
+  GrantRoleCounters counters_;
+  RateLimiter log_limit_{Receiver::kLogBurst, Receiver::kLogIntervalNs};
+};
+
+}  // namespace parq::parqd
+
+#endif

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The kernel's credit table (the "parq" generic netlink family,
+// Documentation/netlink/specs/parq.yaml) behind a small interface, so that
+// what parqd and parqctl ask of it can be tested without a kernel.
+// GenlCreditTable (kernel_genl.cc) is the libnl implementation.
+
+#ifndef PARQD_KERNEL_HPP
+#define PARQD_KERNEL_HPP
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "address.h"
+#include "result.h"
+
+namespace parq::parqd {
+
+// One request of the family.
+struct CreditRequest {
+  enum class Op : uint8_t { kSet, kDel };
+  Op op = Op::kSet;
+  std::optional<Address> address;    // kDel without one: every entry
+  uint32_t credit = 0;               // kSet: bytes per epoch
+  std::optional<uint64_t> epoch_ns;  // kSet: none = the kernel's default
+  uint64_t lease_ns = 0;             // kSet
+
+  bool operator==(const CreditRequest&) const = default;
+};
+
+// A refused request: errno and the kernel's extended-ack message, if any.
+struct KernelError {
+  int error = 0;        // positive errno
+  std::string message;  // extack text; may be empty
+
+  // "parq: no credit entry for that address (No such file or directory)"
+  std::string Text() const;
+};
+
+// An entry as the kernel reports it.
+struct KernelEntry {
+  Address address;
+  uint32_t credit = 0;
+  uint64_t epoch_ns = 0;
+  uint64_t lease_ns = 0;  // what is left
+  uint32_t used = 0;
+  uint64_t passed = 0;
+  uint64_t held = 0;
+};
+
+class KernelCreditTable {
+ public:
+  virtual ~KernelCreditTable() = default;
+  virtual std::optional<KernelError> Apply(const CreditRequest& r) = 0;
+  virtual Result<std::vector<KernelEntry>, KernelError> Dump() = 0;
+};
+
+// The family in this process's network namespace.  Fails when the family
+// is unknown (sch_parq not loaded and not loadable) with a message that
+// says so.
+Result<std::unique_ptr<KernelCreditTable>, KernelError> OpenGenlCreditTable();
+
+// --- The receive monitor (the receiving role) ---
+
+// One source host of the monitor's table (PARQ_CMD_PEER_GET).
+struct PeerSample {
+  Address address;
+  uint64_t par_packets = 0;
+  uint64_t par_bytes = 0;
+  std::optional<uint64_t> par_age_ns;  // none: no parallel packet yet
+  uint64_t loc_packets = 0;
+  uint64_t loc_bytes = 0;
+  std::optional<uint64_t> loc_age_ns;  // none: no local packet yet
+};
+
+// A report of the family's "events" group (PARQ_CMD_MON_EVENT).
+struct MonitorEvent {
+  bool active = false;            // parallel traffic started (true) or stopped
+  std::optional<Address> source;  // start: the first packet's source
+
+  bool operator==(const MonitorEvent&) const = default;
+};
+
+class KernelMonitor {
+ public:
+  virtual ~KernelMonitor() = default;
+  // PARQ_CMD_MON_SET enabled=1 with `hold_ns`; `dscp_mask`: the DSCPs of
+  // parallel traffic (none: the kernel's default).
+  virtual std::optional<KernelError> Enable(
+      uint64_t hold_ns, std::optional<uint64_t> dscp_mask) = 0;
+  virtual std::optional<KernelError> Disable() = 0;
+  virtual Result<std::vector<PeerSample>, KernelError> Peers() = 0;
+  // A descriptor that polls readable when events are queued; -1 if none.
+  virtual int event_fd() const = 0;
+  // The events queued now, without blocking.  An error (ENOBUFS: the
+  // socket overflowed and events were lost) means the caller must find the
+  // state from Peers().
+  virtual Result<std::vector<MonitorEvent>, KernelError> ReadEvents() = 0;
+};
+
+// The monitor of this process's network namespace, subscribed to the
+// family's "events" group.
+Result<std::unique_ptr<KernelMonitor>, KernelError> OpenGenlMonitor();
+
+}  // namespace parq::parqd
+
+#endif

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// parqctl: the parq credit table and qdisc statistics from the shell.
+
+#include <iostream>
+
+#include "cli.h"
+#include "ctl.h"
+
+using namespace parq::parqd;
+
+int main(int argc, char** argv) {
+  auto parsed = ParseCtlArgs(std::vector<std::string>(argv, argv + argc),
+                             std::cout, std::cerr);
+  if (const int* code = std::get_if<int>(&parsed))
+    return *code;
+  return RunCtl(std::get<CtlArgs>(parsed), OpenGenlCreditTable, std::cout,
+                std::cerr);
+}

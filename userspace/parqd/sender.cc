@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "sender.h"
+
+#include <linux/parq.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "metrics.h"
+#include "satmath.h"
+
+namespace parq::parqd {
+
+std::vector<CreditRequest> ToRequests(const wire::Message& m) {
+  std::vector<CreditRequest> out;
+  out.reserve(m.addresses.size());
+  uint64_t epoch = m.epoch_ns();
+  uint64_t credit = m.credit;
+  const uint64_t lease =
+      std::min<uint64_t>(SatMul(m.lease, epoch), PARQ_LEASE_MAX);
+  if (epoch > PARQ_EPOCH_MAX) {
+    credit = static_cast<uint64_t>(static_cast<unsigned __int128>(credit) *
+                                   PARQ_EPOCH_MAX / epoch);
+    epoch = PARQ_EPOCH_MAX;
+  }
+  for (const Address& a : m.addresses) {
+    CreditRequest r;
+    r.address = a;
+    if (m.type == wire::Type::kGrant) {
+      r.op = CreditRequest::Op::kSet;
+      r.credit =
+          static_cast<uint32_t>(std::min<uint64_t>(credit, PARQ_CREDIT_MAX));
+      r.epoch_ns = epoch;
+      r.lease_ns = lease;
+    } else {
+      r.op = CreditRequest::Op::kDel;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+Sender::Sender(Receiver rx, KernelCreditTable& kernel, LogSink log)
+    : rx_(std::move(rx)), kernel_(kernel), log_(std::move(log)) {}
+
+Outcome Sender::Handle(std::span<const uint8_t> bytes, const Address& from,
+                       uint64_t now) {
+  Outcome o = rx_.Receive(bytes, from, now);
+  if (!o.accepted || !o.message)
+    return o;
+  for (const CreditRequest& r : ToRequests(*o.message)) {
+    const bool set = r.op == CreditRequest::Op::kSet;
+    (set ? kc_.set_requests : kc_.del_requests)++;
+    auto err = kernel_.Apply(r);
+    if (!err || (!set && err->error == ENOENT))
+      continue;
+    (set ? kc_.set_errors : kc_.del_errors)++;
+    uint64_t suppressed = 0;
+    if (log_ && log_limit_.Allow(now, &suppressed)) {
+      std::string line = std::string("parqd: the kernel refused ") +
+                         (set ? "PARQ_CMD_CREDIT_SET" : "PARQ_CMD_CREDIT_DEL") +
+                         " for " + r.address->ToString() + " (peer " +
+                         std::to_string(o.message->sender) +
+                         "): " + err->Text();
+      if (suppressed)
+        line += "; " + std::to_string(suppressed) + " similar lines suppressed";
+      log_(line);
+    }
+  }
+  return o;
+}
+
+size_t Sender::Expire(uint64_t now) {
+  return rx_.Expire(now).size();
+}
+
+std::string Sender::Metrics() const {
+  std::string out = RenderPrometheus(rx_.counters(), rx_.table().size());
+  out +=
+      "# HELP parqd_kernel_requests_total Requests sent to the kernel's "
+      "credit table, by command.\n"
+      "# TYPE parqd_kernel_requests_total counter\n";
+  out += "parqd_kernel_requests_total{cmd=\"credit_set\"} " +
+         std::to_string(kc_.set_requests) + "\n";
+  out += "parqd_kernel_requests_total{cmd=\"credit_del\"} " +
+         std::to_string(kc_.del_requests) + "\n";
+  out +=
+      "# HELP parqd_kernel_errors_total Requests the kernel refused, by "
+      "command (a delete of an absent entry is not counted).\n"
+      "# TYPE parqd_kernel_errors_total counter\n";
+  out += "parqd_kernel_errors_total{cmd=\"credit_set\"} " +
+         std::to_string(kc_.set_errors) + "\n";
+  out += "parqd_kernel_errors_total{cmd=\"credit_del\"} " +
+         std::to_string(kc_.del_errors) + "\n";
+  return out;
+}
+
+}  // namespace parq::parqd

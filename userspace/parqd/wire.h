@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The parqd credit message on the wire (Documentation/parqd-protocol.md):
+// a fixed big-endian header, 1..kMaxAddresses family-tagged addresses, and
+// an HMAC-SHA-256 over everything before it.
+//
+//   Encode()  validates a Message and returns its bytes, MAC included.
+//   Decode()  is strict: it returns the Message only when every byte is as
+//             the format says, else the first WireError found.  It checks
+//             the framing (size, magic, version, address count, length)
+//             first, then the MAC, and reads the fields only once they are
+//             authenticated.  No input makes it read out of bounds.
+
+#ifndef PARQD_WIRE_HPP
+#define PARQD_WIRE_HPP
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "address.h"
+#include "key.h"
+#include "result.h"
+
+namespace parq::parqd::wire {
+
+inline constexpr uint32_t kMagic = 0x50525144;  // "PRQD"
+inline constexpr uint8_t kVersion = 1;
+
+inline constexpr size_t kHeaderBytes = 48;
+inline constexpr size_t kAddressBytes = 20;
+inline constexpr size_t kMacBytes = 32;
+inline constexpr size_t kMaxAddresses = 16;
+inline constexpr size_t kMinMessageBytes =
+    kHeaderBytes + kAddressBytes + kMacBytes;  // 100
+inline constexpr size_t kMaxMessageBytes =
+    kHeaderBytes + kMaxAddresses * kAddressBytes + kMacBytes;  // 400
+
+// Offsets of the header fields.
+inline constexpr size_t kOffMagic = 0;
+inline constexpr size_t kOffVersion = 4;
+inline constexpr size_t kOffType = 5;
+inline constexpr size_t kOffFlags = 6;
+inline constexpr size_t kOffCount = 7;
+inline constexpr size_t kOffSender = 8;
+inline constexpr size_t kOffEpoch = 16;
+inline constexpr size_t kOffSeq = 24;
+inline constexpr size_t kOffCredit = 32;
+inline constexpr size_t kOffEpochUs = 40;
+inline constexpr size_t kOffLease = 44;
+inline constexpr size_t kOffReserved = 46;
+
+// Field ranges.
+inline constexpr uint32_t kMinEpochUs = 100;         // 100 us
+inline constexpr uint32_t kMaxEpochUs = 60'000'000;  // 60 s
+inline constexpr uint16_t kDefaultLeaseEpochs = 3;
+
+enum class Type : uint8_t {
+  kGrant = 1,    // credit `credit` bytes per epoch to the addresses
+  kRelease = 2,  // drop the entries of the addresses: unlimited again
+};
+
+enum class WireError : uint8_t {
+  // Framing, checked before the MAC.
+  kShort,            // fewer than kMinMessageBytes
+  kBadMagic,         //
+  kBadVersion,       //
+  kBadAddressCount,  // 0 or more than kMaxAddresses
+  kBadLength,        // shorter than the address count needs
+  kTrailingBytes,    // longer than the address count needs
+  // Authentication.
+  kBadMac,  //
+  // Fields, checked once authenticated.
+  kBadType,           //
+  kBadFlags,          // no flag is defined in version 1
+  kBadReserved,       // a reserved byte is not zero
+  kBadSequence,       // 0 (sequence numbers start at 1)
+  kBadEpochLength,    // outside kMinEpochUs..kMaxEpochUs
+  kBadLease,          // GRANT: 0; RELEASE: not 0
+  kBadCredit,         // RELEASE: not 0
+  kBadAddressFamily,  // neither 4 nor 6
+  kBadAddress,        // non-zero padding in an address entry
+  kDuplicateAddress,  //
+  kCryptoFailure,     // libcrypto failed to compute a MAC
+};
+inline constexpr size_t kWireErrorCount =
+    static_cast<size_t>(WireError::kCryptoFailure) + 1;
+
+// A stable snake_case name, for logs and metric labels.
+std::string_view Name(WireError e);
+
+struct Message {
+  Type type = Type::kGrant;
+  uint64_t sender = 0;    // node id of the granting host
+  uint64_t epoch = 0;     // the sender's epoch number
+  uint64_t sequence = 0;  // per sender, strictly increasing, from 1
+  uint64_t credit = 0;    // bytes per epoch; 0 means stop
+  uint32_t epoch_us = 0;  // epoch length
+  uint16_t lease = 0;     // in epochs, from when the message is applied
+  std::vector<Address> addresses;  // the sender's own addresses
+
+  uint64_t epoch_ns() const { return uint64_t{epoch_us} * 1000; }
+  bool operator==(const Message&) const = default;
+};
+
+using Mac = std::array<uint8_t, kMacBytes>;
+
+// HMAC-SHA-256 of `data` under `key`.
+Result<Mac, WireError> ComputeMac(const Key& key,
+                                  std::span<const uint8_t> data);
+
+// The first rule of the format `m` breaks, if any.
+Result<std::monostate, WireError> Validate(const Message& m);
+
+Result<std::vector<uint8_t>, WireError> Encode(const Message& m,
+                                               const Key& key);
+Result<Message, WireError> Decode(std::span<const uint8_t> bytes,
+                                  const Key& key);
+
+}  // namespace parq::parqd::wire
+
+#endif
