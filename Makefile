@@ -9,6 +9,8 @@
 #                   (default build/experiments): CSV, PNG, Markdown
 #   make check      install what is missing, build, run every test
 #   make fuzz       fuzz parqd's message parser for FUZZ_TIME seconds (clang)
+#   make format     apply userspace/.clang-format (make format-check and make
+#                   tidy, the .clang-tidy checks, are in make check)
 #   make bench      the kernel benchmarks: reserved-flow dequeue cost,
 #                   per-packet cost against the kernel's qdiscs (pktgen), and
 #                   the receive monitor under a spoofed-source flood
@@ -112,7 +114,8 @@ kernel-debug:
 	scripts/kernel-debug
 
 userspace:
-	cmake -S userspace -B $(USERSPACE) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake -S userspace -B $(USERSPACE) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	cmake --build $(USERSPACE) -j2
 
 # parqd, parqctl and parq-bench as an operator would build them: the demo
@@ -124,6 +127,18 @@ tools:
 
 unit: userspace
 	ctest --test-dir $(USERSPACE) --output-on-failure
+
+# One C++ style for userspace/: its .clang-format (layout) and .clang-tidy
+# (bugs, needless copies, Google's naming), both in make check.  make format
+# applies the layout.
+USERSPACE_SOURCES = $(shell git ls-files 'userspace/*.cc' 'userspace/*.h' 2>/dev/null)
+format:
+	clang-format -i $(USERSPACE_SOURCES)
+format-check:
+	clang-format --dry-run -Werror $(USERSPACE_SOURCES)
+tidy: userspace
+	run-clang-tidy -quiet -p $(USERSPACE) -j2 '$(CURDIR)/userspace/' >$(BUILD)/tidy.log 2>&1 || \
+		{ grep -E -A3 'error:|warning:' $(BUILD)/tidy.log; exit 1; }
 
 # libFuzzer on parqd's credit message decoder and receive path, built with
 # clang (ASan+UBSan) in its own build tree, for FUZZ_TIME seconds from the
@@ -204,7 +219,7 @@ check:
 	@mkdir -p $(BUILD)
 	$(MAKE) kmod-lint
 	$(MAKE) kmod-lint KERNEL=6.12
-	$(MAKE) all unit plugin-test man-lint spec-lint fuzz
+	$(MAKE) all unit plugin-test man-lint spec-lint format-check tidy fuzz
 	$(MAKE) selftest
 	PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=10000 \
 		$(MAKE) selftest KERNEL=6.12
@@ -242,6 +257,6 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all kmod kmod-tree kmod-lint plugin userspace unit plugin-test man-lint spec-lint \
+.PHONY: all kmod kmod-tree kmod-lint plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
 	selftest bench bench-core tools demo experiments deps check install \
 	dkms-install clean fuzz kernel-debug selftest-stress check-debug

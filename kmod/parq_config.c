@@ -13,7 +13,7 @@
  *      it to them), parq_config_default(), parq_config_parse(),
  *      parq_config_apply() if it changes running state, parq_dump();
  *   4. tc-plugin/q_parq.c: usage, parse and print; tc-plugin/test-plugin.sh;
- *   5. userspace/nlfuzz/nlfuzz.cpp: its range table and the defaults it
+ *   5. userspace/nlfuzz/nlfuzz.cc: its range table and the defaults it
  *      checks after a refused message;
  *   6. selftests/parq_config.py: the defaults, a round trip and the bad
  *      values;

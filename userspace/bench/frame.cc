@@ -8,91 +8,91 @@ namespace parqbench {
 
 namespace {
 
-void put16(uint8_t* p, uint16_t v) {
+void Put16(uint8_t* p, uint16_t v) {
   p[0] = uint8_t(v >> 8);
   p[1] = uint8_t(v);
 }
 
-void put32(uint8_t* p, uint32_t v) {
+void Put32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; i++)
     p[i] = uint8_t(v >> (24 - 8 * i));
 }
 
-void put64(uint8_t* p, uint64_t v) {
+void Put64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; i++)
     p[i] = uint8_t(v >> (56 - 8 * i));
 }
 
-uint16_t get16(const uint8_t* p) {
+uint16_t Get16(const uint8_t* p) {
   return uint16_t(p[0] << 8 | p[1]);
 }
 
-uint32_t get32(const uint8_t* p) {
+uint32_t Get32(const uint8_t* p) {
   uint32_t v = 0;
   for (int i = 0; i < 4; i++)
     v = v << 8 | p[i];
   return v;
 }
 
-uint64_t get64(const uint8_t* p) {
+uint64_t Get64(const uint8_t* p) {
   uint64_t v = 0;
   for (int i = 0; i < 8; i++)
     v = v << 8 | p[i];
   return v;
 }
 
-bool known_type(uint8_t t) {
-  return t >= uint8_t(Type::Data) && t <= uint8_t(Type::End);
+bool KnownType(uint8_t t) {
+  return t >= uint8_t(Type::kData) && t <= uint8_t(Type::kEnd);
 }
 
 }  // namespace
 
-const char* type_name(Type t) {
+const char* TypeName(Type t) {
   switch (t) {
-    case Type::Data:
+    case Type::kData:
       return "data";
-    case Type::Ack:
+    case Type::kAck:
       return "ack";
-    case Type::Bulk:
+    case Type::kBulk:
       return "bulk";
-    case Type::Ready:
+    case Type::kReady:
       return "ready";
-    case Type::Hello:
+    case Type::kHello:
       return "hello";
-    case Type::Start:
+    case Type::kStart:
       return "start";
-    case Type::Done:
+    case Type::kDone:
       return "done";
-    case Type::End:
+    case Type::kEnd:
       return "end";
   }
   return "unknown";
 }
 
-void encode(const Header& h, uint8_t out[kHeaderSize]) {
-  put32(out, kMagic);
+void Encode(const Header& h, uint8_t out[kHeaderSize]) {
+  Put32(out, kMagic);
   out[4] = uint8_t(h.type);
   out[5] = 0;
-  put16(out + 6, h.src);
-  put32(out + 8, h.size);
-  put32(out + 12, 0);
-  put64(out + 16, h.seq);
-  put64(out + 24, h.ts_ns);
+  Put16(out + 6, h.src);
+  Put32(out + 8, h.size);
+  Put32(out + 12, 0);
+  Put64(out + 16, h.seq);
+  Put64(out + 24, h.ts_ns);
 }
 
-Header decode(const uint8_t in[kHeaderSize], uint32_t max_size) {
-  if (get32(in) != kMagic)
+Header Decode(const uint8_t in[kHeaderSize], uint32_t max_size) {
+  if (Get32(in) != kMagic)
     throw FrameError(
         "not a parq-bench message (bad magic); is the peer a parq-bench of the "
         "same version?");
-  if (!known_type(in[4]))
+  if (!KnownType(in[4]))
     throw FrameError("unknown message type " + std::to_string(in[4]));
   Header h;
   h.type = Type(in[4]);
-  h.src = get16(in + 6);
-  h.size = get32(in + 8);
-  h.seq = get64(in + 16);
-  h.ts_ns = get64(in + 24);
+  h.src = Get16(in + 6);
+  h.size = Get32(in + 8);
+  h.seq = Get64(in + 16);
+  h.ts_ns = Get64(in + 24);
   if (h.size < kHeaderSize || h.size > max_size)
     throw FrameError("message size " + std::to_string(h.size) + " outside [" +
                      std::to_string(kHeaderSize) + ", " +
@@ -119,7 +119,7 @@ void FrameDecoder::feed(const uint8_t* p, size_t n, std::vector<Header>& out) {
     if (have_ < kHeaderSize)
       break;
     have_ = 0;
-    cur_ = decode(hdr_);
+    cur_ = Decode(hdr_);
     skip_ = cur_.size - kHeaderSize;
     if (skip_ == 0)
       out.push_back(cur_);

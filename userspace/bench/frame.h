@@ -31,20 +31,20 @@ constexpr uint32_t kMaxTcpSize = 64u << 20;  // one message, TCP
 constexpr uint32_t kMaxUdpSize = 65507;      // one IPv4 UDP datagram
 
 enum class Type : uint8_t {
-  Data = 1,   // a pattern message; one-to-one: answered by an Ack
-  Ack = 2,    // echo of a Data message: same seq and ts_ns, header only
-  Bulk = 3,   // bulk stream message, never answered
-  Ready = 4,  // a rank is connected to all others (UDP: repeated)
-  Hello = 5,  // first message on a TCP connection between ranks
-  Start = 6,  // root begins iteration seq
-  Done = 7,   // all-to-all: a rank has sent and received all of seq
-  End = 8,    // root: the run is over
+  kData = 1,   // a pattern message; one-to-one: answered by an Ack
+  kAck = 2,    // echo of a Data message: same seq and ts_ns, header only
+  kBulk = 3,   // bulk stream message, never answered
+  kReady = 4,  // a rank is connected to all others (UDP: repeated)
+  kHello = 5,  // first message on a TCP connection between ranks
+  kStart = 6,  // root begins iteration seq
+  kDone = 7,   // all-to-all: a rank has sent and received all of seq
+  kEnd = 8,    // root: the run is over
 };
 
-const char* type_name(Type t);
+const char* TypeName(Type t);
 
 struct Header {
-  Type type = Type::Data;
+  Type type = Type::kData;
   uint16_t src = 0;
   uint32_t size = kHeaderSize;
   uint64_t seq = 0;
@@ -58,11 +58,11 @@ class FrameError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-void encode(const Header& h, uint8_t out[kHeaderSize]);
+void Encode(const Header& h, uint8_t out[kHeaderSize]);
 
 // Decodes one header; throws FrameError when it is not a parq-bench header
 // or its size is below kHeaderSize or above max_size.
-Header decode(const uint8_t in[kHeaderSize], uint32_t max_size = kMaxTcpSize);
+Header Decode(const uint8_t in[kHeaderSize], uint32_t max_size = kMaxTcpSize);
 
 // Reassembles frames from a TCP byte stream.  Payload bytes are counted
 // and skipped, never stored, so a 64 MiB message costs 32 bytes of memory.

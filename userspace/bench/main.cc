@@ -13,7 +13,7 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-void on_signal(int) {
+void OnSignal(int) {
   g_stop.store(true);
 }
 
@@ -21,32 +21,32 @@ void on_signal(int) {
 
 int main(int argc, char** argv) {
   using namespace parqbench;
-  ParseResult p = parse_command_line(argc, argv);
+  ParseResult p = ParseCommandLine(argc, argv);
   std::cout << p.out;
   std::cerr << p.err;
   if (!p.config)
     return p.exit_code;
   const Config& c = *p.config;
-  const char* role = c.role == Role::Serve  ? "serve"
-                     : c.role == Role::Bulk ? "bulk"
-                                            : "run";
+  const char* role = c.role == Role::kServe  ? "serve"
+                     : c.role == Role::kBulk ? "bulk"
+                                             : "run";
   try {
     json j;
-    if (c.role == Role::Serve) {
+    if (c.role == Role::kServe) {
       Server s(c);
       struct sigaction sa;
       std::memset(&sa, 0, sizeof(sa));
-      sa.sa_handler = on_signal;
+      sa.sa_handler = OnSignal;
       sigaction(SIGINT, &sa, nullptr);
       sigaction(SIGTERM, &sa, nullptr);
       std::cerr << "parq-bench serve: listening on " << c.listen << " ("
-                << transport_name(c.transport) << "), port " << s.port()
+                << TransportName(c.transport) << "), port " << s.port()
                 << std::endl;
       j = s.run(g_stop);
-    } else if (c.role == Role::Bulk) {
-      j = run_bulk(c);
+    } else if (c.role == Role::kBulk) {
+      j = RunBulk(c);
     } else {
-      j = run_pattern(c);
+      j = RunPattern(c);
     }
     std::cout << j.dump(2) << std::endl;
   } catch (const std::exception& e) {

@@ -24,7 +24,7 @@ namespace {
 // Zeros for message payloads.
 const uint8_t kZeros[65536] = {};
 
-timespec to_timespec(uint64_t ns) {
+timespec ToTimespec(uint64_t ns) {
   timespec ts;
   ts.tv_sec = time_t(ns / 1000000000u);
   ts.tv_nsec = long(ns % 1000000000u);
@@ -33,7 +33,7 @@ timespec to_timespec(uint64_t ns) {
 
 }  // namespace
 
-[[noreturn]] void throw_errno(const std::string& what) {
+[[noreturn]] void ThrowErrno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);
 }
 
@@ -57,7 +57,7 @@ int Fd::release() {
   return fd;
 }
 
-Addr parse_addr(const std::string& text) {
+Addr ParseAddr(const std::string& text) {
   Addr a;
   a.text = text;
   std::string host, port;
@@ -102,7 +102,7 @@ Addr parse_addr(const std::string& text) {
   return a;
 }
 
-std::string format_addr(const sockaddr* sa) {
+std::string FormatAddr(const sockaddr* sa) {
   char buf[INET6_ADDRSTRLEN] = "?";
   if (sa->sa_family == AF_INET) {
     auto* in4 = reinterpret_cast<const sockaddr_in*>(sa);
@@ -118,11 +118,11 @@ std::string format_addr(const sockaddr* sa) {
   return "?";
 }
 
-void apply_sockopts(int fd, int family, const SockOpts& o, bool tcp) {
+void ApplySockopts(int fd, int family, const SockOpts& o, bool tcp) {
   int one = 1;
   if (tcp && o.nodelay &&
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
-    throw_errno("setsockopt(TCP_NODELAY)");
+    ThrowErrno("setsockopt(TCP_NODELAY)");
   // TOS before SO_PRIORITY: setting IP_TOS also rewrites sk_priority.
   if (o.tos >= 0) {
     int tos = o.tos;
@@ -130,83 +130,83 @@ void apply_sockopts(int fd, int family, const SockOpts& o, bool tcp) {
                 ? setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos))
                 : setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
     if (r)
-      throw_errno("setsockopt(IP_TOS " + std::to_string(tos) + ")");
+      ThrowErrno("setsockopt(IP_TOS " + std::to_string(tos) + ")");
   }
   if (o.priority >= 0) {
     int prio = int(o.priority);
     if (setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio)))
-      throw_errno("setsockopt(SO_PRIORITY " + std::to_string(o.priority) +
-                  ") (values above 6 need CAP_NET_ADMIN)");
+      ThrowErrno("setsockopt(SO_PRIORITY " + std::to_string(o.priority) +
+                 ") (values above 6 need CAP_NET_ADMIN)");
   }
 }
 
-void set_nonblocking(int fd) {
+void SetNonblocking(int fd) {
   int fl = fcntl(fd, F_GETFL);
   if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-    throw_errno("fcntl(O_NONBLOCK)");
+    ThrowErrno("fcntl(O_NONBLOCK)");
 }
 
-uint16_t local_port(int fd) {
+uint16_t LocalPort(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len))
-    throw_errno("getsockname");
+    ThrowErrno("getsockname");
   if (ss.ss_family == AF_INET6)
     return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
   return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }
 
-Fd tcp_listen(const Addr& a, const SockOpts& o, int backlog) {
+Fd TcpListen(const Addr& a, const SockOpts& o, int backlog) {
   Fd s(socket(a.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!s)
-    throw_errno("socket");
+    ThrowErrno("socket");
   int one = 1;
   setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   // Accepted sockets inherit these.
-  apply_sockopts(s.get(), a.family(), o, true);
+  ApplySockopts(s.get(), a.family(), o, true);
   if (bind(s.get(), a.sa(), a.len))
-    throw_errno("bind " + a.text + " (TCP)");
+    ThrowErrno("bind " + a.text + " (TCP)");
   if (listen(s.get(), backlog))
-    throw_errno("listen " + a.text);
+    ThrowErrno("listen " + a.text);
   return s;
 }
 
-Fd udp_bind(const Addr& a, const SockOpts& o) {
+Fd UdpBind(const Addr& a, const SockOpts& o) {
   Fd s(socket(a.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!s)
-    throw_errno("socket");
-  apply_sockopts(s.get(), a.family(), o, false);
+    ThrowErrno("socket");
+  ApplySockopts(s.get(), a.family(), o, false);
   if (bind(s.get(), a.sa(), a.len))
-    throw_errno("bind " + a.text + " (UDP)");
+    ThrowErrno("bind " + a.text + " (UDP)");
   return s;
 }
 
-int poll_until(std::vector<pollfd>& fds, uint64_t deadline_ns) {
+int PollUntil(std::vector<pollfd>& fds, uint64_t deadline_ns) {
   for (;;) {
-    uint64_t now = now_ns();
-    timespec ts = to_timespec(deadline_ns > now ? deadline_ns - now : 0);
+    uint64_t now = NowNs();
+    timespec ts = ToTimespec(deadline_ns > now ? deadline_ns - now : 0);
     int r = ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (r >= 0)
       return r;
     if (errno != EINTR)
-      throw_errno("ppoll");
-    if (now_ns() >= deadline_ns)
+      ThrowErrno("ppoll");
+    if (NowNs() >= deadline_ns)
       return 0;
   }
 }
 
-Fd tcp_connect(const Addr& a, const SockOpts& o, uint64_t deadline_ns) {
+Fd TcpConnect(const Addr& a, const SockOpts& o, uint64_t deadline_ns) {
   for (;;) {
     Fd s(socket(a.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!s)
-      throw_errno("socket");
-    apply_sockopts(s.get(), a.family(), o, true);
+      ThrowErrno("socket");
+    ApplySockopts(s.get(), a.family(), o, true);
     int err = 0;
     if (connect(s.get(), a.sa(), a.len) == 0) {
       return s;
     } else if (errno == EINPROGRESS) {
       std::vector<pollfd> p{{s.get(), POLLOUT, 0}};
-      if (poll_until(p, deadline_ns) == 0)
+      if (PollUntil(p, deadline_ns) == 0)
         throw std::runtime_error("connect " + a.text +
                                  ": timed out; is parq-bench listening there?");
       socklen_t len = sizeof(err);
@@ -217,7 +217,7 @@ Fd tcp_connect(const Addr& a, const SockOpts& o, uint64_t deadline_ns) {
       err = errno;
     }
     bool retry = err == ECONNREFUSED || err == ECONNRESET || err == ETIMEDOUT;
-    if (!retry || now_ns() + 50000000 >= deadline_ns)
+    if (!retry || NowNs() + 50000000 >= deadline_ns)
       throw std::runtime_error(
           "connect " + a.text + ": " + std::strerror(err) +
           (retry ? "; is parq-bench listening there? (--connect-timeout)"
@@ -229,12 +229,12 @@ Fd tcp_connect(const Addr& a, const SockOpts& o, uint64_t deadline_ns) {
 // --- TcpConn ---------------------------------------------------------------
 
 TcpConn::TcpConn(Fd fd) : fd_(std::move(fd)) {
-  set_nonblocking(fd_.get());
+  SetNonblocking(fd_.get());
 }
 
 void TcpConn::queue(const Header& h) {
   Pending p;
-  encode(h, p.hdr);
+  Encode(h, p.hdr);
   p.size = h.size;
   p.off = 0;
   out_.push_back(p);
@@ -261,7 +261,7 @@ size_t TcpConn::flush_some() {
     if (w < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
         break;
-      throw_errno("send");
+      ThrowErrno("send");
     }
     p.off += uint32_t(w);
     total += size_t(w);
@@ -291,7 +291,7 @@ bool TcpConn::read_some(std::vector<Header>& frames) {
       continue;
     if (errno == ECONNRESET)
       return false;
-    throw_errno("read");
+    ThrowErrno("read");
   }
 }
 
@@ -307,7 +307,7 @@ class TcpMesh : public Mesh {
         names_(std::move(names)),
         inbox_(std::move(early)),
         closed_(conns_.size()),
-        progress_(now_ns()) {}
+        progress_(NowNs()) {}
 
   void send(int to, const Header& h) override {
     TcpConn& c = conn(to);
@@ -318,7 +318,7 @@ class TcpMesh : public Mesh {
       throw std::runtime_error(names_[size_t(to)] + ": " + e.what());
     }
     if (c.bytes_out() != before)
-      progress_ = now_ns();
+      progress_ = NowNs();
   }
 
   bool recv(Msg& m, uint64_t deadline_ns) override {
@@ -369,7 +369,7 @@ class TcpMesh : public Mesh {
       fds.push_back({conns_[i]->fd(), ev, 0});
       rank.push_back(i);
     }
-    if (poll_until(fds, deadline_ns) == 0)
+    if (PollUntil(fds, deadline_ns) == 0)
       return false;
     for (size_t k = 0; k < fds.size(); k++) {
       const size_t r = rank[k];
@@ -377,13 +377,13 @@ class TcpMesh : public Mesh {
       try {
         if (fds[k].revents & POLLOUT)
           if (c.flush_some())
-            progress_ = now_ns();
+            progress_ = NowNs();
         if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
           continue;
         std::vector<Header> frames;
         uint64_t before = c.bytes_in();
         bool open = c.read_some(frames);
-        uint64_t rx = now_ns();
+        uint64_t rx = NowNs();
         if (c.bytes_in() != before)
           progress_ = rx;
         for (const Header& h : frames)
@@ -416,8 +416,8 @@ class UdpMesh : public Mesh {
       : fd_(std::move(fd)),
         addrs_(std::move(addrs)),
         buf_(max_size),
-        progress_(now_ns()) {
-    set_nonblocking(fd_.get());
+        progress_(NowNs()) {
+    SetNonblocking(fd_.get());
   }
 
   void send(int to, const Header& h) override {
@@ -426,7 +426,7 @@ class UdpMesh : public Mesh {
     if (h.size > buf_.size())
       throw std::logic_error("datagram larger than the maximum");
     std::fill(buf_.begin(), buf_.begin() + h.size, 0);
-    encode(h, buf_.data());
+    Encode(h, buf_.data());
     const Addr& a = addrs_[size_t(to)];
     for (;;) {
       ssize_t w = sendto(fd_.get(), buf_.data(), h.size, 0, a.sa(), a.len);
@@ -434,7 +434,7 @@ class UdpMesh : public Mesh {
         break;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         std::vector<pollfd> p{{fd_.get(), POLLOUT, 0}};
-        poll_until(p, now_ns() + 1000000000);
+        PollUntil(p, NowNs() + 1000000000);
         continue;
       }
       if (errno == EINTR)
@@ -444,23 +444,23 @@ class UdpMesh : public Mesh {
       if (errno == ECONNREFUSED || errno == ENOBUFS || errno == EHOSTUNREACH ||
           errno == ENETUNREACH)
         break;
-      throw_errno("sendto " + a.text);
+      ThrowErrno("sendto " + a.text);
     }
-    progress_ = now_ns();
+    progress_ = NowNs();
   }
 
   bool recv(Msg& m, uint64_t deadline_ns) override {
     for (;;) {
       ssize_t r = ::recv(fd_.get(), buf_.data(), buf_.size(), MSG_DONTWAIT);
       if (r >= 0) {
-        m.rx_ns = now_ns();
+        m.rx_ns = NowNs();
         progress_ = m.rx_ns;
         if (size_t(r) < kHeaderSize) {
           malformed_++;
           continue;
         }
         try {
-          m.h = decode(buf_.data(), uint32_t(buf_.size()));
+          m.h = Decode(buf_.data(), uint32_t(buf_.size()));
         } catch (const FrameError&) {
           malformed_++;
           continue;
@@ -474,9 +474,9 @@ class UdpMesh : public Mesh {
       if (errno == EINTR || errno == ECONNREFUSED)
         continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK)
-        throw_errno("recv");
+        ThrowErrno("recv");
       std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
-      if (poll_until(p, deadline_ns) == 0)
+      if (PollUntil(p, deadline_ns) == 0)
         return false;
     }
   }
@@ -495,12 +495,12 @@ class UdpMesh : public Mesh {
 
 // Reads the Hello of a connection accepted by rank self; frames that came
 // with it (the connecting rank may already have sent Ready) go to early.
-int read_hello(TcpConn& c, int self, size_t n, uint64_t deadline_ns,
-               std::deque<Msg>& early) {
+int ReadHello(TcpConn& c, int self, size_t n, uint64_t deadline_ns,
+              std::deque<Msg>& early) {
   std::vector<Header> frames;
   while (frames.empty()) {
     std::vector<pollfd> p{{c.fd(), POLLIN, 0}};
-    if (poll_until(p, deadline_ns) == 0)
+    if (PollUntil(p, deadline_ns) == 0)
       throw std::runtime_error(
           "an accepted connection sent no hello before the connect timeout");
     if (!c.read_some(frames) && frames.empty())
@@ -508,10 +508,10 @@ int read_hello(TcpConn& c, int self, size_t n, uint64_t deadline_ns,
           "an accepted connection closed before its hello");
   }
   const Header& h = frames.front();
-  if (h.type != Type::Hello)
+  if (h.type != Type::kHello)
     throw std::runtime_error(
         "an accepted connection did not begin with a hello");
-  const uint64_t rx = now_ns();
+  const uint64_t rx = NowNs();
   for (size_t i = 1; i < frames.size(); i++)
     early.push_back({frames[i], rx, false});
   if (h.src <= self || h.src >= n)
@@ -524,35 +524,35 @@ int read_hello(TcpConn& c, int self, size_t n, uint64_t deadline_ns,
 
 }  // namespace
 
-std::unique_ptr<Mesh> tcp_mesh(const std::vector<Addr>& addrs, int self,
-                               const SockOpts& o, uint64_t deadline_ns,
-                               bool listen) {
+std::unique_ptr<Mesh> MakeTcpMesh(const std::vector<Addr>& addrs, int self,
+                                  const SockOpts& o, uint64_t deadline_ns,
+                                  bool listen) {
   std::vector<std::unique_ptr<TcpConn>> conns;
   std::vector<std::string> names;
   if (!listen) {
     conns.resize(2);
     names = {addrs.at(0).text, "self"};
     conns[0] =
-        std::make_unique<TcpConn>(tcp_connect(addrs.at(0), o, deadline_ns));
+        std::make_unique<TcpConn>(TcpConnect(addrs.at(0), o, deadline_ns));
     return std::make_unique<TcpMesh>(std::move(conns), std::move(names));
   }
   const size_t n = addrs.size();
   conns.resize(n);
   for (size_t i = 0; i < n; i++)
     names.push_back("rank " + std::to_string(i) + " (" + addrs[i].text + ")");
-  Fd ls = tcp_listen(addrs.at(size_t(self)), o, int(n) + 8);
+  Fd ls = TcpListen(addrs.at(size_t(self)), o, int(n) + 8);
   std::deque<Msg> early;
   for (int r = 0; r < self; r++) {
-    conns[size_t(r)] = std::make_unique<TcpConn>(
-        tcp_connect(addrs[size_t(r)], o, deadline_ns));
+    conns[size_t(r)] =
+        std::make_unique<TcpConn>(TcpConnect(addrs[size_t(r)], o, deadline_ns));
     Header h;
-    h.type = Type::Hello;
+    h.type = Type::kHello;
     h.src = uint16_t(self);
     conns[size_t(r)]->queue(h);
   }
   for (size_t need = n - size_t(self) - 1; need > 0;) {
     std::vector<pollfd> p{{ls.get(), POLLIN, 0}};
-    if (poll_until(p, deadline_ns) == 0)
+    if (PollUntil(p, deadline_ns) == 0)
       throw std::runtime_error("rank " + std::to_string(self) + ": " +
                                std::to_string(need) +
                                " higher rank(s) did not connect before the "
@@ -561,10 +561,10 @@ std::unique_ptr<Mesh> tcp_mesh(const std::vector<Addr>& addrs, int self,
     if (!c) {
       if (errno == EINTR || errno == ECONNABORTED)
         continue;
-      throw_errno("accept");
+      ThrowErrno("accept");
     }
     auto conn = std::make_unique<TcpConn>(std::move(c));
-    int r = read_hello(*conn, self, n, deadline_ns, early);
+    int r = ReadHello(*conn, self, n, deadline_ns, early);
     if (conns[size_t(r)])
       throw std::runtime_error("two connections claim rank " +
                                std::to_string(r));
@@ -575,16 +575,16 @@ std::unique_ptr<Mesh> tcp_mesh(const std::vector<Addr>& addrs, int self,
                                    std::move(early));
 }
 
-std::unique_ptr<Mesh> udp_mesh(const std::vector<Addr>& addrs, int self,
-                               const SockOpts& o, bool bind) {
+std::unique_ptr<Mesh> MakeUdpMesh(const std::vector<Addr>& addrs, int self,
+                                  const SockOpts& o, bool bind) {
   Fd s;
   if (bind) {
-    s = udp_bind(addrs.at(size_t(self)), o);
+    s = UdpBind(addrs.at(size_t(self)), o);
   } else {
     s = Fd(socket(addrs.at(0).family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!s)
-      throw_errno("socket");
-    apply_sockopts(s.get(), addrs.at(0).family(), o, false);
+      ThrowErrno("socket");
+    ApplySockopts(s.get(), addrs.at(0).family(), o, false);
   }
   return std::make_unique<UdpMesh>(std::move(s), addrs, kMaxUdpSize + 1);
 }

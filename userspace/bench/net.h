@@ -30,8 +30,8 @@ struct Addr {
 
 // Parses ADDR:PORT (IPv4) or [ADDR]:PORT (IPv6), numeric only; throws
 // std::invalid_argument with a message naming the bad text.
-Addr parse_addr(const std::string& text);
-std::string format_addr(const sockaddr* sa);
+Addr ParseAddr(const std::string& text);
+std::string FormatAddr(const sockaddr* sa);
 
 // Marking of the sockets, so that a qdisc can classify the traffic:
 // IP_TOS / IPV6_TCLASS (parq's dscp-parallel) and SO_PRIORITY (a tc classid).
@@ -58,20 +58,20 @@ class Fd {
   int fd_ = -1;
 };
 
-[[noreturn]] void throw_errno(const std::string& what);
+[[noreturn]] void ThrowErrno(const std::string& what);
 
-void apply_sockopts(int fd, int family, const SockOpts& o, bool tcp);
-void set_nonblocking(int fd);
-uint16_t local_port(int fd);
+void ApplySockopts(int fd, int family, const SockOpts& o, bool tcp);
+void SetNonblocking(int fd);
+uint16_t LocalPort(int fd);
 
-Fd tcp_listen(const Addr& a, const SockOpts& o, int backlog = 64);
-Fd udp_bind(const Addr& a, const SockOpts& o);
+Fd TcpListen(const Addr& a, const SockOpts& o, int backlog = 64);
+Fd UdpBind(const Addr& a, const SockOpts& o);
 // Connects, retrying refused connections (the peer may not listen yet)
 // until deadline_ns; throws with the address and reason when it cannot.
-Fd tcp_connect(const Addr& a, const SockOpts& o, uint64_t deadline_ns);
+Fd TcpConnect(const Addr& a, const SockOpts& o, uint64_t deadline_ns);
 
 // ppoll until deadline_ns (CLOCK_MONOTONIC); returns poll's count.
-int poll_until(std::vector<pollfd>& fds, uint64_t deadline_ns);
+int PollUntil(std::vector<pollfd>& fds, uint64_t deadline_ns);
 
 // One TCP connection carrying framed messages.  Nonblocking: queue()
 // never blocks, output is written as the socket takes it.
@@ -129,13 +129,13 @@ class Mesh {
 // until deadline_ns) and accepts every higher one; a Hello frame names the
 // connecting rank.  One-to-one: pass listen = false and addrs = {server},
 // self = 1; only the connection to rank 0 is made.
-std::unique_ptr<Mesh> tcp_mesh(const std::vector<Addr>& addrs, int self,
-                               const SockOpts& o, uint64_t deadline_ns,
-                               bool listen = true);
+std::unique_ptr<Mesh> MakeTcpMesh(const std::vector<Addr>& addrs, int self,
+                                  const SockOpts& o, uint64_t deadline_ns,
+                                  bool listen = true);
 // UDP: one socket bound to addrs[self] (or to an ephemeral port when
 // bind == false); datagrams to addrs[to].  Rank = the header's src.  Any
 // datagram up to kMaxUdpSize is received, whatever this rank sends.
-std::unique_ptr<Mesh> udp_mesh(const std::vector<Addr>& addrs, int self,
-                               const SockOpts& o, bool bind = true);
+std::unique_ptr<Mesh> MakeUdpMesh(const std::vector<Addr>& addrs, int self,
+                                  const SockOpts& o, bool bind = true);
 
 }  // namespace parqbench

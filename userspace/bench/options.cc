@@ -9,25 +9,25 @@
 
 namespace parqbench {
 
-const char* pattern_name(Pattern p) {
+const char* PatternName(Pattern p) {
   switch (p) {
-    case Pattern::OneToOne:
+    case Pattern::kOneToOne:
       return "one-to-one";
-    case Pattern::Barrier:
+    case Pattern::kBarrier:
       return "barrier";
-    case Pattern::ManyToOne:
+    case Pattern::kManyToOne:
       return "many-to-one";
-    case Pattern::AllToAll:
+    case Pattern::kAllToAll:
       return "all-to-all";
   }
   return "?";
 }
 
-const char* transport_name(Transport t) {
-  return t == Transport::Udp ? "udp" : "tcp";
+const char* TransportName(Transport t) {
+  return t == Transport::kUdp ? "udp" : "tcp";
 }
 
-std::optional<int64_t> parse_priority(const std::string& s) {
+std::optional<int64_t> ParsePriority(const std::string& s) {
   auto num = [](const std::string& t, int base) -> std::optional<uint64_t> {
     if (t.empty() || t.size() > 16 || t[0] == '-' || t[0] == '+')
       return std::nullopt;
@@ -52,7 +52,7 @@ std::optional<int64_t> parse_priority(const std::string& s) {
 
 namespace {
 
-const char* kRunFooter =
+const char* k_run_footer =
     R"(Patterns (rank 0 is the root; every rank of a collective runs `run` with the
 same --peers list and its own --rank):
   one-to-one   a client and a `parq-bench serve`: --peers SERVER.  Message i
@@ -92,23 +92,24 @@ Loss (UDP): a message (iteration) without its reply (all its messages) within
 
 // Every CLI11 error becomes exit code 2 (a usage error), with CLI11's
 // message and where to look.
-int usage_exit(CLI::App& app, const CLI::Error& e, std::ostringstream& out,
-               std::ostringstream& err) {
+int UsageExit(CLI::App& app, const CLI::Error& e, std::ostringstream& out,
+              std::ostringstream& err) {
   int code = app.exit(e, out, err);
   return code == 0 ? 0 : 2;
 }
 
 }  // namespace
 
-ParseResult parse_command_line(const std::vector<std::string>& args) {
+ParseResult ParseCommandLine(const std::vector<std::string>& args) {
   std::vector<const char*> argv;
+  argv.reserve(args.size() + 1);
   for (const auto& a : args)
     argv.push_back(a.c_str());
   argv.push_back(nullptr);
-  return parse_command_line(int(args.size()), argv.data());
+  return ParseCommandLine(int(args.size()), argv.data());
 }
 
-ParseResult parse_command_line(int argc, const char* const* argv) {
+ParseResult ParseCommandLine(int argc, const char* const* argv) {
   ParseResult res;
   Config c;
   std::ostringstream out, err;
@@ -128,10 +129,10 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   uint64_t seed = 0;
 
   const std::map<std::string, Pattern> patterns{
-      {"one-to-one", Pattern::OneToOne},
-      {"barrier", Pattern::Barrier},
-      {"many-to-one", Pattern::ManyToOne},
-      {"all-to-all", Pattern::AllToAll},
+      {"one-to-one", Pattern::kOneToOne},
+      {"barrier", Pattern::kBarrier},
+      {"many-to-one", Pattern::kManyToOne},
+      {"all-to-all", Pattern::kAllToAll},
   };
 
   auto marking = [&](CLI::App* sub) {
@@ -216,7 +217,7 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       ->capture_default_str();
   transport(run);
   marking(run);
-  run->footer(kRunFooter);
+  run->footer(k_run_footer);
 
   auto* bulk = app.add_subcommand(
       "bulk",
@@ -261,7 +262,7 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    res.exit_code = usage_exit(app, e, out, err);
+    res.exit_code = UsageExit(app, e, out, err);
     res.out = out.str();
     res.err = err.str();
     return res;
@@ -274,9 +275,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
     return res;
   };
 
-  c.transport = udp ? Transport::Udp : Transport::Tcp;
+  c.transport = udp ? Transport::kUdp : Transport::kTcp;
   if (!priority.empty()) {
-    auto p = parse_priority(priority);
+    auto p = ParsePriority(priority);
     if (!p)
       return fail(
           app.get_subcommands().front()->get_name(),
@@ -290,32 +291,32 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
 
   try {
     if (*serve) {
-      c.role = Role::Serve;
+      c.role = Role::kServe;
       c.listen = listen;
-      parse_addr(listen);
+      ParseAddr(listen);
     } else if (*bulk) {
-      c.role = Role::Bulk;
-      c.to = parse_addr(to);
+      c.role = Role::kBulk;
+      c.to = ParseAddr(to);
     } else {
-      c.role = Role::Run;
+      c.role = Role::kRun;
       if (!pattern_s.empty())
         c.pattern = patterns.at(pattern_s);
       for (const auto& p : peers)
-        c.peers.push_back(parse_addr(p));
+        c.peers.push_back(ParseAddr(p));
     }
   } catch (const std::invalid_argument& e) {
     return fail(app.get_subcommands().front()->get_name(), e.what());
   }
 
-  if (c.role == Role::Run) {
-    if (c.transport == Transport::Udp && c.size > kMaxUdpSize)
+  if (c.role == Role::kRun) {
+    if (c.transport == Transport::kUdp && c.size > kMaxUdpSize)
       return fail("run", "--size " + std::to_string(c.size) +
                              " is above the largest UDP datagram (" +
                              std::to_string(kMaxUdpSize) +
                              "); use --tcp or a smaller --size");
     if (c.exponential && c.interval_us == 0)
       return fail("run", "--exp needs a mean: give --interval in microseconds");
-    if (c.pattern == Pattern::OneToOne) {
+    if (c.pattern == Pattern::kOneToOne) {
       if (c.peers.size() != 1)
         return fail("run",
                     "--pattern one-to-one takes one peer (the server), got " +
@@ -326,12 +327,12 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
     } else {
       if (c.peers.size() < 2)
         return fail("run",
-                    std::string("--pattern ") + pattern_name(c.pattern) +
+                    std::string("--pattern ") + PatternName(c.pattern) +
                         " needs the addresses of at least 2 ranks in --peers");
       if (c.peers.size() > 65535)
         return fail("run", "at most 65535 ranks");
       if (!run->count("--rank"))
-        return fail("run", std::string("--pattern ") + pattern_name(c.pattern) +
+        return fail("run", std::string("--pattern ") + PatternName(c.pattern) +
                                " needs --rank (0 for the root, 1.." +
                                std::to_string(c.peers.size() - 1) +
                                " for the others)");

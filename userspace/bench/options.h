@@ -14,17 +14,17 @@
 
 namespace parqbench {
 
-enum class Role { Serve, Run, Bulk };
-enum class Pattern { OneToOne, Barrier, ManyToOne, AllToAll };
-enum class Transport { Tcp, Udp };
+enum class Role { kServe, kRun, kBulk };
+enum class Pattern { kOneToOne, kBarrier, kManyToOne, kAllToAll };
+enum class Transport { kTcp, kUdp };
 
-const char* pattern_name(Pattern p);
-const char* transport_name(Transport t);
+const char* PatternName(Pattern p);
+const char* TransportName(Transport t);
 
 struct Config {
-  Role role = Role::Run;
-  Transport transport = Transport::Tcp;
-  Pattern pattern = Pattern::OneToOne;
+  Role role = Role::kRun;
+  Transport transport = Transport::kTcp;
+  Pattern pattern = Pattern::kOneToOne;
 
   std::string listen;       // serve
   std::vector<Addr> peers;  // run
@@ -43,7 +43,9 @@ struct Config {
   SockOpts sock;
 
   uint32_t effective_timeout_ms() const {
-    return timeout_ms ? timeout_ms : transport == Transport::Udp ? 1000 : 10000;
+    return timeout_ms                     ? timeout_ms
+           : transport == Transport::kUdp ? 1000
+                                          : 10000;
   }
 };
 
@@ -53,10 +55,10 @@ struct ParseResult {
   std::string out, err;          // and print these (help, errors)
 };
 
-ParseResult parse_command_line(int argc, const char* const* argv);
-ParseResult parse_command_line(const std::vector<std::string>& args);
+ParseResult ParseCommandLine(int argc, const char* const* argv);
+ParseResult ParseCommandLine(const std::vector<std::string>& args);
 
 // "1:1" (a tc classid, hex, as SO_PRIORITY 0x10001) or a plain number.
-std::optional<int64_t> parse_priority(const std::string& s);
+std::optional<int64_t> ParsePriority(const std::string& s);
 
 }  // namespace parqbench

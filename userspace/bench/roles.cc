@@ -32,13 +32,13 @@ namespace {
 constexpr uint64_t kMs = 1000000;
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
-json common_json(const Config& c) {
+json CommonJson(const Config& c) {
   json j;
   j["tool"] = "parq-bench";
   j["format"] = 1;
   j["mode"] = "run";
-  j["pattern"] = pattern_name(c.pattern);
-  j["transport"] = transport_name(c.transport);
+  j["pattern"] = PatternName(c.pattern);
+  j["transport"] = TransportName(c.transport);
   json peers = json::array();
   for (const auto& p : c.peers)
     peers.push_back(p.text);
@@ -52,7 +52,7 @@ json common_json(const Config& c) {
   return j;
 }
 
-Header make(Type t, uint16_t src, uint32_t size, uint64_t seq,
+Header Make(Type t, uint16_t src, uint32_t size, uint64_t seq,
             uint64_t ts = 0) {
   Header h;
   h.type = t;
@@ -63,19 +63,19 @@ Header make(Type t, uint16_t src, uint32_t size, uint64_t seq,
   return h;
 }
 
-std::unique_ptr<Mesh> make_mesh(const Config& c, bool one_to_one) {
-  const uint64_t deadline = now_ns() + c.connect_timeout_ms * kMs;
-  if (c.transport == Transport::Tcp) {
+std::unique_ptr<Mesh> MakeMesh(const Config& c, bool one_to_one) {
+  const uint64_t deadline = NowNs() + c.connect_timeout_ms * kMs;
+  if (c.transport == Transport::kTcp) {
     if (one_to_one)
-      return tcp_mesh({c.peers.at(0)}, 1, c.sock, deadline, false);
-    return tcp_mesh(c.peers, c.rank, c.sock, deadline, true);
+      return MakeTcpMesh({c.peers.at(0)}, 1, c.sock, deadline, false);
+    return MakeTcpMesh(c.peers, c.rank, c.sock, deadline, true);
   }
-  return udp_mesh(c.peers, one_to_one ? 1 : c.rank, c.sock, !one_to_one);
+  return MakeUdpMesh(c.peers, one_to_one ? 1 : c.rank, c.sock, !one_to_one);
 }
 
 }  // namespace
 
-json summary_json(const Summary& s) {
+json SummaryJson(const Summary& s) {
   json j;
   j["count"] = s.count;
   if (s.count == 0) {
@@ -94,20 +94,20 @@ json summary_json(const Summary& s) {
 
 // --- server ----------------------------------------------------------------
 
-Server::Server(const Config& c) : c_(c), addr_(parse_addr(c.listen)) {
-  if (c_.transport == Transport::Tcp)
-    fd_ = tcp_listen(addr_, c_.sock);
+Server::Server(const Config& c) : c_(c), addr_(ParseAddr(c.listen)) {
+  if (c_.transport == Transport::kTcp)
+    fd_ = TcpListen(addr_, c_.sock);
   else
-    fd_ = udp_bind(addr_, c_.sock);
-  set_nonblocking(fd_.get());
+    fd_ = UdpBind(addr_, c_.sock);
+  SetNonblocking(fd_.get());
 }
 
 uint16_t Server::port() const {
-  return local_port(fd_.get());
+  return LocalPort(fd_.get());
 }
 
 json Server::run(const std::atomic<bool>& stop) {
-  return c_.transport == Transport::Tcp ? run_tcp(stop) : run_udp(stop);
+  return c_.transport == Transport::kTcp ? run_tcp(stop) : run_udp(stop);
 }
 
 json Server::run_tcp(const std::atomic<bool>& stop) {
@@ -126,7 +126,7 @@ json Server::run_tcp(const std::atomic<bool>& stop) {
                      short((cl.closing ? 0 : POLLIN) |
                            (cl.conn->want_write() ? POLLOUT : 0)),
                      0});
-    if (poll_until(fds, now_ns() + 100 * kMs) == 0)
+    if (PollUntil(fds, NowNs() + 100 * kMs) == 0)
       continue;
     for (size_t i = 0; i < clients.size(); i++) {
       Client& cl = clients[i];
@@ -141,13 +141,13 @@ json Server::run_tcp(const std::atomic<bool>& stop) {
           bool open = cl.conn->read_some(frames);
           bytes += cl.conn->bytes_in() - before;
           for (const Header& h : frames) {
-            if (h.type == Type::Data) {
+            if (h.type == Type::kData) {
               data++;
-              cl.conn->queue(make(Type::Ack, 0, kHeaderSize, h.seq, h.ts_ns));
-            } else if (h.type == Type::Bulk) {
+              cl.conn->queue(Make(Type::kAck, 0, kHeaderSize, h.seq, h.ts_ns));
+            } else if (h.type == Type::kBulk) {
               bulk++;
             } else {
-              throw FrameError(std::string("unexpected ") + type_name(h.type) +
+              throw FrameError(std::string("unexpected ") + TypeName(h.type) +
                                " message; collective ranks talk to each "
                                "other, not to serve");
             }
@@ -176,7 +176,7 @@ json Server::run_tcp(const std::atomic<bool>& stop) {
       if (c) {
         connections++;
         clients.push_back({std::make_unique<TcpConn>(std::move(c)),
-                           format_addr(reinterpret_cast<sockaddr*>(&ss)),
+                           FormatAddr(reinterpret_cast<sockaddr*>(&ss)),
                            false});
       }
     }
@@ -206,9 +206,9 @@ json Server::run_udp(const std::atomic<bool>& stop) {
                          reinterpret_cast<sockaddr*>(&ss), &len);
     if (r < 0) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        throw_errno("recvfrom");
+        ThrowErrno("recvfrom");
       std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
-      poll_until(p, now_ns() + 100 * kMs);
+      PollUntil(p, NowNs() + 100 * kMs);
       continue;
     }
     bytes += uint64_t(r);
@@ -216,8 +216,8 @@ json Server::run_udp(const std::atomic<bool>& stop) {
     try {
       if (size_t(r) < kHeaderSize)
         throw FrameError("short");
-      h = decode(buf.data(), kMaxUdpSize);
-      if (h.size != size_t(r) || h.type != Type::Data)
+      h = Decode(buf.data(), kMaxUdpSize);
+      if (h.size != size_t(r) || h.type != Type::kData)
         throw FrameError("not data");
     } catch (const FrameError&) {
       malformed++;
@@ -225,7 +225,7 @@ json Server::run_udp(const std::atomic<bool>& stop) {
     }
     data++;
     uint8_t ack[kHeaderSize];
-    encode(make(Type::Ack, 0, kHeaderSize, h.seq, h.ts_ns), ack);
+    Encode(Make(Type::kAck, 0, kHeaderSize, h.seq, h.ts_ns), ack);
     // A reply that does not fit in the socket buffer is lost, as
     // UDP loses it anywhere else; the client counts it.
     sendto(fd_.get(), ack, sizeof(ack), MSG_DONTWAIT,
@@ -245,33 +245,33 @@ json Server::run_udp(const std::atomic<bool>& stop) {
 
 // --- run -------------------------------------------------------------------
 
-json run_pattern(const Config& c) {
-  return c.pattern == Pattern::OneToOne ? run_one_to_one(c) : run_collective(c);
+json RunPattern(const Config& c) {
+  return c.pattern == Pattern::kOneToOne ? RunOneToOne(c) : RunCollective(c);
 }
 
-json run_one_to_one(const Config& c) {
-  const bool udp = c.transport == Transport::Udp;
+json RunOneToOne(const Config& c) {
+  const bool udp = c.transport == Transport::kUdp;
   const bool closed_loop = c.interval_us == 0;
   const uint64_t timeout = c.effective_timeout_ms() * kMs;
-  auto mesh = make_mesh(c, true);
+  auto mesh = MakeMesh(c, true);
   Arrivals arrivals(c.interval_us * 1000, c.exponential, c.seed);
 
-  enum : uint8_t { Outstanding, Answered, Lost };
+  enum : uint8_t { kOutstanding, kAnswered, kLost };
   std::vector<uint64_t> sent_at(c.count);
-  std::vector<uint8_t> state(c.count, Outstanding);
+  std::vector<uint8_t> state(c.count, kOutstanding);
   std::vector<uint64_t> lat;
   lat.reserve(c.count);
   uint64_t next_seq = 0, oldest = 0, outstanding = 0, lost = 0, late = 0,
            unexpected = 0;
   uint64_t first = 0, last_event = 0;
-  uint64_t next_send = now_ns();
+  uint64_t next_send = NowNs();
 
   // UDP: messages whose reply is overdue become lost.
   auto expire = [&](uint64_t now) {
-    while (oldest < next_seq &&
-           (state[oldest] != Outstanding || sent_at[oldest] + timeout <= now)) {
-      if (state[oldest] == Outstanding) {
-        state[oldest] = Lost;
+    while (oldest < next_seq && (state[oldest] != kOutstanding ||
+                                 sent_at[oldest] + timeout <= now)) {
+      if (state[oldest] == kOutstanding) {
+        state[oldest] = kLost;
         lost++;
         outstanding--;
         last_event = sent_at[oldest] + timeout;
@@ -281,11 +281,11 @@ json run_one_to_one(const Config& c) {
   };
 
   for (;;) {
-    uint64_t now = now_ns();
+    uint64_t now = NowNs();
     if (next_seq < c.count &&
         (closed_loop ? outstanding == 0 : now >= next_send)) {
-      uint64_t ts = now_ns();
-      mesh->send(0, make(Type::Data, 1, c.size, next_seq, ts));
+      uint64_t ts = NowNs();
+      mesh->send(0, Make(Type::kData, 1, c.size, next_seq, ts));
       sent_at[next_seq] = ts;
       if (next_seq == 0)
         first = ts;
@@ -314,22 +314,22 @@ json run_one_to_one(const Config& c) {
       if (m.eof)
         throw std::runtime_error("the server " + c.peers[0].text +
                                  " closed the connection during the run");
-      if (m.h.type != Type::Ack || m.h.seq >= next_seq) {
+      if (m.h.type != Type::kAck || m.h.seq >= next_seq) {
         unexpected++;
         continue;
       }
       uint64_t s = m.h.seq;
-      if (state[s] != Outstanding) {
+      if (state[s] != kOutstanding) {
         late++;  // answered after it was counted lost, or twice
         continue;
       }
-      state[s] = Answered;
+      state[s] = kAnswered;
       outstanding--;
       lat.push_back(m.rx_ns - sent_at[s]);
       last_event = std::max(last_event, m.rx_ns);
       continue;
     }
-    now = now_ns();
+    now = NowNs();
     if (udp)
       expire(now);
     else if (outstanding && now >= mesh->last_progress_ns() + timeout)
@@ -340,7 +340,7 @@ json run_one_to_one(const Config& c) {
           " replies outstanding (raise --timeout if the path is that slow)");
   }
 
-  json j = common_json(c);
+  json j = CommonJson(c);
   j["role"] = "client";
   j["sent"] = next_seq;
   j["received"] = lat.size();
@@ -349,16 +349,16 @@ json run_one_to_one(const Config& c) {
   j["unexpected"] = unexpected + mesh->malformed();
   j["completion_ns"] = last_event >= first ? last_event - first : 0;
   j["latency_of"] = "message round trip";
-  Summary s = summarize(lat);
-  j["latency_ns"] = summary_json(s);
+  Summary s = Summarize(lat);
+  j["latency_ns"] = SummaryJson(s);
   return j;
 }
 
 namespace {
 
 // The root of a collective: starts and times the iterations.
-json collective_root(const Config& c, Mesh& mesh) {
-  const bool udp = c.transport == Transport::Udp;
+json CollectiveRoot(const Config& c, Mesh& mesh) {
+  const bool udp = c.transport == Transport::kUdp;
   const size_t n = c.peers.size();
   const uint64_t timeout = c.effective_timeout_ms() * kMs;
   const Pattern pat = c.pattern;
@@ -370,7 +370,7 @@ json collective_root(const Config& c, Mesh& mesh) {
   std::vector<uint8_t> ready(n);
   ready[0] = 1;
   size_t nready = 1;
-  const uint64_t connect_deadline = now_ns() + c.connect_timeout_ms * kMs;
+  const uint64_t connect_deadline = NowNs() + c.connect_timeout_ms * kMs;
   while (nready < n) {
     Msg m;
     if (!mesh.recv(m, connect_deadline)) {
@@ -386,7 +386,7 @@ json collective_root(const Config& c, Mesh& mesh) {
     if (m.eof)
       throw std::runtime_error("rank " + std::to_string(m.h.src) +
                                " closed its connection before the start");
-    if (m.h.type == Type::Ready && check_src(m) && !ready[m.h.src]) {
+    if (m.h.type == Type::kReady && check_src(m) && !ready[m.h.src]) {
       ready[m.h.src] = 1;
       nready++;
     }
@@ -397,11 +397,11 @@ json collective_root(const Config& c, Mesh& mesh) {
   iters.reserve(c.count);
   std::vector<uint8_t> got_data(n), got_done(n);
   uint64_t first = 0, last_end = 0;
-  uint64_t next_start = now_ns();
+  uint64_t next_start = NowNs();
 
   for (uint64_t k = 0; k < c.count; k++) {
     // Wait for the scheduled start, reading (and ignoring) stragglers.
-    for (Msg m; now_ns() < next_start;) {
+    for (Msg m; NowNs() < next_start;) {
       if (mesh.recv(m, next_start)) {
         if (m.eof)
           throw std::runtime_error("rank " + std::to_string(m.h.src) +
@@ -412,20 +412,20 @@ json collective_root(const Config& c, Mesh& mesh) {
     std::fill(got_data.begin(), got_data.end(), 0);
     std::fill(got_done.begin(), got_done.end(), 0);
     size_t ndata = 0, ndone = 0;
-    const uint64_t t0 = now_ns();
+    const uint64_t t0 = NowNs();
     if (k == 0)
       first = t0;
-    const uint32_t start_size = pat == Pattern::Barrier ? c.size : kHeaderSize;
+    const uint32_t start_size = pat == Pattern::kBarrier ? c.size : kHeaderSize;
     for (size_t r = 1; r < n; r++) {
-      mesh.send(int(r), make(Type::Start, 0, start_size, k, t0));
+      mesh.send(int(r), Make(Type::kStart, 0, start_size, k, t0));
       sent++;
-      if (pat == Pattern::AllToAll) {
-        mesh.send(int(r), make(Type::Data, 0, c.size, k, t0));
+      if (pat == Pattern::kAllToAll) {
+        mesh.send(int(r), Make(Type::kData, 0, c.size, k, t0));
         sent++;
       }
     }
     auto complete = [&] {
-      return ndata == n - 1 && (pat != Pattern::AllToAll || ndone == n - 1);
+      return ndata == n - 1 && (pat != Pattern::kAllToAll || ndone == n - 1);
     };
     uint64_t end = 0;
     while (!complete()) {
@@ -435,7 +435,7 @@ json collective_root(const Config& c, Mesh& mesh) {
       if (!mesh.recv(m, deadline)) {
         if (udp)
           break;
-        if (now_ns() < mesh.last_progress_ns() + timeout)
+        if (NowNs() < mesh.last_progress_ns() + timeout)
           continue;
         throw std::runtime_error(
             "iteration " + std::to_string(k) + ": no data moved for " +
@@ -450,14 +450,14 @@ json collective_root(const Config& c, Mesh& mesh) {
         unexpected++;
         continue;
       }
-      if (m.h.seq != k || m.h.type == Type::Ready) {
+      if (m.h.seq != k || m.h.type == Type::kReady) {
         stale++;
         continue;
       }
-      if (m.h.type == Type::Data && !got_data[m.h.src]) {
+      if (m.h.type == Type::kData && !got_data[m.h.src]) {
         got_data[m.h.src] = 1;
         ndata++;
-      } else if (m.h.type == Type::Done && pat == Pattern::AllToAll &&
+      } else if (m.h.type == Type::kDone && pat == Pattern::kAllToAll &&
                  !got_done[m.h.src]) {
         got_done[m.h.src] = 1;
         ndone++;
@@ -481,16 +481,16 @@ json collective_root(const Config& c, Mesh& mesh) {
   // The end; TCP: wait until every rank has read it and closed.
   for (int rep = 0; rep < (udp ? 3 : 1); rep++)
     for (size_t r = 1; r < n; r++)
-      mesh.send(int(r), make(Type::End, 0, kHeaderSize, c.count));
+      mesh.send(int(r), Make(Type::kEnd, 0, kHeaderSize, c.count));
   if (!udp) {
-    const uint64_t deadline = now_ns() + timeout;
+    const uint64_t deadline = NowNs() + timeout;
     mesh.flush(deadline);
     size_t closed = 0;
     for (Msg m; closed < n - 1 && mesh.recv(m, deadline);)
       closed += m.eof;
   }
 
-  json j = common_json(c);
+  json j = CommonJson(c);
   j["role"] = "root";
   j["rank"] = c.rank;
   j["ranks"] = n;
@@ -501,14 +501,14 @@ json collective_root(const Config& c, Mesh& mesh) {
   j["unexpected"] = unexpected + mesh.malformed();
   j["completion_ns"] = last_end - first;
   j["latency_of"] = "iteration";
-  Summary s = summarize(iters);
-  j["latency_ns"] = summary_json(s);
+  Summary s = Summarize(iters);
+  j["latency_ns"] = SummaryJson(s);
   return j;
 }
 
 // Any other rank: answers the root's iterations until End.
-json collective_member(const Config& c, Mesh& mesh) {
-  const bool udp = c.transport == Transport::Udp;
+json CollectiveMember(const Config& c, Mesh& mesh) {
+  const bool udp = c.transport == Transport::kUdp;
   const size_t n = c.peers.size();
   const uint16_t self = uint16_t(c.rank);
   const uint64_t idle = uint64_t(c.idle_timeout_s) * 1000 * kMs;
@@ -516,9 +516,9 @@ json collective_member(const Config& c, Mesh& mesh) {
   uint64_t sent = 0, received = 0, stale = 0, unexpected = 0;
 
   bool heard_root = false;
-  uint64_t next_ready = now_ns(), last_heard = now_ns();
+  uint64_t next_ready = NowNs(), last_heard = NowNs();
   if (!udp) {
-    mesh.send(0, make(Type::Ready, self, kHeaderSize, 0));
+    mesh.send(0, Make(Type::kReady, self, kHeaderSize, 0));
     next_ready = kNever;
   }
 
@@ -536,7 +536,7 @@ json collective_member(const Config& c, Mesh& mesh) {
   };
   auto maybe_done = [&] {
     if (started && !done && ngot == n - 1) {
-      mesh.send(0, make(Type::Done, self, kHeaderSize, cur));
+      mesh.send(0, Make(Type::kDone, self, kHeaderSize, cur));
       sent++;
       done = true;
     }
@@ -544,15 +544,15 @@ json collective_member(const Config& c, Mesh& mesh) {
   uint64_t last_start = kNever;  // barrier, many-to-one: last Start answered
 
   for (;;) {
-    uint64_t now = now_ns();
+    uint64_t now = NowNs();
     if (udp && !heard_root && now >= next_ready) {
-      mesh.send(0, make(Type::Ready, self, kHeaderSize, 0));
+      mesh.send(0, Make(Type::kReady, self, kHeaderSize, 0));
       next_ready = now + 50 * kMs;
     }
     uint64_t deadline = std::min(next_ready, last_heard + idle);
     Msg m;
     if (!mesh.recv(m, deadline)) {
-      if (now_ns() >= last_heard + idle)
+      if (NowNs() >= last_heard + idle)
         throw std::runtime_error(std::string("rank ") + std::to_string(self) +
                                  ": nothing from the root for --idle-timeout " +
                                  std::to_string(c.idle_timeout_s) +
@@ -574,17 +574,17 @@ json collective_member(const Config& c, Mesh& mesh) {
     const uint64_t k = m.h.seq;
     if (src == 0)
       heard_root = true;
-    if (src == 0 && m.h.type == Type::End)
+    if (src == 0 && m.h.type == Type::kEnd)
       break;
-    if (src == 0 && m.h.type == Type::Start) {
-      if (pat != Pattern::AllToAll) {
+    if (src == 0 && m.h.type == Type::kStart) {
+      if (pat != Pattern::kAllToAll) {
         if (last_start != kNever && k <= last_start) {
           stale++;
           continue;
         }
         last_start = k;
         received++;
-        mesh.send(0, make(Type::Data, self, c.size, k));
+        mesh.send(0, Make(Type::kData, self, c.size, k));
         sent++;
         continue;
       }
@@ -603,13 +603,13 @@ json collective_member(const Config& c, Mesh& mesh) {
       for (size_t r = 0; r < n; r++) {
         if (r == self)
           continue;
-        mesh.send(int(r), make(Type::Data, self, c.size, k));
+        mesh.send(int(r), Make(Type::kData, self, c.size, k));
         sent++;
       }
       maybe_done();
       continue;
     }
-    if (m.h.type == Type::Data && pat == Pattern::AllToAll) {
+    if (m.h.type == Type::kData && pat == Pattern::kAllToAll) {
       if (in_iter && k < cur) {
         stale++;
         continue;
@@ -626,12 +626,12 @@ json collective_member(const Config& c, Mesh& mesh) {
       maybe_done();
       continue;
     }
-    if (m.h.type == Type::Ready)
+    if (m.h.type == Type::kReady)
       continue;  // another rank's repeated hello
     unexpected++;
   }
 
-  json j = common_json(c);
+  json j = CommonJson(c);
   // The root decides how many iterations and when; a member's own
   // --count, --interval, --exp and --seed are not used.
   for (const char* k : {"count", "interval_us", "arrivals", "seed"})
@@ -652,26 +652,26 @@ json collective_member(const Config& c, Mesh& mesh) {
 
 }  // namespace
 
-json run_collective(const Config& c) {
-  auto mesh = make_mesh(c, false);
-  return c.rank == 0 ? collective_root(c, *mesh) : collective_member(c, *mesh);
+json RunCollective(const Config& c) {
+  auto mesh = MakeMesh(c, false);
+  return c.rank == 0 ? CollectiveRoot(c, *mesh) : CollectiveMember(c, *mesh);
 }
 
 // --- bulk ------------------------------------------------------------------
 
-json run_bulk(const Config& c) {
+json RunBulk(const Config& c) {
   const uint64_t timeout = c.effective_timeout_ms() * kMs;
   SockOpts o = c.sock;
   o.nodelay = false;
-  const uint64_t t0 = now_ns();
-  TcpConn conn(tcp_connect(c.to, o, t0 + c.connect_timeout_ms * kMs));
-  const uint64_t start = now_ns();
+  const uint64_t t0 = NowNs();
+  TcpConn conn(TcpConnect(c.to, o, t0 + c.connect_timeout_ms * kMs));
+  const uint64_t start = NowNs();
   const uint64_t stop = start + uint64_t(c.seconds * 1e9);
   uint64_t messages = 0;
 
   auto wait = [&](short ev, uint64_t deadline) {
     std::vector<pollfd> p{{conn.fd(), ev, 0}};
-    if (poll_until(p, deadline) == 0)
+    if (PollUntil(p, deadline) == 0)
       return short(0);
     return p[0].revents;
   };
@@ -680,9 +680,9 @@ json run_bulk(const Config& c) {
                              " closed the connection during the stream");
   };
 
-  while (now_ns() < stop) {
+  while (NowNs() < stop) {
     if (!conn.want_write()) {
-      conn.queue(make(Type::Bulk, 1, c.size, messages));
+      conn.queue(Make(Type::kBulk, 1, c.size, messages));
       messages++;
       continue;
     }
@@ -694,7 +694,7 @@ json run_bulk(const Config& c) {
   }
   // Finish the message in flight, then close our side and wait until the
   // server has read everything and closed its side.
-  const uint64_t deadline = now_ns() + timeout;
+  const uint64_t deadline = NowNs() + timeout;
   while (conn.want_write()) {
     short rev = wait(POLLOUT, deadline);
     if (rev == 0)
@@ -705,7 +705,7 @@ json run_bulk(const Config& c) {
     conn.flush_some();
   }
   if (shutdown(conn.fd(), SHUT_WR))
-    throw_errno("shutdown");
+    ThrowErrno("shutdown");
   for (;;) {
     short rev = wait(POLLIN, deadline);
     if (rev == 0)
@@ -716,7 +716,7 @@ json run_bulk(const Config& c) {
     if (!conn.read_some(frames))
       break;
   }
-  const uint64_t end = now_ns();
+  const uint64_t end = NowNs();
   const double secs = double(end - start) / 1e9;
 
   json j;

@@ -35,15 +35,15 @@ class Server {
 };
 
 // run: one-to-one against a server, or this rank's part of a collective.
-json run_pattern(const Config& c);
-json run_one_to_one(const Config& c);
-json run_collective(const Config& c);
+json RunPattern(const Config& c);
+json RunOneToOne(const Config& c);
+json RunCollective(const Config& c);
 
 // bulk: a stream of --size messages to a server for --seconds.
-json run_bulk(const Config& c);
+json RunBulk(const Config& c);
 
 // {"count", "mean", "min", "p50", "p99", "p999", "max"}; all null but count
 // when there are no samples.
-json summary_json(const Summary& s);
+json SummaryJson(const Summary& s);
 
 }  // namespace parqbench

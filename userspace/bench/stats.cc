@@ -6,7 +6,7 @@
 
 namespace parqbench {
 
-uint64_t percentile(const std::vector<uint64_t>& sorted, uint32_t milli_pct) {
+uint64_t Percentile(const std::vector<uint64_t>& sorted, uint32_t milli_pct) {
   if (sorted.empty())
     throw std::invalid_argument("percentile of no samples");
   if (milli_pct > 100000)
@@ -18,7 +18,7 @@ uint64_t percentile(const std::vector<uint64_t>& sorted, uint32_t milli_pct) {
   return sorted[k - 1];
 }
 
-Summary summarize(std::vector<uint64_t>& samples) {
+Summary Summarize(std::vector<uint64_t>& samples) {
   Summary s;
   if (samples.empty())
     return s;
@@ -30,9 +30,9 @@ Summary summarize(std::vector<uint64_t>& samples) {
   s.mean = double(sum / s.count);
   s.min = samples.front();
   s.max = samples.back();
-  s.p50 = percentile(samples, 50000);
-  s.p99 = percentile(samples, 99000);
-  s.p999 = percentile(samples, 99900);
+  s.p50 = Percentile(samples, 50000);
+  s.p99 = Percentile(samples, 99000);
+  s.p999 = Percentile(samples, 99900);
   return s;
 }
 

@@ -14,7 +14,7 @@ namespace parqbench {
 
 // The k-th smallest (nearest rank) for p = milli_pct / 1000 percent, over an
 // ascending, non-empty vector.
-uint64_t percentile(const std::vector<uint64_t>& sorted, uint32_t milli_pct);
+uint64_t Percentile(const std::vector<uint64_t>& sorted, uint32_t milli_pct);
 
 struct Summary {
   uint64_t count = 0;
@@ -24,6 +24,6 @@ struct Summary {
 
 // Sorts samples in place; count == 0 when there are none (the other fields
 // are then meaningless and reported as null).
-Summary summarize(std::vector<uint64_t>& samples);
+Summary Summarize(std::vector<uint64_t>& samples);
 
 }  // namespace parqbench

@@ -6,7 +6,7 @@
 
 namespace parqbench {
 
-uint64_t now_ns() {
+uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);

@@ -8,7 +8,7 @@
 
 namespace parqbench {
 
-uint64_t now_ns();
+uint64_t NowNs();
 
 // Gaps between message (or iteration) starts: constant, or exponential
 // with the given mean (Poisson arrivals).  The exponential gaps come from

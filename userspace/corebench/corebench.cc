@@ -23,73 +23,73 @@ void RunPackets(benchmark::State& state, Op& op) {
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_PolicyDecideSent(benchmark::State& state) {
+void BmPolicyDecideSent(benchmark::State& state) {
   PolicyDecideSent op;
   RunPackets(state, op);
 }
-BENCHMARK(BM_PolicyDecideSent);
+BENCHMARK(BmPolicyDecideSent);
 
-void BM_ThreshPickCharge(benchmark::State& state) {
+void BmThreshPickCharge(benchmark::State& state) {
   ThreshPickCharge op;
   RunPackets(state, op);
 }
-BENCHMARK(BM_ThreshPickCharge);
+BENCHMARK(BmThreshPickCharge);
 
-void BM_RrSelectCharge(benchmark::State& state) {
+void BmRrSelectCharge(benchmark::State& state) {
   RrSelectCharge op(static_cast<std::size_t>(state.range(0)));
   RunPackets(state, op);
   state.counters["flows"] = static_cast<double>(op.active());
 }
-BENCHMARK(BM_RrSelectCharge)->ArgName("flows")->Arg(1)->Arg(1000)->Arg(100000);
+BENCHMARK(BmRrSelectCharge)->ArgName("flows")->Arg(1)->Arg(1000)->Arg(100000);
 
-void BM_ShaperCharge(benchmark::State& state) {
+void BmShaperCharge(benchmark::State& state) {
   ShaperCharge op;
   RunPackets(state, op);
 }
-BENCHMARK(BM_ShaperCharge);
+BENCHMARK(BmShaperCharge);
 
-void BM_ResvDispatchRate(benchmark::State& state) {
+void BmResvDispatchRate(benchmark::State& state) {
   ResvDispatch op(ResvDispatch::kRate);
   RunPackets(state, op);
 }
-BENCHMARK(BM_ResvDispatchRate);
+BENCHMARK(BmResvDispatchRate);
 
-void BM_ResvDispatchIdt(benchmark::State& state) {
+void BmResvDispatchIdt(benchmark::State& state) {
   ResvDispatch op(ResvDispatch::kIdt);
   RunPackets(state, op);
 }
-BENCHMARK(BM_ResvDispatchIdt);
+BENCHMARK(BmResvDispatchIdt);
 
-void BM_ResvBefore(benchmark::State& state) {
+void BmResvBefore(benchmark::State& state) {
   ResvBefore op;
   RunPackets(state, op);
 }
-BENCHMARK(BM_ResvBefore);
+BENCHMARK(BmResvBefore);
 
 // A user-space model (std::set), not the kernel's rb-tree: see ops.h.
-void BM_ResvOrderedModel(benchmark::State& state) {
+void BmResvOrderedModel(benchmark::State& state) {
   ResvOrderedModel op(static_cast<std::size_t>(state.range(0)));
   RunPackets(state, op);
 }
-BENCHMARK(BM_ResvOrderedModel)->ArgName("flows")->Arg(1)->Arg(1000)->Arg(65514);
+BENCHMARK(BmResvOrderedModel)->ArgName("flows")->Arg(1)->Arg(1000)->Arg(65514);
 
-void BM_CreditTake(benchmark::State& state) {
+void BmCreditTake(benchmark::State& state) {
   CreditTake op;
   RunPackets(state, op);
 }
-BENCHMARK(BM_CreditTake);
+BENCHMARK(BmCreditTake);
 
-void BM_CreditTakeCmpxchg(benchmark::State& state) {
+void BmCreditTakeCmpxchg(benchmark::State& state) {
   CreditTakeCmpxchg op;
   RunPackets(state, op);
 }
-BENCHMARK(BM_CreditTakeCmpxchg);
+BENCHMARK(BmCreditTakeCmpxchg);
 
-void BM_CreditWait(benchmark::State& state) {
+void BmCreditWait(benchmark::State& state) {
   CreditWait op;
   RunPackets(state, op);
 }
-BENCHMARK(BM_CreditWait);
+BENCHMARK(BmCreditWait);
 
 }  // namespace
 }  // namespace parq::corebench

@@ -53,7 +53,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-[[noreturn]] void die(const std::string& what) {
+[[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "parq-nlfuzz: %s\n", what.c_str());
   std::exit(2);
 }
@@ -68,7 +68,7 @@ struct Attr {
 };
 
 template <typename T>
-Attr leaf(uint16_t type, T v) {
+Attr Leaf(uint16_t type, T v) {
   Attr a;
   a.type = type;
   a.data.resize(sizeof(T));
@@ -76,7 +76,7 @@ Attr leaf(uint16_t type, T v) {
   return a;
 }
 
-Attr str_attr(uint16_t type, std::string_view s, bool nul = true) {
+Attr StrAttr(uint16_t type, std::string_view s, bool nul = true) {
   Attr a;
   a.type = type;
   a.data.assign(s.begin(), s.end());
@@ -85,13 +85,13 @@ Attr str_attr(uint16_t type, std::string_view s, bool nul = true) {
   return a;
 }
 
-void put_attrs(Bytes& out, const std::vector<Attr>& attrs);
+void PutAttrs(Bytes& out, const std::vector<Attr>& attrs);
 
-void put_attr(Bytes& out, const Attr& a) {
+void PutAttr(Bytes& out, const Attr& a) {
   size_t at = out.size();
   out.resize(at + NLA_HDRLEN);
   if (a.is_nest)
-    put_attrs(out, a.nest);
+    PutAttrs(out, a.nest);
   else
     out.insert(out.end(), a.data.begin(), a.data.end());
   nlattr hdr{};
@@ -101,15 +101,15 @@ void put_attr(Bytes& out, const Attr& a) {
   out.resize(NLA_ALIGN(out.size()));
 }
 
-void put_attrs(Bytes& out, const std::vector<Attr>& attrs) {
+void PutAttrs(Bytes& out, const std::vector<Attr>& attrs) {
   for (const auto& a : attrs)
-    put_attr(out, a);
+    PutAttr(out, a);
 }
 
 // Leaf attributes of a payload, as the kernel's parser sees them: type
 // (flags masked off) to payload, the last one of a type winning.  Only
 // called on payloads the kernel accepted.
-std::map<uint16_t, Bytes> parse(const uint8_t* p, size_t len) {
+std::map<uint16_t, Bytes> Parse(const uint8_t* p, size_t len) {
   std::map<uint16_t, Bytes> out;
   while (len >= NLA_HDRLEN) {
     nlattr hdr;
@@ -126,12 +126,12 @@ std::map<uint16_t, Bytes> parse(const uint8_t* p, size_t len) {
   return out;
 }
 
-std::map<uint16_t, Bytes> parse(const Bytes& b) {
-  return parse(b.data(), b.size());
+std::map<uint16_t, Bytes> Parse(const Bytes& b) {
+  return Parse(b.data(), b.size());
 }
 
 template <typename T>
-std::optional<T> get(const std::map<uint16_t, Bytes>& m, uint16_t type) {
+std::optional<T> Get(const std::map<uint16_t, Bytes>& m, uint16_t type) {
   auto it = m.find(type);
   if (it == m.end() || it->second.size() != sizeof(T))
     return std::nullopt;
@@ -140,7 +140,7 @@ std::optional<T> get(const std::map<uint16_t, Bytes>& m, uint16_t type) {
   return v;
 }
 
-std::string hex(const Bytes& b) {
+std::string Hex(const Bytes& b) {
   std::string s;
   char buf[4];
   for (size_t i = 0; i < b.size(); i++) {
@@ -159,7 +159,7 @@ class Socket {
   explicit Socket(int proto) {
     fd_ = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, proto);
     if (fd_ < 0)
-      die(std::string("netlink socket: ") + std::strerror(errno));
+      Die(std::string("netlink socket: ") + std::strerror(errno));
     int one = 1;
     setsockopt(fd_, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
     int big = 1 << 20;
@@ -181,7 +181,7 @@ class Socket {
     sa.nl_family = AF_NETLINK;
     if (sendto(fd_, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&sa),
                sizeof(sa)) < 0)
-      die(std::string("sendto: ") + std::strerror(errno));
+      Die(std::string("sendto: ") + std::strerror(errno));
     return seq_;
   }
 
@@ -192,12 +192,12 @@ class Socket {
       pollfd pfd{fd_, POLLIN, 0};
       int n = poll(&pfd, 1, 10000);
       if (n <= 0)
-        die("no reply from the kernel within 10 s");
+        Die("no reply from the kernel within 10 s");
       ssize_t len = recv(fd_, buf_.data(), buf_.size(), 0);
       if (len < 0) {
         if (errno == ENOBUFS)
-          die("netlink receive buffer overrun");
-        die(std::string("recv: ") + std::strerror(errno));
+          Die("netlink receive buffer overrun");
+        Die(std::string("recv: ") + std::strerror(errno));
       }
       const uint8_t* p = buf_.data();
       size_t left = static_cast<size_t>(len);
@@ -205,7 +205,7 @@ class Socket {
         nlmsghdr h;
         std::memcpy(&h, p, sizeof(h));
         if (h.nlmsg_len < NLMSG_HDRLEN || h.nlmsg_len > left)
-          die("malformed reply from the kernel");
+          Die("malformed reply from the kernel");
         bool mine = h.nlmsg_seq == seq;
         if (mine && h.nlmsg_type == NLMSG_ERROR) {
           nlmsgerr e;
@@ -238,7 +238,7 @@ class Socket {
       off += e.msg.nlmsg_len - NLMSG_HDRLEN;
     if (off > h.nlmsg_len)
       return "";
-    auto tlv = parse(p + off, h.nlmsg_len - off);
+    auto tlv = Parse(p + off, h.nlmsg_len - off);
     auto it = tlv.find(NLMSGERR_ATTR_MSG);
     if (it == tlv.end())
       return "";
@@ -269,7 +269,7 @@ class Fuzzer {
   void run(uint64_t iterations);
 
  private:
-  enum Kind { QDISC, CLASS, GENL, KINDS };
+  enum Kind { kQdisc, kClass, kGenl, kKinds };
 
   // Random numbers.
   uint64_t u(uint64_t n) { return n ? rng_() % n : 0; }
@@ -335,7 +335,7 @@ class Fuzzer {
   uint8_t want_split_ = PARQ_SPLIT_GSO_AUTO;
   uint64_t want_linkrate_ = 0;
   uint64_t iter_ = 0;
-  Stats stats_[KINDS];
+  Stats stats_[kKinds];
   // The last state read of each kind: a message of one kind leaves the
   // others' alone, so each is read once per message, after it.
   Qstate q_;
@@ -385,7 +385,7 @@ tcmsg Fuzzer::tcm(uint32_t handle, uint32_t parent) const {
 Bytes Fuzzer::tcmsg_payload(const tcmsg& t, const std::vector<Attr>& attrs) {
   Bytes b(NLMSG_ALIGN(sizeof(t)));
   std::memcpy(b.data(), &t, sizeof(t));
-  put_attrs(b, attrs);
+  PutAttrs(b, attrs);
   return b;
 }
 
@@ -396,7 +396,7 @@ Bytes Fuzzer::genl_payload(uint8_t cmd, uint8_t version,
   g.version = version;
   Bytes b(GENL_HDRLEN);
   std::memcpy(b.data(), &g, sizeof(g));
-  put_attrs(b, attrs);
+  PutAttrs(b, attrs);
   return b;
 }
 
@@ -543,12 +543,12 @@ int Fuzzer::send_qdisc(Bytes* opts_out) {
 
   std::vector<Attr> top;
   if (!chance(3))
-    top.push_back(str_attr(TCA_KIND,
-                           chance(95)             ? "parq"
-                           : pick({0, 1, 2}) == 0 ? "pfifo"
-                           : chance(50)           ? "parqq"
-                                                  : "",
-                           true));
+    top.push_back(StrAttr(TCA_KIND,
+                          chance(95)             ? "parq"
+                          : pick({0, 1, 2}) == 0 ? "pfifo"
+                          : chance(50)           ? "parqq"
+                                                 : "",
+                          true));
   add_options(top, std::move(opts));
 
   tcmsg t = tcm(kHandle, TC_H_ROOT);
@@ -575,10 +575,10 @@ int Fuzzer::send_qdisc(Bytes* opts_out) {
     mutated = true;
     cut_or_flip(p, NLMSG_ALIGN(sizeof(tcmsg)));
   }
-  stats_[QDISC].mutated += mutated;
+  stats_[kQdisc].mutated += mutated;
   // What the kernel parsed, if it took the message: the options nest.
   opts_out->clear();
-  auto m = parse(p.data() + NLMSG_ALIGN(sizeof(tcmsg)),
+  auto m = Parse(p.data() + NLMSG_ALIGN(sizeof(tcmsg)),
                  p.size() - NLMSG_ALIGN(sizeof(tcmsg)));
   if (m.count(TCA_OPTIONS))
     *opts_out = m[TCA_OPTIONS];
@@ -605,7 +605,7 @@ int Fuzzer::send_class(uint16_t* type, Bytes* payload) {
     *type = RTM_NEWTCLASS;
     flags = static_cast<uint16_t>(NLM_F_CREATE | (chance(20) ? NLM_F_EXCL : 0));
     if (!chance(5))
-      top.push_back(str_attr(TCA_KIND, "parq"));
+      top.push_back(StrAttr(TCA_KIND, "parq"));
     std::vector<Attr> opts;
     unsigned n = static_cast<unsigned>(chance(85) ? 1 : u(4));
     for (unsigned i = 0; i < n; i++) {
@@ -627,7 +627,7 @@ int Fuzzer::send_class(uint16_t* type, Bytes* payload) {
       tc_estimator est{};
       est.interval = static_cast<signed char>(u(256));
       est.ewma_log = static_cast<unsigned char>(u(256));
-      top.push_back(leaf(TCA_RATE, est));
+      top.push_back(Leaf(TCA_RATE, est));
     }
   }
   Bytes p = tcmsg_payload(t, top);
@@ -635,7 +635,7 @@ int Fuzzer::send_class(uint16_t* type, Bytes* payload) {
     mutated = true;
     cut_or_flip(p, NLMSG_ALIGN(sizeof(tcmsg)));
   }
-  stats_[CLASS].mutated += mutated;
+  stats_[kClass].mutated += mutated;
   *payload = p;
   return request(rt_, *type, flags, p, nullptr, &last_msg_);
 }
@@ -651,7 +651,7 @@ int Fuzzer::send_genl(Bytes* payload, uint8_t* cmd) {
   std::vector<Attr> attrs;
   auto addr = [&] {
     if (chance(70))
-      attrs.push_back(leaf<uint32_t>(
+      attrs.push_back(Leaf<uint32_t>(
           PARQ_A_ADDR4,
           chance(95) ? addrs4[u(5)] : static_cast<uint32_t>(rng_())));
     else {
@@ -709,7 +709,7 @@ int Fuzzer::send_genl(Bytes* payload, uint8_t* cmd) {
     mutated = true;
     cut_or_flip(p, GENL_HDRLEN);
   }
-  stats_[GENL].mutated += mutated;
+  stats_[kGenl].mutated += mutated;
   *payload = p;
   uint16_t flags = 0;
   if ((*cmd == PARQ_CMD_CREDIT_GET || *cmd == PARQ_CMD_PEER_GET ||
@@ -729,13 +729,13 @@ std::vector<std::pair<tcmsg, std::map<uint16_t, Bytes>>> Fuzzer::tc_dump(
   std::vector<Bytes> out;
   int err = request(rt_, type, NLM_F_DUMP, tcmsg_payload(t, {}), &out);
   if (err)
-    die(std::string(what) + " dump failed: " + std::strerror(-err));
+    Die(std::string(what) + " dump failed: " + std::strerror(-err));
   std::vector<std::pair<tcmsg, std::map<uint16_t, Bytes>>> res;
   for (const auto& m : out) {
     tcmsg r;
     std::memcpy(&r, m.data(), sizeof(r));
     if (r.tcm_ifindex == ifindex_)
-      res.emplace_back(r, parse(m.data() + NLMSG_ALIGN(sizeof(r)),
+      res.emplace_back(r, Parse(m.data() + NLMSG_ALIGN(sizeof(r)),
                                 m.size() - NLMSG_ALIGN(sizeof(r))));
   }
   return res;
@@ -749,10 +749,10 @@ Fuzzer::Qstate Fuzzer::qstate() {
     if (k == a.end() ||
         std::string(k->second.begin(), k->second.end()).c_str() !=
             std::string("parq"))
-      die("the parq qdisc at 1: is gone");
+      Die("the parq qdisc at 1: is gone");
     Qstate s;
     s.opts = a[TCA_OPTIONS];
-    auto st = parse(a[TCA_STATS2]);
+    auto st = Parse(a[TCA_STATS2]);
     const Bytes& x = st[TCA_STATS_APP];
     tc_parq_xstats xs{};
     std::memcpy(&xs, x.data(), std::min(x.size(), sizeof(xs)));
@@ -761,7 +761,7 @@ Fuzzer::Qstate Fuzzer::qstate() {
     s.resv_classes = xs.resv_classes;
     return s;
   }
-  die("no qdisc 1: on the device");
+  Die("no qdisc 1: on the device");
 }
 
 Fuzzer::Cstate Fuzzer::cstate() {
@@ -778,14 +778,14 @@ Fuzzer::Gstate Fuzzer::gstate() {
   int err = request(gn_, family_, NLM_F_DUMP,
                     genl_payload(PARQ_CMD_CREDIT_GET, 1, {}), &out);
   if (err)
-    die("credit dump failed: " + std::string(std::strerror(-err)));
+    Die("credit dump failed: " + std::string(std::strerror(-err)));
   s.entries = out.size();
   for (const auto& m : out) {
-    auto a = parse(m.data() + GENL_HDRLEN, m.size() - GENL_HDRLEN);
+    auto a = Parse(m.data() + GENL_HDRLEN, m.size() - GENL_HDRLEN);
     Bytes addr = a.count(PARQ_A_ADDR4) ? a[PARQ_A_ADDR4] : a[PARQ_A_ADDR6];
-    auto credit = get<uint32_t>(a, PARQ_A_CREDIT);
-    auto epoch = get<uint64_t>(a, PARQ_A_EPOCH);
-    auto lease = get<uint64_t>(a, PARQ_A_LEASE);
+    auto credit = Get<uint32_t>(a, PARQ_A_CREDIT);
+    auto epoch = Get<uint64_t>(a, PARQ_A_EPOCH);
+    auto lease = Get<uint64_t>(a, PARQ_A_LEASE);
     if ((addr.size() != 4 && addr.size() != 16) || !credit || !epoch || !lease)
       fail("a credit entry without its address, credit, epoch or lease", m);
     if (*epoch < PARQ_EPOCH_MIN || *epoch > PARQ_EPOCH_MAX ||
@@ -801,12 +801,12 @@ Fuzzer::Gstate Fuzzer::gstate() {
   out.clear();
   err = request(gn_, family_, 0, genl_payload(PARQ_CMD_MON_GET, 1, {}), &out);
   if (err || out.size() != 1)
-    die("monitor get failed");
-  auto a = parse(out[0].data() + GENL_HDRLEN, out[0].size() - GENL_HDRLEN);
-  auto en = get<uint8_t>(a, PARQ_A_MON_ENABLED);
-  auto size = get<uint32_t>(a, PARQ_A_MON_SIZE);
-  auto dscp = get<uint64_t>(a, PARQ_A_MON_DSCP);
-  auto hold = get<uint64_t>(a, PARQ_A_MON_HOLD);
+    Die("monitor get failed");
+  auto a = Parse(out[0].data() + GENL_HDRLEN, out[0].size() - GENL_HDRLEN);
+  auto en = Get<uint8_t>(a, PARQ_A_MON_ENABLED);
+  auto size = Get<uint32_t>(a, PARQ_A_MON_SIZE);
+  auto dscp = Get<uint64_t>(a, PARQ_A_MON_DSCP);
+  auto hold = Get<uint64_t>(a, PARQ_A_MON_HOLD);
   if (!en || !size || !dscp || !hold || *en > 1 || *size < 1 ||
       *size > PARQ_MON_SIZE_MAX || *hold < PARQ_MON_HOLD_MIN ||
       *hold > PARQ_MON_HOLD_MAX)
@@ -824,7 +824,7 @@ void Fuzzer::fail(const std::string& why, const Bytes& msg) {
                "parq-nlfuzz: VIOLATION at message %llu: %s\n"
                "  message: %s\n  kernel said: %s\n",
                static_cast<unsigned long long>(iter_), why.c_str(),
-               hex(msg).c_str(), last_msg_.c_str());
+               Hex(msg).c_str(), last_msg_.c_str());
   std::exit(1);
 }
 
@@ -833,13 +833,13 @@ Fuzzer::Qstate Fuzzer::check_qdisc(int err, const Bytes& opts,
   Qstate now = qstate();
   if (err) {
     if (!(now == before))
-      fail("a refused qdisc change changed the options: " + hex(before.opts) +
-               " -> " + hex(now.opts),
+      fail("a refused qdisc change changed the options: " + Hex(before.opts) +
+               " -> " + Hex(now.opts),
            opts);
     return now;
   }
-  auto got = parse(now.opts);
-  auto sent = parse(opts);
+  auto got = Parse(now.opts);
+  auto sent = Parse(opts);
   for (const auto& s : kQopts) {
     if (s.type == TCA_PARQ_PAD)
       continue;
@@ -883,18 +883,18 @@ Fuzzer::Qstate Fuzzer::check_qdisc(int err, const Bytes& opts,
                " reads back other than it was set",
            opts);
   }
-  uint32_t limit = *get<uint32_t>(got, TCA_PARQ_LIMIT);
-  uint32_t flow_limit = *get<uint32_t>(got, TCA_PARQ_FLOW_LIMIT);
+  uint32_t limit = *Get<uint32_t>(got, TCA_PARQ_LIMIT);
+  uint32_t flow_limit = *Get<uint32_t>(got, TCA_PARQ_FLOW_LIMIT);
   if (flow_limit > limit)
     fail("flow-limit above limit", now.opts);
-  uint64_t rate = *get<uint64_t>(got, TCA_PARQ_RATE);
-  uint8_t split = *get<uint8_t>(got, TCA_PARQ_SPLIT_GSO);
+  uint64_t rate = *Get<uint64_t>(got, TCA_PARQ_RATE);
+  uint8_t split = *Get<uint8_t>(got, TCA_PARQ_SPLIT_GSO);
   bool want_on = want_split_ == PARQ_SPLIT_GSO_AUTO
                      ? rate != PARQ_RATE_UNLIMITED
                      : want_split_ == PARQ_SPLIT_GSO_ON;
   if (split != (want_on ? PARQ_SPLIT_GSO_ON : PARQ_SPLIT_GSO_OFF))
     fail("split-gso is not what was asked for", now.opts);
-  uint64_t linkrate = *get<uint64_t>(got, TCA_PARQ_LINKRATE);
+  uint64_t linkrate = *Get<uint64_t>(got, TCA_PARQ_LINKRATE);
   if (want_linkrate_ != PARQ_LINKRATE_AUTO && linkrate != want_linkrate_)
     fail("linkrate is not what was set", now.opts);
   if (now.resv_sum > now.resv_capacity)
@@ -921,9 +921,9 @@ Fuzzer::Cstate Fuzzer::check_class(int err, uint16_t type, const Bytes& payload,
     auto it = now.find(t.tcm_handle);
     if (it == now.end())
       fail("an accepted class is not there", payload);
-    auto a = parse(it->second);
-    auto rate = get<uint64_t>(a, TCA_PARQ_CLASS_RATE);
-    auto idt = get<uint64_t>(a, TCA_PARQ_CLASS_IDT);
+    auto a = Parse(it->second);
+    auto rate = Get<uint64_t>(a, TCA_PARQ_CLASS_RATE);
+    auto idt = Get<uint64_t>(a, TCA_PARQ_CLASS_IDT);
     if (!rate == !idt || (rate && (*rate < 1 || *rate > PARQ_RATE_MAX)) ||
         (idt && (*idt < 1 || *idt > PARQ_IDT_MAX)))
       fail("a class's options are out of range", it->second);
@@ -965,18 +965,18 @@ Fuzzer::Gstate Fuzzer::check_genl(int err, uint8_t cmd, const Bytes& payload,
          payload);
   if (err || !writes)
     return now;
-  auto a = parse(payload.data() + GENL_HDRLEN, payload.size() - GENL_HDRLEN);
+  auto a = Parse(payload.data() + GENL_HDRLEN, payload.size() - GENL_HDRLEN);
   Bytes addr = a.count(PARQ_A_ADDR4) ? a[PARQ_A_ADDR4] : a[PARQ_A_ADDR6];
   if (a.count(PARQ_A_ADDR4) && a.count(PARQ_A_ADDR6))
     return now;  // which one the kernel took is its choice
   if (cmd == PARQ_CMD_CREDIT_SET) {
-    auto lease = get<uint64_t>(a, PARQ_A_LEASE);
+    auto lease = Get<uint64_t>(a, PARQ_A_LEASE);
     if (!lease || *lease < 2 * kShortLease)
       return now;
     auto it = now.credits.find(addr);
-    auto credit = get<uint32_t>(a, PARQ_A_CREDIT);
+    auto credit = Get<uint32_t>(a, PARQ_A_CREDIT);
     uint64_t epoch =
-        get<uint64_t>(a, PARQ_A_EPOCH).value_or(PARQ_EPOCH_DEFAULT);
+        Get<uint64_t>(a, PARQ_A_EPOCH).value_or(PARQ_EPOCH_DEFAULT);
     if (it == now.credits.end() || !credit ||
         it->second != std::make_pair(*credit, epoch))
       fail("an accepted credit does not read back", payload);
@@ -1012,36 +1012,36 @@ void Fuzzer::check_all() {
 
 void Fuzzer::setup() {
   // The family's id.
-  std::vector<Attr> attrs{str_attr(CTRL_ATTR_FAMILY_NAME, PARQ_GENL_NAME)};
+  std::vector<Attr> attrs{StrAttr(CTRL_ATTR_FAMILY_NAME, PARQ_GENL_NAME)};
   genlmsghdr g{};
   g.cmd = CTRL_CMD_GETFAMILY;
   g.version = 1;
   Bytes p(GENL_HDRLEN);
   std::memcpy(p.data(), &g, sizeof(g));
-  put_attrs(p, attrs);
+  PutAttrs(p, attrs);
   std::vector<Bytes> out;
   if (request(gn_, GENL_ID_CTRL, 0, p, &out) || out.empty())
-    die("no generic netlink family \"parq\": is sch_parq loaded?");
-  auto a = parse(out[0].data() + GENL_HDRLEN, out[0].size() - GENL_HDRLEN);
-  auto id = get<uint16_t>(a, CTRL_ATTR_FAMILY_ID);
+    Die("no generic netlink family \"parq\": is sch_parq loaded?");
+  auto a = Parse(out[0].data() + GENL_HDRLEN, out[0].size() - GENL_HDRLEN);
+  auto id = Get<uint16_t>(a, CTRL_ATTR_FAMILY_ID);
   if (!id)
-    die("CTRL_CMD_GETFAMILY: no family id");
+    Die("CTRL_CMD_GETFAMILY: no family id");
   family_ = *id;
 
   // The qdisc, with every option given.
   want_linkrate_ = 125000000;
   std::vector<Attr> opts{
-      leaf<uint32_t>(TCA_PARQ_THRESHOLD, 4),
-      leaf<uint8_t>(TCA_PARQ_UNIT, PARQ_UNIT_BYTES),
-      leaf<uint64_t>(TCA_PARQ_RATE, PARQ_RATE_UNLIMITED),
-      leaf<int32_t>(TCA_PARQ_OVERHEAD, 0),
-      leaf<uint8_t>(TCA_PARQ_SPLIT_GSO, want_split_),
-      leaf<uint32_t>(TCA_PARQ_LIMIT, PARQ_LIMIT_DEFAULT),
-      leaf<uint32_t>(TCA_PARQ_FLOW_LIMIT, PARQ_FLOW_LIMIT_DEFAULT),
-      leaf<uint64_t>(TCA_PARQ_DSCP_PARALLEL, PARQ_DSCP_DEFAULT),
-      leaf<uint8_t>(TCA_PARQ_DEFAULT_CLASS, PARQ_CLASS_LOCAL),
-      leaf<uint64_t>(TCA_PARQ_LINKRATE, want_linkrate_),
-      leaf<uint8_t>(TCA_PARQ_RESERVABLE, PARQ_RESERVABLE_DEFAULT),
+      Leaf<uint32_t>(TCA_PARQ_THRESHOLD, 4),
+      Leaf<uint8_t>(TCA_PARQ_UNIT, PARQ_UNIT_BYTES),
+      Leaf<uint64_t>(TCA_PARQ_RATE, PARQ_RATE_UNLIMITED),
+      Leaf<int32_t>(TCA_PARQ_OVERHEAD, 0),
+      Leaf<uint8_t>(TCA_PARQ_SPLIT_GSO, want_split_),
+      Leaf<uint32_t>(TCA_PARQ_LIMIT, PARQ_LIMIT_DEFAULT),
+      Leaf<uint32_t>(TCA_PARQ_FLOW_LIMIT, PARQ_FLOW_LIMIT_DEFAULT),
+      Leaf<uint64_t>(TCA_PARQ_DSCP_PARALLEL, PARQ_DSCP_DEFAULT),
+      Leaf<uint8_t>(TCA_PARQ_DEFAULT_CLASS, PARQ_CLASS_LOCAL),
+      Leaf<uint64_t>(TCA_PARQ_LINKRATE, want_linkrate_),
+      Leaf<uint8_t>(TCA_PARQ_RESERVABLE, PARQ_RESERVABLE_DEFAULT),
   };
   Attr o;
   o.type = TCA_OPTIONS | NLA_F_NESTED;
@@ -1049,27 +1049,27 @@ void Fuzzer::setup() {
   o.nest = opts;
   tcmsg t = tcm(kHandle, TC_H_ROOT);
   int err = request(rt_, RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE,
-                    tcmsg_payload(t, {str_attr(TCA_KIND, "parq"), o}), nullptr,
+                    tcmsg_payload(t, {StrAttr(TCA_KIND, "parq"), o}), nullptr,
                     &last_msg_);
   if (err)
-    die("cannot add the parq qdisc: " + std::string(std::strerror(-err)) + " " +
+    Die("cannot add the parq qdisc: " + std::string(std::strerror(-err)) + " " +
         last_msg_);
   check_all();
 }
 
 void Fuzzer::run(uint64_t iterations) {
-  static const char* names[KINDS] = {"qdisc", "class", "genl"};
+  static const char* names[kKinds] = {"qdisc", "class", "genl"};
   auto t0 = std::chrono::steady_clock::now();
   for (iter_ = 1; iter_ <= iterations; iter_++) {
     unsigned r = static_cast<unsigned>(u(100));
-    Kind k = r < 40 ? QDISC : r < 65 ? CLASS : GENL;
+    Kind k = r < 40 ? kQdisc : r < 65 ? kClass : kGenl;
     int err;
     last_msg_.clear();
-    if (k == QDISC) {
+    if (k == kQdisc) {
       Bytes opts;
       err = send_qdisc(&opts);
       q_ = check_qdisc(err, opts, q_);
-    } else if (k == CLASS) {
+    } else if (k == kClass) {
       uint16_t type;
       Bytes payload;
       err = send_class(&type, &payload);
@@ -1090,7 +1090,7 @@ void Fuzzer::run(uint64_t iterations) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   uint64_t total = 0;
-  for (int k = 0; k < KINDS; k++) {
+  for (int k = 0; k < kKinds; k++) {
     total += stats_[k].sent;
     std::printf("%s: %llu sent, %llu accepted, %llu refused, %llu mutated\n",
                 names[k], static_cast<unsigned long long>(stats_[k].sent),
@@ -1102,7 +1102,7 @@ void Fuzzer::run(uint64_t iterations) {
               static_cast<unsigned long long>(total), secs);
 }
 
-[[noreturn]] void usage(int code) {
+[[noreturn]] void Usage(int code) {
   std::fprintf(
       code ? stderr : stdout,
       "usage: parq-nlfuzz --dev DEV [--iterations N] [--seed S]\n"
@@ -1112,12 +1112,12 @@ void Fuzzer::run(uint64_t iterations) {
   std::exit(code);
 }
 
-uint64_t number(const char* opt, const char* s) {
+uint64_t Number(const char* opt, const char* s) {
   char* end;
   errno = 0;
   unsigned long long v = std::strtoull(s, &end, 0);
   if (errno || *end || !*s)
-    die(std::string(opt) + ": not a number: " + s);
+    Die(std::string(opt) + ": not a number: " + s);
   return v;
 }
 
@@ -1130,23 +1130,23 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "-h" || a == "--help")
-      usage(0);
+      Usage(0);
     if (i + 1 >= argc)
-      usage(2);
+      Usage(2);
     if (a == "--dev")
       dev = argv[++i];
     else if (a == "--iterations")
-      iterations = number("--iterations", argv[++i]);
+      iterations = Number("--iterations", argv[++i]);
     else if (a == "--seed")
-      seed = number("--seed", argv[++i]);
+      seed = Number("--seed", argv[++i]);
     else
-      usage(2);
+      Usage(2);
   }
   if (!dev)
-    usage(2);
+    Usage(2);
   int ifindex = static_cast<int>(if_nametoindex(dev));
   if (!ifindex)
-    die(std::string("no device ") + dev);
+    Die(std::string("no device ") + dev);
   std::printf("parq-nlfuzz: seed %llu, %llu messages at %s\n",
               static_cast<unsigned long long>(seed),
               static_cast<unsigned long long>(iterations), dev);

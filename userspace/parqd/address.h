@@ -31,6 +31,7 @@ struct Address {
 
   std::string ToString() const;
 
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads it
   auto operator<=>(const Address&) const = default;
 };
 

@@ -15,6 +15,7 @@ template <typename App>
 std::optional<int> Parse(App& app, const std::vector<std::string>& argv,
                          std::ostream& out, std::ostream& err) {
   std::vector<const char*> v;
+  v.reserve(argv.size());
   for (const std::string& s : argv)
     v.push_back(s.c_str());
   try {

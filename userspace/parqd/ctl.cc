@@ -54,6 +54,7 @@ Result<Output, std::string> Capture(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
   std::vector<char*> v;
+  v.reserve(argv.size() + 1);
   for (const std::string& s : argv)
     v.push_back(const_cast<char*>(s.c_str()));
   v.push_back(nullptr);

@@ -24,7 +24,7 @@
 namespace parq::parqd {
 
 std::string KernelError::Text() const {
-  const std::string errno_text = std::strerror(error);
+  std::string errno_text = std::strerror(error);
   if (message.empty())
     return errno_text;
   return message + " (" + errno_text + ")";

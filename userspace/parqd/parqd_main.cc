@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 #include <iostream>
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -20,7 +21,9 @@
 
 using namespace parq::parqd;
 
-int main(int argc, char** argv) {
+namespace {
+
+int Run(int argc, char** argv) {
   auto parsed = ParseParqdArgs(std::vector<std::string>(argv, argv + argc),
                                std::cout, std::cerr);
   if (const int* code = std::get_if<int>(&parsed))
@@ -79,4 +82,17 @@ int main(int argc, char** argv) {
   const int rc = RunDaemon(config.value(), *kernel.value(), monitor.get(), sfd);
   close(sfd);
   return rc;
+}
+
+}  // namespace
+
+// What escapes Run() (an allocation failure, a logger that cannot write) is
+// reported, not left to std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "parqd: " << e.what() << '\n';
+    return 1;
+  }
 }

@@ -729,7 +729,7 @@ TEST(ParqResvSchedule, TwoIdtsOneOpportunityPerTick) {
   std::string want;
   for (int i = 1; i < 1000; i++)
     want += "ABABA-";
-  EXPECT_EQ(RunTicks(s, 6, 6 * 999), want);
+  EXPECT_EQ(RunTicks(s, 6, uint64_t{6} * 999), want);
   EXPECT_EQ(a.r.dispatches, 3000u);
   EXPECT_EQ(b.r.dispatches, 2000u);
   EXPECT_EQ(a.r.lateness_max, 0u);

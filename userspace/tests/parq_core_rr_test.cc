@@ -319,6 +319,7 @@ TEST(ParqRrCharge, IdleFlowRejoinsAtTail) {
   // 1 and 2 each send one 1500 B packet (deficit 14), then one more that
   // takes them below zero, before 0 is served.
   std::vector<std::size_t> order;
+  order.reserve(5);
   for (int i = 0; i < 5; i++)
     order.push_back(f.Dequeue()->flow);
   EXPECT_EQ(order, (std::vector<std::size_t>{1, 1, 2, 2, 0}));

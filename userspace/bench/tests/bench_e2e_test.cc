@@ -25,25 +25,25 @@ using namespace parqbench;
 namespace {
 
 // A port that was free a moment ago (bound to 0 and closed).
-uint16_t free_port(int type) {
+uint16_t FreePort(int type) {
   Fd s(socket(AF_INET, type, 0));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(0, bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
-  return local_port(s.get());
+  return LocalPort(s.get());
 }
 
-Config parsed(std::vector<std::string> args) {
+Config Parsed(std::vector<std::string> args) {
   args.insert(args.begin(), "parq-bench");
-  ParseResult r = parse_command_line(args);
+  ParseResult r = ParseCommandLine(args);
   EXPECT_TRUE(r.config) << r.err;
   return r.config ? *r.config : Config{};
 }
 
 // The fields every run report has, with sane values.
-void expect_run_report(const json& j, const char* pattern,
-                       const char* transport) {
+void ExpectRunReport(const json& j, const char* pattern,
+                     const char* transport) {
   EXPECT_EQ(j["tool"], "parq-bench");
   EXPECT_EQ(j["mode"], "run");
   EXPECT_EQ(j["pattern"], pattern);
@@ -60,7 +60,7 @@ void expect_run_report(const json& j, const char* pattern,
 }
 
 // A measured latency summary: count samples, ordered, positive.
-void expect_latency(const json& j, uint64_t count) {
+void ExpectLatency(const json& j, uint64_t count) {
   const json& l = j["latency_ns"];
   ASSERT_TRUE(l.is_object()) << j.dump();
   EXPECT_EQ(l["count"], count);
@@ -80,7 +80,7 @@ void expect_latency(const json& j, uint64_t count) {
 
 struct ServerThread {
   explicit ServerThread(const char* transport)
-      : server(parsed({"serve", "--listen", "127.0.0.1:0", transport})) {
+      : server(Parsed({"serve", "--listen", "127.0.0.1:0", transport})) {
     port = server.port();
     result =
         std::async(std::launch::async, [this] { return server.run(stop); });
@@ -95,18 +95,18 @@ struct ServerThread {
   std::future<json> result;
 };
 
-std::string addr(uint16_t port) {
+std::string Loopback(uint16_t port) {
   return "127.0.0.1:" + std::to_string(port);
 }
 
 // Runs one collective with 3 ranks in 3 threads; returns their reports.
-std::vector<json> three_ranks(const char* pattern, const char* transport,
-                              uint64_t count,
-                              std::vector<std::string> extra = {},
-                              const char* root_size = "200") {
+std::vector<json> ThreeRanks(const char* pattern, const char* transport,
+                             uint64_t count,
+                             std::vector<std::string> extra = {},
+                             const char* root_size = "200") {
   int type = std::string(transport) == "--udp" ? SOCK_DGRAM : SOCK_STREAM;
-  std::string peers = addr(free_port(type)) + "," + addr(free_port(type)) +
-                      "," + addr(free_port(type));
+  std::string peers = Loopback(FreePort(type)) + "," +
+                      Loopback(FreePort(type)) + "," + Loopback(FreePort(type));
   std::vector<std::future<json>> f;
   // Members first, the root last: ranks may start in any order, but
   // this also checks that members wait for the root.
@@ -128,8 +128,8 @@ std::vector<json> three_ranks(const char* pattern, const char* transport,
                                   "--idle-timeout",
                                   "30"};
     args.insert(args.end(), extra.begin(), extra.end());
-    Config c = parsed(args);
-    f.push_back(std::async(std::launch::async, [c] { return run_pattern(c); }));
+    Config c = Parsed(args);
+    f.push_back(std::async(std::launch::async, [c] { return RunPattern(c); }));
   }
   std::vector<json> out(3);
   // The root first: when something fails, its error says the most.
@@ -143,15 +143,15 @@ std::vector<json> three_ranks(const char* pattern, const char* transport,
 
 TEST(EndToEnd, OneToOneTcpPingPong) {
   ServerThread s("--tcp");
-  json j = run_pattern(parsed(
-      {"run", "--peers", addr(s.port), "--count", "50", "--size", "1000"}));
-  expect_run_report(j, "one-to-one", "tcp");
+  json j = RunPattern(Parsed(
+      {"run", "--peers", Loopback(s.port), "--count", "50", "--size", "1000"}));
+  ExpectRunReport(j, "one-to-one", "tcp");
   EXPECT_EQ(j["role"], "client");
   EXPECT_EQ(j["sent"], 50);
   EXPECT_EQ(j["received"], 50);
   EXPECT_EQ(j["lost"], 0);
   EXPECT_EQ(j["latency_of"], "message round trip");
-  expect_latency(j, 50);
+  ExpectLatency(j, 50);
   json sj = s.finish();
   EXPECT_EQ(sj["mode"], "serve");
   EXPECT_EQ(sj["data_messages"], 50);
@@ -162,14 +162,14 @@ TEST(EndToEnd, OneToOneTcpPingPong) {
 
 TEST(EndToEnd, OneToOneTcpOpenLoopExponential) {
   ServerThread s("--tcp");
-  json j = run_pattern(parsed({"run", "--peers", addr(s.port), "--count", "40",
-                               "--interval", "500", "--exp", "--seed", "1",
-                               "--tos", "0xb8", "--priority", "1:1"}));
-  expect_run_report(j, "one-to-one", "tcp");
+  json j = RunPattern(Parsed({"run", "--peers", Loopback(s.port), "--count",
+                              "40", "--interval", "500", "--exp", "--seed", "1",
+                              "--tos", "0xb8", "--priority", "1:1"}));
+  ExpectRunReport(j, "one-to-one", "tcp");
   EXPECT_EQ(j["arrivals"], "exponential");
   EXPECT_EQ(j["seed"], 1);
   EXPECT_EQ(j["received"], 40);
-  expect_latency(j, 40);
+  ExpectLatency(j, 40);
   EXPECT_EQ(s.finish()["data_messages"], 40);
 }
 
@@ -178,13 +178,13 @@ TEST(EndToEnd, OneToOneUdp) {
   // A generous timeout: on loopback nothing is lost unless a reply
   // takes 10 s, so lost == 0 does not depend on the machine's load.
   json j =
-      run_pattern(parsed({"run", "--udp", "--peers", addr(s.port), "--count",
-                          "30", "--size", "500", "--timeout", "10000"}));
-  expect_run_report(j, "one-to-one", "udp");
+      RunPattern(Parsed({"run", "--udp", "--peers", Loopback(s.port), "--count",
+                         "30", "--size", "500", "--timeout", "10000"}));
+  ExpectRunReport(j, "one-to-one", "udp");
   EXPECT_EQ(j["sent"], 30);
   EXPECT_EQ(j["received"], 30);
   EXPECT_EQ(j["lost"], 0);
-  expect_latency(j, 30);
+  ExpectLatency(j, 30);
   json sj = s.finish();
   EXPECT_EQ(sj["data_messages"], 30);
   EXPECT_EQ(sj["bytes_received"], 30 * 500);
@@ -193,10 +193,11 @@ TEST(EndToEnd, OneToOneUdp) {
 TEST(EndToEnd, OneToOneUdpCountsLoss) {
   // Nobody listens: every message is lost after --timeout, and the
   // report says so rather than hanging or failing.
-  uint16_t port = free_port(SOCK_DGRAM);
-  json j = run_pattern(parsed({"run", "--udp", "--peers", addr(port), "--count",
-                               "3", "--interval", "1000", "--timeout", "50"}));
-  expect_run_report(j, "one-to-one", "udp");
+  uint16_t port = FreePort(SOCK_DGRAM);
+  json j =
+      RunPattern(Parsed({"run", "--udp", "--peers", Loopback(port), "--count",
+                         "3", "--interval", "1000", "--timeout", "50"}));
+  ExpectRunReport(j, "one-to-one", "udp");
   EXPECT_EQ(j["sent"], 3);
   EXPECT_EQ(j["received"], 0);
   EXPECT_EQ(j["lost"], 3);
@@ -205,14 +206,14 @@ TEST(EndToEnd, OneToOneUdpCountsLoss) {
 }
 
 TEST(EndToEnd, OneToOneTcpNoServerIsAnError) {
-  uint16_t port = free_port(SOCK_STREAM);
-  Config c = parsed({"run", "--peers", addr(port), "--count", "1",
+  uint16_t port = FreePort(SOCK_STREAM);
+  Config c = Parsed({"run", "--peers", Loopback(port), "--count", "1",
                      "--connect-timeout", "200"});
   try {
-    run_pattern(c);
+    RunPattern(c);
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(addr(port)), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(Loopback(port)), std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("listening"), std::string::npos)
         << e.what();
@@ -220,17 +221,17 @@ TEST(EndToEnd, OneToOneTcpNoServerIsAnError) {
 }
 
 TEST(EndToEnd, BarrierTcp3Ranks) {
-  auto r = three_ranks("barrier", "--tcp", 20);
-  expect_run_report(r[0], "barrier", "tcp");
+  auto r = ThreeRanks("barrier", "--tcp", 20);
+  ExpectRunReport(r[0], "barrier", "tcp");
   EXPECT_EQ(r[0]["role"], "root");
   EXPECT_EQ(r[0]["ranks"], 3);
   EXPECT_EQ(r[0]["sent"], 2 * 20);      // a message to each rank per iteration
   EXPECT_EQ(r[0]["received"], 2 * 20);  // and one back from each
   EXPECT_EQ(r[0]["lost"], 0);
   EXPECT_EQ(r[0]["latency_of"], "iteration");
-  expect_latency(r[0], 20);
+  ExpectLatency(r[0], 20);
   for (int i : {1, 2}) {
-    expect_run_report(r[i], "barrier", "tcp");
+    ExpectRunReport(r[i], "barrier", "tcp");
     EXPECT_EQ(r[i]["role"], "member");
     EXPECT_EQ(r[i]["rank"], i);
     EXPECT_EQ(r[i]["sent"], 20);
@@ -240,12 +241,12 @@ TEST(EndToEnd, BarrierTcp3Ranks) {
 }
 
 TEST(EndToEnd, BarrierUdp3Ranks) {
-  auto r = three_ranks("barrier", "--udp", 20, {"--interval", "200"});
-  expect_run_report(r[0], "barrier", "udp");
+  auto r = ThreeRanks("barrier", "--udp", 20, {"--interval", "200"});
+  ExpectRunReport(r[0], "barrier", "udp");
   EXPECT_EQ(r[0]["sent"], 40);
   EXPECT_EQ(r[0]["received"], 40);
   EXPECT_EQ(r[0]["lost"], 0);
-  expect_latency(r[0], 20);
+  ExpectLatency(r[0], 20);
   for (int i : {1, 2})
     EXPECT_EQ(r[i]["sent"], 20);
 }
@@ -253,7 +254,7 @@ TEST(EndToEnd, BarrierUdp3Ranks) {
 TEST(EndToEnd, BarrierUdpRanksWithDifferentSizes) {
   // The root sends 5000-byte messages, the members answer with 200:
   // every rank receives datagrams larger than the ones it sends.
-  auto r = three_ranks("barrier", "--udp", 10, {}, "5000");
+  auto r = ThreeRanks("barrier", "--udp", 10, {}, "5000");
   EXPECT_EQ(r[0]["size"], 5000);
   EXPECT_EQ(r[0]["received"], 20);
   EXPECT_EQ(r[0]["lost"], 0);
@@ -265,11 +266,11 @@ TEST(EndToEnd, BarrierUdpRanksWithDifferentSizes) {
 }
 
 TEST(EndToEnd, ManyToOneTcp3Ranks) {
-  auto r = three_ranks("many-to-one", "--tcp", 15);
-  expect_run_report(r[0], "many-to-one", "tcp");
+  auto r = ThreeRanks("many-to-one", "--tcp", 15);
+  ExpectRunReport(r[0], "many-to-one", "tcp");
   EXPECT_EQ(r[0]["sent"], 2 * 15);
   EXPECT_EQ(r[0]["received"], 2 * 15);
-  expect_latency(r[0], 15);
+  ExpectLatency(r[0], 15);
   for (int i : {1, 2}) {
     EXPECT_EQ(r[i]["sent"], 15);
     EXPECT_EQ(r[i]["received"], 15);
@@ -277,15 +278,15 @@ TEST(EndToEnd, ManyToOneTcp3Ranks) {
 }
 
 TEST(EndToEnd, AllToAllTcp3Ranks) {
-  auto r = three_ranks("all-to-all", "--tcp", 10);
-  expect_run_report(r[0], "all-to-all", "tcp");
+  auto r = ThreeRanks("all-to-all", "--tcp", 10);
+  ExpectRunReport(r[0], "all-to-all", "tcp");
   // Root: a start and a data message to each other rank; a data message
   // and a done from each.
   EXPECT_EQ(r[0]["sent"], 10 * 2 * 2);
   EXPECT_EQ(r[0]["received"], 10 * 2 * 2);
-  expect_latency(r[0], 10);
+  ExpectLatency(r[0], 10);
   for (int i : {1, 2}) {
-    expect_run_report(r[i], "all-to-all", "tcp");
+    ExpectRunReport(r[i], "all-to-all", "tcp");
     // Member: data to the 2 others and a done; start and data from
     // the 2 others.
     EXPECT_EQ(r[i]["sent"], 10 * 3);
@@ -294,21 +295,21 @@ TEST(EndToEnd, AllToAllTcp3Ranks) {
 }
 
 TEST(EndToEnd, AllToAllUdp3Ranks) {
-  auto r = three_ranks("all-to-all", "--udp", 10,
-                       {"--interval", "500", "--exp", "--seed", "3"});
-  expect_run_report(r[0], "all-to-all", "udp");
+  auto r = ThreeRanks("all-to-all", "--udp", 10,
+                      {"--interval", "500", "--exp", "--seed", "3"});
+  ExpectRunReport(r[0], "all-to-all", "udp");
   EXPECT_EQ(r[0]["sent"], 40);
   EXPECT_EQ(r[0]["received"], 40);
   EXPECT_EQ(r[0]["lost"], 0);
-  expect_latency(r[0], 10);
+  ExpectLatency(r[0], 10);
   for (int i : {1, 2})
     EXPECT_EQ(r[i]["sent"], 30);
 }
 
 TEST(EndToEnd, BulkTcp) {
   ServerThread s("--tcp");
-  json j = run_bulk(parsed(
-      {"bulk", "--to", addr(s.port), "--size", "8192", "--seconds", "0.2"}));
+  json j = RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--size", "8192",
+                           "--seconds", "0.2"}));
   EXPECT_EQ(j["mode"], "bulk");
   uint64_t bytes = j["bytes"], messages = j["messages"];
   EXPECT_GT(messages, 0u);
@@ -329,7 +330,7 @@ struct Child {
   FILE* out = nullptr;
 };
 
-Child spawn(const std::vector<std::string>& args) {
+Child Spawn(const std::vector<std::string>& args) {
   int p[2];
   EXPECT_EQ(0, pipe(p));
   Child c;
@@ -339,6 +340,7 @@ Child spawn(const std::vector<std::string>& args) {
     close(p[0]);
     close(p[1]);
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (const auto& a : args)
       argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -351,7 +353,7 @@ Child spawn(const std::vector<std::string>& args) {
 }
 
 // Waits for the child; returns its stdout and exit status.
-std::pair<std::string, int> reap(Child& c) {
+std::pair<std::string, int> Reap(Child& c) {
   std::string s;
   char buf[4096];
   size_t n;
@@ -367,19 +369,19 @@ std::pair<std::string, int> reap(Child& c) {
 
 TEST(Binary, ServeRunAndStop) {
   const std::string bin = PARQ_BENCH_BINARY;
-  const std::string a = addr(free_port(SOCK_STREAM));
-  Child serve = spawn({bin, "serve", "--listen", a});
-  Child run = spawn({bin, "run", "--peers", a, "--count", "25",
+  const std::string a = Loopback(FreePort(SOCK_STREAM));
+  Child serve = Spawn({bin, "serve", "--listen", a});
+  Child run = Spawn({bin, "run", "--peers", a, "--count", "25",
                      "--connect-timeout", "20000"});
-  auto [rout, rcode] = reap(run);
+  auto [rout, rcode] = Reap(run);
   kill(serve.pid, SIGTERM);
-  auto [sout, scode] = reap(serve);
+  auto [sout, scode] = Reap(serve);
 
   ASSERT_EQ(rcode, 0) << rout;
   json j = json::parse(rout);
-  expect_run_report(j, "one-to-one", "tcp");
+  ExpectRunReport(j, "one-to-one", "tcp");
   EXPECT_EQ(j["received"], 25);
-  expect_latency(j, 25);
+  ExpectLatency(j, 25);
 
   ASSERT_EQ(scode, 0) << sout;
   json sj = json::parse(sout);
@@ -387,8 +389,8 @@ TEST(Binary, ServeRunAndStop) {
 }
 
 TEST(Binary, UsageErrorExits2) {
-  Child c = spawn({PARQ_BENCH_BINARY, "run", "--peers", "127.0.0.1"});
-  auto [out, code] = reap(c);
+  Child c = Spawn({PARQ_BENCH_BINARY, "run", "--peers", "127.0.0.1"});
+  auto [out, code] = Reap(c);
   EXPECT_EQ(code, 2);
   EXPECT_TRUE(out.empty());  // errors go to stderr, stdout stays JSON-only
 }

@@ -10,9 +10,9 @@ using namespace parqbench;
 
 namespace {
 
-Header sample(uint32_t size = 100) {
+Header Sample(uint32_t size = 100) {
   Header h;
-  h.type = Type::Data;
+  h.type = Type::kData;
   h.src = 0x1234;
   h.size = size;
   h.seq = 0x0102030405060708ull;
@@ -21,9 +21,9 @@ Header sample(uint32_t size = 100) {
 }
 
 // The header and size - 32 zero bytes.
-std::vector<uint8_t> wire(const Header& h) {
+std::vector<uint8_t> Wire(const Header& h) {
   std::vector<uint8_t> w(h.size, 0);
-  encode(h, w.data());
+  Encode(h, w.data());
   return w;
 }
 
@@ -31,41 +31,41 @@ std::vector<uint8_t> wire(const Header& h) {
 
 TEST(Frame, EncodeIsBigEndianAtDocumentedOffsets) {
   uint8_t b[kHeaderSize];
-  encode(sample(), b);
+  Encode(Sample(), b);
   const uint8_t want[kHeaderSize] = {
       'P', 'Q', 'B',  '1',  1,    0,    0x12, 0x34, 0,    0,    0,
       100, 0,   0,    0,    0,    1,    2,    3,    4,    5,    6,
       7,   8,   0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10,
   };
   EXPECT_EQ(0, std::memcmp(b, want, kHeaderSize));
-  EXPECT_EQ(decode(b), sample());
+  EXPECT_EQ(Decode(b), Sample());
 }
 
 TEST(Frame, DecodeRejectsGarbage) {
   uint8_t b[kHeaderSize];
-  encode(sample(), b);
+  Encode(Sample(), b);
   b[0] = 'X';
-  EXPECT_THROW(decode(b), FrameError);
+  EXPECT_THROW(Decode(b), FrameError);
 
-  encode(sample(), b);
+  Encode(Sample(), b);
   b[4] = 0;  // type 0
-  EXPECT_THROW(decode(b), FrameError);
+  EXPECT_THROW(Decode(b), FrameError);
   b[4] = 9;  // past End
-  EXPECT_THROW(decode(b), FrameError);
+  EXPECT_THROW(Decode(b), FrameError);
 
-  encode(sample(31), b);  // shorter than its own header
-  EXPECT_THROW(decode(b), FrameError);
-  encode(sample(kMaxTcpSize + 1), b);
-  EXPECT_THROW(decode(b), FrameError);
-  encode(sample(kMaxUdpSize + 1), b);
-  EXPECT_THROW(decode(b, kMaxUdpSize), FrameError);
-  EXPECT_NO_THROW(decode(b, kMaxTcpSize));
+  Encode(Sample(31), b);  // shorter than its own header
+  EXPECT_THROW(Decode(b), FrameError);
+  Encode(Sample(kMaxTcpSize + 1), b);
+  EXPECT_THROW(Decode(b), FrameError);
+  Encode(Sample(kMaxUdpSize + 1), b);
+  EXPECT_THROW(Decode(b, kMaxUdpSize), FrameError);
+  EXPECT_NO_THROW(Decode(b, kMaxTcpSize));
 }
 
 TEST(FrameDecoder, WholeFramesInOneRead) {
-  Header a = sample(32), b = sample(1000);
+  Header a = Sample(32), b = Sample(1000);
   b.seq = 7;
-  auto wa = wire(a), wb = wire(b);
+  auto wa = Wire(a), wb = Wire(b);
   std::vector<uint8_t> all(wa);
   all.insert(all.end(), wb.begin(), wb.end());
   FrameDecoder d;
@@ -81,12 +81,12 @@ TEST(FrameDecoder, EveryReadLengthGivesTheSameFrames) {
   // Three frames (header-only, small, larger than one read), fed in
   // chunks of every length from 1 to the whole: reads that end inside a
   // header, inside a payload and exactly on boundaries.
-  std::vector<Header> want{sample(32), sample(33), sample(5000)};
+  std::vector<Header> want{Sample(32), Sample(33), Sample(5000)};
   want[1].seq = 1;
-  want[2].type = Type::Bulk;
+  want[2].type = Type::kBulk;
   std::vector<uint8_t> all;
   for (const auto& h : want) {
-    auto w = wire(h);
+    auto w = Wire(h);
     all.insert(all.end(), w.begin(), w.end());
   }
   for (size_t chunk = 1; chunk <= all.size(); chunk += (chunk < 70 ? 1 : 97)) {
@@ -106,7 +106,7 @@ TEST(FrameDecoder, EveryReadLengthGivesTheSameFrames) {
 }
 
 TEST(FrameDecoder, PartialHeaderIsHeldBack) {
-  auto w = wire(sample(32));
+  auto w = Wire(Sample(32));
   FrameDecoder d;
   std::vector<Header> out;
   d.feed(w.data(), 31, out);
@@ -117,7 +117,7 @@ TEST(FrameDecoder, PartialHeaderIsHeldBack) {
 }
 
 TEST(FrameDecoder, GarbageInTheStreamThrows) {
-  auto w = wire(sample(40));
+  auto w = Wire(Sample(40));
   w.resize(w.size() + kHeaderSize, 0xff);  // a second "header" of 0xff
   FrameDecoder d;
   std::vector<Header> out;

@@ -17,13 +17,13 @@ TEST(Json, SummaryExact) {
   s.p999 = 4;
   s.max = 4;
   EXPECT_EQ(
-      summary_json(s).dump(),
+      SummaryJson(s).dump(),
       R"({"count":3,"max":4,"mean":2.5,"min":1,"p50":2,"p99":4,"p999":4})");
 }
 
 TEST(Json, EmptySummaryIsNullNotZero) {
   EXPECT_EQ(
-      summary_json(Summary{}).dump(),
+      SummaryJson(Summary{}).dump(),
       R"({"count":0,"max":null,"mean":null,"min":null,"p50":null,"p99":null,"p999":null})");
 }
 

@@ -54,7 +54,7 @@ TEST(Arrivals, ZeroMeanIsZero) {
 }
 
 TEST(Clock, Monotonic) {
-  uint64_t a = now_ns(), b = now_ns();
+  uint64_t a = NowNs(), b = NowNs();
   EXPECT_LE(a, b);
   EXPECT_GT(a, 0u);
 }

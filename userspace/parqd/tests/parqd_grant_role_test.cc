@@ -84,16 +84,16 @@ PeerSample Source(const char* addr, std::optional<uint64_t> par_age,
 class RoleTest : public ::testing::Test {
  protected:
   RoleTest()
-      : role(
-            Config(), TestKey(), mon,
+      : role_(
+            Config(), TestKey(), mon_,
             [this](const Address& to, uint16_t port,
                    std::span<const uint8_t> b) {
-              if (fail_send)
+              if (fail_send_)
                 return false;
               auto m = wire::Decode(b, TestKey());
               EXPECT_TRUE(m.ok());
               if (m.ok())
-                sent.push_back({to, port, m.value()});
+                sent_.push_back({to, port, m.value()});
               return true;
             },
             kRealtime) {}
@@ -111,16 +111,16 @@ class RoleTest : public ::testing::Test {
   // The types sent since the last call, by peer.
   std::vector<std::pair<uint64_t, wire::Type>> Take() {
     std::vector<std::pair<uint64_t, wire::Type>> out;
-    for (const Sent& s : sent)
+    for (const Sent& s : sent_)
       out.push_back({s.to == A("10.0.0.2") ? 2u : 3u, s.m.type});
-    sent.clear();
+    sent_.clear();
     return out;
   }
 
-  FakeMonitor mon;
-  std::vector<Sent> sent;
-  bool fail_send = false;
-  GrantRole role;
+  FakeMonitor mon_;
+  std::vector<Sent> sent_;
+  bool fail_send_ = false;
+  GrantRole role_;
 };
 
 using Types = std::vector<std::pair<uint64_t, wire::Type>>;
@@ -128,27 +128,27 @@ constexpr auto kG = wire::Type::kGrant;
 constexpr auto kR = wire::Type::kRelease;
 
 TEST_F(RoleTest, StartEnablesTheMonitorWithHold) {
-  EXPECT_FALSE(role.Start());
-  EXPECT_TRUE(mon.enabled);
-  EXPECT_EQ(mon.hold, kHold);
-  EXPECT_FALSE(mon.mask);
-  mon.enable_error = KernelError{EPERM, "no"};
-  EXPECT_TRUE(role.Start());
+  EXPECT_FALSE(role_.Start());
+  EXPECT_TRUE(mon_.enabled);
+  EXPECT_EQ(mon_.hold, kHold);
+  EXPECT_FALSE(mon_.mask);
+  mon_.enable_error = KernelError{EPERM, "no"};
+  EXPECT_TRUE(role_.Start());
 }
 
 TEST_F(RoleTest, NothingWithoutParallel) {
-  mon.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
-  role.Tick(100 * kMs, kRealtime);
-  EXPECT_TRUE(sent.empty());
-  EXPECT_FALSE(role.busy(100 * kMs));
+  mon_.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.Tick(100 * kMs, kRealtime);
+  EXPECT_TRUE(sent_.empty());
+  EXPECT_FALSE(role_.busy(100 * kMs));
 }
 
 TEST_F(RoleTest, GrantsTheLocalSenderWhileParallelArrives) {
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, kMs, 5000)};
-  role.Tick(100 * kMs, kRealtime);
-  ASSERT_EQ(sent.size(), 1u);
-  const Sent& s = sent[0];
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, kMs, 5000)};
+  role_.Tick(100 * kMs, kRealtime);
+  ASSERT_EQ(sent_.size(), 1u);
+  const Sent& s = sent_[0];
   EXPECT_EQ(s.to, A("10.0.0.3"));  // the peer's first address
   EXPECT_EQ(s.port, kPort);
   EXPECT_EQ(s.m.type, kG);
@@ -159,143 +159,144 @@ TEST_F(RoleTest, GrantsTheLocalSenderWhileParallelArrives) {
   EXPECT_EQ(s.m.epoch, kRealtime / (kEpochUs * 1000));
   EXPECT_EQ(s.m.sequence, kRealtime + 1);  // seeded from the real-time clock
   EXPECT_EQ(s.m.addresses, std::vector<Address>{A("10.0.0.1")});
-  EXPECT_TRUE(role.busy(100 * kMs));
-  EXPECT_EQ(role.granted(), std::set<uint64_t>{3});
-  EXPECT_EQ(role.counters().grants_sent, 1u);
+  EXPECT_TRUE(role_.busy(100 * kMs));
+  EXPECT_EQ(role_.granted(), std::set<uint64_t>{3});
+  EXPECT_EQ(role_.counters().grants_sent, 1u);
 }
 
 TEST_F(RoleTest, RestatesEveryEpochWithIncreasingSequenceAndEpoch) {
   uint64_t last_seq = 0, last_epoch = 0;
   for (int i = 0; i < 5; i++) {
     const uint64_t now = 100 * kMs + i * kMs;
-    mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-                 Source("10.0.0.3", std::nullopt, 0, 1000 * (i + 1))};
-    role.Tick(now, kRealtime + i * kMs);
-    ASSERT_EQ(sent.size(), 1u) << i;
-    EXPECT_GT(sent[0].m.sequence, last_seq);
-    EXPECT_GT(sent[0].m.epoch, last_epoch);
-    last_seq = sent[0].m.sequence;
-    last_epoch = sent[0].m.epoch;
-    sent.clear();
+    mon_.peers = {
+        Source("10.0.0.2", 0, std::nullopt),
+        Source("10.0.0.3", std::nullopt, 0, uint64_t{1000} * (i + 1))};
+    role_.Tick(now, kRealtime + i * kMs);
+    ASSERT_EQ(sent_.size(), 1u) << i;
+    EXPECT_GT(sent_[0].m.sequence, last_seq);
+    EXPECT_GT(sent_[0].m.epoch, last_epoch);
+    last_seq = sent_[0].m.sequence;
+    last_epoch = sent_[0].m.epoch;
+    sent_.clear();
   }
-  EXPECT_EQ(role.counters().grants_sent, 5u);
+  EXPECT_EQ(role_.counters().grants_sent, 5u);
 }
 
 TEST_F(RoleTest, LocalSeenByBytesGrowingEvenWhenTheAgeIsOld) {
   // The age says "long ago" (e.g. a stale dump), but bytes grew since the
   // previous dump: that host is sending.
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 50 * kMs, 1000)};
-  role.Tick(100 * kMs, kRealtime);
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 50 * kMs, 1000)};
+  role_.Tick(100 * kMs, kRealtime);
   EXPECT_EQ(Take(), Types{});  // first sight, old: not sending
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 50 * kMs, 2000)};
-  role.Tick(101 * kMs, kRealtime);
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 50 * kMs, 2000)};
+  role_.Tick(101 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));
 }
 
 TEST_F(RoleTest, UnconfiguredSourcesAreNotGrantedButTheirParallelCounts) {
-  mon.peers = {Source("192.0.2.9", 0, 0, 100),
-               Source("10.0.1.3", std::nullopt, 0, 100)};  // L's 2nd address
-  role.Tick(100 * kMs, kRealtime);
-  ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(sent[0].to, A("10.0.0.3"));
+  mon_.peers = {Source("192.0.2.9", 0, 0, 100),
+                Source("10.0.1.3", std::nullopt, 0, 100)};  // L's 2nd address
+  role_.Tick(100 * kMs, kRealtime);
+  ASSERT_EQ(sent_.size(), 1u);
+  EXPECT_EQ(sent_[0].to, A("10.0.0.3"));
 }
 
 TEST_F(RoleTest, StopReportReleasesAtOnce) {
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 0, 1000)};
-  role.Tick(100 * kMs, kRealtime);
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.Tick(100 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));
   // The kernel says parallel stopped; its table still shows a young age
   // (a dump would race the report): the report wins, and the release goes
   // out without a dump first.
-  mon.events = {{false, std::nullopt}};
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 0, 2000)};
-  const int dumps = mon.dumps;
-  role.OnEvents(101 * kMs, kRealtime);
+  mon_.events = {{false, std::nullopt}};
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 2000)};
+  const int dumps = mon_.dumps;
+  role_.OnEvents(101 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kR}}));
-  EXPECT_EQ(mon.dumps, dumps);
-  EXPECT_TRUE(role.granted().empty());
-  EXPECT_EQ(role.counters().monitor_stops, 1u);
-  EXPECT_EQ(role.counters().releases_sent, 1u);
+  EXPECT_EQ(mon_.dumps, dumps);
+  EXPECT_TRUE(role_.granted().empty());
+  EXPECT_EQ(role_.counters().monitor_stops, 1u);
+  EXPECT_EQ(role_.counters().releases_sent, 1u);
 }
 
 TEST_F(RoleTest, StartReportGrantsWithoutWaitingForAnEpoch) {
-  mon.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
-  role.Tick(100 * kMs, kRealtime);
+  mon_.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.Tick(100 * kMs, kRealtime);
   EXPECT_EQ(Take(), Types{});
   // The report comes before the table shows any parallel packet's age.
-  mon.events = {{true, A("10.0.0.2")}};
-  role.OnEvents(100 * kMs + 1, kRealtime);
+  mon_.events = {{true, A("10.0.0.2")}};
+  role_.OnEvents(100 * kMs + 1, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));
-  EXPECT_EQ(role.counters().monitor_starts, 1u);
+  EXPECT_EQ(role_.counters().monitor_starts, 1u);
 }
 
 TEST_F(RoleTest, HoldWithoutParallelReleasesEvenWithoutAReport) {
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 0, 1000)};
-  role.Tick(100 * kMs, kRealtime);
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.Tick(100 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));
-  mon.peers = {Source("10.0.0.2", 9 * kMs, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 0, 2000)};
-  role.Tick(109 * kMs, kRealtime);
+  mon_.peers = {Source("10.0.0.2", 9 * kMs, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 2000)};
+  role_.Tick(109 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));  // 9 ms < hold
-  mon.peers = {Source("10.0.0.2", kHold, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 0, 3000)};
-  role.Tick(110 * kMs, kRealtime);
+  mon_.peers = {Source("10.0.0.2", kHold, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 3000)};
+  role_.Tick(110 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kR}}));
-  role.Tick(111 * kMs, kRealtime);
+  role_.Tick(111 * kMs, kRealtime);
   EXPECT_EQ(Take(), Types{});  // released once
 }
 
 TEST_F(RoleTest, LostReportsFallBackToTheTable) {
-  mon.events_error = KernelError{ENOBUFS, "overrun"};
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 0, 1000)};
-  role.OnEvents(100 * kMs, kRealtime);
+  mon_.events_error = KernelError{ENOBUFS, "overrun"};
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.OnEvents(100 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));
-  EXPECT_EQ(role.counters().monitor_errors, 1u);
-  EXPECT_EQ(mon.dumps, 1);
+  EXPECT_EQ(role_.counters().monitor_errors, 1u);
+  EXPECT_EQ(mon_.dumps, 1);
 }
 
 TEST_F(RoleTest, FailedDumpStillReleasesAfterHold) {
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 0, 1000)};
-  role.Tick(100 * kMs, kRealtime);
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.Tick(100 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));
-  mon.peers_error = KernelError{EIO, "gone"};
-  role.Tick(105 * kMs, kRealtime);
+  mon_.peers_error = KernelError{EIO, "gone"};
+  role_.Tick(105 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));  // within hold of what was seen
-  role.Tick(111 * kMs, kRealtime);
+  role_.Tick(111 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kR}}));
-  EXPECT_EQ(role.counters().monitor_errors, 2u);
+  EXPECT_EQ(role_.counters().monitor_errors, 2u);
 }
 
 TEST_F(RoleTest, SendFailuresAreCounted) {
-  fail_send = true;
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 0, 1000)};
-  role.Tick(100 * kMs, kRealtime);
-  EXPECT_EQ(role.counters().send_errors, 1u);
-  EXPECT_EQ(role.counters().grants_sent, 0u);
+  fail_send_ = true;
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.Tick(100 * kMs, kRealtime);
+  EXPECT_EQ(role_.counters().send_errors, 1u);
+  EXPECT_EQ(role_.counters().grants_sent, 0u);
 }
 
 TEST_F(RoleTest, StopReleasesEveryGrantedPeer) {
-  mon.peers = {Source("10.0.0.2", 0, 0, 500),
-               Source("10.0.0.3", std::nullopt, 0, 1000)};
-  role.Tick(100 * kMs, kRealtime);
+  mon_.peers = {Source("10.0.0.2", 0, 0, 500),
+                Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.Tick(100 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{2, kG}, {3, kG}}));
-  role.Stop(101 * kMs, kRealtime);
+  role_.Stop(101 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{2, kR}, {3, kR}}));
 }
 
 TEST_F(RoleTest, MetricsCountWhatWasSent) {
-  mon.peers = {Source("10.0.0.2", 0, std::nullopt),
-               Source("10.0.0.3", std::nullopt, 0, 1000)};
-  role.Tick(100 * kMs, kRealtime);
-  const std::string m = role.Metrics();
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.Tick(100 * kMs, kRealtime);
+  const std::string m = role_.Metrics();
   EXPECT_NE(m.find("parqd_grants_sent_total 1\n"), std::string::npos) << m;
   EXPECT_NE(m.find("parqd_releases_sent_total 0\n"), std::string::npos);
   EXPECT_NE(m.find("parqd_peers_granted 1\n"), std::string::npos);

@@ -38,7 +38,7 @@ class KeyFile : public ::testing::Test {
     ASSERT_EQ(std::system(cmd.c_str()), 0);
   }
   std::string Write(const std::string& content, mode_t mode = 0600) {
-    const std::string path = dir_ + "/key";
+    std::string path = dir_ + "/key";
     unlink(path.c_str());
     std::ofstream(path, std::ios::binary) << content;
     EXPECT_EQ(chmod(path.c_str(), mode), 0);
