@@ -3,8 +3,8 @@
 // An IPv4 or IPv6 address, family-tagged, in network byte order.  The key of
 // the credit table and the identity check of a peer's source address.
 
-#ifndef PARQD_ADDRESS_HPP
-#define PARQD_ADDRESS_HPP
+#ifndef PARQD_ADDRESS_H
+#define PARQD_ADDRESS_H
 
 #include <array>
 #include <compare>

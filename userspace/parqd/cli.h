@@ -4,8 +4,8 @@
 // each returns the parsed arguments, or the exit status when the program
 // is done (--help printed, or a usage error explained on `err`).
 
-#ifndef PARQD_CLI_HPP
-#define PARQD_CLI_HPP
+#ifndef PARQD_CLI_H
+#define PARQD_CLI_H
 
 #include <cstdint>
 #include <optional>

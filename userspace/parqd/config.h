@@ -6,8 +6,8 @@
 // type or out of range is an error that names the file, the line, the key,
 // what is wrong and what to write instead.
 
-#ifndef PARQD_CONFIG_HPP
-#define PARQD_CONFIG_HPP
+#ifndef PARQD_CONFIG_H
+#define PARQD_CONFIG_H
 
 #include <cstdint>
 #include <optional>
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "receiver.h"
+#include "inbox.h"
 #include "result.h"
 
 namespace parq::parqd {

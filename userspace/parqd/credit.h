@@ -16,8 +16,8 @@
 // Expiry arithmetic saturates: near UINT64_MAX an entry expires at
 // UINT64_MAX instead of wrapping into the past.
 
-#ifndef PARQD_CREDIT_HPP
-#define PARQD_CREDIT_HPP
+#ifndef PARQD_CREDIT_H
+#define PARQD_CREDIT_H
 
 #include <cstddef>
 #include <cstdint>

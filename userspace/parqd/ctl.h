@@ -5,8 +5,8 @@
 // `qdisc show` runs `tc -s -j qdisc show dev DEV` and keeps the parq
 // qdiscs (FormatQdisc does the reformatting).
 
-#ifndef PARQD_CTL_HPP
-#define PARQD_CTL_HPP
+#ifndef PARQD_CTL_H
+#define PARQD_CTL_H
 
 #include <functional>
 #include <memory>

@@ -16,11 +16,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "grant_role.h"
+#include "inbox.h"
 #include "key.h"
 #include "metrics.h"
-#include "receiver.h"
-#include "sender.h"
+#include "receiving_role.h"
+#include "sending_role.h"
 #include "wire.h"
 
 namespace parq::parqd {
@@ -103,7 +103,8 @@ int OpenSocket(const Config& c) {
   return fd;
 }
 
-void WriteMetrics(const Config& c, const Sender& s, const GrantRole* role) {
+void WriteMetrics(const Config& c, const SendingRole& s,
+                  const ReceivingRole* role) {
   if (c.metrics_file.empty())
     return;
   std::string text = s.Metrics();
@@ -189,24 +190,25 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
     return 1;
   }
   Key role_key = key.value();
-  auto rx = Receiver::Create(
-      std::move(key.value()), c.peers,
-      [](const std::string& line) { spdlog::warn("{}", line); });
+  auto rx =
+      Inbox::Create(std::move(key.value()), c.peers,
+                    [](const std::string& line) { spdlog::warn("{}", line); });
   if (!rx.ok()) {
     spdlog::error("configuration: {}", rx.error());
     return 1;
   }
-  Sender sender(std::move(rx.value()), kernel,
-                [](const std::string& line) { spdlog::error("{}", line); });
+  SendingRole sender(
+      std::move(rx.value()), kernel,
+      [](const std::string& line) { spdlog::error("{}", line); });
   const Fd sock(OpenSocket(c));
   if (sock.get() < 0)
     return 1;
 
-  std::optional<GrantRole> role;
+  std::optional<ReceivingRole> role;
   if (c.receiver && monitor) {
     const int family = SocketFamily(sock.get());
     const int fd = sock.get();
-    GrantRoleConfig rc;
+    ReceivingRoleConfig rc;
     rc.node_id = c.node_id;
     rc.policy = {c.threshold_recv, c.hold_ns,
                  static_cast<uint32_t>(c.epoch_ns / 1000), c.lease};
@@ -247,7 +249,7 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
         c.node_id, c.peers.size());
   }
 
-  const GrantRole* role_ptr = role ? &*role : nullptr;
+  const ReceivingRole* role_ptr = role ? &*role : nullptr;
   WriteMetrics(c, sender, role_ptr);
   uint64_t next_metrics = MonotonicNs() + c.metrics_period_ns;
   uint64_t next_tick = MonotonicNs() + kTickNs;

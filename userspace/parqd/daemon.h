@@ -7,8 +7,8 @@
 // expired user-space entries and rewrites the metrics file.  Logs go
 // through spdlog's default logger.
 
-#ifndef PARQD_DAEMON_HPP
-#define PARQD_DAEMON_HPP
+#ifndef PARQD_DAEMON_H
+#define PARQD_DAEMON_H
 
 #include <sys/socket.h>
 #include <cstdint>

@@ -17,8 +17,8 @@
 // Pure: observations and ticks carry their time (CLOCK_MONOTONIC, ns).
 // An observation time later than a tick's counts as "just seen".
 
-#ifndef PARQD_GRANT_HPP
-#define PARQD_GRANT_HPP
+#ifndef PARQD_GRANT_H
+#define PARQD_GRANT_H
 
 #include <cstdint>
 #include <map>

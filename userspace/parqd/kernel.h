@@ -5,8 +5,8 @@
 // what parqd and parqctl ask of it can be tested without a kernel.
 // GenlCreditTable (kernel_genl.cc) is the libnl implementation.
 
-#ifndef PARQD_KERNEL_HPP
-#define PARQD_KERNEL_HPP
+#ifndef PARQD_KERNEL_H
+#define PARQD_KERNEL_H
 
 #include <cstdint>
 #include <memory>

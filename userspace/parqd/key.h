@@ -7,8 +7,8 @@
 // bytes.  It must be a regular file that neither group nor others can read
 // or write, and the key must be kMinBytes..kMaxBytes long.
 
-#ifndef PARQD_KEY_HPP
-#define PARQD_KEY_HPP
+#ifndef PARQD_KEY_H
+#define PARQD_KEY_H
 
 #include <cstddef>
 #include <cstdint>

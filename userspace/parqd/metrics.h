@@ -7,14 +7,14 @@
 // file.  The temporary name does not end in .prom, so the collector never
 // picks it up.
 
-#ifndef PARQD_METRICS_HPP
-#define PARQD_METRICS_HPP
+#ifndef PARQD_METRICS_H
+#define PARQD_METRICS_H
 
 #include <cstddef>
 #include <optional>
 #include <string>
 
-#include "receiver.h"
+#include "inbox.h"
 
 namespace parq::parqd {
 

@@ -5,8 +5,8 @@
 // cannot flood the log.  The lines it suppresses are counted and reported
 // with the next line let through.  Pure: time is passed in.
 
-#ifndef PARQD_RATELIMIT_HPP
-#define PARQD_RATELIMIT_HPP
+#ifndef PARQD_RATELIMIT_H
+#define PARQD_RATELIMIT_H
 
 #include <cstdint>
 

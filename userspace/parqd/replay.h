@@ -19,8 +19,8 @@
 // Check() does not change the window; Accept() records a sequence number
 // Check() found fresh, once the message has passed every other test.
 
-#ifndef PARQD_REPLAY_HPP
-#define PARQD_REPLAY_HPP
+#ifndef PARQD_REPLAY_H
+#define PARQD_REPLAY_H
 
 #include <cstdint>
 #include <string_view>

@@ -3,8 +3,8 @@
 // Result<T, E>: a value or an error, for the parse path (no exceptions).
 // g++ 12 has no std::expected; this is the small part of it parqd needs.
 
-#ifndef PARQD_RESULT_HPP
-#define PARQD_RESULT_HPP
+#ifndef PARQD_RESULT_H
+#define PARQD_RESULT_H
 
 #include <type_traits>
 #include <utility>

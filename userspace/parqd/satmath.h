@@ -4,8 +4,8 @@
 // UINT64_MAX is UINT64_MAX ("never, for this process"), never a wrap to the
 // past.
 
-#ifndef PARQD_SATMATH_HPP
-#define PARQD_SATMATH_HPP
+#ifndef PARQD_SATMATH_H
+#define PARQD_SATMATH_H
 
 #include <cstdint>
 #include <limits>

@@ -11,8 +11,8 @@
 //             first, then the MAC, and reads the fields only once they are
 //             authenticated.  No input makes it read out of bounds.
 
-#ifndef PARQD_WIRE_HPP
-#define PARQD_WIRE_HPP
+#ifndef PARQD_WIRE_H
+#define PARQD_WIRE_H
 
 #include <array>
 #include <cstddef>

@@ -7,23 +7,23 @@
 //   mode 0  the body is one datagram, decoded as it is (framing and MAC)
 //   mode 1  the same, but the last 32 bytes are first replaced by the right
 //           MAC, so that the field checks after the MAC are reached
-//   mode 2  the body is a sequence of records, each fed to a Receiver:
+//   mode 2  the body is a sequence of records, each fed to an Inbox:
 //           a control byte (bits 0-1: source address, bit 2: fix the MAC,
 //           bits 3-7: time step), a 2-byte big-endian length (taken modulo
 //           512), that many bytes of datagram
 // Whatever the mode, a datagram that decodes must re-encode to the same
 // bytes, and a dropped datagram must leave the credit table as it was.
 
-#ifndef PARQD_FUZZ_COMMON_HPP
-#define PARQD_FUZZ_COMMON_HPP
+#ifndef PARQD_FUZZ_COMMON_H
+#define PARQD_FUZZ_COMMON_H
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
 #include "address.h"
+#include "inbox.h"
 #include "key.h"
-#include "receiver.h"
 
 namespace parq::parqd::fuzz {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fuzz_common.h"
-#include "receiver.h"
+#include "inbox.h"
 #include "wire.h"
 
 namespace {
@@ -53,9 +53,9 @@ void DecodeOne(std::span<const uint8_t> d) {
 }
 
 void ReceiveSequence(std::span<const uint8_t> d) {
-  auto created = Receiver::Create(fuzz::FuzzKey(), fuzz::FuzzPeers());
+  auto created = Inbox::Create(fuzz::FuzzKey(), fuzz::FuzzPeers());
   FUZZ_CHECK(created.ok());
-  Receiver& r = created.value();
+  Inbox& r = created.value();
   uint64_t now = 1'000'000'000;
   size_t pos = 0;
   while (pos + 3 <= d.size()) {

@@ -3,8 +3,8 @@
 // The seed inputs of fuzz_wire: valid messages of every kind in every
 // mode, and a receive-path session (grant, duplicate, restatement, release).
 
-#ifndef PARQD_FUZZ_SEEDS_HPP
-#define PARQD_FUZZ_SEEDS_HPP
+#ifndef PARQD_FUZZ_SEEDS_H
+#define PARQD_FUZZ_SEEDS_H
 
 #include <cstdint>
 #include <vector>

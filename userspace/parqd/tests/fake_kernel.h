@@ -2,8 +2,8 @@
 //
 // A KernelCreditTable that records requests and answers as told.
 
-#ifndef PARQD_TESTS_FAKE_KERNEL_HPP
-#define PARQD_TESTS_FAKE_KERNEL_HPP
+#ifndef PARQD_TESTS_FAKE_KERNEL_H
+#define PARQD_TESTS_FAKE_KERNEL_H
 
 #include <deque>
 #include <vector>

@@ -2,8 +2,8 @@
 //
 // Keys, addresses and messages for the parqd tests.
 
-#ifndef PARQD_TESTS_TEST_UTIL_HPP
-#define PARQD_TESTS_TEST_UTIL_HPP
+#ifndef PARQD_TESTS_TEST_UTIL_H
+#define PARQD_TESTS_TEST_UTIL_H
 
 #include <array>
 #include <cstdint>

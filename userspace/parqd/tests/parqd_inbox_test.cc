@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of receiver.cc: the whole receive path, each drop reason,
+// Unit tests of inbox.cc: the whole receive path, each drop reason,
 // and that a dropped message changes nothing but the counters.
 
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "receiver.h"
+#include "inbox.h"
 #include "test_util.h"
 
 namespace {
@@ -29,7 +29,7 @@ constexpr uint64_t kEpoch = 10 * kMs;
 class ReceiverTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto r = Receiver::Create(
+    auto r = Inbox::Create(
         TestKey(),
         {PeerConfig{1, {A("10.0.0.1"), A("fd00::1")}},
          PeerConfig{2, {A("10.0.0.2")}}},
@@ -57,7 +57,7 @@ class ReceiverTest : public ::testing::Test {
     EXPECT_EQ(rx_->counters().accepted, c.accepted);
   }
 
-  std::optional<Receiver> rx_;
+  std::optional<Inbox> rx_;
   std::vector<std::string> log_;
 };
 
@@ -224,12 +224,12 @@ TEST_F(ReceiverTest, LogsDropsAtALimitedRate) {
   const std::vector<uint8_t> junk(5, 0);
   for (int i = 0; i < 100; i++)
     rx_->Receive(junk, A("10.0.0.9"), 0);
-  ASSERT_EQ(log_.size(), Receiver::kLogBurst);
+  ASSERT_EQ(log_.size(), Inbox::kLogBurst);
   EXPECT_EQ(log_[0],
             "parqd: dropped a credit message from 10.0.0.9: malformed (short)");
   rx_->Receive(Bytes(Grant(3, 1, 1, 1, {A("10.0.0.1")})), A("10.0.0.1"),
-               Receiver::kLogIntervalNs);
-  ASSERT_EQ(log_.size(), Receiver::kLogBurst + 1);
+               Inbox::kLogIntervalNs);
+  ASSERT_EQ(log_.size(), Inbox::kLogBurst + 1);
   EXPECT_EQ(log_.back(),
             "parqd: dropped a credit message from 10.0.0.1 (peer 3): "
             "unknown_peer; 90 similar lines suppressed");
@@ -237,33 +237,32 @@ TEST_F(ReceiverTest, LogsDropsAtALimitedRate) {
 }
 
 TEST(ReceiverCreate, RejectsBadConfigurations) {
-  auto r = Receiver::Create(TestKey(), {PeerConfig{1, {}}});
+  auto r = Inbox::Create(TestKey(), {PeerConfig{1, {}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "peer 1 has no addresses");
 
-  r = Receiver::Create(TestKey(), {PeerConfig{1, {A("10.0.0.1")}},
-                                   PeerConfig{1, {A("10.0.0.2")}}});
+  r = Inbox::Create(TestKey(), {PeerConfig{1, {A("10.0.0.1")}},
+                                PeerConfig{1, {A("10.0.0.2")}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "peer 1 is configured twice");
 
-  r = Receiver::Create(TestKey(), {PeerConfig{1, {A("10.0.0.1")}},
-                                   PeerConfig{2, {A("10.0.0.1")}}});
+  r = Inbox::Create(TestKey(), {PeerConfig{1, {A("10.0.0.1")}},
+                                PeerConfig{2, {A("10.0.0.1")}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "address 10.0.0.1 is configured for peer 1 and peer 2");
 
-  r = Receiver::Create(TestKey(),
-                       {PeerConfig{1, {A("10.0.0.1"), A("10.0.0.1")}}});
+  r = Inbox::Create(TestKey(), {PeerConfig{1, {A("10.0.0.1"), A("10.0.0.1")}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "address 10.0.0.1 is configured for peer 1 twice");
 
   std::vector<Address> many;
   for (uint8_t i = 0; i < 17; i++)
     many.push_back(Address::V4({10, 1, 0, i}));
-  r = Receiver::Create(TestKey(), {PeerConfig{1, many}});
+  r = Inbox::Create(TestKey(), {PeerConfig{1, many}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("at most 16"), std::string::npos);
 
-  EXPECT_TRUE(Receiver::Create(TestKey(), {}).ok());
+  EXPECT_TRUE(Inbox::Create(TestKey(), {}).ok());
 }
 
 }  // namespace

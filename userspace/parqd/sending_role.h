@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // The sending host's role of parqd: a credit message from a peer goes
-// through the receive path (receiver.h: authentication, replay,
+// through the inbox (inbox.h: authentication, replay,
 // staleness, known peer, source address) and, once accepted, is applied to
 // the kernel's credit table:
 //
@@ -16,8 +16,8 @@
 //
 // Kernel errors are counted by command and logged at a limited rate.
 
-#ifndef PARQD_SENDER_HPP
-#define PARQD_SENDER_HPP
+#ifndef PARQD_SENDING_ROLE_H
+#define PARQD_SENDING_ROLE_H
 
 #include <cstdint>
 #include <functional>
@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "inbox.h"
 #include "kernel.h"
 #include "ratelimit.h"
-#include "receiver.h"
 #include "wire.h"
 
 namespace parq::parqd {
@@ -42,12 +42,12 @@ struct KernelCounters {
   uint64_t del_errors = 0;
 };
 
-class Sender {
+class SendingRole {
  public:
   using LogSink = std::function<void(const std::string&)>;
 
-  // `kernel` must outlive the Sender.
-  Sender(Receiver rx, KernelCreditTable& kernel, LogSink log = {});
+  // `kernel` must outlive the SendingRole.
+  SendingRole(Inbox rx, KernelCreditTable& kernel, LogSink log = {});
 
   // One datagram from `from`; `now` is CLOCK_MONOTONIC ns.
   Outcome Handle(std::span<const uint8_t> bytes, const Address& from,
@@ -60,15 +60,15 @@ class Sender {
   // The Prometheus text: metrics.h's and the kernel counters.
   std::string Metrics() const;
 
-  const Receiver& receiver() const { return rx_; }
+  const Inbox& inbox() const { return rx_; }
   const KernelCounters& kernel_counters() const { return kc_; }
 
  private:
-  Receiver rx_;
+  Inbox rx_;
   KernelCreditTable& kernel_;
   LogSink log_;
   KernelCounters kc_;
-  RateLimiter log_limit_{Receiver::kLogBurst, Receiver::kLogIntervalNs};
+  RateLimiter log_limit_{Inbox::kLogBurst, Inbox::kLogIntervalNs};
 };
 
 }  // namespace parq::parqd

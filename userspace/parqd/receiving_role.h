@@ -25,8 +25,8 @@
 // increase per message (Documentation/parqd-protocol.md), so they keep
 // increasing across restarts.
 
-#ifndef PARQD_GRANT_ROLE_HPP
-#define PARQD_GRANT_ROLE_HPP
+#ifndef PARQD_RECEIVING_ROLE_H
+#define PARQD_RECEIVING_ROLE_H
 
 #include <cstdint>
 #include <functional>
@@ -38,14 +38,14 @@
 #include <vector>
 
 #include "grant.h"
+#include "inbox.h"
 #include "kernel.h"
 #include "key.h"
 #include "ratelimit.h"
-#include "receiver.h"
 
 namespace parq::parqd {
 
-struct GrantRoleConfig {
+struct ReceivingRoleConfig {
   uint64_t node_id = 0;
   GrantPolicy policy;                  // CheckPolicy() passes
   std::vector<Address> own_addresses;  // 1..wire::kMaxAddresses
@@ -63,7 +63,7 @@ struct GrantRoleCounters {
   uint64_t epochs = 0;          // Tick()s that dumped the table
 };
 
-class GrantRole {
+class ReceivingRole {
  public:
   using LogSink = std::function<void(const std::string&)>;
   // Sends one datagram to `to`:`port`; false when it failed.
@@ -72,8 +72,8 @@ class GrantRole {
 
   // `monitor` must outlive the role.  `realtime_ns`: CLOCK_REALTIME now,
   // the seed of the sequence numbers.
-  GrantRole(GrantRoleConfig c, Key key, KernelMonitor& monitor, SendFn send,
-            uint64_t realtime_ns, LogSink log = {});
+  ReceivingRole(ReceivingRoleConfig c, Key key, KernelMonitor& monitor,
+                SendFn send, uint64_t realtime_ns, LogSink log = {});
 
   std::optional<KernelError> Start();
   // `now`: CLOCK_MONOTONIC ns; `realtime_ns`: CLOCK_REALTIME ns.
@@ -100,7 +100,7 @@ class GrantRole {
             uint64_t realtime_ns);
   void Log(uint64_t now, const std::string& line);
 
-  GrantRoleConfig cfg_;
+  ReceivingRoleConfig cfg_;
   Key key_;
   KernelMonitor& monitor_;
   SendFn send_;
@@ -111,7 +111,7 @@ class GrantRole {
   std::map<Address, uint64_t> last_loc_bytes_;  // per source address
   uint64_t sequence_;
   GrantRoleCounters counters_;
-  RateLimiter log_limit_{Receiver::kLogBurst, Receiver::kLogIntervalNs};
+  RateLimiter log_limit_{Inbox::kLogBurst, Inbox::kLogIntervalNs};
 };
 
 }  // namespace parq::parqd

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-#include "grant_role.h"
+#include "receiving_role.h"
 
 #include <algorithm>
 
@@ -8,8 +8,9 @@
 
 namespace parq::parqd {
 
-GrantRole::GrantRole(GrantRoleConfig c, Key key, KernelMonitor& monitor,
-                     SendFn send, uint64_t realtime_ns, LogSink log)
+ReceivingRole::ReceivingRole(ReceivingRoleConfig c, Key key,
+                             KernelMonitor& monitor, SendFn send,
+                             uint64_t realtime_ns, LogSink log)
     : cfg_(std::move(c)),
       key_(std::move(key)),
       monitor_(monitor),
@@ -25,11 +26,11 @@ GrantRole::GrantRole(GrantRoleConfig c, Key key, KernelMonitor& monitor,
   }
 }
 
-std::optional<KernelError> GrantRole::Start() {
+std::optional<KernelError> ReceivingRole::Start() {
   return monitor_.Enable(cfg_.policy.hold_ns, std::nullopt);
 }
 
-void GrantRole::Log(uint64_t now, const std::string& line) {
+void ReceivingRole::Log(uint64_t now, const std::string& line) {
   uint64_t suppressed = 0;
   if (!log_ || !log_limit_.Allow(now, &suppressed))
     return;
@@ -38,11 +39,12 @@ void GrantRole::Log(uint64_t now, const std::string& line) {
   log_(line);
 }
 
-bool GrantRole::busy(uint64_t now) const {
+bool ReceivingRole::busy(uint64_t now) const {
   return granter_.parallel_active(now) || !granter_.granted().empty();
 }
 
-void GrantRole::Observe(const std::vector<PeerSample>& samples, uint64_t now) {
+void ReceivingRole::Observe(const std::vector<PeerSample>& samples,
+                            uint64_t now) {
   for (const PeerSample& s : samples) {
     if (s.par_age_ns)
       granter_.SawParallel(now - std::min(now, *s.par_age_ns));
@@ -59,8 +61,8 @@ void GrantRole::Observe(const std::vector<PeerSample>& samples, uint64_t now) {
   }
 }
 
-void GrantRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
-                     uint64_t realtime_ns) {
+void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
+                         uint64_t realtime_ns) {
   const uint64_t epoch = realtime_ns / epoch_ns();
   for (const GrantDecision& d : ds) {
     auto to = send_to_.find(d.peer);
@@ -85,7 +87,7 @@ void GrantRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
   }
 }
 
-void GrantRole::Tick(uint64_t now, uint64_t realtime_ns) {
+void ReceivingRole::Tick(uint64_t now, uint64_t realtime_ns) {
   auto samples = monitor_.Peers();
   if (!samples.ok()) {
     ++counters_.monitor_errors;
@@ -99,7 +101,7 @@ void GrantRole::Tick(uint64_t now, uint64_t realtime_ns) {
   Decide(now, realtime_ns);
 }
 
-void GrantRole::Decide(uint64_t now, uint64_t realtime_ns) {
+void ReceivingRole::Decide(uint64_t now, uint64_t realtime_ns) {
   const std::set<uint64_t> before = granter_.granted();
   const auto ds = granter_.Tick(now);
   for (const GrantDecision& d : ds) {
@@ -114,7 +116,7 @@ void GrantRole::Decide(uint64_t now, uint64_t realtime_ns) {
   Send(ds, now, realtime_ns);
 }
 
-void GrantRole::OnEvents(uint64_t now, uint64_t realtime_ns) {
+void ReceivingRole::OnEvents(uint64_t now, uint64_t realtime_ns) {
   auto evs = monitor_.ReadEvents();
   if (!evs.ok()) {
     // Reports were lost: the table tells the state.
@@ -146,14 +148,14 @@ void GrantRole::OnEvents(uint64_t now, uint64_t realtime_ns) {
   Tick(now, realtime_ns);
 }
 
-void GrantRole::Stop(uint64_t now, uint64_t realtime_ns) {
+void ReceivingRole::Stop(uint64_t now, uint64_t realtime_ns) {
   std::vector<GrantDecision> ds;
   for (uint64_t peer : granter_.granted())
     ds.push_back({peer, wire::Type::kRelease, 0});
   Send(ds, now, realtime_ns);
 }
 
-std::string GrantRole::Metrics() const {
+std::string ReceivingRole::Metrics() const {
   std::string out;
   auto counter = [&](const char* name, const char* help, uint64_t v) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name +

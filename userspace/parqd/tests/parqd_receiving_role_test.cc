@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of grant_role.cc: the receiving role's decisions from what a
+// Unit tests of receiving_role.cc: the receiving role's decisions from what a
 // fake receive monitor reports, and the messages it sends (decoded again
 // with the protocol library).
 
-#include "grant_role.h"
+#include "receiving_role.h"
 
 #include <gtest/gtest.h>
 
@@ -98,8 +98,8 @@ class RoleTest : public ::testing::Test {
             },
             kRealtime) {}
 
-  static GrantRoleConfig Config() {
-    GrantRoleConfig c;
+  static ReceivingRoleConfig Config() {
+    ReceivingRoleConfig c;
     c.node_id = 1;
     c.policy = {3000, kHold, kEpochUs, 3};
     c.own_addresses = {A("10.0.0.1")};
@@ -120,7 +120,7 @@ class RoleTest : public ::testing::Test {
   FakeMonitor mon_;
   std::vector<Sent> sent_;
   bool fail_send_ = false;
-  GrantRole role_;
+  ReceivingRole role_;
 };
 
 using Types = std::vector<std::pair<uint64_t, wire::Type>>;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of sender.cc: from a verified message to the kernel's credit
+// Unit tests of sending_role.cc: from a verified message to the kernel's credit
 // requests, and that nothing reaches the kernel for a dropped message.
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fake_kernel.h"
-#include "sender.h"
+#include "sending_role.h"
 #include "test_util.h"
 
 namespace {
@@ -95,8 +95,8 @@ TEST(ToRequestsTest, EpochBeyondTheKernelsMaxKeepsTheRate) {
 class SenderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto r = Receiver::Create(TestKey(),
-                              {PeerConfig{1, {A("10.0.0.1"), A("fd00::1")}}});
+    auto r = Inbox::Create(TestKey(),
+                           {PeerConfig{1, {A("10.0.0.1"), A("fd00::1")}}});
     ASSERT_TRUE(r.ok()) << r.error();
     sender_.emplace(std::move(r.value()), kernel_,
                     [this](const std::string& l) { log_.push_back(l); });
@@ -108,7 +108,7 @@ class SenderTest : public ::testing::Test {
   }
 
   FakeKernel kernel_;
-  std::optional<Sender> sender_;
+  std::optional<SendingRole> sender_;
   std::vector<std::string> log_;
 };
 
@@ -137,7 +137,7 @@ TEST_F(SenderTest, DroppedMessagesReachNothing) {
   EXPECT_FALSE(
       Rx(Bytes(Grant(1, 4, 2, 1, {A("10.0.0.1")}))).accepted);  // stale
   EXPECT_EQ(kernel_.requests.size(), 1u);
-  const Counters& c = sender_->receiver().counters();
+  const Counters& c = sender_->inbox().counters();
   EXPECT_EQ(c.received, 7u);
   EXPECT_EQ(c.accepted, 1u);
   EXPECT_EQ(c.drop(DropReason::kBadMac), 1u);
@@ -175,7 +175,7 @@ TEST_F(SenderTest, KernelErrorLogIsRateLimited) {
             .accepted);
   }
   EXPECT_EQ(sender_->kernel_counters().set_errors, 30u);
-  EXPECT_EQ(log_.size(), Receiver::kLogBurst);
+  EXPECT_EQ(log_.size(), Inbox::kLogBurst);
 }
 
 TEST_F(SenderTest, MetricsIncludeKernelCounters) {

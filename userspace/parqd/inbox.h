@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// The receive path of a sending host: one credit message, as bytes from a
+// The inbox of a sending host: one credit message, as bytes from a
 // UDP peer, through every check to the credit table.
 //
 //   decode     framing, HMAC-SHA-256 under the cluster key, fields
@@ -16,8 +16,8 @@
 // log rate limiter): not the table, not the replay window, not the epoch.
 // Each drop is counted by reason and logged at a limited rate.
 
-#ifndef PARQD_RECEIVER_HPP
-#define PARQD_RECEIVER_HPP
+#ifndef PARQD_INBOX_H
+#define PARQD_INBOX_H
 
 #include <array>
 #include <cstddef>
@@ -82,7 +82,7 @@ struct Outcome {
   std::optional<wire::Message> message;        // when accepted
 };
 
-class Receiver {
+class Inbox {
  public:
   using LogSink = std::function<void(const std::string&)>;
 
@@ -91,9 +91,9 @@ class Receiver {
 
   // Fails, naming the problem, on a duplicate peer id, a peer without
   // addresses or an address configured for two peers.
-  static Result<Receiver, std::string> Create(Key key,
-                                              std::vector<PeerConfig> peers,
-                                              LogSink log = {});
+  static Result<Inbox, std::string> Create(Key key,
+                                           std::vector<PeerConfig> peers,
+                                           LogSink log = {});
 
   // `now`: CLOCK_MONOTONIC in ns, for lease expiry and log rate limiting.
   Outcome Receive(std::span<const uint8_t> bytes, const Address& from,
@@ -112,7 +112,7 @@ class Receiver {
     std::optional<uint64_t> epoch;  // newest accepted
   };
 
-  Receiver(Key key, std::map<uint64_t, Peer> peers, LogSink log);
+  Inbox(Key key, std::map<uint64_t, Peer> peers, LogSink log);
   Outcome Drop(DropReason r, std::optional<wire::WireError> e,
                const Address& from, std::optional<uint64_t> sender,
                uint64_t now);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-#include "sender.h"
+#include "sending_role.h"
 
 #include <linux/parq.h>
 
@@ -41,11 +41,11 @@ std::vector<CreditRequest> ToRequests(const wire::Message& m) {
   return out;
 }
 
-Sender::Sender(Receiver rx, KernelCreditTable& kernel, LogSink log)
+SendingRole::SendingRole(Inbox rx, KernelCreditTable& kernel, LogSink log)
     : rx_(std::move(rx)), kernel_(kernel), log_(std::move(log)) {}
 
-Outcome Sender::Handle(std::span<const uint8_t> bytes, const Address& from,
-                       uint64_t now) {
+Outcome SendingRole::Handle(std::span<const uint8_t> bytes, const Address& from,
+                            uint64_t now) {
   Outcome o = rx_.Receive(bytes, from, now);
   if (!o.accepted || !o.message)
     return o;
@@ -71,11 +71,11 @@ Outcome Sender::Handle(std::span<const uint8_t> bytes, const Address& from,
   return o;
 }
 
-size_t Sender::Expire(uint64_t now) {
+size_t SendingRole::Expire(uint64_t now) {
   return rx_.Expire(now).size();
 }
 
-std::string Sender::Metrics() const {
+std::string SendingRole::Metrics() const {
   std::string out = RenderPrometheus(rx_.counters(), rx_.table().size());
   out +=
       "# HELP parqd_kernel_requests_total Requests sent to the kernel's "

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-#include "receiver.h"
+#include "inbox.h"
 
 #include <algorithm>
 
@@ -45,9 +45,8 @@ uint64_t Counters::dropped_total() const {
   return sum;
 }
 
-Result<Receiver, std::string> Receiver::Create(Key key,
-                                               std::vector<PeerConfig> peers,
-                                               LogSink log) {
+Result<Inbox, std::string> Inbox::Create(Key key, std::vector<PeerConfig> peers,
+                                         LogSink log) {
   std::map<uint64_t, Peer> table;
   std::map<Address, uint64_t> owner;
   for (PeerConfig& p : peers) {
@@ -69,15 +68,15 @@ Result<Receiver, std::string> Receiver::Create(Key key,
     if (!table.try_emplace(p.id, Peer{std::move(p.addresses), {}, {}}).second)
       return Err{name + " is configured twice"};
   }
-  return Receiver(std::move(key), std::move(table), std::move(log));
+  return Inbox(std::move(key), std::move(table), std::move(log));
 }
 
-Receiver::Receiver(Key key, std::map<uint64_t, Peer> peers, LogSink log)
+Inbox::Inbox(Key key, std::map<uint64_t, Peer> peers, LogSink log)
     : key_(std::move(key)), peers_(std::move(peers)), log_(std::move(log)) {}
 
-Outcome Receiver::Drop(DropReason r, std::optional<wire::WireError> e,
-                       const Address& from, std::optional<uint64_t> sender,
-                       uint64_t now) {
+Outcome Inbox::Drop(DropReason r, std::optional<wire::WireError> e,
+                    const Address& from, std::optional<uint64_t> sender,
+                    uint64_t now) {
   counters_.drop(r)++;
   if (r == DropReason::kMalformed && e)
     counters_.malformed[static_cast<size_t>(*e)]++;
@@ -97,8 +96,8 @@ Outcome Receiver::Drop(DropReason r, std::optional<wire::WireError> e,
   return Outcome{false, r, e, std::nullopt};
 }
 
-Outcome Receiver::Receive(std::span<const uint8_t> bytes, const Address& from,
-                          uint64_t now) {
+Outcome Inbox::Receive(std::span<const uint8_t> bytes, const Address& from,
+                       uint64_t now) {
   counters_.received++;
 
   auto decoded = wire::Decode(bytes, key_);
@@ -142,7 +141,7 @@ Outcome Receiver::Receive(std::span<const uint8_t> bytes, const Address& from,
   return Outcome{true, DropReason::kMalformed, std::nullopt, m};
 }
 
-std::vector<Address> Receiver::Expire(uint64_t now) {
+std::vector<Address> Inbox::Expire(uint64_t now) {
   std::vector<Address> gone = table_.Expire(now);
   counters_.expired += gone.size();
   return gone;
