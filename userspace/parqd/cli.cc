@@ -5,6 +5,9 @@
 #include <linux/parq.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <deque>
+#include <utility>
 
 namespace parq::parqd {
 
@@ -36,6 +39,20 @@ CLI::Validator DurationValidator() {
       "TIME", "duration");
 }
 
+// A CLI11 validator for a configuration key's integer (its range is the
+// file's check).
+CLI::Validator IntegerValidator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        int64_t n = 0;
+        const char* end = s.data() + s.size();
+        if (s.empty() || std::from_chars(s.data(), end, n).ptr != end)
+          return "\"" + s + "\" is not an integer";
+        return std::string();
+      },
+      "INT", "integer");
+}
+
 }  // namespace
 
 std::variant<ParqdArgs, int> ParseParqdArgs(
@@ -60,27 +77,32 @@ std::variant<ParqdArgs, int> ParseParqdArgs(
   app.add_option("--log-level", a.log_level, "Log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
-  app.add_option("--interface", o.interface, "Replaces 'interface'");
-  app.add_option("--listen-address", o.listen_address,
-                 "Replaces 'listen-address'");
-  app.add_option("--listen-port", o.listen_port, "Replaces 'listen-port'");
-  app.add_option("--node-id", o.node_id, "Replaces 'node-id'");
-  app.add_option("--key-file", o.key_file, "Replaces 'key-file'");
-  app.add_option("--metrics-file", o.metrics_file, "Replaces 'metrics-file'");
-  app.add_option("--metrics-period", o.metrics_period,
-                 "Replaces 'metrics-period'")
-      ->check(DurationValidator());
-  app.add_option("--receiver", o.receiver,
-                 "Replaces 'receiver' (true or false)");
-  app.add_option("--threshold-recv", o.threshold_recv,
-                 "Replaces 'threshold-recv' (receiving role)");
-  app.add_option("--epoch", o.epoch, "Replaces 'epoch' (receiving role)")
-      ->check(DurationValidator());
-  app.add_option("--hold", o.hold, "Replaces 'hold' (receiving role)")
-      ->check(DurationValidator());
-  app.add_option("--lease", o.lease, "Replaces 'lease' (receiving role)");
+  // One option per configuration key that has one (config.h).
+  std::vector<std::pair<CLI::Option*, std::string>> given;
+  std::deque<std::string> texts;  // CLI11 keeps pointers into these
+  for (const ConfigKeyInfo& k : ConfigKeys()) {
+    if (!k.option)
+      continue;
+    std::string help = "Replaces '" + std::string(k.name) + "'";
+    if (k.type == ConfigType::kBoolean)
+      help += " (true or false)";
+    if (k.receiving_role)
+      help += " (receiving role)";
+    CLI::Option* opt =
+        app.add_option("--" + std::string(k.name), texts.emplace_back(), help);
+    if (k.type == ConfigType::kDuration)
+      opt->check(DurationValidator());
+    else if (k.type == ConfigType::kInteger)
+      opt->check(IntegerValidator());
+    else if (k.type == ConfigType::kBoolean)
+      opt->check(CLI::IsMember({"true", "false"}));
+    given.emplace_back(opt, k.name);
+  }
   if (auto code = Parse(app, argv, out, err))
     return *code;
+  for (size_t i = 0; i < given.size(); i++)
+    if (given[i].first->count() > 0)
+      o.values[given[i].second] = texts[i];
   return a;
 }
 

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -116,45 +117,6 @@ class Reader {
   std::string_view source_;
 };
 
-constexpr std::string_view kKeys[] = {
-    "interface",    "listen-address", "listen-port", "node-id",  "key-file",
-    "peer",         "threshold-recv", "epoch",       "hold",     "lease",
-    "metrics-file", "metrics-period", "receiver",    "addresses"};
-
-std::string KeyList() {
-  std::string out;
-  for (std::string_view k : kKeys) {
-    if (!out.empty())
-      out += ", ";
-    out += k;
-  }
-  return out;
-}
-
-void ApplyOverrides(toml::table& t, const ConfigOverrides& o) {
-  auto str = [&t](const char* k, const std::optional<std::string>& v) {
-    if (v)
-      t.insert_or_assign(k, *v);
-  };
-  auto num = [&t](const char* k, const std::optional<int64_t>& v) {
-    if (v)
-      t.insert_or_assign(k, *v);
-  };
-  str("interface", o.interface);
-  str("listen-address", o.listen_address);
-  str("key-file", o.key_file);
-  str("metrics-file", o.metrics_file);
-  str("epoch", o.epoch);
-  str("hold", o.hold);
-  str("metrics-period", o.metrics_period);
-  num("listen-port", o.listen_port);
-  num("node-id", o.node_id);
-  num("threshold-recv", o.threshold_recv);
-  num("lease", o.lease);
-  if (o.receiver)
-    t.insert_or_assign("receiver", *o.receiver);
-}
-
 Result<std::vector<PeerConfig>, std::string> Peers(const Reader& r,
                                                    std::string_view source,
                                                    const toml::node& n) {
@@ -212,6 +174,298 @@ Result<std::vector<PeerConfig>, std::string> Peers(const Reader& r,
     peers.push_back(std::move(p));
   }
   return peers;
+}
+
+// Reads one key's value into the configuration; an error names the file,
+// the line and the key, what is wrong and what to write instead.
+using ReadFn = std::optional<std::string> (*)(const Reader& r,
+                                              std::string_view source,
+                                              const toml::node& v, Config& c);
+
+// Every key, declared once: --help, the command-line options, parsing and
+// the check of Documentation/parqd.md all come from this table.
+struct ConfigKey {
+  ConfigKeyInfo info;
+  std::string_view missing;  // required keys: the message when absent
+  ReadFn read;
+};
+
+#define PARQD_READ(body)                                                   \
+  [](const Reader& r, std::string_view source, const toml::node& v,        \
+     Config& c) -> std::optional<std::string> {                            \
+    (void)r, (void)source, (void)v, (void)c;                               \
+    body                                                                   \
+  }
+
+// A duration within [min, max] ns, in whole `unit` ns.
+std::optional<std::string> ReadDuration(const Reader& r, const toml::node& v,
+                                        std::string_view key, uint64_t min,
+                                        uint64_t max, std::string_view range,
+                                        uint64_t& out) {
+  auto d = r.Duration(v, key);
+  if (!d.ok())
+    return d.error();
+  if (d.value() < min || d.value() > max)
+    return r.Err(v, key,
+                 "is " + FormatDuration(d.value()) + "; give " +
+                     std::string(range));
+  out = d.value();
+  return std::nullopt;
+}
+
+const ConfigKey kKeys[] = {
+    {{"interface", ConfigType::kString, false, true, true,
+      "interface = \"eth0\"", "the interface parq runs on"},
+     "'interface' is missing; name the interface parq runs on, e.g. "
+     "interface = \"eth0\"",
+     PARQD_READ({
+       auto s = r.String(v, "interface");
+       if (!s.ok())
+         return s.error();
+       if (s.value().text.size() >= 16 ||
+           s.value().text.find('/') != std::string::npos)
+         return r.Err(v, "interface",
+                      "\"" + s.value().text +
+                          "\" is not an interface name (at most 15 "
+                          "characters, no '/')");
+       c.interface = s.value().text;
+       return std::nullopt;
+     })},
+    {{"node-id", ConfigType::kInteger, false, true, true, "node-id = 1",
+      "this host's node id (0..2^63-1), unique in the cluster"},
+     "'node-id' is missing; give this host's node id (an integer unique in "
+     "the cluster), e.g. node-id = 1",
+     PARQD_READ({
+       auto n = r.Integer(v, "node-id", 0, INT64_MAX);
+       if (!n.ok())
+         return n.error();
+       c.node_id = n.value();
+       return std::nullopt;
+     })},
+    {{"key-file", ConfigType::kString, false, true, true,
+      "key-file = \"/etc/parq/cluster.key\"",
+      "the cluster key (hex or raw, 32 to 1024 bytes, mode 0600)"},
+     "'key-file' is missing; give the cluster key file, e.g. key-file = "
+     "\"/etc/parq/cluster.key\" (make it with: openssl rand -hex 32)",
+     PARQD_READ({
+       auto s = r.String(v, "key-file");
+       if (!s.ok())
+         return s.error();
+       c.key_file = s.value().text;
+       return std::nullopt;
+     })},
+    {{"listen-address", ConfigType::kAddress, false, false, true,
+      "listen-address = \"::\"",
+      "UDP address credit messages arrive on (\"::\" takes IPv4 too)"},
+     {},
+     PARQD_READ({
+       auto a = r.Addr(v, "listen-address");
+       if (!a.ok())
+         return a.error();
+       c.listen_address = a.value().ToString();
+       return std::nullopt;
+     })},
+    {{"listen-port", ConfigType::kInteger, false, false, true,
+      "listen-port = 7207", "UDP port, 1..65535"},
+     {},
+     PARQD_READ({
+       auto p = r.Integer(v, "listen-port", 1, 65535);
+       if (!p.ok())
+         return p.error();
+       c.listen_port = static_cast<uint16_t>(p.value());
+       return std::nullopt;
+     })},
+    {{"metrics-file", ConfigType::kString, false, false, true,
+      "metrics-file = \"\"",
+      "Prometheus text file, rewritten every metrics-period (\"\": none)"},
+     {},
+     PARQD_READ({
+       // The default, "", is the only empty value allowed.
+       if (const auto* e = v.as_string(); e && e->get().empty()) {
+         c.metrics_file.clear();
+         return std::nullopt;
+       }
+       auto s = r.String(v, "metrics-file");
+       if (!s.ok())
+         return s.error();
+       if (s.value().text.back() == '/')
+         return r.Err(v, "metrics-file",
+                      "\"" + s.value().text +
+                          "\" is a directory; give a file name ending in "
+                          ".prom, e.g. \"/var/lib/prometheus/node-exporter/"
+                          "parqd.prom\"");
+       c.metrics_file = s.value().text;
+       return std::nullopt;
+     })},
+    {{"metrics-period", ConfigType::kDuration, false, false, true,
+      "metrics-period = \"10s\"", "10ms..1h"},
+     {},
+     PARQD_READ({
+       return ReadDuration(r, v, "metrics-period", 10 * kNsPerMs,
+                           3600 * kNsPerSec, "a period from 10ms to 1h",
+                           c.metrics_period_ns);
+     })},
+    {{"peer", ConfigType::kPeers, false, true, false,
+      "[[peer]]\nid = 2\naddresses = [\"192.0.2.2\"]",
+      "one section per host that grants this host credit: its node id, and "
+      "the addresses it sends from and grants for (1..16)"},
+     "no [[peer]] section; list every host that may grant this host "
+     "credit, with its id and addresses",
+     PARQD_READ({
+       auto p = Peers(r, source, v);
+       if (!p.ok())
+         return p.error();
+       c.peers = std::move(p.value());
+       return std::nullopt;
+     })},
+    {{"receiver", ConfigType::kBoolean, true, false, true, "receiver = false",
+      "true: run the receiving role too"},
+     {},
+     PARQD_READ({
+       const auto* b = v.as_boolean();
+       if (!b)
+         return r.Err(v, "receiver", "must be true or false (no quotes)");
+       c.receiver = b->get();
+       return std::nullopt;
+     })},
+    {{"addresses", ConfigType::kAddresses, true, false, false,
+      "addresses = [\"192.0.2.1\"]",
+      "this host's own addresses, what its grants are for (1..16; required "
+      "with receiver)"},
+     {},
+     PARQD_READ({
+       const auto* arr = v.as_array();
+       if (!arr || arr->empty() || arr->size() > wire::kMaxAddresses)
+         return r.Err(v, "addresses",
+                      "must be a list of 1 to " +
+                          std::to_string(wire::kMaxAddresses) +
+                          " addresses, e.g. [\"192.0.2.1\"]");
+       std::set<Address> seen;
+       for (const toml::node& an : *arr) {
+         auto a = r.Addr(an, "addresses");
+         if (!a.ok())
+           return a.error();
+         if (!seen.insert(a.value()).second)
+           return r.Err(an, "addresses",
+                        a.value().ToString() + " is listed twice");
+         c.addresses.push_back(a.value());
+       }
+       return std::nullopt;
+     })},
+    {{"threshold-recv", ConfigType::kInteger, true, false, true,
+      "threshold-recv = 0", "bytes per epoch granted (0: stop)"},
+     {},
+     PARQD_READ({
+       auto n = r.Integer(v, "threshold-recv", 0, INT64_MAX);
+       if (!n.ok())
+         return n.error();
+       c.threshold_recv = n.value();
+       return std::nullopt;
+     })},
+    {{"epoch", ConfigType::kDuration, true, false, true, "epoch = \"1ms\"",
+      "epoch length, 100us..60s, whole microseconds"},
+     {},
+     PARQD_READ({
+       uint64_t ns = 0;
+       if (auto e = ReadDuration(
+               r, v, "epoch", wire::kMinEpochUs * kNsPerUs,
+               wire::kMaxEpochUs * kNsPerUs,
+               "a whole number of microseconds from 100us to 60s", ns))
+         return e;
+       if (ns % kNsPerUs != 0)
+         return r.Err(v, "epoch",
+                      "is " + FormatDuration(ns) +
+                          "; give a whole number of microseconds from "
+                          "100us to 60s");
+       c.epoch_ns = ns;
+       return std::nullopt;
+     })},
+    {{"hold", ConfigType::kDuration, true, false, true, "hold = \"10ms\"",
+      "how long traffic counts as arriving"},
+     {},
+     PARQD_READ({
+       auto d = r.Duration(v, "hold");
+       if (!d.ok())
+         return d.error();
+       if (d.value() == 0)
+         return r.Err(v, "hold", "must be longer than 0");
+       c.hold_ns = d.value();
+       return std::nullopt;
+     })},
+    {{"lease", ConfigType::kInteger, true, false, true, "lease = 3",
+      "epochs a grant lasts, 1..65535"},
+     {},
+     PARQD_READ({
+       auto n = r.Integer(v, "lease", 1, 65535);
+       if (!n.ok())
+         return n.error();
+       c.lease = static_cast<uint16_t>(n.value());
+       return std::nullopt;
+     })},
+};
+
+#undef PARQD_READ
+
+const ConfigKey* FindKey(std::string_view name) {
+  for (const ConfigKey& k : kKeys)
+    if (k.info.name == name)
+      return &k;
+  return nullptr;
+}
+
+std::string KeyList() {
+  std::string out;
+  for (const ConfigKey& k : kKeys) {
+    if (!out.empty())
+      out += ", ";
+    out += k.info.name;
+  }
+  return out;
+}
+
+// A command-line value as the TOML value its key takes: an integer or a
+// boolean when it reads as one, else a string, so that a wrong one gets
+// the file's message ("must be an integer").
+void ApplyOverrides(toml::table& t, const ConfigOverrides& o) {
+  for (const auto& [name, text] : o.values) {
+    const ConfigKey* k = FindKey(name);
+    if (!k || !k->info.option)
+      continue;  // the command line offers no such option
+    int64_t n = 0;
+    const char* end = text.data() + text.size();
+    if (k->info.type == ConfigType::kInteger &&
+        std::from_chars(text.data(), end, n).ptr == end && !text.empty())
+      t.insert_or_assign(name, n);
+    else if (k->info.type == ConfigType::kBoolean &&
+             (text == "true" || text == "false"))
+      t.insert_or_assign(name, text == "true");
+    else
+      t.insert_or_assign(name, text);
+  }
+}
+
+// `text` in lines of at most `width` characters.
+std::vector<std::string> Wrap(std::string_view text, size_t width) {
+  std::vector<std::string> lines;
+  std::string line;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string_view::npos)
+      j = text.size();
+    const std::string_view word = text.substr(i, j - i);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      lines.push_back(line);
+      line.clear();
+    }
+    if (!line.empty())
+      line += ' ';
+    line += word;
+    i = j + 1;
+  }
+  if (!line.empty())
+    lines.push_back(line);
+  return lines;
 }
 
 }  // namespace
@@ -284,142 +538,22 @@ Result<Config, std::string> ParseConfig(std::string_view text,
 
   const Reader r(source);
   Config c;
-  bool have_interface = false, have_node = false, have_key = false,
-       have_peers = false;
+  std::set<std::string_view> seen;
   for (auto&& [k, v] : t) {
-    const std::string_view key = k.str();
-    if (key == "interface") {
-      auto s = r.String(v, key);
-      if (!s.ok())
-        return Err{s.error()};
-      if (s.value().text.size() >= 16 ||
-          s.value().text.find('/') != std::string::npos)
-        return Err{r.Err(v, key,
-                         "\"" + s.value().text +
-                             "\" is not an interface name (at most "
-                             "15 characters, no '/')")};
-      c.interface = s.value().text;
-      have_interface = true;
-    } else if (key == "listen-address") {
-      auto a = r.Addr(v, key);
-      if (!a.ok())
-        return Err{a.error()};
-      c.listen_address = a.value().ToString();
-    } else if (key == "listen-port") {
-      auto p = r.Integer(v, key, 1, 65535);
-      if (!p.ok())
-        return Err{p.error()};
-      c.listen_port = static_cast<uint16_t>(p.value());
-    } else if (key == "node-id") {
-      auto n = r.Integer(v, key, 0, INT64_MAX);
-      if (!n.ok())
-        return Err{n.error()};
-      c.node_id = n.value();
-      have_node = true;
-    } else if (key == "key-file") {
-      auto s = r.String(v, key);
-      if (!s.ok())
-        return Err{s.error()};
-      c.key_file = s.value().text;
-      have_key = true;
-    } else if (key == "peer") {
-      auto p = Peers(r, source, v);
-      if (!p.ok())
-        return Err{p.error()};
-      c.peers = std::move(p.value());
-      have_peers = true;
-    } else if (key == "threshold-recv") {
-      auto n = r.Integer(v, key, 0, INT64_MAX);
-      if (!n.ok())
-        return Err{n.error()};
-      c.threshold_recv = n.value();
-    } else if (key == "epoch" || key == "hold" || key == "metrics-period") {
-      auto d = r.Duration(v, key);
-      if (!d.ok())
-        return Err{d.error()};
-      if (key == "epoch") {
-        if (d.value() < wire::kMinEpochUs * kNsPerUs ||
-            d.value() > wire::kMaxEpochUs * kNsPerUs ||
-            d.value() % kNsPerUs != 0)
-          return Err{r.Err(v, key,
-                           "is " + FormatDuration(d.value()) +
-                               "; give a whole number of "
-                               "microseconds from 100us to 60s")};
-        c.epoch_ns = d.value();
-      } else if (key == "hold") {
-        if (d.value() == 0)
-          return Err{r.Err(v, key, "must be longer than 0")};
-        c.hold_ns = d.value();
-      } else {
-        if (d.value() < 10 * kNsPerMs || d.value() > 3600 * kNsPerSec)
-          return Err{r.Err(v, key,
-                           "is " + FormatDuration(d.value()) +
-                               "; give a period from 10ms to 1h")};
-        c.metrics_period_ns = d.value();
-      }
-    } else if (key == "lease") {
-      auto n = r.Integer(v, key, 1, 65535);
-      if (!n.ok())
-        return Err{n.error()};
-      c.lease = static_cast<uint16_t>(n.value());
-    } else if (key == "receiver") {
-      const auto* b = v.as_boolean();
-      if (!b)
-        return Err{r.Err(v, key, "must be true or false (no quotes)")};
-      c.receiver = b->get();
-    } else if (key == "addresses") {
-      const auto* arr = v.as_array();
-      if (!arr || arr->empty() || arr->size() > wire::kMaxAddresses)
-        return Err{r.Err(v, key,
-                         "must be a list of 1 to " +
-                             std::to_string(wire::kMaxAddresses) +
-                             " addresses, e.g. [\"192.0.2.1\"]")};
-      std::set<Address> seen;
-      for (const toml::node& an : *arr) {
-        auto a = r.Addr(an, key);
-        if (!a.ok())
-          return Err{a.error()};
-        if (!seen.insert(a.value()).second)
-          return Err{r.Err(an, key, a.value().ToString() + " is listed twice")};
-        c.addresses.push_back(a.value());
-      }
-    } else if (key == "metrics-file") {
-      auto s = r.String(v, key);
-      if (!s.ok())
-        return Err{s.error()};
-      if (s.value().text.back() == '/')
-        return Err{r.Err(v, key,
-                         "\"" + s.value().text +
-                             "\" is a directory; give a file name "
-                             "ending in .prom, e.g. "
-                             "\"/var/lib/prometheus/node-exporter/"
-                             "parqd.prom\"")};
-      c.metrics_file = s.value().text;
-    } else {
-      return Err{r.Err(v, key,
+    const ConfigKey* key = FindKey(k.str());
+    if (!key)
+      return Err{r.Err(v, k.str(),
                        "unknown key; the keys are " + KeyList() +
                            " (see Documentation/parqd.md)")};
-    }
+    if (auto e = key->read(r, source, v, c))
+      return Err{*e};
+    seen.insert(key->info.name);
   }
 
   const std::string file(source);
-  if (!have_interface)
-    return Err{file +
-               ": 'interface' is missing; name the interface parq "
-               "runs on, e.g. interface = \"eth0\""};
-  if (!have_node)
-    return Err{file +
-               ": 'node-id' is missing; give this host's node id "
-               "(an integer unique in the cluster), e.g. node-id = 1"};
-  if (!have_key)
-    return Err{file +
-               ": 'key-file' is missing; give the cluster key file, "
-               "e.g. key-file = \"/etc/parq/cluster.key\" (make it "
-               "with: openssl rand -hex 32)"};
-  if (!have_peers || c.peers.empty())
-    return Err{file +
-               ": no [[peer]] section; list every host that may "
-               "grant this host credit, with its id and addresses"};
+  for (const ConfigKey& k : kKeys)
+    if (k.info.required && !seen.count(k.info.name))
+      return Err{file + ": " + std::string(k.missing)};
   std::set<uint64_t> ids;
   for (const PeerConfig& p : c.peers) {
     if (!ids.insert(p.id).second)
@@ -465,33 +599,50 @@ Result<Config, std::string> LoadConfig(const std::string& path,
   return ParseConfig(s.str(), path, o);
 }
 
+std::vector<ConfigKeyInfo> ConfigKeys() {
+  std::vector<ConfigKeyInfo> out;
+  for (const ConfigKey& k : kKeys)
+    out.push_back(k.info);
+  return out;
+}
+
 std::string ConfigKeysHelp() {
-  return R"(Configuration file (TOML; Documentation/parqd.md).  Command-line options of
-the same name replace the file's values.
-  interface = "eth0"            required: the interface parq runs on
-  node-id = 1                   required: this host's node id (0..2^63-1)
-  key-file = "/etc/parq/cluster.key"
-                                required: the cluster key (hex or raw, 32 to
-                                1024 bytes, mode 0600)
-  listen-address = "::"         UDP address credit messages arrive on ("::"
-                                takes IPv4 too)
-  listen-port = 7207            UDP port
-  metrics-file = ""             Prometheus text file, rewritten every
-                                metrics-period ("": none)
-  metrics-period = "10s"        10ms..1h
-  [[peer]]                      one section per host that grants this host
-  id = 2                          credit: its node id, and the addresses it
-  addresses = ["192.0.2.2"]       sends from and grants for (1..16)
-Receiving role (grants credit to the peers sending this host local traffic
-while parallel traffic arrives; peers listen on this host's listen-port):
-  receiver = false              true: run the receiving role too
-  addresses = ["192.0.2.1"]     this host's own addresses, what its grants
-                                are for (1..16; required with receiver)
-  threshold-recv = 0            bytes per epoch granted (0: stop)
-  epoch = "1ms"                 epoch length, 100us..60s, whole microseconds
-  hold = "10ms"                 how long traffic counts as arriving
-  lease = 3                     epochs a grant lasts, 1..65535
-Durations are numbers with a unit: ns, us, ms, s ("250us", "1.5s").)";
+  constexpr size_t kLeft = 30, kWidth = 80;
+  std::string out =
+      "Configuration file (TOML; Documentation/parqd.md).  Command-line "
+      "options of\nthe same name replace the file's values.\n";
+  bool receiving = false;
+  for (const ConfigKey& k : kKeys) {
+    if (k.info.receiving_role && !receiving) {
+      receiving = true;
+      out +=
+          "Receiving role (grants credit to the peers sending this host "
+          "local traffic\nwhile parallel traffic arrives; peers listen on "
+          "this host's listen-port):\n";
+    }
+    std::vector<std::string> left;
+    for (size_t i = 0, j; i <= k.info.example.size(); i = j + 1) {
+      j = std::min(k.info.example.find('\n', i), k.info.example.size());
+      left.push_back(std::string(k.info.example.substr(i, j - i)));
+    }
+    std::string help(k.info.help);
+    if (k.info.required)
+      help = "required: " + help;
+    const std::vector<std::string> right = Wrap(help, kWidth - kLeft - 4);
+    // A long first line of the left column gets a line of its own.
+    size_t skip = left.front().size() + 2 > kLeft ? 1 : 0;
+    for (size_t i = 0; i < std::max(left.size(), right.size() + skip); i++) {
+      const std::string l = i < left.size() ? left[i] : "";
+      out += "  " + l;
+      if (i >= skip && i - skip < right.size())
+        out += std::string(kLeft - l.size(), ' ') + right[i - skip];
+      out += '\n';
+    }
+  }
+  out +=
+      "Durations are numbers with a unit: ns, us, ms, s (\"250us\", "
+      "\"1.5s\").";
+  return out;
 }
 
 }  // namespace parq::parqd

@@ -10,6 +10,8 @@
 #define PARQD_CONFIG_H
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,14 +45,41 @@ struct Config {
   uint16_t lease = 3;        // epochs
   std::string metrics_file;  // empty: no metrics file
   uint64_t metrics_period_ns = 10 * kNsPerSec;
+
+  bool operator==(const Config&) const = default;
 };
 
-// Command-line values that replace the file's (the same keys).
+// What a key's value is, in the file.
+enum class ConfigType {
+  kString,
+  kInteger,
+  kDuration,   // a string: a number with a unit
+  kBoolean,
+  kAddress,    // a string: IPv4 or IPv6
+  kAddresses,  // a list of those
+  kPeers,      // [[peer]] sections
+};
+
+// One configuration key as --help, the command line and the documentation
+// see it.  config.cc declares every key once, in one table, with how it is
+// read; this is that table without the reading.
+struct ConfigKeyInfo {
+  std::string_view name;
+  ConfigType type;
+  bool receiving_role;       // a key of the receiving role
+  bool required;             // (addresses: required with receiver)
+  bool option;               // has a command-line option --<name>
+  std::string_view example;  // as written in the file; the default, when
+                             // the key is neither required nor a list
+  std::string_view help;
+};
+
+std::vector<ConfigKeyInfo> ConfigKeys();
+
+// Command-line values that replace the file's: key name -> the text given
+// (an integer or boolean key's text is read as one).
 struct ConfigOverrides {
-  std::optional<std::string> interface, listen_address, key_file, metrics_file,
-      epoch, hold, metrics_period;
-  std::optional<int64_t> listen_port, node_id, threshold_recv, lease;
-  std::optional<bool> receiver;
+  std::map<std::string, std::string, std::less<>> values;
 };
 
 // "1ms", "250us", "1.5s", "100ns" (a unit is required) -> ns.

@@ -107,10 +107,11 @@ void WriteMetrics(const Config& c, const SendingRole& s,
                   const ReceivingRole* role) {
   if (c.metrics_file.empty())
     return;
-  std::string text = s.Metrics();
+  PromText text;
+  s.Metrics(text);
   if (role)
-    text += role->Metrics();
-  if (auto e = WriteFileAtomically(c.metrics_file, text))
+    role->Metrics(text);
+  if (auto e = WriteFileAtomically(c.metrics_file, text.text()))
     spdlog::warn("metrics: {}", *e);
 }
 

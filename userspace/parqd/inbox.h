@@ -73,6 +73,8 @@ struct Counters {
 struct PeerConfig {
   uint64_t id = 0;
   std::vector<Address> addresses;  // where it sends from, what it grants for
+
+  bool operator==(const PeerConfig&) const = default;
 };
 
 struct Outcome {

@@ -14,78 +14,78 @@
 
 namespace parq::parqd {
 
-namespace {
-
-void Header(std::string& out, const char* name, const char* type,
-            const char* help) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
+void PromText::Family(std::string_view name, std::string_view type,
+                      std::string_view help) {
+  out_ += "# HELP ";
+  out_ += name;
+  out_ += ' ';
+  out_ += help;
+  out_ += "\n# TYPE ";
+  out_ += name;
+  out_ += ' ';
+  out_ += type;
+  out_ += '\n';
 }
 
-void Sample(std::string& out, const char* name, uint64_t value,
-            const char* label = nullptr, std::string_view label_value = {}) {
-  out += name;
-  if (label) {
-    out += '{';
-    out += label;
-    out += "=\"";
-    out += label_value;  // our own snake_case names: nothing to escape
-    out += "\"}";
+void PromText::Sample(std::string_view name, uint64_t value,
+                      std::string_view label, std::string_view label_value) {
+  out_ += name;
+  if (!label.empty()) {
+    out_ += '{';
+    out_ += label;
+    out_ += "=\"";
+    out_ += label_value;
+    out_ += "\"}";
   }
-  out += ' ';
-  out += std::to_string(value);
-  out += '\n';
+  out_ += ' ';
+  out_ += std::to_string(value);
+  out_ += '\n';
 }
 
-void Metric(std::string& out, const char* name, const char* type,
-            const char* help, uint64_t value) {
-  Header(out, name, type, help);
-  Sample(out, name, value);
+void PromText::Counter(std::string_view name, std::string_view help,
+                       uint64_t value) {
+  Family(name, "counter", help);
+  Sample(name, value);
 }
 
-}  // namespace
+void PromText::Gauge(std::string_view name, std::string_view help,
+                     uint64_t value) {
+  Family(name, "gauge", help);
+  Sample(name, value);
+}
 
-std::string RenderPrometheus(const Counters& c, size_t credit_entries) {
-  std::string out;
-  Metric(out, "parqd_messages_received_total", "counter",
-         "Credit messages received.", c.received);
-  Metric(out, "parqd_messages_accepted_total", "counter",
-         "Credit messages that passed every check and were applied.",
-         c.accepted);
-  Metric(out, "parqd_grants_applied_total", "counter",
-         "Accepted GRANT messages.", c.grants);
-  Metric(out, "parqd_releases_applied_total", "counter",
-         "Accepted RELEASE messages.", c.releases);
+void RenderInbox(PromText& out, const Counters& c, size_t credit_entries) {
+  out.Counter("parqd_messages_received_total", "Credit messages received.",
+              c.received);
+  out.Counter("parqd_messages_accepted_total",
+              "Credit messages that passed every check and were applied.",
+              c.accepted);
+  out.Counter("parqd_grants_applied_total", "Accepted GRANT messages.",
+              c.grants);
+  out.Counter("parqd_releases_applied_total", "Accepted RELEASE messages.",
+              c.releases);
 
   const char* dropped = "parqd_messages_dropped_total";
-  Header(out, dropped, "counter",
-         "Credit messages dropped without effect, by reason.");
+  out.Family(dropped, "counter",
+             "Credit messages dropped without effect, by reason.");
   for (size_t i = 0; i < kDropReasonCount; i++)
-    Sample(out, dropped, c.dropped[i], "reason",
-           Name(static_cast<DropReason>(i)));
+    out.Sample(dropped, c.dropped[i], "reason",
+               Name(static_cast<DropReason>(i)));
 
   const char* malformed = "parqd_messages_malformed_total";
-  Header(out, malformed, "counter",
-         "Credit messages dropped as malformed, by decoding error.");
+  out.Family(malformed, "counter",
+             "Credit messages dropped as malformed, by decoding error.");
   for (size_t i = 0; i < wire::kWireErrorCount; i++) {
     const auto e = static_cast<wire::WireError>(i);
     if (e == wire::WireError::kBadMac || e == wire::WireError::kCryptoFailure)
       continue;  // their own drop reasons
-    Sample(out, malformed, c.malformed[i], "error", wire::Name(e));
+    out.Sample(malformed, c.malformed[i], "error", wire::Name(e));
   }
 
-  Metric(out, "parqd_credit_expired_total", "counter",
-         "Credit entries removed because their lease ended.", c.expired);
-  Metric(out, "parqd_credit_entries", "gauge",
-         "Destinations currently holding a credit entry.", credit_entries);
-  return out;
+  out.Counter("parqd_credit_expired_total",
+              "Credit entries removed because their lease ended.", c.expired);
+  out.Gauge("parqd_credit_entries",
+            "Destinations currently holding a credit entry.", credit_entries);
 }
 
 std::optional<std::string> WriteFileAtomically(const std::string& path,

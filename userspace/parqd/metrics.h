@@ -11,16 +11,39 @@
 #define PARQD_METRICS_H
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "inbox.h"
 
 namespace parq::parqd {
 
-// Every metric with its HELP and TYPE lines; every label value present,
-// zeros included, so that rate() works from the first scrape.
-std::string RenderPrometheus(const Counters& c, size_t credit_entries);
+// The one writer of parqd's metrics text: each family's HELP and TYPE
+// lines, then its samples.  Names are parqd's own snake_case (nothing to
+// escape); HELP is a sentence.  Every label value a family can have is
+// written, zeros included, so that rate() works from the first scrape.
+class PromText {
+ public:
+  // Opens a family; `type` is "counter" or "gauge".
+  void Family(std::string_view name, std::string_view type,
+              std::string_view help);
+  // A sample of the family just opened, with at most one label.
+  void Sample(std::string_view name, uint64_t value,
+              std::string_view label = {}, std::string_view label_value = {});
+  // A family of one unlabelled sample.
+  void Counter(std::string_view name, std::string_view help, uint64_t value);
+  void Gauge(std::string_view name, std::string_view help, uint64_t value);
+
+  const std::string& text() const { return out_; }
+
+ private:
+  std::string out_;
+};
+
+// The inbox's counters and the credit table's size.
+void RenderInbox(PromText& out, const Counters& c, size_t credit_entries);
 
 // Replaces `path` with `text` atomically.  Returns an error message naming
 // the file and the failed step, or nothing on success.

@@ -155,33 +155,22 @@ void ReceivingRole::Stop(uint64_t now, uint64_t realtime_ns) {
   Send(ds, now, realtime_ns);
 }
 
-std::string ReceivingRole::Metrics() const {
-  std::string out;
-  auto counter = [&](const char* name, const char* help, uint64_t v) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name +
-           " counter\n" + name + " " + std::to_string(v) + "\n";
-  };
-  counter("parqd_grants_sent_total", "GRANT messages sent to peers",
-          counters_.grants_sent);
-  counter("parqd_releases_sent_total", "RELEASE messages sent to peers",
-          counters_.releases_sent);
-  counter("parqd_send_errors_total", "credit messages that could not be sent",
-          counters_.send_errors);
-  out +=
-      "# HELP parqd_monitor_events_total receive monitor reports, by kind\n"
-      "# TYPE parqd_monitor_events_total counter\n";
-  out += "parqd_monitor_events_total{kind=\"start\"} " +
-         std::to_string(counters_.monitor_starts) + "\n";
-  out += "parqd_monitor_events_total{kind=\"stop\"} " +
-         std::to_string(counters_.monitor_stops) + "\n";
-  counter("parqd_monitor_errors_total",
-          "failed reads of the receive monitor (dumps, lost reports)",
-          counters_.monitor_errors);
-  out +=
-      "# HELP parqd_peers_granted peers holding a grant now\n"
-      "# TYPE parqd_peers_granted gauge\nparqd_peers_granted " +
-      std::to_string(granter_.granted().size()) + "\n";
-  return out;
+void ReceivingRole::Metrics(PromText& out) const {
+  out.Counter("parqd_grants_sent_total", "GRANT messages sent to peers.",
+              counters_.grants_sent);
+  out.Counter("parqd_releases_sent_total", "RELEASE messages sent to peers.",
+              counters_.releases_sent);
+  out.Counter("parqd_send_errors_total",
+              "Credit messages that could not be sent.", counters_.send_errors);
+  const char* events = "parqd_monitor_events_total";
+  out.Family(events, "counter", "Receive monitor reports, by kind.");
+  out.Sample(events, counters_.monitor_starts, "kind", "start");
+  out.Sample(events, counters_.monitor_stops, "kind", "stop");
+  out.Counter("parqd_monitor_errors_total",
+              "Failed reads of the receive monitor (dumps, lost reports).",
+              counters_.monitor_errors);
+  out.Gauge("parqd_peers_granted", "Peers holding a grant now.",
+            granter_.granted().size());
 }
 
 }  // namespace parq::parqd

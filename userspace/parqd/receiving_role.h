@@ -41,6 +41,7 @@
 #include "inbox.h"
 #include "kernel.h"
 #include "key.h"
+#include "metrics.h"
 #include "ratelimit.h"
 
 namespace parq::parqd {
@@ -90,7 +91,8 @@ class ReceivingRole {
   uint64_t last_sequence() const { return sequence_; }
 
   // The role's Prometheus metrics (appended to the daemon's file).
-  std::string Metrics() const;
+  // Appends this role's metrics.
+  void Metrics(PromText& out) const;
 
  private:
   void Observe(const std::vector<PeerSample>& samples, uint64_t now);

@@ -75,25 +75,19 @@ size_t SendingRole::Expire(uint64_t now) {
   return rx_.Expire(now).size();
 }
 
-std::string SendingRole::Metrics() const {
-  std::string out = RenderPrometheus(rx_.counters(), rx_.table().size());
-  out +=
-      "# HELP parqd_kernel_requests_total Requests sent to the kernel's "
-      "credit table, by command.\n"
-      "# TYPE parqd_kernel_requests_total counter\n";
-  out += "parqd_kernel_requests_total{cmd=\"credit_set\"} " +
-         std::to_string(kc_.set_requests) + "\n";
-  out += "parqd_kernel_requests_total{cmd=\"credit_del\"} " +
-         std::to_string(kc_.del_requests) + "\n";
-  out +=
-      "# HELP parqd_kernel_errors_total Requests the kernel refused, by "
-      "command (a delete of an absent entry is not counted).\n"
-      "# TYPE parqd_kernel_errors_total counter\n";
-  out += "parqd_kernel_errors_total{cmd=\"credit_set\"} " +
-         std::to_string(kc_.set_errors) + "\n";
-  out += "parqd_kernel_errors_total{cmd=\"credit_del\"} " +
-         std::to_string(kc_.del_errors) + "\n";
-  return out;
+void SendingRole::Metrics(PromText& out) const {
+  RenderInbox(out, rx_.counters(), rx_.table().size());
+  const char* requests = "parqd_kernel_requests_total";
+  out.Family(requests, "counter",
+             "Requests sent to the kernel's credit table, by command.");
+  out.Sample(requests, kc_.set_requests, "cmd", "credit_set");
+  out.Sample(requests, kc_.del_requests, "cmd", "credit_del");
+  const char* errors = "parqd_kernel_errors_total";
+  out.Family(errors, "counter",
+             "Requests the kernel refused, by command (a delete of an "
+             "absent entry is not counted).");
+  out.Sample(errors, kc_.set_errors, "cmd", "credit_set");
+  out.Sample(errors, kc_.del_errors, "cmd", "credit_del");
 }
 
 }  // namespace parq::parqd

@@ -27,6 +27,7 @@
 
 #include "inbox.h"
 #include "kernel.h"
+#include "metrics.h"
 #include "ratelimit.h"
 #include "wire.h"
 
@@ -58,7 +59,8 @@ class SendingRole {
   size_t Expire(uint64_t now);
 
   // The Prometheus text: metrics.h's and the kernel counters.
-  std::string Metrics() const;
+  // Appends this role's metrics.
+  void Metrics(PromText& out) const;
 
   const Inbox& inbox() const { return rx_; }
   const KernelCounters& kernel_counters() const { return kc_; }

@@ -6,7 +6,10 @@
 
 #include <linux/parq.h>
 
+#include <algorithm>
+#include <map>
 #include <sstream>
+#include <string>
 
 #include "cli.h"
 #include "test_util.h"
@@ -48,7 +51,7 @@ TEST(ParqdCliTest, Defaults) {
   EXPECT_EQ(a.config, "/etc/parq/parqd.toml");
   EXPECT_FALSE(a.check_config);
   EXPECT_EQ(a.log_level, "info");
-  EXPECT_FALSE(a.overrides.interface);
+  EXPECT_TRUE(a.overrides.values.empty());
 }
 
 TEST(ParqdCliTest, EveryOverride) {
@@ -78,34 +81,49 @@ TEST(ParqdCliTest, EveryOverride) {
                           "--hold",
                           "5ms",
                           "--lease",
-                          "4"});
+                          "4",
+                          "--receiver",
+                          "true"});
   const auto& a = std::get<ParqdArgs>(r.parqd);
   EXPECT_EQ(a.config, "x.toml");
   EXPECT_TRUE(a.check_config);
   EXPECT_EQ(a.log_level, "debug");
-  const ConfigOverrides& o = a.overrides;
-  EXPECT_EQ(o.interface, "eth1");
-  EXPECT_EQ(o.listen_address, "::1");
-  EXPECT_EQ(o.listen_port, 9);
-  EXPECT_EQ(o.node_id, 4);
-  EXPECT_EQ(o.key_file, "k");
-  EXPECT_EQ(o.metrics_file, "m.prom");
-  EXPECT_EQ(o.metrics_period, "1s");
-  EXPECT_EQ(o.threshold_recv, 10);
-  EXPECT_EQ(o.epoch, "2ms");
-  EXPECT_EQ(o.hold, "5ms");
-  EXPECT_EQ(o.lease, 4);
+  const std::map<std::string, std::string, std::less<>> want = {
+      {"interface", "eth1"},      {"listen-address", "::1"},
+      {"listen-port", "9"},       {"node-id", "4"},
+      {"key-file", "k"},          {"metrics-file", "m.prom"},
+      {"metrics-period", "1s"},   {"threshold-recv", "10"},
+      {"epoch", "2ms"},           {"hold", "5ms"},
+      {"lease", "4"},             {"receiver", "true"}};
+  EXPECT_EQ(a.overrides.values, want);
+  // Every key with an option was given once above.
+  size_t options = 0;
+  for (const ConfigKeyInfo& k : ConfigKeys())
+    options += k.option;
+  EXPECT_EQ(options, want.size());
 }
 
 TEST(ParqdCliTest, HelpListsEveryConfigKey) {
   const Parsed r = Parqd({"--help"});
   EXPECT_EQ(std::get<int>(r.parqd), 0);
-  for (const char* k :
-       {"interface", "node-id", "key-file", "listen-address", "listen-port",
-        "metrics-file", "metrics-period", "[[peer]]", "threshold-recv", "epoch",
-        "hold", "lease", "--check-config", "receiver", "addresses",
-        "--receiver"})
-    EXPECT_NE(r.out.find(k), std::string::npos) << k;
+  for (const ConfigKeyInfo& k : ConfigKeys()) {
+    EXPECT_NE(r.out.find("\n  " + std::string(k.example.substr(
+                                        0, k.example.find('\n')))),
+              std::string::npos)
+        << k.name;
+    if (k.option) {
+      EXPECT_NE(r.out.find("--" + std::string(k.name)), std::string::npos)
+          << k.name;
+    }
+  }
+  EXPECT_NE(r.out.find("--check-config"), std::string::npos);
+  // No line of the keys' help is wider than a terminal.
+  const size_t keys = r.out.find("Configuration file (TOML;");
+  ASSERT_NE(keys, std::string::npos);
+  for (size_t i = keys, j; i < r.out.size(); i = j + 1) {
+    j = std::min(r.out.find('\n', i), r.out.size());
+    EXPECT_LE(j - i, 80u) << r.out.substr(i, j - i);
+  }
 }
 
 TEST(ParqdCliTest, Errors) {
@@ -115,6 +133,10 @@ TEST(ParqdCliTest, Errors) {
   r = Parqd({"--log-level", "loud"});
   EXPECT_NE(std::get<int>(r.parqd), 0);
   r = Parqd({"--listen-port", "x"});
+  EXPECT_NE(std::get<int>(r.parqd), 0);
+  EXPECT_NE(r.err.find("\"x\" is not an integer"), std::string::npos)
+      << r.err;
+  r = Parqd({"--receiver", "yes"});
   EXPECT_NE(std::get<int>(r.parqd), 0);
   r = Parqd({"extra"});
   EXPECT_NE(std::get<int>(r.parqd), 0);

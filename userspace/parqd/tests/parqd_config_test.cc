@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "config.h"
 #include "test_util.h"
@@ -219,22 +222,33 @@ TEST(ConfigTest, Peers) {
 
 TEST(ConfigTest, OverridesReplaceTheFile) {
   ConfigOverrides o;
-  o.interface = "veth9";
-  o.listen_port = 9999;
-  o.epoch = "5ms";
-  o.metrics_file = "/run/p.prom";
+  o.values = {{"interface", "veth9"},
+              {"listen-port", "9999"},
+              {"epoch", "5ms"},
+              {"metrics-file", "/run/p.prom"},
+              {"threshold-recv", "1500"}};
   const Config c = Ok(kMinimal, o);
   EXPECT_EQ(c.interface, "veth9");
   EXPECT_EQ(c.listen_port, 9999);
   EXPECT_EQ(c.epoch_ns, 5'000'000u);
   EXPECT_EQ(c.metrics_file, "/run/p.prom");
+  EXPECT_EQ(c.threshold_recv, 1500u);
+  // A boolean's text is read as a boolean.
+  ConfigOverrides role;
+  role.values = {{"receiver", "true"}};
+  EXPECT_NE(Error(kMinimal, role).find("'receiver' is true but 'addresses' "
+                                       "is missing"),
+            std::string::npos);
   ConfigOverrides bad;
-  bad.lease = 0;
+  bad.values = {{"lease", "0"}};
   EXPECT_EQ(Error(kMinimal, bad),
             "command line: 'lease': is 0; give a value from 1 to 65535");
+  bad.values = {{"lease", "x"}};
+  EXPECT_EQ(Error(kMinimal, bad),
+            "command line: 'lease': must be an integer (no quotes)");
   // An override can supply a key the file lacks.
   ConfigOverrides iface;
-  iface.interface = "eth1";
+  iface.values = {{"interface", "eth1"}};
   EXPECT_EQ(Ok(With("interface", ""), iface).interface, "eth1");
 }
 
@@ -270,6 +284,68 @@ TEST(DurationTest, FormatRoundTrips) {
   EXPECT_EQ(FormatDuration(0), "0ns");
   for (uint64_t ns : {1ull, 999ull, 1000ull, 123456789ull, 3600000000000ull})
     EXPECT_EQ(ParseDuration(FormatDuration(ns)).value(), ns);
+}
+
+// Every key that has a default shows it as its example in --help: the file
+// of the minimal keys plus that example reads as the minimal file alone.
+TEST(ConfigTest, ExamplesAreTheDefaults) {
+  const Config plain = Ok(kMinimal);
+  for (const ConfigKeyInfo& k : ConfigKeys()) {
+    if (k.required || k.type == ConfigType::kAddresses ||
+        k.type == ConfigType::kPeers)
+      continue;
+    // Keys before the [[peer]] table, so that they stay top-level.
+    const Config c = Ok(std::string(k.example) + "\n" + kMinimal);
+    EXPECT_TRUE(c == plain) << k.example;
+  }
+}
+
+// The configuration table of Documentation/parqd.md: `key` -> the default
+// column.
+std::map<std::string, std::string> DocumentedKeys() {
+  std::ifstream in(PARQ_DOC_DIR "/parqd.md");
+  EXPECT_TRUE(in) << PARQ_DOC_DIR "/parqd.md";
+  std::map<std::string, std::string> keys;
+  bool in_section = false;
+  for (std::string l; std::getline(in, l);) {
+    if (l.starts_with("## "))
+      in_section = l == "## Configuration";
+    if (!in_section || !l.starts_with("| `"))
+      continue;
+    std::vector<std::string> cells;
+    for (size_t i = 1, j; (j = l.find(" |", i)) != std::string::npos;
+         i = j + 2)
+      cells.push_back(l.substr(i + 1, j - i - 1));
+    if (cells.size() < 3)
+      continue;
+    keys[cells[0].substr(1, cells[0].size() - 2)] = cells[2];
+  }
+  return keys;
+}
+
+TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
+  std::map<std::string, std::string> doc = DocumentedKeys();
+  ASSERT_FALSE(doc.empty());
+  for (const ConfigKeyInfo& k : ConfigKeys()) {
+    const std::string name = k.type == ConfigType::kPeers
+                                 ? "[[" + std::string(k.name) + "]]"
+                                 : std::string(k.name);
+    auto it = doc.find(name);
+    ASSERT_NE(it, doc.end()) << name << " is not in parqd.md's table";
+    if (k.required)
+      EXPECT_EQ(it->second, "required") << name;
+    else if (k.type != ConfigType::kAddresses) {
+      const std::string value(k.example.substr(k.example.find(" = ") + 3));
+      EXPECT_NE(it->second.find("`" + value + "`"), std::string::npos)
+          << name << ": parqd.md says " << it->second << ", the code "
+          << value;
+    }
+    doc.erase(it);
+  }
+  doc.erase("peer.id");
+  doc.erase("peer.addresses");
+  EXPECT_TRUE(doc.empty()) << "parqd.md documents a key the code lacks: "
+                           << doc.begin()->first;
 }
 
 }  // namespace

@@ -19,17 +19,17 @@
 #include <vector>
 
 #include "metrics.h"
+#include "prom_check.h"
 
 namespace {
 
 using namespace parq::parqd;
+using namespace parq::parqd::test;
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);)
-    out.push_back(l);
-  return out;
+std::string Render(const Counters& c, size_t credit_entries) {
+  PromText t;
+  RenderInbox(t, c, credit_entries);
+  return t.text();
 }
 
 Counters Sample() {
@@ -45,39 +45,6 @@ Counters Sample() {
   return c;
 }
 
-// Consumes a non-empty run of characters from `set` at the front of `s`.
-bool Eat(std::string_view& s, std::string_view set) {
-  const size_t n = std::min(s.find_first_not_of(set), s.size());
-  s.remove_prefix(n);
-  return n > 0;
-}
-
-bool Lit(std::string_view& s, std::string_view lit) {
-  if (s.substr(0, lit.size()) != lit)
-    return false;
-  s.remove_prefix(lit.size());
-  return true;
-}
-
-constexpr std::string_view kName = "abcdefghijklmnopqrstuvwxyz_";
-
-// The subset of the exposition format parqd writes:
-//   # HELP name text
-//   # TYPE name counter|gauge
-//   name[{label="value"}] digits
-bool WellFormed(std::string_view l) {
-  if (Lit(l, "# HELP "))
-    return Eat(l, kName) && Lit(l, " ") && !l.empty();
-  if (Lit(l, "# TYPE "))
-    return Eat(l, kName) && Lit(l, " ") && (l == "counter" || l == "gauge");
-  if (!Eat(l, kName))
-    return false;
-  if (Lit(l, "{") &&
-      !(Eat(l, kName) && Lit(l, "=\"") && Eat(l, kName) && Lit(l, "\"}")))
-    return false;
-  return Lit(l, " ") && Eat(l, "0123456789") && l.empty();
-}
-
 TEST(Prometheus, LineChecker) {
   EXPECT_TRUE(WellFormed("a_total 1"));
   EXPECT_TRUE(WellFormed("a{b=\"c\"} 10"));
@@ -91,46 +58,31 @@ TEST(Prometheus, LineChecker) {
 }
 
 TEST(Prometheus, EveryLineIsWellFormed) {
-  const std::string text = RenderPrometheus(Sample(), 4);
-  ASSERT_FALSE(text.empty());
-  EXPECT_EQ(text.back(), '\n');
-  for (const auto& l : Lines(text))
-    EXPECT_TRUE(WellFormed(l)) << l;
+  PromText text;
+  RenderInbox(text, Sample(), 4);
+  size_t families = 0;
+  EXPECT_TRUE(PromWellFormed(text.text(), &families));
+  EXPECT_EQ(families, 8u);
 }
 
-TEST(Prometheus, HelpAndTypePrecedeEachFamilyOnce) {
-  const std::string text = RenderPrometheus(Sample(), 4);
-  std::map<std::string, int> types;
-  std::string help;     // name of the HELP line just before, if any
-  std::string current;  // the family whose samples may follow
-  for (const auto& l : Lines(text)) {
-    std::istringstream in(l);
-    std::string first, kind, name;
-    in >> first;
-    if (first == "#") {
-      in >> kind >> name;
-      if (kind == "HELP") {
-        help = name;
-        continue;
-      }
-      EXPECT_EQ(help, name) << "no HELP just before TYPE " << name;
-      EXPECT_EQ(types[name]++, 0) << "second TYPE of " << name;
-      current = name;
-      help.clear();
-      continue;
-    }
-    EXPECT_EQ(first.substr(0, first.find('{')), current) << l;
-  }
-  for (const auto& [name, n] : types) {
-    if (name.size() > 6 && name.substr(name.size() - 6) == "_total") {
-      EXPECT_NE(text.find("# TYPE " + name + " counter"), std::string::npos);
-    }
-  }
-  EXPECT_EQ(types.size(), 8u);
+TEST(Prometheus, CheckerCatchesBadFamilies) {
+  EXPECT_TRUE(
+      PromWellFormed("# HELP a_total A.\n# TYPE a_total counter\n"
+                     "a_total 1\n"));
+  EXPECT_FALSE(PromWellFormed("a_total 1\n"));
+  EXPECT_FALSE(PromWellFormed("# TYPE a_total counter\na_total 1\n"));
+  EXPECT_FALSE(
+      PromWellFormed("# HELP a_total A.\n# TYPE a_total gauge\n"
+                     "a_total 1\n"));
+  EXPECT_FALSE(
+      PromWellFormed("# HELP a A.\n# TYPE a gauge\na 1\n"
+                     "# HELP a A.\n# TYPE a gauge\na 2\n"));
+  EXPECT_FALSE(PromWellFormed("# HELP a A.\n# TYPE a gauge\nb 1\n"));
+  EXPECT_FALSE(PromWellFormed("# HELP a A.\n# TYPE a gauge\na 1"));
 }
 
 TEST(Prometheus, Values) {
-  const std::string text = RenderPrometheus(Sample(), 4);
+  const std::string text = Render(Sample(), 4);
   for (const char* want : {
            "parqd_messages_received_total 12\n",
            "parqd_messages_accepted_total 7\n",
@@ -151,7 +103,7 @@ TEST(Prometheus, Values) {
 }
 
 TEST(Prometheus, EveryReasonAndErrorIsPresent) {
-  const std::string text = RenderPrometheus(Counters{}, 0);
+  const std::string text = Render(Counters{}, 0);
   for (size_t i = 0; i < kDropReasonCount; i++)
     EXPECT_NE(
         text.find("{reason=\"" + std::string(Name(static_cast<DropReason>(i))) +
@@ -165,9 +117,9 @@ TEST(Prometheus, EveryReasonAndErrorIsPresent) {
 TEST(Prometheus, LargeValues) {
   Counters c;
   c.received = UINT64_MAX;
-  EXPECT_NE(RenderPrometheus(c, 0).find(
-                "parqd_messages_received_total 18446744073709551615\n"),
-            std::string::npos);
+  EXPECT_NE(
+      Render(c, 0).find("parqd_messages_received_total 18446744073709551615\n"),
+      std::string::npos);
 }
 
 class Textfile : public ::testing::Test {
@@ -203,8 +155,8 @@ TEST_F(Textfile, WritesAndReplacesLeavingNoTemporaryFile) {
   const std::string path = dir_ + "/parqd.prom";
   ASSERT_FALSE(WriteFileAtomically(path, "a 1\n"));
   EXPECT_EQ(Slurp(path), "a 1\n");
-  ASSERT_FALSE(WriteFileAtomically(path, RenderPrometheus(Sample(), 1)));
-  EXPECT_EQ(Slurp(path), RenderPrometheus(Sample(), 1));
+  ASSERT_FALSE(WriteFileAtomically(path, Render(Sample(), 1)));
+  EXPECT_EQ(Slurp(path), Render(Sample(), 1));
   EXPECT_EQ(Entries(), std::vector<std::string>{"parqd.prom"});
   struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);

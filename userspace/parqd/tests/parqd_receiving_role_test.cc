@@ -10,6 +10,7 @@
 
 #include <deque>
 
+#include "prom_check.h"
 #include "test_util.h"
 #include "wire.h"
 
@@ -17,6 +18,9 @@ namespace {
 
 using namespace parq::parqd;
 using parq::parqd::test::A;
+using parq::parqd::test::PromDocumented;
+using parq::parqd::test::PromFamilies;
+using parq::parqd::test::PromWellFormed;
 using parq::parqd::test::TestKey;
 
 constexpr uint64_t kMs = 1'000'000;
@@ -296,7 +300,12 @@ TEST_F(RoleTest, MetricsCountWhatWasSent) {
   mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
                 Source("10.0.0.3", std::nullopt, 0, 1000)};
   role_.Tick(100 * kMs, kRealtime);
-  const std::string m = role_.Metrics();
+  PromText text;
+  role_.Metrics(text);
+  const std::string& m = text.text();
+  EXPECT_TRUE(PromWellFormed(m));
+  for (const std::string& f : PromFamilies(m))
+    EXPECT_TRUE(PromDocumented(f)) << f << " is not in Documentation/";
   EXPECT_NE(m.find("parqd_grants_sent_total 1\n"), std::string::npos) << m;
   EXPECT_NE(m.find("parqd_releases_sent_total 0\n"), std::string::npos);
   EXPECT_NE(m.find("parqd_peers_granted 1\n"), std::string::npos);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fake_kernel.h"
+#include "prom_check.h"
 #include "sending_role.h"
 #include "test_util.h"
 
@@ -23,6 +24,9 @@ using parq::parqd::test::Bytes;
 using parq::parqd::test::FakeKernel;
 using parq::parqd::test::Grant;
 using parq::parqd::test::MakeKey;
+using parq::parqd::test::PromDocumented;
+using parq::parqd::test::PromFamilies;
+using parq::parqd::test::PromWellFormed;
 using parq::parqd::test::Release;
 using parq::parqd::test::TestKey;
 
@@ -181,7 +185,12 @@ TEST_F(SenderTest, KernelErrorLogIsRateLimited) {
 TEST_F(SenderTest, MetricsIncludeKernelCounters) {
   kernel_.errors.push_back(KernelError{EPERM, ""});
   EXPECT_TRUE(Rx(Bytes(Grant(1, 5, 1, 3000, {A("10.0.0.1")}))).accepted);
-  const std::string m = sender_->Metrics();
+  PromText text;
+  sender_->Metrics(text);
+  const std::string& m = text.text();
+  EXPECT_TRUE(PromWellFormed(m));
+  for (const std::string& f : PromFamilies(m))
+    EXPECT_TRUE(PromDocumented(f)) << f << " is not in Documentation/";
   EXPECT_NE(m.find("parqd_messages_accepted_total 1\n"), std::string::npos)
       << m;
   EXPECT_NE(m.find("parqd_kernel_requests_total{cmd=\"credit_set\"} 1\n"),
