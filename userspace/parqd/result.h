@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // Result<T, E>: a value or an error, for the parse path (no exceptions).
-// g++ 12 has no std::expected; this is the small part of it parqd needs.
+// Not std::expected: g++ 12's libstdc++ has <expected> under -std=c++23,
+// but clang 14 (clang-tidy and the libFuzzer build, Debian bookworm)
+// cannot compile that header ("use of undeclared identifier 'std'").
 
 #ifndef PARQD_RESULT_H
 #define PARQD_RESULT_H
