@@ -3,8 +3,8 @@
 #include "config.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cstring>
 #include <fstream>
@@ -190,11 +190,11 @@ struct ConfigKey {
   ReadFn read;
 };
 
-#define PARQD_READ(body)                                                   \
-  [](const Reader& r, std::string_view source, const toml::node& v,        \
-     Config& c) -> std::optional<std::string> {                            \
-    (void)r, (void)source, (void)v, (void)c;                               \
-    body                                                                   \
+#define PARQD_READ(body)                                            \
+  [](const Reader& r, std::string_view source, const toml::node& v, \
+     Config& c) -> std::optional<std::string> {                     \
+    (void)r, (void)source, (void)v, (void)c;                        \
+    body                                                            \
   }
 
 // A duration within [min, max] ns, in whole `unit` ns.
@@ -206,9 +206,9 @@ std::optional<std::string> ReadDuration(const Reader& r, const toml::node& v,
   if (!d.ok())
     return d.error();
   if (d.value() < min || d.value() > max)
-    return r.Err(v, key,
-                 "is " + FormatDuration(d.value()) + "; give " +
-                     std::string(range));
+    return r.Err(
+        v, key,
+        "is " + FormatDuration(d.value()) + "; give " + std::string(range));
   out = d.value();
   return std::nullopt;
 }

@@ -53,7 +53,7 @@ struct Config {
 enum class ConfigType {
   kString,
   kInteger,
-  kDuration,   // a string: a number with a unit
+  kDuration,  // a string: a number with a unit
   kBoolean,
   kAddress,    // a string: IPv4 or IPv6
   kAddresses,  // a list of those

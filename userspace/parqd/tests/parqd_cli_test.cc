@@ -89,12 +89,12 @@ TEST(ParqdCliTest, EveryOverride) {
   EXPECT_TRUE(a.check_config);
   EXPECT_EQ(a.log_level, "debug");
   const std::map<std::string, std::string, std::less<>> want = {
-      {"interface", "eth1"},      {"listen-address", "::1"},
-      {"listen-port", "9"},       {"node-id", "4"},
-      {"key-file", "k"},          {"metrics-file", "m.prom"},
-      {"metrics-period", "1s"},   {"threshold-recv", "10"},
-      {"epoch", "2ms"},           {"hold", "5ms"},
-      {"lease", "4"},             {"receiver", "true"}};
+      {"interface", "eth1"},    {"listen-address", "::1"},
+      {"listen-port", "9"},     {"node-id", "4"},
+      {"key-file", "k"},        {"metrics-file", "m.prom"},
+      {"metrics-period", "1s"}, {"threshold-recv", "10"},
+      {"epoch", "2ms"},         {"hold", "5ms"},
+      {"lease", "4"},           {"receiver", "true"}};
   EXPECT_EQ(a.overrides.values, want);
   // Every key with an option was given once above.
   size_t options = 0;
@@ -108,7 +108,7 @@ TEST(ParqdCliTest, HelpListsEveryConfigKey) {
   EXPECT_EQ(std::get<int>(r.parqd), 0);
   for (const ConfigKeyInfo& k : ConfigKeys()) {
     EXPECT_NE(r.out.find("\n  " + std::string(k.example.substr(
-                                        0, k.example.find('\n')))),
+                                      0, k.example.find('\n')))),
               std::string::npos)
         << k.name;
     if (k.option) {
@@ -134,8 +134,7 @@ TEST(ParqdCliTest, Errors) {
   EXPECT_NE(std::get<int>(r.parqd), 0);
   r = Parqd({"--listen-port", "x"});
   EXPECT_NE(std::get<int>(r.parqd), 0);
-  EXPECT_NE(r.err.find("\"x\" is not an integer"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("\"x\" is not an integer"), std::string::npos) << r.err;
   r = Parqd({"--receiver", "yes"});
   EXPECT_NE(std::get<int>(r.parqd), 0);
   r = Parqd({"extra"});

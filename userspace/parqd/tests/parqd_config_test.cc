@@ -236,8 +236,9 @@ TEST(ConfigTest, OverridesReplaceTheFile) {
   // A boolean's text is read as a boolean.
   ConfigOverrides role;
   role.values = {{"receiver", "true"}};
-  EXPECT_NE(Error(kMinimal, role).find("'receiver' is true but 'addresses' "
-                                       "is missing"),
+  EXPECT_NE(Error(kMinimal, role)
+                .find("'receiver' is true but 'addresses' "
+                      "is missing"),
             std::string::npos);
   ConfigOverrides bad;
   bad.values = {{"lease", "0"}};
@@ -313,8 +314,7 @@ std::map<std::string, std::string> DocumentedKeys() {
     if (!in_section || !l.starts_with("| `"))
       continue;
     std::vector<std::string> cells;
-    for (size_t i = 1, j; (j = l.find(" |", i)) != std::string::npos;
-         i = j + 2)
+    for (size_t i = 1, j; (j = l.find(" |", i)) != std::string::npos; i = j + 2)
       cells.push_back(l.substr(i + 1, j - i - 1));
     if (cells.size() < 3)
       continue;
@@ -337,8 +337,7 @@ TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
     else if (k.type != ConfigType::kAddresses) {
       const std::string value(k.example.substr(k.example.find(" = ") + 3));
       EXPECT_NE(it->second.find("`" + value + "`"), std::string::npos)
-          << name << ": parqd.md says " << it->second << ", the code "
-          << value;
+          << name << ": parqd.md says " << it->second << ", the code " << value;
     }
     doc.erase(it);
   }
