@@ -245,14 +245,13 @@ class Watch:
             # The byte count is stamped after the dump (it had arrived by
             # then), P's last packet from before it (it was no later):
             # both err toward a longer recovery.
-            self.samples.append((t, le.get("loc_bytes", 0),
-                                 None if age is None else before - age / 1e9,
+            p = None if age is None else before - age / 1e9
+            self.samples.append((t, le.get("loc_bytes", 0), p,
                                  None if age is None else age / 1e9))
             # L's table only from P's pause (PAUSED) to R's release, until
             # P sends again: a second dump in every round would halve the
             # rate at which R's monitor is read, and so the precision of
             # the recovery time.
-            p = None if age is None else before - age / 1e9
             if p is not None and released is not None and \
                     p > released + 0.001:
                 released = None		# P sent again
@@ -594,7 +593,7 @@ def setup(t, k):
     if star.ns["p"].run(rt + ["true"], check=False).returncode == 0:
         PROBE_PRIO.extend(rt)
     recovery = parqd.Cluster(star, RECEIVERS, SENDERS,
-                           tempfile.mkdtemp(prefix="parq-receiver-steady-"),
+                           tempfile.mkdtemp(prefix="parq-receiver-recovery-"),
                            parqd.Settings(EPOCH_MS, THRESHOLD, HOLD_MS,
                                           RECOVERY_LEASE))
     wide = parqd.Cluster(star, RECEIVERS, SENDERS,
