@@ -21,6 +21,19 @@ from .netns import Topology
 from .traffic import have
 
 
+def emulated():
+    """True inside scripts/vm-run's VM under QEMU/TCG (vmaccel=tcg on the
+    kernel command line), where the CPU is emulated several times slower
+    than a real one: a bound on a time that only holds on real hardware
+    (or KVM) is then reported as a figure, not asserted.  False on a real
+    host."""
+    try:
+        with open("/proc/cmdline") as f:
+            return "vmaccel=tcg" in f.read().split()
+    except OSError:
+        return False
+
+
 def run(suite, tag, tools=(), links=1, load_module=True, setup=None,
         topology=None, before_kmsg=None):
     if os.geteuid() != 0:
