@@ -37,6 +37,10 @@ ifneq ($(KERNEL),)
 ifeq ($(KERNEL),debug)
 # Built by the kernel-debug target (the first time: about 30 minutes).
 KVER        := $(shell scripts/kernel-debug --release)
+# KASAN's shadow (an eighth of memory), its quarantine and kmemleak's
+# records: a 4G guest leaves the tests about the room 2G leaves them on a
+# stock kernel.
+export VM_MEM ?= 4G
 KDIR        ?= $(or $(PARQ_KERNEL_CACHE),/var/cache/parq/kernels)/$(KVER)/lib/modules/$(KVER)/build
 else
 KVER        := $(shell scripts/kernel-fetch $(KERNEL) | tail -n 1)

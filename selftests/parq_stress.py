@@ -57,10 +57,11 @@ SOURCES = 4000			# spoofed source addresses, 10.98.x.y
 class Flood:
     """pktgen in B: 64-byte UDP packets to A from random sources out of
     SOURCES addresses, RATE packets/s from each of B's two pktgen threads
-    (CPU 0 and 1), until stop()."""
+    (CPU 0 and 1), until stop(), or until each thread has sent @count
+    (0: no end)."""
     RATE = 15000
 
-    def __init__(self, t, tos=0, rate=RATE):
+    def __init__(self, t, tos=0, rate=RATE, count=0):
         self.ns = t.b
         run(["modprobe", "pktgen"])
         dev = t.dev_b()
@@ -72,7 +73,7 @@ class Flood:
             cmds += [f"echo rem_device_all > {th}",
                      f"echo add_device {dev}@{cpu} > {th}"]
             cmds += [f"echo '{c}' > {pd}" for c in (
-                "count 0", "pkt_size 64", "burst 1", f"ratep {rate}",
+                f"count {count}", "pkt_size 64", "burst 1", f"ratep {rate}",
                 f"dst {t.ip_a()}", f"dst_mac {t.mac_a()}",
                 "src_min 10.98.0.1", f"src_max {last}", "flag IPSRC_RND",
                 "udp_dst_min 9", "udp_dst_max 9", f"tos {tos:#04x}")]
@@ -320,6 +321,13 @@ RMMOD_CYCLES = max(2, round(8 * SCALE))
 # packets: the hooks still run thousands of times a second while they are
 # unregistered, the race this case is about.
 RMMOD_RATE = 2000
+# Each cycle's flood ends by itself after RMMOD_FLOOD_S: the module's exit
+# ends in rcu_barrier().  With one flood through the whole loop, under the
+# debug kernel, rmmod blocked there for minutes (hung-task reports) while
+# unreclaimable slab grew to 3.2 GB of the guest's 4 and pktgen could
+# allocate nothing: most likely RCU callbacks queued per packet (kmemleak
+# frees its records through RCU) faster than the emulated CPUs ran them.
+RMMOD_FLOOD_S = 3
 
 
 def t_rmmod_loop():
@@ -331,22 +339,29 @@ def t_rmmod_loop():
                 " in { type filter hook input priority 0; policy accept; }"])
     t0 = time.monotonic()
     slowest = 0.0
-    with Flood(topo, tos=0xb8, rate=RMMOD_RATE) as f:
-        for i in range(RMMOD_CYCLES):
-            module.ensure_loaded()
-            with mon() as g:
-                ok(g.mon_set(enabled=1, size=64), f"cycle {i}: enable")
+    sent = 0
+    count = RMMOD_RATE * RMMOD_FLOOD_S
+    for i in range(RMMOD_CYCLES):
+        module.ensure_loaded()
+        with mon() as g:
+            ok(g.mon_set(enabled=1, size=64), f"cycle {i}: enable")
+        with Flood(topo, tos=0xb8, rate=RMMOD_RATE, count=count) as f:
             time.sleep(0.3)
+            before = f.sent()
             # A hang is what the kernel's hung-task report (120 s) shows.
             t1 = time.monotonic()
             r = module.rmmod(timeout=150)
             slowest = max(slowest, time.monotonic() - t1)
             check(r.returncode == 0, f"cycle {i}: rmmod: {r.stderr.strip()}")
-        sent = f.stop()
+            n = f.stop()
+        sent += n
+        # The race needs packets before and after the hooks went.
+        check(0 < before < n, f"cycle {i}: the flood was not running when "
+              f"rmmod started ({before} of {n} packets sent by then)")
     module.ensure_loaded()
     topo.a.run(["nft", "delete table inet parqstress"])
     diag(f"{RMMOD_CYCLES} rmmod/load cycles with the monitor's hooks under "
-         f"a flood of {sent} packets in {time.monotonic() - t0:.1f}s; "
+         f"floods of {sent} packets in all in {time.monotonic() - t0:.1f}s; "
          f"slowest rmmod {slowest:.1f}s")
     kwatch.assert_clean()
 
