@@ -7,11 +7,12 @@
  * Adding a qdisc parameter TCA_PARQ_FOO touches, in order:
  *   1. include/uapi/linux/parq.h: the attribute, and its range and default
  *      as constants (PARQ_FOO_MAX, PARQ_FOO_DEFAULT);
- *   2. parq_qdisc.h: struct parq_config;
- *   3. here: parq_policy[] (the range from those constants), parq_attr_err[]
- *      (a range in the message from them too, or a static_assert that ties
- *      it to them), parq_config_default(), parq_config_parse(),
- *      parq_config_apply() if it changes running state, parq_dump();
+ *   2. parq_qdisc.h: its field in struct parq_config;
+ *   3. here: its row in PARQ_QDISC_PARAMS (policy, default and message,
+ *      ranges from those constants), from which the policy, the messages,
+ *      the defaults, parsing and the dump are made; parq_config_parse() if
+ *      it must agree with another parameter, parq_config_apply() if it
+ *      changes running state;
  *   4. tc-plugin/q_parq.c: usage, parse and print; tc-plugin/test-plugin.sh;
  *   5. userspace/nlfuzz/nlfuzz.cc: its range table and the defaults it
  *      checks after a refused message;
@@ -146,52 +147,179 @@ static struct netlink_range_validation parq_limit_range = {
 	.min = 1, .max = PARQ_LIMIT_MAX,
 };
 
-static const struct nla_policy parq_policy[TCA_PARQ_MAX + 1] = {
-	[TCA_PARQ_PAD]		= { .type = NLA_REJECT },
-	[TCA_PARQ_THRESHOLD]	= NLA_POLICY_FULL_RANGE(NLA_U32,
-							&parq_threshold_range),
-	[TCA_PARQ_UNIT]		= NLA_POLICY_MAX(NLA_U8, PARQ_UNIT_MAX),
-	[TCA_PARQ_RATE]		= NLA_POLICY_FULL_RANGE(NLA_U64,
-							&parq_rate_range),
-	[TCA_PARQ_OVERHEAD]	= NLA_POLICY_RANGE(NLA_S32, PARQ_OVERHEAD_MIN,
-						   PARQ_OVERHEAD_MAX),
-	[TCA_PARQ_SPLIT_GSO]	= NLA_POLICY_MAX(NLA_U8, PARQ_SPLIT_GSO_MAX),
-	[TCA_PARQ_LIMIT]	= NLA_POLICY_FULL_RANGE(NLA_U32,
-							&parq_limit_range),
-	[TCA_PARQ_FLOW_LIMIT]	= NLA_POLICY_FULL_RANGE(NLA_U32,
-							&parq_limit_range),
-	[TCA_PARQ_DSCP_PARALLEL] = { .type = NLA_U64 },
-	[TCA_PARQ_DEFAULT_CLASS] = NLA_POLICY_RANGE(NLA_U8, PARQ_CLASS_PARALLEL,
-						    PARQ_CLASS_LOCAL),
-	[TCA_PARQ_LINKRATE]	= NLA_POLICY_FULL_RANGE(NLA_U64,
-							&parq_rate_range),
-	[TCA_PARQ_RESERVABLE]	= NLA_POLICY_RANGE(NLA_U8, 1, 100),
-};
-
 /*
- * What a rejected attribute means, in the words of tc-parq(8).  Ranges that
- * are plain numbers in the UAPI header are spelled from it; the others are
- * checked against it here, so that a change there breaks the build until
- * the message follows.
+ * Ranges in the messages below that are not spelled from the UAPI header
+ * are tied to it here, so that a change there breaks the build until the
+ * message follows.
  */
 static_assert(PARQ_RATE_MAX == 200000000000ULL);	/* "1.6Tbit" */
 static_assert(PARQ_OVERHEAD_MIN == -64);
 static_assert(PARQ_CLASS_PARALLEL == 1 && PARQ_CLASS_LOCAL == 2);
 
-static const char * const parq_attr_err[TCA_PARQ_MAX + 1] = {
-	[TCA_PARQ_PAD]		 = "parq: unexpected padding attribute",
-	[TCA_PARQ_THRESHOLD]	 = "parq: threshold must be 1.." __stringify(PARQ_THRESHOLD_MAX) " or inf",
-	[TCA_PARQ_UNIT]		 = "parq: unit must be bytes or packets",
-	[TCA_PARQ_RATE]		 = "parq: rate must be 1 byte/s to 1.6Tbit, or unlimited",
-	[TCA_PARQ_OVERHEAD]	 = "parq: overhead must be -64.." __stringify(PARQ_OVERHEAD_MAX) " bytes",
-	[TCA_PARQ_SPLIT_GSO]	 = "parq: invalid split-gso mode",
-	[TCA_PARQ_LIMIT]	 = "parq: limit must be 1.." __stringify(PARQ_LIMIT_MAX) " packets",
-	[TCA_PARQ_FLOW_LIMIT]	 = "parq: flow-limit must be 1.." __stringify(PARQ_LIMIT_MAX) " packets",
-	[TCA_PARQ_DSCP_PARALLEL] = "parq: dscp-parallel must be a 64-bit mask",
-	[TCA_PARQ_DEFAULT_CLASS] = "parq: default must be parallel (1) or local (2)",
-	[TCA_PARQ_LINKRATE]	 = "parq: linkrate must be 1 byte/s to 1.6Tbit, or auto",
-	[TCA_PARQ_RESERVABLE]	 = "parq: reservable must be 1..100 percent",
+/*
+ * The qdisc's parameters, one row each: P(attribute, field of struct
+ * parq_config, netlink policy, default, message for a rejected value in
+ * the words of tc-parq(8)).  The policy, the messages, the defaults, the
+ * parsing and the dump below are all made from these rows; the field's
+ * size says how it travels (u8, u32 or s32, u64).  split-gso and linkrate
+ * are dumped as their effective values (parq_dump()).
+ */
+#define PARQ_QDISC_PARAMS(P)						\
+	P(TCA_PARQ_THRESHOLD, threshold,				\
+	  NLA_POLICY_FULL_RANGE(NLA_U32, &parq_threshold_range),	\
+	  PARQ_THRESHOLD_DEFAULT,					\
+	  "parq: threshold must be 1.." __stringify(PARQ_THRESHOLD_MAX) " or inf") \
+	P(TCA_PARQ_UNIT, unit,						\
+	  NLA_POLICY_MAX(NLA_U8, PARQ_UNIT_MAX), PARQ_UNIT_BYTES,	\
+	  "parq: unit must be bytes or packets")			\
+	P(TCA_PARQ_RATE, rate,						\
+	  NLA_POLICY_FULL_RANGE(NLA_U64, &parq_rate_range),		\
+	  PARQ_RATE_UNLIMITED,						\
+	  "parq: rate must be 1 byte/s to 1.6Tbit, or unlimited")	\
+	P(TCA_PARQ_OVERHEAD, overhead,					\
+	  NLA_POLICY_RANGE(NLA_S32, PARQ_OVERHEAD_MIN, PARQ_OVERHEAD_MAX), \
+	  0,								\
+	  "parq: overhead must be -64.." __stringify(PARQ_OVERHEAD_MAX) " bytes") \
+	P(TCA_PARQ_SPLIT_GSO, split_gso,				\
+	  NLA_POLICY_MAX(NLA_U8, PARQ_SPLIT_GSO_MAX), PARQ_SPLIT_GSO_AUTO, \
+	  "parq: invalid split-gso mode")				\
+	P(TCA_PARQ_LIMIT, limit,					\
+	  NLA_POLICY_FULL_RANGE(NLA_U32, &parq_limit_range),		\
+	  PARQ_LIMIT_DEFAULT,						\
+	  "parq: limit must be 1.." __stringify(PARQ_LIMIT_MAX) " packets") \
+	P(TCA_PARQ_FLOW_LIMIT, flow_limit,				\
+	  NLA_POLICY_FULL_RANGE(NLA_U32, &parq_limit_range),		\
+	  PARQ_FLOW_LIMIT_DEFAULT,					\
+	  "parq: flow-limit must be 1.." __stringify(PARQ_LIMIT_MAX) " packets") \
+	P(TCA_PARQ_DSCP_PARALLEL, dscp_parallel,			\
+	  { .type = NLA_U64 }, PARQ_DSCP_DEFAULT,			\
+	  "parq: dscp-parallel must be a 64-bit mask")			\
+	P(TCA_PARQ_DEFAULT_CLASS, default_class,			\
+	  NLA_POLICY_RANGE(NLA_U8, PARQ_CLASS_PARALLEL, PARQ_CLASS_LOCAL), \
+	  PARQ_CLASS_LOCAL,						\
+	  "parq: default must be parallel (1) or local (2)")		\
+	P(TCA_PARQ_LINKRATE, linkrate,					\
+	  NLA_POLICY_FULL_RANGE(NLA_U64, &parq_rate_range),		\
+	  PARQ_LINKRATE_AUTO,						\
+	  "parq: linkrate must be 1 byte/s to 1.6Tbit, or auto")	\
+	P(TCA_PARQ_RESERVABLE, reservable,				\
+	  NLA_POLICY_RANGE(NLA_U8, 1, PARQ_RESERVABLE_MAX),		\
+	  PARQ_RESERVABLE_DEFAULT,					\
+	  "parq: reservable must be 1.." __stringify(PARQ_RESERVABLE_MAX) " percent")
+
+#define PARQ_PARAM_POLICY(attr, field, policy, def, msg)	[attr] = policy,
+static const struct nla_policy parq_policy[TCA_PARQ_MAX + 1] = {
+	[TCA_PARQ_PAD]	= { .type = NLA_REJECT },
+	PARQ_QDISC_PARAMS(PARQ_PARAM_POLICY)
 };
+
+#define PARQ_PARAM_ERR(attr, field, policy, def, msg)	[attr] = msg,
+static const char * const parq_attr_err[TCA_PARQ_MAX + 1] = {
+	[TCA_PARQ_PAD]	= "parq: unexpected padding attribute",
+	PARQ_QDISC_PARAMS(PARQ_PARAM_ERR)
+};
+
+struct parq_param {
+	u16	attr;
+	u8	offset;		/* in struct parq_config */
+	u8	size;		/* 1, 4 or 8 bytes */
+	u64	def;
+};
+
+#define PARQ_PARAM_ROW(type, field, policy, dflt, msg)			\
+	{ .attr = type, .offset = offsetof(struct parq_config, field),	\
+	  .size = sizeof_field(struct parq_config, field), .def = dflt },
+static const struct parq_param parq_params[] = {
+	PARQ_QDISC_PARAMS(PARQ_PARAM_ROW)
+};
+
+/* Every attribute but the padding has its row. */
+static_assert(ARRAY_SIZE(parq_params) == TCA_PARQ_MAX - TCA_PARQ_PAD);
+static_assert(sizeof(struct parq_config) <= U8_MAX);
+
+static void parq_param_set(struct parq_config *cfg,
+			   const struct parq_param *p, u64 v)
+{
+	void *field = (u8 *)cfg + p->offset;
+
+	switch (p->size) {
+	case sizeof(u8):
+		*(u8 *)field = v;
+		break;
+	case sizeof(u32):
+		*(u32 *)field = v;
+		break;
+	default:
+		*(u64 *)field = v;
+	}
+}
+
+static u64 parq_param_get(const struct parq_config *cfg,
+			  const struct parq_param *p)
+{
+	const void *field = (const u8 *)cfg + p->offset;
+
+	switch (p->size) {
+	case sizeof(u8):
+		return *(const u8 *)field;
+	case sizeof(u32):
+		return *(const u32 *)field;
+	default:
+		return *(const u64 *)field;
+	}
+}
+
+/*
+ * An attribute's value, @size bytes: the policy has checked its length,
+ * and parq_config_check() that the policy's type has the field's size.
+ */
+static u64 parq_param_read(const struct nlattr *a, u8 size)
+{
+	switch (size) {
+	case sizeof(u8):
+		return nla_get_u8(a);
+	case sizeof(u32):
+		return nla_get_u32(a);
+	default:
+		return nla_get_u64(a);
+	}
+}
+
+static unsigned int parq_nla_size(u8 type)
+{
+	switch (type) {
+	case NLA_U8:
+		return sizeof(u8);
+	case NLA_U32:
+	case NLA_S32:
+		return sizeof(u32);
+	case NLA_U64:
+		return sizeof(u64);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * At module load: every row's policy carries a value of its field's size.
+ * A row that does not is a bug in this file, refused before any request
+ * could read past an attribute.
+ */
+int parq_config_check(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(parq_params); i++) {
+		const struct parq_param *p = &parq_params[i];
+
+		if (parq_nla_size(parq_policy[p->attr].type) != p->size) {
+			pr_err("sch_parq: attribute %u: policy and field sizes differ\n",
+			       p->attr);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
 
 /* Replace the policy's generic message by one naming the parameter. */
 void parq_name_bad_attr(const struct nlattr *opt,
@@ -209,17 +337,10 @@ void parq_name_bad_attr(const struct nlattr *opt,
 
 static void parq_config_default(struct parq_config *cfg)
 {
-	cfg->rate = PARQ_RATE_UNLIMITED;
-	cfg->linkrate = PARQ_LINKRATE_AUTO;
-	cfg->dscp_parallel = PARQ_DSCP_DEFAULT;
-	cfg->threshold = PARQ_THRESHOLD_DEFAULT;
-	cfg->limit = PARQ_LIMIT_DEFAULT;
-	cfg->flow_limit = PARQ_FLOW_LIMIT_DEFAULT;
-	cfg->overhead = 0;
-	cfg->unit = PARQ_UNIT_BYTES;
-	cfg->split_gso = PARQ_SPLIT_GSO_AUTO;
-	cfg->default_class = PARQ_CLASS_LOCAL;
-	cfg->reservable = PARQ_RESERVABLE_DEFAULT;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(parq_params); i++)
+		parq_param_set(cfg, &parq_params[i], parq_params[i].def);
 }
 
 /* Overlay the attributes of a request on @cfg and check the result. */
@@ -228,31 +349,16 @@ static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
 			     struct netlink_ext_ack *extack)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
+	unsigned int i;
 	u64 capacity;
 
-	if (tb[TCA_PARQ_THRESHOLD])
-		cfg->threshold = nla_get_u32(tb[TCA_PARQ_THRESHOLD]);
-	if (tb[TCA_PARQ_UNIT])
-		cfg->unit = nla_get_u8(tb[TCA_PARQ_UNIT]);
-	if (tb[TCA_PARQ_RATE])
-		cfg->rate = nla_get_u64(tb[TCA_PARQ_RATE]);
-	if (tb[TCA_PARQ_OVERHEAD])
-		cfg->overhead = nla_get_s32(tb[TCA_PARQ_OVERHEAD]);
-	if (tb[TCA_PARQ_SPLIT_GSO])
-		cfg->split_gso = nla_get_u8(tb[TCA_PARQ_SPLIT_GSO]);
-	if (tb[TCA_PARQ_LIMIT])
-		cfg->limit = nla_get_u32(tb[TCA_PARQ_LIMIT]);
-	if (tb[TCA_PARQ_FLOW_LIMIT])
-		cfg->flow_limit = nla_get_u32(tb[TCA_PARQ_FLOW_LIMIT]);
-	if (tb[TCA_PARQ_DSCP_PARALLEL])
-		cfg->dscp_parallel = nla_get_u64(tb[TCA_PARQ_DSCP_PARALLEL]);
-	if (tb[TCA_PARQ_DEFAULT_CLASS])
-		cfg->default_class = nla_get_u8(tb[TCA_PARQ_DEFAULT_CLASS]);
-	if (tb[TCA_PARQ_LINKRATE])
-		cfg->linkrate = nla_get_u64(tb[TCA_PARQ_LINKRATE]);
-	if (tb[TCA_PARQ_RESERVABLE])
-		cfg->reservable = nla_get_u8(tb[TCA_PARQ_RESERVABLE]);
+	for (i = 0; i < ARRAY_SIZE(parq_params); i++) {
+		const struct parq_param *p = &parq_params[i];
+		const struct nlattr *a = tb[p->attr];
 
+		if (a)
+			parq_param_set(cfg, p, parq_param_read(a, p->size));
+	}
 	if (cfg->flow_limit > cfg->limit) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_PARQ_FLOW_LIMIT] ?:
 				    tb[TCA_PARQ_LIMIT],
@@ -397,26 +503,29 @@ void parq_destroy(struct Qdisc *sch)
 int parq_dump(struct Qdisc *sch, struct sk_buff *skb)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
-	const struct parq_config *cfg = &q->cfg;
+	struct parq_config shown = q->cfg;
 	struct nlattr *opts;
+	unsigned int i;
+	int err = 0;
 
+	/* The effective values: "auto" resolved. */
+	shown.split_gso = q->split_gso ? PARQ_SPLIT_GSO_ON : PARQ_SPLIT_GSO_OFF;
+	shown.linkrate = q->linkrate;
 	opts = nla_nest_start(skb, TCA_OPTIONS);
 	if (!opts)
 		return -EMSGSIZE;
-	if (nla_put_u32(skb, TCA_PARQ_THRESHOLD, cfg->threshold) ||
-	    nla_put_u8(skb, TCA_PARQ_UNIT, cfg->unit) ||
-	    nla_put_u64_64bit(skb, TCA_PARQ_RATE, cfg->rate, TCA_PARQ_PAD) ||
-	    nla_put_s32(skb, TCA_PARQ_OVERHEAD, cfg->overhead) ||
-	    nla_put_u8(skb, TCA_PARQ_SPLIT_GSO, q->split_gso ?
-		       PARQ_SPLIT_GSO_ON : PARQ_SPLIT_GSO_OFF) ||
-	    nla_put_u32(skb, TCA_PARQ_LIMIT, cfg->limit) ||
-	    nla_put_u32(skb, TCA_PARQ_FLOW_LIMIT, cfg->flow_limit) ||
-	    nla_put_u64_64bit(skb, TCA_PARQ_DSCP_PARALLEL, cfg->dscp_parallel,
-			      TCA_PARQ_PAD) ||
-	    nla_put_u8(skb, TCA_PARQ_DEFAULT_CLASS, cfg->default_class) ||
-	    nla_put_u64_64bit(skb, TCA_PARQ_LINKRATE, q->linkrate,
-			      TCA_PARQ_PAD) ||
-	    nla_put_u8(skb, TCA_PARQ_RESERVABLE, cfg->reservable)) {
+	for (i = 0; i < ARRAY_SIZE(parq_params) && !err; i++) {
+		const struct parq_param *p = &parq_params[i];
+		u64 v = parq_param_get(&shown, p);
+
+		if (p->size == sizeof(u8))
+			err = nla_put_u8(skb, p->attr, v);
+		else if (p->size == sizeof(u32))
+			err = nla_put_u32(skb, p->attr, v);
+		else
+			err = nla_put_u64_64bit(skb, p->attr, v, TCA_PARQ_PAD);
+	}
+	if (err) {
 		nla_nest_cancel(skb, opts);
 		return -EMSGSIZE;
 	}

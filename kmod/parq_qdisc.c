@@ -82,6 +82,9 @@ static int __init parq_module_init(void)
 {
 	int err;
 
+	err = parq_config_check();
+	if (err)
+		return err;
 	/* The family first, closed: the monitor's reports go through it. */
 	err = parq_genl_init();
 	if (err)

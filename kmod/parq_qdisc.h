@@ -173,6 +173,7 @@ void parq_skbq_purge(struct parq_skbq *pq);
 bool parq_resv_less(struct rb_node *a, const struct rb_node *b);
 
 /* parq_config.c */
+int parq_config_check(void);
 int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	      struct netlink_ext_ack *extack);
 int parq_change(struct Qdisc *sch, struct nlattr *opt,

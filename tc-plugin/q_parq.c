@@ -112,7 +112,7 @@ static void explain(void)
 		"  PACKETS  1..%d (limit default %d, flow-limit default %d)\n"
 		"  LIST     DSCP[,DSCP]...  DSCP := CS0..CS7 | AF11..AF43 | EF | VA | LE | 0..63\n"
 		"           (default %s)\n"
-		"  PERCENT  share of linkrate that reservations may take, 1..100 (default %d)\n"
+		"  PERCENT  share of linkrate that reservations may take, 1..%d (default %d)\n"
 		"  TIME     a reserved class's time between packets, such as 100us,\n"
 		"           1ns..%llus (units s, ms, us, ns)\n"
 		"Classes 1:1 (parallel) and 1:2 (local) are fixed; reserved classes are\n"
@@ -120,7 +120,7 @@ static void explain(void)
 		1, PARQ_THRESHOLD_MAX, PARQ_THRESHOLD_DEFAULT,
 		PARQ_OVERHEAD_MIN, PARQ_OVERHEAD_MAX,
 		PARQ_LIMIT_MAX, PARQ_LIMIT_DEFAULT, PARQ_FLOW_LIMIT_DEFAULT,
-		dflt, PARQ_RESERVABLE_DEFAULT,
+		dflt, PARQ_RESERVABLE_MAX, PARQ_RESERVABLE_DEFAULT,
 		(unsigned long long)(PARQ_IDT_MAX / 1000000000ULL),
 		PARQ_RESV_MINOR_MIN);
 }
@@ -570,9 +570,11 @@ static int parq_parse_opt(struct qdisc_util *qu, int argc, char **argv,
 				num[len] = '\0';
 			}
 			if (len >= sizeof(num) ||
-			    parq_parse_ll(num, false, 1, 100, &v))
+			    parq_parse_ll(num, false, 1, PARQ_RESERVABLE_MAX,
+					  &v))
 				return parq_bad_value(kw, arg,
-						      "expected a percentage of linkrate, 1..100");
+						      "expected a percentage of linkrate, 1..%d",
+						      PARQ_RESERVABLE_MAX);
 			o.reservable = v;
 		} else if (strcmp(kw, "overhead") == 0) {
 			if (parq_seen(&o, TCA_PARQ_OVERHEAD, kw))

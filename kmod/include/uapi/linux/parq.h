@@ -58,6 +58,7 @@ enum parq_split_gso {
 /* Reserved flows: classes <handle>:N, N >= PARQ_RESV_MINOR_MIN. */
 #define PARQ_RESV_MINOR_MIN	0x16	/* "1:16" in tc's hexadecimal minors */
 #define PARQ_RESERVABLE_DEFAULT	90	/* percent of linkrate */
+#define PARQ_RESERVABLE_MAX	100
 #define PARQ_LINKRATE_AUTO	PARQ_RATE_UNLIMITED	/* rate, else link speed */
 #define PARQ_IDT_MAX		(10ULL * 1000000000ULL)	/* ns: 10 s */
 
