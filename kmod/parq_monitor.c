@@ -298,16 +298,33 @@ static void parq_mon_event(struct parq_mon_net *mn, bool active,
 	parq_genl_notify(mn->net, skb, gfp);
 }
 
-/* A parallel packet from @src arrived at @now (softirq). */
+/*
+ * A parallel packet from @src arrived at @now (softirq).
+ *
+ * last_parallel only moves forward: a CPU that read the clock before
+ * another may store after it, and a last_parallel moved back would let the
+ * stop timer report the end early.  The store, then a full barrier, then
+ * the read of active pair with the stop timer's store of active, barrier,
+ * read of last_parallel: either this hook sees that the timer stopped
+ * (and reports a start), or the timer sees this packet (and keeps going).
+ */
 static void parq_mon_parallel(struct parq_mon_net *mn,
 			      const struct parq_addr *src, u64 now)
 {
-	WRITE_ONCE(mn->last_parallel, now);
+	u64 old = READ_ONCE(mn->last_parallel), prev;
+
+	while (old < now) {
+		prev = cmpxchg64(&mn->last_parallel, old, now);
+		if (prev == old)
+			break;
+		old = prev;
+	}
+	smp_mb();
 	if (READ_ONCE(mn->active))
 		return;
 	spin_lock_bh(&mn->lock);
 	if (!mn->active && mn->enabled) {
-		mn->active = true;
+		WRITE_ONCE(mn->active, true);
 		parq_mon_event(mn, true, src, GFP_ATOMIC);
 		hrtimer_start(&mn->stop, ns_to_ktime(now + mn->hold),
 			      HRTIMER_MODE_ABS_SOFT);
@@ -333,9 +350,19 @@ static enum hrtimer_restart parq_mon_stop_timer(struct hrtimer *t)
 	if (mn->active) {
 		due = READ_ONCE(mn->last_parallel) + mn->hold;
 		if (now >= due) {
-			mn->active = false;
+			/*
+			 * A packet whose hook read active before this store
+			 * reports no start: look again after it (pairs with
+			 * the barrier in parq_mon_parallel()).
+			 */
+			WRITE_ONCE(mn->active, false);
+			smp_mb();
+			due = READ_ONCE(mn->last_parallel) + mn->hold;
+		}
+		if (now >= due) {
 			parq_mon_event(mn, false, NULL, GFP_ATOMIC);
 		} else {
+			WRITE_ONCE(mn->active, true);
 			hrtimer_set_expires(t, ns_to_ktime(due));
 			ret = HRTIMER_RESTART;
 		}
@@ -442,7 +469,7 @@ static void parq_mon_disable(struct parq_mon_net *mn, bool notify)
 	hrtimer_cancel(&mn->stop);	/* no hook can arm it again */
 	spin_lock_bh(&mn->lock);
 	was_active = mn->active;
-	mn->active = false;
+	WRITE_ONCE(mn->active, false);
 	spin_unlock_bh(&mn->lock);
 	if (was_active && notify)
 		parq_mon_event(mn, false, NULL, GFP_KERNEL);
