@@ -17,6 +17,8 @@ which class of A's parq counted them and how B's monitor counted A:
   - after `job del` the cgroup's datagrams are local again;
   - a job whose cgroup was removed shows in `job list` as gone until
     `job sweep`; removing a job twice is harmless;
+  - scripts/slurm's prolog and epilog, run as slurmd runs them against a
+    cgroup tree laid out like Slurm's, add and remove the job;
   - bad paths are refused with a message, and the ruleset is unchanged.
 
 parqctl comes from $PARQ_USERSPACE_BUILD (default build/userspace).
@@ -159,6 +161,37 @@ def t_gone():
     check_eq(jobs(), {"jobs": [], "gone": []}, "jobs after the sweep")
 
 
+SLURM = f"{TOP}/system.slice/slurmstepd.scope"	# below CG, as Slurm's
+
+
+def slurm(script, job):
+    """scripts/slurm/@script run as slurmd runs it, for job @job."""
+    env = {"SLURM_JOB_ID": str(job), "SLURM_JOB_USER": "nobody",
+           "SLURM_JOB_UID": "65534", "SLURM_CLUSTER_NAME": "parq",
+           "SLURM_SCRIPT_CONTEXT": f"{script.split('-')[1]}_slurmd",
+           "PARQ_SLURM_CGROUP": f"{CG}/{SLURM}", "PARQCTL": PARQCTL,
+           "PARQ_SLURM_STRICT": "1"}
+    exe = os.path.join(REPO, "scripts", "slurm", script)
+    r = topo.a.run(["env"] + [f"{k}={v}" for k, v in env.items()] +
+                   ["sh", "-c", f'{MOUNT}\nexec "$@"', "sh", exe],
+                   check=False)
+    check(r.returncode == 0, f"{script} for job {job}: exit {r.returncode}: "
+          f"{r.stderr.strip()}")
+
+
+def t_slurm():
+    # Slurm's cgroup/v2 layout: job_N/step_M/user/task_K below the scope.
+    task = f"{SLURM}/job_42/step_0/user/task_0"
+    sh(f"mkdir -p {CG}/{task}")
+    slurm("parq-prolog", 42)
+    check_eq([j["path"] for j in jobs()["jobs"]], [f"{CG}/{SLURM}/job_42"],
+             "jobs after the prolog")
+    expect("Slurm job 42's task", task, None, True)
+    slurm("parq-epilog", 42)
+    check_eq(jobs()["jobs"], [], "jobs after the epilog")
+    expect("Slurm job 42's task after the epilog", task, None, False)
+
+
 def ruleset():
     return topo.a.run(["nft", "list", "ruleset"]).stdout
 
@@ -212,6 +245,7 @@ def main():
                t_anti_spoof)
     suite.case("job del: the cgroup's traffic is local again", t_del)
     suite.case("a removed cgroup is gone until job sweep", t_gone)
+    suite.case("Slurm's prolog and epilog add and remove the job", t_slurm)
     suite.case("bad paths refused, ruleset unchanged", t_bad_input)
     return lab.run(suite, "jobs", tools=("nft",), setup=setup)
 
