@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <deque>
+#include <sstream>
 #include <utility>
 
 namespace parq::parqd {
@@ -110,8 +111,8 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
                                         std::ostream& out, std::ostream& err) {
   CtlArgs a;
   CLI::App app(
-      "parqctl: read and edit parq's credit table and read the "
-      "parq qdisc's statistics.",
+      "parqctl: read and edit parq's credit table, read the parq qdisc's "
+      "statistics, and name the parallel jobs.",
       "parqctl");
   app.require_subcommand(1);
   app.footer(
@@ -160,6 +161,40 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
   qshow->add_option("DEV", a.dev, "Interface")->required();
   json_flag(qshow);
 
+  CLI::App* job = app.add_subcommand(
+      "job",
+      "Parallel jobs by cgroup: every socket of a job's cgroup subtree sends "
+      "parallel traffic (nftables table inet parq)");
+  job->require_subcommand(1);
+  CLI::App* jadd = job->add_subcommand(
+      "add", "Make the cgroup v2 directory PATH a parallel job");
+  jadd->add_option("PATH", a.job_path, "The job's cgroup, below /sys/fs/cgroup")
+      ->required();
+  json_flag(jadd);
+  CLI::App* jdel = job->add_subcommand(
+      "del", "PATH is a job no more (harmless if it was not one)");
+  jdel->add_option("PATH", a.job_path, "The job's cgroup")->required();
+  json_flag(jdel);
+  CLI::App* jlist = job->add_subcommand("list", "Print the jobs");
+  json_flag(jlist);
+  CLI::App* jsweep =
+      job->add_subcommand("sweep", "Forget the jobs whose cgroups are gone");
+  json_flag(jsweep);
+  CLI::App* jpolicy = job->add_subcommand(
+      "policy",
+      "Set the DSCP job packets leave with and the anti-spoofing rule "
+      "(other packets that claim a parallel DSCP leave with CS0)");
+  std::string dscp_text, claimed_text, anti_text = "on";
+  jpolicy->add_option("--dscp", dscp_text,
+                      "DSCP of job packets: a name (EF, CS5, AF41) or 0..63 "
+                      "(default EF)");
+  jpolicy->add_option("--anti-spoof", anti_text, "on (default) or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  jpolicy->add_option("--claimed", claimed_text,
+                      "Comma-separated DSCPs that only jobs may use (default "
+                      "CS5,EF)");
+  json_flag(jpolicy);
+
   if (auto code = Parse(app, argv, out, err))
     return *code;
   a.json = json;
@@ -185,8 +220,42 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     }
   } else if (*cclear) {
     a.cmd = CtlArgs::Cmd::kCreditClear;
-  } else {
+  } else if (*qshow) {
     a.cmd = CtlArgs::Cmd::kQdiscShow;
+  } else if (*jadd) {
+    a.cmd = CtlArgs::Cmd::kJobAdd;
+  } else if (*jdel) {
+    a.cmd = CtlArgs::Cmd::kJobDel;
+  } else if (*jlist) {
+    a.cmd = CtlArgs::Cmd::kJobList;
+  } else if (*jsweep) {
+    a.cmd = CtlArgs::Cmd::kJobSweep;
+  } else {
+    a.cmd = CtlArgs::Cmd::kJobPolicy;
+    if (!dscp_text.empty()) {
+      const auto d = ParseDscp(dscp_text);
+      if (!d) {
+        err << "parqctl: --dscp " << dscp_text
+            << ": give a DSCP name (EF, CS5, AF41) or 0..63\n";
+        return 2;
+      }
+      a.policy.dscp = *d;
+    }
+    a.policy.anti_spoof = anti_text == "on";
+    if (!claimed_text.empty()) {
+      a.policy.claimed.clear();
+      std::istringstream in(claimed_text);
+      std::string item;
+      while (std::getline(in, item, ',')) {
+        const auto d = ParseDscp(item);
+        if (!d) {
+          err << "parqctl: --claimed " << claimed_text << ": \"" << item
+              << "\" is not a DSCP name (EF, CS5, AF41) or 0..63\n";
+          return 2;
+        }
+        a.policy.claimed.push_back(*d);
+      }
+    }
   }
   if (!addr_text.empty()) {
     a.address = Address::Parse(addr_text);

@@ -16,6 +16,7 @@
 
 #include "address.h"
 #include "config.h"
+#include "jobs.h"
 
 namespace parq::parqd {
 
@@ -35,7 +36,12 @@ struct CtlArgs {
     kCreditShow,
     kCreditSet,
     kCreditClear,
-    kQdiscShow
+    kQdiscShow,
+    kJobAdd,
+    kJobDel,
+    kJobList,
+    kJobSweep,
+    kJobPolicy
   };
   Cmd cmd = Cmd::kCreditShow;
   bool json = false;
@@ -44,6 +50,8 @@ struct CtlArgs {
   std::optional<uint64_t> epoch_ns;  // set
   uint64_t lease_ns = 0;             // set
   std::string dev;                   // qdisc show
+  std::string job_path;              // job add, del
+  JobPolicy policy;                  // job add (a new table), job policy
 };
 
 std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,

@@ -2,13 +2,6 @@
 
 #include "ctl.h"
 
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <fcntl.h>
-#include <cerrno>
-
 #include <cstdio>
 #include <cstring>
 #include <iomanip>
@@ -17,8 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.h"
-
-extern char** environ;
+#include "subprocess.h"
 
 namespace parq::parqd {
 
@@ -47,44 +39,18 @@ int Ok(const CtlArgs& a, std::ostream& out) {
 
 // Runs argv, returns its standard output, or an error message.
 Result<Output, std::string> Capture(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0)
-    return Err{std::string("pipe: ") + std::strerror(errno)};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-  std::vector<char*> v;
-  v.reserve(argv.size() + 1);
-  for (const std::string& s : argv)
-    v.push_back(const_cast<char*>(s.c_str()));
-  v.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, v[0], &fa, nullptr, v.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    return Err{"cannot run " + argv[0] + ": " + std::strerror(rc) +
-               " (install iproute2)"};
-  }
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = read(fds[0], buf, sizeof(buf));
-    if (n > 0)
-      text.append(buf, static_cast<size_t>(n));
-    else if (n == 0 || errno != EINTR)
-      break;
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  auto r = RunProgram(argv);
+  if (!r.ok())
+    return Err{r.error() + " (install iproute2)"};
+  if (r.value().status != 0) {
+    std::string msg = r.value().err;
+    while (!msg.empty() && msg.back() == '\n')
+      msg.pop_back();
     return Err{argv[0] + " failed (exit status " +
-               std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-               ")"};
-  return Output{text};
+               std::to_string(r.value().status) + ")" +
+               (msg.empty() ? "" : ": " + msg)};
+  }
+  return Output{r.value().out};
 }
 
 void Flatten(const json& j, const std::string& prefix, std::ostream& o) {
@@ -173,7 +139,21 @@ Result<Output, std::string> FormatQdisc(const std::string& tc_json,
 }
 
 int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
-           std::ostream& err) {
+           std::ostream& err, const JobEnv& jobs) {
+  switch (a.cmd) {
+    case CtlArgs::Cmd::kJobAdd:
+      return JobAdd(jobs, a.job_path, a.policy, a.json, out, err);
+    case CtlArgs::Cmd::kJobDel:
+      return JobDel(jobs, a.job_path, a.json, out, err);
+    case CtlArgs::Cmd::kJobList:
+      return JobList(jobs, a.json, out, err);
+    case CtlArgs::Cmd::kJobSweep:
+      return JobSweep(jobs, a.json, out, err);
+    case CtlArgs::Cmd::kJobPolicy:
+      return JobPolicySet(jobs, a.policy, a.json, out, err);
+    default:
+      break;
+  }
   if (a.cmd == CtlArgs::Cmd::kQdiscShow) {
     auto text = Capture({"tc", "-s", "-j", "qdisc", "show", "dev", a.dev});
     if (!text.ok())
@@ -224,7 +204,7 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
                     e->error);
       return Ok(a, out);
     }
-    case CtlArgs::Cmd::kQdiscShow:
+    default:
       break;
   }
   return 1;

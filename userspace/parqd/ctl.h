@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cli.h"
+#include "jobs.h"
 #include "kernel.h"
 #include "result.h"
 
@@ -22,9 +23,10 @@ namespace parq::parqd {
 using KernelOpener =
     std::function<Result<std::unique_ptr<KernelCreditTable>, KernelError>()>;
 
-// Returns the exit status: 0, or 1 on any error.
+// Returns the exit status: 0, or 1 on any error.  `jobs` serves the job
+// commands (SystemCgroupProbe and SystemNft in the binary).
 int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
-           std::ostream& err);
+           std::ostream& err, const JobEnv& jobs = {});
 
 // Text to print (Result needs value and error types to differ).
 struct Output {

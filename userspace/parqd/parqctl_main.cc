@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// parqctl: the parq credit table and qdisc statistics from the shell.
+// parqctl: the parq credit table, qdisc statistics and parallel jobs from
+// the shell.
 
 #include <iostream>
 
@@ -14,6 +15,9 @@ int main(int argc, char** argv) {
                              std::cout, std::cerr);
   if (const int* code = std::get_if<int>(&parsed))
     return *code;
+  JobEnv jobs;
+  jobs.probe = SystemCgroupProbe();
+  jobs.nft = SystemNft();
   return RunCtl(std::get<CtlArgs>(parsed), OpenGenlCreditTable, std::cout,
-                std::cerr);
+                std::cerr, jobs);
 }

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Parallel jobs by cgroup (parqctl job add/del/list).  A job is a cgroup v2
+// directory: every packet of every socket owned by a process in its subtree
+// leaves the host as parallel traffic, with the parallel DSCP, whatever the
+// application set; and, unless switched off, any other packet that claims a
+// parallel DSCP leaves re-marked CS0, so that an unprivileged process cannot
+// make itself parallel.  The packet path is nftables': parq owns one table,
+// "inet parq", and touches no other:
+//
+//   table inet parq {
+//     set jobs_N { typeof socket cgroupv2 level N; }  # one per job depth N
+//     chain parallel { ip dscp set ef; ip6 dscp set ef; accept; }
+//     chain jobs {           # one rule per set, appended with it
+//       socket cgroupv2 level N @jobs_N goto parallel
+//     }
+//     chain egress {
+//       type filter hook output priority mangle; policy accept;
+//       jump jobs
+//       ip dscp { cs5, ef } ip dscp set cs0       # the anti-spoofing rule
+//       ip6 dscp { cs5, ef } ip6 dscp set cs0
+//     }
+//   }
+//
+// nft resolves a cgroup path below /sys/fs/cgroup to the cgroup's id when
+// it adds the element, and lists an element whose cgroup is gone as that
+// number, which it cannot delete by: a level with such an element is
+// refilled (flushed and given its live paths again, in one transaction).
+
+#ifndef PARQD_JOBS_H
+#define PARQD_JOBS_H
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "result.h"
+#include "subprocess.h"
+
+namespace parq::parqd {
+
+// Where nft looks up cgroup paths: jobs must be below it.
+inline constexpr char kCgroupRoot[] = "/sys/fs/cgroup";
+
+struct JobCgroup {
+  std::string rel;     // below the root: "system.slice/job_7"
+  unsigned level = 0;  // its depth, the ancestor level nft matches: 2
+  bool operator==(const JobCgroup&) const = default;
+};
+
+// What a job path needs from the file system, from the system or a test.
+struct CgroupProbe {
+  // The canonical absolute path, or nullopt if it does not exist.
+  std::function<std::optional<std::string>(const std::string&)> realpath;
+  std::function<bool(const std::string&)> is_dir;
+  // On a cgroup v2 file system (statfs: CGROUP2_SUPER_MAGIC).
+  std::function<bool(const std::string&)> is_cgroup2;
+};
+CgroupProbe SystemCgroupProbe();
+
+// `job add PATH`: PATH must exist, be a directory of the cgroup v2
+// hierarchy mounted at `root`, below it, and have a name nft can quote.
+Result<JobCgroup, std::string> ResolveJobToAdd(const std::string& path,
+                                               const std::string& root,
+                                               const CgroupProbe& probe);
+
+// `job del PATH`: PATH may be gone already (a job whose cgroup was
+// removed), so it is only normalized, and must lie below `root`.
+Result<JobCgroup, std::string> ResolveJobToDel(const std::string& path,
+                                               const std::string& root);
+
+struct JobPolicy {
+  uint8_t dscp = 46;  // what job packets leave with (EF)
+  bool anti_spoof = true;
+  // What other packets may not claim (re-marked CS0): the qdisc's and the
+  // monitor's parallel DSCPs.
+  std::vector<uint8_t> claimed = {40, 46};  // CS5, EF
+};
+
+// nft's name of a DSCP value where it has one ("ef", "cs5"), else the
+// number.
+std::string DscpName(uint8_t dscp);
+// "EF", "cs5", "af41" or 0..63; nullopt for anything else.
+std::optional<uint8_t> ParseDscp(const std::string& text);
+
+// The scripts given to `nft -f -`.  Each is one transaction.
+// The table's fixed part, created or brought to `policy`: the chains
+// parallel and egress are flushed and refilled; jobs and the sets stay.
+std::string PolicyScript(const JobPolicy& policy, bool table_exists);
+// A new level: its set and its rule in chain jobs.
+std::string LevelScript(unsigned level);
+std::string AddJobScript(const JobCgroup& job);
+std::string DelJobScript(const JobCgroup& job);
+// Level `level`'s set holding exactly `live` (paths below the root).
+std::string RefillScript(unsigned level, const std::vector<std::string>& live);
+
+// The sets of the table as `nft -j list table inet parq` prints them: per
+// level, its elements as nft printed them, a path below the root or, for
+// a cgroup that is gone, its id.
+struct JobTable {
+  std::map<unsigned, std::vector<std::string>> elems;
+  bool operator==(const JobTable&) const = default;
+};
+Result<JobTable, std::string> ParseJobTable(const std::string& nft_json);
+
+// A level's elements split by whether their cgroup still exists.
+struct JobLevel {
+  std::vector<std::string> live;  // paths below the root
+  std::vector<std::string> gone;  // ids, or paths removed since the list
+};
+std::map<unsigned, JobLevel> SplitJobs(const JobTable& t,
+                                       const std::string& root,
+                                       const CgroupProbe& probe);
+
+// Runs nft with these arguments and standard input (RunProgram in the
+// binary, a fake in the tests).
+using NftRunner = std::function<Result<ProgramOutput, std::string>(
+    const std::vector<std::string>& args, const std::string& input)>;
+NftRunner SystemNft();
+
+struct JobEnv {
+  std::string root = kCgroupRoot;
+  CgroupProbe probe;
+  NftRunner nft;
+  // Taken around every change: Slurm runs prologs concurrently.
+  std::string lock_path = "/run/parq/jobs.lock";
+};
+
+// The commands; each returns the exit status and prints like the other
+// parqctl commands (with json: {"ok": ...} or the list as JSON).
+int JobAdd(const JobEnv& env, const std::string& path, const JobPolicy& policy,
+           bool json, std::ostream& out, std::ostream& err);
+int JobDel(const JobEnv& env, const std::string& path, bool json,
+           std::ostream& out, std::ostream& err);
+int JobList(const JobEnv& env, bool json, std::ostream& out, std::ostream& err);
+// The table's policy: created with it if missing, else brought to it.
+int JobPolicySet(const JobEnv& env, const JobPolicy& policy, bool json,
+                 std::ostream& out, std::ostream& err);
+// Refills every level that holds a job whose cgroup is gone.
+int JobSweep(const JobEnv& env, bool json, std::ostream& out,
+             std::ostream& err);
+
+}  // namespace parq::parqd
+
+#endif

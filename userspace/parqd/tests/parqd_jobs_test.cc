@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Unit tests of jobs.cc (parqctl job ...) against a fake file system and a
+// fake nft, and of subprocess.cc's RunProgram against /bin/sh.
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "jobs.h"
+#include "subprocess.h"
+
+namespace {
+
+using namespace parq::parqd;
+using nlohmann::json;
+
+constexpr char kRoot[] = "/sys/fs/cgroup";
+
+// Directories, which of them are cgroup v2, and symlinks.
+struct FakeFs {
+  std::set<std::string> dirs = {kRoot};
+  std::set<std::string> files;
+  std::set<std::string> v1;  // directories on another file system
+  std::map<std::string, std::string> links;
+
+  CgroupProbe Probe() {
+    CgroupProbe p;
+    p.realpath = [this](const std::string& path) -> std::optional<std::string> {
+      const auto l = links.find(path);
+      const std::string real = l != links.end() ? l->second : path;
+      if (dirs.count(real) || files.count(real))
+        return real;
+      return std::nullopt;
+    };
+    p.is_dir = [this](const std::string& path) { return dirs.count(path) > 0; };
+    p.is_cgroup2 = [this](const std::string& path) {
+      return (dirs.count(path) || files.count(path)) && !v1.count(path);
+    };
+    return p;
+  }
+};
+
+// What nft 1.0.6 prints for `nft -j list table inet parq`.
+std::string NftJson(const std::map<unsigned, std::vector<json>>& sets) {
+  json items = json::array();
+  items.push_back({{"metainfo", {{"version", "1.0.6"}}}});
+  items.push_back({{"table", {{"family", "inet"}, {"name", "parq"}}}});
+  for (const auto& [level, elems] : sets) {
+    json set = {{"family", "inet"},
+                {"name", "jobs_" + std::to_string(level)},
+                {"table", "parq"},
+                {"type", "cgroupsv2"}};
+    if (!elems.empty())
+      set["elem"] = elems;
+    items.push_back({{"set", set}});
+  }
+  items.push_back({{"set", {{"name", "other"}, {"elem", {"x"}}}}});
+  return json{{"nftables", items}}.dump();
+}
+
+// nft: a table (or none), the scripts it was given, an answer to give.
+struct FakeNft {
+  std::optional<std::map<unsigned, std::vector<json>>> table;
+  std::vector<std::string> scripts;
+  bool missing = false;  // not installed
+  int refuse = 0;        // exit status for -f
+
+  NftRunner Runner() {
+    return [this](
+               const std::vector<std::string>& args,
+               const std::string& input) -> Result<ProgramOutput, std::string> {
+      if (missing)
+        return Err{std::string("cannot run nft: No such file or directory")};
+      ProgramOutput o;
+      if (args.size() >= 2 && args[0] == "-j" && args[1] == "list") {
+        if (!table) {
+          o.status = 1;
+          o.err = "Error: No such file or directory\nlist table inet parq\n";
+        } else {
+          o.out = NftJson(*table);
+        }
+        return o;
+      }
+      if (args == std::vector<std::string>{"-f", "-"}) {
+        scripts.push_back(input);
+        o.status = refuse;
+        if (refuse)
+          o.err = "Error: Could not process rule: Operation not permitted\n";
+        return o;
+      }
+      o.status = 2;
+      return o;
+    };
+  }
+};
+
+class JobsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/parqd_jobs_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fs_.dirs.insert(std::string(kRoot) + "/slurm");
+    fs_.dirs.insert(std::string(kRoot) + "/slurm/job_7");
+    fs_.dirs.insert(std::string(kRoot) + "/slurm/job_8");
+    fs_.dirs.insert(std::string(kRoot) + "/user.slice");
+  }
+  void TearDown() override {
+    unlink((dir_ + "/jobs.lock").c_str());
+    rmdir(dir_.c_str());
+  }
+
+  JobEnv Env() {
+    JobEnv e;
+    e.probe = fs_.Probe();
+    e.nft = nft_.Runner();
+    e.lock_path = dir_ + "/jobs.lock";
+    return e;
+  }
+
+  int Add(const std::string& path, bool as_json = false) {
+    return Capture([&](std::ostream& o, std::ostream& e) {
+      return JobAdd(Env(), path, JobPolicy{}, as_json, o, e);
+    });
+  }
+  int Del(const std::string& path, bool as_json = false) {
+    return Capture([&](std::ostream& o, std::ostream& e) {
+      return JobDel(Env(), path, as_json, o, e);
+    });
+  }
+  int List(bool as_json) {
+    return Capture([&](std::ostream& o, std::ostream& e) {
+      return JobList(Env(), as_json, o, e);
+    });
+  }
+  int Sweep() {
+    return Capture([&](std::ostream& o, std::ostream& e) {
+      return JobSweep(Env(), true, o, e);
+    });
+  }
+  template <typename F>
+  int Capture(F f) {
+    std::ostringstream o, e;
+    const int rc = f(o, e);
+    out_ = o.str();
+    err_ = e.str();
+    return rc;
+  }
+
+  std::string dir_;
+  FakeFs fs_;
+  FakeNft nft_;
+  std::string out_, err_;
+};
+
+TEST_F(JobsTest, ResolveToAddGivesThePathBelowTheRootAndItsDepth) {
+  const auto j =
+      ResolveJobToAdd("/sys/fs/cgroup/slurm/job_7", kRoot, fs_.Probe());
+  ASSERT_TRUE(j.ok()) << j.error();
+  EXPECT_EQ(j.value(), (JobCgroup{"slurm/job_7", 2}));
+  const auto top =
+      ResolveJobToAdd("/sys/fs/cgroup/user.slice", kRoot, fs_.Probe());
+  ASSERT_TRUE(top.ok());
+  EXPECT_EQ(top.value(), (JobCgroup{"user.slice", 1}));
+}
+
+TEST_F(JobsTest, ResolveToAddFollowsSymlinks) {
+  fs_.links["/run/job"] = "/sys/fs/cgroup/slurm/job_8";
+  const auto j = ResolveJobToAdd("/run/job", kRoot, fs_.Probe());
+  ASSERT_TRUE(j.ok()) << j.error();
+  EXPECT_EQ(j.value(), (JobCgroup{"slurm/job_8", 2}));
+}
+
+TEST_F(JobsTest, ResolveToAddRefusesWhatIsNotAJobCgroup) {
+  struct Case {
+    std::string path, want;
+  } cases[] = {
+      {"/sys/fs/cgroup/slurm/job_9", "no such cgroup"},
+      {"/sys/fs/cgroup", "the root cgroup"},
+      {"/tmp", "not below /sys/fs/cgroup"},
+      {"/sys/fs/cgroup/slurm/job_7/cgroup.procs", "not a directory"},
+      {"/sys/fs/cgroup/bad\"name", "cannot quote"},
+      {"/sys/fs/cgroup/net_cls", "not a cgroup v2 directory"},
+  };
+  fs_.dirs.insert("/tmp");
+  fs_.files.insert("/sys/fs/cgroup/slurm/job_7/cgroup.procs");
+  fs_.dirs.insert("/sys/fs/cgroup/bad\"name");
+  fs_.dirs.insert("/sys/fs/cgroup/net_cls");
+  fs_.v1.insert("/sys/fs/cgroup/net_cls");
+  for (const Case& c : cases) {
+    const auto j = ResolveJobToAdd(c.path, kRoot, fs_.Probe());
+    ASSERT_FALSE(j.ok()) << c.path;
+    EXPECT_NE(j.error().find(c.want), std::string::npos)
+        << c.path << ": " << j.error();
+  }
+}
+
+TEST_F(JobsTest, ResolveToAddOnCgroupV1SaysSo) {
+  fs_.v1.insert(kRoot);
+  const auto j =
+      ResolveJobToAdd("/sys/fs/cgroup/slurm/job_7", kRoot, fs_.Probe());
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.error().find("cgroup v1"), std::string::npos) << j.error();
+}
+
+TEST(Jobs, ResolveToDelNormalizesAPathThatMayBeGone) {
+  const auto j = ResolveJobToDel("/sys/fs/cgroup//slurm/./x/../job_9/", kRoot);
+  ASSERT_TRUE(j.ok()) << j.error();
+  EXPECT_EQ(j.value(), (JobCgroup{"slurm/job_9", 2}));
+  EXPECT_FALSE(ResolveJobToDel("slurm/job_9", kRoot).ok());
+  EXPECT_FALSE(ResolveJobToDel("/sys/fs/cgroup/../etc", kRoot).ok());
+  EXPECT_FALSE(ResolveJobToDel("/sys/fs/cgroup", kRoot).ok());
+}
+
+TEST(Jobs, PolicyScriptCreatesTheTableOrRefillsItsTwoChains) {
+  const std::string fresh = PolicyScript(JobPolicy{}, false);
+  const std::string egress =
+      "add chain inet parq egress { type filter hook output priority "
+      "mangle; policy accept; }\n";
+  for (const char* want :
+       {"add table inet parq\n", "add chain inet parq jobs\n", egress.c_str(),
+        "add rule inet parq parallel ip dscp set ef\n",
+        "add rule inet parq parallel ip6 dscp set ef\n",
+        "add rule inet parq egress jump jobs\n",
+        "add rule inet parq egress ip dscp { cs5, ef } ip dscp set cs0\n",
+        "add rule inet parq egress ip6 dscp { cs5, ef } ip6 dscp set cs0\n"})
+    EXPECT_NE(fresh.find(want), std::string::npos) << want << "\n" << fresh;
+  EXPECT_EQ(fresh.find("flush"), std::string::npos);
+  // jump jobs comes before the anti-spoofing rule.
+  EXPECT_LT(fresh.find("jump jobs"), fresh.find("dscp set cs0"));
+
+  JobPolicy p;
+  p.dscp = 40;
+  p.anti_spoof = false;
+  const std::string again = PolicyScript(p, true);
+  EXPECT_EQ(again.find("add table"), std::string::npos);
+  EXPECT_NE(again.find("flush chain inet parq parallel\n"), std::string::npos);
+  EXPECT_NE(again.find("flush chain inet parq egress\n"), std::string::npos);
+  EXPECT_EQ(again.find("flush chain inet parq jobs"), std::string::npos);
+  EXPECT_NE(again.find("ip dscp set cs5\n"), std::string::npos);
+  EXPECT_EQ(again.find("cs0"), std::string::npos);
+
+  p.anti_spoof = true;
+  p.claimed = {46, 40, 46, 12};
+  EXPECT_NE(PolicyScript(p, true).find("ip dscp { af12, cs5, ef } ip dscp "
+                                       "set cs0\n"),
+            std::string::npos);
+}
+
+TEST(Jobs, LevelAndElementScripts) {
+  EXPECT_EQ(LevelScript(3),
+            "add set inet parq jobs_3 { typeof socket cgroupv2 level 3; }\n"
+            "add rule inet parq jobs socket cgroupv2 level 3 @jobs_3 goto "
+            "parallel\n");
+  EXPECT_EQ(AddJobScript({"a/b", 2}),
+            "add element inet parq jobs_2 { \"a/b\" }\n");
+  EXPECT_EQ(DelJobScript({"a/b", 2}),
+            "delete element inet parq jobs_2 { \"a/b\" }\n");
+  EXPECT_EQ(RefillScript(2, {"a/b", "a/c"}),
+            "flush set inet parq jobs_2\n"
+            "add element inet parq jobs_2 { \"a/b\", \"a/c\" }\n");
+  EXPECT_EQ(RefillScript(2, {}), "flush set inet parq jobs_2\n");
+}
+
+TEST(Jobs, ParseJobTableReadsTheJobSetsOnly) {
+  const auto t = ParseJobTable(
+      NftJson({{2, {"slurm/job_7", "44"}}, {3, {}}, {1, {json(45)}}}));
+  ASSERT_TRUE(t.ok()) << t.error();
+  JobTable want;
+  want.elems[1] = {"45"};
+  want.elems[2] = {"slurm/job_7", "44"};
+  want.elems[3] = {};
+  EXPECT_EQ(t.value(), want);
+  EXPECT_FALSE(ParseJobTable("Error").ok());
+  EXPECT_FALSE(ParseJobTable("[]").ok());
+}
+
+TEST_F(JobsTest, SplitJobsTellsLiveFromGone) {
+  JobTable t;
+  t.elems[2] = {"slurm/job_7", "44", "slurm/job_1"};
+  const auto s = SplitJobs(t, kRoot, fs_.Probe());
+  ASSERT_EQ(s.count(2), 1u);
+  EXPECT_EQ(s.at(2).live, std::vector<std::string>{"slurm/job_7"});
+  EXPECT_EQ(s.at(2).gone, (std::vector<std::string>{"44", "slurm/job_1"}));
+}
+
+TEST_F(JobsTest, AddMakesTheTableTheLevelAndTheJobInOneTransaction) {
+  ASSERT_EQ(Add("/sys/fs/cgroup/slurm/job_7"), 0) << err_;
+  ASSERT_EQ(nft_.scripts.size(), 1u);
+  const std::string& s = nft_.scripts[0];
+  EXPECT_EQ(s.find("add table inet parq\n"), 0u) << s;
+  EXPECT_NE(s.find(LevelScript(2)), std::string::npos) << s;
+  EXPECT_NE(s.find(AddJobScript({"slurm/job_7", 2})), std::string::npos);
+}
+
+TEST_F(JobsTest, AddToAnExistingLevelAddsTheElementOnly) {
+  nft_.table = {{{2, {"slurm/job_7"}}}};
+  ASSERT_EQ(Add("/sys/fs/cgroup/slurm/job_8", true), 0) << err_;
+  ASSERT_EQ(nft_.scripts.size(), 1u);
+  EXPECT_EQ(nft_.scripts[0], AddJobScript({"slurm/job_8", 2}));
+  EXPECT_EQ(json::parse(out_), (json{{"ok", true}}));
+  // A new depth gets its set and rule, not a new table.
+  ASSERT_EQ(Add("/sys/fs/cgroup/user.slice"), 0) << err_;
+  EXPECT_EQ(nft_.scripts[1], LevelScript(1) + AddJobScript({"user.slice", 1}));
+}
+
+TEST_F(JobsTest, BadInputChangesNothing) {
+  EXPECT_EQ(Add("/sys/fs/cgroup/slurm/job_9"), 1);
+  EXPECT_NE(err_.find("parqctl: job add: "), std::string::npos) << err_;
+  EXPECT_NE(err_.find("no such cgroup"), std::string::npos) << err_;
+  fs_.v1.insert(kRoot);
+  EXPECT_EQ(Add("/sys/fs/cgroup/slurm/job_7", true), 1);
+  EXPECT_FALSE(json::parse(out_)["ok"].get<bool>());
+  EXPECT_TRUE(nft_.scripts.empty());
+}
+
+TEST_F(JobsTest, WithoutNftTheErrorSaysWhatToInstall) {
+  nft_.missing = true;
+  EXPECT_EQ(Add("/sys/fs/cgroup/slurm/job_7"), 1);
+  EXPECT_NE(err_.find("install nftables"), std::string::npos) << err_;
+}
+
+TEST_F(JobsTest, RefusedByNftIsAnError) {
+  nft_.refuse = 1;
+  EXPECT_EQ(Add("/sys/fs/cgroup/slurm/job_7"), 1);
+  EXPECT_NE(err_.find("nft refused the change: Error: Could not process"),
+            std::string::npos)
+      << err_;
+}
+
+TEST_F(JobsTest, DelRemovesAJobAndIsHarmlessTwice) {
+  nft_.table = {{{2, {"slurm/job_7", "slurm/job_8"}}}};
+  ASSERT_EQ(Del("/sys/fs/cgroup/slurm/job_7", true), 0) << err_;
+  ASSERT_EQ(nft_.scripts.size(), 1u);
+  EXPECT_EQ(nft_.scripts[0], DelJobScript({"slurm/job_7", 2}));
+  EXPECT_TRUE(json::parse(out_)["removed"].get<bool>());
+  nft_.table = {{{2, {"slurm/job_8"}}}};
+  ASSERT_EQ(Del("/sys/fs/cgroup/slurm/job_7", true), 0) << err_;
+  EXPECT_FALSE(json::parse(out_)["removed"].get<bool>());
+  nft_.table.reset();
+  ASSERT_EQ(Del("/sys/fs/cgroup/slurm/job_7"), 0) << err_;
+  EXPECT_EQ(nft_.scripts.size(), 1u);
+}
+
+TEST_F(JobsTest, DelOfAJobWhoseCgroupIsGoneRefillsItsLevel) {
+  nft_.table = {{{2, {"slurm/job_8", "44"}}}};
+  ASSERT_EQ(Del("/sys/fs/cgroup/slurm/job_5"), 0) << err_;
+  ASSERT_EQ(nft_.scripts.size(), 1u);
+  EXPECT_EQ(nft_.scripts[0], RefillScript(2, {"slurm/job_8"}));
+}
+
+TEST_F(JobsTest, SweepRefillsTheLevelsWithGoneCgroups) {
+  nft_.table = {{{1, {"user.slice"}}, {2, {"slurm/job_8", "44", "45"}}}};
+  ASSERT_EQ(Sweep(), 0) << err_;
+  ASSERT_EQ(nft_.scripts.size(), 1u);
+  EXPECT_EQ(nft_.scripts[0], RefillScript(2, {"slurm/job_8"}));
+  EXPECT_EQ(json::parse(out_)["removed"], 2);
+  nft_.table = {{{2, {"slurm/job_8"}}}};
+  ASSERT_EQ(Sweep(), 0);
+  EXPECT_EQ(nft_.scripts.size(), 1u);
+}
+
+TEST_F(JobsTest, ListPrintsPathsAndGoneCgroups) {
+  nft_.table = {{{2, {"slurm/job_7", "44"}}}};
+  ASSERT_EQ(List(false), 0) << err_;
+  EXPECT_EQ(out_,
+            "/sys/fs/cgroup/slurm/job_7\n"
+            "(cgroup 44 at level 2 is gone: parqctl job sweep removes it)\n");
+  ASSERT_EQ(List(true), 0);
+  EXPECT_EQ(
+      json::parse(out_),
+      (json{{"jobs", {{{"path", "/sys/fs/cgroup/slurm/job_7"}, {"level", 2}}}},
+            {"gone", {{{"cgroup", "44"}, {"level", 2}}}}}));
+  nft_.table.reset();
+  ASSERT_EQ(List(true), 0);
+  EXPECT_EQ(json::parse(out_),
+            (json{{"jobs", json::array()}, {"gone", json::array()}}));
+}
+
+TEST(Jobs, Dscp) {
+  EXPECT_EQ(ParseDscp("EF"), 46);
+  EXPECT_EQ(ParseDscp("cs5"), 40);
+  EXPECT_EQ(ParseDscp("AF41"), 34);
+  EXPECT_EQ(ParseDscp("63"), 63);
+  EXPECT_EQ(ParseDscp("64"), std::nullopt);
+  EXPECT_EQ(ParseDscp("x"), std::nullopt);
+  EXPECT_EQ(ParseDscp(""), std::nullopt);
+  EXPECT_EQ(DscpName(46), "ef");
+  EXPECT_EQ(DscpName(1), "1");
+}
+
+std::variant<CtlArgs, int> Ctl(std::vector<std::string> argv,
+                               std::string* err_text = nullptr) {
+  argv.insert(argv.begin(), "parqctl");
+  std::ostringstream out, err;
+  auto r = ParseCtlArgs(argv, out, err);
+  if (err_text)
+    *err_text = err.str();
+  return r;
+}
+
+TEST(Jobs, CommandLines) {
+  auto a = Ctl({"job", "add", "/sys/fs/cgroup/x", "--json"});
+  ASSERT_TRUE(std::holds_alternative<CtlArgs>(a));
+  EXPECT_EQ(std::get<CtlArgs>(a).cmd, CtlArgs::Cmd::kJobAdd);
+  EXPECT_EQ(std::get<CtlArgs>(a).job_path, "/sys/fs/cgroup/x");
+  EXPECT_TRUE(std::get<CtlArgs>(a).json);
+
+  a = Ctl({"job", "policy", "--dscp", "cs5", "--anti-spoof", "off", "--claimed",
+           "ef,CS5,af41"});
+  ASSERT_TRUE(std::holds_alternative<CtlArgs>(a));
+  const CtlArgs& p = std::get<CtlArgs>(a);
+  EXPECT_EQ(p.cmd, CtlArgs::Cmd::kJobPolicy);
+  EXPECT_EQ(p.policy.dscp, 40);
+  EXPECT_FALSE(p.policy.anti_spoof);
+  EXPECT_EQ(p.policy.claimed, (std::vector<uint8_t>{46, 40, 34}));
+
+  std::string err;
+  a = Ctl({"job", "policy", "--dscp", "64"}, &err);
+  ASSERT_TRUE(std::holds_alternative<int>(a));
+  EXPECT_EQ(std::get<int>(a), 2);
+  EXPECT_NE(err.find("--dscp 64"), std::string::npos) << err;
+  a = Ctl({"job", "policy", "--claimed", "ef,,cs5"}, &err);
+  ASSERT_TRUE(std::holds_alternative<int>(a));
+  a = Ctl({"job", "add"}, &err);
+  ASSERT_TRUE(std::holds_alternative<int>(a));
+}
+
+TEST(Subprocess, RunProgramFeedsInputAndCollectsBothOutputs) {
+  std::string big(1 << 20, 'x');  // more than a pipe holds
+  const auto r =
+      RunProgram({"/bin/sh", "-c", "cat; echo oops >&2; exit 3"}, big);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().status, 3);
+  EXPECT_EQ(r.value().out, big);
+  EXPECT_EQ(r.value().err, "oops\n");
+}
+
+TEST(Subprocess, RunProgramOfAProgramThatReadsNothing) {
+  const auto r =
+      RunProgram({"/bin/sh", "-c", "exit 0"}, std::string(1 << 20, 'x'));
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().status, 0);
+}
+
+TEST(Subprocess, RunProgramOfAMissingProgram) {
+  const auto r = RunProgram({"parq-no-such-program"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("cannot run parq-no-such-program"),
+            std::string::npos);
+}
+
+}  // namespace
