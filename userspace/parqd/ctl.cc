@@ -43,9 +43,7 @@ Result<Output, std::string> Capture(const std::vector<std::string>& argv) {
   if (!r.ok())
     return Err{r.error() + " (install iproute2)"};
   if (r.value().status != 0) {
-    std::string msg = r.value().err;
-    while (!msg.empty() && msg.back() == '\n')
-      msg.pop_back();
+    const std::string msg = ErrorText(r.value());
     return Err{argv[0] + " failed (exit status " +
                std::to_string(r.value().status) + ")" +
                (msg.empty() ? "" : ": " + msg)};

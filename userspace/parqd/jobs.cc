@@ -102,12 +102,6 @@ int Ok(bool as_json, std::ostream& out, json extra = json::object()) {
   return 0;
 }
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
-    s.pop_back();
-  return s;
-}
-
 // The table, or nullopt if there is none; an error if nft failed.
 Result<std::optional<JobTable>, std::string> ReadTable(const JobEnv& env) {
   auto r = env.nft({"-j", "list", "table", "inet", "parq"}, "");
@@ -116,7 +110,7 @@ Result<std::optional<JobTable>, std::string> ReadTable(const JobEnv& env) {
   if (r.value().status != 0) {
     if (r.value().err.find("No such file or directory") != std::string::npos)
       return std::optional<JobTable>();
-    return Err{"nft list table inet parq: " + Trim(r.value().err)};
+    return Err{"nft list table inet parq: " + ErrorText(r.value())};
   }
   auto t = ParseJobTable(r.value().out);
   if (!t.ok())
@@ -129,7 +123,7 @@ std::optional<std::string> Apply(const JobEnv& env, const std::string& script) {
   if (!r.ok())
     return r.error() + " (install nftables)";
   if (r.value().status != 0)
-    return "nft refused the change: " + Trim(r.value().err);
+    return "nft refused the change: " + ErrorText(r.value());
   return std::nullopt;
 }
 
@@ -158,6 +152,20 @@ class Lock {
   int fd_ = -1;
   std::string error_;
 };
+
+// `change` with the lock held and the table read (nullopt: none yet); a
+// failure to lock or to read fails the command `what`.
+template <typename Change>
+int WithTable(const JobEnv& env, const std::string& what, bool as_json,
+              std::ostream& out, std::ostream& err, Change change) {
+  const Lock lock(env.lock_path);
+  if (!lock.error().empty())
+    return Fail(as_json, out, err, what + ": " + lock.error());
+  const auto t = ReadTable(env);
+  if (!t.ok())
+    return Fail(as_json, out, err, what + ": " + t.error());
+  return change(t.value());
+}
 
 }  // namespace
 
@@ -384,39 +392,31 @@ int JobAdd(const JobEnv& env, const std::string& path, const JobPolicy& policy,
   const auto job = ResolveJobToAdd(path, env.root, env.probe);
   if (!job.ok())
     return Fail(as_json, out, err, "job add: " + job.error());
-  const Lock lock(env.lock_path);
-  if (!lock.error().empty())
-    return Fail(as_json, out, err, "job add: " + lock.error());
-  const auto t = ReadTable(env);
-  if (!t.ok())
-    return Fail(as_json, out, err, "job add: " + t.error());
-  // One transaction: the table if missing, the level if new, the job.
-  std::string script;
-  if (!t.value())
-    script += PolicyScript(policy, false);
-  if (!t.value() || !t.value()->elems.count(job.value().level))
-    script += LevelScript(job.value().level);
-  script += AddJobScript(job.value());
-  if (auto e = Apply(env, script))
-    return Fail(as_json, out, err, "job add " + path + ": " + *e);
-  return Ok(as_json, out);
+  return WithTable(
+      env, "job add", as_json, out, err, [&](const std::optional<JobTable>& t) {
+        // One transaction: the table if missing, the level if
+        // new, the job.
+        std::string script;
+        if (!t)
+          script += PolicyScript(policy, false);
+        if (!t || !t->elems.count(job.value().level))
+          script += LevelScript(job.value().level);
+        script += AddJobScript(job.value());
+        if (auto e = Apply(env, script))
+          return Fail(as_json, out, err, "job add " + path + ": " + *e);
+        return Ok(as_json, out);
+      });
 }
 
-int JobDel(const JobEnv& env, const std::string& path, bool as_json,
-           std::ostream& out, std::ostream& err) {
-  const auto job = ResolveJobToDel(path, env.root);
-  if (!job.ok())
-    return Fail(as_json, out, err, "job del: " + job.error());
-  const Lock lock(env.lock_path);
-  if (!lock.error().empty())
-    return Fail(as_json, out, err, "job del: " + lock.error());
-  const auto t = ReadTable(env);
-  if (!t.ok())
-    return Fail(as_json, out, err, "job del: " + t.error());
-  if (!t.value())
+namespace {
+
+// job del of `j` from table `t`, under the lock.
+int DelFrom(const JobEnv& env, const std::optional<JobTable>& t,
+            const JobCgroup& j, const std::string& path, bool as_json,
+            std::ostream& out, std::ostream& err) {
+  if (!t)
     return Ok(as_json, out, {{"removed", false}});
-  const JobCgroup& j = job.value();
-  const auto levels = SplitJobs(*t.value(), env.root, env.probe);
+  const auto levels = SplitJobs(*t, env.root, env.probe);
   const auto it = levels.find(j.level);
   if (it == levels.end())
     return Ok(as_json, out, {{"removed", false}});
@@ -432,6 +432,19 @@ int JobDel(const JobEnv& env, const std::string& path, bool as_json,
   if (auto e = Apply(env, script))
     return Fail(as_json, out, err, "job del " + path + ": " + *e);
   return Ok(as_json, out, {{"removed", true}});
+}
+
+}  // namespace
+
+int JobDel(const JobEnv& env, const std::string& path, bool as_json,
+           std::ostream& out, std::ostream& err) {
+  const auto job = ResolveJobToDel(path, env.root);
+  if (!job.ok())
+    return Fail(as_json, out, err, "job del: " + job.error());
+  return WithTable(
+      env, "job del", as_json, out, err, [&](const std::optional<JobTable>& t) {
+        return DelFrom(env, t, job.value(), path, as_json, out, err);
+      });
 }
 
 int JobList(const JobEnv& env, bool as_json, std::ostream& out,
@@ -465,37 +478,33 @@ int JobList(const JobEnv& env, bool as_json, std::ostream& out,
 
 int JobPolicySet(const JobEnv& env, const JobPolicy& policy, bool as_json,
                  std::ostream& out, std::ostream& err) {
-  const Lock lock(env.lock_path);
-  if (!lock.error().empty())
-    return Fail(as_json, out, err, "job policy: " + lock.error());
-  const auto t = ReadTable(env);
-  if (!t.ok())
-    return Fail(as_json, out, err, "job policy: " + t.error());
-  if (auto e = Apply(env, PolicyScript(policy, t.value().has_value())))
-    return Fail(as_json, out, err, "job policy: " + *e);
-  return Ok(as_json, out);
+  return WithTable(
+      env, "job policy", as_json, out, err,
+      [&](const std::optional<JobTable>& t) {
+        if (auto e = Apply(env, PolicyScript(policy, t.has_value())))
+          return Fail(as_json, out, err, "job policy: " + *e);
+        return Ok(as_json, out);
+      });
 }
 
 int JobSweep(const JobEnv& env, bool as_json, std::ostream& out,
              std::ostream& err) {
-  const Lock lock(env.lock_path);
-  if (!lock.error().empty())
-    return Fail(as_json, out, err, "job sweep: " + lock.error());
-  const auto t = ReadTable(env);
-  if (!t.ok())
-    return Fail(as_json, out, err, "job sweep: " + t.error());
-  size_t removed = 0;
-  std::string script;
-  if (t.value())
-    for (const auto& [level, l] : SplitJobs(*t.value(), env.root, env.probe))
-      if (!l.gone.empty()) {
-        script += RefillScript(level, l.live);
-        removed += l.gone.size();
-      }
-  if (!script.empty())
-    if (auto e = Apply(env, script))
-      return Fail(as_json, out, err, "job sweep: " + *e);
-  return Ok(as_json, out, {{"removed", removed}});
+  return WithTable(
+      env, "job sweep", as_json, out, err,
+      [&](const std::optional<JobTable>& t) {
+        size_t removed = 0;
+        std::string script;
+        if (t)
+          for (const auto& [level, l] : SplitJobs(*t, env.root, env.probe))
+            if (!l.gone.empty()) {
+              script += RefillScript(level, l.live);
+              removed += l.gone.size();
+            }
+        if (!script.empty())
+          if (auto e = Apply(env, script))
+            return Fail(as_json, out, err, "job sweep: " + *e);
+        return Ok(as_json, out, {{"removed", removed}});
+      });
 }
 
 }  // namespace parq::parqd

@@ -123,4 +123,11 @@ Result<ProgramOutput, std::string> RunProgram(
   return res;
 }
 
+std::string ErrorText(const ProgramOutput& o) {
+  std::string s = o.err;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
 }  // namespace parq::parqd

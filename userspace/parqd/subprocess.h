@@ -25,6 +25,10 @@ struct ProgramOutput {
 Result<ProgramOutput, std::string> RunProgram(
     const std::vector<std::string>& argv, const std::string& input = "");
 
+// What it printed on standard error, without the trailing newlines: to
+// quote in a message.
+std::string ErrorText(const ProgramOutput& o);
+
 }  // namespace parq::parqd
 
 #endif

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "jobs.h"
 #include "subprocess.h"
+#include "test_util.h"
 
 namespace {
 
@@ -106,18 +107,13 @@ struct FakeNft {
 class JobsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/parqd_jobs_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(dir_.empty());
     fs_.dirs.insert(std::string(kRoot) + "/slurm");
     fs_.dirs.insert(std::string(kRoot) + "/slurm/job_7");
     fs_.dirs.insert(std::string(kRoot) + "/slurm/job_8");
     fs_.dirs.insert(std::string(kRoot) + "/user.slice");
   }
-  void TearDown() override {
-    unlink((dir_ + "/jobs.lock").c_str());
-    rmdir(dir_.c_str());
-  }
+  void TearDown() override { ASSERT_TRUE(tmp_.Remove()); }
 
   JobEnv Env() {
     JobEnv e;
@@ -156,7 +152,8 @@ class JobsTest : public ::testing::Test {
     return rc;
   }
 
-  std::string dir_;
+  parq::parqd::test::TempDir tmp_{"parqd_jobs_test"};
+  const std::string dir_ = tmp_.path();
   FakeFs fs_;
   FakeNft nft_;
   std::string out_, err_;

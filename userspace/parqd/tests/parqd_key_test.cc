@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "key.h"
+#include "test_util.h"
 
 namespace {
 
@@ -28,15 +29,8 @@ std::vector<uint8_t> Seq(size_t n, uint8_t first = 0) {
 
 class KeyFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/parqd_key_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::string cmd = "rm -rf '" + dir_ + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
+  void TearDown() override { ASSERT_TRUE(tmp_.Remove()); }
   std::string Write(const std::string& content, mode_t mode = 0600) {
     std::string path = dir_ + "/key";
     unlink(path.c_str());
@@ -44,7 +38,8 @@ class KeyFile : public ::testing::Test {
     EXPECT_EQ(chmod(path.c_str(), mode), 0);
     return path;
   }
-  std::string dir_;
+  parq::parqd::test::TempDir tmp_{"parqd_key_test"};
+  const std::string dir_ = tmp_.path();
 };
 
 std::string Raw(const std::vector<uint8_t>& v) {

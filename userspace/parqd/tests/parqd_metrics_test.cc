@@ -20,6 +20,7 @@
 
 #include "metrics.h"
 #include "prom_check.h"
+#include "test_util.h"
 
 namespace {
 
@@ -124,15 +125,8 @@ TEST(Prometheus, LargeValues) {
 
 class Textfile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/parqd_metrics_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    const std::string cmd = "rm -rf '" + dir_ + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
+  void TearDown() override { ASSERT_TRUE(tmp_.Remove()); }
   std::vector<std::string> Entries() {
     std::vector<std::string> out;
     DIR* d = opendir(dir_.c_str());
@@ -142,7 +136,8 @@ class Textfile : public ::testing::Test {
     closedir(d);
     return out;
   }
-  std::string dir_;
+  parq::parqd::test::TempDir tmp_{"parqd_metrics_test"};
+  const std::string dir_ = tmp_.path();
 };
 
 std::string Slurp(const std::string& path) {

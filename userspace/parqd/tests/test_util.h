@@ -7,6 +7,9 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -66,6 +69,35 @@ inline void Resign(std::vector<uint8_t>& d, const Key& key = TestKey()) {
   auto mac = wire::ComputeMac(key, std::span<const uint8_t>(d).first(off));
   std::copy(mac.value().begin(), mac.value().end(), d.begin() + off);
 }
+
+// A fresh directory under /tmp ("/tmp/<name>.XXXXXX"), for a test's
+// files.  Remove() deletes it and what it holds: true if it did.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name) {
+    std::string tmpl = "/tmp/" + name + ".XXXXXX";
+    if (mkdtemp(tmpl.data()))
+      path_ = tmpl;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() { Remove(); }
+  // Empty if mkdtemp() failed.
+  const std::string& path() const { return path_; }
+  bool Remove() {
+    if (path_.empty())
+      return true;
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+    if (ec)
+      return false;
+    path_.clear();
+    return true;
+  }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace parq::parqd::test
 
