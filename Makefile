@@ -52,6 +52,11 @@ endif
 KMOD        := $(BUILD)/kmod/$(KVER)
 export PARQ_KO := $(CURDIR)/$(KMOD)/sch_parq.ko
 KMOD_ARGS   := KVER=$(KVER) KDIR=$(KDIR)
+# The debug kernel's module has the fault injection points the stress tests
+# use (kmod/Kbuild); no other build has them.
+ifeq ($(KERNEL),debug)
+KMOD_ARGS   += PARQ_FAULT_INJECT=y
+endif
 else
 KVER        ?= $(shell scripts/kver 2>/dev/null)
 KMOD        := kmod
@@ -229,7 +234,7 @@ check:
 	scripts/install-deps check
 	@mkdir -p $(BUILD)
 	$(MAKE) kmod-lint
-	$(MAKE) kmod-lint KERNEL=6.12
+	$(MAKE) kmod-lint KERNEL=6.12 PARQ_FAULT_INJECT=y
 	$(MAKE) all unit plugin-test man-lint spec-lint format-check tidy fuzz
 	$(MAKE) selftest
 	PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=10000 \

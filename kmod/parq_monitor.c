@@ -33,6 +33,8 @@
  * reports are edge-triggered: one start, then one stop at least a hold
  * later, so there are at most two per hold period.
  */
+#include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/hrtimer.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -275,6 +277,46 @@ static void parq_peer_flush(struct parq_mon_net *mn)
 	spin_unlock_bh(&mn->lock);
 }
 
+/* --- fault injection (PARQ_FAULT_INJECT builds only) ----------------------
+ *
+ * Built with PARQ_FAULT_INJECT=y (make KERNEL=debug does), the module has
+ * /sys/kernel/debug/sch_parq/mon_stop_delay_us: the stop timer busy-waits
+ * that long between deciding that parallel traffic has stopped and
+ * publishing it, so that a test can land a packet inside that window (the
+ * race parq_mon_parallel() and parq_mon_stop_timer() are written against;
+ * selftests/parq_stress.py).  0, the default, adds nothing.
+ */
+#ifdef PARQ_FAULT_INJECT
+static struct dentry *parq_fault_dir;
+static u32 parq_fault_stop_delay_us;
+
+static void parq_fault_stop_delay(void)
+{
+	u32 us = READ_ONCE(parq_fault_stop_delay_us);
+
+	if (us) {
+		mdelay(us / 1000);
+		udelay(us % 1000);
+	}
+}
+
+static void __init parq_fault_init(void)
+{
+	parq_fault_dir = debugfs_create_dir("sch_parq", NULL);
+	debugfs_create_u32("mon_stop_delay_us", 0600, parq_fault_dir,
+			   &parq_fault_stop_delay_us);
+}
+
+static void parq_fault_exit(void)
+{
+	debugfs_remove(parq_fault_dir);
+}
+#else
+static inline void parq_fault_stop_delay(void) {}
+static inline void parq_fault_init(void) {}
+static inline void parq_fault_exit(void) {}
+#endif
+
 /* --- events ------------------------------------------------------------- */
 
 static void parq_mon_event(struct parq_mon_net *mn, bool active,
@@ -355,6 +397,7 @@ static enum hrtimer_restart parq_mon_stop_timer(struct hrtimer *t)
 			 * reports no start: look again after it (pairs with
 			 * the barrier in parq_mon_parallel()).
 			 */
+			parq_fault_stop_delay();
 			WRITE_ONCE(mn->active, false);
 			smp_mb();
 			due = READ_ONCE(mn->last_parallel) + mn->hold;
@@ -673,10 +716,15 @@ static struct pernet_operations parq_mon_net_ops = {
 
 int __init parq_monitor_init(void)
 {
-	return register_pernet_subsys(&parq_mon_net_ops);
+	int err = register_pernet_subsys(&parq_mon_net_ops);
+
+	if (!err)
+		parq_fault_init();
+	return err;
 }
 
 void parq_monitor_exit(void)
 {
+	parq_fault_exit();
 	unregister_pernet_subsys(&parq_mon_net_ops);
 }

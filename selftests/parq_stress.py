@@ -20,7 +20,13 @@
   - rmmod and modprobe in a loop while the monitor is enabled and the flood
     runs through its hooks;
   - network namespaces holding parq, credits and a monitor deleted under
-    traffic, in a loop.
+    traffic, in a loop;
+  - the monitor's stop report racing a parallel packet: with the fault
+    injection point of PARQ_FAULT_INJECT builds (make KERNEL=debug), the
+    stop timer waits 50 ms between deciding that parallel traffic stopped
+    and publishing it, and a packet from the other CPU lands in that
+    window: no stop may be reported less than a hold after a parallel
+    packet was sent (other builds: skipped).
 Each case checks that the traffic and the module survive and ends with the
 kernel log clean: a list corruption, BUG, WARNING or (under the debug
 kernel) a KASAN, lockdep or kmemleak report fails the case.  These are
@@ -28,23 +34,25 @@ races: a pass says the run found nothing, not that nothing is there; the
 counts of what each loop did are printed.
 
 PARQ_STRESS_SCALE (default 1) multiplies every loop's count: make check
-runs the debug kernel's pass at 0.5, where KASAN and lockdep make each
-cycle several times slower (make check-debug at 1).
+runs 6.12's pass at 0.25 and the debug kernel's at 0.125, where KASAN and
+lockdep make each cycle several times slower (make check-debug at 1).
 """
 import os
 import signal
+import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
-from parqlab import ktap, lab, module  # noqa: E402
+from parqlab import ktap, lab, module, uapi  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 from parqlab.netns import Topology, run  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import Iperf3Client, Iperf3Server  # noqa: E402
+from parqlab.traffic import TOS_EF, Iperf3Client, Iperf3Server  # noqa: E402
 
 SEC = 10**9
 SCALE = float(os.environ.get("PARQ_STRESS_SCALE", "1"))
@@ -91,13 +99,16 @@ class Flood:
         return n
 
     def stop(self):
-        n = self.sent()
-        self.ns.run(["sh", "-c", f"echo stop > {PG}/pgctrl"], check=False)
-        try:
-            self.proc.wait(10)
-        except Exception:
-            self.proc.kill()
-        return n
+        """The packets sent; stops pktgen the first time only."""
+        if getattr(self, "stopped", None) is None:
+            self.stopped = self.sent()
+            self.ns.run(["sh", "-c", f"echo stop > {PG}/pgctrl"],
+                        check=False)
+            try:
+                self.proc.wait(10)
+            except Exception:
+                self.proc.kill()
+        return self.stopped
 
     def __enter__(self):
         return self
@@ -398,6 +409,88 @@ def t_netns_delete():
     kwatch.assert_clean()
 
 
+FAULT_STOP_DELAY = "/sys/kernel/debug/sch_parq/mon_stop_delay_us"
+
+
+def t_stop_race():
+    """Each round: a parallel packet from CPU 0 (it arms the stop timer
+    there), then, a hold and half the injected delay later, one from CPU 1
+    (the sender moves to CPU 1 before it sleeps: CPU 0 is busy in the
+    timer), which arrives while the timer has decided to report a stop but
+    not yet published it.  The monitor must see it: some stop report comes
+    a hold after the second packet, either the one the timer then
+    postpones or, if the packet came just after the timer published its
+    stop, the stop after the start the packet reported.  The bug reports
+    one stop about half the delay after the packet, and nothing after it.
+    Event times are taken when a listening thread receives them (never
+    early), send times before sendto (never late).  At least one round's
+    second packet must land in the window (one start report that round),
+    or the case tested nothing."""
+    if not os.path.exists(FAULT_STOP_DELAY):
+        raise ktap.Skip("no fault injection in this build "
+                        "(make KERNEL=debug has it)")
+    hold, delay = 0.2, 0.05
+    rounds = max(4, round(20 * SCALE))
+    with open(FAULT_STOP_DELAY, "w") as f:
+        f.write(str(int(delay * 1e6)))
+    events, done = [], threading.Event()
+
+    def listen(g):
+        while not done.is_set():
+            events.extend(g.events(0.2))
+    sent = []
+    try:
+        with mon() as g, mon() as listener:
+            ok(g.mon_set(enabled=1, size=64, hold_ns=int(hold * SEC)),
+               "monitor on, hold 200 ms")
+            listener.subscribe()
+            th = threading.Thread(target=listen, args=(listener,),
+                                  daemon=True)
+            th.start()
+            sk = topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, TOS_EF)
+            try:
+                for _ in range(rounds):
+                    pair = []
+                    for cpu, wait in ((0, 0), (1, hold + delay / 2)):
+                        os.sched_setaffinity(0, {cpu})
+                        time.sleep(wait)
+                        pair.append(time.monotonic())
+                        sk.sendto(bytes(64), (topo.ip_a(), 9))
+                    sent.append(pair)
+                    time.sleep(2 * hold + delay)
+            finally:
+                os.sched_setaffinity(0, {0, 1})
+                sk.close()
+                time.sleep(hold)
+                done.set()
+                th.join(5)
+            ok(g.mon_set(enabled=0, hold_ns=uapi.PARQ_MON_HOLD_DEFAULT),
+               "monitor off")
+    finally:
+        with open(FAULT_STOP_DELAY, "w") as f:
+            f.write("0")
+    starts = [e["t"] for e in events if e.get("active") == 1]
+    stops = [e["t"] for e in events if e.get("active") == 0]
+    check_eq(len(starts), len(stops), "start and stop reports pair up")
+    hits, late = 0, []
+    for i, (s1, s2) in enumerate(sent):
+        end = sent[i + 1][0] if i + 1 < len(sent) else float("inf")
+        hits += sum(s1 <= t < end for t in starts) == 1
+        last = max((t for t in stops if s1 <= t < end), default=s1)
+        if last - s2 < hold:
+            late.append(round((last - s2) * 1e3, 1))
+    diag(f"{rounds} rounds, {hits} with the second packet inside the "
+         f"window (one start report): {len(starts)} start and "
+         f"{len(stops)} stop reports")
+    diag("rounds whose last stop came sooner than a hold (200 ms) after "
+         f"the second packet: {late or 'none'} ms after it")
+    check(hits > 0, "no second packet landed in the window: nothing tested")
+    check(not late, "a parallel packet was sent less than a hold before "
+          "the last stop report of its round")
+    kwatch.assert_clean()
+
+
 def setup(t, k):
     global topo, kwatch
     topo, kwatch = t, k
@@ -420,6 +513,8 @@ def main():
                t_rmmod_loop, timeout=600)
     suite.case("namespaces with parq state deleted under traffic",
                t_netns_delete, timeout=600)
+    suite.case("a parallel packet racing the monitor's stop report",
+               t_stop_race, timeout=300)
     return lab.run(suite, "str", tools=("iperf3", "nft", "ping"), setup=setup)
 
 
