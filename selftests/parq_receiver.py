@@ -71,7 +71,15 @@ sending role only.
         that is correct behaviour for those settings, not what (d) tests.
       L's credit entries are read as live ones (an expired entry stays in
       the table until the kernel's sweep, up to a second, throttling
-      nothing).
+      nothing);
+  (e) the local floor: parqd on R with local-floor FLOOR_PCT percent of
+      link-rate 100 Mbit/s (the port at S) and threshold-recv 0, P's paced
+      parallel traffic to R for FLOOR_S seconds, L's bulk to R: L's credit
+      is the whole floor (the one local sender), and its rate at R over
+      the run, after L was first throttled, is at least the floor within
+      10%, while still held back (below half its free rate).  Without
+      the floor (the clusters of (a)-(d): local-floor 0) L gets
+      threshold-recv, and with threshold-recv 0 nothing at all.
 hold must be longer than the gaps between the parallel job's packets while
 it is unprotected: a ping-pong sends one message per round trip, and with
 the FIFO full that is the FIFO's delay.  With hold shorter than that
@@ -121,6 +129,9 @@ SP_PORT, BULK_PORT, PACED_PORT = 11111, 5201, 12000
 PACE_US = 5000			# (d): P's message gap
 WIDE_HOLD_MS = 100		# (d): see the module doc
 WIDE_LEASE = 40			# (d): epochs, 200 ms
+FLOOR_PCT = 20			# (e): local-floor, percent of LINK_BPS
+LINK_BPS = 100_000_000		# (e): link-rate, the port at S
+FLOOR_S = 20			# (e): P's parallel traffic, seconds
 EF = 0xb8			# DSCP 46 in the TOS byte: parallel
 ROUNDS = 3
 SECONDS = 5
@@ -138,6 +149,7 @@ PROBE_PRIO = []
 cluster = None
 recovery = None			# (b)'s parqd: lease RECOVERY_LEASE
 wide = None			# (d)'s parqd: hold WIDE_HOLD_MS, lease WIDE_LEASE
+floor = None			# (e)'s parqd: local-floor FLOOR_PCT
 results = {"off": [], "on": []}
 
 
@@ -588,8 +600,50 @@ def t_two_receivers():
         wide.stop()
 
 
+def t_floor():
+    """(e): while P's parallel traffic arrives at R, L, the one local
+    sender, still gets the local floor at R."""
+    want = LINK_BPS * FLOOR_PCT / 100 / 8		# bytes/s
+    credit = round(want * EPOCH_MS / 1000)
+    floor.start()
+    b = bulk(FLOOR_S + 30)
+    w = Watch("r", period=0.02)
+    to_r = threading.Thread(target=paced, args=(FLOOR_S, "r"), daemon=True)
+    try:
+        time.sleep(WARMUP)
+        free = free_rate(w)
+        diag(f"L's free rate at R: {free * 8 / 1e6:.1f} Mbit/s")
+        t0 = time.monotonic()
+        to_r.start()
+        wait_throttled(to_r, by="r")
+        t1 = time.monotonic()
+        e = l_credit().get(star.ip("r"), {})
+        diag(f"L throttled {t1 - t0:.1f} s after P started; its credit "
+             f"for R: {e.get('credit')} bytes per {EPOCH_MS} ms epoch")
+        check(e.get("credit") == credit, f"L's credit for R is "
+              f"{e.get('credit')}, want the whole floor, {credit} bytes")
+        to_r.join(FLOOR_S + 60)
+        t2 = time.monotonic()
+        got = w.rate(t1, t2 - 0.5)
+        per_s = [w.rate(t1 + i, t1 + i + 1)
+                 for i in range(int(t2 - 0.5 - t1))] or [0.0]
+        diag(f"L at R while P's parallel traffic ran ({t2 - 0.5 - t1:.1f} "
+             f"s): {got * 8 / 1e6:.1f} Mbit/s, floor "
+             f"{want * 8 / 1e6:.1f} Mbit/s; per second "
+             f"{min(per_s) * 8 / 1e6:.1f} to "
+             f"{max(per_s) * 8 / 1e6:.1f} Mbit/s")
+        check(got >= 0.9 * want, "L's rate at R below the floor by more "
+              "than 10%")
+        check(got < free / 2, "L not held back while P's traffic ran")
+    finally:
+        w.stop()
+        b.stop()
+        to_r.join(FLOOR_S + 60)
+        floor.stop()
+
+
 def setup(t, k):
-    global star, cluster, recovery, wide
+    global star, cluster, recovery, wide, floor
     star = t
     check(parqd.available(), f"{parqd.PARQD} missing: run make userspace")
     check(bench.available(), f"{bench.PARQ_BENCH} missing: run make "
@@ -615,8 +669,13 @@ def setup(t, k):
                          tempfile.mkdtemp(prefix="parq-receiver-wide-"),
                          parqd.Settings(EPOCH_MS, THRESHOLD, WIDE_HOLD_MS,
                                         WIDE_LEASE))
+    floor = parqd.Cluster(star, RECEIVERS, SENDERS,
+                          tempfile.mkdtemp(prefix="parq-receiver-floor-"),
+                          parqd.Settings(EPOCH_MS, 0, WIDE_HOLD_MS,
+                                         WIDE_LEASE, local_floor=FLOOR_PCT,
+                                         link_rate=LINK_BPS))
     servers = [SimpleNamespace(stop=c.close)
-               for c in (cluster, recovery, wide)]
+               for c in (cluster, recovery, wide, floor)]
     for h in RECEIVERS:
         servers += [SockperfServer(star.ns[h], star.ip(h), SP_PORT,
                                    prefix=PROBE_PRIO),
@@ -641,6 +700,8 @@ def main():
                t_kill_receiver, timeout=60)
     suite.case("two receivers throttle L each for its own address",
                t_two_receivers, timeout=150)
+    suite.case("the local floor: L keeps a fifth of R's link under "
+               "parallel traffic", t_floor, timeout=150)
     return lab.run(suite, "rcv", tools=("sockperf", "iperf3"), setup=setup,
                    topology=topology)
 

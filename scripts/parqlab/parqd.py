@@ -56,6 +56,11 @@ class Settings:
     threshold: int = 3000		# bytes per epoch: 4.8 Mbit/s
     hold_ms: int = 30		# > the FIFO's delay
     lease: int = 10			# epochs: 50 ms; 3 (15 ms) lapsed under TCG
+    # The tests written before the floor hold L at `threshold` alone:
+    # local-floor 0 (parqd's default is 20, which needs link-rate on a
+    # veth, whose speed the kernel does not know).
+    local_floor: int = 0		# percent of link_rate
+    link_rate: int = 0		# bits/s
 
 
 class Cluster:
@@ -116,6 +121,8 @@ threshold-recv = {s.threshold}
 epoch = "{s.epoch_ms}ms"
 hold = "{s.hold_ms}ms"
 lease = {s.lease}
+local-floor = {s.local_floor}
+link-rate = {s.link_rate}
 """
         peers = self.senders if h in self.receivers else self.receivers
         for o in peers:

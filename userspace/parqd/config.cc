@@ -353,13 +353,36 @@ const ConfigKey kKeys[] = {
        return std::nullopt;
      })},
     {{"threshold-recv", ConfigType::kInteger, true, false, true,
-      "threshold-recv = 0", "bytes per epoch granted (0: stop)"},
+      "threshold-recv = 0", "bytes per epoch each granted host gets at least"},
      {},
      PARQD_READ({
        auto n = r.Integer(v, "threshold-recv", 0, INT64_MAX);
        if (!n.ok())
          return n.error();
        c.threshold_recv = n.value();
+       return std::nullopt;
+     })},
+    {{"local-floor", ConfigType::kInteger, true, false, true,
+      "local-floor = 20",
+      "percent of link-rate the local senders share while parallel "
+      "traffic arrives (0: strict priority)"},
+     {},
+     PARQD_READ({
+       auto n = r.Integer(v, "local-floor", 0, 100);
+       if (!n.ok())
+         return n.error();
+       c.local_floor = static_cast<unsigned>(n.value());
+       return std::nullopt;
+     })},
+    {{"link-rate", ConfigType::kInteger, true, false, true, "link-rate = 0",
+      "bits/s of this host's link, for local-floor (0: the interface's "
+      "speed)"},
+     {},
+     PARQD_READ({
+       auto n = r.Integer(v, "link-rate", 0, INT64_MAX);
+       if (!n.ok())
+         return n.error();
+       c.link_rate = n.value();
        return std::nullopt;
      })},
     {{"epoch", ConfigType::kDuration, true, false, true, "epoch = \"1ms\"",

@@ -40,6 +40,8 @@ struct Config {
   bool receiver = false;
   std::vector<Address> addresses;
   uint64_t threshold_recv = 0;
+  unsigned local_floor = 20;  // percent of link_rate
+  uint64_t link_rate = 0;     // bits/s; 0: the interface's speed
   uint64_t epoch_ns = kNsPerMs;
   uint64_t hold_ns = 10 * kNsPerMs;
   uint16_t lease = 3;        // epochs

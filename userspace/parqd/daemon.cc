@@ -13,6 +13,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include <spdlog/spdlog.h>
 
@@ -171,6 +172,20 @@ socklen_t ToSockaddr(const Address& a, uint16_t port, int socket_family,
   return sizeof(*sin6);
 }
 
+namespace {
+
+// The interface's speed in bits/s from sysfs (Mbit/s there), or 0 where
+// the kernel does not know it (-1, or no such file).
+uint64_t InterfaceSpeed(const std::string& interface) {
+  std::ifstream in("/sys/class/net/" + interface + "/speed");
+  long long mbps = -1;
+  if (!(in >> mbps) || mbps <= 0)
+    return 0;
+  return static_cast<uint64_t>(mbps) * 1'000'000;
+}
+
+}  // namespace
+
 int RunDaemon(const Config& c, KernelCreditTable& kernel,
               KernelMonitor* monitor, int signal_fd) {
   if (if_nametoindex(c.interface.c_str()) == 0)
@@ -211,8 +226,22 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
     const int fd = sock.get();
     ReceivingRoleConfig rc;
     rc.node_id = c.node_id;
-    rc.policy = {c.threshold_recv, c.hold_ns,
-                 static_cast<uint32_t>(c.epoch_ns / 1000), c.lease};
+    const auto epoch_us = static_cast<uint32_t>(c.epoch_ns / 1000);
+    rc.policy = {c.threshold_recv, c.hold_ns, epoch_us, c.lease};
+    uint64_t link = 0;
+    if (c.local_floor > 0) {
+      link = c.link_rate ? c.link_rate : InterfaceSpeed(c.interface);
+      if (link == 0) {
+        spdlog::error(
+            "local-floor = {}: the speed of {} is unknown (/sys/class/net/"
+            "{}/speed): set link-rate to the link's bits/s, or local-floor "
+            "= 0 for strict priority",
+            c.local_floor, c.interface, c.interface);
+        return 1;
+      }
+      rc.policy.floor_bytes = FloorBytes(link, c.local_floor, epoch_us);
+    }
+    const uint64_t rc_floor = rc.policy.floor_bytes;
     rc.own_addresses = c.addresses;
     rc.peers = c.peers;
     rc.peer_port = c.listen_port;
@@ -238,11 +267,12 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
       return 1;
     }
     spdlog::info(
-        "node {}: sending and receiving roles, {} peer(s); grants "
-        "{} bytes per {} epoch while parallel traffic arrives "
-        "(hold {}, lease {} epochs)",
-        c.node_id, c.peers.size(), c.threshold_recv, FormatDuration(c.epoch_ns),
-        FormatDuration(c.hold_ns), c.lease);
+        "node {}: sending and receiving roles, {} peer(s); while parallel "
+        "traffic arrives, the local senders share {} bytes per {} epoch "
+        "({}% of {} bit/s), each at least {} (hold {}, lease {} epochs)",
+        c.node_id, c.peers.size(), rc_floor, FormatDuration(c.epoch_ns),
+        c.local_floor, link, c.threshold_recv, FormatDuration(c.hold_ns),
+        c.lease);
   } else {
     spdlog::info(
         "node {}: sending role, {} peer(s) (receiving role off: "

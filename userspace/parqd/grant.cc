@@ -2,6 +2,9 @@
 
 #include "grant.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "satmath.h"
 
 namespace parq::parqd {
@@ -42,19 +45,38 @@ std::vector<GrantDecision> Granter::Tick(uint64_t now) {
   for (const auto& [peer, t] : last_local_)
     peers.insert(peer);
   std::vector<GrantDecision> out;
+  size_t grants = 0;
   for (const uint64_t peer : peers) {
     auto it = last_local_.find(peer);
     const bool local = it != last_local_.end() && Recent(now, it->second);
     if (parallel && (local || granted_.count(peer))) {
-      out.push_back({peer, wire::Type::kGrant, policy_.threshold_recv});
+      out.push_back({peer, wire::Type::kGrant, 0});
       granted_.insert(peer);
+      grants++;
     } else if (granted_.erase(peer)) {
       out.push_back({peer, wire::Type::kRelease, 0});
     }
     if (!local && it != last_local_.end())
       last_local_.erase(it);
   }
+  if (grants) {
+    const uint64_t share =
+        policy_.floor_bytes / grants + (policy_.floor_bytes % grants != 0);
+    const uint64_t credit = std::max(share, policy_.threshold_recv);
+    for (GrantDecision& d : out)
+      if (d.type == wire::Type::kGrant)
+        d.credit = credit;
+  }
   return out;
+}
+
+uint64_t FloorBytes(uint64_t link_bps, unsigned percent, uint32_t epoch_us) {
+  // bits/s * percent/100 * us/1e6 / 8, without overflow for any link up
+  // to 2^64 bit/s: the multiplier is at most 100 * 6e7 = 6e9.
+  constexpr unsigned __int128 kPerBits = 800'000'000;  // percent, us, bits
+  const unsigned __int128 bytes =
+      static_cast<unsigned __int128>(link_bps) * percent * epoch_us / kPerBits;
+  return bytes > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
 wire::Message ToMessage(const GrantDecision& d, const GrantPolicy& p,

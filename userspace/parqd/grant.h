@@ -4,15 +4,19 @@
 //
 // While parallel traffic is arriving (some arrived less than `hold` ago),
 // every host that is sending this host local traffic (some arrived less
-// than `hold` ago) is granted `threshold_recv` bytes per epoch (0: stop),
-// restated every epoch.  A host keeps its grant for as long as parallel
-// traffic arrives, whether or not its local traffic is still seen: the
-// grant is what holds it back (with credit 0 it sends nothing at all, and
-// with a small credit its 64 KB GSO packets leave many epochs apart), so
-// its silence says nothing about whether it still has local traffic.
-// When parallel traffic has been absent for `hold`, every granted host is
-// released: one RELEASE each.  A lost RELEASE costs at most the lease of
-// the last GRANT, after which the sending host drops the entry by itself.
+// than `hold` ago) is granted credit, restated every epoch: its share of
+// `floor_bytes` (what the local senders get together per epoch, divided
+// evenly among the hosts granted in that epoch, rounded up), or
+// `threshold_recv` bytes if that is more.  With both 0 a granted host
+// sends nothing: strict priority, which an operator must ask for.  A host keeps
+// its grant for as long as parallel traffic arrives, whether or not its local
+// traffic is still seen: the grant is what holds it back (with credit 0 it
+// sends nothing at all, and with a small credit its 64 KB GSO packets leave
+// many epochs apart), so its silence says nothing about whether it still has
+// local traffic. When parallel traffic has been absent for `hold`, every
+// granted host is released: one RELEASE each.  A lost RELEASE costs at most the
+// lease of the last GRANT, after which the sending host drops the entry by
+// itself.
 //
 // Pure: observations and ticks carry their time (CLOCK_MONOTONIC, ns).
 // An observation time later than a tick's counts as "just seen".
@@ -33,11 +37,16 @@
 namespace parq::parqd {
 
 struct GrantPolicy {
-  uint64_t threshold_recv = 0;  // bytes per epoch granted; 0 means stop
+  uint64_t threshold_recv = 0;  // bytes per epoch, at least, to each host
   uint64_t hold_ns = 0;         // > 0
   uint32_t epoch_us = 0;        // wire::kMinEpochUs..kMaxEpochUs
   uint16_t lease = wire::kDefaultLeaseEpochs;  // > 0
+  uint64_t floor_bytes = 0;  // bytes per epoch the granted hosts share
 };
+
+// The local senders' floor per epoch: `percent` of `link_bps` (bits/s)
+// for one epoch of `epoch_us`, in bytes (rounded down).
+uint64_t FloorBytes(uint64_t link_bps, unsigned percent, uint32_t epoch_us);
 
 // An error message naming the bad field, or nothing.
 std::optional<std::string> CheckPolicy(const GrantPolicy& p);

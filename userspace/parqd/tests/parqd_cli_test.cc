@@ -76,6 +76,10 @@ TEST(ParqdCliTest, EveryOverride) {
                           "1s",
                           "--threshold-recv",
                           "10",
+                          "--local-floor",
+                          "25",
+                          "--link-rate",
+                          "1000000000",
                           "--epoch",
                           "2ms",
                           "--hold",
@@ -93,6 +97,7 @@ TEST(ParqdCliTest, EveryOverride) {
       {"listen-port", "9"},     {"node-id", "4"},
       {"key-file", "k"},        {"metrics-file", "m.prom"},
       {"metrics-period", "1s"}, {"threshold-recv", "10"},
+      {"local-floor", "25"},    {"link-rate", "1000000000"},
       {"epoch", "2ms"},         {"hold", "5ms"},
       {"lease", "4"},           {"receiver", "true"}};
   EXPECT_EQ(a.overrides.values, want);

@@ -92,6 +92,8 @@ listen-port = 9000
 node-id = 7
 key-file = "k"
 threshold-recv = 1500
+local-floor = 0
+link-rate = 10000000000
 epoch = "2ms"
 hold = "20ms"
 lease = 5
@@ -108,6 +110,8 @@ addresses = ["10.77.0.3"]
   EXPECT_EQ(c.listen_port, 9000);
   EXPECT_EQ(c.node_id, 7u);
   EXPECT_EQ(c.threshold_recv, 1500u);
+  EXPECT_EQ(c.local_floor, 0u);
+  EXPECT_EQ(c.link_rate, 10'000'000'000u);
   EXPECT_EQ(c.epoch_ns, 2'000'000u);
   EXPECT_EQ(c.hold_ns, 20'000'000u);
   EXPECT_EQ(c.lease, 5);
@@ -148,6 +152,10 @@ TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
       {"listen-port", "0", "'listen-port': is 0; give a value from 1 to 65535"},
       {"listen-port", "70000", "'listen-port': is 70000"},
       {"threshold-recv", "-5", "'threshold-recv': is -5"},
+      {"local-floor", "101",
+       "'local-floor': is 101; give a value from 0 to 100"},
+      {"local-floor", "\"20%\"", "'local-floor': must be an integer"},
+      {"link-rate", "-1", "'link-rate': is -1"},
       {"epoch", "1", "'epoch': must be a string: write a number with a unit"},
       {"epoch", "\"1\"", "'epoch': \"1\" has no unit"},
       {"epoch", "\"1 ms\"", "has an unknown unit"},

@@ -81,6 +81,55 @@ TEST(Granter, GrantsEveryLocalSenderEveryEpochWhileParallelArrives) {
   }
 }
 
+TEST(Granter, TheFloorIsSharedByTheHostsGrantedInTheEpoch) {
+  auto p = Policy();
+  p.threshold_recv = 0;
+  p.floor_bytes = 10'000;
+  Granter g(p);
+  g.SawParallel(0);
+  g.SawLocal(1, 0);
+  EXPECT_EQ(g.Tick(0), (Ds{{1, wire::Type::kGrant, 10'000}}));
+  // Three hosts: a third each, rounded up, so that they reach the floor.
+  g.SawParallel(10 * kMs);
+  g.SawLocal(2, 10 * kMs);
+  g.SawLocal(3, 10 * kMs);
+  EXPECT_EQ(g.Tick(10 * kMs), (Ds{{1, wire::Type::kGrant, 3'334},
+                                  {2, wire::Type::kGrant, 3'334},
+                                  {3, wire::Type::kGrant, 3'334}}));
+}
+
+TEST(Granter, ThresholdRecvIsEachHostsMinimum) {
+  auto p = Policy();
+  p.floor_bytes = 20'000;  // 10 000 each for two: less than kGrantBytes
+  Granter g(p);
+  g.SawParallel(0);
+  g.SawLocal(1, 0);
+  g.SawLocal(2, 0);
+  EXPECT_EQ(g.Tick(0), (Ds{G(1), G(2)}));
+}
+
+TEST(Granter, AReleaseTakesNoShareOfTheFloor) {
+  auto p = Policy();
+  p.threshold_recv = 0;
+  p.floor_bytes = 9'000;
+  Granter g(p);
+  g.SawParallel(0);
+  g.SawLocal(1, 0);
+  g.SawLocal(2, 0);
+  EXPECT_EQ(g.Tick(0), (Ds{{1, wire::Type::kGrant, 4'500},
+                           {2, wire::Type::kGrant, 4'500}}));
+  g.ParallelStopped();
+  EXPECT_EQ(g.Tick(1 * kMs), (Ds{R(1), R(2)}));
+}
+
+TEST(GrantPolicy, FloorBytes) {
+  // A fifth of 100 Mbit/s for 5 ms: 12 500 bytes.
+  EXPECT_EQ(FloorBytes(100'000'000, 20, 5'000), 12'500u);
+  EXPECT_EQ(FloorBytes(10'000'000'000, 20, 1'000), 250'000u);
+  EXPECT_EQ(FloorBytes(100'000'000, 0, 5'000), 0u);
+  EXPECT_EQ(FloorBytes(UINT64_MAX, 100, wire::kMaxEpochUs), UINT64_MAX);
+}
+
 TEST(Granter, ZeroThresholdGrantsStop) {
   auto p = Policy();
   p.threshold_recv = 0;
