@@ -205,7 +205,10 @@ static_assert(PARQ_CLASS_PARALLEL == 1 && PARQ_CLASS_LOCAL == 2);
 	P(TCA_PARQ_RESERVABLE, reservable,				\
 	  NLA_POLICY_RANGE(NLA_U8, 1, PARQ_RESERVABLE_MAX),		\
 	  PARQ_RESERVABLE_DEFAULT,					\
-	  "parq: reservable must be 1.." __stringify(PARQ_RESERVABLE_MAX) " percent")
+	  "parq: reservable must be 1.." __stringify(PARQ_RESERVABLE_MAX) " percent") \
+	P(TCA_PARQ_DSCP_MARK, dscp_mark,				\
+	  NLA_POLICY_MAX(NLA_U8, PARQ_DSCP_MARK_OFF), PARQ_DSCP_MARK_OFF, \
+	  "parq: dscp-mark must be a DSCP 0.." __stringify(PARQ_DSCP_MAX) " or off")
 
 #define PARQ_PARAM_POLICY(attr, field, policy, def, msg)	[attr] = policy,
 static const struct nla_policy parq_policy[TCA_PARQ_MAX + 1] = {

@@ -19,6 +19,7 @@
 #include <linux/skbuff.h>
 #include <linux/slab.h>
 #include <net/dsfield.h>
+#include <net/inet_ecn.h>
 #include <net/netlink.h>
 #include <net/netns/generic.h>
 #include <net/pkt_cls.h>
@@ -49,6 +50,40 @@ static int parq_dscp(struct sk_buff *skb)
 		return ipv6_get_dsfield(ipv6_hdr(skb)) >> 2;
 	}
 	return -1;
+}
+
+/*
+ * dscp-mark: a packet classified parallel (or into a reserved class)
+ * leaves with the configured DSCP, a local one that carries a parallel
+ * DSCP with CS0, so that the receiving host's monitor counts it as this
+ * qdisc classified it.  ECN bits are kept.  A header that cannot be made
+ * writable leaves the packet as it came.
+ */
+static void parq_mark(struct sk_buff *skb, const struct parq_config *cfg,
+		      unsigned long cl)
+{
+	u8 mark = cfg->dscp_mark;
+	int dscp = parq_dscp(skb);
+	unsigned int wlen = skb_network_offset(skb);
+
+	if (mark == PARQ_DSCP_MARK_OFF || dscp < 0)
+		return;
+	if (cl == PARQ_CLASS_LOCAL) {
+		if (!(cfg->dscp_parallel & PARQ_DSCP_BIT(dscp)))
+			return;
+		mark = 0;
+	}
+	if (dscp == mark)
+		return;
+	if (skb_protocol(skb, true) == htons(ETH_P_IP)) {
+		if (skb_try_make_writable(skb, wlen + sizeof(struct iphdr)))
+			return;
+		ipv4_change_dsfield(ip_hdr(skb), INET_ECN_MASK, mark << 2);
+	} else {
+		if (skb_try_make_writable(skb, wlen + sizeof(struct ipv6hdr)))
+			return;
+		ipv6_change_dsfield(ipv6_hdr(skb), INET_ECN_MASK, mark << 2);
+	}
 }
 
 /* The class a filter or skb->priority named by its minor, or the default. */
@@ -583,6 +618,7 @@ int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 		__qdisc_drop(skb, to_free);
 		return ret;
 	}
+	parq_mark(skb, &q->cfg, cl);
 	/* Reserved classes always count in MTU-sized packets. */
 	if (skb_is_gso(skb) && (q->split_gso || parq_resv_of(cl)))
 		return parq_enqueue_segs(skb, sch, cl, to_free);

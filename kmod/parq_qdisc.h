@@ -89,6 +89,7 @@ struct parq_config {
 	u8	split_gso;	/* enum parq_split_gso */
 	u8	default_class;
 	u8	reservable;	/* percent */
+	u8	dscp_mark;	/* DSCP, or PARQ_DSCP_MARK_OFF */
 };
 
 struct parq_sched_data {

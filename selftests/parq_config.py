@@ -33,8 +33,8 @@ DISCARD_PORT = 9
 DEFAULTS = {
     "threshold": 4, "unit": "bytes", "rate": "unlimited", "overhead": 0,
     "split_gso": False, "limit": 10000, "flow_limit": 1000,
-    "dscp_parallel": ["CS5", "EF", "CS6", "CS7"], "default": "local",
-    "reservable": 90,
+    "dscp_parallel": ["CS5", "EF"], "default": "local",
+    "reservable": 90, "dscp_mark": "off",
 }
 # Dumped as the effective value (linkrate, else rate, else link speed), so
 # it has no fixed default; see link_speed().
@@ -43,11 +43,12 @@ KNOWN_KEYS = set(DEFAULTS) | {"linkrate"}
 # A configuration where no value is a default, so that a reset would show.
 BASE_ARGS = ["threshold", "7", "unit", "packets", "rate", "8bit",
              "overhead", "4", "limit", "500", "flow-limit", "50",
-             "dscp-parallel", "AF41,EF", "default", "local"]
+             "dscp-parallel", "AF41,EF", "default", "local",
+             "dscp-mark", "AF41"]
 BASE_OPTS = {
     "threshold": 7, "unit": "packets", "rate": 1, "overhead": 4,
     "split_gso": True, "limit": 500, "flow_limit": 50,
-    "dscp_parallel": ["AF41", "EF"], "default": "local",
+    "dscp_parallel": ["AF41", "EF"], "default": "local", "dscp_mark": "AF41",
 }
 
 
@@ -126,13 +127,14 @@ def t_every_parameter():
     add_parq("threshold", "9", "unit", "packets", "rate", "123mbit",
              "overhead", "-4", "no-split-gso", "limit", "777",
              "flow-limit", "77", "dscp-parallel", "AF41,EF,7",
-             "default", "parallel", "linkrate", "1gbit", "reservable", "50")
+             "default", "parallel", "linkrate", "1gbit", "reservable", "50",
+             "dscp-mark", "7")
     check_options({"threshold": 9, "unit": "packets",
                    "rate": 123000000 // 8, "overhead": -4,
                    "split_gso": False, "limit": 777, "flow_limit": 77,
                    "dscp_parallel": [7, "AF41", "EF"],
                    "default": "parallel", "linkrate": 10**9 // 8,
-                   "reservable": 50})
+                   "reservable": 50, "dscp_mark": 7})
     del_root()
     # linkrate auto with a rate: admission control divides the rate.
     add_parq("threshold", "inf", "rate", "10gbit", "split-gso",
@@ -304,6 +306,8 @@ RAW_CASES = [
     ("unit 7", opts(nl.nla_u8(T.TCA_PARQ_UNIT, 7)), "unit"),
     ("default class 3", opts(nl.nla_u8(T.TCA_PARQ_DEFAULT_CLASS, 3)),
      "default"),
+    ("dscp-mark 65", opts(nl.nla_u8(T.TCA_PARQ_DSCP_MARK,
+                                    T.PARQ_DSCP_MARK_OFF + 1)), "dscp-mark"),
     ("threshold with 8-byte payload",
      opts(nl.nla_u64(T.TCA_PARQ_THRESHOLD, 4)), "threshold"),
     ("threshold with 2-byte payload",
@@ -409,6 +413,8 @@ def main():
         (["overhead", "1000"], ["overhead"]),
         (["reservable", "0"], ["reservable"]),
         (["reservable", "101"], ["reservable"]),
+        (["dscp-mark", "64"], ["dscp-mark"]),
+        (["dscp-mark", "CS5,EF"], ["dscp-mark"]),
         (["frobnicate", "3"], ["frobnicate"]),
     ]
     for args, names in rejects:

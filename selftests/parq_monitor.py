@@ -9,13 +9,17 @@ its address B1 (10.77.0.2), a second address B2 (10.77.0.3), over IPv6
   - defaults, and refused configurations (policy ranges, CAP_NET_ADMIN)
     that change nothing;
   - exact counts per source and class: packets and IP bytes, parallel by
-    DSCP (EF, CS5-7 by default), IPv4 and IPv6; a new DSCP set re-sorts;
+    DSCP (EF and CS5 by default), IPv4 and IPv6; a new DSCP set re-sorts;
   - the table is bounded: 100 spoofed sources into a table of 16 fill it,
     and the other 84 find no source idle for 2 s to replace: nothing is
     evicted and their packets count as uncounted; 2 s later, 2 new sources
     replace the 2 seen longest ago;
   - one "started" report when a parallel stream begins and one "stopped"
     report a hold after it ends, not one per packet;
+  - the sending host's qdisc with dscp-mark EF: what it classifies
+    parallel (by SO_PRIORITY, over IPv4 and IPv6) the monitor counts as
+    parallel, what it classifies local (EF marked) as local; ECN bits
+    survive the re-marking (the datagram's TOS read at A);
   - disabling forgets everything and counts nothing more; another
     namespace's monitor is untouched; rmmod with the monitor on; a clean
     kernel log.
@@ -32,6 +36,7 @@ from parqlab import ktap, lab, module, uapi  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 from parqlab.rtnl import nla, nla_u32, nla_u64  # noqa: E402
+from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import TOS_EF  # noqa: E402
 
 MS = 1000000
@@ -54,17 +59,21 @@ def ok(res, what):
     check(res.error == 0, f"{what}: {res}")
 
 
-def send(src, n, tos=0, dst=A1, family=socket.AF_INET):
-    """@n datagrams of PAYLOAD bytes from B's address @src to A."""
+def send(src, n, tos=0, dst=A1, family=socket.AF_INET, prio=None,
+         port=PORT):
+    """@n datagrams of PAYLOAD bytes from B's address @src to A (with
+    SO_PRIORITY @prio if given)."""
     sk = topo.b.socket(family, socket.SOCK_DGRAM)
     try:
+        if prio is not None:
+            sk.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, prio)
         if family == socket.AF_INET:
             sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
         else:
             sk.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
         sk.bind((src, 0))
         for _ in range(n):
-            sk.sendto(bytes(PAYLOAD), (dst, PORT))
+            sk.sendto(bytes(PAYLOAD), (dst, port))
     finally:
         sk.close()
 
@@ -205,6 +214,49 @@ def t_dscp():
              "parallel (CS1), local (EF) under dscp CS1")
 
 
+def t_mark():
+    par, loc = 0x10001, 0x10002		# SO_PRIORITY of 1:1 and 1:2
+    dev = topo.dev_b()
+    tc(topo.b, "qdisc", "replace", "dev", dev, "root", "handle", "1:",
+       "parq", "dscp-mark", "EF")
+    tos_at_a = topo.a.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        tos_at_a.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+        tos_at_a.bind((A1, PORT + 1))
+        with genl() as g:
+            before = g.peers()
+            send(B1, 6, 0, prio=par)		# parallel: leaves EF
+            send(B1, 4, TOS_EF, prio=loc)	# local: leaves CS0
+            send(B1, 3, TOS_EF)			# parallel by DSCP: EF
+            send(B1, 2, TOS_AF11)		# local, not parallel: AF11
+            send(B6, 5, 0, dst=A6, family=socket.AF_INET6, prio=par)
+            send(B6, 2, TOS_EF, dst=A6, family=socket.AF_INET6, prio=loc)
+            for tos in (0x01, 0x02):		# ECT(1), ECT(0)
+                send(B1, 1, tos, prio=par, port=PORT + 1)
+            send(B1, 1, TOS_EF | 0x03, prio=loc, port=PORT + 1)	# CE
+            settle()
+            after = g.peers()
+        tos_at_a.settimeout(2)
+        got = []
+        for _ in range(3):
+            _, anc, _, _ = tos_at_a.recvmsg(PAYLOAD, 64)
+            got += [c[2][0] for c in anc
+                    if c[:2] == (socket.IPPROTO_IP, socket.IP_TOS)]
+    finally:
+        tos_at_a.close()
+        tc(topo.b, "qdisc", "del", "dev", dev, "root", check=False)
+
+    def delta(src, k):
+        return after[src][k] - before.get(src, {}).get(k, 0)
+    check_eq((delta(B1, "par_packets"), delta(B1, "loc_packets")), (11, 7),
+             f"{B1}: parallel (6 and 2 by priority, 3 by EF), local (4 and "
+             "1 EF by priority, 2 AF11)")
+    check_eq((delta(B6, "par_packets"), delta(B6, "loc_packets")), (5, 2),
+             f"{B6}: parallel by priority, local by priority")
+    check_eq(got, [TOS_EF | 0x01, TOS_EF | 0x02, 0x03],
+             "TOS at A of ECT(1) and ECT(0) parallel, CE local")
+
+
 def t_bounded():
     spoofed = [f"10.88.{i // 250}.{i % 250 + 1}" for i in range(102)]
     with genl() as g:
@@ -337,6 +389,8 @@ def main():
     suite.case("exact counts per source and class (IPv4)", t_counts)
     suite.case("exact counts over IPv6", t_ipv6)
     suite.case("a new DSCP set re-sorts the traffic", t_dscp)
+    suite.case("the sender's dscp-mark decides what the receiver counts",
+               t_mark)
     suite.case("100 spoofed sources, table of 16: only idle sources make room",
                t_bounded)
     suite.case("one start and one stop report per parallel stream",

@@ -100,6 +100,7 @@ static void explain(void)
 		"                [ flow-limit PACKETS ] [ dscp-parallel LIST | none ]\n"
 		"                [ default parallel | local ]\n"
 		"                [ linkrate RATE | auto ] [ reservable PERCENT ]\n"
+		"                [ dscp-mark DSCP | off ]\n"
 		"       tc class ... classid MAJOR:MINOR parq { rate RATE | idt TIME }\n"
 		"\n"
 		"  N        parallel units sent per local unit, %d..%d (default %d);\n"
@@ -112,6 +113,8 @@ static void explain(void)
 		"  PACKETS  1..%d (limit default %d, flow-limit default %d)\n"
 		"  LIST     DSCP[,DSCP]...  DSCP := CS0..CS7 | AF11..AF43 | EF | VA | LE | 0..63\n"
 		"           (default %s)\n"
+		"  dscp-mark  parallel packets leave with DSCP, local ones that carry a\n"
+		"           parallel DSCP with CS0 (default off: as they came)\n"
 		"  PERCENT  share of linkrate that reservations may take, 1..%d (default %d)\n"
 		"  TIME     a reserved class's time between packets, such as 100us,\n"
 		"           1ns..%llus (units s, ms, us, ns)\n"
@@ -345,6 +348,20 @@ static void parq_format_time(__u64 ns, char *buf, size_t size)
 	snprintf(buf + len, size - len, "%s", u->name);
 }
 
+/* One DSCP: a name (any case) or 0..63; -1 if neither. */
+static int parq_parse_dscp(const char *tok)
+{
+	long long num;
+	size_t i;
+
+	if (parq_parse_ll(tok, false, 0, PARQ_DSCP_MAX, &num) == 0)
+		return num;
+	for (i = 0; i < PARQ_NUM_DSCP_NAMES; i++)
+		if (strcasecmp(tok, parq_dscp_names[i].name) == 0)
+			return parq_dscp_names[i].dscp;
+	return -1;
+}
+
 /* Comma separated DSCP names or numbers, or "none". */
 static int parq_parse_dscp_list(const char *arg, __u64 *mask)
 {
@@ -353,10 +370,8 @@ static int parq_parse_dscp_list(const char *arg, __u64 *mask)
 		"comma separated, or none";
 	char *copy, *tok, *save = NULL;
 	const char *p;
-	long long num;
 	__u64 m = 0;
-	size_t i;
-	int err = 0;
+	int dscp, err = 0;
 
 	if (strcmp(arg, "none") == 0) {
 		*mask = 0;
@@ -376,14 +391,8 @@ static int parq_parse_dscp_list(const char *arg, __u64 *mask)
 	}
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if (parq_parse_ll(tok, false, 0, 63, &num) == 0) {
-			m |= PARQ_DSCP_BIT(num);
-			continue;
-		}
-		for (i = 0; i < PARQ_NUM_DSCP_NAMES; i++)
-			if (strcasecmp(tok, parq_dscp_names[i].name) == 0)
-				break;
-		if (i == PARQ_NUM_DSCP_NAMES) {
+		dscp = parq_parse_dscp(tok);
+		if (dscp < 0) {
 			for (p = tok; *p && isdigit((unsigned char)*p); p++)
 				;
 			fprintf(stderr,
@@ -393,7 +402,7 @@ static int parq_parse_dscp_list(const char *arg, __u64 *mask)
 			err = -1;
 			break;
 		}
-		m |= PARQ_DSCP_BIT(parq_dscp_names[i].dscp);
+		m |= PARQ_DSCP_BIT(dscp);
 	}
 	free(copy);
 	if (!err)
@@ -416,6 +425,7 @@ struct parq_opts {
 	__u8 default_class;
 	__u64 linkrate;
 	__u8 reservable;
+	__u8 dscp_mark;
 };
 
 /* Mark @attr given; a second occurrence is an error. */
@@ -471,6 +481,9 @@ static int parq_put_opts(const struct parq_opts *o, struct nlmsghdr *n)
 	if (PARQ_GIVEN(TCA_PARQ_RESERVABLE))
 		err |= addattr8(n, PARQ_MAXLEN, TCA_PARQ_RESERVABLE,
 				o->reservable);
+	if (PARQ_GIVEN(TCA_PARQ_DSCP_MARK))
+		err |= addattr8(n, PARQ_MAXLEN, TCA_PARQ_DSCP_MARK,
+				o->dscp_mark);
 #undef PARQ_GIVEN
 	if (err)
 		return -1;
@@ -508,7 +521,8 @@ static int parq_parse_opt(struct qdisc_util *qu, int argc, char **argv,
 		    strcmp(kw, "rate") && strcmp(kw, "overhead") &&
 		    strcmp(kw, "limit") && strcmp(kw, "flow-limit") &&
 		    strcmp(kw, "dscp-parallel") && strcmp(kw, "default") &&
-		    strcmp(kw, "linkrate") && strcmp(kw, "reservable")) {
+		    strcmp(kw, "linkrate") && strcmp(kw, "reservable") &&
+		    strcmp(kw, "dscp-mark")) {
 			fprintf(stderr, "parq: unknown parameter \"%s\"\n", kw);
 			explain();
 			return -1;
@@ -601,6 +615,17 @@ static int parq_parse_opt(struct qdisc_util *qu, int argc, char **argv,
 				o.limit = v;
 			else
 				o.flow_limit = v;
+		} else if (strcmp(kw, "dscp-mark") == 0) {
+			int dscp = strcmp(arg, "off") == 0 ?
+				   PARQ_DSCP_MARK_OFF : parq_parse_dscp(arg);
+
+			if (parq_seen(&o, TCA_PARQ_DSCP_MARK, kw))
+				return -1;
+			if (dscp < 0)
+				return parq_bad_value(kw, arg,
+						      "expected one DSCP (CS0..CS7, AF11..AF43, EF, VA, LE or 0..%d) or off",
+						      PARQ_DSCP_MAX);
+			o.dscp_mark = dscp;
 		} else if (strcmp(kw, "dscp-parallel") == 0) {
 			if (parq_seen(&o, TCA_PARQ_DSCP_PARALLEL, kw))
 				return -1;
@@ -743,6 +768,19 @@ static int parq_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 	if (PARQ_ATTR(TCA_PARQ_RESERVABLE, __u8))
 		parq_print_uint(PRINT_ANY, "reservable", "reservable %u ",
 				parq_rta_u8(a));
+	if (PARQ_ATTR(TCA_PARQ_DSCP_MARK, __u8)) {
+		const char *name;
+
+		u8v = parq_rta_u8(a);
+		name = u8v == PARQ_DSCP_MARK_OFF ? "off" :
+		       parq_dscp_to_name(u8v);
+		if (name)
+			parq_print_string(PRINT_ANY, "dscp_mark",
+					  "dscp-mark %s ", name);
+		else
+			parq_print_uint(PRINT_ANY, "dscp_mark",
+					"dscp-mark %u ", u8v);
+	}
 #undef PARQ_ATTR
 	return 0;
 }

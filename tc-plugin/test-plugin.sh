@@ -87,7 +87,7 @@ CXSTATS = struct_fields('tc_parq_class_xstats')
 FMT = {'THRESHOLD': 'I', 'UNIT': 'B', 'RATE': 'Q', 'OVERHEAD': 'i',
        'SPLIT_GSO': 'B', 'LIMIT': 'I', 'FLOW_LIMIT': 'I',
        'DSCP_PARALLEL': 'Q', 'DEFAULT_CLASS': 'B', 'LINKRATE': 'Q',
-       'RESERVABLE': 'B'}
+       'RESERVABLE': 'B', 'DSCP_MARK': 'B'}
 ATTR = {n: consts['TCA_PARQ_' + n] for n in FMT}
 NAME = {v: k for k, v in ATTR.items()}
 CFMT = {'RATE': 'Q', 'IDT': 'Q'}
@@ -429,6 +429,12 @@ bad "reservable ''" '"reservable" value ""' reservable ""
 bad "reservable 99999999999999999999999999999999999%" '"reservable" value "99999999999999999999999999999999999%"' reservable 99999999999999999999999999999999999%
 bad "reservable half" '"reservable" value "half"' reservable half
 bad "missing reservable value" 'parq: missing value after "reservable"' reservable
+bad "dscp-mark 64" 'parq: illegal "dscp-mark" value "64": expected one DSCP (CS0..CS7, AF11..AF43, EF, VA, LE or 0..63) or off' dscp-mark 64
+bad "dscp-mark a list" '"dscp-mark" value "CS5,EF"' dscp-mark CS5,EF
+bad "dscp-mark none" '"dscp-mark" value "none"' dscp-mark none
+bad "dscp-mark -1" '"dscp-mark" value "-1"' dscp-mark -1
+bad "missing dscp-mark value" 'parq: missing value after "dscp-mark"' dscp-mark
+bad "dscp-mark twice" 'parq: duplicate or conflicting parameter "dscp-mark"' dscp-mark EF dscp-mark CS5
 
 # cbad DESC EXPECTED-STDERR-SUBSTRING TC-CLASS-ARGS...  (before "parq" too)
 cbad() {
@@ -503,10 +509,10 @@ fi
 # ---- good inputs: exact netlink encoding ----
 good "no parameters as an empty nest" ""
 good "the defaults spelled out" \
-	"THRESHOLD=4 UNIT=PARQ_UNIT_BYTES RATE=12500000 OVERHEAD=0 SPLIT_GSO=PARQ_SPLIT_GSO_ON LIMIT=10000 FLOW_LIMIT=1000 DSCP_PARALLEL=PARQ_DSCP_DEFAULT DEFAULT_CLASS=PARQ_CLASS_LOCAL LINKRATE=PARQ_LINKRATE_AUTO RESERVABLE=PARQ_RESERVABLE_DEFAULT" \
+	"THRESHOLD=4 UNIT=PARQ_UNIT_BYTES RATE=12500000 OVERHEAD=0 SPLIT_GSO=PARQ_SPLIT_GSO_ON LIMIT=10000 FLOW_LIMIT=1000 DSCP_PARALLEL=PARQ_DSCP_DEFAULT DEFAULT_CLASS=PARQ_CLASS_LOCAL LINKRATE=PARQ_LINKRATE_AUTO RESERVABLE=PARQ_RESERVABLE_DEFAULT DSCP_MARK=PARQ_DSCP_MARK_OFF" \
 	threshold 4 unit bytes rate 100mbit overhead 0 split-gso limit 10000 \
-	flow-limit 1000 dscp-parallel CS5,EF,CS6,CS7 default local \
-	linkrate auto reservable 90
+	flow-limit 1000 dscp-parallel CS5,EF default local \
+	linkrate auto reservable 90 dscp-mark off
 good "the other values" \
 	"THRESHOLD=PARQ_THRESHOLD_INF UNIT=PARQ_UNIT_PACKETS RATE=PARQ_RATE_UNLIMITED OVERHEAD=-64 SPLIT_GSO=PARQ_SPLIT_GSO_OFF LIMIT=1000000 FLOW_LIMIT=1 DSCP_PARALLEL=0 DEFAULT_CLASS=PARQ_CLASS_PARALLEL" \
 	default parallel dscp-parallel none flow-limit 1 limit 1000000 \
@@ -527,6 +533,10 @@ good "reservable 75 and linkrate auto" "LINKRATE=PARQ_LINKRATE_AUTO RESERVABLE=7
 good "dscp names, any case, and numbers" \
 	"DSCP_PARALLEL=PARQ_DSCP_BIT(0)|PARQ_DSCP_BIT(1)|PARQ_DSCP_BIT(3)|PARQ_DSCP_BIT(10)|PARQ_DSCP_BIT(34)|PARQ_DSCP_BIT(44)|PARQ_DSCP_BIT(46)|PARQ_DSCP_BIT(63)" \
 	dscp-parallel cs0,le,3,Af11,af41,VA,ef,63
+good "dscp-mark EF" "DSCP_MARK=46" dscp-mark EF
+good "dscp-mark cs5 (any case)" "DSCP_MARK=40" dscp-mark cs5
+good "dscp-mark 0" "DSCP_MARK=0" dscp-mark 0
+good "dscp-mark 63" "DSCP_MARK=PARQ_DSCP_MAX" dscp-mark 63
 good "all the DSCP names" \
 	"DSCP_PARALLEL=$(echo 0 1 8 10 12 14 16 18 20 22 24 26 28 30 32 34 36 38 40 44 46 48 56 | sed 's/\([0-9]*\)/PARQ_DSCP_BIT(\1)/g; s/ /|/g')" \
 	dscp-parallel CS0,CS1,CS2,CS3,CS4,CS5,CS6,CS7,AF11,AF12,AF13,AF21,AF22,AF23,AF31,AF32,AF33,AF41,AF42,AF43,EF,VA,LE
@@ -610,9 +620,15 @@ show() {
 
 Q="\"ifindex\": $IFINDEX, \"handle\": 65536, \"parent\": 4294967295, \"info\": 2"
 show "the default parameters" \
-	"[{$Q, \"options\": {\"THRESHOLD\": 4, \"UNIT\": \"PARQ_UNIT_BYTES\", \"RATE\": 12500000, \"OVERHEAD\": 0, \"SPLIT_GSO\": \"PARQ_SPLIT_GSO_ON\", \"LIMIT\": 10000, \"FLOW_LIMIT\": 1000, \"DSCP_PARALLEL\": \"PARQ_DSCP_DEFAULT\", \"DEFAULT_CLASS\": \"PARQ_CLASS_LOCAL\", \"LINKRATE\": 12500000, \"RESERVABLE\": 90}, \"extra\": [[1, \"\"]]}]" \
-	"qdisc parq 1: root refcnt 2 threshold 4 unit bytes rate 100Mbit overhead 0 split-gso limit 10000 flow-limit 1000 dscp-parallel CS5,EF,CS6,CS7 default local linkrate 100Mbit reservable 90" \
-	'{"threshold": 4, "unit": "bytes", "rate": 12500000, "overhead": 0, "split_gso": true, "limit": 10000, "flow_limit": 1000, "dscp_parallel": ["CS5", "EF", "CS6", "CS7"], "default": "local", "linkrate": 12500000, "reservable": 90}'
+	"[{$Q, \"options\": {\"THRESHOLD\": 4, \"UNIT\": \"PARQ_UNIT_BYTES\", \"RATE\": 12500000, \"OVERHEAD\": 0, \"SPLIT_GSO\": \"PARQ_SPLIT_GSO_ON\", \"LIMIT\": 10000, \"FLOW_LIMIT\": 1000, \"DSCP_PARALLEL\": \"PARQ_DSCP_DEFAULT\", \"DEFAULT_CLASS\": \"PARQ_CLASS_LOCAL\", \"LINKRATE\": 12500000, \"RESERVABLE\": 90, \"DSCP_MARK\": \"PARQ_DSCP_MARK_OFF\"}, \"extra\": [[1, \"\"]]}]" \
+	"qdisc parq 1: root refcnt 2 threshold 4 unit bytes rate 100Mbit overhead 0 split-gso limit 10000 flow-limit 1000 dscp-parallel CS5,EF default local linkrate 100Mbit reservable 90 dscp-mark off" \
+	'{"threshold": 4, "unit": "bytes", "rate": 12500000, "overhead": 0, "split_gso": true, "limit": 10000, "flow_limit": 1000, "dscp_parallel": ["CS5", "EF"], "default": "local", "linkrate": 12500000, "reservable": 90, "dscp_mark": "off"}'
+show "dscp-mark by name" \
+	"[{$Q, \"options\": {\"DSCP_MARK\": 46}}]" \
+	"qdisc parq 1: root refcnt 2 dscp-mark EF" '{"dscp_mark": "EF"}'
+show "dscp-mark by number" \
+	"[{$Q, \"options\": {\"DSCP_MARK\": 5}}]" \
+	"qdisc parq 1: root refcnt 2 dscp-mark 5" '{"dscp_mark": 5}'
 show "the sentinels and the other values" \
 	"[{$Q, \"options\": {\"THRESHOLD\": \"PARQ_THRESHOLD_INF\", \"UNIT\": \"PARQ_UNIT_PACKETS\", \"RATE\": \"PARQ_RATE_UNLIMITED\", \"OVERHEAD\": -4, \"SPLIT_GSO\": \"PARQ_SPLIT_GSO_OFF\", \"LIMIT\": 1, \"FLOW_LIMIT\": 1000000, \"DSCP_PARALLEL\": 9223372036854775819, \"DEFAULT_CLASS\": \"PARQ_CLASS_PARALLEL\"}}]" \
 	"qdisc parq 1: root refcnt 2 threshold inf unit packets rate unlimited overhead -4 no-split-gso limit 1 flow-limit 1000000 dscp-parallel CS0,LE,3,63 default parallel" \

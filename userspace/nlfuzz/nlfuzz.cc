@@ -522,6 +522,7 @@ const OptSpec kQopts[] = {
     {TCA_PARQ_DEFAULT_CLASS, 1, PARQ_CLASS_PARALLEL, PARQ_CLASS_LOCAL},
     {TCA_PARQ_LINKRATE, 8, 1, PARQ_RATE_UNLIMITED},
     {TCA_PARQ_RESERVABLE, 1, 1, PARQ_RESERVABLE_MAX},
+    {TCA_PARQ_DSCP_MARK, 1, 0, PARQ_DSCP_MARK_OFF},
 };
 
 int Fuzzer::send_qdisc(Bytes* opts_out) {
@@ -1042,6 +1043,7 @@ void Fuzzer::setup() {
       Leaf<uint8_t>(TCA_PARQ_DEFAULT_CLASS, PARQ_CLASS_LOCAL),
       Leaf<uint64_t>(TCA_PARQ_LINKRATE, want_linkrate_),
       Leaf<uint8_t>(TCA_PARQ_RESERVABLE, PARQ_RESERVABLE_DEFAULT),
+      Leaf<uint8_t>(TCA_PARQ_DSCP_MARK, PARQ_DSCP_MARK_OFF),
   };
   Attr o;
   o.type = TCA_OPTIONS | NLA_F_NESTED;

@@ -50,10 +50,24 @@ enum parq_split_gso {
 };
 #define PARQ_SPLIT_GSO_MAX (__PARQ_SPLIT_GSO_MAX - 1)
 
-/* Bit n set: DSCP n is parallel.  Default: CS5, EF, CS6, CS7. */
+/*
+ * Bit n set: DSCP n is parallel.  Default: CS5 and EF.  Not CS6 and CS7:
+ * routing protocols and network control use them (RFC 4594), and a
+ * receiver that took them for a parallel job would throttle its other
+ * senders whenever a router spoke.
+ */
 #define PARQ_DSCP_BIT(d)	(1ULL << (d))
-#define PARQ_DSCP_DEFAULT	(PARQ_DSCP_BIT(40) | PARQ_DSCP_BIT(46) | \
-				 PARQ_DSCP_BIT(48) | PARQ_DSCP_BIT(56))
+#define PARQ_DSCP_DEFAULT	(PARQ_DSCP_BIT(40) | PARQ_DSCP_BIT(46))
+
+/*
+ * TCA_PARQ_DSCP_MARK: the DSCP (0..63) that packets the qdisc classifies
+ * parallel (by filter, skb->priority or DSCP; reserved classes too) leave
+ * with; a local packet that carries a parallel DSCP leaves with CS0.  So
+ * the receiving host's monitor sees what the sending qdisc decided.
+ * PARQ_DSCP_MARK_OFF (the default): packets leave as they came.
+ */
+#define PARQ_DSCP_MAX		63
+#define PARQ_DSCP_MARK_OFF	(PARQ_DSCP_MAX + 1)
 
 /* Reserved flows: classes <handle>:N, N >= PARQ_RESV_MINOR_MIN. */
 #define PARQ_RESV_MINOR_MIN	0x16	/* "1:16" in tc's hexadecimal minors */
@@ -80,6 +94,7 @@ enum {
 				 * 1..PARQ_RATE_MAX or PARQ_LINKRATE_AUTO;
 				 * dumped as the effective value, 0 if none */
 	TCA_PARQ_RESERVABLE,	/* u8: percent of linkrate, 1..100 */
+	TCA_PARQ_DSCP_MARK,	/* u8: 0..PARQ_DSCP_MAX or PARQ_DSCP_MARK_OFF */
 	__TCA_PARQ_MAX
 };
 #define TCA_PARQ_MAX (__TCA_PARQ_MAX - 1)
