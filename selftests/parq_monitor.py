@@ -62,15 +62,16 @@ def ok(res, what):
 def send(src, n, tos=0, dst=A1, family=socket.AF_INET, prio=None,
          port=PORT):
     """@n datagrams of PAYLOAD bytes from B's address @src to A (with
-    SO_PRIORITY @prio if given)."""
+    SO_PRIORITY @prio if given: after IP_TOS, which sets the priority
+    too)."""
     sk = topo.b.socket(family, socket.SOCK_DGRAM)
     try:
-        if prio is not None:
-            sk.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, prio)
         if family == socket.AF_INET:
             sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
         else:
             sk.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
+        if prio is not None:
+            sk.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, prio)
         sk.bind((src, 0))
         for _ in range(n):
             sk.sendto(bytes(PAYLOAD), (dst, port))
@@ -224,6 +225,8 @@ def t_mark():
         tos_at_a.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
         tos_at_a.bind((A1, PORT + 1))
         with genl() as g:
+            ok(g.mon_set(enabled=1, dscp=uapi.PARQ_DSCP_DEFAULT),
+               "monitor on, the default DSCP set")
             before = g.peers()
             send(B1, 6, 0, prio=par)		# parallel: leaves EF
             send(B1, 4, TOS_EF, prio=loc)	# local: leaves CS0
