@@ -79,7 +79,9 @@ sending role only.
       the run, after L was first throttled, is at least the floor within
       10%, while still held back (below half its free rate).  Without
       the floor (the clusters of (a)-(d): local-floor 0) L gets
-      threshold-recv, and with threshold-recv 0 nothing at all.
+      threshold-recv, and with threshold-recv 0 nothing at all;
+  (f) parallel-dscp: R's parqd gives the kernel's monitor the DSCPs of
+      its configuration (AF41 and 7 here), and by default CS5 and EF.
 hold must be longer than the gaps between the parallel job's packets while
 it is unprotected: a ping-pong sends one message per round trip, and with
 the FIFO full that is the FIFO's delay.  With hold shorter than that
@@ -109,7 +111,7 @@ from types import SimpleNamespace
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(REPO, "scripts"))
-from parqlab import bench, ktap, lab, parqd  # noqa: E402
+from parqlab import bench, ktap, lab, parqd, uapi  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, diag  # noqa: E402
 from parqlab.netns import Star  # noqa: E402
@@ -642,6 +644,32 @@ def t_floor():
         floor.stop()
 
 
+def t_parallel_dscp():
+    """(f): the monitor's DSCPs follow R's configuration."""
+    def monitor_dscp():
+        with ParqGenl(star.ns["r"]) as g:
+            return g.mon_get()["dscp"]
+    c = parqd.Cluster(star, RECEIVERS, SENDERS,
+                      tempfile.mkdtemp(prefix="parq-receiver-dscp-"),
+                      parqd.Settings(EPOCH_MS, THRESHOLD, HOLD_MS, LEASE,
+                                     parallel_dscp=["af41", "7"]))
+    try:
+        c.start(["r"])
+        check(monitor_dscp() == (1 << 34) | (1 << 7),
+              f"R's monitor counts DSCPs {monitor_dscp():#x} as parallel, "
+              "want AF41 and 7")
+    finally:
+        c.stop()
+        c.close()
+    cluster.start(["r"])
+    try:
+        check(monitor_dscp() == uapi.PARQ_DSCP_DEFAULT,
+              f"R's monitor by default: {monitor_dscp():#x}, want CS5 and "
+              "EF")
+    finally:
+        cluster.stop()
+
+
 def setup(t, k):
     global star, cluster, recovery, wide, floor
     star = t
@@ -702,6 +730,8 @@ def main():
                t_two_receivers, timeout=150)
     suite.case("the local floor: L keeps a fifth of R's link under "
                "parallel traffic", t_floor, timeout=150)
+    suite.case("the monitor's DSCPs follow parallel-dscp", t_parallel_dscp,
+               timeout=60)
     return lab.run(suite, "rcv", tools=("sockperf", "iperf3"), setup=setup,
                    topology=topology)
 

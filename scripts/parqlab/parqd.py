@@ -61,6 +61,7 @@ class Settings:
     # veth, whose speed the kernel does not know).
     local_floor: int = 0		# percent of link_rate
     link_rate: int = 0		# bits/s
+    parallel_dscp: list = None	# e.g. ["af41"]; None: parqd's default
 
 
 class Cluster:
@@ -124,6 +125,9 @@ lease = {s.lease}
 local-floor = {s.local_floor}
 link-rate = {s.link_rate}
 """
+            if s.parallel_dscp is not None:
+                text += "parallel-dscp = [" + ", ".join(
+                    f'"{d}"' for d in s.parallel_dscp) + "]\n"
         peers = self.senders if h in self.receivers else self.receivers
         for o in peers:
             text += f"""

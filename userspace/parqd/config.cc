@@ -13,6 +13,7 @@
 
 #include <toml++/toml.h>
 
+#include "dscp.h"
 #include "grant.h"
 #include "satmath.h"
 #include "wire.h"
@@ -423,6 +424,38 @@ const ConfigKey kKeys[] = {
        if (!n.ok())
          return n.error();
        c.lease = static_cast<uint16_t>(n.value());
+       return std::nullopt;
+     })},
+    {{"parallel-dscp", ConfigType::kDscps, true, false, false,
+      "parallel-dscp = [\"cs5\", \"ef\"]",
+      "receiving role: the DSCPs the kernel's monitor counts as parallel "
+      "traffic (names such as \"ef\", \"af41\", or 0..63; 1 to 64 of "
+      "them); the senders' qdiscs' dscp-parallel and parqctl job's mark "
+      "should agree"},
+     {},
+     PARQD_READ({
+       const std::string want =
+           "must be a list of 1 to 64 DSCPs, names (\"cs0\".."
+           "\"cs7\", \"af11\"..\"af43\", \"ef\") or numbers 0..63, e.g. "
+           "[\"cs5\", \"ef\"]";
+       const auto* arr = v.as_array();
+       if (!arr || arr->empty() || arr->size() > 64)
+         return r.Err(v, "parallel-dscp", want);
+       std::vector<uint8_t> dscps;
+       for (const toml::node& dn : *arr) {
+         std::optional<uint8_t> d;
+         if (const auto* s = dn.as_string())
+           d = ParseDscp(s->get());
+         else if (const auto* i = dn.as_integer();
+                  i && i->get() >= 0 && i->get() <= 63)
+           d = static_cast<uint8_t>(i->get());
+         if (!d)
+           return r.Err(dn, "parallel-dscp", want);
+         if (DscpMask(dscps) & DscpMask({*d}))
+           return r.Err(dn, "parallel-dscp", DscpName(*d) + " is listed twice");
+         dscps.push_back(*d);
+       }
+       c.parallel_dscp = DscpMask(dscps);
        return std::nullopt;
      })},
 };

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <linux/parq.h>
+
 #include "inbox.h"
 #include "result.h"
 
@@ -44,7 +46,10 @@ struct Config {
   uint64_t link_rate = 0;     // bits/s; 0: the interface's speed
   uint64_t epoch_ns = kNsPerMs;
   uint64_t hold_ns = 10 * kNsPerMs;
-  uint16_t lease = 3;        // epochs
+  uint16_t lease = 3;  // epochs
+  // The DSCPs of parallel traffic, for the kernel's receive monitor: bit
+  // n is DSCP n (PARQ_DSCP_BIT); by default the kernel's own, CS5 and EF.
+  uint64_t parallel_dscp = PARQ_DSCP_DEFAULT;
   std::string metrics_file;  // empty: no metrics file
   uint64_t metrics_period_ns = 10 * kNsPerSec;
 
@@ -59,6 +64,7 @@ enum class ConfigType {
   kBoolean,
   kAddress,    // a string: IPv4 or IPv6
   kAddresses,  // a list of those
+  kDscps,      // a list of DSCP names ("ef") or numbers
   kPeers,      // [[peer]] sections
 };
 

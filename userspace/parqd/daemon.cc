@@ -245,6 +245,7 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
     rc.own_addresses = c.addresses;
     rc.peers = c.peers;
     rc.peer_port = c.listen_port;
+    rc.parallel_dscp = c.parallel_dscp;
     role.emplace(
         std::move(rc), std::move(role_key), *monitor,
         [fd, family](const Address& to, uint16_t port,

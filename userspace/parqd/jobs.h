@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "dscp.h"
 #include "result.h"
 #include "subprocess.h"
 
@@ -80,12 +81,6 @@ struct JobPolicy {
   // monitor's parallel DSCPs.
   std::vector<uint8_t> claimed = {40, 46};  // CS5, EF
 };
-
-// nft's name of a DSCP value where it has one ("ef", "cs5"), else the
-// number.
-std::string DscpName(uint8_t dscp);
-// "EF", "cs5", "af41" or 0..63; nullopt for anything else.
-std::optional<uint8_t> ParseDscp(const std::string& text);
 
 // The scripts given to `nft -f -`.  Each is one transaction.
 // The table's fixed part, created or brought to `policy`: the chains

@@ -27,7 +27,7 @@ ReceivingRole::ReceivingRole(ReceivingRoleConfig c, Key key,
 }
 
 std::optional<KernelError> ReceivingRole::Start() {
-  return monitor_.Enable(cfg_.policy.hold_ns, std::nullopt);
+  return monitor_.Enable(cfg_.policy.hold_ns, cfg_.parallel_dscp);
 }
 
 void ReceivingRole::Log(uint64_t now, const std::string& line) {

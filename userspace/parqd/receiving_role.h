@@ -52,6 +52,9 @@ struct ReceivingRoleConfig {
   std::vector<Address> own_addresses;  // 1..wire::kMaxAddresses
   std::vector<PeerConfig> peers;
   uint16_t peer_port = 0;  // peers listen on this UDP port
+  // The monitor's DSCPs of parallel traffic (PARQ_DSCP_BIT); none: the
+  // kernel's default.
+  std::optional<uint64_t> parallel_dscp;
 };
 
 struct GrantRoleCounters {

@@ -82,6 +82,7 @@ TEST(ConfigTest, MinimalFileTakesTheDefaults) {
   EXPECT_EQ(c.lease, 3);
   EXPECT_EQ(c.metrics_file, "");
   EXPECT_EQ(c.metrics_period_ns, 10'000'000'000u);
+  EXPECT_EQ(c.parallel_dscp, PARQ_DSCP_DEFAULT);
 }
 
 TEST(ConfigTest, FullFile) {
@@ -99,6 +100,7 @@ hold = "20ms"
 lease = 5
 metrics-file = "/tmp/parqd.prom"
 metrics-period = "100ms"
+parallel-dscp = ["AF41", 46, "cs5"]
 [[peer]]
 id = 8
 addresses = ["10.77.0.2"]
@@ -117,6 +119,8 @@ addresses = ["10.77.0.3"]
   EXPECT_EQ(c.lease, 5);
   EXPECT_EQ(c.metrics_file, "/tmp/parqd.prom");
   EXPECT_EQ(c.metrics_period_ns, 100'000'000u);
+  EXPECT_EQ(c.parallel_dscp,
+            PARQ_DSCP_BIT(34) | PARQ_DSCP_BIT(40) | PARQ_DSCP_BIT(46));
   ASSERT_EQ(c.peers.size(), 2u);
   EXPECT_EQ(c.peers[1].id, 9u);
 }
@@ -170,6 +174,12 @@ TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
       {"lease", "\"3\"", "'lease': must be an integer"},
       {"metrics-file", "\"/var/lib/\"", "is a directory"},
       {"metrics-period", "\"1ms\"", "give a period from 10ms to 1h"},
+      {"parallel-dscp", "[]", "'parallel-dscp': must be a list of 1 to 64"},
+      {"parallel-dscp", "\"ef\"", "'parallel-dscp': must be a list"},
+      {"parallel-dscp", "[\"ef\", \"xx\"]", "or numbers 0..63"},
+      {"parallel-dscp", "[64]", "or numbers 0..63"},
+      {"parallel-dscp", "[-1]", "or numbers 0..63"},
+      {"parallel-dscp", "[\"ef\", 46]", "'parallel-dscp': ef is listed twice"},
       {"colour", "\"blue\"", "'colour': unknown key; the keys are interface"},
   };
   for (const BadCase& c : cases) {

@@ -140,6 +140,21 @@ TEST_F(RoleTest, StartEnablesTheMonitorWithHold) {
   EXPECT_TRUE(role_.Start());
 }
 
+// parallel-dscp reaches the kernel's monitor.
+TEST(RoleDscpTest, StartGivesTheMonitorTheConfiguredDscps) {
+  FakeMonitor mon;
+  ReceivingRoleConfig c;
+  c.node_id = 1;
+  c.policy = {3000, kHold, kEpochUs, 3};
+  c.parallel_dscp = uint64_t{1} << 34;  // AF41
+  ReceivingRole role(
+      c, TestKey(), mon,
+      [](const Address&, uint16_t, std::span<const uint8_t>) { return true; },
+      kRealtime);
+  EXPECT_FALSE(role.Start());
+  EXPECT_EQ(mon.mask, uint64_t{1} << 34);
+}
+
 TEST_F(RoleTest, NothingWithoutParallel) {
   mon_.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
   role_.Tick(100 * kMs, kRealtime);
