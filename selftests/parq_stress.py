@@ -430,7 +430,7 @@ def t_stop_race():
         raise ktap.Skip("no fault injection in this build "
                         "(make KERNEL=debug has it)")
     hold, delay = 0.2, 0.05
-    rounds = max(4, round(20 * SCALE))
+    rounds = max(8, round(20 * SCALE))
     with open(FAULT_STOP_DELAY, "w") as f:
         f.write(str(int(delay * 1e6)))
     events, done = [], threading.Event()
