@@ -170,7 +170,11 @@ def t_monitor_admission():
     """Before the admission budget, the flood's thousands of new sources a
     second evicted B within milliseconds of each of its packets.  B pings A
     every 50 ms (ping, not a Python thread, which the flood can starve):
-    if its entry was never evicted, A counted every echo request."""
+    if its entry was never evicted, A counted every echo request that
+    reached it: at least those it answered (ping's "received"), at most
+    those B sent.  The flood may drop a request before A's monitor sees
+    it: under the debug kernel A's backlog overflowed and 4 of 195 never
+    arrived (a fresh-clone run, 2026-11-26)."""
     module.ensure_loaded()
     with mon() as g:
         ok(g.mon_set(enabled=0), "reset")
@@ -211,17 +215,22 @@ def t_monitor_admission():
     words = out.split()
     pings = int(words[words.index("packets") - 1]) if "packets" in words \
         else -1
+    answered = int(words[words.index("received,") - 1]) \
+        if "received," in words else -1
     evicted = m["evicted"] - base["evicted"]
     uncounted = m.get("uncounted", 0) - base.get("uncounted", 0)
     # Per CPU size / (4 x CPUs) a second, once full; windows may straddle.
     budget = ADMIT_SIZE / 4 * (elapsed + 2)
     diag(f"{sent} spoofed packets in {elapsed:.1f}s at a table of "
          f"{ADMIT_SIZE}: B in {seen} of {samples} dumps, {counted} of its "
-         f"{pings} echo requests counted; {evicted} evicted (budget "
+         f"{pings} echo requests counted, {answered} answered; {evicted} "
+         f"evicted (budget "
          f"{budget:.0f}), {uncounted} packets uncounted")
     check_eq(seen, samples, "dumps with B's entry")
-    check(pings > 0, f"ping's summary: {out!r}")
-    check_eq(counted, pings, "B's echo requests counted")
+    check(pings > 0 and answered > 0, f"ping's summary: {out!r}")
+    check(answered <= counted <= pings, f"B's echo requests: {counted} "
+          f"counted, {answered} answered, {pings} sent: A answered some it "
+          "did not count")
     check(evicted <= budget, f"{evicted} sources evicted in "
           f"{elapsed:.1f}s, budget {budget:.0f}")
     check(uncounted > sent // 2, f"{uncounted} of {sent} uncounted")
