@@ -18,7 +18,11 @@
 //             set must read back, and the reserved classes must fit the
 //             capacity the qdisc reports.
 //
-// Every 256 messages all three kinds of state are checked.  It exits 1 at
+// Every 256 messages all three kinds of state are checked.  Classes at
+// random minors are few (kStrayClasses): past that, one of them is deleted
+// instead of a random class message, since each class message dumps them
+// all.  Every kProgressEvery messages a line gives the time so far and the
+// sizes of the class and credit tables.  It exits 1 at
 // the first violation, printing the message and both states, 2 on a usage
 // or set-up error, 0 otherwise, after a summary line.  Runs as root in a
 // throw-away network namespace (selftests/parq_nlfuzz.py).
@@ -256,6 +260,11 @@ constexpr uint32_t kHandle = 0x10000;  // 1:
 constexpr uint64_t kLongLease = 3600ULL * 1000000000ULL;
 constexpr uint64_t kShortLease = 5ULL * 1000000000ULL;  // ns: may lapse
 constexpr unsigned kMaxClasses = 24;
+// Classes at minors outside the first kMaxClasses + 4 (a random minor):
+// past this many, one of them is deleted instead of a random message, so
+// that the table, which every class message dumps, stays small.
+constexpr size_t kStrayClasses = 8;
+constexpr uint64_t kProgressEvery = 10000;  // messages between progress lines
 
 struct Stats {
   uint64_t sent = 0, accepted = 0, refused = 0, mutated = 0;
@@ -590,6 +599,17 @@ int Fuzzer::send_qdisc(Bytes* opts_out) {
 
 int Fuzzer::send_class(uint16_t* type, Bytes* payload) {
   tcmsg t = tcm(0, 0);
+  std::vector<uint32_t> strays;
+  for (const auto& [handle, opts] : c_)
+    if (TC_H_MIN(handle) >= PARQ_RESV_MINOR_MIN + kMaxClasses + 4)
+      strays.push_back(handle);
+  if (strays.size() > kStrayClasses) {
+    *type = RTM_DELTCLASS;
+    t.tcm_handle = strays[u(strays.size())];
+    t.tcm_parent = kHandle;
+    *payload = tcmsg_payload(t, {});
+    return request(rt_, *type, 0, *payload, nullptr, &last_msg_);
+  }
   uint32_t minor = static_cast<uint32_t>(
       chance(80) ? PARQ_RESV_MINOR_MIN + u(kMaxClasses + 4)
                  : pick({0, 1, 2, 3, 0x15, 0xffff, rng_() & 0xffff}));
@@ -1086,6 +1106,14 @@ void Fuzzer::run(uint64_t iterations) {
     (err ? stats_[k].refused : stats_[k].accepted)++;
     if (iter_ % 256 == 0)
       check_all();
+    if (iter_ % kProgressEvery == 0)
+      std::printf(
+          "%llu messages: %.1f s, %zu reserved classes, %zu credit "
+          "entries\n",
+          static_cast<unsigned long long>(iter_),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count(),
+          c_.size(), g_.entries);
   }
   check_all();
   double secs =
