@@ -220,7 +220,7 @@ deps:
 
 # The whole suite on 6.1 (the netlink fuzzer at a tenth of its size); on
 # 6.12 every test of the module's interfaces (the fuzzer in full, where it
-# runs faster, and the stress tests at a quarter: they run in full on 6.1),
+# runs as fast, and the stress tests at a quarter: they run in full on 6.1),
 # but not the five that time user space and the scheduling policy
 # (CHECK_612_EXCEPT: parqd's protocol over netlink calls that parq_credit
 # and parq_monitor test there, and latency and rate shares decided by
