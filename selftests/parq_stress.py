@@ -87,6 +87,7 @@ class Flood:
                 "udp_dst_min 9", "udp_dst_max 9", f"tos {tos:#04x}")]
         self.ns.run(["sh", "-ec", "\n".join(cmds)])
         self.proc = self.ns.popen(["sh", "-c", f"echo start > {PG}/pgctrl"])
+        self.stopped = None	# packets sent, once stop() has run
 
     def sent(self):
         n = 0
@@ -100,7 +101,7 @@ class Flood:
 
     def stop(self):
         """The packets sent; stops pktgen the first time only."""
-        if getattr(self, "stopped", None) is None:
+        if self.stopped is None:
             self.stopped = self.sent()
             self.ns.run(["sh", "-c", f"echo stop > {PG}/pgctrl"],
                         check=False)

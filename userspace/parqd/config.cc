@@ -439,23 +439,23 @@ const ConfigKey kKeys[] = {
            "\"cs7\", \"af11\"..\"af43\", \"ef\") or numbers 0..63, e.g. "
            "[\"cs5\", \"ef\"]";
        const auto* arr = v.as_array();
-       if (!arr || arr->empty() || arr->size() > 64)
+       if (!arr || arr->empty() || arr->size() > PARQ_DSCP_MAX + 1)
          return r.Err(v, "parallel-dscp", want);
-       std::vector<uint8_t> dscps;
+       uint64_t mask = 0;
        for (const toml::node& dn : *arr) {
          std::optional<uint8_t> d;
          if (const auto* s = dn.as_string())
            d = ParseDscp(s->get());
          else if (const auto* i = dn.as_integer();
-                  i && i->get() >= 0 && i->get() <= 63)
+                  i && i->get() >= 0 && i->get() <= PARQ_DSCP_MAX)
            d = static_cast<uint8_t>(i->get());
          if (!d)
            return r.Err(dn, "parallel-dscp", want);
-         if (DscpMask(dscps) & DscpMask({*d}))
+         if (mask & PARQ_DSCP_BIT(*d))
            return r.Err(dn, "parallel-dscp", DscpName(*d) + " is listed twice");
-         dscps.push_back(*d);
+         mask |= PARQ_DSCP_BIT(*d);
        }
-       c.parallel_dscp = DscpMask(dscps);
+       c.parallel_dscp = mask;
        return std::nullopt;
      })},
 };

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <map>
 
+#include <linux/parq.h>
+
 namespace parq::parqd {
 
 namespace {
@@ -19,8 +21,6 @@ const std::map<uint8_t, const char*>& DscpNames() {
       {46, "ef"}};
   return names;
 }
-
-constexpr unsigned kDscpMax = 63;
 
 }  // namespace
 
@@ -42,26 +42,10 @@ std::optional<uint8_t> ParseDscp(const std::string& text) {
                   [](unsigned char c) { return std::isdigit(c) != 0; });
   if (digits) {
     const unsigned long v = std::stoul(text);
-    if (v <= kDscpMax)
+    if (v <= PARQ_DSCP_MAX)
       return static_cast<uint8_t>(v);
   }
   return std::nullopt;
-}
-
-uint64_t DscpMask(const std::vector<uint8_t>& dscps) {
-  uint64_t mask = 0;
-  for (const uint8_t d : dscps)
-    if (d <= kDscpMax)
-      mask |= uint64_t{1} << d;
-  return mask;
-}
-
-std::vector<uint8_t> DscpList(uint64_t mask) {
-  std::vector<uint8_t> out;
-  for (unsigned d = 0; d <= kDscpMax; d++)
-    if (mask & (uint64_t{1} << d))
-      out.push_back(static_cast<uint8_t>(d));
-  return out;
 }
 
 }  // namespace parq::parqd
