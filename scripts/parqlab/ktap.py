@@ -142,6 +142,11 @@ def check_le(got, bound, what):
         raise AssertionError(f"{what}: {got!r} > {bound!r}")
 
 
+def check_ge(got, bound, what):
+    if not got >= bound:
+        raise AssertionError(f"{what}: {got!r} < {bound!r}")
+
+
 def check_within(got, want, tol, what):
     if abs(got - want) > tol:
         raise AssertionError(

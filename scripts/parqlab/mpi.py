@@ -1,0 +1,86 @@
+"""Open MPI from Debian, unmodified, across the namespaces of one machine.
+
+One rank per namespace: mpirun runs in the first host's namespace and
+starts the others through scripts/mpi-netns-rsh, each namespace with a
+hostname of its own (Open MPI tells nodes apart by hostname) and with
+--bind-to none (bound, both ranks of a two-core machine would share one
+core and every message would wait a time slice).  Nothing else is set for
+MPI: no port range, no DSCP.  What makes a job's traffic parallel is its
+cgroup (parqctl job add): mpirun is started in @cgroup, and every rank,
+local or started through the agent, inherits it.
+
+The benchmark is NetPIPE for Open MPI (Debian's netpipe-openmpi,
+NPopenmpi): ping-pong of one message size, whose reported time is half the
+round trip, averaged over its repetitions (the best of its trials).
+"""
+import re
+import shutil
+
+from . import repo_path
+
+NETPIPE = "NPopenmpi"
+RSH = repo_path("scripts", "mpi-netns-rsh")
+CGROUP2 = "/sys/fs/cgroup"
+
+
+def have_mpi():
+    """None if Open MPI and NetPIPE are installed, else what is missing."""
+    for tool in ("mpirun", NETPIPE, "unshare"):
+        if shutil.which(tool) is None:
+            return f"{tool} not installed (openmpi-bin, netpipe-openmpi)"
+    return None
+
+
+_LINE = re.compile(r"^\s*\d+:\s+(\d+) bytes\s+(\d+) times -->\s+"
+                   r"([\d.]+) Mbps in\s+([\d.]+) usec", re.M)
+
+
+def parse_netpipe(text):
+    """[(bytes, repetitions, Mbit/s, one-way usec)] of NetPIPE's output."""
+    return [(int(m[1]), int(m[2]), float(m[3]), float(m[4]))
+            for m in _LINE.finditer(text)]
+
+
+def mpirun_argv(hosts, program):
+    """mpirun with one rank on each of @hosts ((Netns, address) pairs)."""
+    return ["mpirun", "--allow-run-as-root", "--bind-to", "none",
+            "--mca", "plm_rsh_agent", str(RSH),
+            "--host", ",".join(addr for _, addr in hosts),
+            "-np", str(len(hosts))] + list(program)
+
+
+def run(hosts, program, cgroup=None, timeout=120):
+    """Run @program as an MPI job over @hosts; mpirun in the first host's
+    namespace, in cgroup @cgroup (a path below /sys/fs/cgroup) if given.
+    Returns the CompletedProcess; raises if mpirun failed."""
+    ns = hosts[0][0]
+    env = " ".join(f"{addr}={h.name}" for h, addr in hosts)
+    join = ""
+    if cgroup is not None:
+        # ip netns exec mounted a /sys without the cgroup2 tree.
+        join = (f"mountpoint -q {CGROUP2} || "
+                f"mount -t cgroup2 none {CGROUP2}\n"
+                f"echo $$ > {CGROUP2}/{cgroup}/cgroup.procs\n")
+    script = (f"{join}hostname {ns.name}\n"
+              f"PARQ_MPI_NETNS='{env}' exec \"$@\"")
+    r = ns.run(["unshare", "-u", "sh", "-ec", script, "sh"]
+               + mpirun_argv(hosts, program), timeout=timeout, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"mpirun {' '.join(program)}: exit "
+                           f"{r.returncode}: {(r.stderr or r.stdout)[-600:]}")
+    return r
+
+
+def netpipe_latency(hosts, size=64, reps=200, cgroup=None, timeout=120):
+    """NetPIPE's one-way time in microseconds for @size-byte messages
+    between the first two @hosts, @reps round trips per trial."""
+    r = run(hosts[:2], [NETPIPE, "-l", str(size), "-u", str(size),
+                        "-n", str(reps), "-p", "0"],
+            cgroup=cgroup, timeout=timeout)
+    # NetPIPE prints its results on stderr.
+    rows = [row for row in parse_netpipe(r.stdout + r.stderr)
+            if row[0] == size]
+    if not rows:
+        raise RuntimeError(f"NetPIPE printed no {size}-byte result: "
+                           f"{(r.stdout + r.stderr)[-400:]}")
+    return rows[0][3]
