@@ -73,9 +73,11 @@ def run(hosts, program, cgroup=None, timeout=120):
 
 def netpipe_latency(hosts, size=64, reps=200, cgroup=None, timeout=120):
     """NetPIPE's one-way time in microseconds for @size-byte messages
-    between the first two @hosts, @reps round trips per trial."""
+    between the first two @hosts, @reps round trips per trial.  (Its
+    results file, np.out in the working directory by default, is not
+    written.)"""
     r = run(hosts[:2], [NETPIPE, "-l", str(size), "-u", str(size),
-                        "-n", str(reps), "-p", "0"],
+                        "-n", str(reps), "-p", "0", "-o", "/dev/null"],
             cgroup=cgroup, timeout=timeout)
     # NetPIPE prints its results on stderr.
     rows = [row for row in parse_netpipe(r.stdout + r.stderr)
