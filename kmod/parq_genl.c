@@ -39,6 +39,12 @@ static struct netlink_range_validation parq_hold_range = {
 	.max = PARQ_MON_HOLD_MAX,
 };
 
+/* One address of PARQ_A_MON_PEERS. */
+static const struct nla_policy parq_peer_policy[PARQ_A_ADDR6 + 1] = {
+	[PARQ_A_ADDR4]		= { .type = NLA_U32 },
+	[PARQ_A_ADDR6]		= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
+};
+
 static const struct nla_policy parq_genl_policy[PARQ_A_MAX + 1] = {
 	[PARQ_A_ADDR4]		= { .type = NLA_U32 },
 	[PARQ_A_ADDR6]		= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
@@ -53,6 +59,7 @@ static const struct nla_policy parq_genl_policy[PARQ_A_MAX + 1] = {
 	[PARQ_A_MON_DSCP]	= { .type = NLA_U64 },
 	[PARQ_A_MON_HOLD]	= NLA_POLICY_FULL_RANGE(NLA_U64,
 							&parq_hold_range),
+	[PARQ_A_MON_PEERS]	= NLA_POLICY_NESTED(parq_peer_policy),
 };
 
 static const struct genl_ops parq_genl_ops[] = {

@@ -28,6 +28,12 @@
  * table is full of active sources, a new one is not counted until one of
  * them goes idle (or the operator makes the table larger).
  *
+ * With a peer set (PARQ_A_MON_PEERS: parqd passes the hosts of its
+ * cluster), a packet whose source is not in it is not counted at all, only
+ * summed per CPU (PARQ_A_MON_FOREIGN): a host outside the cluster neither
+ * takes a place in the table nor starts parallel traffic, whatever DSCP it
+ * sets.  The set is a sorted array read under RCU, replaced whole.
+ *
  * Parallel traffic starting to arrive, and stopping (no parallel packet
  * for PARQ_A_MON_HOLD), is reported to the family's "events" group.  The
  * reports are edge-triggered: one start, then one stop at least a hold
@@ -46,6 +52,8 @@
 #include <linux/rculist.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/stringify.h>
 #include <linux/spinlock.h>
 #include <net/dsfield.h>
 #include <net/genetlink.h>
@@ -79,6 +87,14 @@ struct parq_mon_pcpu {
 	unsigned long		window;		/* jiffies the second began */
 	u32			admitted;	/* new sources in this second */
 	u64			uncounted;	/* packets refused admission */
+	u64			foreign;	/* packets not from a peer */
+};
+
+/* The peer set: sorted by parq_addr_cmp(), no duplicates. */
+struct parq_mon_peers {
+	struct rcu_head		rcu;
+	u32			n;
+	struct parq_addr	addr[];
 };
 
 struct parq_mon_net {
@@ -98,6 +114,7 @@ struct parq_mon_net {
 	u32			seed;
 	u32			admit;		/* new sources/s per CPU */
 	struct parq_mon_pcpu __percpu *pcpu;
+	struct parq_mon_peers __rcu *peers;	/* NULL: every source */
 	struct mem_cgroup __rcu	*memcg;		/* charged for the sources */
 	struct hrtimer		stop;		/* reports the end of parallel */
 	struct net		*net;
@@ -265,6 +282,49 @@ static u64 parq_mon_uncounted(struct parq_mon_net *mn)
 	for_each_possible_cpu(cpu)
 		sum += READ_ONCE(per_cpu_ptr(mn->pcpu, cpu)->uncounted);
 	return sum;
+}
+
+static u64 parq_mon_foreign(struct parq_mon_net *mn)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(mn->pcpu, cpu)->foreign);
+	return sum;
+}
+
+static int parq_addr_cmp(const void *x, const void *y)
+{
+	const struct parq_addr *a = x, *b = y;
+
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	return memcmp(a->a, b->a, sizeof(a->a));
+}
+
+/* Under rcu_read_lock(): may @src be counted? */
+static bool parq_mon_peer_ok(struct parq_mon_net *mn,
+			     const struct parq_addr *src)
+{
+	const struct parq_mon_peers *ps = rcu_dereference(mn->peers);
+	u32 lo = 0, hi;
+
+	if (!ps)
+		return true;
+	hi = ps->n;
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+		int c = parq_addr_cmp(src, &ps->addr[mid]);
+
+		if (!c)
+			return true;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
 }
 
 static void parq_peer_flush(struct parq_mon_net *mn)
@@ -444,9 +504,14 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 		len = sizeof(*ip6h) + ntohs(ip6h->payload_len);
 	}
 	cls = READ_ONCE(mn->dscp) & PARQ_DSCP_BIT(dscp) ? PARQ_PAR : PARQ_LOC;
-	now = ktime_get_ns();
 
 	rcu_read_lock();
+	if (!parq_mon_peer_ok(mn, &src)) {
+		rcu_read_unlock();
+		this_cpu_inc(mn->pcpu->foreign);
+		return NF_ACCEPT;
+	}
+	now = ktime_get_ns();
 	p = parq_peer_find(mn, &src);
 	/* Free room is not rationed: filling it evicts nobody. */
 	if (!p && (READ_ONCE(mn->count) < READ_ONCE(mn->size) ||
@@ -531,13 +596,93 @@ static void parq_mon_set_memcg(struct parq_mon_net *mn,
 
 /* --- generic netlink handlers -------------------------------------------- */
 
+/*
+ * The peer set in @nest (PARQ_A_ADDR4 and PARQ_A_ADDR6, validated by the
+ * policy): sorted, duplicates dropped.  NULL in *@out for an empty nest.
+ */
+static int parq_mon_peers_parse(const struct nlattr *nest,
+				struct parq_mon_peers **out,
+				struct netlink_ext_ack *extack)
+{
+	struct parq_mon_peers *ps;
+	const struct nlattr *na;
+	u32 n = 0, i, j;
+	int rem;
+
+	*out = NULL;
+	nla_for_each_nested(na, nest, rem)
+		n++;
+	if (!n)
+		return 0;
+	if (n > PARQ_MON_PEERS_MAX) {
+		NL_SET_ERR_MSG_ATTR(extack, nest,
+				    "parq: too many peers, the most is "
+				    __stringify(PARQ_MON_PEERS_MAX));
+		return -E2BIG;
+	}
+	ps = kvzalloc(struct_size(ps, addr, n), GFP_KERNEL_ACCOUNT);
+	if (!ps)
+		return -ENOMEM;
+	i = 0;
+	nla_for_each_nested(na, nest, rem) {
+		struct parq_addr *pa = &ps->addr[i++];
+
+		if (nla_type(na) == PARQ_A_ADDR4) {
+			pa->family = AF_INET;
+			pa->a[0] = nla_get_in_addr(na);
+		} else {
+			pa->family = AF_INET6;
+			nla_memcpy(pa->a, na, sizeof(pa->a));
+		}
+	}
+	sort(ps->addr, n, sizeof(ps->addr[0]), parq_addr_cmp, NULL);
+	for (i = 1, j = 1; i < n; i++)
+		if (parq_addr_cmp(&ps->addr[i], &ps->addr[j - 1]))
+			ps->addr[j++] = ps->addr[i];
+	ps->n = j;
+	*out = ps;
+	return 0;
+}
+
+static void parq_mon_peers_free(struct rcu_head *head)
+{
+	kvfree(container_of(head, struct parq_mon_peers, rcu));
+}
+
+/* Caller holds mn->lock: install @ps and drop the sources outside it. */
+static void parq_mon_peers_set(struct parq_mon_net *mn,
+			       struct parq_mon_peers *ps)
+{
+	struct parq_mon_peers *old;
+	struct parq_peer *p, *tmp;
+
+	old = rcu_replace_pointer(mn->peers, ps, lockdep_is_held(&mn->lock));
+	if (old)
+		call_rcu(&old->rcu, parq_mon_peers_free);
+	if (!ps)
+		return;
+	rcu_read_lock();	/* parq_mon_peer_ok() reads under it */
+	list_for_each_entry_safe(p, tmp, &mn->lru, lru)
+		if (!parq_mon_peer_ok(mn, &p->src))
+			parq_peer_unlink(mn, p);
+	rcu_read_unlock();
+}
+
 int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 {
 	struct parq_mon_net *mn = parq_mn(genl_info_net(info));
+	struct parq_mon_peers *peers = NULL;
 	struct nlattr **a = info->attrs;
 	bool enable = mn->enabled;
 	int err;
 
+	/* What can fail goes first: a refused request changes nothing. */
+	if (a[PARQ_A_MON_PEERS]) {
+		err = parq_mon_peers_parse(a[PARQ_A_MON_PEERS], &peers,
+					   info->extack);
+		if (err)
+			return err;
+	}
 	if (a[PARQ_A_MON_ENABLED])
 		enable = nla_get_u8(a[PARQ_A_MON_ENABLED]);
 	if (enable && !mn->hooked) {
@@ -546,6 +691,7 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 		if (err) {
 			NL_SET_ERR_MSG(info->extack,
 				       "parq: cannot register the netfilter hooks");
+			kvfree(peers);
 			return err;
 		}
 		mn->hooked = true;
@@ -564,6 +710,8 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 		WRITE_ONCE(mn->dscp, nla_get_u64(a[PARQ_A_MON_DSCP]));
 	if (a[PARQ_A_MON_HOLD])
 		mn->hold = nla_get_u64(a[PARQ_A_MON_HOLD]);
+	if (a[PARQ_A_MON_PEERS])
+		parq_mon_peers_set(mn, peers);
 	WRITE_ONCE(mn->enabled, enable);
 	spin_unlock_bh(&mn->lock);
 	return 0;
@@ -572,6 +720,7 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
 {
 	struct parq_mon_net *mn = parq_mn(genl_info_net(info));
+	const struct parq_mon_peers *ps;
 	struct sk_buff *msg;
 	void *hdr;
 
@@ -583,6 +732,7 @@ int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
 	if (!hdr)
 		goto nospace;
 	spin_lock_bh(&mn->lock);
+	ps = rcu_dereference_protected(mn->peers, lockdep_is_held(&mn->lock));
 	if (nla_put_u8(msg, PARQ_A_MON_ENABLED, mn->enabled) ||
 	    nla_put_u32(msg, PARQ_A_MON_SIZE, mn->size) ||
 	    nla_put_u64_64bit(msg, PARQ_A_MON_DSCP, mn->dscp, PARQ_A_PAD) ||
@@ -594,7 +744,10 @@ int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
 	    nla_put_u64_64bit(msg, PARQ_A_MON_EVENTS, mn->events,
 			      PARQ_A_PAD) ||
 	    nla_put_u64_64bit(msg, PARQ_A_MON_UNCOUNTED,
-			      parq_mon_uncounted(mn), PARQ_A_PAD)) {
+			      parq_mon_uncounted(mn), PARQ_A_PAD) ||
+	    nla_put_u32(msg, PARQ_A_MON_NPEERS, ps ? ps->n : 0) ||
+	    nla_put_u64_64bit(msg, PARQ_A_MON_FOREIGN, parq_mon_foreign(mn),
+			      PARQ_A_PAD)) {
 		spin_unlock_bh(&mn->lock);
 		goto nospace;
 	}
@@ -703,6 +856,8 @@ static void __net_exit parq_mon_net_exit(struct net *net)
 	parq_mon_disable(mn, false);
 	hrtimer_cancel(&mn->stop);
 	parq_mon_set_memcg(mn, NULL);
+	/* The hooks are gone (pre_exit, then a grace period). */
+	kvfree(rcu_dereference_protected(mn->peers, true));
 	free_percpu(mn->pcpu);
 }
 

@@ -20,6 +20,11 @@ its address B1 (10.77.0.2), a second address B2 (10.77.0.3), over IPv6
     parallel (by SO_PRIORITY, over IPv4 and IPv6) the monitor counts as
     parallel, what it classifies local (EF marked) as local; ECN bits
     survive the re-marking (the datagram's TOS read at A);
+  - a peer set (what parqd passes): only its sources are counted, others'
+    packets are summed as foreign, start no report and take no place in
+    the table, whatever their DSCP; setting it drops the sources outside
+    it; duplicates count once; a malformed or oversized set is refused
+    and changes nothing; an empty set counts every source again;
   - disabling forgets everything and counts nothing more; another
     namespace's monitor is untouched; rmmod with the monitor on; a clean
     kernel log.
@@ -33,7 +38,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
 from parqlab import ktap, lab, module, uapi  # noqa: E402
-from parqlab.genl import ParqGenl  # noqa: E402
+from parqlab.genl import NLA_F_NESTED, ParqGenl, addr_attr  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 from parqlab.rtnl import nla, nla_u32, nla_u64  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
@@ -323,6 +328,59 @@ def t_events():
           "last packet")
 
 
+def t_peers():
+    peers_nla = uapi.PARQ_A_MON_PEERS | NLA_F_NESTED
+    many = b"".join(addr_attr(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}")
+                    for i in range(uapi.PARQ_MON_PEERS_MAX + 1))
+    bad = [
+        ("more than PARQ_MON_PEERS_MAX", [nla(peers_nla, many)], "E2BIG"),
+        ("a credit inside", [nla(peers_nla, nla_u32(uapi.PARQ_A_CREDIT, 1))],
+         "EINVAL"),
+        ("a 3-byte IPv4 address",
+         [nla(peers_nla, nla(uapi.PARQ_A_ADDR4, b"abc"))], "EINVAL"),
+        ("not flagged nested", [nla(uapi.PARQ_A_MON_PEERS, addr_attr(B1))],
+         "EINVAL"),
+    ]
+    with genl() as g, genl() as listener:
+        ok(g.mon_set(enabled=1, size=1024, hold_ns=50 * MS), "enable")
+        send(B2, 3, 0)
+        settle()
+        check(B2 in g.peers(), "B2 counted before the peer set")
+        ok(g.mon_set(peers=[B1, B6, B1]), "peers B1, B6 (B1 twice)")
+        m0 = g.mon_get()
+        check_eq(m0["npeers"], 2, "peers in the set")
+        check(set(g.peers()) <= {B1, B6},
+              f"sources outside the set stayed: {sorted(g.peers())}")
+        for name, attrs, err in bad:
+            r = g.cmd(uapi.PARQ_CMD_MON_SET, *attrs)
+            diag(f"{name}: {r.errname} {r.msg!r}")
+            check(r.errname == err, f"{name}: {r}")
+            check_eq(g.mon_get(), m0, f"monitor after the refused {name}")
+        listener.subscribe()
+        time.sleep(0.2)		# any stop report of earlier cases is out
+        listener.events(0.1)
+        send(B2, 20, TOS_EF)
+        settle()
+        m = g.mon_get()
+        ev = listener.events(0.3)
+        check_eq(m["foreign"] - m0["foreign"], 20, "foreign packets")
+        check(B2 not in g.peers(), "B2 (not a peer) is in the table")
+        check_eq(ev, [], "reports for a host outside the peer set")
+        b1 = g.peers().get(B1, {}).get("par_packets", 0)
+        send(B1, 10, TOS_EF)
+        settle()
+        ev = listener.events(0.3)
+        check_eq(g.peers()[B1]["par_packets"] - b1, 10, "a peer's packets")
+        check_eq([(e["active"], e.get("addr")) for e in ev][:1], [(1, B1)],
+                 "a peer starts parallel traffic")
+        ok(g.mon_set(peers=[]), "an empty set")
+        check_eq(g.mon_get()["npeers"], 0, "peers after the empty set")
+        send(B2, 4, 0)
+        settle()
+        check_eq(g.peers()[B2]["loc_packets"], 4, "B2 counted again")
+        ok(g.mon_set(hold_ns=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
+
+
 def t_disable_and_netns():
     with genl() as g, genl(topo.b) as gb:
         ok(g.mon_set(enabled=0), "disable")
@@ -398,6 +456,7 @@ def main():
                t_bounded)
     suite.case("one start and one stop report per parallel stream",
                t_events)
+    suite.case("a peer set: only peers are counted", t_peers)
     suite.case("disable forgets; other namespaces untouched",
                t_disable_and_netns)
     suite.case("rmmod with the monitor on", t_rmmod)

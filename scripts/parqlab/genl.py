@@ -71,7 +71,11 @@ FIELDS = (("credit", "PARQ_A_CREDIT", "=I"),
           ("loc_packets", "PARQ_A_LOC_PACKETS", "=Q"),
           ("loc_bytes", "PARQ_A_LOC_BYTES", "=Q"),
           ("loc_age_ns", "PARQ_A_LOC_AGE", "=Q"),
-          ("uncounted", "PARQ_A_MON_UNCOUNTED", "=Q"))
+          ("uncounted", "PARQ_A_MON_UNCOUNTED", "=Q"),
+          ("npeers", "PARQ_A_MON_NPEERS", "=I"),
+          ("foreign", "PARQ_A_MON_FOREIGN", "=Q"))
+
+NLA_F_NESTED = 1 << 15
 
 
 def parse_entry(payload):
@@ -147,7 +151,10 @@ class ParqGenl(Netlink):
 
     # --- the receive monitor ---
 
-    def mon_set(self, enabled=None, size=None, dscp=None, hold_ns=None):
+    def mon_set(self, enabled=None, size=None, dscp=None, hold_ns=None,
+                peers=None):
+        """PARQ_CMD_MON_SET; @peers: a list of address strings (the peer
+        set; [] counts every source again)."""
         attrs = []
         if enabled is not None:
             attrs.append(nla(uapi.PARQ_A_MON_ENABLED,
@@ -158,6 +165,9 @@ class ParqGenl(Netlink):
             attrs.append(nla_u64(uapi.PARQ_A_MON_DSCP, dscp))
         if hold_ns is not None:
             attrs.append(nla_u64(uapi.PARQ_A_MON_HOLD, hold_ns))
+        if peers is not None:
+            attrs.append(nla(uapi.PARQ_A_MON_PEERS | NLA_F_NESTED,
+                             b"".join(addr_attr(a) for a in peers)))
         return self.cmd(uapi.PARQ_CMD_MON_SET, *attrs)
 
     def mon_get(self):

@@ -195,6 +195,7 @@ struct tc_parq_class_xstats {
 #define PARQ_MON_HOLD_DEFAULT	10000000ULL	/* ns: 10 ms */
 #define PARQ_MON_HOLD_MIN	1000000ULL	/* ns: 1 ms */
 #define PARQ_MON_HOLD_MAX	10000000000ULL	/* ns: 10 s */
+#define PARQ_MON_PEERS_MAX	4096		/* addresses in PARQ_A_MON_PEERS */
 
 enum parq_genl_cmd {
 	PARQ_CMD_UNSPEC,
@@ -246,6 +247,15 @@ enum parq_genl_attr {
 				 * source makes room only after 2 s idle, and
 				 * each CPU tries at most size / (4 x CPUs)
 				 * new sources a second */
+	PARQ_A_MON_PEERS,	/* nest (set): the only sources counted, as
+				 * PARQ_A_ADDR4 and PARQ_A_ADDR6 attributes,
+				 * at most PARQ_MON_PEERS_MAX; it replaces
+				 * the set, and an empty nest counts every
+				 * source again */
+	PARQ_A_MON_NPEERS,	/* u32 (get): addresses in the peer set, 0:
+				 * every source is counted */
+	PARQ_A_MON_FOREIGN,	/* u64 (get): packets from sources outside
+				 * the peer set, not counted */
 	__PARQ_A_MAX
 };
 #define PARQ_A_MAX (__PARQ_A_MAX - 1)
