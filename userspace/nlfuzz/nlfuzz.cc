@@ -712,6 +712,22 @@ int Fuzzer::send_genl(Bytes* payload, uint8_t* cmd) {
       if (chance(50))
         attrs.push_back(random_leaf(
             PARQ_A_MON_HOLD, 8, edge(PARQ_MON_HOLD_MIN, PARQ_MON_HOLD_MAX)));
+      if (chance(25)) {  // a peer set: a few addresses, rarely too many
+        std::vector<Attr> top = std::move(attrs);
+        attrs.clear();
+        size_t n = chance(2) ? PARQ_MON_PEERS_MAX + 1 : u(6);
+        for (size_t i = 0; i < n; i++)
+          addr();
+        if (chance(15))
+          mutate(attrs, PARQ_A_MAX);
+        Attr peers;
+        peers.type = static_cast<uint16_t>(PARQ_A_MON_PEERS |
+                                           (chance(90) ? NLA_F_NESTED : 0));
+        peers.is_nest = true;
+        peers.nest = std::move(attrs);
+        attrs = std::move(top);
+        attrs.push_back(std::move(peers));
+      }
       break;
     default:
       break;
@@ -828,12 +844,14 @@ Fuzzer::Gstate Fuzzer::gstate() {
   auto size = Get<uint32_t>(a, PARQ_A_MON_SIZE);
   auto dscp = Get<uint64_t>(a, PARQ_A_MON_DSCP);
   auto hold = Get<uint64_t>(a, PARQ_A_MON_HOLD);
-  if (!en || !size || !dscp || !hold || *en > 1 || *size < 1 ||
+  auto npeers = Get<uint32_t>(a, PARQ_A_MON_NPEERS);
+  if (!en || !size || !dscp || !hold || !npeers || *en > 1 || *size < 1 ||
       *size > PARQ_MON_SIZE_MAX || *hold < PARQ_MON_HOLD_MIN ||
-      *hold > PARQ_MON_HOLD_MAX)
+      *hold > PARQ_MON_HOLD_MAX || *npeers > PARQ_MON_PEERS_MAX)
     fail("the monitor's configuration is missing or out of range", out[0]);
+  // The peer count last: the read-back below walks the first four.
   for (auto b : {a[PARQ_A_MON_ENABLED], a[PARQ_A_MON_SIZE], a[PARQ_A_MON_DSCP],
-                 a[PARQ_A_MON_HOLD]})
+                 a[PARQ_A_MON_HOLD], a[PARQ_A_MON_NPEERS]})
     s.mon.insert(s.mon.end(), b.begin(), b.end());
   return s;
 }
