@@ -81,7 +81,9 @@ sending role only.
       the floor (the clusters of (a)-(d): local-floor 0) L gets
       threshold-recv, and with threshold-recv 0 nothing at all;
   (f) parallel-dscp: R's parqd gives the kernel's monitor the DSCPs of
-      its configuration (AF41 and 7 here), and by default CS5 and EF.
+      its configuration (AF41 and 7 here), and by default CS5 and EF; and
+      its peers: EF from Q, a host R has no [[peer]] for, is not counted
+      (the monitor's foreign packets), so it could not make R throttle.
 hold must be longer than the gaps between the parallel job's packets while
 it is unprotected: a ping-pong sends one message per round trip, and with
 the FIFO full that is the FIFO's delay.  With hold shorter than that
@@ -116,8 +118,9 @@ from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, diag  # noqa: E402
 from parqlab.netns import Star  # noqa: E402
 from parqlab.tc import parq_qdisc, tc  # noqa: E402
-from parqlab.traffic import (Iperf3Client, Iperf3Server,  # noqa: E402
-                             SockperfServer, sockperf_pingpong)
+from parqlab.traffic import (TOS_EF, Iperf3Client,  # noqa: E402
+                             Iperf3Server, SockperfServer, sockperf_pingpong,
+                             udp_burst)
 
 RECEIVERS = ("r", "q")
 SENDERS = ("p", "l")
@@ -645,7 +648,7 @@ def t_floor():
 
 
 def t_parallel_dscp():
-    """(f): the monitor's DSCPs follow R's configuration."""
+    """(f): the monitor's DSCPs and peers follow R's configuration."""
     def monitor_dscp():
         with ParqGenl(star.ns["r"]) as g:
             return g.mon_get()["dscp"]
@@ -658,6 +661,20 @@ def t_parallel_dscp():
         check(monitor_dscp() == (1 << 34) | (1 << 7),
               f"R's monitor counts DSCPs {monitor_dscp():#x} as parallel, "
               "want AF41 and 7")
+        with ParqGenl(star.ns["r"]) as g:
+            m0 = g.mon_get()
+            udp_burst(star.ns["q"], star.ip("r"), 9, 100, 20, tos=TOS_EF)
+            time.sleep(0.3)
+            m1 = g.mon_get()
+            sources = g.peers()
+        diag(f"R's monitor: {m1['npeers']} peers; Q's 20 EF datagrams: "
+             f"{m1['foreign'] - m0['foreign']} foreign; sources "
+             f"{sorted(sources)}")
+        check(m1["npeers"] == len(SENDERS), f"R's monitor has "
+              f"{m1['npeers']} peers, want {len(SENDERS)} (P and L)")
+        check(m1["foreign"] - m0["foreign"] == 20 and
+              star.ip("q") not in sources,
+              "Q, not R's peer, was counted by R's monitor")
     finally:
         c.stop()
         c.close()
@@ -730,7 +747,8 @@ def main():
                t_two_receivers, timeout=150)
     suite.case("the local floor: L keeps a fifth of R's link under "
                "parallel traffic", t_floor, timeout=150)
-    suite.case("the monitor's DSCPs follow parallel-dscp", t_parallel_dscp,
+    suite.case("the monitor's DSCPs and peers follow R's configuration",
+               t_parallel_dscp,
                timeout=60)
     return lab.run(suite, "rcv", tools=("sockperf", "iperf3"), setup=setup,
                    topology=topology)

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include <linux/parq.h>
 #include <toml++/toml.h>
 
 #include "dscp.h"
@@ -626,6 +627,13 @@ Result<Config, std::string> ParseConfig(std::string_view text,
                "list this host's own addresses (the destinations "
                "its grants are for, as its peers list them), e.g. "
                "addresses = [\"192.0.2.1\"]"};
+  size_t peer_addresses = 0;
+  for (const PeerConfig& p : c.peers)
+    peer_addresses += p.addresses.size();
+  if (c.receiver && peer_addresses > PARQ_MON_PEERS_MAX)
+    return Err{file + ": the peers have " + std::to_string(peer_addresses) +
+               " addresses; a receiver's monitor counts at most " +
+               std::to_string(PARQ_MON_PEERS_MAX) + " peer addresses"};
   for (const Address& a : c.addresses)
     for (const PeerConfig& p : c.peers)
       if (std::find(p.addresses.begin(), p.addresses.end(), a) !=

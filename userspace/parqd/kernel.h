@@ -84,13 +84,21 @@ struct MonitorEvent {
   bool operator==(const MonitorEvent&) const = default;
 };
 
+// What the receiving role asks of the kernel's monitor.
+struct MonitorSettings {
+  uint64_t hold_ns = 0;
+  std::optional<uint64_t> dscp_mask;  // parallel DSCPs; none: the kernel's
+  std::vector<Address> peers;         // the only sources counted; none: all
+
+  bool operator==(const MonitorSettings&) const = default;
+};
+
 class KernelMonitor {
  public:
   virtual ~KernelMonitor() = default;
-  // PARQ_CMD_MON_SET enabled=1 with `hold_ns`; `dscp_mask`: the DSCPs of
-  // parallel traffic (none: the kernel's default).
-  virtual std::optional<KernelError> Enable(
-      uint64_t hold_ns, std::optional<uint64_t> dscp_mask) = 0;
+  // PARQ_CMD_MON_SET enabled=1 with the settings (the peer set replaces
+  // the kernel's: at most PARQ_MON_PEERS_MAX addresses).
+  virtual std::optional<KernelError> Enable(const MonitorSettings& s) = 0;
   virtual std::optional<KernelError> Disable() = 0;
   virtual Result<std::vector<PeerSample>, KernelError> Peers() = 0;
   // A descriptor that polls readable when events are queued; -1 if none.

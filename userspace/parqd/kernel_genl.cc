@@ -297,13 +297,10 @@ class GenlMonitor final : public KernelMonitor {
   GenlMonitor(const GenlMonitor&) = delete;
   GenlMonitor& operator=(const GenlMonitor&) = delete;
 
-  std::optional<KernelError> Enable(uint64_t hold_ns,
-                                    std::optional<uint64_t> dscp) override {
-    return Set(true, hold_ns, dscp);
+  std::optional<KernelError> Enable(const MonitorSettings& s) override {
+    return Set(true, &s);
   }
-  std::optional<KernelError> Disable() override {
-    return Set(false, 0, std::nullopt);
-  }
+  std::optional<KernelError> Disable() override { return Set(false, nullptr); }
 
   Result<std::vector<PeerSample>, KernelError> Peers() override {
     nl_msg* msg = nlmsg_alloc();
@@ -364,17 +361,22 @@ class GenlMonitor final : public KernelMonitor {
     return NL_OK;
   }
 
-  std::optional<KernelError> Set(bool enabled, uint64_t hold_ns,
-                                 std::optional<uint64_t> dscp) {
-    nl_msg* msg = nlmsg_alloc();
+  // With `s`, enable with its settings; without, disable.
+  std::optional<KernelError> Set(bool enabled, const MonitorSettings* s) {
+    // A page for the header and the settings, and room for every peer
+    // (an IPv6 address takes 20 bytes as an attribute).
+    const size_t peers = s ? s->peers.size() : 0;
+    nl_msg* msg = nlmsg_alloc_size(4096 + 20 * peers);
     if (!msg)
       return KernelError{ENOMEM, "cannot allocate a netlink message"};
     bool ok = genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, NLM_F_ACK,
                           PARQ_CMD_MON_SET, PARQ_GENL_VERSION) != nullptr &&
               nla_put_u8(msg, PARQ_A_MON_ENABLED, enabled ? 1 : 0) == 0;
-    if (ok && enabled)
-      ok = nla_put_u64(msg, PARQ_A_MON_HOLD, hold_ns) == 0 &&
-           (!dscp || nla_put_u64(msg, PARQ_A_MON_DSCP, *dscp) == 0);
+    if (ok && s)
+      ok = nla_put_u64(msg, PARQ_A_MON_HOLD, s->hold_ns) == 0 &&
+           (!s->dscp_mask ||
+            nla_put_u64(msg, PARQ_A_MON_DSCP, *s->dscp_mask) == 0) &&
+           PutPeers(msg, s->peers);
     if (!ok) {
       nlmsg_free(msg);
       return KernelError{EMSGSIZE, "cannot build the netlink request"};
@@ -385,6 +387,18 @@ class GenlMonitor final : public KernelMonitor {
     if (reply.error)
       return KernelError{reply.error, reply.message};
     return std::nullopt;
+  }
+
+  // PARQ_A_MON_PEERS, always: an empty set counts every source again.
+  static bool PutPeers(nl_msg* msg, const std::vector<Address>& peers) {
+    nlattr* nest = nla_nest_start(msg, PARQ_A_MON_PEERS | NLA_F_NESTED);
+    if (!nest)
+      return false;
+    for (const Address& a : peers)
+      if (nla_put(msg, a.family == Family::kIPv4 ? PARQ_A_ADDR4 : PARQ_A_ADDR6,
+                  a.family == Family::kIPv4 ? 4 : 16, a.bytes.data()) != 0)
+        return false;
+    return nla_nest_end(msg, nest) == 0;
   }
 
   nl_sock* sk_;

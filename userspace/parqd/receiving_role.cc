@@ -27,7 +27,12 @@ ReceivingRole::ReceivingRole(ReceivingRoleConfig c, Key key,
 }
 
 std::optional<KernelError> ReceivingRole::Start() {
-  return monitor_.Enable(cfg_.policy.hold_ns, cfg_.parallel_dscp);
+  MonitorSettings s{cfg_.policy.hold_ns, cfg_.parallel_dscp, {}};
+  // Only the cluster's hosts are counted: a host outside it cannot make
+  // this one throttle its senders.
+  for (const PeerConfig& p : cfg_.peers)
+    s.peers.insert(s.peers.end(), p.addresses.begin(), p.addresses.end());
+  return monitor_.Enable(s);
 }
 
 void ReceivingRole::Log(uint64_t now, const std::string& line) {

@@ -236,6 +236,20 @@ TEST(ConfigTest, Peers) {
   EXPECT_NE(
       Error(many).find("has 17 addresses; a credit message carries at most 16"),
       std::string::npos);
+  // A receiver gives its monitor every peer address: at most
+  // PARQ_MON_PEERS_MAX (4096) of them, 257 peers of 16 here.
+  std::string crowd = head + "receiver = true\naddresses = [\"10.9.9.9\"]\n";
+  for (int p = 0; p < 257; p++) {
+    crowd += "[[peer]]\nid = " + std::to_string(p + 2) + "\naddresses = [";
+    for (int i = 0; i < 16; i++)
+      crowd += std::string(i ? ", " : "") + "\"10." + std::to_string(p / 256) +
+               "." + std::to_string(p % 256) + "." + std::to_string(i) + "\"";
+    crowd += "]\n";
+  }
+  EXPECT_NE(Error(crowd).find("the peers have 4112 addresses; a receiver's "
+                              "monitor counts at most 4096 peer addresses"),
+            std::string::npos)
+      << Error(crowd);
 }
 
 TEST(ConfigTest, OverridesReplaceTheFile) {

@@ -31,11 +31,11 @@ constexpr uint16_t kPort = 7207;
 
 class FakeMonitor : public KernelMonitor {
  public:
-  std::optional<KernelError> Enable(uint64_t hold_ns,
-                                    std::optional<uint64_t> dscp) override {
+  std::optional<KernelError> Enable(const MonitorSettings& s) override {
     enabled = true;
-    hold = hold_ns;
-    mask = dscp;
+    hold = s.hold_ns;
+    mask = s.dscp_mask;
+    counted = s.peers;
     return enable_error;
   }
   std::optional<KernelError> Disable() override {
@@ -60,6 +60,7 @@ class FakeMonitor : public KernelMonitor {
   bool enabled = false;
   uint64_t hold = 0;
   std::optional<uint64_t> mask;
+  std::vector<Address> counted;  // the peer set Enable passed
   std::optional<KernelError> enable_error, peers_error, events_error;
   std::vector<PeerSample> peers;
   std::vector<MonitorEvent> events;
@@ -136,6 +137,9 @@ TEST_F(RoleTest, StartEnablesTheMonitorWithHold) {
   EXPECT_TRUE(mon_.enabled);
   EXPECT_EQ(mon_.hold, kHold);
   EXPECT_FALSE(mon_.mask);
+  // Every address of every configured peer, and nobody else.
+  EXPECT_EQ(mon_.counted, (std::vector<Address>{A("10.0.0.2"), A("10.0.0.3"),
+                                                A("10.0.1.3")}));
   mon_.enable_error = KernelError{EPERM, "no"};
   EXPECT_TRUE(role_.Start());
 }
