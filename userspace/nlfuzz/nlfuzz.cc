@@ -166,6 +166,11 @@ class Socket {
       Die(std::string("netlink socket: ") + std::strerror(errno));
     int one = 1;
     setsockopt(fd_, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
+    // An error ack carries the request's header, not the whole request:
+    // a request can be larger than the receive buffer (a peer set of
+    // 4 097 addresses copied by mutations can pass 128 KiB), and its
+    // echo would arrive cut.
+    setsockopt(fd_, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
     int big = 1 << 20;
     setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
   }
@@ -197,12 +202,15 @@ class Socket {
       int n = poll(&pfd, 1, 10000);
       if (n <= 0)
         Die("no reply from the kernel within 10 s");
-      ssize_t len = recv(fd_, buf_.data(), buf_.size(), 0);
+      ssize_t len = recv(fd_, buf_.data(), buf_.size(), MSG_TRUNC);
       if (len < 0) {
         if (errno == ENOBUFS)
           Die("netlink receive buffer overrun");
         Die(std::string("recv: ") + std::strerror(errno));
       }
+      if (static_cast<size_t>(len) > buf_.size())
+        Die("a reply of " + std::to_string(len) + " bytes, larger than the " +
+            std::to_string(buf_.size()) + "-byte buffer");
       const uint8_t* p = buf_.data();
       size_t left = static_cast<size_t>(len);
       while (left >= NLMSG_HDRLEN) {
