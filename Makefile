@@ -226,7 +226,7 @@ deps:
 # and parq_monitor test there, and latency and rate shares decided by
 # kmod/core, the same code on both kernels; parq_mpi's job marking is
 # parq_jobs' on 6.12); then the stress tests at an
-# eighth and the fuzzer at a tenth under the debug kernel, where KASAN and
+# eighth and the fuzzer at 6 000 messages under the debug kernel, where KASAN and
 # lockdep make each step several times slower (make check-debug runs it
 # all there in full).  libFuzzer gets 30 s.  All this to stay within CI's
 # 90 minutes (Documentation/kernels.md, Durations); each phase prints its
@@ -249,7 +249,7 @@ check:
 		PARQ_STRESS_SCALE=0.25 $(MAKE) selftest KERNEL=6.12 \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_612_EXCEPT))"
 	@$(call PHASE,stress and fuzzer under the debug kernel) \
-		PARQ_STRESS_SCALE=0.125 PARQ_NLFUZZ_MESSAGES=10000 \
+		PARQ_STRESS_SCALE=0.125 PARQ_NLFUZZ_MESSAGES=6000 \
 		$(MAKE) selftest-stress KERNEL=debug
 
 # The stress tests and the netlink fuzzer alone, then a kmemleak scan: what
