@@ -274,24 +274,20 @@ static bool parq_mon_admit(struct parq_mon_net *mn)
 	return ok;
 }
 
-static u64 parq_mon_uncounted(struct parq_mon_net *mn)
+/* The per-CPU counters summed: packets uncounted and foreign. */
+static void parq_mon_pcpu_sums(struct parq_mon_net *mn, u64 *uncounted,
+			       u64 *foreign)
 {
-	u64 sum = 0;
 	int cpu;
 
-	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu_ptr(mn->pcpu, cpu)->uncounted);
-	return sum;
-}
+	*uncounted = 0;
+	*foreign = 0;
+	for_each_possible_cpu(cpu) {
+		const struct parq_mon_pcpu *pc = per_cpu_ptr(mn->pcpu, cpu);
 
-static u64 parq_mon_foreign(struct parq_mon_net *mn)
-{
-	u64 sum = 0;
-	int cpu;
-
-	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu_ptr(mn->pcpu, cpu)->foreign);
-	return sum;
+		*uncounted += READ_ONCE(pc->uncounted);
+		*foreign += READ_ONCE(pc->foreign);
+	}
 }
 
 static int parq_addr_cmp(const void *x, const void *y)
@@ -721,6 +717,7 @@ int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
 {
 	struct parq_mon_net *mn = parq_mn(genl_info_net(info));
 	const struct parq_mon_peers *ps;
+	u64 uncounted, foreign;
 	struct sk_buff *msg;
 	void *hdr;
 
@@ -731,6 +728,7 @@ int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
 			    PARQ_CMD_MON_GET);
 	if (!hdr)
 		goto nospace;
+	parq_mon_pcpu_sums(mn, &uncounted, &foreign);
 	spin_lock_bh(&mn->lock);
 	ps = rcu_dereference_protected(mn->peers, lockdep_is_held(&mn->lock));
 	if (nla_put_u8(msg, PARQ_A_MON_ENABLED, mn->enabled) ||
@@ -743,11 +741,10 @@ int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
 			      PARQ_A_PAD) ||
 	    nla_put_u64_64bit(msg, PARQ_A_MON_EVENTS, mn->events,
 			      PARQ_A_PAD) ||
-	    nla_put_u64_64bit(msg, PARQ_A_MON_UNCOUNTED,
-			      parq_mon_uncounted(mn), PARQ_A_PAD) ||
+	    nla_put_u64_64bit(msg, PARQ_A_MON_UNCOUNTED, uncounted,
+			      PARQ_A_PAD) ||
 	    nla_put_u32(msg, PARQ_A_MON_NPEERS, ps ? ps->n : 0) ||
-	    nla_put_u64_64bit(msg, PARQ_A_MON_FOREIGN, parq_mon_foreign(mn),
-			      PARQ_A_PAD)) {
+	    nla_put_u64_64bit(msg, PARQ_A_MON_FOREIGN, foreign, PARQ_A_PAD)) {
 		spin_unlock_bh(&mn->lock);
 		goto nospace;
 	}

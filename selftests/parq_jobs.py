@@ -31,35 +31,31 @@ import time
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(REPO, "scripts"))
+from parqlab import jobs as joblib  # noqa: E402
 from parqlab import ktap, lab  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 
-BUILD = os.path.join(REPO, os.environ.get("PARQ_USERSPACE_BUILD",
-                                          "build/userspace"))
-PARQCTL = os.path.realpath(os.path.join(BUILD, "parqd", "parqctl"))
+PARQCTL = joblib.PARQCTL
 K = 50
 PORT = 9
 TOS_EF = 46 << 2
-CG = "/sys/fs/cgroup"
+CG = joblib.CG
 TOP = "parqjobs"		# below CG: the test's cgroups
 PAR, LOC = "1:1", "1:2"
-MOUNT = f"mountpoint -q {CG} || mount -t cgroup2 none {CG}"
 
 topo = None
 
 
 def sh(script, check_rc=True):
     """@script in A, with the cgroup2 root mounted at CG."""
-    return topo.a.run(["sh", "-ec", f"{MOUNT}\n{script}"], check=check_rc)
+    return joblib.sh(topo.a, script, check_rc)
 
 
 def parqctl(*args):
-    r = topo.a.run(["sh", "-c", f'{MOUNT}\nexec "$@"', "sh", PARQCTL]
-                   + list(args), check=False)
-    return r
+    return joblib.parqctl(topo.a, *args)
 
 
 def send_from(cgroup, tos=None):
@@ -172,9 +168,8 @@ def slurm(script, job):
            "PARQ_SLURM_CGROUP": f"{CG}/{SLURM}", "PARQCTL": PARQCTL,
            "PARQ_SLURM_STRICT": "1"}
     exe = os.path.join(REPO, "scripts", "slurm", script)
-    r = topo.a.run(["env"] + [f"{k}={v}" for k, v in env.items()] +
-                   ["sh", "-c", f'{MOUNT}\nexec "$@"', "sh", exe],
-                   check=False)
+    r = joblib.run_mounted(topo.a, ["env"] + [f"{k}={v}" for k, v in
+                                              env.items()] + [exe])
     check(r.returncode == 0, f"{script} for job {job}: exit {r.returncode}: "
           f"{r.stderr.strip()}")
 

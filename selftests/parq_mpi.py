@@ -39,6 +39,7 @@ import time
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(REPO, "scripts"))
+from parqlab import jobs as joblib  # noqa: E402
 from parqlab import ktap, lab, mpi  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
@@ -46,10 +47,8 @@ from parqlab.ktap import check, diag  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import Iperf3Client, Iperf3Server  # noqa: E402
 
-BUILD = os.path.join(REPO, os.environ.get("PARQ_USERSPACE_BUILD",
-                                          "build/userspace"))
-PARQCTL = os.path.realpath(os.path.join(BUILD, "parqd", "parqctl"))
-CG = mpi.CGROUP2
+PARQCTL = joblib.PARQCTL
+CG = joblib.CG
 JOB = "parqmpi/job_1"		# below CG
 RATE = "100mbit"
 SIZE = 64
@@ -60,7 +59,6 @@ BULK_STREAMS = 1
 BULK_WRITE = "16K"
 BULK_PORT = 5201
 PAR = "1:1"
-MOUNT = f"mountpoint -q {CG} || mount -t cgroup2 none {CG}"
 KINDS = ("parq", "fq_codel", "pfifo")
 idle_us = []
 
@@ -69,13 +67,11 @@ hosts = None
 results = {k: [] for k in KINDS}
 
 
-def sh(ns, script, check_rc=True):
-    return ns.run(["sh", "-ec", f"{MOUNT}\n{script}"], check=check_rc)
+sh = joblib.sh
 
 
 def parqctl(ns, *args):
-    r = ns.run(["sh", "-c", f'{MOUNT}\nexec "$@"', "sh", PARQCTL]
-               + list(args), check=False)
+    r = joblib.parqctl(ns, *args)
     check(r.returncode == 0, f"parqctl {' '.join(args)} in {ns.name}: "
           f"{r.stderr.strip()}")
 

@@ -14,6 +14,7 @@ Modules:
   resv     reserved classes: tc lines, packets into a class, memory
   bench    parq-bench in namespaces: servers, exchanges, collectives, bulk
   parqd    parqd on the hosts of a Star: key, configurations, metrics
+  jobs     parqctl job in namespaces: the cgroup2 tree, parqctl's path
   mpi      Open MPI across namespaces (scripts/mpi-netns-rsh), NetPIPE
 
 Everything here runs as root on the machine under test (a VM or a real host)

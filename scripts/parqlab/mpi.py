@@ -17,10 +17,11 @@ import re
 import shutil
 
 from . import repo_path
+from .jobs import CG as CGROUP2
+from .jobs import MOUNT
 
 NETPIPE = "NPopenmpi"
 RSH = repo_path("scripts", "mpi-netns-rsh")
-CGROUP2 = "/sys/fs/cgroup"
 
 
 def have_mpi():
@@ -58,9 +59,7 @@ def run(hosts, program, cgroup=None, timeout=120):
     join = ""
     if cgroup is not None:
         # ip netns exec mounted a /sys without the cgroup2 tree.
-        join = (f"mountpoint -q {CGROUP2} || "
-                f"mount -t cgroup2 none {CGROUP2}\n"
-                f"echo $$ > {CGROUP2}/{cgroup}/cgroup.procs\n")
+        join = f"{MOUNT}\necho $$ > {CGROUP2}/{cgroup}/cgroup.procs\n"
     script = (f"{join}hostname {ns.name}\n"
               f"PARQ_MPI_NETNS='{env}' exec \"$@\"")
     r = ns.run(["unshare", "-u", "sh", "-ec", script, "sh"]
