@@ -218,19 +218,19 @@ experiments:
 deps:
 	scripts/install-deps check
 
-# The whole suite on 6.1 (the netlink fuzzer at a tenth of its size, the
-# stress tests at half); on 6.12 every test of the module's interfaces (the
-# fuzzer in full, where it runs as fast, and the stress tests at a quarter),
-# but not the six that time user space and the scheduling policy
-# (CHECK_612_EXCEPT: parqd's protocol over netlink calls that parq_credit
-# and parq_monitor test there, and latency and rate shares decided by
-# kmod/core, the same code on both kernels; parq_mpi's job marking is
-# parq_jobs' on 6.12); then the stress tests at an
-# eighth and the fuzzer at 6 000 messages under the debug kernel, where KASAN and
-# lockdep make each step several times slower (make check-debug runs it
-# all there in full).  libFuzzer gets 30 s.  All this to stay within CI's
-# 90 minutes (Documentation/kernels.md, Durations); each phase prints its
-# time ("check: ... s").
+# The whole suite on 6.1 (the netlink fuzzer at 10^4 messages, the stress
+# tests at half); on 6.12 every test of the module's interfaces (the fuzzer
+# at 3x10^4, the stress tests at a quarter), but not the six that time user
+# space and the scheduling policy (CHECK_612_EXCEPT: parqd's protocol over
+# netlink calls that parq_credit and parq_monitor test there, and latency
+# and rate shares decided by kmod/core, the same code on both kernels;
+# parq_mpi's job marking is parq_jobs' on 6.12); then the stress tests at a
+# sixteenth (each loop at least two cycles) and the fuzzer at 4 000 messages
+# under the debug kernel, where KASAN and lockdep make each step several
+# times slower (make check-debug runs it all there in full).  libFuzzer gets
+# 30 s.  All this to stay within 75 of CI's 90 minutes
+# (Documentation/kernels.md, Durations); each phase prints its time
+# ("check: ... s").
 CHECK_612_EXCEPT := parq_receiver parq_parqd parq_experiments \
 		    parq_isolation parq_share parq_mpi
 PHASE = t0=$$(date +%s); trap 'echo "check: $(1): $$(( $$(date +%s) - t0 )) s"' EXIT;
@@ -246,10 +246,11 @@ check:
 	@$(call PHASE,selftests on 6.1) \
 		PARQ_STRESS_SCALE=0.5 PARQ_NLFUZZ_MESSAGES=10000 $(MAKE) selftest
 	@$(call PHASE,selftests on 6.12) \
-		PARQ_STRESS_SCALE=0.25 $(MAKE) selftest KERNEL=6.12 \
+		PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=30000 \
+		$(MAKE) selftest KERNEL=6.12 \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_612_EXCEPT))"
 	@$(call PHASE,stress and fuzzer under the debug kernel) \
-		PARQ_STRESS_SCALE=0.125 PARQ_NLFUZZ_MESSAGES=6000 \
+		PARQ_STRESS_SCALE=0.0625 PARQ_NLFUZZ_MESSAGES=4000 \
 		$(MAKE) selftest-stress KERNEL=debug
 
 # The stress tests and the netlink fuzzer alone, then a kmemleak scan: what
