@@ -400,12 +400,13 @@ static struct parq_resv_class *parq_resv_first(struct parq_sched_data *q)
 	return n ? rb_entry(n, struct parq_resv_class, node) : NULL;
 }
 
-/* A packet for reserved class @rc; @now is read only if it was idle. */
+/* A packet for reserved class @rc at @now. */
 static void parq_resv_enqueue(struct parq_sched_data *q,
-			      struct parq_resv_class *rc, struct sk_buff *skb)
+			      struct parq_resv_class *rc, struct sk_buff *skb,
+			      u64 now)
 {
 	if (!rc->q.qlen) {
-		parq_resv_wake(&rc->r, ktime_get_ns());
+		parq_resv_wake(&rc->r, now);
 		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
 		q->resv_backlogged++;
 	}
@@ -510,6 +511,7 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 	struct parq_skbq *pq = NULL;	/* queue under flow-limit */
 	unsigned int evicted = 0;
 	struct parq_fill fill;
+	u64 now;
 
 	if (cl == PARQ_CLASS_PARALLEL) {
 		flow = parq_flow_of(q, skb);
@@ -542,11 +544,11 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 			parq_lflow_free(q, lflow);
 		return parq_drop_class(skb, sch, c, to_free);
 	}
-	/* An idle shaper restarts now: it does not catch up the idle time
-	 * (ktime is read only when the shaper is on).
-	 */
+	/* An idle shaper restarts now: it does not catch up the idle time. */
+	now = ktime_get_ns();
 	if (!sch->q.qlen && parq_shaper_on(&q->s.shaper))
-		parq_shaper_wake(&q->s.shaper, ktime_get_ns());
+		parq_shaper_wake(&q->s.shaper, now);
+	parq_skb_cb(skb)->enqueued = now;
 	parq_count_in(sch, c, skb);
 	if (flow) {
 		if (!flow->q.qlen)
@@ -554,7 +556,7 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 		parq_skbq_add(&flow->q, skb);
 		q->parallel_qlen++;
 	} else if (rc) {
-		parq_resv_enqueue(q, rc, skb);
+		parq_resv_enqueue(q, rc, skb, now);
 	} else {
 		if (!lflow->q.qlen)
 			parq_rr_add(&q->lrr, &lflow->rr);
@@ -691,6 +693,7 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 		return NULL;
 	}
 	parq_sched_sent(&q->s, &d, now, qdisc_pkt_len(skb));
+	parq_sched_sojourn(&q->s, &d, parq_sojourn(skb, now));
 	bstats_update(&parq_stats_of(q, cl)->bstats, skb);
 	qdisc_bstats_update(sch, skb);
 	return skb;

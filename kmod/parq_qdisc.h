@@ -33,6 +33,25 @@
 #define PARQ_LOCAL_BUCKETS	256	/* hash chains of local destinations */
 #define PARQ_TIMER_SLACK_NS	(10 * NSEC_PER_USEC)
 
+/* What parq keeps in the control block of a packet it holds. */
+struct parq_skb_cb {
+	u64	enqueued;	/* ns: when it came in */
+};
+
+static inline struct parq_skb_cb *parq_skb_cb(const struct sk_buff *skb)
+{
+	qdisc_cb_private_validate(skb, sizeof(struct parq_skb_cb));
+	return (struct parq_skb_cb *)qdisc_skb_cb(skb)->data;
+}
+
+/* How long @skb has been in the qdisc at @now. */
+static inline u64 parq_sojourn(const struct sk_buff *skb, u64 now)
+{
+	u64 in = parq_skb_cb(skb)->enqueued;
+
+	return now > in ? now - in : 0;
+}
+
 struct parq_skbq {
 	struct sk_buff	*head;
 	struct sk_buff	*tail;

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
 from parqlab import ktap, lab, uapi  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
-from parqlab.ktap import check_eq, diag  # noqa: E402
+from parqlab.ktap import check, check_eq, diag  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import UDP_OVERHEAD, send_udp, udp_socket  # noqa: E402
 
@@ -50,10 +50,15 @@ BPF_UDP_DPORT = ("8,40 0 0 12,21 0 5 2048,48 0 0 23,21 0 3 17,"
                  "40 0 0 36,21 0 1 {port},6 0 0 4294967295,6 0 0 0")
 
 
+SOJOURN = ("parallel_sojourn", "local_sojourn")
+
+
 def xstats_keys():
-    """The names tc gives the fields of struct tc_parq_xstats."""
-    return ["xstats_version" if n == "version" else n
-            for n, _ in uapi.XSTATS_FIELDS if n != "pad"]
+    """The names tc -j gives the fields of struct tc_parq_xstats (the
+    sojourn buckets, arrays, as each class's _pkts, _mean and _hist)."""
+    return (["xstats_version" if n == "version" else n
+             for n, _ in uapi.XSTATS_FIELDS if n != "pad"] +
+            [f"{c}_{k}" for c in SOJOURN for k in ("pkts", "mean", "hist")])
 
 
 def xstats(q):
@@ -256,8 +261,23 @@ def t_xstats_json():
     check_eq(xs["xstats_version"], uapi.PARQ_XSTATS_VERSION,
              "xstats_version")
     check_eq(xs["unknown_class"], 3, "unknown_class")
-    # The text output names the same fields with the same values.
+    # The text output names the same fields with the same values; the
+    # sojourn times print as NAME_pkts N NAME_mean TIME NAME_hist H.
     text = tc(A, "-s", "qdisc", "show", "dev", DEV).stdout
+    for c in SOJOURN:
+        m = re.search(rf"{c}_pkts (\d+) {c}_mean (\S+) {c}_hist (\S+)", text)
+        check(m, f"{c} in tc -s qdisc show")
+        pkts = int(m.group(1))
+        check_eq(pkts, sum(xs[f"{c}_hist"]), f"{c}_pkts (text) against the "
+                 f"JSON buckets")
+        check_eq(xs[f"{c}_pkts"], pkts, f"{c}_pkts (JSON)")
+        check_eq(xs[f"{c}_mean"], xs[f"{c}_sum"] // pkts if pkts else 0,
+                 f"{c}_mean (JSON)")
+        check_eq(sum(int(b.split(":")[1]) for b in m.group(3).split(",")
+                     if b != "-"), pkts, f"{c}_hist (text): its packets")
+        text = text.replace(m.group(0), "")
+        for k in ("pkts", "mean", "hist", "sum"):
+            del xs[f"{c}_{k}"]
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines)
                  if "xstats_version" in line)
@@ -286,6 +306,31 @@ def t_xstats_json():
         cls = tclib.classes_text(A, DEV)
         check_eq(sorted(cls), [PAR, LOC], "classes in tc -s class show")
         check_eq(cls[LOC]["packets"], 3, "class 1:2 packets (text)")
+
+
+def t_sojourn():
+    """Sojourn times: every packet sent is timed once, in its class, and
+    under the threshold rule local packets wait longer than parallel ones.
+    The shaper at 1 Mbit/s sends a packet every ~1.1 ms, so the burst
+    queues: 12 local packets, then 12 parallel, sent as fast as one
+    process can."""
+    fresh("rate", "1mbit", "threshold", "4", "unit", "packets")
+    send([(12, 100, None, None, 9), (12, 100, TOS_EF, None, 9)])
+    q = wait_empty()
+    cls = tclib.class_stats(A, DEV)
+    xs = xstats(q)
+    for c, cid in zip(SOJOURN, (PAR, LOC)):
+        diag(f"{c}: {xs[f'{c}_pkts']} packets, mean "
+             f"{xs[f'{c}_mean'] / 1000:.0f} us, buckets {xs[f'{c}_hist']}")
+        check_eq(sum(xs[f"{c}_hist"]), cls[cid]["packets"],
+                 f"{c} buckets' packets against class {cid}'s")
+        check_eq(xs[f"{c}_pkts"], 12, f"{c}_pkts")
+    # The first local packet may leave at once (the queue was empty), and
+    # then one in five while parallel ones wait: the other local packets
+    # wait for the parallel burst.
+    check(xs["local_sojourn_mean"] > xs["parallel_sojourn_mean"],
+          f"local mean {xs['local_sojourn_mean']} ns not above parallel's "
+          f"{xs['parallel_sojourn_mean']} ns")
 
 
 # --- limits ---------------------------------------------------------------
@@ -403,6 +448,7 @@ def main():
     suite.case("bpf filters", t_bpf)
     suite.case("filter to class 1:7 counts unknown_class", t_unknown_class)
     suite.case("xstats in tc -s -j and text", t_xstats_json)
+    suite.case("sojourn times by class", t_sojourn)
     suite.case("limit evicts local before parallel", t_limit_evicts_local)
     suite.case("flow-limit drops", t_flow_limit)
     return lab.run(suite, "cnt", setup=setup, before_kmsg=del_root)

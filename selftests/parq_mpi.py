@@ -29,7 +29,9 @@ several-fold.  Measured here (us, one way, rounds of 2026-11-26): pfifo
 share.  Letting a parallel packet leave up to 1 ms ahead of the shaper
 (a trial module, not kept) did not move parq's time beyond that spread,
 so the shaper's timer is not what remains.  The idle time (parq, no
-bulk) is printed next to them.
+bulk) is printed next to them, and with each parq round the time the
+job's packets spent in A's parq (its parallel sojourn times, tc -s): the
+queue's share of the one-way time.
 """
 import os
 import statistics
@@ -65,6 +67,7 @@ idle_us = []
 topo = None
 hosts = None
 results = {k: [] for k in KINDS}
+in_parq = []			# (mean, p99 bound) ns of the job's packets
 
 
 sh = joblib.sh
@@ -126,8 +129,13 @@ def measure(kind):
                             length=BULK_WRITE)
         time.sleep(WARMUP)
         bulk.check_running("early (bulk)")
+        q0 = tclib.parq_qdisc(topo.a, topo.dev_a()) if kind == "parq" else 0
         us = netpipe()
         bulk.check_running("early (bulk)")
+        if q0:
+            q1 = tclib.parq_qdisc(topo.a, topo.dev_a())
+            _, mean, p99 = tclib.sojourn(q0, q1)
+            in_parq.append((mean, p99))
         return us
     finally:
         if bulk is not None:
@@ -141,8 +149,16 @@ def t_measure():
             us = measure(kind)
             results[kind].append(us)
             line.append(f"{kind} {us:.0f}")
+            if kind == "parq":
+                line[-1] += (f" (its packets in A's parq: mean "
+                             f"{in_parq[-1][0] / 1000:.0f}, p99 < "
+                             f"{fmt_bound(in_parq[-1][1])})")
         diag(f"round {rnd}: NetPIPE {SIZE} B one way (us): "
              + ", ".join(line))
+
+
+def fmt_bound(ns):
+    return "inf" if ns is None else f"{ns / 1000:.0f}"
 
 
 def med(kind):
@@ -157,6 +173,11 @@ def t_bounds():
          f"{fq:.0f}, pfifo {pfifo:.0f}; pfifo/parq {pfifo / parq:.1f} "
          f"(want >= 1.5), fq_codel/parq {fq / parq:.1f}, "
          f"parq/idle {parq / idle:.1f}")
+    if in_parq:
+        mean = statistics.median(m for m, _ in in_parq)
+        diag(f"the job's packets in A's parq (median of rounds): mean "
+             f"{mean / 1000:.0f} us, of parq's {parq:.0f} us one way; the "
+             f"rest is outside the qdisc (B's side, the CPU, the stack)")
     for name, base, target in (("pfifo", pfifo, 10), ("fq_codel", fq, 3)):
         diag(f"target: {name} / parq >= {target}: "
              f"{'met' if base / parq >= target else 'missed'}")

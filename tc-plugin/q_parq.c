@@ -799,6 +799,57 @@ static void parq_print_time(const char *key, const char *fmt, __u64 ns)
 	}
 }
 
+/*
+ * One class's sojourn times: "NAME_pkts N NAME_mean TIME NAME_hist H", H
+ * the non-empty buckets as BOUND:PACKETS, comma-separated, BOUND the time
+ * they stayed less than (the last bucket: BOUND+, at least that), or "-";
+ * in JSON NAME_pkts, NAME_sum (ns), NAME_mean (ns) and NAME_hist, every
+ * bucket's packets in an array.
+ */
+static void parq_print_sojourn(const char *name, const char *pre, __u64 sum,
+			       const __u64 *hist)
+{
+	char key[64], fmt[80], text[PARQ_TIME_TEXT];
+	char buf[PARQ_SOJOURN_BUCKETS * (PARQ_TIME_TEXT + 24)];
+	size_t used = 0;
+	__u64 pkts = 0;
+	int b;
+
+	for (b = 0; b < PARQ_SOJOURN_BUCKETS; b++)
+		pkts += hist[b];
+	snprintf(key, sizeof(key), "%s_pkts", name);
+	snprintf(fmt, sizeof(fmt), "%s%s_pkts %%llu", pre, name);
+	parq_print_u64(PRINT_ANY, key, fmt, pkts);
+	snprintf(key, sizeof(key), "%s_sum", name);
+	parq_print_u64(PRINT_JSON, key, NULL, sum);
+	snprintf(key, sizeof(key), "%s_mean", name);
+	snprintf(fmt, sizeof(fmt), " %s_mean %%s", name);
+	parq_print_time(key, fmt, pkts ? sum / pkts : 0);
+
+	snprintf(key, sizeof(key), "%s_hist", name);
+	if (is_json_context()) {
+		open_json_array(PRINT_JSON, key);
+		for (b = 0; b < PARQ_SOJOURN_BUCKETS; b++)
+			parq_print_u64(PRINT_JSON, NULL, NULL, hist[b]);
+		close_json_array(PRINT_JSON, NULL);
+		return;
+	}
+	buf[0] = '\0';
+	for (b = 0; b < PARQ_SOJOURN_BUCKETS; b++) {
+		int last = b == PARQ_SOJOURN_BUCKETS - 1;
+
+		if (!hist[b])
+			continue;
+		parq_format_time(1ULL << (PARQ_SOJOURN_SHIFT + b + !last),
+				 text, sizeof(text));
+		used += snprintf(buf + used, sizeof(buf) - used, "%s%s%s:%llu",
+				 used ? "," : "", text, last ? "+" : "",
+				 (unsigned long long)hist[b]);
+	}
+	snprintf(fmt, sizeof(fmt), " %s_hist %%s", name);
+	parq_print_string(PRINT_FP, NULL, fmt, used ? buf : "-");
+}
+
 /* Versioned structs: copy what is there into a zeroed struct; a field is
  * printed only if the payload holds all of it.
  */
@@ -918,6 +969,16 @@ static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 		PARQ_X32(local_waiting, " ");
 		PARQ_X64(credit_waits, " ");
 		PARQ_X64(drop_local_nomem, " ");
+	}
+
+	/* version 4: sojourn times */
+	if (PARQ_HAS(st, local_sojourn, len)) {
+		print_nl();
+		parq_print_sojourn("parallel_sojourn", "  ",
+				   st.parallel_sojourn_sum, st.parallel_sojourn);
+		print_nl();
+		parq_print_sojourn("local_sojourn", "  ", st.local_sojourn_sum,
+				   st.local_sojourn);
 	}
 #undef PARQ_XRATE
 #undef PARQ_X64

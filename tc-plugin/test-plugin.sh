@@ -78,9 +78,10 @@ for body in re.findall(r'enum\s*\w*\s*\{(.*?)\}', text, re.S):
     for i, name in enumerate(n.strip() for n in body.split(',') if n.strip()):
         consts[name] = i
 def struct_fields(name):
-    return re.findall(r'__(u32|u64)\s+(\w+);',
-                      re.search(r'struct ' + name + r'\s*\{(.*?)\}', text,
-                                re.S).group(1))
+    """(type, name, count): count is None for a scalar."""
+    body = re.search(r'struct ' + name + r'\s*\{(.*?)\}', text, re.S).group(1)
+    return [(t, n, consts[c] if c else None) for t, n, c in
+            re.findall(r'__(u32|u64)\s+(\w+)(?:\[(\w+)\])?;', body)]
 XSTATS = struct_fields('tc_parq_xstats')
 CXSTATS = struct_fields('tc_parq_class_xstats')
 # qdisc options, then class options (TCA_PARQ_CLASS_*)
@@ -125,9 +126,16 @@ def opts_blob(opts, cls=False):
                     for k, v in opts.items())
 
 def pack_struct(fields, vals):
-    return b''.join(struct.pack('=' + ('I' if t == 'u32' else 'Q'),
-                                value(vals.get(n, 0)))
-                    for t, n in fields)
+    out = b''
+    for t, n, count in fields:
+        f = '=' + ('I' if t == 'u32' else 'Q')
+        if count is None:
+            out += struct.pack(f, value(vals.get(n, 0)))
+        else:
+            v = list(vals.get(n, []))
+            out += b''.join(struct.pack(f, value(x))
+                            for x in (v + [0] * count)[:count])
+    return out
 
 def mkdump(out, spec):
     blob = b''
@@ -235,6 +243,14 @@ if cmd == 'mkdump':
     mkdump(args[0], args[1])
 elif cmd == 'const':
     print(consts[args[0]])
+elif cmd == 'xsize':
+    # args: struct, field: its offset ('' for the struct's size)
+    n = 0
+    for t, f, count in struct_fields(args[0]):
+        if f == args[1]:
+            break
+        n += (4 if t == 'u32' else 8) * (count or 1)
+    print(n)
 elif cmd == 'check-enc':
     try:
         got = decode(args[0])
@@ -262,6 +278,7 @@ elif cmd == 'check-xstats':
     exp = json.loads(args[2])
     texp = {k: str(v) for k, v in exp.items()}
     texp.update(json.loads(args[3]) if len(args) > 3 else {})
+    texp = {k: v for k, v in texp.items() if v is not None}  # JSON only
     t = text_xstats(args[0])
     if t != texp:
         fail('text xstats %s, expected %s' % (t, texp))
@@ -269,8 +286,10 @@ elif cmd == 'check-xstats':
     j = {k: q[k] for k in exp if k in q}
     if j != exp:
         fail('json xstats %s, expected %s' % (j, exp))
-    known = ({n for _, n in XSTATS + CXSTATS} |
-             {'xstats_version', 'lateness_mean'})
+    known = ({n for _, n, _ in XSTATS + CXSTATS} |
+             {'xstats_version', 'lateness_mean'} |
+             {c + '_sojourn_' + k for c in ('parallel', 'local')
+              for k in ('pkts', 'mean', 'hist')})
     extra = [k for k in q if k in known and k not in exp]
     if extra:
         fail('json has unexpected %s' % extra)
@@ -654,16 +673,7 @@ show "an empty DSCP set, a rate, unknown attributes, no NLA_F_NESTED" \
 # xsize STRUCT [FIELD]: the size of a struct of linux/parq.h, or the offset
 # of FIELD in it.
 xsize() {
-	python3 -c '
-import re, sys
-t = open(sys.argv[1]).read()
-b = re.search(r"struct " + sys.argv[2] + r"\s*\{(.*?)\}", t, re.S).group(1)
-n = 0
-for ty, f in re.findall(r"__(u32|u64)\s+(\w+);", b):
-    if f == sys.argv[3]:
-        break
-    n += 4 if ty == "u32" else 8
-print(n)' "$HDR" "$1" "${2:-}"
+	nl xsize "$1" "${2:-}"
 }
 
 # stats DESC XSTATS-LEN EXPECTED-KEYS-JSON [EXPECTED-TEXT-JSON]
@@ -682,24 +692,32 @@ stats() {
 		fail "prints $desc" "rc=$rc1/$RC, stderr: $err1 $ERR" "${msg:-}" "$(cat "$W/text")"
 	fi
 }
-XS='{"version": 3, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615, "resv_dispatches": 1000, "resv_rejects": 2, "resv_sum_rate": 2500000, "resv_capacity": 11250000, "resv_classes": 3, "resv_backlogged": 2, "resv_throttled": 1, "pad": 4294967295, "local_flows": 5, "local_waiting": 4, "credit_waits": 77, "drop_local_nomem": 3}'
-V1='"xstats_version": 3, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615'
+XS='{"version": 4, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615, "resv_dispatches": 1000, "resv_rejects": 2, "resv_sum_rate": 2500000, "resv_capacity": 11250000, "resv_classes": 3, "resv_backlogged": 2, "resv_throttled": 1, "pad": 4294967295, "local_flows": 5, "local_waiting": 4, "credit_waits": 77, "drop_local_nomem": 3, "parallel_sojourn_sum": 600000, "local_sojourn_sum": 0, "parallel_sojourn": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]}'
+V1='"xstats_version": 4, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615'
 V2="$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000, \"resv_classes\": 3, \"resv_backlogged\": 2, \"resv_throttled\": 1"
-ALL="{$V2, \"local_flows\": 5, \"local_waiting\": 4, \"credit_waits\": 77, \"drop_local_nomem\": 3}"
+V3="$V2, \"local_flows\": 5, \"local_waiting\": 4, \"credit_waits\": 77, \"drop_local_nomem\": 3"
+ALL="{$V3, \"parallel_sojourn_pkts\": 6, \"parallel_sojourn_sum\": 600000, \"parallel_sojourn_mean\": 100000, \"parallel_sojourn_hist\": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], \"local_sojourn_pkts\": 0, \"local_sojourn_sum\": 0, \"local_sojourn_mean\": 0, \"local_sojourn_hist\": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}"
 RATES='{"resv_sum_rate": "20Mbit", "resv_capacity": "90Mbit"}'
+# The text of version 4's fields, where it differs from the JSON.
+SOJ='"parallel_sojourn_sum": null, "parallel_sojourn_mean": "100us", "parallel_sojourn_hist": "2.048us:3,8.192us:2,33.554432ms+:1", "local_sojourn_sum": null, "local_sojourn_mean": "0ns", "local_sojourn_hist": "-"'
+RATES4="{\"resv_sum_rate\": \"20Mbit\", \"resv_capacity\": \"90Mbit\", $SOJ}"
 SIZE=$(xsize tc_parq_xstats)
 SIZE1=$(xsize tc_parq_xstats resv_dispatches)
-stats "every xstats field, text and JSON keys equal" "$SIZE" "$ALL" "$RATES"
-stats "xstats from a newer module (longer)" "$((SIZE + 24))" "$ALL" "$RATES"
+stats "every xstats field, text and JSON keys equal" "$SIZE" "$ALL" "$RATES4"
+stats "xstats from a newer module (longer)" "$((SIZE + 24))" "$ALL" "$RATES4"
+stats "xstats of version 3 (no sojourn times)" \
+	"$(xsize tc_parq_xstats parallel_sojourn_sum)" "{$V3}" "$RATES"
+stats "xstats cut inside the local sojourn buckets" \
+	"$(( $(xsize tc_parq_xstats local_sojourn) + 8 ))" "{$V3}" "$RATES"
 stats "xstats of version 1 (no reserved flows)" "$SIZE1" "{$V1}"
 stats "xstats of version 2 (no local destinations)" \
 	"$(xsize tc_parq_xstats local_flows)" "{$V2}" "$RATES"
 stats "xstats cut after resv_capacity" "$(xsize tc_parq_xstats resv_classes)" \
 	"{$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000}" "$RATES"
 stats "xstats from an older module (shorter)" 24 \
-	'{"xstats_version": 3, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
+	'{"xstats_version": 4, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
 stats "xstats cut inside a field" 20 \
-	'{"xstats_version": 3, "flows_active": 2, "threshold_turns": 10}'
+	'{"xstats_version": 4, "flows_active": 2, "threshold_turns": 10}'
 stats "xstats of 2 bytes" 2 '{}'
 
 # cstats DESC CLASS-XSTATS-JSON XSTATS-LEN EXPECTED-KEYS-JSON [EXPECTED-TEXT-JSON]

@@ -24,6 +24,7 @@
 #include <linux/math64.h>
 #include <linux/time64.h>
 #include <linux/limits.h>
+#include <linux/bitops.h>
 #else
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,6 +37,12 @@ typedef int64_t s64;
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The kernel's: the position of the most significant set bit, 1-based. */
+static inline int fls64(u64 x)
+{
+	return x ? 64 - __builtin_clzll(x) : 0;
+}
 #endif
 
 /*

@@ -154,6 +154,33 @@ static inline void parq_sched_sent(struct parq_sched *s,
 		parq_shaper_charge(&s->shaper, now, len);
 }
 
+/* The sojourn bucket of @ns (see PARQ_SOJOURN_BUCKETS). */
+static inline unsigned int parq_sojourn_bucket(u64 ns)
+{
+	unsigned int b = fls64(ns >> PARQ_SOJOURN_SHIFT);
+
+	if (b)
+		b--;
+	return b < PARQ_SOJOURN_BUCKETS ? b : PARQ_SOJOURN_BUCKETS - 1;
+}
+
+/* A packet that @d sent had waited @ns in the qdisc: count it for its
+ * class (parallel or local; reserved classes have their own lateness).
+ */
+static inline void parq_sched_sojourn(struct parq_sched *s,
+				      const struct parq_decision *d, u64 ns)
+{
+	unsigned int b = parq_sojourn_bucket(ns);
+
+	if (d->act == PARQ_ACT_PARALLEL) {
+		s->xs.parallel_sojourn_sum += ns;
+		s->xs.parallel_sojourn[b]++;
+	} else if (d->act == PARQ_ACT_LOCAL) {
+		s->xs.local_sojourn_sum += ns;
+		s->xs.local_sojourn[b]++;
+	}
+}
+
 enum parq_admit {
 	PARQ_ADMIT_QUEUE,		/* room: queue it */
 	PARQ_ADMIT_EVICT,		/* full: drop a local packet, then queue */

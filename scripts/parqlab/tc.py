@@ -10,6 +10,7 @@ import json
 import os
 import re
 
+from . import uapi
 from .netns import run
 from .rtnl import Rtnl
 
@@ -63,6 +64,29 @@ def parq_qdisc(ns, dev, stats=True):
         if q.get("kind") == "parq":
             return q
     return None
+
+
+def sojourn(before, after, cls="parallel"):
+    """The sojourn times in parq of class @cls ("parallel" or "local")
+    between two readings of parq_qdisc(): (packets, mean ns, p99 bound
+    ns), the bound being that of the power-of-two bucket that holds the
+    99th percentile (None in the last bucket, which has none; 0 packets:
+    (0, 0, 0))."""
+    key = f"{cls}_sojourn"
+    hist = [a - b for a, b in zip(after[f"{key}_hist"],
+                                  before[f"{key}_hist"])]
+    pkts = sum(hist)
+    if not pkts:
+        return 0, 0, 0
+    mean = (after[f"{key}_sum"] - before[f"{key}_sum"]) / pkts
+    seen, want = 0, 0.99 * pkts
+    for b, n in enumerate(hist):
+        seen += n
+        if seen >= want:
+            break
+    last = b == uapi.PARQ_SOJOURN_BUCKETS - 1
+    return pkts, mean, None if last else 1 << (uapi.PARQ_SOJOURN_SHIFT +
+                                               b + 1)
 
 
 def classes(ns, dev, stats=True):

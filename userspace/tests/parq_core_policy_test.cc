@@ -390,4 +390,43 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, ParqPolicyRandom, ::testing::Range(0, 30));
 
+// ------------------------------------------------------------ sojourn
+
+// Bucket b holds [2^(b+10), 2^(b+11)) ns, bucket 0 everything below 2048 ns
+// and the last everything from 2^25 ns (linux/parq.h).
+TEST(ParqPolicySojourn, BucketBoundsArePowersOfTwo) {
+  EXPECT_EQ(parq_sojourn_bucket(0), 0u);
+  EXPECT_EQ(parq_sojourn_bucket(1), 0u);
+  EXPECT_EQ(parq_sojourn_bucket(2047), 0u);
+  for (unsigned b = 1; b < PARQ_SOJOURN_BUCKETS; b++) {
+    const uint64_t low = uint64_t{1} << (b + PARQ_SOJOURN_SHIFT);
+    EXPECT_EQ(parq_sojourn_bucket(low - 1), b - 1) << b;
+    EXPECT_EQ(parq_sojourn_bucket(low), b) << b;
+  }
+  EXPECT_EQ(parq_sojourn_bucket(uint64_t{1} << 40), PARQ_SOJOURN_BUCKETS - 1);
+  EXPECT_EQ(parq_sojourn_bucket(UINT64_MAX), PARQ_SOJOURN_BUCKETS - 1);
+}
+
+TEST(ParqPolicySojourn, CountedForTheClassThatSent) {
+  parq_sched s = Sched(4, kPackets);
+  const parq_decision par{PARQ_ACT_PARALLEL, false, 0};
+  const parq_decision loc{PARQ_ACT_LOCAL, true, 0};
+  const parq_decision resv{PARQ_ACT_RESV, false, 0};
+  const parq_decision wait{PARQ_ACT_WAIT, false, 5};
+  parq_sched_sojourn(&s, &par, 3000);      // [2048, 4096): bucket 1
+  parq_sched_sojourn(&s, &par, 100);       // bucket 0
+  parq_sched_sojourn(&s, &loc, 5000000);   // [4.19 ms, 8.39 ms): bucket 12
+  parq_sched_sojourn(&s, &resv, 7000);     // reserved: not these classes'
+  parq_sched_sojourn(&s, &wait, 7000);     // nothing sent
+  EXPECT_EQ(s.xs.parallel_sojourn_sum, 3100u);
+  EXPECT_EQ(s.xs.local_sojourn_sum, 5000000u);
+  for (unsigned b = 0; b < PARQ_SOJOURN_BUCKETS; b++) {
+    EXPECT_EQ(s.xs.parallel_sojourn[b], b <= 1 ? 1u : 0u) << b;
+    EXPECT_EQ(s.xs.local_sojourn[b], b == 12 ? 1u : 0u) << b;
+  }
+  // A reset keeps the counters, as it keeps the others.
+  parq_sched_reset(&s);
+  EXPECT_EQ(s.xs.parallel_sojourn_sum, 3100u);
+}
+
 }  // namespace

@@ -113,7 +113,19 @@ enum {
  * Qdisc extended statistics (tc -s qdisc show).  Versioned: fields are only
  * ever appended, readers copy min(payload, sizeof) into a zeroed struct.
  */
-#define PARQ_XSTATS_VERSION	3
+#define PARQ_XSTATS_VERSION	4
+
+/*
+ * Sojourn times, enqueue to dequeue, of the parallel and the local class, in
+ * PARQ_SOJOURN_BUCKETS buckets of powers of two: bucket b counts packets
+ * that stayed less than 2^(b + PARQ_SOJOURN_SHIFT + 1) ns (bucket 0: under
+ * 2.048 us, 1: under 4.096 us, ... 14: under 33.6 ms) and not less than
+ * bucket b - 1's bound; the last bucket counts every longer one.  A
+ * bucket's packets are the sum of its class's; dequeued packets only (a
+ * dropped or evicted one is not timed).
+ */
+#define PARQ_SOJOURN_BUCKETS	16
+#define PARQ_SOJOURN_SHIFT	10
 
 struct tc_parq_xstats {
 	__u32	version;		/* PARQ_XSTATS_VERSION */
@@ -151,6 +163,11 @@ struct tc_parq_xstats {
 					 * credit and had to wait */
 	__u64	drop_local_nomem;	/* local dropped: no memory for a
 					 * destination queue */
+	/* version 4: sojourn times (see PARQ_SOJOURN_BUCKETS) */
+	__u64	parallel_sojourn_sum;	/* ns, all parallel packets sent */
+	__u64	local_sojourn_sum;	/* ns, all local packets sent */
+	__u64	parallel_sojourn[PARQ_SOJOURN_BUCKETS];	/* packets */
+	__u64	local_sojourn[PARQ_SOJOURN_BUCKETS];	/* packets */
 };
 
 /*
