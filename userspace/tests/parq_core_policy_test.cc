@@ -413,11 +413,11 @@ TEST(ParqPolicySojourn, CountedForTheClassThatSent) {
   const parq_decision loc{PARQ_ACT_LOCAL, true, 0};
   const parq_decision resv{PARQ_ACT_RESV, false, 0};
   const parq_decision wait{PARQ_ACT_WAIT, false, 5};
-  parq_sched_sojourn(&s, &par, 3000);      // [2048, 4096): bucket 1
-  parq_sched_sojourn(&s, &par, 100);       // bucket 0
-  parq_sched_sojourn(&s, &loc, 5000000);   // [4.19 ms, 8.39 ms): bucket 12
-  parq_sched_sojourn(&s, &resv, 7000);     // reserved: not these classes'
-  parq_sched_sojourn(&s, &wait, 7000);     // nothing sent
+  parq_sched_sojourn(&s, &par, 3000);     // [2048, 4096): bucket 1
+  parq_sched_sojourn(&s, &par, 100);      // bucket 0
+  parq_sched_sojourn(&s, &loc, 5000000);  // [4.19 ms, 8.39 ms): bucket 12
+  parq_sched_sojourn(&s, &resv, 7000);    // reserved: not these classes'
+  parq_sched_sojourn(&s, &wait, 7000);    // nothing sent
   EXPECT_EQ(s.xs.parallel_sojourn_sum, 3100u);
   EXPECT_EQ(s.xs.local_sojourn_sum, 5000000u);
   for (unsigned b = 0; b < PARQ_SOJOURN_BUCKETS; b++) {
