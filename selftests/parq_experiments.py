@@ -48,7 +48,8 @@ def positive(row, key):
 
 def expected_rows(mod):
     p = mod.PARAMS[PRESET]
-    per_step = len(p.parallel_sizes) if mod.NAME in ("exp1", "exp2") else 1
+    per_step = (len(p.parallel_sizes)
+                if mod.NAME in ("exp1", "exp2", "exp5") else 1)
     return len(sess.steps[mod.NAME]) * per_step
 
 
@@ -61,7 +62,7 @@ def t_experiment(mod):
         rows = rows_of(mod.NAME)
         check_eq(len(rows), expected_rows(mod), f"{mod.NAME}.csv rows")
         for r in rows:
-            positive(r, "completion_ms")
+            positive(r, getattr(mod, "VALUE", "completion_ms"))
             positive(r, "slowdown")
         png = (out / f"{mod.NAME}.png").read_bytes()
         check(png.startswith(PNG_MAGIC) and len(png) > 10000,
@@ -109,11 +110,12 @@ def main():
     suite = ktap.Suite("parq_experiments")
     for mod in driver.load([]):
         suite.case(f"{mod.NAME} ({mod.TITLE.split(': ')[1]}) writes its "
-                   "CSV, PNG and Markdown", t_experiment(mod), timeout=150)
+                   "CSV, PNG and Markdown", t_experiment(mod),
+                   timeout=getattr(mod, "SMOKE_TIMEOUT", 150))
     suite.case("exp1: the local job slows a pfifo exchange down >= 2x",
                t_interference)
     suite.case("summary.md lists every experiment", t_summary)
-    why = driver.preflight()
+    why = driver.preflight(driver.load([]))
     if why:
         return suite.skip_all(why)
     return lab.run(suite, "experiments", tools=("taskset",), setup=setup)
