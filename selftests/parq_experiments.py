@@ -6,8 +6,9 @@ Each experiment runs its "smoke" preset (one repetition, 20 messages, one
 local message size, parq and at most one baseline: what
 `scripts/experiments/run --smoke` runs) into a temporary directory, and
 must write its CSV with one row per planned measurement, every completion
-time and slowdown finite and positive, a PNG and a Markdown page with its
-headline; summary.md must list every experiment and no failed step.
+time (exp5: NetPIPE's one-way time) and slowdown finite and positive, a
+PNG and a Markdown page with its headline; summary.md must list every
+experiment and no failed step.
 Nothing here judges performance, except one ratio that holds by a wide
 margin: in experiment 1, a 64-byte exchange through a FIFO that a bulk
 stream fills is at least twice as slow as alone (measured: 20 to 60 times
