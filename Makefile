@@ -219,8 +219,8 @@ deps:
 	scripts/install-deps check
 
 # The whole suite on 6.1 (the netlink fuzzer at 10^4 messages, the stress
-# tests at half); on 6.12 every test of the module's interfaces (the fuzzer
-# at 3x10^4, the stress tests at a quarter), but not the six that time user
+# tests at a quarter); on 6.12 every test of the module's interfaces (the
+# fuzzer at 2x10^4, the stress tests at a quarter), but not the six that time user
 # space and the scheduling policy (CHECK_612_EXCEPT: parqd's protocol over
 # netlink calls that parq_credit and parq_monitor test there, and latency
 # and rate shares decided by kmod/core, the same code on both kernels;
@@ -244,9 +244,9 @@ check:
 		$(MAKE) all unit plugin-test man-lint spec-lint format-check tidy \
 		fuzz FUZZ_TIME=30
 	@$(call PHASE,selftests on 6.1) \
-		PARQ_STRESS_SCALE=0.5 PARQ_NLFUZZ_MESSAGES=10000 $(MAKE) selftest
+		PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=10000 $(MAKE) selftest
 	@$(call PHASE,selftests on 6.12) \
-		PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=30000 \
+		PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=20000 \
 		$(MAKE) selftest KERNEL=6.12 \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_612_EXCEPT))"
 	@$(call PHASE,stress and fuzzer under the debug kernel) \
