@@ -33,6 +33,7 @@ import common
 from common import Params, Step, kib
 from parqlab import bench, mpi
 from parqlab import jobs as joblib
+from parqlab import tc as tclib
 from parqlab.netns import Star, Topology
 
 NAME = "exp5"
@@ -50,7 +51,7 @@ PARAMS = {
 VALUE = "oneway_us"		# what a row measures (exp1-4: completion_ms)
 SMOKE_TIMEOUT = 300		# s, parq_experiments' bound on the smoke run
 FIELDS = ["rep", "side", "scheduler", "parallel_size", "local_size",
-          "oneway_us", "slowdown", "grants"]
+          "oneway_us", "slowdown", "grants", "parq_mean_us", "parq_p99_us"]
 INTRO = """\
 An Open MPI job, Debian's NetPIPE (NPopenmpi) ping-pong of {psizes}
 messages, {count} round trips per trial, runs in a cgroup that `parqctl
@@ -129,6 +130,7 @@ def lab(p, group):
             confs = stack.enter_context(common.Configurations(
                 [(topo.a, topo.dev_a())]))
             receivers = []
+            first = (topo.a, topo.dev_a())
         else:
             star = stack.enter_context(Star(NAME, hosts=("p", "l", "r")))
             tmp = stack.enter_context(
@@ -139,24 +141,43 @@ def lab(p, group):
             local_from, sink = star.ns["l"], star.ip("r")
             stack.enter_context(_job(list(star.ns.values())))
             receivers = ["r"]
+            first = (star.ns["p"], "eth0")
             confs = stack.enter_context(common.Configurations(
                 [(star.ns[h], "eth0") for h in ("p", "l")], rate=None,
                 cluster=common.receivers_cluster(star, receivers, tmp)))
         sink_ns = ranks[1][0]
         stack.enter_context(bench.Server(sink_ns, sink, common.BULK_PORT))
         yield SimpleNamespace(measure=lambda cfg, local: _measure(
-            p, confs, receivers, ranks, local_from,
+            p, confs, receivers, ranks, first, local_from,
             f"{sink}:{common.BULK_PORT}", cfg, local))
 
 
-def _measure(p, confs, receivers, ranks, local_from, peer, cfg, local):
+def _in_parq(where, run):
+    """run()'s value, and the time the job's packets spent in the parq
+    qdisc at @where (ns, dev) meanwhile: its parallel class's sojourn
+    times (mean and p99 bound in us; None without parq)."""
+    q0 = tclib.parq_qdisc(*where)
+    value = run()
+    if q0 is None:
+        return value, None, None
+    _, mean, p99 = tclib.sojourn(q0, tclib.parq_qdisc(*where))
+    return value, mean / 1000, None if p99 is None else p99 / 1000
+
+
+def _measure(p, confs, receivers, ranks, first, local_from, peer, cfg,
+             local):
+    """A row per MPI message size: NetPIPE's one-way time, and the job's
+    time in the first rank's parq (exp5.csv's parq_mean_us, parq_p99_us)."""
     confs.use(cfg)
 
     def measure():
-        return [{"parallel_size": ps,
-                 "oneway_us": mpi.netpipe_latency(ranks, size=ps,
-                                                  reps=p.count, cgroup=JOB)}
-                for ps in p.parallel_sizes]
+        rows = []
+        for ps in p.parallel_sizes:
+            us, mean, p99 = _in_parq(first, lambda ps=ps: mpi.netpipe_latency(
+                ranks, size=ps, reps=p.count, cgroup=JOB))
+            rows.append({"parallel_size": ps, "oneway_us": us,
+                         "parq_mean_us": mean, "parq_p99_us": p99})
+        return rows
     with common.local_job(local_from, peer, local, p):
         return common.with_grants(confs, receivers, measure)
 
@@ -169,6 +190,10 @@ def report(rows, p, out):
     t1 = common.summarize([r for r in rows if r["local_size"] == 0],
                           ("side", "scheduler", "parallel_size"),
                           "oneway_us")
+    inq = common.summarize([r for r in rows if r["local_size"] and
+                            r.get("parq_mean_us") is not None],
+                           ("side", "scheduler", "parallel_size"),
+                           "parq_mean_us")
     common.write_csv(out / f"{NAME}.csv", rows, FIELDS)
     ls = max(p.local_sizes)
     psizes = list(p.parallel_sizes)
@@ -191,14 +216,18 @@ def report(rows, p, out):
             for ps in psizes:
                 table.append([c, kib(ps),
                               common.cell(t1.get((side, c, ps)), 0),
-                              common.cell(st.get((side, c, ps, ls)))])
+                              common.cell(st.get((side, c, ps, ls))),
+                              common.cell(inq.get((side, c, ps)), 0)])
         sections.append((
             f"{'Sending' if side == 'send' else 'Receiving'} side ({side})",
-            f"NetPIPE's one-way time without the local job (T1, us) and "
-            f"its slowdown against {kib(ls)} local messages, median over "
-            f"{p.reps} repetitions (min-max).\n\n" +
+            f"NetPIPE's one-way time without the local job (T1, us), "
+            f"its slowdown against {kib(ls)} local messages, and under "
+            f"parq the mean time the job's packets spent in the first "
+            f"rank's parq meanwhile (us; its sojourn times, tc -s), "
+            f"median over {p.reps} repetitions (min-max).\n\n" +
             common.md_table(["scheduler", "MPI message", "T1 (us)",
-                             f"slowdown, local {kib(ls)}"], table)))
+                             f"slowdown, local {kib(ls)}",
+                             "in parq (us)"], table)))
     heads = [headline(side, st, p) for side in SIDES]
     sections.append(("Headline", "\n".join(f"- {h}" for h in heads)))
     intro = INTRO.format(count=p.count, parqd=common.PARQD,
