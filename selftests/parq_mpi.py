@@ -129,13 +129,10 @@ def measure(kind):
                             length=BULK_WRITE)
         time.sleep(WARMUP)
         bulk.check_running("early (bulk)")
-        q0 = tclib.parq_qdisc(topo.a, topo.dev_a()) if kind == "parq" else 0
-        us = netpipe()
+        us, soj = tclib.with_sojourn(topo.a, topo.dev_a(), netpipe)
         bulk.check_running("early (bulk)")
-        if q0:
-            q1 = tclib.parq_qdisc(topo.a, topo.dev_a())
-            _, mean, p99 = tclib.sojourn(q0, q1)
-            in_parq.append((mean, p99))
+        if soj is not None:
+            in_parq.append(soj[1:])
         return us
     finally:
         if bulk is not None:

@@ -152,18 +152,6 @@ def lab(p, group):
             f"{sink}:{common.BULK_PORT}", cfg, local))
 
 
-def _in_parq(where, run):
-    """run()'s value, and the time the job's packets spent in the parq
-    qdisc at @where (ns, dev) meanwhile: its parallel class's sojourn
-    times (mean and p99 bound in us; None without parq)."""
-    q0 = tclib.parq_qdisc(*where)
-    value = run()
-    if q0 is None:
-        return value, None, None
-    _, mean, p99 = tclib.sojourn(q0, tclib.parq_qdisc(*where))
-    return value, mean / 1000, None if p99 is None else p99 / 1000
-
-
 def _measure(p, confs, receivers, ranks, first, local_from, peer, cfg,
              local):
     """A row per MPI message size: NetPIPE's one-way time, and the job's
@@ -173,10 +161,13 @@ def _measure(p, confs, receivers, ranks, first, local_from, peer, cfg,
     def measure():
         rows = []
         for ps in p.parallel_sizes:
-            us, mean, p99 = _in_parq(first, lambda ps=ps: mpi.netpipe_latency(
-                ranks, size=ps, reps=p.count, cgroup=JOB))
+            us, soj = tclib.with_sojourn(*first, lambda ps=ps: (
+                mpi.netpipe_latency(ranks, size=ps, reps=p.count,
+                                    cgroup=JOB)))
+            _, mean, p99 = soj or (0, None, None)
             rows.append({"parallel_size": ps, "oneway_us": us,
-                         "parq_mean_us": mean, "parq_p99_us": p99})
+                         "parq_mean_us": None if soj is None else mean / 1000,
+                         "parq_p99_us": None if p99 is None else p99 / 1000})
         return rows
     with common.local_job(local_from, peer, local, p):
         return common.with_grants(confs, receivers, measure)

@@ -89,6 +89,16 @@ def sojourn(before, after, cls="parallel"):
                                                b + 1)
 
 
+def with_sojourn(ns, dev, run, cls="parallel"):
+    """run()'s value, and sojourn() of class @cls in the parq qdisc of
+    @dev over the call (None when @dev has no parq)."""
+    before = parq_qdisc(ns, dev)
+    value = run()
+    if before is None:
+        return value, None
+    return value, sojourn(before, parq_qdisc(ns, dev), cls)
+
+
 def classes(ns, dev, stats=True):
     """{classid: class dict} with exact counters.  tc 6.1 has no JSON
     output for "class show" and rounds the backlog in its text, so the
