@@ -693,7 +693,8 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 		return NULL;
 	}
 	parq_sched_sent(&q->s, &d, now, qdisc_pkt_len(skb));
-	parq_sched_sojourn(&q->s, &d, parq_sojourn(skb, now));
+	if (parq_sojourn_counted(&d))
+		parq_sched_sojourn(&q->s, &d, parq_sojourn(skb, now));
 	bstats_update(&parq_stats_of(q, cl)->bstats, skb);
 	qdisc_bstats_update(sch, skb);
 	return skb;

@@ -164,18 +164,30 @@ static inline unsigned int parq_sojourn_bucket(u64 ns)
 	return b < PARQ_SOJOURN_BUCKETS ? b : PARQ_SOJOURN_BUCKETS - 1;
 }
 
+/* Whether the packet that @d sends counts in the sojourn times: parallel
+ * and local ones do; reserved classes have their own lateness, so their
+ * dequeues skip reading the packet's enqueue time.
+ */
+static inline bool parq_sojourn_counted(const struct parq_decision *d)
+{
+	return d->act == PARQ_ACT_PARALLEL || d->act == PARQ_ACT_LOCAL;
+}
+
 /* A packet that @d sent had waited @ns in the qdisc: count it for its
- * class (parallel or local; reserved classes have their own lateness).
+ * class, when parq_sojourn_counted(@d).
  */
 static inline void parq_sched_sojourn(struct parq_sched *s,
 				      const struct parq_decision *d, u64 ns)
 {
-	unsigned int b = parq_sojourn_bucket(ns);
+	unsigned int b;
 
+	if (!parq_sojourn_counted(d))
+		return;
+	b = parq_sojourn_bucket(ns);
 	if (d->act == PARQ_ACT_PARALLEL) {
 		s->xs.parallel_sojourn_sum += ns;
 		s->xs.parallel_sojourn[b]++;
-	} else if (d->act == PARQ_ACT_LOCAL) {
+	} else {
 		s->xs.local_sojourn_sum += ns;
 		s->xs.local_sojourn[b]++;
 	}

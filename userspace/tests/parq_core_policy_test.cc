@@ -424,6 +424,10 @@ TEST(ParqPolicySojourn, CountedForTheClassThatSent) {
     EXPECT_EQ(s.xs.parallel_sojourn[b], b <= 1 ? 1u : 0u) << b;
     EXPECT_EQ(s.xs.local_sojourn[b], b == 12 ? 1u : 0u) << b;
   }
+  EXPECT_TRUE(parq_sojourn_counted(&par));
+  EXPECT_TRUE(parq_sojourn_counted(&loc));
+  EXPECT_FALSE(parq_sojourn_counted(&resv));
+  EXPECT_FALSE(parq_sojourn_counted(&wait));
   // A reset keeps the counters, as it keeps the others.
   parq_sched_reset(&s);
   EXPECT_EQ(s.xs.parallel_sojourn_sum, 3100u);
