@@ -112,7 +112,8 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
   CtlArgs a;
   CLI::App app(
       "parqctl: read and edit parq's credit table, read the parq qdisc's "
-      "statistics, and name the parallel jobs.",
+      "statistics, name the parallel jobs, and check the cluster's "
+      "topology.",
       "parqctl");
   app.require_subcommand(1);
   app.footer(
@@ -195,6 +196,26 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
                       "CS5,EF)");
   json_flag(jpolicy);
 
+  CLI::App* topo = app.add_subcommand(
+      "topology",
+      "The cluster's topology file (Documentation/admission.md): hosts, "
+      "switches, links and their capacities");
+  topo->require_subcommand(1);
+  CLI::App* tcheck = topo->add_subcommand(
+      "check", "Validate FILE and print its hosts, switches and links");
+  tcheck->add_option("FILE", a.topology, "The topology (TOML)")->required();
+  json_flag(tcheck);
+  CLI::App* tpath = topo->add_subcommand(
+      "path",
+      "Print what a reservation from FROM to TO charges: FROM's NIC, the "
+      "links on the path, TO's NIC");
+  tpath->add_option("FILE", a.topology, "The topology (TOML)")->required();
+  tpath->add_option("FROM", a.from, "Source host: a name or an address")
+      ->required();
+  tpath->add_option("TO", a.to, "Destination host: a name or an address")
+      ->required();
+  json_flag(tpath);
+
   if (auto code = Parse(app, argv, out, err))
     return *code;
   a.json = json;
@@ -230,6 +251,10 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kJobList;
   } else if (*jsweep) {
     a.cmd = CtlArgs::Cmd::kJobSweep;
+  } else if (*tcheck) {
+    a.cmd = CtlArgs::Cmd::kTopologyCheck;
+  } else if (*tpath) {
+    a.cmd = CtlArgs::Cmd::kTopologyPath;
   } else {
     a.cmd = CtlArgs::Cmd::kJobPolicy;
     if (!dscp_text.empty()) {

@@ -41,7 +41,9 @@ struct CtlArgs {
     kJobDel,
     kJobList,
     kJobSweep,
-    kJobPolicy
+    kJobPolicy,
+    kTopologyCheck,
+    kTopologyPath
   };
   Cmd cmd = Cmd::kCreditShow;
   bool json = false;
@@ -52,6 +54,8 @@ struct CtlArgs {
   std::string dev;                   // qdisc show
   std::string job_path;              // job add, del
   JobPolicy policy;                  // job add (a new table), job policy
+  std::string topology;              // topology check, path: the file
+  std::string from, to;              // topology path: hosts
 };
 
 std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,

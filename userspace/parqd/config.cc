@@ -17,6 +17,7 @@
 #include "dscp.h"
 #include "grant.h"
 #include "satmath.h"
+#include "toml_read.h"
 #include "wire.h"
 
 namespace parq::parqd {
@@ -30,94 +31,7 @@ struct Unit {
 constexpr Unit kUnits[] = {
     {"ns", 1}, {"us", kNsPerUs}, {"ms", kNsPerMs}, {"s", kNsPerSec}};
 
-constexpr const char* kDurationHint =
-    "write a number with a unit, e.g. \"1ms\", \"250us\", \"1.5s\" (units: "
-    "ns, us, ms, s)";
-
-// Where a node is, for messages: "file:line:col" or "command line".
-std::string Where(std::string_view source, const toml::node& n) {
-  const auto& b = n.source().begin;
-  if (b.line == 0)
-    return "command line";
-  return std::string(source) + ":" + std::to_string(b.line) + ":" +
-         std::to_string(b.column);
-}
-
-std::string Quoted(std::string_view key) {
-  return "'" + std::string(key) + "'";
-}
-
-// A string value (Result needs value and error types to differ).
-struct Str {
-  std::string text;
-};
-
-class Reader {
- public:
-  Reader(std::string_view source) : source_(source) {}
-
-  std::string Err(const toml::node& n, std::string_view key,
-                  const std::string& what) const {
-    return Where(source_, n) + ": " + Quoted(key) + ": " + what;
-  }
-
-  Result<Str, std::string> String(const toml::node& n,
-                                  std::string_view key) const {
-    if (const auto* s = n.as_string()) {
-      if (s->get().empty())
-        return parqd::Err{this->Err(n, key,
-                                    "is empty; give a value or "
-                                    "leave the key out")};
-      return Str{s->get()};
-    }
-    return parqd::Err{this->Err(n, key, "must be a string (in double quotes)")};
-  }
-
-  Result<uint64_t, std::string> Integer(const toml::node& n,
-                                        std::string_view key, int64_t min,
-                                        int64_t max) const {
-    const auto* i = n.as_integer();
-    if (!i)
-      return parqd::Err{this->Err(n, key, "must be an integer (no quotes)")};
-    const int64_t v = i->get();
-    if (v < min || v > max)
-      return parqd::Err{
-          this->Err(n, key,
-                    "is " + std::to_string(v) + "; give a value from " +
-                        std::to_string(min) + " to " + std::to_string(max))};
-    return static_cast<uint64_t>(v);
-  }
-
-  Result<uint64_t, std::string> Duration(const toml::node& n,
-                                         std::string_view key) const {
-    const auto* s = n.as_string();
-    if (!s)
-      return parqd::Err{
-          this->Err(n, key, std::string("must be a string: ") + kDurationHint)};
-    auto d = ParseDuration(s->get());
-    if (!d.ok())
-      return parqd::Err{this->Err(n, key, d.error())};
-    return d.value();
-  }
-
-  Result<Address, std::string> Addr(const toml::node& n,
-                                    std::string_view key) const {
-    auto s = String(n, key);
-    if (!s.ok())
-      return parqd::Err{s.error()};
-    auto a = Address::Parse(s.value().text);
-    if (!a)
-      return parqd::Err{
-          this->Err(n, key,
-                    "\"" + s.value().text +
-                        "\" is not an IPv4 or IPv6 address (write e.g. "
-                        "\"192.0.2.1\" or \"2001:db8::1\", no port, no name)")};
-    return *a;
-  }
-
- private:
-  std::string_view source_;
-};
+using Reader = TomlReader;
 
 Result<std::vector<PeerConfig>, std::string> Peers(const Reader& r,
                                                    std::string_view source,
@@ -159,7 +73,7 @@ Result<std::vector<PeerConfig>, std::string> Peers(const Reader& r,
                          "id and addresses")};
       }
     }
-    const std::string at = Where(source, pn);
+    const std::string at = TomlWhere(source, pn);
     if (!have_id)
       return Err{at +
                  ": a [[peer]] section has no 'id'; give the peer's "
@@ -582,15 +496,10 @@ std::string FormatDuration(uint64_t ns) {
 Result<Config, std::string> ParseConfig(std::string_view text,
                                         std::string_view source,
                                         const ConfigOverrides& o) {
-  toml::table t;
-  try {
-    t = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    const auto& b = e.source().begin;
-    return Err{std::string(source) + ":" + std::to_string(b.line) + ":" +
-               std::to_string(b.column) +
-               ": not valid TOML: " + std::string(e.description())};
-  }
+  auto parsed = ParseToml(text, source);
+  if (!parsed.ok())
+    return Err{parsed.error()};
+  toml::table t = std::move(parsed.value().table);
   ApplyOverrides(t, o);
 
   const Reader r(source);

@@ -90,6 +90,10 @@ struct ConfigOverrides {
   std::map<std::string, std::string, std::less<>> values;
 };
 
+// How to write a duration, for messages.
+inline constexpr const char* kDurationHint =
+    "write a number with a unit, e.g. \"1ms\", \"250us\", \"1.5s\" (units: "
+    "ns, us, ms, s)";
 // "1ms", "250us", "1.5s", "100ns" (a unit is required) -> ns.
 Result<uint64_t, std::string> ParseDuration(std::string_view text);
 // The shortest exact text ParseDuration reads back: 1000000 -> "1ms".

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "subprocess.h"
+#include "topology.h"
 
 namespace parq::parqd {
 
@@ -74,6 +75,98 @@ std::string Human(uint64_t ns) {
   else
     std::snprintf(buf, sizeof(buf), "%.3fus", static_cast<double>(ns) / 1e3);
   return buf;
+}
+
+json ResourceJson(const Topology& t, const Resource& r) {
+  return {{"id", r.id},
+          {"name", r.name},
+          {"capacity_bps", r.capacity},
+          {"reservable_bps", t.Reservable(r)}};
+}
+
+void ResourceLine(const Topology& t, const Resource& r, std::ostream& out) {
+  out << "  " << std::left << std::setw(32) << r.name << " " << std::setw(10)
+      << FormatRate(r.capacity) << " reservable " << FormatRate(t.Reservable(r))
+      << "\n";
+}
+
+int TopologyCheck(const CtlArgs& a, const Topology& t, std::ostream& out) {
+  const char* ec = t.equal_cost() == EqualCost::kFirst ? "first" : "charge-all";
+  std::vector<const Resource*> links;
+  for (const Resource& r : t.resources())
+    if (r.kind == Resource::Kind::kLink)
+      links.push_back(&r);
+  if (a.json) {
+    json j = {{"file", a.topology},
+              {"reservable_percent", t.reservable_percent()},
+              {"equal_cost", ec},
+              {"hosts", json::array()},
+              {"switches", t.switches()},
+              {"links", json::array()}};
+    for (const TopologyHost& h : t.hosts()) {
+      json addrs = json::array();
+      for (const Address& ad : h.addresses)
+        addrs.push_back(ad.ToString());
+      j["hosts"].push_back(
+          {{"name", h.name}, {"addresses", addrs}, {"nic_bps", h.nic}});
+    }
+    for (const Resource* r : links)
+      j["links"].push_back(ResourceJson(t, *r));
+    out << j.dump() << "\n";
+    return 0;
+  }
+  out << a.topology << ": " << t.hosts().size() << " hosts, "
+      << t.switches().size() << " switches, " << links.size()
+      << " links; reservations may take " << t.reservable_percent()
+      << "% of each capacity; equal-cost paths: " << ec << "\n";
+  for (const TopologyHost& h : t.hosts()) {
+    out << "  host " << std::left << std::setw(27) << h.name << " "
+        << std::setw(10) << FormatRate(h.nic);
+    for (size_t i = 0; i < h.addresses.size(); i++)
+      out << (i ? ", " : " ") << h.addresses[i].ToString();
+    out << "\n";
+  }
+  for (const Resource* r : links)
+    ResourceLine(t, *r, out);
+  return 0;
+}
+
+int TopologyPath(const CtlArgs& a, const Topology& t, std::ostream& out,
+                 std::ostream& err) {
+  std::optional<size_t> ends[2];
+  const std::string* names[2] = {&a.from, &a.to};
+  for (int i = 0; i < 2; i++) {
+    ends[i] = t.FindHost(*names[i]);
+    if (!ends[i]) {
+      std::string hosts;
+      for (const TopologyHost& h : t.hosts())
+        hosts += (hosts.empty() ? "" : ", ") + h.name;
+      return Fail(a, out, err,
+                  a.topology + " has no host named or addressed \"" +
+                      *names[i] + "\" (hosts: " + hosts + ")",
+                  0);
+    }
+  }
+  if (*ends[0] == *ends[1])
+    return Fail(a, out, err,
+                "FROM and TO are the same host, " + t.hosts()[*ends[0]].name +
+                    ": nothing to reserve",
+                0);
+  const std::vector<size_t> path = t.Path(*ends[0], *ends[1]);
+  const std::string& from = t.hosts()[*ends[0]].name;
+  const std::string& to = t.hosts()[*ends[1]].name;
+  if (a.json) {
+    json j = {{"from", from}, {"to", to}, {"resources", json::array()}};
+    for (size_t i : path)
+      j["resources"].push_back(ResourceJson(t, t.resources()[i]));
+    out << j.dump() << "\n";
+    return 0;
+  }
+  out << from << " -> " << to << ": a reservation charges " << path.size()
+      << " resources\n";
+  for (size_t i : path)
+    ResourceLine(t, t.resources()[i], out);
+  return 0;
 }
 
 }  // namespace
@@ -149,6 +242,15 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
       return JobSweep(jobs, a.json, out, err);
     case CtlArgs::Cmd::kJobPolicy:
       return JobPolicySet(jobs, a.policy, a.json, out, err);
+    case CtlArgs::Cmd::kTopologyCheck:
+    case CtlArgs::Cmd::kTopologyPath: {
+      auto t = Topology::Load(a.topology);
+      if (!t.ok())
+        return Fail(a, out, err, t.error(), 0);
+      if (a.cmd == CtlArgs::Cmd::kTopologyCheck)
+        return TopologyCheck(a, t.value(), out);
+      return TopologyPath(a, t.value(), out, err);
+    }
     default:
       break;
   }

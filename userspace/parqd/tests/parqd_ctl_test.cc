@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -164,3 +168,103 @@ TEST(FormatQdiscTest, KeepsParqQdiscs) {
 }
 
 }  // namespace
+
+// parqctl topology check and path read a file and need no kernel.
+class CtlTopologyTest : public CtlTest {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "parqd_ctl_topology.toml";
+    std::ofstream(path_) << R"(reservable = 50
+[[host]]
+name = "a"
+addresses = ["10.0.0.1"]
+nic = "1gbit"
+[[host]]
+name = "b"
+addresses = ["10.0.0.2", "fd00::2"]
+nic = "10gbit"
+[[switch]]
+name = "t"
+[[link]]
+from = "a"
+to = "t"
+capacity = "1gbit"
+[[link]]
+from = "t"
+to = "a"
+capacity = "1gbit"
+[[link]]
+from = "b"
+to = "t"
+capacity = "10gbit"
+[[link]]
+from = "t"
+to = "b"
+capacity = "10gbit"
+)";
+    // The kernel is never asked: opening it would fail.
+    open_error_ = KernelError{ENOENT, "no kernel in this test"};
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  CtlArgs Args(CtlArgs::Cmd cmd, bool json) {
+    CtlArgs a;
+    a.cmd = cmd;
+    a.json = json;
+    a.topology = path_;
+    return a;
+  }
+
+  std::string path_;
+};
+
+TEST_F(CtlTopologyTest, CheckPrintsHostsAndLinks) {
+  ASSERT_EQ(Run(Args(CtlArgs::Cmd::kTopologyCheck, false)), 0) << err_;
+  EXPECT_NE(out_.find(": 2 hosts, 1 switches, 4 links; reservations may "
+                      "take 50% of each capacity; equal-cost paths: "
+                      "charge-all"),
+            std::string::npos)
+      << out_;
+  EXPECT_NE(out_.find("fd00::2"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("link t -> b"), std::string::npos) << out_;
+  ASSERT_EQ(Run(Args(CtlArgs::Cmd::kTopologyCheck, true)), 0) << err_;
+  const json j = json::parse(out_);
+  EXPECT_EQ(j["reservable_percent"], 50);
+  EXPECT_EQ(j["hosts"][1]["addresses"][1], "fd00::2");
+  EXPECT_EQ(j["links"].size(), 4u);
+  EXPECT_EQ(j["links"][0]["id"], "link/a/t");
+  EXPECT_EQ(j["links"][0]["reservable_bps"], 500'000'000u);
+}
+
+TEST_F(CtlTopologyTest, PathByNameOrAddress) {
+  CtlArgs a = Args(CtlArgs::Cmd::kTopologyPath, true);
+  a.from = "a";
+  a.to = "fd00::2";
+  ASSERT_EQ(Run(a), 0) << err_;
+  const json j = json::parse(out_);
+  EXPECT_EQ(j["from"], "a");
+  EXPECT_EQ(j["to"], "b");
+  std::vector<std::string> ids;
+  for (const json& r : j["resources"])
+    ids.push_back(r["id"]);
+  EXPECT_EQ(ids, (std::vector<std::string>{"host/a/send", "link/a/t",
+                                           "link/t/b", "host/b/receive"}));
+}
+
+TEST_F(CtlTopologyTest, BadInputIsAClearError) {
+  CtlArgs a = Args(CtlArgs::Cmd::kTopologyPath, false);
+  a.from = "a";
+  a.to = "c";
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_EQ(err_, "parqctl: " + path_ +
+                      " has no host named or addressed \"c\" (hosts: a, b)\n");
+  a.to = "10.0.0.1";
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_EQ(err_,
+            "parqctl: FROM and TO are the same host, a: nothing to reserve\n");
+  a = Args(CtlArgs::Cmd::kTopologyCheck, true);
+  a.topology = "/nonexistent.toml";
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_EQ(json::parse(out_)["error"],
+            "/nonexistent.toml: cannot read the topology file");
+}
