@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "cluster_admission.h"
+
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+namespace parq::parqd {
+
+namespace {
+
+using nlohmann::json;
+
+// Enough for every contender on a shared resource to win once in turn.
+constexpr int kMaxAttempts = 64;
+
+std::string NewId(const std::string& from) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(rng()));
+  return from + "-" + hex;
+}
+
+uint64_t Rate(const std::string& text) {
+  uint64_t v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
+std::string ToJson(const Reservation& r) {
+  return json{{"id", r.id},
+              {"from", r.from},
+              {"to", r.to},
+              {"rate", r.rate},
+              {"match", r.match},
+              {"owner", r.owner},
+              {"resources", r.resources}}
+      .dump();
+}
+
+Result<Reservation, std::string> FromJson(const EtcdKv& kv) {
+  const json j = json::parse(kv.value, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("id") ||
+      !j.contains("resources"))
+    return Err{"etcd: " + kv.key + " is not a reservation"};
+  Reservation r;
+  r.id = j.value("id", "");
+  r.from = j.value("from", "");
+  r.to = j.value("to", "");
+  r.rate = j.value("rate", uint64_t{0});
+  r.match = j.value("match", "");
+  r.owner = j.value("owner", "");
+  r.resources = j.value("resources", std::vector<std::string>{});
+  r.lease = kv.lease;
+  return r;
+}
+
+}  // namespace
+
+ClusterAdmission::ClusterAdmission(const Topology& topology, EtcdClient& etcd,
+                                   std::string prefix)
+    : topology_(topology), etcd_(etcd), prefix_(std::move(prefix)) {}
+
+std::string ClusterAdmission::UseKey(const std::string& resource,
+                                     const std::string& id) const {
+  return prefix_ + "use/" + resource + "/" + id;
+}
+
+Result<Reservation, std::string> ClusterAdmission::Reserve(
+    const ReservationRequest& req, int64_t lease) {
+  const auto from = topology_.FindHost(req.from);
+  const auto to = topology_.FindHost(req.to);
+  if (!from)
+    return Err{"no host named or addressed \"" + req.from +
+               "\" in the topology"};
+  if (!to)
+    return Err{"no host named or addressed \"" + req.to + "\" in the topology"};
+  if (*from == *to)
+    return Err{"the source and the destination are the same host, " +
+               topology_.hosts()[*from].name};
+  if (req.rate == 0)
+    return Err{std::string("a rate of 0 reserves nothing")};
+  Reservation r;
+  r.from = topology_.hosts()[*from].name;
+  r.to = topology_.hosts()[*to].name;
+  r.id = NewId(r.from);
+  r.rate = req.rate;
+  r.match = req.match;
+  r.owner = req.owner;
+  r.lease = lease;
+  const std::vector<size_t> path = topology_.Path(*from, *to);
+  for (size_t i : path)
+    r.resources.push_back(topology_.resources()[i].id);
+  return Commit(std::move(r), path, "", 0);
+}
+
+Result<Reservation, std::string> ClusterAdmission::Change(const std::string& id,
+                                                          uint64_t rate) {
+  if (rate == 0)
+    return Err{"a rate of 0 reserves nothing; release " + id + " instead"};
+  int64_t rev = 0;
+  auto got = Get(id, &rev);
+  if (!got.ok())
+    return got;
+  Reservation r = std::move(got).value();
+  std::vector<size_t> path;
+  for (const std::string& rid : r.resources) {
+    size_t i = 0;
+    while (i < topology_.resources().size() &&
+           topology_.resources()[i].id != rid)
+      i++;
+    if (i == topology_.resources().size())
+      return Err{"reservation " + id + " charges " + rid +
+                 ", which the topology no longer has; release it and "
+                 "reserve again"};
+    path.push_back(i);
+  }
+  r.rate = rate;
+  return Commit(std::move(r), path, id, rev);
+}
+
+Result<Reservation, std::string> ClusterAdmission::Commit(
+    Reservation r, const std::vector<size_t>& path, const std::string& own,
+    int64_t own_revision) {
+  const auto& res = topology_.resources();
+  for (int attempt = 0; attempt < kMaxAttempts; attempt++) {
+    std::vector<uint64_t> reserved(res.size(), 0);
+    std::vector<EtcdCompare> compares;
+    for (size_t i : path) {
+      const std::string pre = prefix_ + "use/" + res[i].id + "/";
+      const std::string end = EtcdPrefixEnd(pre);
+      auto range = etcd_.Range(pre, end);
+      if (!range.ok())
+        return Err{range.error()};
+      for (const EtcdKv& kv : range.value().kvs)
+        if (own.empty() || kv.key != pre + own)
+          reserved[i] += Rate(kv.value);
+      compares.push_back({pre, end, EtcdCompare::Target::kModRevision,
+                          EtcdCompare::Op::kLess, range.value().revision + 1});
+    }
+    if (auto refusal = Admit(topology_, path, reserved, r.rate))
+      return Err{RefusalMessage(topology_, *refusal)};
+    if (!own.empty())
+      compares.push_back({prefix_ + "resv/" + own, "",
+                          EtcdCompare::Target::kModRevision,
+                          EtcdCompare::Op::kEqual, own_revision});
+    std::vector<EtcdOp> ops;
+    ops.reserve(path.size() + 1);
+    for (size_t i : path)
+      ops.push_back({EtcdOp::Kind::kPut, UseKey(res[i].id, r.id),
+                     std::to_string(r.rate), "", r.lease});
+    ops.push_back(
+        {EtcdOp::Kind::kPut, prefix_ + "resv/" + r.id, ToJson(r), "", r.lease});
+    auto txn = etcd_.Txn(compares, ops);
+    if (!txn.ok())
+      return Err{txn.error()};
+    if (txn.value().succeeded)
+      return r;
+    retries_++;
+    if (!own.empty()) {  // the reservation itself may have changed
+      auto again = Get(own, &own_revision);
+      if (!again.ok())
+        return again;
+    }
+  }
+  return Err{"gave up after " + std::to_string(kMaxAttempts) +
+             " attempts: the reservations on the path kept changing"};
+}
+
+Result<Reservation, std::string> ClusterAdmission::Get(const std::string& id,
+                                                       int64_t* mod_revision) {
+  auto range = etcd_.Range(prefix_ + "resv/" + id);
+  if (!range.ok())
+    return Err{range.error()};
+  if (range.value().kvs.empty())
+    return Err{"no reservation " + id};
+  *mod_revision = range.value().kvs[0].mod_revision;
+  return FromJson(range.value().kvs[0]);
+}
+
+Result<Reservation, std::string> ClusterAdmission::Release(
+    const std::string& id) {
+  for (int attempt = 0; attempt < kMaxAttempts; attempt++) {
+    int64_t rev = 0;
+    auto got = Get(id, &rev);
+    if (!got.ok())
+      return got;
+    std::vector<EtcdOp> ops;
+    ops.reserve(got.value().resources.size() + 1);
+    for (const std::string& rid : got.value().resources)
+      ops.push_back({EtcdOp::Kind::kDelete, UseKey(rid, id), "", "", 0});
+    ops.push_back({EtcdOp::Kind::kDelete, prefix_ + "resv/" + id, "", "", 0});
+    auto txn = etcd_.Txn(
+        {{prefix_ + "resv/" + id, "", EtcdCompare::Target::kModRevision,
+          EtcdCompare::Op::kEqual, rev}},
+        ops);
+    if (!txn.ok())
+      return Err{txn.error()};
+    if (txn.value().succeeded)
+      return got;
+    retries_++;
+  }
+  return Err{"gave up after " + std::to_string(kMaxAttempts) +
+             " attempts: reservation " + id + " kept changing"};
+}
+
+Result<std::vector<Reservation>, std::string> ClusterAdmission::List() {
+  const std::string pre = prefix_ + "resv/";
+  auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
+  if (!range.ok())
+    return Err{range.error()};
+  std::vector<Reservation> out;
+  out.reserve(range.value().kvs.size());
+  for (const EtcdKv& kv : range.value().kvs) {
+    auto r = FromJson(kv);
+    if (!r.ok())
+      return Err{r.error()};
+    out.push_back(std::move(r).value());
+  }
+  return out;
+}
+
+Result<std::vector<ResourceUse>, std::string> ClusterAdmission::Use() {
+  const std::string pre = prefix_ + "use/";
+  auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
+  if (!range.ok())
+    return Err{range.error()};
+  std::map<std::string, std::pair<uint64_t, size_t>, std::less<>> sums;
+  for (const EtcdKv& kv : range.value().kvs) {
+    const std::string rest = kv.key.substr(pre.size());
+    auto& s = sums[rest.substr(0, rest.rfind('/'))];
+    s.first += Rate(kv.value);
+    s.second++;
+  }
+  std::vector<ResourceUse> out;
+  out.reserve(topology_.resources().size());
+  for (const Resource& r : topology_.resources()) {
+    const auto it = sums.find(r.id);
+    out.push_back({&r, topology_.Reservable(r),
+                   it == sums.end() ? 0 : it->second.first,
+                   it == sums.end() ? 0 : it->second.second});
+  }
+  return out;
+}
+
+}  // namespace parq::parqd

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "etcd.h"
+
+#include <curl/curl.h>
+
+#include <array>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+namespace parq::parqd {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kB64 =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string Base64(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = (uint32_t{static_cast<uint8_t>(in[i])} << 16) |
+                       (uint32_t{static_cast<uint8_t>(in[i + 1])} << 8) |
+                       uint32_t{static_cast<uint8_t>(in[i + 2])};
+    for (int s = 18; s >= 0; s -= 6)
+      out += kB64[(v >> s) & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t{static_cast<uint8_t>(in[i])} << 16;
+    if (i + 1 < in.size())
+      v |= uint32_t{static_cast<uint8_t>(in[i + 1])} << 8;
+    out += kB64[(v >> 18) & 63];
+    out += kB64[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kB64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// Decodes standard base64 (what the gateway sends); false on other text.
+bool Unbase64(std::string_view in, std::string& out) {
+  out.clear();
+  uint32_t v = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=')
+      break;
+    const size_t d = kB64.find(c);
+    if (d == std::string_view::npos)
+      return false;
+    v = (v << 6) | static_cast<uint32_t>(d);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((v >> bits) & 0xff);
+    }
+  }
+  return true;
+}
+
+// The gateway writes int64 fields as strings and leaves out zeros.
+int64_t Int(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end())
+    return 0;
+  if (it->is_string()) {
+    try {
+      return std::stoll(it->get<std::string>());
+    } catch (...) {
+      return 0;
+    }
+  }
+  return it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+std::string Str(const json& j, const char* key) {
+  const auto it = j.find(key);
+  std::string out;
+  if (it != j.end() && it->is_string())
+    Unbase64(it->get<std::string>(), out);
+  return out;
+}
+
+const char* TargetName(EtcdCompare::Target t) {
+  switch (t) {
+    case EtcdCompare::Target::kCreateRevision:
+      return "CREATE";
+    case EtcdCompare::Target::kVersion:
+      return "VERSION";
+    case EtcdCompare::Target::kModRevision:
+      break;
+  }
+  return "MOD";
+}
+
+const char* TargetField(EtcdCompare::Target t) {
+  switch (t) {
+    case EtcdCompare::Target::kCreateRevision:
+      return "create_revision";
+    case EtcdCompare::Target::kVersion:
+      return "version";
+    case EtcdCompare::Target::kModRevision:
+      break;
+  }
+  return "mod_revision";
+}
+
+const char* OpName(EtcdCompare::Op o) {
+  switch (o) {
+    case EtcdCompare::Op::kGreater:
+      return "GREATER";
+    case EtcdCompare::Op::kLess:
+      return "LESS";
+    case EtcdCompare::Op::kNotEqual:
+      return "NOT_EQUAL";
+    case EtcdCompare::Op::kEqual:
+      break;
+  }
+  return "EQUAL";
+}
+
+json OpJson(const EtcdOp& op) {
+  if (op.kind == EtcdOp::Kind::kDelete) {
+    json d = {{"key", Base64(op.key)}};
+    if (!op.range_end.empty())
+      d["range_end"] = Base64(op.range_end);
+    return {{"request_delete_range", d}};
+  }
+  json p = {{"key", Base64(op.key)}, {"value", Base64(op.value)}};
+  if (op.lease)
+    p["lease"] = std::to_string(op.lease);
+  return {{"request_put", p}};
+}
+
+size_t Append(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+}  // namespace
+
+std::string EtcdPrefixEnd(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty()) {
+    auto& c = reinterpret_cast<unsigned char&>(end.back());
+    if (c < 0xff) {
+      c++;
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+EtcdClient::EtcdClient(std::vector<std::string> endpoints,
+                       std::chrono::milliseconds timeout, Post post)
+    : endpoints_(std::move(endpoints)),
+      timeout_(timeout),
+      post_(std::move(post)) {}
+
+Result<EtcdBody, std::string> EtcdClient::Call(const std::string& path,
+                                               const std::string& body) {
+  std::string tried;
+  for (size_t n = 0; n < endpoints_.size(); n++) {
+    const size_t i = (current_ + n) % endpoints_.size();
+    auto r = post_(endpoints_[i] + path, body, timeout_);
+    if (!r.ok()) {
+      tried += (tried.empty() ? "" : "; ") + endpoints_[i] + ": " + r.error();
+      continue;
+    }
+    current_ = i;
+    const json j = json::parse(r.value().text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      return Err{"etcd " + endpoints_[i] + path + ": the answer is not JSON"};
+    if (j.contains("error")) {
+      const auto m = j.find("message");
+      const std::string what = m != j.end() && m->is_string()
+                                   ? m->get<std::string>()
+                                   : j["error"].dump();
+      // gRPC's UNAVAILABLE (no leader, this member lost quorum) and
+      // DEADLINE_EXCEEDED: another member may do better.
+      const int64_t code = j.value("code", 0);
+      if (code == 14 || code == 4) {
+        tried += (tried.empty() ? "" : "; ") + endpoints_[i] + ": " + what;
+        continue;
+      }
+      return Err{"etcd " + endpoints_[i] + path + ": " + what};
+    }
+    return r;
+  }
+  return Err{"etcd: no endpoint answered (" + tried + ")"};
+}
+
+Result<EtcdRange, std::string> EtcdClient::Range(std::string_view key,
+                                                 std::string_view range_end) {
+  json req = {{"key", Base64(key)}};
+  if (!range_end.empty())
+    req["range_end"] = Base64(range_end);
+  auto r = Call("/v3/kv/range", req.dump());
+  if (!r.ok())
+    return Err{r.error()};
+  const json j = json::parse(r.value().text);
+  EtcdRange out;
+  out.revision = Int(j.value("header", json::object()), "revision");
+  for (const json& kv : j.value("kvs", json::array()))
+    out.kvs.push_back(
+        EtcdKv{Str(kv, "key"), Str(kv, "value"), Int(kv, "create_revision"),
+               Int(kv, "mod_revision"), Int(kv, "version"), Int(kv, "lease")});
+  return out;
+}
+
+Result<int64_t, std::string> EtcdClient::Put(std::string_view key,
+                                             std::string_view value,
+                                             int64_t lease) {
+  EtcdOp op{
+      EtcdOp::Kind::kPut, std::string(key), std::string(value), {}, lease};
+  auto r = Call("/v3/kv/put", OpJson(op)["request_put"].dump());
+  if (!r.ok())
+    return Err{r.error()};
+  return Int(json::parse(r.value().text).value("header", json::object()),
+             "revision");
+}
+
+Result<EtcdTxn, std::string> EtcdClient::Txn(
+    const std::vector<EtcdCompare>& compare, const std::vector<EtcdOp>& success,
+    const std::vector<EtcdOp>& failure) {
+  json req = {{"compare", json::array()},
+              {"success", json::array()},
+              {"failure", json::array()}};
+  for (const EtcdCompare& c : compare) {
+    json cj = {{"key", Base64(c.key)},
+               {"target", TargetName(c.target)},
+               {"result", OpName(c.op)},
+               {TargetField(c.target), std::to_string(c.number)}};
+    if (!c.range_end.empty())
+      cj["range_end"] = Base64(c.range_end);
+    req["compare"].push_back(cj);
+  }
+  for (const EtcdOp& op : success)
+    req["success"].push_back(OpJson(op));
+  for (const EtcdOp& op : failure)
+    req["failure"].push_back(OpJson(op));
+  auto r = Call("/v3/kv/txn", req.dump());
+  if (!r.ok())
+    return Err{r.error()};
+  const json j = json::parse(r.value().text);
+  return EtcdTxn{j.value("succeeded", false),
+                 Int(j.value("header", json::object()), "revision")};
+}
+
+Result<EtcdLease, std::string> EtcdClient::LeaseGrant(int64_t ttl_s) {
+  auto r = Call("/v3/lease/grant", json{{"TTL", ttl_s}}.dump());
+  if (!r.ok())
+    return Err{r.error()};
+  const json j = json::parse(r.value().text);
+  return EtcdLease{Int(j, "ID"), Int(j, "TTL")};
+}
+
+Result<EtcdLease, std::string> EtcdClient::LeaseKeepAlive(int64_t id) {
+  auto r = Call("/v3/lease/keepalive", json{{"ID", std::to_string(id)}}.dump());
+  if (!r.ok())
+    return Err{r.error()};
+  const json j = json::parse(r.value().text);
+  const json res = j.value("result", json::object());
+  return EtcdLease{id, Int(res, "TTL")};
+}
+
+Result<EtcdLease, std::string> EtcdClient::LeaseRevoke(int64_t id) {
+  auto r = Call("/v3/lease/revoke", json{{"ID", std::to_string(id)}}.dump());
+  if (!r.ok() && r.error().find("lease not found") == std::string::npos)
+    return Err{r.error()};
+  return EtcdLease{id, 0};
+}
+
+EtcdClient::Post CurlPost() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  return [](const std::string& url, const std::string& body,
+            std::chrono::milliseconds timeout)
+             -> Result<EtcdBody, std::string> {
+    CURL* c = curl_easy_init();
+    if (!c)
+      return Err{std::string("curl_easy_init failed")};
+    std::string out;
+    std::array<char, CURL_ERROR_SIZE> error{};
+    curl_slist* headers =
+        curl_slist_append(nullptr, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Append);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error.data());
+    const CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK)
+      return Err{std::string(error[0] ? error.data() : curl_easy_strerror(rc))};
+    // The gateway answers errors with a JSON body too: Call() reads it.
+    if (status != 200 && out.find("\"error\"") == std::string::npos)
+      return Err{"HTTP status " + std::to_string(status)};
+    return EtcdBody{std::move(out)};
+  };
+}
+
+}  // namespace parq::parqd

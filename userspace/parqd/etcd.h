@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// A client of etcd's v3 API (etcd 3.4, Debian's etcd-server) through its
+// gRPC gateway: JSON over HTTP/1.1 with libcurl, keys and values base64,
+// 64-bit integers as strings.  Chosen over gRPC because Debian ships no
+// etcd C++ client, libcurl and nlohmann-json are already parq's, and the
+// calls admission needs (range, transactions with compares over key
+// ranges, leases) are unary; a lease is kept alive by one keepalive call
+// per period rather than a stream.
+//
+// Every call tries the endpoints in turn, starting with the last one
+// that answered, and fails only when none answers; an error is a
+// sentence naming what failed ("etcd: no endpoint answered
+// (http://10.0.0.1:2379: Couldn't connect to server; ...)").
+
+#ifndef PARQD_ETCD_H
+#define PARQD_ETCD_H
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "result.h"
+
+namespace parq::parqd {
+
+struct EtcdKv {
+  std::string key, value;
+  int64_t create_revision = 0, mod_revision = 0, version = 0, lease = 0;
+};
+
+struct EtcdRange {
+  int64_t revision = 0;  // the store's revision when it was read
+  std::vector<EtcdKv> kvs;
+};
+
+// The end of the key range of every key that starts with `prefix`.
+std::string EtcdPrefixEnd(std::string_view prefix);
+
+// One comparison of a transaction, over `key` or, with `range_end`, over
+// every key in [key, range_end) (etcd compares each; an empty range
+// compares as revision 0).
+struct EtcdCompare {
+  enum class Target : uint8_t { kModRevision, kCreateRevision, kVersion };
+  enum class Op : uint8_t { kEqual, kGreater, kLess, kNotEqual };
+  std::string key, range_end;
+  Target target = Target::kModRevision;
+  Op op = Op::kEqual;
+  int64_t number = 0;
+};
+
+// A put (with `lease` when not 0) or a delete of `key` (or the range).
+struct EtcdOp {
+  enum class Kind : uint8_t { kPut, kDelete };
+  Kind kind = Kind::kPut;
+  std::string key, value, range_end;
+  int64_t lease = 0;
+};
+
+struct EtcdTxn {
+  bool succeeded = false;
+  int64_t revision = 0;
+};
+
+struct EtcdLease {
+  int64_t id = 0;
+  int64_t ttl_s = 0;  // granted; on keepalive, what is left (0: expired)
+};
+
+// A response's body (Result needs value and error types to differ).
+struct EtcdBody {
+  std::string text;
+};
+
+class EtcdClient {
+ public:
+  // POSTs `body` to `url`; the response's body, or an error sentence.
+  using Post = std::function<Result<EtcdBody, std::string>(
+      const std::string& url, const std::string& body,
+      std::chrono::milliseconds timeout)>;
+
+  // `endpoints`: "http://HOST:PORT", at least one.  `post`: the
+  // transport (CurlPost() unless a test gives its own).
+  EtcdClient(std::vector<std::string> endpoints,
+             std::chrono::milliseconds timeout, Post post);
+
+  Result<EtcdRange, std::string> Range(std::string_view key,
+                                       std::string_view range_end = {});
+  // The store's revision after the put.
+  Result<int64_t, std::string> Put(std::string_view key, std::string_view value,
+                                   int64_t lease = 0);
+  Result<EtcdTxn, std::string> Txn(const std::vector<EtcdCompare>& compare,
+                                   const std::vector<EtcdOp>& success,
+                                   const std::vector<EtcdOp>& failure = {});
+  Result<EtcdLease, std::string> LeaseGrant(int64_t ttl_s);
+  Result<EtcdLease, std::string> LeaseKeepAlive(int64_t id);
+  // Not an error when the lease is already gone.
+  Result<EtcdLease, std::string> LeaseRevoke(int64_t id);
+
+  const std::string& last_endpoint() const { return endpoints_[current_]; }
+
+ private:
+  // The response of the first endpoint that answers, as JSON text; an
+  // answer that carries an error is returned as the error.
+  Result<EtcdBody, std::string> Call(const std::string& path,
+                                     const std::string& body);
+
+  std::vector<std::string> endpoints_;
+  std::chrono::milliseconds timeout_;
+  Post post_;
+  size_t current_ = 0;
+};
+
+// libcurl's POST of application/json, with a total timeout.
+EtcdClient::Post CurlPost();
+
+}  // namespace parq::parqd
+
+#endif
