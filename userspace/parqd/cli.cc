@@ -216,9 +216,41 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       ->required();
   json_flag(tpath);
 
+  auto etcd_options = [&a](CLI::App* sub) {
+    sub->add_option("--topology", a.topology, "The cluster's topology (TOML)")
+        ->required();
+    sub->add_option("--etcd", a.etcd,
+                    "etcd's client URLs, e.g. http://10.0.0.1:2379 "
+                    "(repeat or separate with commas)")
+        ->required()
+        ->delimiter(',');
+    sub->add_option("--prefix", a.etcd_prefix,
+                    "The key prefix of parq's state (default /parq/v1/)");
+  };
+  CLI::App* links = app.add_subcommand(
+      "links",
+      "What reservations across the cluster hold of every NIC and link, "
+      "and what is left for best effort (from etcd)");
+  etcd_options(links);
+  json_flag(links);
+  CLI::App* resvs = app.add_subcommand(
+      "reservations", "The reservations across the cluster (from etcd)");
+  etcd_options(resvs);
+  json_flag(resvs);
+
   if (auto code = Parse(app, argv, out, err))
     return *code;
   a.json = json;
+  if (!a.etcd_prefix.empty() && a.etcd_prefix.back() != '/') {
+    err << "parqctl: --prefix " << a.etcd_prefix << ": end it with '/'\n";
+    return 2;
+  }
+  for (const std::string& url : a.etcd)
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+      err << "parqctl: --etcd " << url
+          << ": give a URL, e.g. http://10.0.0.1:2379\n";
+      return 2;
+    }
 
   if (*cshow) {
     a.cmd = CtlArgs::Cmd::kCreditShow;
@@ -255,6 +287,10 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kTopologyCheck;
   } else if (*tpath) {
     a.cmd = CtlArgs::Cmd::kTopologyPath;
+  } else if (*links) {
+    a.cmd = CtlArgs::Cmd::kLinks;
+  } else if (*resvs) {
+    a.cmd = CtlArgs::Cmd::kReservations;
   } else {
     a.cmd = CtlArgs::Cmd::kJobPolicy;
     if (!dscp_text.empty()) {

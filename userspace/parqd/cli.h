@@ -43,7 +43,9 @@ struct CtlArgs {
     kJobSweep,
     kJobPolicy,
     kTopologyCheck,
-    kTopologyPath
+    kTopologyPath,
+    kLinks,
+    kReservations
   };
   Cmd cmd = Cmd::kCreditShow;
   bool json = false;
@@ -56,6 +58,8 @@ struct CtlArgs {
   JobPolicy policy;                  // job add (a new table), job policy
   std::string topology;              // topology check, path: the file
   std::string from, to;              // topology path: hosts
+  std::vector<std::string> etcd;     // links, reservations: endpoints
+  std::string etcd_prefix = "/parq/v1/";
 };
 
 std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,

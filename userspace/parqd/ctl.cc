@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster_admission.h"
 #include "config.h"
+#include "etcd.h"
 #include "subprocess.h"
 #include "topology.h"
 
@@ -169,6 +171,71 @@ int TopologyPath(const CtlArgs& a, const Topology& t, std::ostream& out,
   return 0;
 }
 
+int Links(const CtlArgs& a, ClusterAdmission& adm, std::ostream& out,
+          std::ostream& err) {
+  auto use = adm.Use();
+  if (!use.ok())
+    return Fail(a, out, err, use.error(), 0);
+  if (a.json) {
+    json j = json::array();
+    for (const ResourceUse& u : use.value())
+      j.push_back({{"id", u.resource->id},
+                   {"name", u.resource->name},
+                   {"capacity_bps", u.resource->capacity},
+                   {"reservable_bps", u.reservable},
+                   {"reserved_bps", u.reserved},
+                   {"best_effort_bps", u.resource->capacity - u.reserved},
+                   {"reservations", u.reservations}});
+    out << j.dump() << "\n";
+    return 0;
+  }
+  out << std::left << std::setw(32) << "resource"
+      << " " << std::setw(10) << "capacity"
+      << " " << std::setw(10) << "reservable"
+      << " " << std::setw(10) << "reserved"
+      << " " << std::setw(11) << "best effort"
+      << " reservations\n";
+  for (const ResourceUse& u : use.value())
+    out << std::setw(32) << u.resource->name << " " << std::setw(10)
+        << FormatRate(u.resource->capacity) << " " << std::setw(10)
+        << FormatRate(u.reservable) << " " << std::setw(10)
+        << (u.reserved ? FormatRate(u.reserved) : "0") << " " << std::setw(11)
+        << FormatRate(u.resource->capacity - u.reserved) << " "
+        << u.reservations << "\n";
+  return 0;
+}
+
+int Reservations(const CtlArgs& a, ClusterAdmission& adm, std::ostream& out,
+                 std::ostream& err) {
+  auto list = adm.List();
+  if (!list.ok())
+    return Fail(a, out, err, list.error(), 0);
+  if (a.json) {
+    json j = json::array();
+    for (const Reservation& r : list.value())
+      j.push_back({{"id", r.id},
+                   {"from", r.from},
+                   {"to", r.to},
+                   {"rate_bps", r.rate},
+                   {"match", r.match},
+                   {"owner", r.owner},
+                   {"lease", r.lease},
+                   {"resources", r.resources}});
+    out << j.dump() << "\n";
+    return 0;
+  }
+  for (const Reservation& r : list.value()) {
+    out << r.id << ": " << r.from << " -> " << r.to << " " << FormatRate(r.rate)
+        << ", owner " << r.owner;
+    if (!r.match.empty())
+      out << ", match " << r.match;
+    out << "\n";
+    for (const std::string& id : r.resources)
+      out << "  " << id << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string FormatEntries(const std::vector<KernelEntry>& entries,
@@ -250,6 +317,17 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
       if (a.cmd == CtlArgs::Cmd::kTopologyCheck)
         return TopologyCheck(a, t.value(), out);
       return TopologyPath(a, t.value(), out, err);
+    }
+    case CtlArgs::Cmd::kLinks:
+    case CtlArgs::Cmd::kReservations: {
+      auto t = Topology::Load(a.topology);
+      if (!t.ok())
+        return Fail(a, out, err, t.error(), 0);
+      EtcdClient etcd(a.etcd, std::chrono::seconds(5), CurlPost());
+      ClusterAdmission adm(t.value(), etcd, a.etcd_prefix);
+      if (a.cmd == CtlArgs::Cmd::kLinks)
+        return Links(a, adm, out, err);
+      return Reservations(a, adm, out, err);
     }
     default:
       break;

@@ -22,12 +22,15 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cli.h"
 #include "cluster_admission.h"
+#include "ctl.h"
 #include "etcd.h"
 #include "topology.h"
 
@@ -432,6 +435,78 @@ TEST_F(AdmissionTest, RacedReservationsNeverOverAdmit) {
   // The race was real: some transactions lost and were retried.
   std::printf("[ figures  ] %d repetitions: %llu retried transactions\n", kReps,
               static_cast<unsigned long long>(retries));
+}
+
+// parqctl links and reservations read what ClusterAdmission wrote.
+TEST_F(AdmissionTest, ParqctlShowsLinksAndReservations) {
+  const std::string file =
+      ::testing::TempDir() + "parqd_etcd_test_topology.toml";
+  std::ofstream(file) << kTopology;
+  EtcdClient c = Client();
+  ClusterAdmission adm(topo_, c, prefix_);
+  auto r = adm.Reserve(Req("a2", "b2", 300'000'000), 0);
+  ASSERT_TRUE(r.ok()) << r.error();
+  auto run = [&](const std::vector<std::string>& argv, std::string& out) {
+    std::ostringstream o, e;
+    auto parsed = ParseCtlArgs(argv, o, e);
+    if (!std::holds_alternative<CtlArgs>(parsed)) {
+      out = o.str() + e.str();
+      return std::get<int>(parsed) + 100;
+    }
+    const int rc = RunCtl(
+        std::get<CtlArgs>(parsed),
+        []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
+          return Err{KernelError{ENOENT, "no kernel in this test"}};
+        },
+        o, e);
+    out = o.str() + e.str();
+    return rc;
+  };
+  std::string out;
+  ASSERT_EQ(run({"parqctl", "links", "--topology", file, "--etcd",
+                 "http://127.0.0.1:1," + server->endpoint(), "--prefix",
+                 prefix_, "--json"},
+                out),
+            0)
+      << out;
+  const nlohmann::json links = nlohmann::json::parse(out);
+  int seen = 0;
+  for (const auto& l : links) {
+    if (l["id"] == "link/tor1/tor2") {
+      EXPECT_EQ(l["reserved_bps"], 300'000'000u);
+      EXPECT_EQ(l["best_effort_bps"], 700'000'000u);
+      EXPECT_EQ(l["reservations"], 1u);
+      seen++;
+    } else if (l["id"] == "link/tor2/tor1") {
+      EXPECT_EQ(l["reserved_bps"], 0u);
+      seen++;
+    }
+  }
+  EXPECT_EQ(seen, 2);
+  ASSERT_EQ(run({"parqctl", "reservations", "--topology", file, "--etcd",
+                 server->endpoint(), "--prefix", prefix_},
+                out),
+            0)
+      << out;
+  EXPECT_EQ(out.rfind(r.value().id + ": a2 -> b2 300mbit, owner alice, "
+                                     "match dport 5000\n  host/a2/send\n",
+                      0),
+            0u)
+      << out;
+  // Bad input: a clear error, exit status 1 or 2.
+  EXPECT_EQ(
+      run({"parqctl", "links", "--topology", file, "--etcd", "127.0.0.1:2379"},
+          out),
+      102);
+  EXPECT_EQ(out,
+            "parqctl: --etcd 127.0.0.1:2379: give a URL, e.g. "
+            "http://10.0.0.1:2379\n");
+  EXPECT_EQ(run({"parqctl", "links", "--topology", file, "--etcd",
+                 "http://127.0.0.1:1"},
+                out),
+            1);
+  EXPECT_EQ(out.rfind("parqctl: etcd: no endpoint answered", 0), 0u) << out;
+  std::remove(file.c_str());
 }
 
 }  // namespace
