@@ -311,23 +311,31 @@ def t_xstats_json():
 def t_sojourn():
     """Sojourn times: every packet sent is timed once, in its class, and
     under the threshold rule local packets wait longer than parallel ones.
-    The shaper at 1 Mbit/s sends a packet every ~1.1 ms, so the burst
-    queues: 12 local packets, then 12 parallel, sent as fast as one
-    process can."""
-    fresh("rate", "1mbit", "threshold", "4", "unit", "packets")
-    send([(12, 100, None, None, 9), (12, 100, TOS_EF, None, 9)])
+    The shaper first runs at 8 bit/s: one parallel packet leaves at once
+    and then nothing for 128 s, so that the whole burst queues however
+    slowly this host sends it (under the debug kernel one send can take
+    longer than a packet's time at 1 Mbit/s, and a burst sent into a
+    running shaper did not queue); a change to 1 Mbit/s then releases
+    it, four parallel packets to one local while both wait."""
+    fresh("rate", "8bit", "threshold", "4", "unit", "packets")
+    send([(1, 100, TOS_EF, None, 9), (12, 100, None, None, 9),
+          (12, 100, TOS_EF, None, 9)])
+    check_eq(tclib.parq_qdisc(A, DEV)["qlen"], 24,
+             "packets held by the shaper")
+    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "rate", "1mbit")
     q = wait_empty()
+    check_eq(q["qlen"], 0, "packets left after the release")
     cls = tclib.class_stats(A, DEV)
     xs = xstats(q)
-    for c, cid in zip(SOJOURN, (PAR, LOC)):
+    for c, cid, n in zip(SOJOURN, (PAR, LOC), (13, 12)):
         diag(f"{c}: {xs[f'{c}_pkts']} packets, mean "
              f"{xs[f'{c}_mean'] / 1000:.0f} us, buckets {xs[f'{c}_hist']}")
         check_eq(sum(xs[f"{c}_hist"]), cls[cid]["packets"],
                  f"{c} buckets' packets against class {cid}'s")
-        check_eq(xs[f"{c}_pkts"], 12, f"{c}_pkts")
-    # The first local packet may leave at once (the queue was empty), and
-    # then one in five while parallel ones wait: the other local packets
-    # wait for the parallel burst.
+        check_eq(xs[f"{c}_pkts"], n, f"{c}_pkts")
+    # Every held packet waited from its send to the release, the local ones
+    # (sent first) a little longer; then the threshold rule sends the
+    # parallel ones first.  The first parallel packet did not wait.
     check(xs["local_sojourn_mean"] > xs["parallel_sojourn_mean"],
           f"local mean {xs['local_sojourn_mean']} ns not above parallel's "
           f"{xs['parallel_sojourn_mean']} ns")
