@@ -18,16 +18,13 @@
 #include "grant.h"
 #include "satmath.h"
 #include "toml_read.h"
+#include "units.h"
 #include "wire.h"
 
 namespace parq::parqd {
 
 namespace {
 
-struct Unit {
-  std::string_view name;
-  uint64_t ns;
-};
 constexpr Unit kUnits[] = {
     {"ns", 1}, {"us", kNsPerUs}, {"ms", kNsPerMs}, {"s", kNsPerSec}};
 
@@ -442,54 +439,17 @@ std::vector<std::string> Wrap(std::string_view text, size_t width) {
 }  // namespace
 
 Result<uint64_t, std::string> ParseDuration(std::string_view text) {
-  const std::string shown = "\"" + std::string(text) + "\"";
-  size_t i = 0;
-  uint64_t whole = 0;
-  bool digits = false;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; i++) {
-    whole = SatAdd(SatMul(whole, 10), static_cast<uint64_t>(text[i] - '0'));
-    digits = true;
-  }
-  std::string_view frac;
-  if (i < text.size() && text[i] == '.') {
-    const size_t start = ++i;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9')
-      i++;
-    frac = text.substr(start, i - start);
-    digits = digits || !frac.empty();
-  }
-  if (!digits)
-    return Err{shown + " is not a duration; " + kDurationHint};
-  const std::string_view unit = text.substr(i);
-  const Unit* u = nullptr;
-  for (const Unit& c : kUnits)
-    if (c.name == unit)
-      u = &c;
-  if (!u)
-    return Err{shown +
-               (unit.empty() ? " has no unit; " : " has an unknown unit; ") +
-               kDurationHint};
-  uint64_t ns = SatMul(whole, u->ns);
-  uint64_t scale = u->ns;
-  for (char c : frac) {
-    const uint64_t d = static_cast<uint64_t>(c - '0');
-    if (scale % 10 != 0) {
-      if (d != 0)
-        return Err{shown + " is finer than a nanosecond; round it"};
-      continue;
-    }
-    scale /= 10;
-    ns = SatAdd(ns, d * scale);
-  }
-  if (ns == kU64Max)
-    return Err{shown + " is too long"};
+  auto ns =
+      ParseWithUnit(text, kUnits, {"duration", kDurationHint, "a nanosecond"});
+  if (ns.ok() && ns.value() == kU64Max)
+    return Err{"\"" + std::string(text) + "\" is too long"};
   return ns;
 }
 
 std::string FormatDuration(uint64_t ns) {
   for (auto it = std::rbegin(kUnits); it != std::rend(kUnits); ++it)
-    if (ns != 0 && ns % it->ns == 0)
-      return std::to_string(ns / it->ns) + std::string(it->name);
+    if (ns != 0 && ns % it->scale == 0)
+      return std::to_string(ns / it->scale) + std::string(it->name);
   return std::to_string(ns) + "ns";
 }
 

@@ -11,23 +11,19 @@
 #include <set>
 #include <sstream>
 
-#include "satmath.h"
 #include "toml_read.h"
+#include "units.h"
 
 namespace parq::parqd {
 
 namespace {
 
-struct RateUnit {
-  std::string_view name;
-  uint64_t bps;
-};
 // Largest first, for FormatRate.
-constexpr RateUnit kRateUnits[] = {{"tbit", 1'000'000'000'000},
-                                   {"gbit", 1'000'000'000},
-                                   {"mbit", 1'000'000},
-                                   {"kbit", 1'000},
-                                   {"bit", 1}};
+constexpr Unit kRateUnits[] = {{"tbit", 1'000'000'000'000},
+                               {"gbit", 1'000'000'000},
+                               {"mbit", 1'000'000},
+                               {"kbit", 1'000},
+                               {"bit", 1}};
 
 constexpr const char* kRateHint =
     "write a rate with a unit, e.g. \"10gbit\", \"2.5gbit\", \"100mbit\" "
@@ -73,56 +69,22 @@ std::optional<std::string> ForEachSection(const TomlReader& r,
 }  // namespace
 
 Result<uint64_t, std::string> ParseRate(std::string_view text) {
+  auto bps =
+      ParseWithUnit(text, kRateUnits, {"rate", kRateHint, "a bit per second"});
+  if (!bps.ok())
+    return bps;
   const std::string shown = "\"" + std::string(text) + "\"";
-  size_t i = 0;
-  uint64_t whole = 0;
-  bool digits = false;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; i++) {
-    whole = SatAdd(SatMul(whole, 10), static_cast<uint64_t>(text[i] - '0'));
-    digits = true;
-  }
-  std::string_view frac;
-  if (i < text.size() && text[i] == '.') {
-    const size_t start = ++i;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9')
-      i++;
-    frac = text.substr(start, i - start);
-    digits = digits || !frac.empty();
-  }
-  if (!digits)
-    return Err{shown + " is not a rate; " + kRateHint};
-  const std::string_view unit = text.substr(i);
-  const RateUnit* u = nullptr;
-  for (const RateUnit& c : kRateUnits)
-    if (c.name == unit)
-      u = &c;
-  if (!u)
-    return Err{shown +
-               (unit.empty() ? " has no unit; " : " has an unknown unit; ") +
-               kRateHint};
-  uint64_t bps = SatMul(whole, u->bps);
-  uint64_t scale = u->bps;
-  for (char c : frac) {
-    const auto d = static_cast<uint64_t>(c - '0');
-    if (scale % 10 != 0) {
-      if (d != 0)
-        return Err{shown + " is finer than a bit per second; round it"};
-      continue;
-    }
-    scale /= 10;
-    bps = SatAdd(bps, d * scale);
-  }
-  if (bps == 0)
+  if (bps.value() == 0)
     return Err{shown + " is 0; a capacity or rate must be positive"};
-  if (bps > static_cast<uint64_t>(INT64_MAX))
+  if (bps.value() > static_cast<uint64_t>(INT64_MAX))
     return Err{shown + " is too large (at most 2^63-1 bit/s)"};
   return bps;
 }
 
 std::string FormatRate(uint64_t bps) {
-  for (const RateUnit& u : kRateUnits)
-    if (bps != 0 && bps % u.bps == 0)
-      return std::to_string(bps / u.bps) + std::string(u.name);
+  for (const Unit& u : kRateUnits)
+    if (bps != 0 && bps % u.scale == 0)
+      return std::to_string(bps / u.scale) + std::string(u.name);
   return std::to_string(bps) + "bit";
 }
 
