@@ -310,19 +310,16 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
     case CtlArgs::Cmd::kJobPolicy:
       return JobPolicySet(jobs, a.policy, a.json, out, err);
     case CtlArgs::Cmd::kTopologyCheck:
-    case CtlArgs::Cmd::kTopologyPath: {
-      auto t = Topology::Load(a.topology);
-      if (!t.ok())
-        return Fail(a, out, err, t.error(), 0);
-      if (a.cmd == CtlArgs::Cmd::kTopologyCheck)
-        return TopologyCheck(a, t.value(), out);
-      return TopologyPath(a, t.value(), out, err);
-    }
+    case CtlArgs::Cmd::kTopologyPath:
     case CtlArgs::Cmd::kLinks:
     case CtlArgs::Cmd::kReservations: {
       auto t = Topology::Load(a.topology);
       if (!t.ok())
         return Fail(a, out, err, t.error(), 0);
+      if (a.cmd == CtlArgs::Cmd::kTopologyCheck)
+        return TopologyCheck(a, t.value(), out);
+      if (a.cmd == CtlArgs::Cmd::kTopologyPath)
+        return TopologyPath(a, t.value(), out, err);
       EtcdClient etcd(a.etcd, std::chrono::seconds(5), CurlPost());
       ClusterAdmission adm(t.value(), etcd, a.etcd_prefix);
       if (a.cmd == CtlArgs::Cmd::kLinks)

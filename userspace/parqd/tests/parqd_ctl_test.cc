@@ -16,6 +16,7 @@
 #include "ctl.h"
 #include "fake_kernel.h"
 #include "test_util.h"
+#include "topology_text.h"
 
 namespace {
 
@@ -174,34 +175,13 @@ class CtlTopologyTest : public CtlTest {
  protected:
   void SetUp() override {
     path_ = ::testing::TempDir() + "parqd_ctl_topology.toml";
-    std::ofstream(path_) << R"(reservable = 50
-[[host]]
-name = "a"
-addresses = ["10.0.0.1"]
-nic = "1gbit"
-[[host]]
-name = "b"
-addresses = ["10.0.0.2", "fd00::2"]
-nic = "10gbit"
-[[switch]]
-name = "t"
-[[link]]
-from = "a"
-to = "t"
-capacity = "1gbit"
-[[link]]
-from = "t"
-to = "a"
-capacity = "1gbit"
-[[link]]
-from = "b"
-to = "t"
-capacity = "10gbit"
-[[link]]
-from = "t"
-to = "b"
-capacity = "10gbit"
-)";
+    std::ofstream(path_) << "reservable = 50\n" +
+                                test::TomlHost("a", {"10.0.0.1"}, "1gbit") +
+                                test::TomlHost("b", {"10.0.0.2", "fd00::2"},
+                                               "10gbit") +
+                                test::TomlSwitch("t") +
+                                test::TomlCable("a", "t", "1gbit") +
+                                test::TomlCable("b", "t", "10gbit");
     // The kernel is never asked: opening it would fail.
     open_error_ = KernelError{ENOENT, "no kernel in this test"};
   }

@@ -33,6 +33,7 @@
 #include "ctl.h"
 #include "etcd.h"
 #include "topology.h"
+#include "topology_text.h"
 
 extern char** environ;
 
@@ -231,74 +232,23 @@ TEST_F(EtcdTest, TheSecondEndpointServesWhenTheFirstIsDown) {
 
 // Hosts a1, a2 (rack 1, NICs 1gbit) and b1, b2 (rack 2); the racks'
 // spine ports 1gbit: every condition has a bound of 800mbit.
-constexpr const char* kTopology = R"(
-[[host]]
-name = "a1"
-addresses = ["10.0.1.1"]
-nic = "1gbit"
-[[host]]
-name = "a2"
-addresses = ["10.0.1.2"]
-nic = "10gbit"
-[[host]]
-name = "b1"
-addresses = ["10.0.2.1"]
-nic = "1gbit"
-[[host]]
-name = "b2"
-addresses = ["10.0.2.2"]
-nic = "10gbit"
-[[switch]]
-name = "tor1"
-[[switch]]
-name = "tor2"
-[[link]]
-from = "a1"
-to = "tor1"
-capacity = "10gbit"
-[[link]]
-from = "tor1"
-to = "a1"
-capacity = "10gbit"
-[[link]]
-from = "a2"
-to = "tor1"
-capacity = "10gbit"
-[[link]]
-from = "tor1"
-to = "a2"
-capacity = "10gbit"
-[[link]]
-from = "b1"
-to = "tor2"
-capacity = "10gbit"
-[[link]]
-from = "tor2"
-to = "b1"
-capacity = "10gbit"
-[[link]]
-from = "b2"
-to = "tor2"
-capacity = "10gbit"
-[[link]]
-from = "tor2"
-to = "b2"
-capacity = "10gbit"
-[[link]]
-from = "tor1"
-to = "tor2"
-capacity = "1gbit"
-[[link]]
-from = "tor2"
-to = "tor1"
-capacity = "10gbit"
-)";
+std::string TopologyText() {
+  using namespace parq::parqd::test;
+  return TomlHost("a1", {"10.0.1.1"}, "1gbit") +
+         TomlHost("a2", {"10.0.1.2"}, "10gbit") +
+         TomlHost("b1", {"10.0.2.1"}, "1gbit") +
+         TomlHost("b2", {"10.0.2.2"}, "10gbit") + TomlSwitch("tor1") +
+         TomlSwitch("tor2") + TomlCable("a1", "tor1", "10gbit") +
+         TomlCable("a2", "tor1", "10gbit") + TomlCable("b1", "tor2", "10gbit") +
+         TomlCable("b2", "tor2", "10gbit") + TomlLink("tor1", "tor2", "1gbit") +
+         TomlLink("tor2", "tor1", "10gbit");
+}
 
 class AdmissionTest : public EtcdTest {
  protected:
   void SetUp() override {
     EtcdTest::SetUp();
-    auto t = Topology::Parse(kTopology, "test.toml");
+    auto t = Topology::Parse(TopologyText(), "test.toml");
     ASSERT_TRUE(t.ok()) << t.error();
     topo_ = std::move(t).value();
   }
@@ -441,7 +391,7 @@ TEST_F(AdmissionTest, RacedReservationsNeverOverAdmit) {
 TEST_F(AdmissionTest, ParqctlShowsLinksAndReservations) {
   const std::string file =
       ::testing::TempDir() + "parqd_etcd_test_topology.toml";
-  std::ofstream(file) << kTopology;
+  std::ofstream(file) << TopologyText();
   EtcdClient c = Client();
   ClusterAdmission adm(topo_, c, prefix_);
   auto r = adm.Reserve(Req("a2", "b2", 300'000'000), 0);

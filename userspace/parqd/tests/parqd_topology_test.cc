@@ -11,51 +11,27 @@
 #include <vector>
 
 #include "topology.h"
+#include "topology_text.h"
 
 namespace {
 
 using namespace parq::parqd;
+using namespace parq::parqd::test;
 
-// Two racks under one or two spines.  Lines matter: the tests check them.
+// Two racks under one or two spines.
 std::string Racks(bool two_spines, const std::string& head = "") {
-  std::string s = head + R"(
-[[host]]
-name = "a1"
-addresses = ["10.0.1.1", "fd00::11"]
-nic = "10gbit"
-[[host]]
-name = "a2"
-addresses = ["10.0.1.2"]
-nic = "10gbit"
-[[host]]
-name = "b1"
-addresses = ["10.0.2.1"]
-nic = "10gbit"
-[[switch]]
-name = "tor1"
-[[switch]]
-name = "tor2"
-[[switch]]
-name = "s1"
-)";
+  std::string s = head + "\n" +
+                  TomlHost("a1", {"10.0.1.1", "fd00::11"}, "10gbit") +
+                  TomlHost("a2", {"10.0.1.2"}, "10gbit") +
+                  TomlHost("b1", {"10.0.2.1"}, "10gbit") + TomlSwitch("tor1") +
+                  TomlSwitch("tor2") + TomlSwitch("s1");
   if (two_spines)
-    s += "[[switch]]\nname = \"s2\"\n";
-  auto both = [&s](const std::string& a, const std::string& b,
-                   const std::string& cap) {
-    s += "[[link]]\nfrom = \"" + a + "\"\nto = \"" + b + "\"\ncapacity = \"" +
-         cap + "\"\n";
-    s += "[[link]]\nfrom = \"" + b + "\"\nto = \"" + a + "\"\ncapacity = \"" +
-         cap + "\"\n";
-  };
-  both("a1", "tor1", "10gbit");
-  both("a2", "tor1", "10gbit");
-  both("b1", "tor2", "10gbit");
-  both("tor1", "s1", "40gbit");
-  both("tor2", "s1", "40gbit");
-  if (two_spines) {
-    both("tor1", "s2", "40gbit");
-    both("tor2", "s2", "40gbit");
-  }
+    s += TomlSwitch("s2");
+  s += TomlCable("a1", "tor1", "10gbit") + TomlCable("a2", "tor1", "10gbit") +
+       TomlCable("b1", "tor2", "10gbit") + TomlCable("tor1", "s1", "40gbit") +
+       TomlCable("tor2", "s1", "40gbit");
+  if (two_spines)
+    s += TomlCable("tor1", "s2", "40gbit") + TomlCable("tor2", "s2", "40gbit");
   return s;
 }
 
@@ -167,46 +143,12 @@ TEST(Topology, EqualCostPathsChargeEveryCandidateOrTheFirst) {
 TEST(Topology, HostsForwardNothing) {
   // a1 - tor1 - a2, and a2 - b1 directly: b1 is reachable only through a
   // host, which is no path.
-  const std::string text = R"(
-[[host]]
-name = "a1"
-addresses = ["10.0.1.1"]
-nic = "1gbit"
-[[host]]
-name = "a2"
-addresses = ["10.0.1.2"]
-nic = "1gbit"
-[[host]]
-name = "b1"
-addresses = ["10.0.2.1"]
-nic = "1gbit"
-[[switch]]
-name = "tor1"
-[[link]]
-from = "a1"
-to = "tor1"
-capacity = "1gbit"
-[[link]]
-from = "tor1"
-to = "a1"
-capacity = "1gbit"
-[[link]]
-from = "a2"
-to = "tor1"
-capacity = "1gbit"
-[[link]]
-from = "tor1"
-to = "a2"
-capacity = "1gbit"
-[[link]]
-from = "a2"
-to = "b1"
-capacity = "1gbit"
-[[link]]
-from = "b1"
-to = "a2"
-capacity = "1gbit"
-)";
+  const std::string text =
+      "\n" + TomlHost("a1", {"10.0.1.1"}, "1gbit") +
+      TomlHost("a2", {"10.0.1.2"}, "1gbit") +
+      TomlHost("b1", {"10.0.2.1"}, "1gbit") + TomlSwitch("tor1") +
+      TomlCable("a1", "tor1", "1gbit") + TomlCable("a2", "tor1", "1gbit") +
+      TomlCable("a2", "b1", "1gbit");
   EXPECT_EQ(Error(text),
             "topology.toml:2: host a1 cannot reach host b1 through the "
             "switches; add the links between them");
@@ -294,14 +236,9 @@ TEST(TopologyError, EveryInvalidFileNamesItsLine) {
   struct Case {
     std::string text, error;
   };
-  const std::string host =
-      "[[host]]\nname = \"a\"\naddresses = [\"10.0.0.1\"]\nnic = "
-      "\"1gbit\"\n";
-  const std::string sw = "[[switch]]\nname = \"t\"\n";
-  auto link = [](const char* f, const char* to, const char* cap) {
-    return std::string("[[link]]\nfrom = \"") + f + "\"\nto = \"" + to +
-           "\"\ncapacity = \"" + cap + "\"\n";
-  };
+  const std::string host = TomlHost("a", {"10.0.0.1"}, "1gbit");
+  const std::string sw = TomlSwitch("t");
+  const auto& link = TomlLink;
   const std::vector<Case> cases = {
       {"",
        "topology.toml: no [[host]] section; list every host that "
