@@ -260,7 +260,7 @@ selftest-stress: kmod plugin userspace
 		parq_stress parq_nlfuzz
 
 # Every selftest under the debug kernel, then a kmemleak scan.
-check-debug: VM_TIMEOUT = 7200
+check-debug: VM_TIMEOUT = 21600
 check-debug:
 	scripts/install-deps check
 	$(MAKE) all

@@ -654,13 +654,16 @@ def main():
                t_full, timeout=600)
     suite.case("rmmod with entries in two namespaces", t_rmmod_with_entries)
     suite.case("credit 0 holds one destination, not another; lease ends it",
-               t_stop_and_lease)
+               t_stop_and_lease, speed="a sender in Python keeps D1's queue "
+               "full and the lease's end is timed to 0.5 s")
     suite.case("deleting the entry releases the destination", t_delete_releases)
     suite.case("parallel traffic is not held by credits", t_parallel_not_held)
     suite.case("a credit holds a destination to credit per epoch",
-               t_credit_rate)
+               t_credit_rate, speed="a sender in Python offers twice the "
+               "credit's rate")
     suite.case("a waiting local class takes no threshold turn",
-               t_no_lost_turns)
+               t_no_lost_turns, speed="the parallel class's share of 8 "
+               "Mbit/s is measured")
     return lab.run(suite, "cr", setup=setup)
 
 

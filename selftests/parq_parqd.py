@@ -97,7 +97,7 @@ def metrics():
 
 
 def wait_for(what, pred, timeout=5.0):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * ktap.slowdown()
     while True:
         v = pred()
         if v:

@@ -1105,27 +1105,33 @@ def setup(t, k):
 
 def main():
     suite = ktap.Suite("parq_resv")
+    rate = "rates are measured from iperf3 at up to 100 Mbit/s"
     cases = [
-        ("rates 5/20/50 Mbit/s alone, refused changes", t_rates_alone, 200),
+        ("rates 5/20/50 Mbit/s alone, refused changes", t_rates_alone, 200,
+         rate),
         ("rates under parallel and local load, best effort gets 25 Mbit/s",
-         t_rates_load, 200),
-        ("idt 1ms: 1000 packets/s", t_idt, 150),
-        ("admission: exact refusals, old config stays", t_admission, 60),
-        ("admission: no link speed needs linkrate", t_no_link_speed, 60),
+         t_rates_load, 200, rate),
+        ("idt 1ms: 1000 packets/s", t_idt, 150,
+         "1000 packets/s are timed to 2%"),
+        ("admission: exact refusals, old config stays", t_admission, 60,
+         None),
+        ("admission: no link speed needs linkrate", t_no_link_speed, 60,
+         None),
         ("filters u32/flower/bpf/matchall and priority into reserved "
-         "classes", t_filters, 60),
+         "classes", t_filters, 60, None),
         ("tc class show right after every class change, with and without "
-         "filters", t_show_after_change, 60),
-        ("class delete with packets queued", t_delete_queued, 60),
-        ("class delete/add under traffic", t_delete_live, 90),
-        ("xstats resv_* fields", t_xstats, 60),
+         "filters", t_show_after_change, 60, None),
+        ("class delete with packets queued", t_delete_queued, 60, None),
+        ("class delete/add under traffic", t_delete_live, 90,
+         "iperf3 must load the re-added class within its run"),
+        ("xstats resv_* fields", t_xstats, 60, None),
         ("scale: 10000 classes, traffic, delete, unload, no leak",
-         t_scale_10k, 400),
+         t_scale_10k, 400, None),
         ("scale: 100000 classes via tc -batch in < 120 s", t_scale_100k,
-         300),
+         300, "a time bound"),
     ]
-    for name, fn, timeout in cases:
-        suite.case(name, fn, timeout)
+    for name, fn, timeout, speed in cases:
+        suite.case(name, fn, timeout, speed=speed)
     return lab.run(suite, "resv", tools=("iperf3",), setup=setup)
 
 

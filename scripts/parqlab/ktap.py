@@ -12,10 +12,20 @@ is only for a facility that is genuinely missing.  Exit status: 0 when every
 case passed or was skipped, 1 when any failed, 4 (KSFT_SKIP) when the whole
 test was skipped (skip_all()).
 
+Under a debug kernel (debug_kernel(): lockdep or KASAN, as
+scripts/kernel-debug builds), every step is several times slower: each
+case's time limit is multiplied by slowdown(), and a case added with
+speed="why" (its verdict needs the CPU to keep up: a rate, a pacing, a load
+offered from user space) that fails an assertion or its time limit is
+reported as "ok N name # SKIP not judged under the debug kernel: why", with
+the failure as a diagnostic.  It still ran in full, under KASAN and lockdep,
+which is what the debug kernel is for; other failures fail as anywhere.
+
 PARQ_CASES, when set, is a regular expression: only the cases whose names it
 matches (re.search) are in the plan, for running one case while working on
 it.  make check never sets it.
 """
+import functools
 import os
 import re
 import signal
@@ -25,6 +35,7 @@ import traceback
 KSFT_PASS = 0
 KSFT_FAIL = 1
 KSFT_SKIP = 4
+DEBUG_SLOWDOWN = 4	# how much longer any step may take under a debug kernel
 
 
 class Skip(Exception):
@@ -42,6 +53,25 @@ def diag(*lines):
             print(f"# {line}".rstrip(), flush=True)
 
 
+@functools.cache
+def debug_kernel():
+    """True when the running kernel has lockdep (/proc/lockdep) or KASAN
+    (kasan_report in /proc/kallsyms)."""
+    if os.path.exists("/proc/lockdep"):
+        return True
+    try:
+        with open("/proc/kallsyms") as f:
+            return any(line.rstrip().endswith(" kasan_report") for line in f)
+    except OSError:
+        return False
+
+
+def slowdown():
+    """The factor for time limits and waits: DEBUG_SLOWDOWN under a debug
+    kernel, 1 otherwise."""
+    return DEBUG_SLOWDOWN if debug_kernel() else 1
+
+
 def _alarm(signum, frame):
     raise CaseTimeout("case exceeded its time limit")
 
@@ -54,12 +84,14 @@ class Suite:
         self.setup = None
         self.teardown = None
 
-    def case(self, name, fn, timeout=300):
-        """Add a case; fn() runs with at most @timeout seconds."""
+    def case(self, name, fn, timeout=300, speed=None):
+        """Add a case; fn() runs with at most @timeout seconds (times
+        slowdown()).  @speed, if given, says why its verdict depends on the
+        CPU's speed: it is not judged under a debug kernel."""
         only = os.environ.get("PARQ_CASES")
         if only and not re.search(only, name):
             return
-        self.cases.append((name, fn, timeout))
+        self.cases.append((name, fn, timeout * slowdown(), speed))
 
     def _header(self):
         print("TAP version 13", flush=True)
@@ -69,7 +101,7 @@ class Suite:
         """Report every case as skipped; returns KSFT_SKIP."""
         self._header()
         diag(f"{self.name}: skipped: {reason}")
-        for i, (name, _, _) in enumerate(self.cases, 1):
+        for i, (name, *_) in enumerate(self.cases, 1):
             print(f"ok {i} {name} # SKIP {reason}", flush=True)
         return KSFT_SKIP
 
@@ -84,8 +116,8 @@ class Suite:
         t_suite = time.monotonic()
         old = signal.signal(signal.SIGALRM, _alarm)
         try:
-            for i, (name, fn, timeout) in enumerate(self.cases, 1):
-                self.results.append(self._one(i, name, fn, timeout))
+            for i, (name, fn, timeout, speed) in enumerate(self.cases, 1):
+                self.results.append(self._one(i, name, fn, timeout, speed))
         finally:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
@@ -100,7 +132,7 @@ class Suite:
             return KSFT_SKIP
         return KSFT_PASS
 
-    def _one(self, i, name, fn, timeout):
+    def _one(self, i, name, fn, timeout, speed=None):
         t0 = time.monotonic()
         signal.alarm(timeout)
         try:
@@ -113,6 +145,13 @@ class Suite:
             signal.alarm(0)
             if isinstance(e, KeyboardInterrupt):
                 raise
+            if speed and debug_kernel() and isinstance(
+                    e, (AssertionError, CaseTimeout)):
+                diag(f"{name}: under the debug kernel: {type(e).__name__}: "
+                     f"{e}")
+                print(f"ok {i} {name} # SKIP not judged under the debug "
+                      f"kernel: {speed}", flush=True)
+                return "skip"
             diag(f"{name}: FAILED: {type(e).__name__}: {e}")
             tb = traceback.format_exc().rstrip().splitlines()
             diag(*tb[-12:])
