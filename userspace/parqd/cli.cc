@@ -10,6 +10,8 @@
 #include <sstream>
 #include <utility>
 
+#include "topology.h"
+
 namespace parq::parqd {
 
 namespace {
@@ -216,13 +218,13 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       ->required();
   json_flag(tpath);
 
-  auto etcd_options = [&a](CLI::App* sub) {
+  auto etcd_options = [&a](CLI::App* sub, bool required = true) {
     sub->add_option("--topology", a.topology, "The cluster's topology (TOML)")
-        ->required();
+        ->required(required);
     sub->add_option("--etcd", a.etcd,
                     "etcd's client URLs, e.g. http://10.0.0.1:2379 "
                     "(repeat or separate with commas)")
-        ->required()
+        ->required(required)
         ->delimiter(',');
     sub->add_option("--prefix", a.etcd_prefix,
                     "The key prefix of parq's state (default /parq/v1/)");
@@ -233,10 +235,42 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       "and what is left for best effort (from etcd)");
   etcd_options(links);
   json_flag(links);
+  auto socket_option = [&a](CLI::App* sub) {
+    sub->add_option("--socket", a.socket,
+                    "parqd's admission socket (default "
+                    "/run/parqd/admission.sock)");
+  };
   CLI::App* resvs = app.add_subcommand(
-      "reservations", "The reservations across the cluster (from etcd)");
-  etcd_options(resvs);
+      "reservations",
+      "With --topology and --etcd: the reservations across the cluster "
+      "(from etcd); without: this host's, from its parqd");
+  etcd_options(resvs, false);
+  socket_option(resvs);
   json_flag(resvs);
+  std::string rate_text;
+  CLI::App* reserve = app.add_subcommand(
+      "reserve",
+      "Ask this host's parqd to reserve bandwidth to a host, admitted "
+      "across the cluster; prints the reservation's id");
+  reserve->add_option("--to", a.to, "Destination host: a name or an address")
+      ->required();
+  reserve->add_option("--rate", rate_text, "Rate, e.g. 100mbit")->required();
+  reserve->add_option("--match", a.match,
+                      "The traffic it covers: proto=udp|tcp, dport=N, "
+                      "sport=N, comma-separated (default: all to the host)");
+  socket_option(reserve);
+  json_flag(reserve);
+  CLI::App* change = app.add_subcommand(
+      "change", "Change a reservation's rate, admitted the same way");
+  change->add_option("ID", a.id, "The reservation")->required();
+  change->add_option("--rate", rate_text, "The new rate, e.g. 200mbit")
+      ->required();
+  socket_option(change);
+  json_flag(change);
+  CLI::App* release = app.add_subcommand("release", "Release a reservation");
+  release->add_option("ID", a.id, "The reservation")->required();
+  socket_option(release);
+  json_flag(release);
 
   if (auto code = Parse(app, argv, out, err))
     return *code;
@@ -251,6 +285,20 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
           << ": give a URL, e.g. http://10.0.0.1:2379\n";
       return 2;
     }
+
+  if (!rate_text.empty()) {
+    auto r = ParseRate(rate_text);
+    if (!r.ok()) {
+      err << "parqctl: --rate " << rate_text << ": " << r.error() << "\n";
+      return 2;
+    }
+    a.rate = r.value();
+  }
+  if (*resvs && a.topology.empty() != a.etcd.empty()) {
+    err << "parqctl: reservations: give --topology and --etcd together "
+           "(the cluster's, from etcd), or neither (this host's parqd)\n";
+    return 2;
+  }
 
   if (*cshow) {
     a.cmd = CtlArgs::Cmd::kCreditShow;
@@ -291,6 +339,12 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kLinks;
   } else if (*resvs) {
     a.cmd = CtlArgs::Cmd::kReservations;
+  } else if (*reserve) {
+    a.cmd = CtlArgs::Cmd::kReserve;
+  } else if (*change) {
+    a.cmd = CtlArgs::Cmd::kChange;
+  } else if (*release) {
+    a.cmd = CtlArgs::Cmd::kRelease;
   } else {
     a.cmd = CtlArgs::Cmd::kJobPolicy;
     if (!dscp_text.empty()) {

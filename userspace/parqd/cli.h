@@ -45,7 +45,10 @@ struct CtlArgs {
     kTopologyCheck,
     kTopologyPath,
     kLinks,
-    kReservations
+    kReservations,  // from etcd (--etcd) or this host's parqd
+    kReserve,
+    kChange,
+    kRelease
   };
   Cmd cmd = Cmd::kCreditShow;
   bool json = false;
@@ -60,6 +63,10 @@ struct CtlArgs {
   std::string from, to;              // topology path: hosts
   std::vector<std::string> etcd;     // links, reservations: endpoints
   std::string etcd_prefix = "/parq/v1/";
+  std::string socket = "/run/parqd/admission.sock";  // reserve, change, ...
+  std::string id;                                    // change, release
+  uint64_t rate = 0;                                 // reserve, change: bits/s
+  std::string match;                                 // reserve
 };
 
 std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,

@@ -18,6 +18,7 @@
 #include "grant.h"
 #include "satmath.h"
 #include "toml_read.h"
+#include "topology.h"
 #include "units.h"
 #include "wire.h"
 
@@ -126,6 +127,156 @@ std::optional<std::string> ReadDuration(const Reader& r, const toml::node& v,
   return std::nullopt;
 }
 
+// A string that is not empty, or an error naming `key`.
+Result<Str, std::string> NonEmpty(const Reader& r, const toml::node& v,
+                                  std::string_view key) {
+  return r.String(v, key);
+}
+
+Result<std::vector<AllowRule>, std::string> AllowRules(const Reader& r,
+                                                       std::string_view source,
+                                                       const toml::node& n) {
+  const auto* arr = n.as_array();
+  if (!arr || !arr->is_array_of_tables())
+    return Err{r.Err(n, "admission.allow",
+                     "must be a list of tables: write each rule as an "
+                     "[[admission.allow]] section with user or group, and "
+                     "rate")};
+  std::vector<AllowRule> rules;
+  for (const toml::node& an : *arr) {
+    AllowRule a;
+    bool have_rate = false;
+    for (auto&& [k, v] : *an.as_table()) {
+      const std::string_view key = k.str();
+      if (key == "user" || key == "group") {
+        auto s = NonEmpty(r, v, "admission.allow." + std::string(key));
+        if (!s.ok())
+          return Err{s.error()};
+        (key == "user" ? a.user : a.group) = s.value().text;
+      } else if (key == "rate") {
+        const auto* s = v.as_string();
+        auto rate = s ? ParseRate(s->get())
+                      : Result<uint64_t, std::string>(Err{std::string(
+                            "must be a rate string such as \"1gbit\"")});
+        if (!rate.ok())
+          return Err{r.Err(v, "admission.allow.rate", rate.error())};
+        a.rate = rate.value();
+        have_rate = true;
+      } else {
+        return Err{r.Err(v, "admission.allow." + std::string(key),
+                         "unknown key in an [[admission.allow]] section; the "
+                         "keys are user, group and rate")};
+      }
+    }
+    const std::string at = TomlWhere(source, an);
+    if (a.user.empty() == a.group.empty())
+      return Err{at +
+                 ": an [[admission.allow]] section names either a user or a "
+                 "group, e.g. user = \"alice\" or group = \"hpc\""};
+    if (!have_rate)
+      return Err{at +
+                 ": an [[admission.allow]] section has no 'rate'; give what "
+                 "the user or group may reserve in all, e.g. rate = \"1gbit\""};
+    rules.push_back(std::move(a));
+  }
+  return rules;
+}
+
+Result<AdmissionConfig, std::string> Admission(const Reader& r,
+                                               std::string_view source,
+                                               const toml::node& n) {
+  const auto* t = n.as_table();
+  if (!t)
+    return Err{
+        r.Err(n, "admission", "must be a table: write an [admission] section")};
+  AdmissionConfig a;
+  bool have_endpoints = false, have_topology = false;
+  for (auto&& [k, v] : *t) {
+    const std::string key(k.str());
+    const std::string full = "admission." + key;
+    if (key == "etcd-endpoints") {
+      const auto* arr = v.as_array();
+      const std::string want =
+          "must be a non-empty list of etcd client URLs, e.g. "
+          "[\"http://10.0.0.5:2379\", \"http://10.0.0.6:2379\"]";
+      if (!arr || arr->empty())
+        return Err{r.Err(v, full, want)};
+      for (const toml::node& e : *arr) {
+        const auto* s = e.as_string();
+        if (!s || (s->get().rfind("http://", 0) != 0 &&
+                   s->get().rfind("https://", 0) != 0))
+          return Err{r.Err(e, full, want)};
+        a.etcd_endpoints.push_back(s->get());
+      }
+      have_endpoints = true;
+    } else if (key == "etcd-prefix") {
+      auto s = NonEmpty(r, v, full);
+      if (!s.ok())
+        return Err{s.error()};
+      if (s.value().text.front() != '/' || s.value().text.back() != '/')
+        return Err{r.Err(v, full,
+                         "\"" + s.value().text +
+                             "\" must begin and end with '/', e.g. "
+                             "\"/parq/v1/\"")};
+      a.etcd_prefix = s.value().text;
+    } else if (key == "etcd-timeout") {
+      if (auto e = ReadDuration(r, v, full, 100 * kNsPerMs, 60 * kNsPerSec,
+                                "a time from 100ms to 60s", a.etcd_timeout_ns))
+        return Err{*e};
+    } else if (key == "topology-file") {
+      auto s = NonEmpty(r, v, full);
+      if (!s.ok())
+        return Err{s.error()};
+      a.topology_file = s.value().text;
+      have_topology = true;
+    } else if (key == "host") {
+      auto s = NonEmpty(r, v, full);
+      if (!s.ok())
+        return Err{s.error()};
+      a.host = s.value().text;
+    } else if (key == "lease") {
+      if (auto e = ReadDuration(r, v, full, 2 * kNsPerSec, 3600 * kNsPerSec,
+                                "whole seconds from 2s to 1h", a.lease_ns))
+        return Err{*e};
+      if (a.lease_ns % kNsPerSec != 0)
+        return Err{r.Err(v, full,
+                         "is " + FormatDuration(a.lease_ns) +
+                             "; give whole seconds from 2s to 1h (etcd's "
+                             "leases count seconds)")};
+    } else if (key == "socket") {
+      auto s = NonEmpty(r, v, full);
+      if (!s.ok())
+        return Err{s.error()};
+      if (s.value().text.front() != '/' || s.value().text.size() > 107)
+        return Err{r.Err(v, full,
+                         "\"" + s.value().text +
+                             "\" must be an absolute path of at most 107 "
+                             "characters")};
+      a.socket = s.value().text;
+    } else if (key == "allow") {
+      auto rules = AllowRules(r, source, v);
+      if (!rules.ok())
+        return Err{rules.error()};
+      a.allow = std::move(rules.value());
+    } else {
+      return Err{r.Err(v, full,
+                       "unknown key in the [admission] section; the keys are "
+                       "etcd-endpoints, etcd-prefix, etcd-timeout, "
+                       "topology-file, host, lease, socket and allow")};
+    }
+  }
+  const std::string at = TomlWhere(source, n);
+  if (!have_endpoints)
+    return Err{at +
+               ": the [admission] section has no 'etcd-endpoints'; list "
+               "the etcd cluster's client URLs"};
+  if (!have_topology)
+    return Err{at +
+               ": the [admission] section has no 'topology-file'; give the "
+               "cluster's topology (Documentation/admission.md)"};
+  return a;
+}
+
 const ConfigKey kKeys[] = {
     {{"interface", ConfigType::kString, false, true, true,
       "interface = \"eth0\"", "the interface parq runs on"},
@@ -229,6 +380,20 @@ const ConfigKey kKeys[] = {
        if (!p.ok())
          return p.error();
        c.peers = std::move(p.value());
+       return std::nullopt;
+     })},
+    {{"admission", ConfigType::kAdmission, false, false, false,
+      "[admission]\netcd-endpoints = [\"http://10.0.0.5:2379\"]\n"
+      "topology-file = \"/etc/parq/topology.toml\"",
+      "the admission role: reservations admitted across the cluster on "
+      "etcd, installed as reserved classes on this host "
+      "(Documentation/admission.md)"},
+     {},
+     PARQD_READ({
+       auto a = Admission(r, source, v);
+       if (!a.ok())
+         return a.error();
+       c.admission = std::move(a.value());
        return std::nullopt;
      })},
     {{"receiver", ConfigType::kBoolean, true, false, true, "receiver = false",
@@ -562,13 +727,17 @@ std::string ConfigKeysHelp() {
     if (k.info.required)
       help = "required: " + help;
     const std::vector<std::string> right = Wrap(help, kWidth - kLeft - 4);
-    // A long first line of the left column gets a line of its own.
-    size_t skip = left.front().size() + 2 > kLeft ? 1 : 0;
-    for (size_t i = 0; i < std::max(left.size(), right.size() + skip); i++) {
+    // Side by side when every line of the left column fits in it; else the
+    // left column's lines alone, then the right column below them.
+    const bool fits =
+        std::all_of(left.begin(), left.end(),
+                    [](const std::string& l) { return l.size() + 2 <= kLeft; });
+    const size_t below = fits ? 0 : left.size();
+    for (size_t i = 0; i < std::max(left.size(), right.size() + below); i++) {
       const std::string l = i < left.size() ? left[i] : "";
       out += "  " + l;
-      if (i >= skip && i - skip < right.size())
-        out += std::string(kLeft - l.size(), ' ') + right[i - skip];
+      if (i >= below && i - below < right.size())
+        out += std::string(kLeft - l.size(), ' ') + right[i - below];
       out += '\n';
     }
   }

@@ -30,6 +30,30 @@ inline constexpr uint64_t kNsPerUs = 1'000;
 inline constexpr uint64_t kNsPerMs = 1'000'000;
 inline constexpr uint64_t kNsPerSec = 1'000'000'000;
 
+// One [[admission.allow]]: `user` or `group` (a name) may hold `rate`
+// bits/s of reservations in all.
+struct AllowRule {
+  std::string user, group;
+  uint64_t rate = 0;
+
+  bool operator==(const AllowRule&) const = default;
+};
+
+// The [admission] section: parqd's admission role (Documentation/
+// admission.md, "parqd's admission role").
+struct AdmissionConfig {
+  std::vector<std::string> etcd_endpoints;  // required: "http://HOST:PORT"
+  std::string etcd_prefix = "/parq/v1/";
+  uint64_t etcd_timeout_ns = kNsPerSec;
+  std::string topology_file;  // required
+  std::string host;           // "": the system's host name
+  uint64_t lease_ns = 10 * kNsPerSec;
+  std::string socket = "/run/parqd/admission.sock";
+  std::vector<AllowRule> allow;
+
+  bool operator==(const AdmissionConfig&) const = default;
+};
+
 struct Config {
   std::string interface;              // required
   std::string listen_address = "::";  // "::" also takes IPv4 (mapped)
@@ -52,6 +76,7 @@ struct Config {
   uint64_t parallel_dscp = PARQ_DSCP_DEFAULT;
   std::string metrics_file;  // empty: no metrics file
   uint64_t metrics_period_ns = 10 * kNsPerSec;
+  std::optional<AdmissionConfig> admission;  // none: no admission role
 
   bool operator==(const Config&) const = default;
 };
@@ -66,6 +91,7 @@ enum class ConfigType {
   kAddresses,  // a list of those
   kDscps,      // a list of DSCP names ("ef") or numbers
   kPeers,      // [[peer]] sections
+  kAdmission,  // the [admission] section
 };
 
 // One configuration key as --help, the command line and the documentation

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "admission_socket.h"
 #include "cluster_admission.h"
 #include "config.h"
 #include "etcd.h"
@@ -205,34 +206,65 @@ int Links(const CtlArgs& a, ClusterAdmission& adm, std::ostream& out,
   return 0;
 }
 
+// Reservations as ReservationJson() writes them: that JSON with --json,
+// else a line each with its resources below.
+void PrintReservations(const CtlArgs& a, const json& list, std::ostream& out) {
+  if (a.json) {
+    out << list.dump() << "\n";
+    return;
+  }
+  for (const json& r : list) {
+    out << r.value("id", "") << ": " << r.value("from", "") << " -> "
+        << r.value("to", "") << " "
+        << FormatRate(r.value("rate_bps", uint64_t{0})) << ", owner "
+        << r.value("owner", "");
+    if (!r.value("match", "").empty())
+      out << ", match " << r.value("match", "");
+    out << "\n";
+    for (const json& id : r.value("resources", json::array()))
+      out << "  " << id.get<std::string>() << "\n";
+  }
+}
+
 int Reservations(const CtlArgs& a, ClusterAdmission& adm, std::ostream& out,
                  std::ostream& err) {
   auto list = adm.List();
   if (!list.ok())
     return Fail(a, out, err, list.error(), 0);
-  if (a.json) {
-    json j = json::array();
-    for (const Reservation& r : list.value())
-      j.push_back({{"id", r.id},
-                   {"from", r.from},
-                   {"to", r.to},
-                   {"rate_bps", r.rate},
-                   {"match", r.match},
-                   {"owner", r.owner},
-                   {"lease", r.lease},
-                   {"resources", r.resources}});
-    out << j.dump() << "\n";
+  json j = json::array();
+  for (const Reservation& r : list.value())
+    j.push_back(ReservationJson(r));
+  PrintReservations(a, j, out);
+  return 0;
+}
+
+// What parqd's admission socket answers, printed; its refusal is the error.
+int Ask(const CtlArgs& a, const json& request, std::ostream& out,
+        std::ostream& err) {
+  auto r = AdmissionCall(a.socket, request);
+  if (!r.ok())
+    return Fail(a, out, err, r.error(), 0);
+  const json& reply = r.value();
+  if (!reply.value("ok", false))
+    return Fail(a, out, err,
+                reply.contains("error") && reply["error"].is_string()
+                    ? reply["error"].get<std::string>()
+                    : std::string("parqd refused without a reason"),
+                0);
+  if (reply.contains("reservations")) {
+    PrintReservations(a, reply["reservations"], out);
     return 0;
   }
-  for (const Reservation& r : list.value()) {
-    out << r.id << ": " << r.from << " -> " << r.to << " " << FormatRate(r.rate)
-        << ", owner " << r.owner;
-    if (!r.match.empty())
-      out << ", match " << r.match;
-    out << "\n";
-    for (const std::string& id : r.resources)
-      out << "  " << id << "\n";
+  if (a.json) {
+    out << reply.dump() << "\n";
+    return 0;
   }
+  const json& res = reply["reservation"];
+  if (a.cmd == CtlArgs::Cmd::kReserve)
+    out << res.value("id", "") << "\n";
+  else if (a.cmd == CtlArgs::Cmd::kChange)
+    out << res.value("id", "") << ": "
+        << FormatRate(res.value("rate_bps", uint64_t{0})) << "\n";
   return 0;
 }
 
@@ -309,10 +341,25 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
       return JobSweep(jobs, a.json, out, err);
     case CtlArgs::Cmd::kJobPolicy:
       return JobPolicySet(jobs, a.policy, a.json, out, err);
+    case CtlArgs::Cmd::kReserve:
+      return Ask(a,
+                 {{"op", "reserve"},
+                  {"to", a.to},
+                  {"rate", a.rate},
+                  {"match", a.match}},
+                 out, err);
+    case CtlArgs::Cmd::kChange:
+      return Ask(a, {{"op", "change"}, {"id", a.id}, {"rate", a.rate}}, out,
+                 err);
+    case CtlArgs::Cmd::kRelease:
+      return Ask(a, {{"op", "release"}, {"id", a.id}}, out, err);
+    case CtlArgs::Cmd::kReservations:
+      if (a.etcd.empty())
+        return Ask(a, {{"op", "list"}}, out, err);
+      [[fallthrough]];
     case CtlArgs::Cmd::kTopologyCheck:
     case CtlArgs::Cmd::kTopologyPath:
-    case CtlArgs::Cmd::kLinks:
-    case CtlArgs::Cmd::kReservations: {
+    case CtlArgs::Cmd::kLinks: {
       auto t = Topology::Load(a.topology);
       if (!t.ok())
         return Fail(a, out, err, t.error(), 0);

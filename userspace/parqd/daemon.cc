@@ -12,16 +12,26 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "admission_agent.h"
+#include "admission_socket.h"
+#include "cluster_admission.h"
+#include "etcd.h"
 #include "inbox.h"
 #include "key.h"
 #include "metrics.h"
 #include "receiving_role.h"
+#include "reserved_classes.h"
 #include "sending_role.h"
+#include "subprocess.h"
+#include "topology.h"
 #include "wire.h"
 
 namespace parq::parqd {
@@ -104,14 +114,78 @@ int OpenSocket(const Config& c) {
   return fd;
 }
 
+// The admission role's parts, which refer to each other.
+struct AdmissionStack {
+  Topology topology;
+  EtcdClient etcd;
+  ClusterAdmission admission;
+  TcReservedClasses classes;
+  AdmissionAgent agent;
+  AdmissionServer server;
+
+  AdmissionStack(const Config& c, const std::string& host, Topology t,
+                 AdmissionServer s)
+      : topology(std::move(t)),
+        etcd(
+            c.admission->etcd_endpoints,
+            std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
+            CurlPost()),
+        admission(topology, etcd, c.admission->etcd_prefix),
+        classes(
+            c.interface,
+            [](const std::vector<std::string>& argv, const std::string& input) {
+              return RunProgram(argv, input);
+            }),
+        agent(AgentConfig{host,
+                          static_cast<int64_t>(c.admission->lease_ns /
+                                               1'000'000'000),
+                          c.admission->allow},
+              topology, admission, etcd, classes,
+              [](int level, const std::string& line) {
+                if (level == AdmissionAgent::kError)
+                  spdlog::error("{}", line);
+                else if (level == AdmissionAgent::kWarn)
+                  spdlog::warn("{}", line);
+                else
+                  spdlog::info("{}", line);
+              }),
+        server(std::move(s)) {}
+};
+
+// The admission role as `c.admission` configures it, or null after logging
+// why it cannot start.
+std::unique_ptr<AdmissionStack> StartAdmission(const Config& c) {
+  const AdmissionConfig& a = *c.admission;
+  auto t = LoadAgentTopology(a);
+  if (!t.ok()) {
+    spdlog::error("admission: {}", t.error());
+    return nullptr;
+  }
+  const std::string host = t.value().host;
+  auto s = AdmissionServer::Open(a.socket);
+  if (!s.ok()) {
+    spdlog::error("admission: {}", s.error());
+    return nullptr;
+  }
+  spdlog::info(
+      "admission role: host {} in {}, etcd {} (prefix {}), lease {}, "
+      "requests on {}",
+      host, a.topology_file, a.etcd_endpoints.front(), a.etcd_prefix,
+      FormatDuration(a.lease_ns), a.socket);
+  return std::make_unique<AdmissionStack>(
+      c, host, std::move(t.value().topology), std::move(s.value()));
+}
+
 void WriteMetrics(const Config& c, const SendingRole& s,
-                  const ReceivingRole* role) {
+                  const ReceivingRole* role, const AdmissionAgent* agent) {
   if (c.metrics_file.empty())
     return;
   PromText text;
   s.Metrics(text);
   if (role)
     role->Metrics(text);
+  if (agent)
+    agent->Metrics(text);
   if (auto e = WriteFileAtomically(c.metrics_file, text.text()))
     spdlog::warn("metrics: {}", *e);
 }
@@ -281,8 +355,17 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
         c.node_id, c.peers.size());
   }
 
+  std::unique_ptr<AdmissionStack> adm;
+  if (c.admission) {
+    adm = StartAdmission(c);
+    if (!adm)
+      return 1;
+    adm->agent.Tick(MonotonicNs());
+  }
+  const AdmissionAgent* agent_ptr = adm ? &adm->agent : nullptr;
+
   const ReceivingRole* role_ptr = role ? &*role : nullptr;
-  WriteMetrics(c, sender, role_ptr);
+  WriteMetrics(c, sender, role_ptr, agent_ptr);
   uint64_t next_metrics = MonotonicNs() + c.metrics_period_ns;
   uint64_t next_tick = MonotonicNs() + kTickNs;
   uint64_t next_epoch = MonotonicNs();
@@ -294,9 +377,11 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
       next_tick = now + kTickNs;
     }
     if (now >= next_metrics) {
-      WriteMetrics(c, sender, role_ptr);
+      WriteMetrics(c, sender, role_ptr, agent_ptr);
       next_metrics = now + c.metrics_period_ns;
     }
+    if (adm && now >= adm->agent.NextTick())
+      adm->agent.Tick(now);
     if (role && now >= next_epoch) {
       role->Tick(now, RealtimeNs());
       // Every epoch while busy; once a second otherwise (lost reports).
@@ -306,13 +391,18 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
         std::min(next_tick, c.metrics_file.empty() ? next_tick : next_metrics);
     if (role)
       wake = std::min(wake, next_epoch);
+    if (adm)
+      wake = std::min(wake, adm->agent.NextTick());
     const uint64_t wait = wake > now ? wake - now : 0;
     const timespec timeout{static_cast<time_t>(wait / 1'000'000'000),
                            static_cast<long>(wait % 1'000'000'000)};
-    pollfd p[3] = {{sock.get(), POLLIN, 0},
-                   {signal_fd, POLLIN, 0},
-                   {role ? monitor->event_fd() : -1, POLLIN, 0}};
-    const int n = ppoll(p, 3, &timeout, nullptr);
+    std::vector<pollfd> p = {{sock.get(), POLLIN, 0},
+                             {signal_fd, POLLIN, 0},
+                             {role ? monitor->event_fd() : -1, POLLIN, 0}};
+    if (adm)
+      for (int fd : adm->server.fds())
+        p.push_back({fd, POLLIN, 0});
+    const int n = ppoll(p.data(), p.size(), &timeout, nullptr);
     if (n < 0) {
       if (errno == EINTR)
         continue;
@@ -330,6 +420,8 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
       role->OnEvents(now, RealtimeNs());
       next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
     }
+    if (adm)  // also closes connections that never asked
+      adm->server.Serve(adm->agent, MonotonicNs());
     if (!(p[0].revents & POLLIN))
       continue;
     for (;;) {  // drain what is queued
@@ -365,7 +457,9 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
       spdlog::warn("cannot disable the kernel's receive monitor: {}",
                    e->Text());
   }
-  WriteMetrics(c, sender, role_ptr);
+  if (adm)
+    adm->agent.Stop();
+  WriteMetrics(c, sender, role_ptr, agent_ptr);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "admission_agent.h"
 #include "cli.h"
 #include "config.h"
 #include "daemon.h"
@@ -47,9 +48,21 @@ int Run(int argc, char** argv) {
       spdlog::error("{}", key.error());
       return 2;
     }
+    std::string admission;
+    if (const auto& a = config.value().admission) {
+      auto t = LoadAgentTopology(*a);
+      if (!t.ok()) {
+        spdlog::error("{}: [admission]: {}", args.config, t.error());
+        return 2;
+      }
+      admission = "; admission role: host " + t.value().host + " of " +
+                  std::to_string(t.value().topology.hosts().size()) + " in " +
+                  a->topology_file + ", etcd " + a->etcd_endpoints.front() +
+                  (a->etcd_endpoints.size() > 1 ? " and others" : "");
+    }
     std::cout << args.config << ": valid; node " << config.value().node_id
               << ", " << config.value().peers.size() << " peer(s), key "
-              << key.value().bytes().size() << " bytes\n";
+              << key.value().bytes().size() << " bytes" << admission << "\n";
     return 0;
   }
 

@@ -219,6 +219,40 @@ TEST(CtlCliTest, CreditClearAndQdiscShow) {
   EXPECT_TRUE(a.json);
 }
 
+TEST(CtlCliTest, ReserveChangeRelease) {
+  Parsed r = Ctl({"reserve", "--to", "n2", "--rate", "250mbit", "--match",
+                  "proto=udp", "--socket", "/tmp/s"});
+  auto a = std::get<CtlArgs>(r.ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kReserve);
+  EXPECT_EQ(a.to, "n2");
+  EXPECT_EQ(a.rate, 250'000'000u);
+  EXPECT_EQ(a.match, "proto=udp");
+  EXPECT_EQ(a.socket, "/tmp/s");
+  a = std::get<CtlArgs>(Ctl({"change", "n1-00", "--rate", "1gbit"}).ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kChange);
+  EXPECT_EQ(a.id, "n1-00");
+  EXPECT_EQ(a.rate, 1'000'000'000u);
+  EXPECT_EQ(a.socket, "/run/parqd/admission.sock");
+  a = std::get<CtlArgs>(Ctl({"release", "n1-00", "--json"}).ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kRelease);
+  EXPECT_TRUE(a.json);
+  a = std::get<CtlArgs>(Ctl({"reservations"}).ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kReservations);
+  EXPECT_TRUE(a.etcd.empty());
+
+  r = Ctl({"reserve", "--to", "n2", "--rate", "fast"});
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_NE(r.err.find("parqctl: --rate fast: "), std::string::npos) << r.err;
+  r = Ctl({"reserve", "--rate", "1mbit"});
+  EXPECT_NE(std::get<int>(r.ctl), 0);  // --to is required
+  EXPECT_NE(r.err.find("--to is required"), std::string::npos) << r.err;
+  r = Ctl({"reservations", "--topology", "t.toml"});
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_EQ(r.err,
+            "parqctl: reservations: give --topology and --etcd together (the "
+            "cluster's, from etcd), or neither (this host's parqd)\n");
+}
+
 TEST(CtlCliTest, Help) {
   const Parsed r = Ctl({"credit", "set", "--help"});
   EXPECT_EQ(std::get<int>(r.ctl), 0);

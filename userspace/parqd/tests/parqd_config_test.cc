@@ -252,6 +252,101 @@ TEST(ConfigTest, Peers) {
       << Error(crowd);
 }
 
+TEST(ConfigTest, AdmissionSection) {
+  EXPECT_FALSE(Ok(kMinimal).admission.has_value());
+  const Config c = Ok(kMinimal + R"(
+[admission]
+etcd-endpoints = ["http://10.0.0.5:2379", "https://10.0.0.6:2379"]
+etcd-prefix = "/cluster7/parq/"
+etcd-timeout = "500ms"
+topology-file = "/etc/parq/topology.toml"
+host = "n1"
+lease = "30s"
+socket = "/run/parqd/a.sock"
+
+[[admission.allow]]
+user = "alice"
+rate = "2gbit"
+
+[[admission.allow]]
+group = "hpc"
+rate = "500mbit"
+)");
+  ASSERT_TRUE(c.admission.has_value());
+  const AdmissionConfig& a = *c.admission;
+  EXPECT_EQ(a.etcd_endpoints,
+            (std::vector<std::string>{"http://10.0.0.5:2379",
+                                      "https://10.0.0.6:2379"}));
+  EXPECT_EQ(a.etcd_prefix, "/cluster7/parq/");
+  EXPECT_EQ(a.etcd_timeout_ns, 500 * kNsPerMs);
+  EXPECT_EQ(a.topology_file, "/etc/parq/topology.toml");
+  EXPECT_EQ(a.host, "n1");
+  EXPECT_EQ(a.lease_ns, 30 * kNsPerSec);
+  EXPECT_EQ(a.socket, "/run/parqd/a.sock");
+  EXPECT_EQ(a.allow, (std::vector<AllowRule>{{"alice", "", 2'000'000'000},
+                                             {"", "hpc", 500'000'000}}));
+  // The defaults.
+  const Config d = Ok(kMinimal +
+                      "[admission]\netcd-endpoints = [\"http://e:2379\"]\n"
+                      "topology-file = \"t.toml\"\n");
+  EXPECT_EQ(d.admission->etcd_prefix, "/parq/v1/");
+  EXPECT_EQ(d.admission->lease_ns, 10 * kNsPerSec);
+  EXPECT_EQ(d.admission->socket, "/run/parqd/admission.sock");
+  EXPECT_EQ(d.admission->host, "");
+  EXPECT_TRUE(d.admission->allow.empty());
+}
+
+TEST(ConfigTest, AdmissionErrorsSayWhatAndWhere) {
+  const std::string head = kMinimal + "[admission]\n";  // line 9
+  const std::string ok =
+      "etcd-endpoints = [\"http://e:2379\"]\ntopology-file = \"t.toml\"\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"topology-file = \"t.toml\"\n",
+       "parqd.toml:9:1: the [admission] section has no 'etcd-endpoints'; "
+       "list the etcd cluster's client URLs"},
+      {"etcd-endpoints = [\"http://e:2379\"]\n",
+       "parqd.toml:9:1: the [admission] section has no 'topology-file'; give "
+       "the cluster's topology (Documentation/admission.md)"},
+      {"etcd-endpoints = [\"e:2379\"]\ntopology-file = \"t\"\n",
+       "parqd.toml:10:19: 'admission.etcd-endpoints': must be a non-empty "
+       "list of etcd client URLs, e.g. [\"http://10.0.0.5:2379\", "
+       "\"http://10.0.0.6:2379\"]"},
+      {ok + "etcd-prefix = \"parq\"\n",
+       "parqd.toml:12:15: 'admission.etcd-prefix': \"parq\" must begin and end "
+       "with '/', e.g. \"/parq/v1/\""},
+      {ok + "lease = \"2500ms\"\n",
+       "parqd.toml:12:9: 'admission.lease': is 2500ms; give whole seconds "
+       "from 2s to 1h (etcd's leases count seconds)"},
+      {ok + "lease = \"1s\"\n",
+       "parqd.toml:12:9: 'admission.lease': is 1s; give whole seconds from 2s "
+       "to 1h"},
+      {ok + "socket = \"admission.sock\"\n",
+       "parqd.toml:12:10: 'admission.socket': \"admission.sock\" must be an "
+       "absolute path of at most 107 characters"},
+      {ok + "ttl = 3\n",
+       "parqd.toml:12:7: 'admission.ttl': unknown key in the [admission] "
+       "section; the keys are etcd-endpoints, etcd-prefix, etcd-timeout, "
+       "topology-file, host, lease, socket and allow"},
+      {ok + "[[admission.allow]]\nrate = \"1gbit\"\n",
+       "parqd.toml:12:1: an [[admission.allow]] section names either a user "
+       "or a group, e.g. user = \"alice\" or group = \"hpc\""},
+      {ok + "[[admission.allow]]\nuser = \"a\"\ngroup = \"g\"\nrate = "
+            "\"1gbit\"\n",
+       "parqd.toml:12:1: an [[admission.allow]] section names either a user "
+       "or a group, e.g. user = \"alice\" or group = \"hpc\""},
+      {ok + "[[admission.allow]]\nuser = \"a\"\n",
+       "parqd.toml:12:1: an [[admission.allow]] section has no 'rate'; give "
+       "what the user or group may reserve in all, e.g. rate = \"1gbit\""},
+  };
+  for (const auto& [body, want] : cases)
+    EXPECT_EQ(Error(head + body), want) << body;
+  EXPECT_NE(Error(head + ok +
+                  "[[admission.allow]]\nuser = \"a\"\nrate = "
+                  "\"fast\"\n")
+                .find("'admission.allow.rate'"),
+            std::string::npos);
+}
+
 TEST(ConfigTest, OverridesReplaceTheFile) {
   ConfigOverrides o;
   o.values = {{"interface", "veth9"},
@@ -325,7 +420,7 @@ TEST(ConfigTest, ExamplesAreTheDefaults) {
   const Config plain = Ok(kMinimal);
   for (const ConfigKeyInfo& k : ConfigKeys()) {
     if (k.required || k.type == ConfigType::kAddresses ||
-        k.type == ConfigType::kPeers)
+        k.type == ConfigType::kPeers || k.type == ConfigType::kAdmission)
       continue;
     // Keys before the [[peer]] table, so that they stay top-level.
     const Config c = Ok(std::string(k.example) + "\n" + kMinimal);
@@ -359,14 +454,16 @@ TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
   std::map<std::string, std::string> doc = DocumentedKeys();
   ASSERT_FALSE(doc.empty());
   for (const ConfigKeyInfo& k : ConfigKeys()) {
-    const std::string name = k.type == ConfigType::kPeers
-                                 ? "[[" + std::string(k.name) + "]]"
-                                 : std::string(k.name);
+    const std::string name =
+        k.type == ConfigType::kPeers       ? "[[" + std::string(k.name) + "]]"
+        : k.type == ConfigType::kAdmission ? "[" + std::string(k.name) + "]"
+                                           : std::string(k.name);
     auto it = doc.find(name);
     ASSERT_NE(it, doc.end()) << name << " is not in parqd.md's table";
     if (k.required)
       EXPECT_EQ(it->second, "required") << name;
-    else if (k.type != ConfigType::kAddresses) {
+    else if (k.type != ConfigType::kAddresses &&
+             k.type != ConfigType::kAdmission) {
       const std::string value(k.example.substr(k.example.find(" = ") + 3));
       EXPECT_NE(it->second.find("`" + value + "`"), std::string::npos)
           << name << ": parqd.md says " << it->second << ", the code " << value;
@@ -375,6 +472,10 @@ TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
   }
   doc.erase("peer.id");
   doc.erase("peer.addresses");
+  std::erase_if(doc, [](const auto& kv) {
+    return kv.first.starts_with("admission.") ||
+           kv.first == "[[admission.allow]]";
+  });
   EXPECT_TRUE(doc.empty()) << "parqd.md documents a key the code lacks: "
                            << doc.begin()->first;
 }

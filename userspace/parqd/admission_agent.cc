@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "admission_agent.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <unistd.h>
+
+namespace parq::parqd {
+
+namespace {
+
+constexpr uint64_t kSecNs = 1'000'000'000;
+constexpr uint64_t kRetryNs = kSecNs;  // without a lease, or after an error
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ')
+    s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ')
+    s.remove_suffix(1);
+  return std::string(s);
+}
+
+}  // namespace
+
+Result<Match, std::string> ParseMatch(std::string_view text) {
+  constexpr const char* kHint =
+      "write comma-separated proto=udp|tcp, dport=N, sport=N (ports need "
+      "proto), or nothing for all traffic to the destination";
+  Match m;
+  std::vector<std::string> seen;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = std::min(text.find(',', i), text.size());
+    const std::string item = Trim(text.substr(i, j - i));
+    i = j + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return Err{"match: \"" + item + "\" is not key=value; " + kHint};
+    const std::string key = Trim(std::string_view(item).substr(0, eq));
+    const std::string val = Trim(std::string_view(item).substr(eq + 1));
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return Err{"match: " + key + " is given twice"};
+    seen.push_back(key);
+    if (key == "proto") {
+      if (val != "udp" && val != "tcp")
+        return Err{"match: proto=" + val + ": give udp or tcp"};
+      m.proto = val;
+    } else if (key == "dport" || key == "sport") {
+      unsigned port = 0;
+      const char* end = val.data() + val.size();
+      const auto [p, ec] = std::from_chars(val.data(), end, port);
+      if (ec != std::errc() || p != end || port == 0 || port > 65535)
+        return Err{"match: " + key + "=" + val + ": give a port 1..65535"};
+      (key == "dport" ? m.dport : m.sport) = static_cast<uint16_t>(port);
+    } else {
+      return Err{"match: unknown key \"" + key + "\"; " + kHint};
+    }
+  }
+  if ((m.dport || m.sport) && m.proto.empty())
+    return Err{std::string("match: a port needs proto=udp or proto=tcp")};
+  return m;
+}
+
+std::string FormatMatch(const Match& m) {
+  std::string s;
+  auto add = [&s](const std::string& item) {
+    s += (s.empty() ? "" : ",") + item;
+  };
+  if (!m.proto.empty())
+    add("proto=" + m.proto);
+  if (m.dport)
+    add("dport=" + std::to_string(m.dport));
+  if (m.sport)
+    add("sport=" + std::to_string(m.sport));
+  return s;
+}
+
+Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a) {
+  auto t = Topology::Load(a.topology_file);
+  if (!t.ok())
+    return Err{t.error()};
+  std::string host = a.host;
+  if (host.empty()) {
+    char name[256] = {};
+    gethostname(name, sizeof(name) - 1);
+    host = name;
+  }
+  if (!t.value().FindHost(host))
+    return Err{"this host, \"" + host + "\", is not in the topology " +
+               a.topology_file +
+               ": name it there, or set host in the [admission] section"};
+  return AgentTopology{std::move(t.value()), host};
+}
+
+AdmissionAgent::AdmissionAgent(AgentConfig config, const Topology& topology,
+                               ClusterAdmission& admission, EtcdClient& etcd,
+                               ReservedClasses& classes, Log log)
+    : config_(std::move(config)),
+      topology_(topology),
+      admission_(admission),
+      etcd_(etcd),
+      classes_(classes),
+      log_(std::move(log)) {}
+
+void AdmissionAgent::Tick(uint64_t now) {
+  const uint64_t ttl = static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
+  if (lease_ == 0) {
+    if (now < next_keepalive_ns_)
+      return;
+    auto g = etcd_.LeaseGrant(config_.lease_ttl_s);
+    if (!g.ok()) {
+      etcd_error_ = g.error();
+      if (!warned_)
+        log_(kWarn, "admission: no lease from etcd, admitting nothing: " +
+                        etcd_error_);
+      warned_ = true;
+      next_keepalive_ns_ = now + kRetryNs;
+      return;
+    }
+    lease_ = g.value().id;
+    renewed_ns_ = now;
+    next_keepalive_ns_ = now + ttl / 4;
+    counters_.lease_grants++;
+    warned_ = false;
+    etcd_error_.clear();
+    log_(kInfo, "admission: etcd lease " + std::to_string(lease_) + " (TTL " +
+                    std::to_string(config_.lease_ttl_s) + " s) via " +
+                    etcd_.last_endpoint());
+    return;
+  }
+  if (now >= next_keepalive_ns_) {
+    auto k = etcd_.LeaseKeepAlive(lease_);
+    if (k.ok() && k.value().ttl_s > 0) {
+      renewed_ns_ = now;
+      next_keepalive_ns_ = now + ttl / 4;
+      if (warned_)
+        log_(kInfo, "admission: etcd answers again; lease " +
+                        std::to_string(lease_) + " renewed");
+      warned_ = false;
+      etcd_error_.clear();
+    } else if (k.ok()) {
+      Demote("etcd says lease " + std::to_string(lease_) + " has expired");
+      return;
+    } else {
+      counters_.keepalive_errors++;
+      etcd_error_ = k.error();
+      if (!warned_)
+        log_(kWarn, "admission: cannot renew lease " + std::to_string(lease_) +
+                        ": " + etcd_error_);
+      warned_ = true;
+      next_keepalive_ns_ = now + std::min(kRetryNs, ttl / 4);
+    }
+  }
+  // Demote before etcd could let the lease go (it counts the TTL from a
+  // renewal it received, which was sent no earlier than renewed_ns_).
+  if (now >= renewed_ns_ + ttl / 4 * 3) {
+    Demote("lease " + std::to_string(lease_) + " not renewed for " +
+           std::to_string((now - renewed_ns_) / 1'000'000) + " ms (" +
+           etcd_error_ + ")");
+    return;
+  }
+  for (auto it = unreleased_.begin(); it != unreleased_.end();) {
+    if (admission_.Release(*it).ok())
+      it = unreleased_.erase(it);
+    else
+      ++it;
+  }
+}
+
+uint64_t AdmissionAgent::NextTick() const {
+  if (lease_ == 0)
+    return next_keepalive_ns_;
+  const uint64_t ttl = static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
+  return std::min(next_keepalive_ns_, renewed_ns_ + ttl / 4 * 3);
+}
+
+void AdmissionAgent::Demote(const std::string& why) {
+  size_t n = held_.size();
+  for (const auto& [id, h] : held_)
+    if (auto e = classes_.Remove(h.minor))
+      log_(kError, "admission: cannot remove the class of " + id + ": " + *e);
+  held_.clear();
+  unreleased_.clear();
+  lease_ = 0;
+  next_keepalive_ns_ = 0;  // a new lease at the next tick
+  counters_.demotions++;
+  counters_.demoted += n;
+  log_(kError, "admission: " + why + ": " + std::to_string(n) +
+                   " reservation(s) demoted to best effort; their owners "
+                   "must reserve again");
+}
+
+std::optional<uint64_t> AdmissionAgent::Allowance(const Requester& who) const {
+  if (who.uid == 0)
+    return std::nullopt;
+  uint64_t best = 0;
+  for (const AllowRule& a : config_.allow) {
+    const bool match =
+        (!a.user.empty() && a.user == who.user) ||
+        (!a.group.empty() && std::find(who.groups.begin(), who.groups.end(),
+                                       a.group) != who.groups.end());
+    if (match)
+      best = std::max(best, a.rate);
+  }
+  return best;
+}
+
+uint64_t AdmissionAgent::HeldBy(uint32_t uid) const {
+  uint64_t sum = 0;
+  for (const auto& [id, h] : held_)
+    if (h.uid == uid)
+      sum += h.r.rate;
+  return sum;
+}
+
+std::optional<std::string> AdmissionAgent::CheckAllowance(const Requester& who,
+                                                          uint64_t more) const {
+  const auto allowance = Allowance(who);
+  if (!allowance || more == 0)
+    return std::nullopt;
+  if (*allowance == 0)
+    return "user " + who.user +
+           " may not reserve: no [[admission.allow]] names the user or one "
+           "of their groups";
+  const uint64_t held = HeldBy(who.uid);
+  if (held + more > *allowance)
+    return "user " + who.user + " may hold " + FormatRate(*allowance) +
+           " of reservations; holds " + FormatRate(held) + ", asks " +
+           FormatRate(more) + " more";
+  return std::nullopt;
+}
+
+std::optional<std::string> AdmissionAgent::MayTouch(const Requester& who,
+                                                    const Held& h) const {
+  if (who.uid == 0 || who.uid == h.uid)
+    return std::nullopt;
+  return "reservation " + h.r.id + " belongs to " + h.r.owner +
+         "; only they or root may change or release it";
+}
+
+std::optional<uint32_t> AdmissionAgent::FreeMinor() const {
+  std::vector<uint32_t> used;
+  for (const auto& [id, h] : held_)
+    used.push_back(h.minor);
+  std::sort(used.begin(), used.end());
+  uint32_t m = kAgentMinorFirst;
+  for (uint32_t u : used) {
+    if (u != m)
+      break;
+    m++;
+  }
+  if (m > kAgentMinorLast)
+    return std::nullopt;
+  return m;
+}
+
+Result<Reservation, std::string> AdmissionAgent::Reserve(
+    const Requester& who, const std::string& to, uint64_t rate,
+    const std::string& match) {
+  if (lease_ == 0)
+    return Err{
+        "cannot admit now: parqd holds no lease with etcd (" +
+        (etcd_error_.empty() ? std::string("not granted yet") : etcd_error_) +
+        ")"};
+  if (rate == 0)
+    return Err{std::string("a rate of 0 reserves nothing")};
+  auto m = ParseMatch(match);
+  if (!m.ok())
+    return Err{m.error()};
+  const auto dest = topology_.FindHost(to);
+  if (!dest)
+    return Err{"no host named or addressed \"" + to + "\" in the topology"};
+  if (auto e = CheckAllowance(who, rate))
+    return Err{*e};
+  const auto minor = FreeMinor();
+  if (!minor)
+    return Err{"this host holds " + std::to_string(held_.size()) +
+               " reservations, as many as parqd installs"};
+  auto r = admission_.Reserve(
+      {config_.host, to, rate, FormatMatch(m.value()), who.user}, lease_);
+  if (!r.ok()) {
+    counters_.refused++;
+    return r;
+  }
+  const TopologyHost& d = topology_.hosts()[*dest];
+  if (auto e = classes_.Install(*minor, rate, m.value(), d.addresses)) {
+    std::string undo;
+    if (auto rel = admission_.Release(r.value().id); !rel.ok()) {
+      unreleased_.push_back(r.value().id);
+      undo = " (etcd: " + rel.error() + "; parqd will retry)";
+    }
+    return Err{"admitted, but the reserved class could not be installed: " +
+               *e + "; the reservation was released" + undo};
+  }
+  counters_.admitted++;
+  log_(kInfo, "admission: " + r.value().id + " admitted: " + FormatRate(rate) +
+                  " to " + r.value().to + " for " + who.user + ", class " +
+                  std::to_string(*minor));
+  held_[r.value().id] = Held{r.value(), *minor, who.uid};
+  return r;
+}
+
+Result<Reservation, std::string> AdmissionAgent::Change(const Requester& who,
+                                                        const std::string& id,
+                                                        uint64_t rate) {
+  auto it = held_.find(id);
+  if (it == held_.end())
+    return Err{"no reservation " + id + " on this host"};
+  Held& h = it->second;
+  if (auto e = MayTouch(who, h))
+    return Err{*e};
+  if (lease_ == 0)
+    return Err{"cannot admit now: parqd holds no lease with etcd (" +
+               etcd_error_ + ")"};
+  if (rate == 0)
+    return Err{"a rate of 0 reserves nothing; release " + id + " instead"};
+  const uint64_t old = h.r.rate;
+  if (auto e = CheckAllowance(who, rate > old ? rate - old : 0))
+    return Err{*e};
+  // Lower the class before the record and raise it after, so that the
+  // class never sends more than etcd has admitted.
+  if (rate < old)
+    if (auto e = classes_.SetRate(h.minor, rate))
+      return Err{"cannot change the reserved class: " + *e};
+  auto r = admission_.Change(id, rate);
+  if (!r.ok()) {
+    if (rate < old)
+      (void)classes_.SetRate(h.minor, old);
+    counters_.refused++;
+    return r;
+  }
+  if (rate > old)
+    if (auto e = classes_.SetRate(h.minor, rate)) {
+      (void)admission_.Change(id, old);
+      return Err{"admitted, but the reserved class could not be changed: " +
+                 *e + "; the reservation keeps " + FormatRate(old)};
+    }
+  counters_.changed++;
+  h.r = r.value();
+  log_(kInfo, "admission: " + id + " changed from " + FormatRate(old) + " to " +
+                  FormatRate(rate));
+  return r;
+}
+
+Result<Reservation, std::string> AdmissionAgent::Release(
+    const Requester& who, const std::string& id) {
+  auto it = held_.find(id);
+  if (it == held_.end())
+    return Err{"no reservation " + id + " on this host"};
+  if (auto e = MayTouch(who, it->second))
+    return Err{*e};
+  Held h = it->second;
+  held_.erase(it);
+  if (auto e = classes_.Remove(h.minor))
+    log_(kError, "admission: cannot remove the class of " + id + ": " + *e);
+  if (auto r = admission_.Release(id); !r.ok()) {
+    unreleased_.push_back(id);
+    log_(kWarn, "admission: " + id + " released here, not yet in etcd (" +
+                    r.error() + "); parqd will retry");
+  }
+  counters_.released++;
+  log_(kInfo, "admission: " + id + " released");
+  return h.r;
+}
+
+std::vector<Reservation> AdmissionAgent::List() const {
+  std::vector<Reservation> out;
+  for (const auto& [id, h] : held_)
+    out.push_back(h.r);
+  return out;
+}
+
+void AdmissionAgent::Metrics(PromText& out) const {
+  const char* req = "parqd_admission_requests_total";
+  out.Family(req, "counter",
+             "Reservations and changes asked of the admission role, by "
+             "result.");
+  out.Sample(req, counters_.admitted, "result", "admitted");
+  out.Sample(req, counters_.changed, "result", "changed");
+  out.Sample(req, counters_.refused, "result", "refused");
+  out.Counter("parqd_admission_released_total",
+              "Reservations released by their owners.", counters_.released);
+  out.Gauge("parqd_admission_reservations",
+            "Reservations this host holds, each a reserved class.",
+            held_.size());
+  out.Gauge("parqd_admission_lease_held",
+            "1 while parqd holds its etcd lease, else 0.", lease_ != 0);
+  out.Counter("parqd_admission_lease_grants_total", "Leases granted by etcd.",
+              counters_.lease_grants);
+  out.Counter("parqd_admission_keepalive_errors_total",
+              "Lease renewals etcd did not answer.",
+              counters_.keepalive_errors);
+  out.Counter("parqd_admission_demotions_total",
+              "Times the lease was lost and every reservation demoted.",
+              counters_.demotions);
+  out.Counter("parqd_admission_demoted_total",
+              "Reservations demoted to best effort in all.", counters_.demoted);
+}
+
+void AdmissionAgent::Stop() {
+  for (const auto& [id, h] : held_)
+    if (auto e = classes_.Remove(h.minor))
+      log_(kError, "admission: cannot remove the class of " + id + ": " + *e);
+  const size_t n = held_.size();
+  held_.clear();
+  if (lease_ != 0) {
+    if (auto r = etcd_.LeaseRevoke(lease_); !r.ok())
+      log_(kWarn, "admission: cannot revoke lease " + std::to_string(lease_) +
+                      " (its reservations go when it expires): " + r.error());
+    else if (n)
+      log_(kInfo, "admission: released " + std::to_string(n) +
+                      " reservation(s) with lease " + std::to_string(lease_));
+  }
+  lease_ = 0;
+}
+
+}  // namespace parq::parqd

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// parqd's admission role on a source host (Documentation/admission.md,
+// "parqd's admission role").  It admits this host's reservations across
+// the cluster (ClusterAdmission), installs each admitted one on the local
+// parq qdisc as a reserved class with the filters that send its traffic
+// there (ReservedClasses), and releases them.  All of them hang on one
+// etcd lease, which it keeps alive; when it cannot renew the lease, it
+// demotes every class to best effort before the lease could have expired
+// in etcd (a lease is not a fence: another host may then be admitted on
+// the capacity).  Who may reserve how much is the configuration's
+// [[admission.allow]]; root may reserve any rate and release anything.
+//
+// Single-threaded: parqd's event loop calls Tick() and the requests.
+
+#ifndef PARQD_ADMISSION_AGENT_H
+#define PARQD_ADMISSION_AGENT_H
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "address.h"
+#include "cluster_admission.h"
+#include "config.h"
+#include "etcd.h"
+#include "metrics.h"
+#include "result.h"
+#include "topology.h"
+
+namespace parq::parqd {
+
+// The traffic a reservation covers, toward the destination host's
+// addresses: "" (all of it), or comma-separated proto=udp|tcp, dport=N,
+// sport=N (ports need proto).
+struct Match {
+  std::string proto;  // "", "udp", "tcp"
+  uint16_t dport = 0, sport = 0;
+
+  bool operator==(const Match&) const = default;
+};
+Result<Match, std::string> ParseMatch(std::string_view text);
+// The text ParseMatch reads back, in a fixed order ("" for all traffic).
+std::string FormatMatch(const Match& m);
+
+// The cluster's topology and this host in it.
+struct AgentTopology {
+  Topology topology;
+  std::string host;
+};
+// Loads a.topology_file and finds this host there: a.host, or the
+// system's host name; an error says what to fix.
+Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a);
+
+// Reserved classes on this host's parq qdisc (TcReservedClasses in
+// reserved_classes.h; tests give their own).
+class ReservedClasses {
+ public:
+  virtual ~ReservedClasses() = default;
+  // Class `minor` at `rate` bits/s, and filters sending `match` toward
+  // any of `to` into it; on an error nothing of it stays.
+  virtual std::optional<std::string> Install(
+      uint32_t minor, uint64_t rate, const Match& match,
+      const std::vector<Address>& to) = 0;
+  virtual std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) = 0;
+  // Filters, then the class.
+  virtual std::optional<std::string> Remove(uint32_t minor) = 0;
+};
+
+// Who asks (from SO_PEERCRED and the user database).
+struct Requester {
+  uint32_t uid = 0;
+  std::string user;                 // name (the uid in decimal if none)
+  std::vector<std::string> groups;  // names of the user's groups
+};
+
+struct AgentConfig {
+  std::string host;  // this host, as the topology names it
+  int64_t lease_ttl_s = 10;
+  std::vector<AllowRule> allow;
+};
+
+// What the agent counts, for metrics.
+struct AgentCounters {
+  uint64_t admitted = 0, refused = 0, released = 0, changed = 0;
+  uint64_t lease_grants = 0, keepalive_errors = 0, demotions = 0;
+  uint64_t demoted = 0;  // reservations demoted in all
+};
+
+// Reserved class minors the agent uses: its own range, so that classes
+// made by hand (<handle>:16 and up) stay clear of it.
+inline constexpr uint32_t kAgentMinorFirst = 0x1000;
+inline constexpr uint32_t kAgentMinorLast = 0xffff;
+
+class AdmissionAgent {
+ public:
+  using Log = std::function<void(int level, const std::string& line)>;
+  enum LogLevel { kInfo, kWarn, kError };
+
+  // Everything given must outlive the agent.
+  AdmissionAgent(AgentConfig config, const Topology& topology,
+                 ClusterAdmission& admission, EtcdClient& etcd,
+                 ReservedClasses& classes, Log log);
+
+  // Grants the lease when there is none (retrying each second), renews it
+  // every TTL / 4, and demotes everything once 3/4 of the TTL has passed
+  // since the last renewal that etcd answered.  `now_ns`: monotonic.
+  void Tick(uint64_t now_ns);
+  // When Tick() has something to do next.
+  uint64_t NextTick() const;
+
+  Result<Reservation, std::string> Reserve(const Requester& who,
+                                           const std::string& to, uint64_t rate,
+                                           const std::string& match);
+  Result<Reservation, std::string> Change(const Requester& who,
+                                          const std::string& id, uint64_t rate);
+  Result<Reservation, std::string> Release(const Requester& who,
+                                           const std::string& id);
+  // This host's reservations, by id.
+  std::vector<Reservation> List() const;
+
+  // parqd's stop: removes every class, deletes the reservations and
+  // revokes the lease, so that their capacity is free at once.
+  void Stop();
+
+  // Its families (parqd_admission_*), for the metrics file.
+  void Metrics(PromText& out) const;
+
+  bool leased() const { return lease_ != 0; }
+  int64_t lease() const { return lease_; }
+  const AgentCounters& counters() const { return counters_; }
+
+ private:
+  struct Held {
+    Reservation r;
+    uint32_t minor = 0;
+    uint32_t uid = 0;
+  };
+
+  // The rate `who` may hold in all; nullopt: no limit (root).
+  std::optional<uint64_t> Allowance(const Requester& who) const;
+  uint64_t HeldBy(uint32_t uid) const;
+  // `who` may act on `h`, or why not.
+  std::optional<std::string> MayTouch(const Requester& who,
+                                      const Held& h) const;
+  std::optional<std::string> CheckAllowance(const Requester& who,
+                                            uint64_t more) const;
+  std::optional<uint32_t> FreeMinor() const;
+  void Demote(const std::string& why);
+
+  AgentConfig config_;
+  const Topology& topology_;
+  ClusterAdmission& admission_;
+  EtcdClient& etcd_;
+  ReservedClasses& classes_;
+  Log log_;
+  std::map<std::string, Held> held_;
+  // Released here but not yet in etcd (it did not answer): retried.
+  std::vector<std::string> unreleased_;
+  int64_t lease_ = 0;
+  uint64_t renewed_ns_ = 0;         // when the last answered renewal was sent
+  uint64_t next_keepalive_ns_ = 0;  // or the next grant, without a lease
+  std::string etcd_error_;          // the last one, for refusals
+  bool warned_ = false;             // etcd_error_ was logged
+  AgentCounters counters_;
+};
+
+}  // namespace parq::parqd
+
+#endif

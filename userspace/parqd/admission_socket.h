@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// How applications and parqctl ask parqd's admission role for bandwidth:
+// a Unix socket of type SOCK_SEQPACKET (default /run/parqd/admission.sock,
+// mode 0666: anyone may ask, the policy decides), one JSON request per
+// connection and one JSON reply (Documentation/admission.md, "Asking for
+// a reservation"):
+//
+//   {"op": "reserve", "to": "n2", "rate": "100mbit", "match": "proto=udp"}
+//   {"op": "change", "id": "n1-...", "rate": "200mbit"}
+//   {"op": "release", "id": "n1-..."}
+//   {"op": "list"}
+//
+//   {"ok": true, "reservation": {...}}    {"ok": true, "reservations": [...]}
+//   {"ok": false, "error": "link s1 -> tor2 is full: ..."}
+//
+// The requester is the peer's SO_PEERCRED uid, its name and groups from the
+// user database: an application cannot speak for another user.  Rates are
+// a tc rate ("100mbit") or bits/s as a number.
+
+#ifndef PARQD_ADMISSION_SOCKET_H
+#define PARQD_ADMISSION_SOCKET_H
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "admission_agent.h"
+#include "result.h"
+
+namespace parq::parqd {
+
+inline constexpr const char* kDefaultAdmissionSocket =
+    "/run/parqd/admission.sock";
+inline constexpr size_t kAdmissionMessageMax = 65536;
+
+nlohmann::json ReservationJson(const Reservation& r);
+
+// The reply to one request (never throws; bad JSON gets an error reply).
+std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
+                                   std::string_view request);
+
+// `uid`'s name and groups from the user database (the uid in decimal when
+// it has no entry).
+Requester RequesterOf(uid_t uid, gid_t gid);
+
+// The listening socket and the connections that have not asked yet.
+class AdmissionServer {
+ public:
+  // Binds `path` (replacing a stale socket; its directory must exist),
+  // mode 0666, and listens.
+  static Result<AdmissionServer, std::string> Open(const std::string& path);
+  AdmissionServer(AdmissionServer&& o) noexcept;
+  AdmissionServer& operator=(AdmissionServer&&) = delete;
+  AdmissionServer(const AdmissionServer&) = delete;
+  ~AdmissionServer();
+
+  // The descriptors to poll for input: the listener, then connections.
+  std::vector<int> fds() const;
+  // Accepts, answers what has arrived, and closes connections that asked
+  // or that waited longer than 2 s.  `now_ns`: monotonic.
+  void Serve(AdmissionAgent& agent, uint64_t now_ns);
+
+ private:
+  struct Conn {
+    int fd;
+    uid_t uid;
+    gid_t gid;
+    uint64_t since_ns;
+  };
+  AdmissionServer(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+  int fd_ = -1;
+  std::string path_;
+  std::vector<Conn> conns_;
+};
+
+// One request to the socket at `path` and its reply (parqctl, libparq).
+// An error is a sentence: no parqd there, no answer in `timeout_ms`.
+Result<nlohmann::json, std::string> AdmissionCall(const std::string& path,
+                                                  const nlohmann::json& request,
+                                                  int timeout_ms = 30000);
+
+}  // namespace parq::parqd
+
+#endif

@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Tests of parqd's admission role (admission_agent.cc, admission_socket.cc,
+// reserved_classes.cc): the match syntax, the tc commands, the policy (who
+// may reserve how much, who may release what), changes, a class that
+// cannot be installed, the lease (demotion before it could expire when
+// etcd stops answering, an expired lease, release at stop), the JSON
+// requests, and a request over the Unix socket with SO_PEERCRED.  The
+// agent runs against a real etcd (etcd_server.h) and a fake qdisc.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "admission_agent.h"
+#include "admission_socket.h"
+#include "cluster_admission.h"
+#include "ctl.h"
+#include "etcd.h"
+#include "etcd_server.h"
+#include "reserved_classes.h"
+#include "topology.h"
+#include "topology_text.h"
+
+namespace {
+
+using namespace parq::parqd;
+using namespace std::chrono_literals;
+using etcd_test::EtcdTest;
+using etcd_test::server;
+using nlohmann::json;
+using test::TomlCable;
+using test::TomlHost;
+using test::TomlSwitch;
+
+constexpr uint64_t kSec = 1'000'000'000;
+constexpr uint64_t kMbit = 1'000'000;
+
+// n1 and n2 (1 Gbit/s NICs) on switch s1: 800 Mbit/s reservable each way.
+std::string Text() {
+  return "reservable = 80\n" + TomlHost("n1", {"10.0.0.1"}, "1gbit") +
+         TomlHost("n2", {"10.0.0.2", "fd00::2"}, "1gbit") + TomlSwitch("s1") +
+         TomlCable("n1", "s1", "1gbit") + TomlCable("n2", "s1", "1gbit");
+}
+
+// The qdisc's reserved classes: minor -> rate, and what was asked.
+class FakeClasses : public ReservedClasses {
+ public:
+  std::optional<std::string> Install(uint32_t minor, uint64_t rate,
+                                     const Match& match,
+                                     const std::vector<Address>& to) override {
+    if (fail_install)
+      return std::string("tc: no parq qdisc");
+    rates[minor] = rate;
+    matches[minor] = match;
+    dests[minor] = to;
+    return std::nullopt;
+  }
+  std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) override {
+    if (fail_set)
+      return std::string("tc: refused");
+    rates.at(minor) = rate;
+    return std::nullopt;
+  }
+  std::optional<std::string> Remove(uint32_t minor) override {
+    rates.erase(minor);
+    return std::nullopt;
+  }
+
+  bool fail_install = false, fail_set = false;
+  std::map<uint32_t, uint64_t> rates;
+  std::map<uint32_t, Match> matches;
+  std::map<uint32_t, std::vector<Address>> dests;
+};
+
+const Requester kRoot{0, "root", {"root"}};
+const Requester kAlice{1001, "alice", {"alice", "hpc"}};
+const Requester kBob{1002, "bob", {"bob"}};
+const Requester kCarol{1003, "carol", {"carol", "hpc"}};
+
+class AgentTest : public EtcdTest {
+ protected:
+  void SetUp() override {
+    EtcdTest::SetUp();
+    auto t = Topology::Parse(Text(), "test.toml");
+    ASSERT_TRUE(t.ok()) << t.error();
+    topology_.emplace(std::move(t.value()));
+    // The transport fails while `down_`: etcd stops answering.
+    etcd_.emplace(std::vector<std::string>{server->endpoint()}, 2s,
+                  [this, post = CurlPost()](const std::string& url,
+                                            const std::string& body,
+                                            std::chrono::milliseconds timeout)
+                      -> Result<EtcdBody, std::string> {
+                    if (down_)
+                      return Err{std::string("Couldn't connect to server")};
+                    return post(url, body, timeout);
+                  });
+    admission_.emplace(*topology_, *etcd_, prefix_);
+    // This test's own user may reserve too (root has no limit anyway).
+    AgentConfig c{"n1",
+                  4,
+                  {{"alice", "", 300 * kMbit},
+                   {"", "hpc", 100 * kMbit},
+                   {RequesterOf(getuid(), getgid()).user, "", 800 * kMbit}}};
+    agent_.emplace(c, *topology_, *admission_, *etcd_, classes_,
+                   [this](int level, const std::string& line) {
+                     log_.push_back(std::to_string(level) + " " + line);
+                   });
+    agent_->Tick(now_);
+    ASSERT_TRUE(agent_->leased()) << (log_.empty() ? "" : log_.back());
+  }
+
+  size_t InEtcd() {
+    auto l = admission_->List();
+    EXPECT_TRUE(l.ok()) << l.error();
+    return l.ok() ? l.value().size() : 0;
+  }
+
+  std::optional<Topology> topology_;
+  std::optional<EtcdClient> etcd_;
+  std::optional<ClusterAdmission> admission_;
+  std::optional<AdmissionAgent> agent_;
+  FakeClasses classes_;
+  std::vector<std::string> log_;
+  std::atomic<bool> down_{false};
+  uint64_t now_ = 1000 * kSec;
+};
+
+TEST(MatchTest, ParsesAndFormats) {
+  auto m = ParseMatch(" dport=5001 , proto=udp");
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_EQ(m.value(), (Match{"udp", 5001, 0}));
+  EXPECT_EQ(FormatMatch(m.value()), "proto=udp,dport=5001");
+  EXPECT_EQ(FormatMatch(ParseMatch("").value()), "");
+  EXPECT_EQ(ParseMatch("proto=tcp,sport=22").value(), (Match{"tcp", 0, 22}));
+}
+
+TEST(MatchTest, RefusesWhatItCannotInstall) {
+  EXPECT_EQ(ParseMatch("dport=80").error(),
+            "match: a port needs proto=udp or proto=tcp");
+  EXPECT_EQ(ParseMatch("proto=sctp").error(),
+            "match: proto=sctp: give udp or tcp");
+  EXPECT_EQ(ParseMatch("proto=udp,dport=0").error(),
+            "match: dport=0: give a port 1..65535");
+  EXPECT_EQ(ParseMatch("proto=udp,dport=65536").error(),
+            "match: dport=65536: give a port 1..65535");
+  EXPECT_EQ(ParseMatch("proto=udp,proto=tcp").error(),
+            "match: proto is given twice");
+  EXPECT_NE(ParseMatch("dscp=ef").error().find("unknown key \"dscp\""),
+            std::string::npos);
+  EXPECT_NE(ParseMatch("udp").error().find("is not key=value"),
+            std::string::npos);
+}
+
+TEST(TcClassesTest, InstallBatchIsOneClassAndAFilterPerAddress) {
+  const std::vector<Address> to = {*Address::Parse("10.0.0.2"),
+                                   *Address::Parse("fd00::2")};
+  EXPECT_EQ(
+      InstallBatch("eth0", "1:", 0x1000, 250 * kMbit, {"udp", 5001, 0}, to),
+      "class add dev eth0 parent 1: classid 1:1000 parq rate 250mbit\n"
+      "filter add dev eth0 parent 1: protocol ip prio 4096 flower dst_ip "
+      "10.0.0.2 ip_proto udp dst_port 5001 classid 1:1000\n"
+      "filter add dev eth0 parent 1: protocol ipv6 prio 4096 flower dst_ip "
+      "fd00::2 ip_proto udp dst_port 5001 classid 1:1000\n");
+}
+
+TEST(TcClassesTest, NeedsAParqRootAndCleansUpAFailedInstall) {
+  std::vector<std::vector<std::string>> ran;
+  std::string root = R"([{"kind":"fq_codel","handle":"0:","root":true}])";
+  bool batch_fails = false;
+  TcReservedClasses tc(
+      "eth0",
+      [&](const std::vector<std::string>& argv,
+          const std::string&) -> Result<ProgramOutput, std::string> {
+        ran.push_back(argv);
+        if (argv[1] == "-j")
+          return ProgramOutput{0, root, ""};
+        if (argv[1] == "-batch" && batch_fails)
+          return ProgramOutput{1, "",
+                               "Error: parq: the reserved classes' sum "
+                               "would exceed the capacity.\n"};
+        return ProgramOutput{0, "", ""};
+      });
+  auto e = tc.Install(0x1000, kMbit, {}, {*Address::Parse("10.0.0.2")});
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(*e,
+            "eth0's root qdisc is fq_codel, not parq; add one with: tc qdisc "
+            "add dev eth0 root handle 1: parq linkrate RATE");
+  root = R"([{"kind":"parq","handle":"7:","root":true}])";
+  batch_fails = true;
+  ran.clear();
+  e = tc.Install(0x1000, kMbit, {}, {*Address::Parse("10.0.0.2")});
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NE(e->find("would exceed the capacity"), std::string::npos) << *e;
+  // After the failed batch: the filters of priority 4096, then the class.
+  ASSERT_GE(ran.size(), 2u);
+  EXPECT_EQ(ran[ran.size() - 2],
+            (std::vector<std::string>{"tc", "filter", "del", "dev", "eth0",
+                                      "parent", "7:", "prio", "4096"}));
+  EXPECT_EQ(ran.back(),
+            (std::vector<std::string>{"tc", "class", "del", "dev", "eth0",
+                                      "classid", "7:1000"}));
+}
+
+TEST_F(AgentTest, ReservesInstallsAndReleases) {
+  auto r = agent_->Reserve(kRoot, "n2", 200 * kMbit, "proto=udp,dport=5001");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().from, "n1");
+  EXPECT_EQ(r.value().owner, "root");
+  EXPECT_EQ(classes_.rates,
+            (std::map<uint32_t, uint64_t>{{kAgentMinorFirst, 200 * kMbit}}));
+  EXPECT_EQ(classes_.matches[kAgentMinorFirst], (Match{"udp", 5001, 0}));
+  EXPECT_EQ(classes_.dests[kAgentMinorFirst].size(), 2u);  // n2's addresses
+  EXPECT_EQ(InEtcd(), 1u);
+  // A second takes the next class.
+  auto r2 = agent_->Reserve(kRoot, "10.0.0.2", 100 * kMbit, "");
+  ASSERT_TRUE(r2.ok()) << r2.error();
+  EXPECT_EQ(classes_.rates.count(kAgentMinorFirst + 1), 1u);
+  // The cluster's rule: 800 Mbit/s reservable on n1's NIC.
+  auto full = agent_->Reserve(kRoot, "n2", 600 * kMbit, "");
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.error().find("is full"), std::string::npos) << full.error();
+  EXPECT_EQ(classes_.rates.size(), 2u);
+
+  auto rel = agent_->Release(kRoot, r.value().id);
+  ASSERT_TRUE(rel.ok()) << rel.error();
+  EXPECT_EQ(classes_.rates.count(kAgentMinorFirst), 0u);
+  EXPECT_EQ(InEtcd(), 1u);
+  EXPECT_EQ(agent_->List().size(), 1u);
+  EXPECT_FALSE(agent_->Release(kRoot, r.value().id).ok());
+  const AgentCounters& c = agent_->counters();
+  EXPECT_EQ(c.admitted, 2u);
+  EXPECT_EQ(c.refused, 1u);
+  EXPECT_EQ(c.released, 1u);
+}
+
+TEST_F(AgentTest, BadRequestsChangeNothing) {
+  EXPECT_EQ(agent_->Reserve(kRoot, "n9", kMbit, "").error(),
+            "no host named or addressed \"n9\" in the topology");
+  EXPECT_EQ(agent_->Reserve(kRoot, "n2", 0, "").error(),
+            "a rate of 0 reserves nothing");
+  EXPECT_NE(agent_->Reserve(kRoot, "n2", kMbit, "dport=1")
+                .error()
+                .find("needs proto"),
+            std::string::npos);
+  EXPECT_FALSE(agent_->Reserve(kRoot, "n1", kMbit, "").ok());  // itself
+  EXPECT_TRUE(classes_.rates.empty());
+  EXPECT_EQ(InEtcd(), 0u);
+}
+
+TEST_F(AgentTest, UsersGetTheirAllowanceAndNoMore) {
+  // alice: her own rule (300) beats her group's (100).
+  auto a1 = agent_->Reserve(kAlice, "n2", 200 * kMbit, "");
+  ASSERT_TRUE(a1.ok()) << a1.error();
+  auto a2 = agent_->Reserve(kAlice, "n2", 150 * kMbit, "");
+  ASSERT_FALSE(a2.ok());
+  EXPECT_EQ(a2.error(),
+            "user alice may hold 300mbit of reservations; holds 200mbit, asks "
+            "150mbit more");
+  // carol: her group's 100.
+  EXPECT_TRUE(agent_->Reserve(kCarol, "n2", 100 * kMbit, "").ok());
+  EXPECT_FALSE(agent_->Reserve(kCarol, "n2", kMbit, "").ok());
+  // bob: no rule.
+  EXPECT_EQ(agent_->Reserve(kBob, "n2", kMbit, "").error(),
+            "user bob may not reserve: no [[admission.allow]] names the user "
+            "or one of their groups");
+  // Only the owner or root releases or changes.
+  EXPECT_EQ(agent_->Release(kBob, a1.value().id).error(),
+            "reservation " + a1.value().id +
+                " belongs to alice; only they or root may change or release "
+                "it");
+  EXPECT_FALSE(agent_->Change(kCarol, a1.value().id, kMbit).ok());
+  EXPECT_EQ(InEtcd(), 2u);
+  EXPECT_TRUE(agent_->Release(kRoot, a1.value().id).ok());
+  EXPECT_EQ(InEtcd(), 1u);
+}
+
+TEST_F(AgentTest, ChangesAreAdmittedAndApplied) {
+  auto r = agent_->Reserve(kAlice, "n2", 100 * kMbit, "");
+  ASSERT_TRUE(r.ok()) << r.error();
+  const std::string id = r.value().id;
+  auto up = agent_->Change(kAlice, id, 300 * kMbit);
+  ASSERT_TRUE(up.ok()) << up.error();
+  EXPECT_EQ(classes_.rates[kAgentMinorFirst], 300 * kMbit);
+  EXPECT_FALSE(agent_->Change(kAlice, id, 301 * kMbit).ok());  // allowance
+  auto down = agent_->Change(kAlice, id, 50 * kMbit);
+  ASSERT_TRUE(down.ok()) << down.error();
+  EXPECT_EQ(classes_.rates[kAgentMinorFirst], 50 * kMbit);
+  // Beyond the cluster's capacity (root has no allowance): refused, kept.
+  auto big = agent_->Change(kRoot, id, 900 * kMbit);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().find("is full"), std::string::npos) << big.error();
+  EXPECT_EQ(classes_.rates[kAgentMinorFirst], 50 * kMbit);
+  // The class cannot follow: etcd keeps the old rate too.
+  classes_.fail_set = true;
+  EXPECT_FALSE(agent_->Change(kRoot, id, 60 * kMbit).ok());
+  auto l = admission_->List();
+  ASSERT_TRUE(l.ok());
+  ASSERT_EQ(l.value().size(), 1u);
+  EXPECT_EQ(l.value()[0].rate, 50 * kMbit);
+}
+
+TEST_F(AgentTest, AClassThatCannotBeInstalledIsReleased) {
+  classes_.fail_install = true;
+  auto r = agent_->Reserve(kRoot, "n2", kMbit, "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(),
+            "admitted, but the reserved class could not be installed: tc: no "
+            "parq qdisc; the reservation was released");
+  EXPECT_EQ(InEtcd(), 0u);
+  EXPECT_TRUE(agent_->List().empty());
+}
+
+// etcd stops answering: the classes stay while the lease may still live,
+// and go at 3/4 of its TTL (4 s: 3 s) after the last renewal, before etcd
+// could give their capacity to another host.
+TEST_F(AgentTest, WithoutEtcdTheClassesAreDemotedBeforeTheLeaseCouldExpire) {
+  ASSERT_TRUE(agent_->Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+  const uint64_t renewed = now_;
+  down_ = true;
+  agent_->Tick(renewed + kSec);  // the keepalive fails
+  EXPECT_EQ(agent_->counters().keepalive_errors, 1u);
+  EXPECT_EQ(classes_.rates.size(), 1u);
+  agent_->Tick(renewed + 3 * kSec - 1);
+  EXPECT_EQ(classes_.rates.size(), 1u);
+  EXPECT_LE(agent_->NextTick(), renewed + 3 * kSec);
+  agent_->Tick(renewed + 3 * kSec);
+  EXPECT_TRUE(classes_.rates.empty());
+  EXPECT_TRUE(agent_->List().empty());
+  EXPECT_FALSE(agent_->leased());
+  EXPECT_EQ(agent_->counters().demotions, 1u);
+  EXPECT_EQ(agent_->counters().demoted, 1u);
+  // No lease, no admission; the message says why.
+  auto r = agent_->Reserve(kRoot, "n2", kMbit, "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("no lease with etcd"), std::string::npos)
+      << r.error();
+  // etcd is back: a new lease, admissions again.
+  down_ = false;
+  agent_->Tick(renewed + 4 * kSec);
+  ASSERT_TRUE(agent_->leased());
+  EXPECT_TRUE(agent_->Reserve(kRoot, "n2", kMbit, "").ok());
+}
+
+TEST_F(AgentTest, AnExpiredLeaseDemotes) {
+  ASSERT_TRUE(agent_->Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+  ASSERT_TRUE(etcd_->LeaseRevoke(agent_->lease()).ok());  // as if expired
+  EXPECT_EQ(InEtcd(), 0u);
+  agent_->Tick(now_ + kSec);  // the renewal finds no lease
+  EXPECT_TRUE(classes_.rates.empty());
+  EXPECT_FALSE(agent_->leased());
+  EXPECT_EQ(agent_->counters().demotions, 1u);
+}
+
+TEST_F(AgentTest, StopFreesTheCapacityAtOnce) {
+  ASSERT_TRUE(agent_->Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+  ASSERT_TRUE(agent_->Reserve(kAlice, "n2", 100 * kMbit, "").ok());
+  agent_->Stop();
+  EXPECT_TRUE(classes_.rates.empty());
+  EXPECT_EQ(InEtcd(), 0u);
+}
+
+TEST_F(AgentTest, JsonRequests) {
+  auto ask = [&](const Requester& who, const std::string& text) {
+    return json::parse(HandleAdmissionRequest(*agent_, who, text));
+  };
+  json r = ask(kAlice, R"({"op":"reserve","to":"n2","rate":"100mbit",)"
+                       R"("match":"proto=tcp,dport=22"})");
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  const std::string id = r["reservation"]["id"];
+  EXPECT_EQ(r["reservation"]["rate_bps"], 100 * kMbit);
+  EXPECT_EQ(r["reservation"]["owner"], "alice");
+  EXPECT_EQ(r["reservation"]["match"], "proto=tcp,dport=22");
+  r = ask(kAlice, R"({"op":"change","id":")" + id + R"(","rate":200000000})");
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_EQ(r["reservation"]["rate_bps"], 200 * kMbit);
+  r = ask(kBob, R"({"op":"list"})");
+  ASSERT_EQ(r["reservations"].size(), 1u);
+  r = ask(kBob, R"({"op":"release","id":")" + id + "\"}");
+  EXPECT_FALSE(r["ok"].get<bool>());
+  r = ask(kAlice, R"({"op":"release","id":")" + id + "\"}");
+  EXPECT_TRUE(r["ok"].get<bool>()) << r.dump();
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"not json", "the request is not a JSON object"},
+      {"[1]", "the request is not a JSON object"},
+      {R"({"op":"grant"})",
+       "unknown \"op\" \"grant\"; the ops are reserve, change, release and "
+       "list"},
+      {R"({"op":"reserve","to":"n2"})", "\"reserve\" needs \"rate\""},
+      {R"({"op":"reserve","rate":"1mbit"})",
+       "\"reserve\" needs \"to\": the destination host"},
+      {R"({"op":"reserve","to":"n2","rate":true})",
+       "\"rate\" must be a rate such as \"100mbit\" or bits/s as a number"},
+      {R"({"op":"change","rate":"1mbit"})", "\"change\" needs \"id\""},
+      {R"({"op":"release"})", "\"release\" needs \"id\""},
+  };
+  for (const auto& [req, why] : bad) {
+    r = ask(kRoot, req);
+    EXPECT_FALSE(r["ok"].get<bool>()) << req;
+    EXPECT_EQ(r["error"], why) << req;
+  }
+  EXPECT_EQ(InEtcd(), 0u);
+}
+
+// Over the socket: the requester is the peer's uid (this process's).
+TEST_F(AgentTest, TheSocketAnswersWithThePeersIdentity) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("parqd-adm-" + std::to_string(getpid())))
+                               .string();
+  auto s = AdmissionServer::Open(path);
+  ASSERT_TRUE(s.ok()) << s.error();
+  std::atomic<bool> done{false};
+  Result<json, std::string> reply = Err{std::string("no reply")};
+  std::thread client([&] {
+    reply = AdmissionCall(
+        path, {{"op", "reserve"}, {"to", "n2"}, {"rate", "1mbit"}}, 10000);
+    done = true;
+  });
+  for (int i = 0; i < 1000 && !done; i++) {
+    s.value().Serve(*agent_, now_);
+    std::this_thread::sleep_for(10ms);
+  }
+  client.join();
+  ASSERT_TRUE(reply.ok()) << reply.error();
+  ASSERT_TRUE(reply.value()["ok"].get<bool>()) << reply.value().dump();
+  EXPECT_EQ(reply.value()["reservation"]["owner"],
+            RequesterOf(getuid(), getgid()).user);
+  // No parqd at a path: a sentence.
+  auto none = AdmissionCall(path + ".none", {{"op", "list"}}, 1000);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().find("cannot reach parqd's admission socket"),
+            std::string::npos);
+}
+
+// parqctl reserve, reservations, change and release, through the socket.
+TEST_F(AgentTest, ParqctlAsksOverTheSocket) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("parqd-ctl-" + std::to_string(getpid())))
+                               .string();
+  auto s = AdmissionServer::Open(path);
+  ASSERT_TRUE(s.ok()) << s.error();
+  auto run = [&](CtlArgs a) {
+    a.socket = path;
+    std::ostringstream out, err;
+    std::atomic<bool> done{false};
+    int rc = -1;
+    std::thread client([&] {
+      rc = RunCtl(
+          a,
+          []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
+            return Err{KernelError{ENODEV, "not used"}};
+          },
+          out, err);
+      done = true;
+    });
+    for (int i = 0; i < 1000 && !done; i++) {
+      s.value().Serve(*agent_, now_);
+      std::this_thread::sleep_for(5ms);
+    }
+    client.join();
+    return std::tuple{rc, out.str(), err.str()};
+  };
+  CtlArgs a;
+  a.cmd = CtlArgs::Cmd::kReserve;
+  a.to = "n2";
+  a.rate = 100 * kMbit;
+  a.match = "proto=udp,dport=9";
+  auto [rc, out, err] = run(a);
+  ASSERT_EQ(rc, 0) << err;
+  const std::string id = out.substr(0, out.size() - 1);
+  EXPECT_EQ(id.rfind("n1-", 0), 0u) << out;
+  a.cmd = CtlArgs::Cmd::kReservations;
+  std::tie(rc, out, err) = run(a);
+  EXPECT_EQ(out, id + ": n1 -> n2 100mbit, owner " +
+                     RequesterOf(getuid(), getgid()).user +
+                     ", match "
+                     "proto=udp,dport=9\n  host/n1/send\n  link/n1/s1\n  "
+                     "link/s1/n2\n  host/n2/receive\n");
+  a.cmd = CtlArgs::Cmd::kChange;
+  a.id = id;
+  a.rate = 900 * kMbit;
+  std::tie(rc, out, err) = run(a);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find("is full"), std::string::npos) << err;
+  a.rate = 200 * kMbit;
+  std::tie(rc, out, err) = run(a);
+  EXPECT_EQ(out, id + ": 200mbit\n");
+  a.cmd = CtlArgs::Cmd::kRelease;
+  a.json = true;
+  std::tie(rc, out, err) = run(a);
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_EQ(json::parse(out)["reservation"]["id"], id);
+  EXPECT_TRUE(agent_->List().empty());
+  EXPECT_EQ(InEtcd(), 0u);
+}
+
+}  // namespace
