@@ -43,6 +43,12 @@ PARQCTL = os.path.join(BUILD, "parqd", "parqctl")
 PORT = 7207
 ME, PEER, STRANGER = 1, 2, 3
 EPOCH_US = 10000			# 10 ms
+# Leases must outlast the parqctl runs that read them: 0.3 s each under
+# TCG, 10 to 12 s under the debug kernel (KASAN on every page fault of a
+# C++ program's start), where a 5 s GRANT expired before the first read.
+LEASE_SCALE = ktap.slowdown() ** 2
+GRANT_LEASE = 500 * LEASE_SCALE		# epochs: 5 s, 80 s under debug
+CTL_LEASE_S = 10 * LEASE_SCALE
 MS = 1000000
 
 topo = None
@@ -158,18 +164,18 @@ class Stopper:
 def t_grant_release():
     e, s = nxt()
     send(credits.grant(key, PEER, e, s, credit=3000, addrs=[topo.ip_b()],
-                       epoch_us=EPOCH_US, lease=500))
+                       epoch_us=EPOCH_US, lease=GRANT_LEASE))
     t = wait_for("the GRANT's kernel entry", lambda: table().get(topo.ip_b()))
     check_eq((t["credit"], t["epoch_ns"]), (3000, EPOCH_US * 1000),
              "credit, epoch from the GRANT")
-    check(0 < t["lease_ns"] <= 500 * EPOCH_US * 1000,
+    check(0 < t["lease_ns"] <= GRANT_LEASE * EPOCH_US * 1000,
           f"lease left {t['lease_ns']}")
     with ParqGenl(topo.a) as g:
         check_eq(g.get(topo.ip_b())["credit"], 3000, "parqlab.genl get")
     # A restatement with a new credit replaces it (absolute credits).
     e, s = nxt()
     send(credits.grant(key, PEER, e, s, credit=0, addrs=[topo.ip_b()],
-                       epoch_us=EPOCH_US, lease=500))
+                       epoch_us=EPOCH_US, lease=GRANT_LEASE))
     wait_for("credit 0", lambda: table()[topo.ip_b()]["credit"] == 0)
     e, s = nxt()
     send(credits.release(key, PEER, e, s, addrs=[topo.ip_b()],
@@ -188,7 +194,7 @@ def t_grant_release():
 def t_bad_messages_change_nothing():
     e, s = nxt()
     good = credits.grant(key, PEER, e, s, credit=1000, addrs=[topo.ip_b()],
-                         epoch_us=EPOCH_US, lease=500)
+                         epoch_us=EPOCH_US, lease=GRANT_LEASE)
     send(good)
     wait_for("the GRANT", lambda: topo.ip_b() in table())
     before = metrics()
@@ -267,15 +273,17 @@ def t_wrong_source():
 
 def t_parqctl_credit():
     check_eq(ctl_json("credit", "set", "10.9.9.9", "--credit", "1500",
-                      "--epoch", "2ms", "--lease", "10s"), {"ok": True},
+                      "--epoch", "2ms", "--lease", f"{CTL_LEASE_S}s"),
+             {"ok": True},
              "set --json")
     check_eq(ctl_json("credit", "set", "fd00:9::9", "--credit", "0",
-                      "--lease", "10s"), {"ok": True}, "set v6 --json")
+                      "--lease", f"{CTL_LEASE_S}s"), {"ok": True},
+             "set v6 --json")
     t = table()
     check_eq(sorted(t), ["10.9.9.9", "fd00:9::9"], "show --json")
     check_eq((t["10.9.9.9"]["credit"], t["10.9.9.9"]["epoch_ns"]),
              (1500, 2 * MS), "10.9.9.9 entry")
-    check(0 < t["10.9.9.9"]["lease_ns"] <= 10 * 1000 * MS, "lease")
+    check(0 < t["10.9.9.9"]["lease_ns"] <= CTL_LEASE_S * 1000 * MS, "lease")
     with ParqGenl(topo.a) as g:
         check_eq(g.get("10.9.9.9")["credit"], 1500, "parqlab.genl agrees")
     text = ctl("credit", "show").stdout
