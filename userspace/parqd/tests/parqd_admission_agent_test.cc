@@ -122,6 +122,22 @@ class AgentTest : public EtcdTest {
     ASSERT_TRUE(agent_->leased()) << (log_.empty() ? "" : log_.back());
   }
 
+  // Runs `client` on a thread while this one serves `s` for the agent, as
+  // parqd's loop does, until the client returns.
+  template <typename F>
+  void ServeWhile(AdmissionServer& s, F client) {
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+      client();
+      done = true;
+    });
+    for (int i = 0; i < 2000 && !done; i++) {
+      s.Serve(*agent_, now_);
+      std::this_thread::sleep_for(5ms);
+    }
+    t.join();
+  }
+
   size_t InEtcd() {
     auto l = admission_->List();
     EXPECT_TRUE(l.ok()) << l.error();
@@ -422,18 +438,11 @@ TEST_F(AgentTest, TheSocketAnswersWithThePeersIdentity) {
                                .string();
   auto s = AdmissionServer::Open(path);
   ASSERT_TRUE(s.ok()) << s.error();
-  std::atomic<bool> done{false};
   Result<json, std::string> reply = Err{std::string("no reply")};
-  std::thread client([&] {
+  ServeWhile(s.value(), [&] {
     reply = AdmissionCall(
         path, {{"op", "reserve"}, {"to", "n2"}, {"rate", "1mbit"}}, 10000);
-    done = true;
   });
-  for (int i = 0; i < 1000 && !done; i++) {
-    s.value().Serve(*agent_, now_);
-    std::this_thread::sleep_for(10ms);
-  }
-  client.join();
   ASSERT_TRUE(reply.ok()) << reply.error();
   ASSERT_TRUE(reply.value()["ok"].get<bool>()) << reply.value().dump();
   EXPECT_EQ(reply.value()["reservation"]["owner"],
@@ -455,22 +464,15 @@ TEST_F(AgentTest, ParqctlAsksOverTheSocket) {
   auto run = [&](CtlArgs a) {
     a.socket = path;
     std::ostringstream out, err;
-    std::atomic<bool> done{false};
     int rc = -1;
-    std::thread client([&] {
+    ServeWhile(s.value(), [&] {
       rc = RunCtl(
           a,
           []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
             return Err{KernelError{ENODEV, "not used"}};
           },
           out, err);
-      done = true;
     });
-    for (int i = 0; i < 1000 && !done; i++) {
-      s.value().Serve(*agent_, now_);
-      std::this_thread::sleep_for(5ms);
-    }
-    client.join();
     return std::tuple{rc, out.str(), err.str()};
   };
   CtlArgs a;
