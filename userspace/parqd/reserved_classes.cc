@@ -82,7 +82,7 @@ std::optional<std::string> TcReservedClasses::Install(
     return e;
   if (auto e =
           Tc({"-batch", "-"}, InstallBatch(dev_, h, minor, rate, match, to))) {
-    (void)Remove(minor);
+    (void)RemoveFrom(h, minor);
     return e;
   }
   return std::nullopt;
@@ -101,6 +101,11 @@ std::optional<std::string> TcReservedClasses::Remove(uint32_t minor) {
   std::string h;
   if (auto e = Handle(&h))
     return e;
+  return RemoveFrom(h, minor);
+}
+
+std::optional<std::string> TcReservedClasses::RemoveFrom(const std::string& h,
+                                                         uint32_t minor) {
   // No filter of that priority is not an error: Install() may have failed
   // before adding one.
   (void)Tc({"filter", "del", "dev", dev_, "parent", h, "prio",

@@ -49,6 +49,8 @@ class TcReservedClasses : public ReservedClasses {
   // Sets `handle` to the root qdisc's ("1:"), or says why there is no
   // parq there.
   std::optional<std::string> Handle(std::string* handle);
+  // Remove() on the qdisc of handle `h`, already looked up.
+  std::optional<std::string> RemoveFrom(const std::string& h, uint32_t minor);
   // Runs tc with `args` (and `input` for -batch); its error text.
   std::optional<std::string> Tc(const std::vector<std::string>& args,
                                 const std::string& input = "");
