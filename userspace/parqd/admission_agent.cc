@@ -3,7 +3,9 @@
 #include "admission_agent.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 
 #include <unistd.h>
 
@@ -78,6 +80,13 @@ std::string FormatMatch(const Match& m) {
 }
 
 Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a) {
+  for (const auto& [key, file] :
+       {std::pair{"etcd-ca-file", &a.etcd_tls.ca_file},
+        std::pair{"etcd-cert-file", &a.etcd_tls.cert_file},
+        std::pair{"etcd-key-file", &a.etcd_tls.key_file}})
+    if (!file->empty() && access(file->c_str(), R_OK) != 0)
+      return Err{std::string("admission.") + key + " " + *file +
+                 ": cannot read it: " + std::strerror(errno)};
   auto t = Topology::Load(a.topology_file);
   if (!t.ok())
     return Err{t.error()};

@@ -52,8 +52,9 @@ struct AgentTopology {
   Topology topology;
   std::string host;
 };
-// Loads a.topology_file and finds this host there: a.host, or the
-// system's host name; an error says what to fix.
+// Loads a.topology_file and finds this host there (a.host, or the
+// system's host name), and checks that etcd's TLS files can be read; an
+// error says what to fix.
 Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a);
 
 // Reserved classes on this host's parq qdisc (TcReservedClasses in

@@ -228,6 +228,14 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
         ->delimiter(',');
     sub->add_option("--prefix", a.etcd_prefix,
                     "The key prefix of parq's state (default /parq/v1/)");
+    sub->add_option("--cacert", a.etcd_tls.ca_file,
+                    "https:// endpoints: the CA that signed etcd's "
+                    "certificate (PEM; default: the system's)");
+    sub->add_option("--cert", a.etcd_tls.cert_file,
+                    "https:// endpoints: this client's certificate (PEM), "
+                    "with --key");
+    sub->add_option("--key", a.etcd_tls.key_file,
+                    "The private key of --cert (PEM)");
   };
   CLI::App* links = app.add_subcommand(
       "links",
@@ -285,6 +293,19 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
           << ": give a URL, e.g. http://10.0.0.1:2379\n";
       return 2;
     }
+
+  if (a.etcd_tls.cert_file.empty() != a.etcd_tls.key_file.empty()) {
+    err << "parqctl: give --cert and --key together\n";
+    return 2;
+  }
+  if (a.etcd_tls != EtcdTls{})
+    for (const std::string& url : a.etcd)
+      if (url.rfind("https://", 0) != 0) {
+        err << "parqctl: --cacert, --cert and --key are for https:// "
+               "endpoints, not "
+            << url << "\n";
+        return 2;
+      }
 
   if (!rate_text.empty()) {
     auto r = ParseRate(rate_text);

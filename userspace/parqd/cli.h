@@ -63,6 +63,7 @@ struct CtlArgs {
   std::string from, to;              // topology path: hosts
   std::vector<std::string> etcd;     // links, reservations: endpoints
   std::string etcd_prefix = "/parq/v1/";
+  EtcdTls etcd_tls;                                  // --cacert, --cert, --key
   std::string socket = "/run/parqd/admission.sock";  // reserve, change, ...
   std::string id;                                    // change, release
   uint64_t rate = 0;                                 // reserve, change: bits/s

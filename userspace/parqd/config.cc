@@ -253,6 +253,19 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                              "\" must be an absolute path of at most 107 "
                              "characters")};
       a.socket = s.value().text;
+    } else if (key == "etcd-ca-file" || key == "etcd-cert-file" ||
+               key == "etcd-key-file") {
+      auto f = NonEmpty(r, v, full);
+      if (!f.ok())
+        return Err{f.error()};
+      if (f.value().text.front() != '/')
+        return Err{r.Err(v, full,
+                         "\"" + f.value().text +
+                             "\" must be an absolute path to a PEM file")};
+      std::string& to = key == "etcd-ca-file"     ? a.etcd_tls.ca_file
+                        : key == "etcd-cert-file" ? a.etcd_tls.cert_file
+                                                  : a.etcd_tls.key_file;
+      to = f.value().text;
     } else if (key == "allow") {
       auto rules = AllowRules(r, source, v);
       if (!rules.ok())
@@ -262,6 +275,7 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
       return Err{r.Err(v, full,
                        "unknown key in the [admission] section; the keys are "
                        "etcd-endpoints, etcd-prefix, etcd-timeout, "
+                       "etcd-ca-file, etcd-cert-file, etcd-key-file, "
                        "topology-file, host, lease, socket and allow")};
     }
   }
@@ -274,6 +288,19 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
     return Err{at +
                ": the [admission] section has no 'topology-file'; give the "
                "cluster's topology (Documentation/admission.md)"};
+  const EtcdTls& tls = a.etcd_tls;
+  if (tls.cert_file.empty() != tls.key_file.empty())
+    return Err{at +
+               ": the [admission] section gives one of 'etcd-cert-file' "
+               "and 'etcd-key-file' without the other; a client "
+               "certificate needs its key"};
+  if (tls != EtcdTls{})
+    for (const std::string& e : a.etcd_endpoints)
+      if (e.rfind("https://", 0) != 0)
+        return Err{at +
+                   ": the [admission] section's TLS files are for "
+                   "https:// endpoints, but etcd-endpoints has \"" +
+                   e + "\""};
   return a;
 }
 

@@ -19,6 +19,7 @@
 
 #include <linux/parq.h>
 
+#include "etcd.h"
 #include "inbox.h"
 #include "result.h"
 
@@ -42,7 +43,7 @@ struct AllowRule {
 // The [admission] section: parqd's admission role (Documentation/
 // admission.md, "parqd's admission role").
 struct AdmissionConfig {
-  std::vector<std::string> etcd_endpoints;  // required: "http://HOST:PORT"
+  std::vector<std::string> etcd_endpoints;  // required: "http(s)://HOST:PORT"
   std::string etcd_prefix = "/parq/v1/";
   uint64_t etcd_timeout_ns = kNsPerSec;
   std::string topology_file;  // required
@@ -50,6 +51,7 @@ struct AdmissionConfig {
   uint64_t lease_ns = 10 * kNsPerSec;
   std::string socket = "/run/parqd/admission.sock";
   std::vector<AllowRule> allow;
+  EtcdTls etcd_tls;  // https:// endpoints: etcd-ca-file, -cert-file, -key-file
 
   bool operator==(const AdmissionConfig&) const = default;
 };

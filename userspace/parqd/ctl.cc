@@ -367,7 +367,7 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
         return TopologyCheck(a, t.value(), out);
       if (a.cmd == CtlArgs::Cmd::kTopologyPath)
         return TopologyPath(a, t.value(), out, err);
-      EtcdClient etcd(a.etcd, std::chrono::seconds(5), CurlPost());
+      EtcdClient etcd(a.etcd, std::chrono::seconds(5), CurlPost(a.etcd_tls));
       ClusterAdmission adm(t.value(), etcd, a.etcd_prefix);
       if (a.cmd == CtlArgs::Cmd::kLinks)
         return Links(a, adm, out, err);

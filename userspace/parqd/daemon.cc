@@ -129,7 +129,7 @@ struct AdmissionStack {
         etcd(
             c.admission->etcd_endpoints,
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
-            CurlPost()),
+            CurlPost(c.admission->etcd_tls)),
         admission(topology, etcd, c.admission->etcd_prefix),
         classes(
             c.interface,

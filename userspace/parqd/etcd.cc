@@ -275,11 +275,11 @@ Result<EtcdLease, std::string> EtcdClient::LeaseRevoke(int64_t id) {
   return EtcdLease{id, 0};
 }
 
-EtcdClient::Post CurlPost() {
+EtcdClient::Post CurlPost(EtcdTls tls) {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  return [](const std::string& url, const std::string& body,
-            std::chrono::milliseconds timeout)
+  return [tls = std::move(tls)](const std::string& url, const std::string& body,
+                                std::chrono::milliseconds timeout)
              -> Result<EtcdBody, std::string> {
     CURL* c = curl_easy_init();
     if (!c)
@@ -297,6 +297,12 @@ EtcdClient::Post CurlPost() {
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Append);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error.data());
+    if (!tls.ca_file.empty())
+      curl_easy_setopt(c, CURLOPT_CAINFO, tls.ca_file.c_str());
+    if (!tls.cert_file.empty()) {
+      curl_easy_setopt(c, CURLOPT_SSLCERT, tls.cert_file.c_str());
+      curl_easy_setopt(c, CURLOPT_SSLKEY, tls.key_file.c_str());
+    }
     const CURLcode rc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

@@ -82,8 +82,8 @@ class EtcdClient {
       const std::string& url, const std::string& body,
       std::chrono::milliseconds timeout)>;
 
-  // `endpoints`: "http://HOST:PORT", at least one.  `post`: the
-  // transport (CurlPost() unless a test gives its own).
+  // `endpoints`: "http://HOST:PORT" or "https://HOST:PORT", at least
+  // one.  `post`: the transport (CurlPost() unless a test gives its own).
   EtcdClient(std::vector<std::string> endpoints,
              std::chrono::milliseconds timeout, Post post);
 
@@ -114,8 +114,21 @@ class EtcdClient {
   size_t current_ = 0;
 };
 
-// libcurl's POST of application/json, with a total timeout.
-EtcdClient::Post CurlPost();
+// TLS toward etcd (https:// endpoints): PEM files, as etcdctl's --cacert,
+// --cert and --key.  An empty `ca_file` trusts the system's authorities;
+// `cert_file` and `key_file` (together) authenticate the client to a
+// member started with --client-cert-auth.
+struct EtcdTls {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+
+  bool operator==(const EtcdTls&) const = default;
+};
+
+// libcurl's POST of application/json, with a total timeout; over TLS for
+// https:// URLs, with `tls`'s files.
+EtcdClient::Post CurlPost(EtcdTls tls = {});
 
 }  // namespace parq::parqd
 

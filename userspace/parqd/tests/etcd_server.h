@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// One etcd member (Debian's etcd-server; a test fails, not skips, without
-// it) in a temporary directory for a whole test program, and the fixture
-// of tests that use it: each test its own key prefix.
+// etcd members (Debian's etcd-server; a test fails, not skips, without it)
+// on 127.0.0.1 in temporary directories: one for a whole test program and
+// the fixture of tests that use it (each test its own key prefix), a
+// cluster of three for tests of failures, and certificates for TLS.
 
 #ifndef PARQD_TESTS_ETCD_SERVER_H
 #define PARQD_TESTS_ETCD_SERVER_H
@@ -17,6 +18,7 @@
 
 #include <fcntl.h>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -47,35 +49,136 @@ inline int FreePort() {
   return ok ? ntohs(a.sin_port) : 0;
 }
 
-// One etcd member in a temporary directory, for the whole test program.
+// PEM files made with openssl(1) in `dir`: a CA, etcd's certificate for
+// 127.0.0.1 and a client's, each signed by the CA, and a second CA that
+// signed neither.
+struct TestPki {
+  std::filesystem::path dir;
+  std::string Path(const char* name) const { return (dir / name).string(); }
+  EtcdTls Client() const {
+    return {Path("ca.pem"), Path("client.pem"), Path("client-key.pem")};
+  }
+
+  bool Make(std::string& why) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "san.cnf") << "subjectAltName=IP:127.0.0.1\n";
+    const std::string d = dir.string();
+    const std::string key =
+        "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 ";
+    const std::string script =
+        "set -e; cd '" + d + "'; exec >/dev/null 2>openssl.log; " +
+        "openssl req -x509 " + key +
+        "-keyout ca-key.pem -out ca.pem -subj /CN=parq-test-ca; " +
+        "openssl req -x509 " + key +
+        "-keyout other-ca-key.pem -out other-ca.pem -subj /CN=other-ca; " +
+        "for n in server client; do openssl req " + key +
+        "-keyout $n-key.pem -out $n.csr -subj /CN=$n; "
+        "openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca-key.pem "
+        "-CAcreateserial -days 2 -extfile san.cnf -out $n.pem; done";
+    if (std::system(script.c_str()) != 0) {
+      std::ifstream in(dir / "openssl.log");
+      std::ostringstream log;
+      log << in.rdbuf();
+      why = "openssl could not make the test certificates: " + log.str();
+      return false;
+    }
+    return true;
+  }
+};
+
+// etcd members on 127.0.0.1, each in a directory of its own under one
+// temporary directory: one for the whole test program (`server`), or a
+// cluster of three for a test of failures.  With `pki` they serve https://
+// and ask clients for a certificate that pki's CA signed.
 class EtcdServer {
  public:
-  bool Start(std::string& why) {
-    const char* bin = "/usr/bin/etcd";
-    if (access(bin, X_OK) != 0) {
+  bool Start(std::string& why, int members = 1, const TestPki* pki = nullptr) {
+    if (access(kBin, X_OK) != 0) {
       why =
           "no /usr/bin/etcd: apt-get install etcd-server (or "
           "scripts/install-deps check)";
       return false;
     }
+    pki_ = pki;
+    static int started = 0;
     dir_ = std::filesystem::temp_directory_path() /
-           ("parqd-etcd-test-" + std::to_string(getpid()));
+           ("parqd-etcd-test-" + std::to_string(getpid()) + "-" +
+            std::to_string(started++));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    const std::string client = "http://127.0.0.1:" + std::to_string(FreePort());
-    const std::string peer = "http://127.0.0.1:" + std::to_string(FreePort());
-    endpoint_ = client;
-    std::vector<std::string> args = {
-        bin,
-        "--name=t",
-        "--data-dir=" + (dir_ / "data").string(),
-        "--listen-client-urls=" + client,
-        "--advertise-client-urls=" + client,
-        "--listen-peer-urls=" + peer,
-        "--initial-advertise-peer-urls=" + peer,
-        "--initial-cluster=t=" + peer,
-        "--logger=zap",
-        "--log-outputs=" + (dir_ / "etcd.log").string()};
+    std::string cluster;
+    for (int i = 0; i < members; i++) {
+      Member m;
+      m.name = "m" + std::to_string(i);
+      m.client = (pki ? "https" : "http") + std::string("://127.0.0.1:") +
+                 std::to_string(FreePort());
+      m.peer = "http://127.0.0.1:" + std::to_string(FreePort());
+      cluster += (i ? "," : "") + m.name + "=" + m.peer;
+      members_.push_back(m);
+    }
+    cluster_ = cluster;
+    for (size_t i = 0; i < members_.size(); i++)
+      if (!Spawn(i, why))
+        return false;
+    return WaitForAll(why);
+  }
+
+  ~EtcdServer() {
+    for (size_t i = 0; i < members_.size(); i++)
+      Stop(i, SIGTERM);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Member i's client URL; endpoint(): the first member's.
+  const std::string& endpoint(size_t i = 0) const { return members_[i].client; }
+  std::vector<std::string> endpoints() const {
+    std::vector<std::string> out;
+    for (const Member& m : members_)
+      out.push_back(m.client);
+    return out;
+  }
+
+  // Stops member i with `sig` (SIGKILL: as a crash).
+  void Stop(size_t i, int sig) {
+    if (members_[i].pid > 0) {
+      kill(members_[i].pid, sig);
+      waitpid(members_[i].pid, nullptr, 0);
+      members_[i].pid = 0;
+    }
+  }
+  // Starts member i again on its data; true once the cluster answers
+  // through every running member.
+  bool Restart(size_t i, std::string& why) {
+    return Spawn(i, why) && WaitForAll(why);
+  }
+
+ private:
+  static constexpr const char* kBin = "/usr/bin/etcd";
+  struct Member {
+    std::string name, client, peer;
+    pid_t pid = 0;
+  };
+
+  bool Spawn(size_t i, std::string& why) {
+    const Member& m = members_[i];
+    const std::filesystem::path d = dir_ / m.name;
+    std::vector<std::string> args = {kBin,
+                                     "--name=" + m.name,
+                                     "--data-dir=" + (d / "data").string(),
+                                     "--listen-client-urls=" + m.client,
+                                     "--advertise-client-urls=" + m.client,
+                                     "--listen-peer-urls=" + m.peer,
+                                     "--initial-advertise-peer-urls=" + m.peer,
+                                     "--initial-cluster=" + cluster_,
+                                     "--logger=zap",
+                                     "--log-outputs=" + (d.string() + ".log")};
+    if (pki_) {
+      args.push_back("--cert-file=" + pki_->Path("server.pem"));
+      args.push_back("--key-file=" + pki_->Path("server-key.pem"));
+      args.push_back("--trusted-ca-file=" + pki_->Path("ca.pem"));
+      args.push_back("--client-cert-auth");
+    }
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
     for (std::string& a : args)
@@ -85,46 +188,51 @@ class EtcdServer {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    const int rc = posix_spawn(&pid_, bin, &fa, nullptr, argv.data(), environ);
+    const int rc =
+        posix_spawn(&members_[i].pid, kBin, &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
+      members_[i].pid = 0;
       why = "cannot start etcd";
       return false;
     }
-    EtcdClient c({endpoint_}, 500ms, CurlPost());
-    for (int i = 0; i < 200; i++) {
-      if (c.Range("probe").ok())
-        return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    why = "etcd did not answer within 10 s; its log:\n" + Log();
-    return false;
+    return true;
   }
 
-  ~EtcdServer() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
+  // Every running member answers a read (a member without a leader
+  // does not): 10 s at most.
+  bool WaitForAll(std::string& why) {
+    for (size_t i = 0; i < members_.size(); i++) {
+      if (members_[i].pid == 0)
+        continue;
+      EtcdClient c({members_[i].client}, 500ms,
+                   CurlPost(pki_ ? pki_->Client() : EtcdTls{}));
+      bool up = false;
+      for (int n = 0; n < 200 && !up; n++) {
+        up = c.Range("probe").ok();
+        if (!up)
+          std::this_thread::sleep_for(50ms);
+      }
+      if (!up) {
+        why = "etcd member " + members_[i].name +
+              " did not answer within 10 s; its log:\n" + Log(i);
+        return false;
+      }
     }
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    return true;
   }
 
-  const std::string& endpoint() const { return endpoint_; }
-
- private:
-  std::string Log() const {
-    std::ifstream in(dir_ / "etcd.log");
+  std::string Log(size_t i) const {
+    std::ifstream in(dir_ / (members_[i].name + ".log"));
     std::ostringstream out;
     out << in.rdbuf();
     return out.str();
   }
 
- public:
- private:
-  pid_t pid_ = 0;
+  const TestPki* pki_ = nullptr;
   std::filesystem::path dir_;
-  std::string endpoint_;
+  std::string cluster_;
+  std::vector<Member> members_;
 };
 
 inline EtcdServer* server = nullptr;

@@ -253,6 +253,29 @@ TEST(CtlCliTest, ReserveChangeRelease) {
             "cluster's, from etcd), or neither (this host's parqd)\n");
 }
 
+TEST(CtlCliTest, EtcdOverTls) {
+  auto a =
+      std::get<CtlArgs>(Ctl({"links", "--topology", "t.toml", "--etcd",
+                             "https://e1:2379,https://e2:2379", "--cacert",
+                             "/ca.pem", "--cert", "/c.pem", "--key", "/k.pem"})
+                            .ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kLinks);
+  EXPECT_EQ(a.etcd,
+            (std::vector<std::string>{"https://e1:2379", "https://e2:2379"}));
+  EXPECT_EQ(a.etcd_tls, (EtcdTls{"/ca.pem", "/c.pem", "/k.pem"}));
+
+  Parsed r = Ctl({"links", "--topology", "t.toml", "--etcd", "https://e:2379",
+                  "--cert", "/c.pem"});
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_EQ(r.err, "parqctl: give --cert and --key together\n");
+  r = Ctl({"reservations", "--topology", "t.toml", "--etcd", "http://e:2379",
+           "--cacert", "/ca.pem"});
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_EQ(r.err,
+            "parqctl: --cacert, --cert and --key are for https:// endpoints, "
+            "not http://e:2379\n");
+}
+
 TEST(CtlCliTest, Help) {
   const Parsed r = Ctl({"credit", "set", "--help"});
   EXPECT_EQ(std::get<int>(r.ctl), 0);

@@ -294,6 +294,19 @@ rate = "500mbit"
   EXPECT_EQ(d.admission->socket, "/run/parqd/admission.sock");
   EXPECT_EQ(d.admission->host, "");
   EXPECT_TRUE(d.admission->allow.empty());
+  EXPECT_EQ(d.admission->etcd_tls, EtcdTls{});
+  // TLS toward etcd.
+  const Config t = Ok(kMinimal + R"(
+[admission]
+etcd-endpoints = ["https://10.0.0.5:2379"]
+topology-file = "/etc/parq/topology.toml"
+etcd-ca-file = "/etc/parq/etcd-ca.pem"
+etcd-cert-file = "/etc/parq/n1.pem"
+etcd-key-file = "/etc/parq/n1-key.pem"
+)");
+  EXPECT_EQ(t.admission->etcd_tls,
+            (EtcdTls{"/etc/parq/etcd-ca.pem", "/etc/parq/n1.pem",
+                     "/etc/parq/n1-key.pem"}));
 }
 
 TEST(ConfigTest, AdmissionErrorsSayWhatAndWhere) {
@@ -326,7 +339,19 @@ TEST(ConfigTest, AdmissionErrorsSayWhatAndWhere) {
       {ok + "ttl = 3\n",
        "parqd.toml:12:7: 'admission.ttl': unknown key in the [admission] "
        "section; the keys are etcd-endpoints, etcd-prefix, etcd-timeout, "
-       "topology-file, host, lease, socket and allow"},
+       "etcd-ca-file, etcd-cert-file, etcd-key-file, topology-file, host, "
+       "lease, socket and allow"},
+      {ok + "etcd-ca-file = \"ca.pem\"\n",
+       "parqd.toml:12:16: 'admission.etcd-ca-file': \"ca.pem\" must be an "
+       "absolute path to a PEM file"},
+      {"etcd-endpoints = [\"https://e:2379\"]\ntopology-file = \"t\"\n"
+       "etcd-cert-file = \"/c.pem\"\n",
+       "parqd.toml:9:1: the [admission] section gives one of "
+       "'etcd-cert-file' and 'etcd-key-file' without the other; a client "
+       "certificate needs its key"},
+      {ok + "etcd-ca-file = \"/ca.pem\"\n",
+       "parqd.toml:9:1: the [admission] section's TLS files are for https:// "
+       "endpoints, but etcd-endpoints has \"http://e:2379\""},
       {ok + "[[admission.allow]]\nrate = \"1gbit\"\n",
        "parqd.toml:12:1: an [[admission.allow]] section names either a user "
        "or a group, e.g. user = \"alice\" or group = \"hpc\""},

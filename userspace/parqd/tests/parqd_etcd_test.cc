@@ -5,13 +5,15 @@
 // not skip, without it): the client's calls, leases, a refusal for each
 // of admission's three conditions, changes and releases, 16 reservations
 // raced from 4 threads over one shared port that fits exactly k of them
-// (exactly k admitted, 20 times), and an unreachable etcd.
+// (exactly k admitted, 20 times), an unreachable etcd, and etcd over TLS
+// with client certificates.
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -98,6 +100,47 @@ TEST_F(EtcdTest, TheSecondEndpointServesWhenTheFirstIsDown) {
   EtcdClient c({"http://127.0.0.1:1", server->endpoint()}, 2s, CurlPost());
   ASSERT_TRUE(c.Put(prefix_ + "k", "v").ok());
   EXPECT_EQ(c.last_endpoint(), server->endpoint());
+}
+
+// etcd over TLS with client certificates, as a production cluster runs
+// it: a client with the CA and its certificate is served; one without a
+// certificate, or trusting another CA, is refused with the reason.
+TEST(EtcdTlsTest, ClientCertificatesAndTheirErrors) {
+  etcd_test::TestPki pki{std::filesystem::temp_directory_path() /
+                         ("parqd-etcd-pki-" + std::to_string(getpid()))};
+  std::string why;
+  ASSERT_TRUE(pki.Make(why)) << why;
+  etcd_test::EtcdServer tls_server;
+  ASSERT_TRUE(tls_server.Start(why, 1, &pki)) << why;
+  const std::string url = tls_server.endpoint();
+  ASSERT_EQ(url.rfind("https://127.0.0.1:", 0), 0u) << url;
+
+  EtcdClient good({url}, 5s, CurlPost(pki.Client()));
+  ASSERT_TRUE(good.Put("/tls/k", "v").ok());
+  auto r = good.Range("/tls/k");
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r.value().kvs.size(), 1u);
+  EXPECT_EQ(r.value().kvs[0].value, "v");
+
+  // No client certificate: etcd ends the handshake.
+  EtcdClient anonymous({url}, 5s, CurlPost({pki.Path("ca.pem"), "", ""}));
+  auto e = anonymous.Range("/tls/k");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().rfind("etcd: no endpoint answered (" + url + ": ", 0), 0u)
+      << e.error();
+  // etcd's certificate is not signed by the CA the client trusts.
+  EtcdClient wrong_ca(
+      {url}, 5s,
+      CurlPost({pki.Path("other-ca.pem"), pki.Path("client.pem"),
+                pki.Path("client-key.pem")}));
+  e = wrong_ca.Range("/tls/k");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().find("certificate"), std::string::npos) << e.error();
+  // Plain HTTP to a TLS member.
+  EtcdClient plain({"http" + url.substr(5)}, 5s, CurlPost());
+  EXPECT_FALSE(plain.Range("/tls/k").ok());
+  std::error_code ec;
+  std::filesystem::remove_all(pki.dir, ec);
 }
 
 // Hosts a1, a2 (rack 1, NICs 1gbit) and b1, b2 (rack 2); the racks'
