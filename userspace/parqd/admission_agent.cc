@@ -137,6 +137,7 @@ void AdmissionAgent::Tick(uint64_t now) {
     log_(kInfo, "admission: etcd lease " + std::to_string(lease_) + " (TTL " +
                     std::to_string(config_.lease_ttl_s) + " s) via " +
                     etcd_.last_endpoint());
+    RevokeStale();
     return;
   }
   if (now >= next_keepalive_ns_) {
@@ -178,6 +179,26 @@ void AdmissionAgent::Tick(uint64_t now) {
   }
 }
 
+// The lease a demotion gave up may still hold its reservations in etcd: it
+// was not renewed, but etcd restarts a lease's TTL when it elects a new
+// leader, so after a quorum loss they could hold capacity for a whole TTL
+// more.  parqd revokes it once etcd answers again (a lease etcd no longer
+// has is no error), so that the capacity is free at once.
+void AdmissionAgent::RevokeStale() {
+  if (stale_lease_ == 0)
+    return;
+  if (auto r = etcd_.LeaseRevoke(stale_lease_); !r.ok()) {
+    log_(kWarn, "admission: cannot revoke lease " +
+                    std::to_string(stale_lease_) +
+                    ", given up at a demotion (it will expire): " + r.error());
+    return;
+  }
+  log_(kInfo, "admission: revoked lease " + std::to_string(stale_lease_) +
+                  ", given up at a demotion: its reservations' capacity is "
+                  "free");
+  stale_lease_ = 0;
+}
+
 uint64_t AdmissionAgent::NextTick() const {
   if (lease_ == 0)
     return next_keepalive_ns_;
@@ -192,6 +213,7 @@ void AdmissionAgent::Demote(const std::string& why) {
       log_(kError, "admission: cannot remove the class of " + id + ": " + *e);
   held_.clear();
   unreleased_.clear();
+  stale_lease_ = lease_;
   lease_ = 0;
   next_keepalive_ns_ = 0;  // a new lease at the next tick
   counters_.demotions++;
@@ -265,14 +287,17 @@ std::optional<uint32_t> AdmissionAgent::FreeMinor() const {
   return m;
 }
 
+std::string AdmissionAgent::NoLease() const {
+  return "cannot admit now: parqd holds no lease with etcd (" +
+         (etcd_error_.empty() ? std::string("not granted yet") : etcd_error_) +
+         ")";
+}
+
 Result<Reservation, std::string> AdmissionAgent::Reserve(
     const Requester& who, const std::string& to, uint64_t rate,
     const std::string& match) {
   if (lease_ == 0)
-    return Err{
-        "cannot admit now: parqd holds no lease with etcd (" +
-        (etcd_error_.empty() ? std::string("not granted yet") : etcd_error_) +
-        ")"};
+    return Err{NoLease()};
   if (rate == 0)
     return Err{std::string("a rate of 0 reserves nothing")};
   auto m = ParseMatch(match);
@@ -321,8 +346,7 @@ Result<Reservation, std::string> AdmissionAgent::Change(const Requester& who,
   if (auto e = MayTouch(who, h))
     return Err{*e};
   if (lease_ == 0)
-    return Err{"cannot admit now: parqd holds no lease with etcd (" +
-               etcd_error_ + ")"};
+    return Err{NoLease()};
   if (rate == 0)
     return Err{"a rate of 0 reserves nothing; release " + id + " instead"};
   const uint64_t old = h.r.rate;
@@ -414,6 +438,7 @@ void AdmissionAgent::Stop() {
       log_(kError, "admission: cannot remove the class of " + id + ": " + *e);
   const size_t n = held_.size();
   held_.clear();
+  RevokeStale();
   if (lease_ != 0) {
     if (auto r = etcd_.LeaseRevoke(lease_); !r.ok())
       log_(kWarn, "admission: cannot revoke lease " + std::to_string(lease_) +

@@ -151,7 +151,10 @@ class AdmissionAgent {
   std::optional<std::string> CheckAllowance(const Requester& who,
                                             uint64_t more) const;
   std::optional<uint32_t> FreeMinor() const;
+  // Why nothing can be admitted while parqd holds no lease.
+  std::string NoLease() const;
   void Demote(const std::string& why);
+  void RevokeStale();
 
   AgentConfig config_;
   const Topology& topology_;
@@ -163,6 +166,7 @@ class AdmissionAgent {
   // Released here but not yet in etcd (it did not answer): retried.
   std::vector<std::string> unreleased_;
   int64_t lease_ = 0;
+  int64_t stale_lease_ = 0;         // given up at a demotion, not yet revoked
   uint64_t renewed_ns_ = 0;         // when the last answered renewal was sent
   uint64_t next_keepalive_ns_ = 0;  // or the next grant, without a lease
   std::string etcd_error_;          // the last one, for refusals

@@ -98,7 +98,9 @@ class AgentTest : public EtcdTest {
     ASSERT_TRUE(t.ok()) << t.error();
     topology_.emplace(std::move(t.value()));
     // The transport fails while `down_`: etcd stops answering.
-    etcd_.emplace(std::vector<std::string>{server->endpoint()}, 2s,
+    if (endpoints_.empty())
+      endpoints_ = {server->endpoint()};
+    etcd_.emplace(endpoints_, 2s,
                   [this, post = CurlPost()](const std::string& url,
                                             const std::string& body,
                                             std::chrono::milliseconds timeout)
@@ -110,7 +112,7 @@ class AgentTest : public EtcdTest {
     admission_.emplace(*topology_, *etcd_, prefix_);
     // This test's own user may reserve too (root has no limit anyway).
     AgentConfig c{"n1",
-                  4,
+                  ttl_s_,
                   {{"alice", "", 300 * kMbit},
                    {"", "hpc", 100 * kMbit},
                    {RequesterOf(getuid(), getgid()).user, "", 800 * kMbit}}};
@@ -152,6 +154,49 @@ class AgentTest : public EtcdTest {
   std::vector<std::string> log_;
   std::atomic<bool> down_{false};
   uint64_t now_ = 1000 * kSec;
+  std::vector<std::string> endpoints_;  // empty: the test program's etcd
+  int64_t ttl_s_ = 4;
+};
+
+uint64_t MonotonicNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// A cluster of three members and the agent on the real clock, with a
+// lease of 6 s: it keeps its lease while one member is down (etcd's
+// election takes about a second), demotes when two are (no quorum), and
+// once they are back takes a new lease and revokes the one it gave up.
+class QuorumAgentTest : public AgentTest {
+ protected:
+  void SetUp() override {
+    std::string why;
+    ASSERT_TRUE(cluster_.Start(why, 3)) << why;
+    endpoints_ = cluster_.endpoints();
+    ttl_s_ = 6;
+    now_ = MonotonicNs();
+    AgentTest::SetUp();
+  }
+
+  // Ticks the agent as parqd's admission thread does until `done()` or
+  // `seconds` pass; false if they pass.
+  template <typename F>
+  bool TickUntil(F done, int seconds) {
+    const uint64_t end = MonotonicNs() + seconds * kSec;
+    while (MonotonicNs() < end) {
+      now_ = MonotonicNs();
+      if (now_ >= agent_->NextTick())
+        agent_->Tick(now_);
+      if (done())
+        return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+  etcd_test::EtcdServer cluster_;
 };
 
 TEST(MatchTest, ParsesAndFormats) {
@@ -363,11 +408,47 @@ TEST_F(AgentTest, WithoutEtcdTheClassesAreDemotedBeforeTheLeaseCouldExpire) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("no lease with etcd"), std::string::npos)
       << r.error();
-  // etcd is back: a new lease, admissions again.
+  // etcd is back: the demoted reservation is still there, on the lease
+  // parqd gave up (etcd never saw it lapse).  A new lease, the old one
+  // revoked, admissions again.
   down_ = false;
+  EXPECT_EQ(InEtcd(), 1u);
   agent_->Tick(renewed + 4 * kSec);
   ASSERT_TRUE(agent_->leased());
+  EXPECT_EQ(InEtcd(), 0u);
   EXPECT_TRUE(agent_->Reserve(kRoot, "n2", kMbit, "").ok());
+  EXPECT_EQ(InEtcd(), 1u);
+}
+
+TEST_F(QuorumAgentTest, OneMemberDownIsNothingTwoDownDemote) {
+  ASSERT_TRUE(agent_->Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+  cluster_.Stop(0, SIGKILL);  // the member the client asks first
+  ASSERT_TRUE(TickUntil(
+      [&] { return agent_->Reserve(kRoot, "n2", 100 * kMbit, "").ok(); }, 15))
+      << (log_.empty() ? "" : log_.back());
+  EXPECT_EQ(agent_->counters().demotions, 0u);
+  EXPECT_EQ(classes_.rates.size(), 2u);
+
+  cluster_.Stop(1, SIGKILL);  // no quorum
+  ASSERT_TRUE(TickUntil([&] { return !agent_->leased(); }, 2 * ttl_s_))
+      << (log_.empty() ? "" : log_.back());
+  EXPECT_TRUE(classes_.rates.empty());
+  EXPECT_EQ(agent_->counters().demotions, 1u);
+  EXPECT_EQ(agent_->counters().demoted, 2u);
+  auto r = agent_->Reserve(kRoot, "n2", kMbit, "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("no lease with etcd"), std::string::npos)
+      << r.error();
+
+  std::string why;
+  ASSERT_TRUE(cluster_.Restart(0, why)) << why;
+  ASSERT_TRUE(cluster_.Restart(1, why)) << why;
+  ASSERT_TRUE(TickUntil([&] { return agent_->leased(); }, 15))
+      << (log_.empty() ? "" : log_.back());
+  // The two demoted reservations went with the revoked lease.
+  EXPECT_EQ(InEtcd(), 0u);
+  EXPECT_TRUE(agent_->Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+  EXPECT_EQ(InEtcd(), 1u);
 }
 
 TEST_F(AgentTest, AnExpiredLeaseDemotes) {
