@@ -15,6 +15,9 @@ parqlab.credits, which follows Documentation/parqd-protocol.md byte by byte
     parqd's metrics file;
   - parqctl credit set / show / clear, errors with the kernel's message,
     and parqctl qdisc show, all with --json output that parses;
+  - a parqd whose admission role cannot start exits with the error and
+    leaves the kernel's receive monitor off; an etcd that never answers
+    stalls nothing but admission (in B, which runs no other parqd);
   - parqd stops cleanly on SIGTERM.
 
 The binaries come from $PARQ_USERSPACE_BUILD (default build/userspace, what
@@ -23,6 +26,7 @@ The binaries come from $PARQ_USERSPACE_BUILD (default build/userspace, what
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -319,6 +323,146 @@ def t_parqctl_qdisc():
     topo.a.run(["tc", "qdisc", "del", "dev", topo.dev_a(), "root"])
 
 
+ETCD_TIMEOUT_S = 4
+
+
+def b_config(name, admission):
+    """A configuration of B's own (node 2, peer 1, the receiving role
+    on) with `admission`, the body of its [admission] section; returns
+    its path."""
+    cfg = os.path.join(tmp, name)
+    with open(cfg, "w") as f:
+        f.write(f"""interface = "{topo.dev_b()}"
+receiver = true
+addresses = ["{topo.ip_b()}"]
+listen-address = "{topo.ip_b()}"
+listen-port = {PORT}
+node-id = {PEER}
+key-file = "{tmp}/cluster.key"
+metrics-file = "{tmp}/b.prom"
+metrics-period = "100ms"
+
+[[peer]]
+id = {ME}
+addresses = ["{topo.ip_a()}"]
+
+[admission]
+{admission}""")
+    return cfg
+
+
+def t_admission_failure_leaves_monitor_off():
+    """A parqd whose admission role cannot start (here: no topology file)
+    exits with its error and leaves the kernel's receive monitor as it
+    found it, off: parqd starts that role before the receiving role.  Run
+    in B, where no parqd runs."""
+    cfg = b_config("admission-fails.toml", f"""\
+etcd-endpoints = ["http://127.0.0.1:9"]
+topology-file = "{tmp}/no-such-topology.toml"
+""")
+    with ParqGenl(topo.b) as g:
+        check_eq(g.mon_get()["enabled"], 0, "B's monitor before")
+    r = topo.b.run([PARQD, "-c", cfg], check=False,
+                   timeout=20 * ktap.slowdown())
+    diag(*r.stderr.strip().splitlines()[-3:])
+    check_eq(r.returncode, 1, "parqd's exit status")
+    check("no-such-topology.toml" in r.stderr, "the error names the file")
+    with ParqGenl(topo.b) as g:
+        check_eq(g.mon_get()["enabled"], 0, "B's monitor after")
+
+
+def t_silent_etcd_stalls_nothing():
+    """An etcd that accepts connections and never answers holds each of
+    parqd's etcd calls for etcd-timeout (4 s).  The calls run on the
+    admission role's thread: the daemon's loop goes on rewriting its
+    metrics file every 100 ms (in one loop, a gap of 4 s per attempt), and
+    parqd admits nothing, says why, and stops promptly on SIGTERM."""
+    hole = topo.b.socket(type=socket.SOCK_STREAM)
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(64)
+    topology = os.path.join(tmp, "topology.toml")
+    with open(topology, "w") as f:
+        f.write(f"""[[host]]
+name = "a"
+addresses = ["{topo.ip_a()}"]
+nic = "1gbit"
+
+[[host]]
+name = "b"
+addresses = ["{topo.ip_b()}"]
+nic = "1gbit"
+
+[[switch]]
+name = "s"
+
+[[link]]
+from = "a"
+to = "s"
+capacity = "1gbit"
+
+[[link]]
+from = "s"
+to = "a"
+capacity = "1gbit"
+
+[[link]]
+from = "b"
+to = "s"
+capacity = "1gbit"
+
+[[link]]
+from = "s"
+to = "b"
+capacity = "1gbit"
+""")
+    prom = os.path.join(tmp, "b.prom")
+    cfg = b_config("silent-etcd.toml", f"""\
+etcd-endpoints = ["http://127.0.0.1:{hole.getsockname()[1]}"]
+etcd-timeout = "{ETCD_TIMEOUT_S}s"
+topology-file = "{topology}"
+host = "b"
+lease = "10s"
+socket = "{tmp}/admission.sock"
+""")
+    p = topo.b.popen([PARQD, "-c", cfg])
+    try:
+        # (A parqd that calls etcd on its loop writes it only after its
+        # first call gave up.)
+        wait_for("B's metrics file", lambda: os.path.exists(prom),
+                 timeout=3 * ETCD_TIMEOUT_S)
+        # Three etcd attempts' worth: the largest gap between rewrites.
+        stamps = []
+        end = time.monotonic() + 3 * ETCD_TIMEOUT_S
+        while time.monotonic() < end:
+            stamps.append(os.stat(prom).st_mtime_ns)
+            time.sleep(0.02)
+        writes = sorted(set(stamps))
+        gap = max(b - a for a, b in zip(writes, writes[1:])) / 1e9
+        diag(f"{len(writes)} rewrites in {3 * ETCD_TIMEOUT_S} s, the "
+             f"longest gap {gap:.2f} s")
+        check(gap < ETCD_TIMEOUT_S / 2,
+              f"the metrics file went {gap:.2f} s without a rewrite while "
+              f"etcd held a call for {ETCD_TIMEOUT_S} s")
+        m = read_metrics(prom)
+        check_eq(m.get("parqd_admission_lease_held"), 0, "no lease")
+        r = topo.b.run([PARQCTL, "reserve", "--to", "a", "--rate", "1mbit",
+                        "--socket", f"{tmp}/admission.sock"], check=False,
+                       timeout=30 * ktap.slowdown())
+        diag(r.stderr.strip())
+        check(r.returncode != 0 and "no lease" in r.stderr,
+              f"a reservation without a lease: {r.returncode} {r.stderr!r}")
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(2 * ETCD_TIMEOUT_S * ktap.slowdown())
+        diag(f"stopped in {time.monotonic() - t0:.1f} s")
+        check_eq(rc, 0, "parqd's exit status")
+    finally:
+        hole.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+
+
 def t_sigterm():
     parqd.send_signal(signal.SIGTERM)
     try:
@@ -339,6 +483,11 @@ def main():
     suite.case("wrong_source", t_wrong_source, timeout=30)
     suite.case("parqctl_credit", t_parqctl_credit, timeout=30)
     suite.case("parqctl_qdisc", t_parqctl_qdisc, timeout=30)
+    suite.case("a failed admission role leaves the monitor off",
+               t_admission_failure_leaves_monitor_off, timeout=30)
+    suite.case("an etcd that never answers stalls nothing",
+               t_silent_etcd_stalls_nothing, timeout=60,
+               speed="rewrites every 100 ms, judged against a 2 s gap")
     suite.case("sigterm", t_sigterm, timeout=30)
     for b in (PARQD, PARQCTL):
         if not os.access(b, os.X_OK):

@@ -5,6 +5,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -176,16 +179,109 @@ std::unique_ptr<AdmissionStack> StartAdmission(const Config& c) {
       c, host, std::move(t.value().topology), std::move(s.value()));
 }
 
+// The admission role on a thread of its own.  Each of its etcd calls may
+// take etcd-timeout per endpoint while etcd is slow or away, and the credit
+// protocol, whose epochs are milliseconds, must not wait for them.  The
+// thread owns the stack: it renews the lease, answers the socket and, at
+// Stop(), revokes the lease; the daemon's loop reads only the metrics it
+// rendered last.
+class AdmissionThread {
+ public:
+  // Null after logging why (no eventfd).
+  static std::unique_ptr<AdmissionThread> Start(
+      std::unique_ptr<AdmissionStack> stack) {
+    const int fd = eventfd(0, EFD_CLOEXEC);
+    if (fd < 0) {
+      spdlog::error("admission: eventfd: {}", std::strerror(errno));
+      return nullptr;
+    }
+    return std::unique_ptr<AdmissionThread>(
+        new AdmissionThread(std::move(stack), fd));
+  }
+  ~AdmissionThread() { Stop(); }
+  AdmissionThread(const AdmissionThread&) = delete;
+  AdmissionThread& operator=(const AdmissionThread&) = delete;
+
+  // Ends the thread's loop, which then revokes the lease (every
+  // reservation freed at once), and waits for it.
+  void Stop() {
+    if (!thread_.joinable())
+      return;
+    const uint64_t one = 1;
+    if (write(stop_.get(), &one, sizeof(one)) != sizeof(one))
+      spdlog::error("admission: cannot wake its thread to stop it: {}",
+                    std::strerror(errno));
+    thread_.join();
+  }
+
+  std::string Metrics() const {
+    const std::lock_guard lock(mu_);
+    return metrics_;
+  }
+
+ private:
+  // How long a socket connection may wait to be closed when nothing else
+  // wakes the thread (AdmissionServer closes those that waited 2 s).
+  static constexpr uint64_t kServeNs = 500'000'000;
+
+  AdmissionThread(std::unique_ptr<AdmissionStack> stack, int stop)
+      : stack_(std::move(stack)), stop_(stop) {
+    Snapshot();
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  void Run() {
+    AdmissionAgent& agent = stack_->agent;
+    for (;;) {
+      uint64_t now = MonotonicNs();
+      if (now >= agent.NextTick()) {
+        agent.Tick(now);
+        now = MonotonicNs();
+      }
+      Snapshot();
+      const uint64_t wake = std::min(agent.NextTick(), now + kServeNs);
+      const int wait_ms =
+          wake > now ? static_cast<int>((wake - now + 999'999) / 1'000'000) : 0;
+      std::vector<pollfd> p = {{stop_.get(), POLLIN, 0}};
+      for (int fd : stack_->server.fds())
+        p.push_back({fd, POLLIN, 0});
+      if (poll(p.data(), p.size(), wait_ms) < 0 && errno != EINTR) {
+        spdlog::error("admission: poll: {}; stopping the admission role",
+                      std::strerror(errno));
+        break;
+      }
+      if (p[0].revents & POLLIN)
+        break;
+      stack_->server.Serve(agent, MonotonicNs());
+    }
+    agent.Stop();
+    Snapshot();
+  }
+
+  void Snapshot() {
+    PromText text;
+    stack_->agent.Metrics(text);
+    const std::lock_guard lock(mu_);
+    metrics_ = text.text();
+  }
+
+  std::unique_ptr<AdmissionStack> stack_;
+  Fd stop_;
+  mutable std::mutex mu_;
+  std::string metrics_;
+  std::thread thread_;
+};
+
 void WriteMetrics(const Config& c, const SendingRole& s,
-                  const ReceivingRole* role, const AdmissionAgent* agent) {
+                  const ReceivingRole* role, const AdmissionThread* adm) {
   if (c.metrics_file.empty())
     return;
   PromText text;
   s.Metrics(text);
   if (role)
     role->Metrics(text);
-  if (agent)
-    agent->Metrics(text);
+  if (adm)
+    text.Append(adm->Metrics());
   if (auto e = WriteFileAtomically(c.metrics_file, text.text()))
     spdlog::warn("metrics: {}", *e);
 }
@@ -294,6 +390,18 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
   if (sock.get() < 0)
     return 1;
 
+  // The admission role before the receiving role: what can fail in it
+  // (the topology, the socket) then fails before the kernel's receive
+  // monitor is enabled, which an early return would leave on.  Its thread
+  // revokes its lease if the receiving role then fails to start.
+  std::unique_ptr<AdmissionThread> adm;
+  if (c.admission) {
+    if (auto stack = StartAdmission(c))
+      adm = AdmissionThread::Start(std::move(stack));
+    if (!adm)
+      return 1;
+  }
+
   std::optional<ReceivingRole> role;
   if (c.receiver && monitor) {
     const int family = SocketFamily(sock.get());
@@ -355,17 +463,8 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
         c.node_id, c.peers.size());
   }
 
-  std::unique_ptr<AdmissionStack> adm;
-  if (c.admission) {
-    adm = StartAdmission(c);
-    if (!adm)
-      return 1;
-    adm->agent.Tick(MonotonicNs());
-  }
-  const AdmissionAgent* agent_ptr = adm ? &adm->agent : nullptr;
-
   const ReceivingRole* role_ptr = role ? &*role : nullptr;
-  WriteMetrics(c, sender, role_ptr, agent_ptr);
+  WriteMetrics(c, sender, role_ptr, adm.get());
   uint64_t next_metrics = MonotonicNs() + c.metrics_period_ns;
   uint64_t next_tick = MonotonicNs() + kTickNs;
   uint64_t next_epoch = MonotonicNs();
@@ -377,11 +476,9 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
       next_tick = now + kTickNs;
     }
     if (now >= next_metrics) {
-      WriteMetrics(c, sender, role_ptr, agent_ptr);
+      WriteMetrics(c, sender, role_ptr, adm.get());
       next_metrics = now + c.metrics_period_ns;
     }
-    if (adm && now >= adm->agent.NextTick())
-      adm->agent.Tick(now);
     if (role && now >= next_epoch) {
       role->Tick(now, RealtimeNs());
       // Every epoch while busy; once a second otherwise (lost reports).
@@ -391,17 +488,12 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
         std::min(next_tick, c.metrics_file.empty() ? next_tick : next_metrics);
     if (role)
       wake = std::min(wake, next_epoch);
-    if (adm)
-      wake = std::min(wake, adm->agent.NextTick());
     const uint64_t wait = wake > now ? wake - now : 0;
     const timespec timeout{static_cast<time_t>(wait / 1'000'000'000),
                            static_cast<long>(wait % 1'000'000'000)};
     std::vector<pollfd> p = {{sock.get(), POLLIN, 0},
                              {signal_fd, POLLIN, 0},
                              {role ? monitor->event_fd() : -1, POLLIN, 0}};
-    if (adm)
-      for (int fd : adm->server.fds())
-        p.push_back({fd, POLLIN, 0});
     const int n = ppoll(p.data(), p.size(), &timeout, nullptr);
     if (n < 0) {
       if (errno == EINTR)
@@ -420,8 +512,6 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
       role->OnEvents(now, RealtimeNs());
       next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
     }
-    if (adm)  // also closes connections that never asked
-      adm->server.Serve(adm->agent, MonotonicNs());
     if (!(p[0].revents & POLLIN))
       continue;
     for (;;) {  // drain what is queued
@@ -458,8 +548,8 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
                    e->Text());
   }
   if (adm)
-    adm->agent.Stop();
-  WriteMetrics(c, sender, role_ptr, agent_ptr);
+    adm->Stop();
+  WriteMetrics(c, sender, role_ptr, adm.get());
   return 0;
 }
 

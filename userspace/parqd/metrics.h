@@ -36,6 +36,9 @@ class PromText {
   void Counter(std::string_view name, std::string_view help, uint64_t value);
   void Gauge(std::string_view name, std::string_view help, uint64_t value);
 
+  // Families rendered by another PromText (another thread's).
+  void Append(std::string_view rendered) { out_ += rendered; }
+
   const std::string& text() const { return out_; }
 
  private:

@@ -31,7 +31,7 @@ int Run(int argc, char** argv) {
     return *code;
   const ParqdArgs& args = std::get<ParqdArgs>(parsed);
 
-  auto logger = spdlog::stderr_logger_st("parqd");
+  auto logger = spdlog::stderr_logger_mt("parqd");
   // systemd's journal stamps lines itself.
   logger->set_pattern("%l: %v");
   logger->set_level(spdlog::level::from_str(args.log_level));
