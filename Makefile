@@ -16,6 +16,8 @@
 #                   the receive monitor under a spoofed-source flood
 #   make bench-core the core's per-packet cost: ns (Google Benchmark) and
 #                   instructions (callgrind), Documentation/benchmarks.md
+#   make bench-admission  admissions per second of the cluster admission
+#                   on etcd (one member and three, disjoint and shared paths)
 #   make install    install module (updates/), tc plugin and man page
 #
 # The module is built for `scripts/kver` (the running kernel when its headers
@@ -165,6 +167,14 @@ fuzz:
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ)/ \
 		$(FUZZ)/corpus $(FUZZ)/seeds
 
+# Admissions per second against etcd started by the script (one member,
+# then three, on 127.0.0.1), built without sanitizers.
+bench-admission:
+	scripts/install-deps bench
+	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
+	cmake --build $(RELEASE) -j2 --target parq-admission-bench
+	scripts/bench/admission
+
 plugin-test: plugin
 	$(MAKE) -C tc-plugin test
 
@@ -287,5 +297,5 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all kmod kmod-tree kmod-lint plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
-	selftest bench bench-core tools demo experiments deps check install \
+	selftest bench bench-core bench-admission tools demo experiments deps check install \
 	dkms-install clean fuzz kernel-debug selftest-stress check-debug
