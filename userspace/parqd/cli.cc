@@ -294,18 +294,17 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       return 2;
     }
 
-  if (a.etcd_tls.cert_file.empty() != a.etcd_tls.key_file.empty()) {
+  const EtcdTlsProblem tls = CheckEtcdTls(a.etcd_tls, a.etcd);
+  if (tls.kind == EtcdTlsProblem::kUnpaired) {
     err << "parqctl: give --cert and --key together\n";
     return 2;
   }
-  if (a.etcd_tls != EtcdTls{})
-    for (const std::string& url : a.etcd)
-      if (url.rfind("https://", 0) != 0) {
-        err << "parqctl: --cacert, --cert and --key are for https:// "
-               "endpoints, not "
-            << url << "\n";
-        return 2;
-      }
+  if (tls.kind == EtcdTlsProblem::kPlainEndpoint) {
+    err << "parqctl: --cacert, --cert and --key are for https:// "
+           "endpoints, not "
+        << tls.plain << "\n";
+    return 2;
+  }
 
   if (!rate_text.empty()) {
     auto r = ParseRate(rate_text);

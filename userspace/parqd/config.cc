@@ -288,19 +288,17 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
     return Err{at +
                ": the [admission] section has no 'topology-file'; give the "
                "cluster's topology (Documentation/admission.md)"};
-  const EtcdTls& tls = a.etcd_tls;
-  if (tls.cert_file.empty() != tls.key_file.empty())
+  const EtcdTlsProblem tls = CheckEtcdTls(a.etcd_tls, a.etcd_endpoints);
+  if (tls.kind == EtcdTlsProblem::kUnpaired)
     return Err{at +
                ": the [admission] section gives one of 'etcd-cert-file' "
                "and 'etcd-key-file' without the other; a client "
                "certificate needs its key"};
-  if (tls != EtcdTls{})
-    for (const std::string& e : a.etcd_endpoints)
-      if (e.rfind("https://", 0) != 0)
-        return Err{at +
-                   ": the [admission] section's TLS files are for "
-                   "https:// endpoints, but etcd-endpoints has \"" +
-                   e + "\""};
+  if (tls.kind == EtcdTlsProblem::kPlainEndpoint)
+    return Err{at +
+               ": the [admission] section's TLS files are for "
+               "https:// endpoints, but etcd-endpoints has \"" +
+               tls.plain + "\""};
   return a;
 }
 

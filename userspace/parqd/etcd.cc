@@ -275,6 +275,17 @@ Result<EtcdLease, std::string> EtcdClient::LeaseRevoke(int64_t id) {
   return EtcdLease{id, 0};
 }
 
+EtcdTlsProblem CheckEtcdTls(const EtcdTls& tls,
+                            const std::vector<std::string>& endpoints) {
+  if (tls.cert_file.empty() != tls.key_file.empty())
+    return {EtcdTlsProblem::kUnpaired, {}};
+  if (tls != EtcdTls{})
+    for (const std::string& e : endpoints)
+      if (e.rfind("https://", 0) != 0)
+        return {EtcdTlsProblem::kPlainEndpoint, e};
+  return {};
+}
+
 EtcdClient::Post CurlPost(EtcdTls tls) {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });

@@ -126,6 +126,17 @@ struct EtcdTls {
   bool operator==(const EtcdTls&) const = default;
 };
 
+// What is wrong with using `tls` toward `endpoints`, for the caller to
+// name in its own terms: a certificate without its key (or a key without
+// its certificate), or files given with an endpoint that is not https://
+// (`plain`).  Nothing wrong: kNone.
+struct EtcdTlsProblem {
+  enum Kind : uint8_t { kNone, kUnpaired, kPlainEndpoint } kind = kNone;
+  std::string plain;
+};
+EtcdTlsProblem CheckEtcdTls(const EtcdTls& tls,
+                            const std::vector<std::string>& endpoints);
+
 // libcurl's POST of application/json, with a total timeout; over TLS for
 // https:// URLs, with `tls`'s files.
 EtcdClient::Post CurlPost(EtcdTls tls = {});
