@@ -16,10 +16,9 @@
 //             fail each other's compares and retry.
 //
 // Prints one line (or, with --json, one object): admissions/s, the
-// reserve call's latency (median, 99th percentile), and the retries per
-// admission.  Asserts nothing.
+// reserve call's latency (median, 99th percentile, nearest rank), and the
+// retries per admission.  Asserts nothing.
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -27,7 +26,6 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +35,7 @@
 
 #include "cluster_admission.h"
 #include "etcd.h"
+#include "stats.h"
 #include "topology.h"
 
 namespace {
@@ -71,17 +70,9 @@ std::string TopologyText(int k) {
 
 struct ClientResult {
   uint64_t admissions = 0, errors = 0, retries = 0;
-  std::vector<double> latency_ms;
+  std::vector<uint64_t> latency_ns;
   std::string first_error;
 };
-
-double Percentile(std::vector<double>& v, double p) {
-  if (v.empty())
-    return 0;
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * v.size()));
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(i), v.end());
-  return v[i];
-}
 
 int Run(int argc, char** argv) {
   CLI::App app{"Admissions per second of parq's cluster admission on etcd"};
@@ -142,8 +133,9 @@ int Run(int argc, char** argv) {
           continue;
         }
         r.admissions++;
-        r.latency_ms.push_back(
-            std::chrono::duration<double, std::milli>(t1 - t0).count());
+        r.latency_ns.push_back(static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0)
+                .count()));
         if (auto rel = adm.Release(res.value().id); !rel.ok()) {
           r.first_error = rel.error();
           r.errors++;
@@ -160,8 +152,8 @@ int Run(int argc, char** argv) {
     all.admissions += r.admissions;
     all.errors += r.errors;
     all.retries += r.retries;
-    all.latency_ms.insert(all.latency_ms.end(), r.latency_ms.begin(),
-                          r.latency_ms.end());
+    all.latency_ns.insert(all.latency_ns.end(), r.latency_ns.begin(),
+                          r.latency_ns.end());
     if (all.first_error.empty())
       all.first_error = r.first_error;
   }
@@ -170,8 +162,10 @@ int Run(int argc, char** argv) {
     return 1;
   }
   const double rate = static_cast<double>(all.admissions) / seconds;
-  const double p50 = Percentile(all.latency_ms, 0.50);
-  const double p99 = Percentile(all.latency_ms, 0.99);
+  // Nearest-rank percentiles, as parq-bench reports them.
+  const parqbench::Summary lat = parqbench::Summarize(all.latency_ns);
+  const double p50 = static_cast<double>(lat.p50) / 1e6;
+  const double p99 = static_cast<double>(lat.p99) / 1e6;
   const double retries =
       static_cast<double>(all.retries) / static_cast<double>(all.admissions);
   if (json) {
