@@ -122,6 +122,32 @@ def drops(reason):
                          0)
 
 
+def write_config(name, side, metrics_file, keys="", sections=""):
+    """parqd.toml for host @side ("a": node 1, peer B; "b": node 2, peer
+    A), with its metrics file @metrics_file in tmp, top-level @keys and,
+    after the [[peer]] section, @sections; returns its path."""
+    me, peer = (ME, PEER) if side == "a" else (PEER, ME)
+    dev, ip = ((topo.dev_a(), topo.ip_a()) if side == "a"
+               else (topo.dev_b(), topo.ip_b()))
+    peer_ip = topo.ip_b() if side == "a" else topo.ip_a()
+    cfg = os.path.join(tmp, name)
+    with open(cfg, "w") as f:
+        f.write(f"""# parq_parqd selftest
+interface = "{dev}"
+listen-address = "{ip}"
+listen-port = {PORT}
+node-id = {me}
+key-file = "{tmp}/cluster.key"
+metrics-file = "{tmp}/{metrics_file}"
+metrics-period = "100ms"
+{keys}
+[[peer]]
+id = {peer}
+addresses = ["{peer_ip}"]
+{sections}""")
+    return cfg
+
+
 def setup(t, kwatch):
     global topo, tmp, key, parqd
     topo = t
@@ -131,21 +157,7 @@ def setup(t, kwatch):
     fd = os.open(kf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(fd, key.hex().encode() + b"\n")
     os.close(fd)
-    cfg = os.path.join(tmp, "parqd.toml")
-    with open(cfg, "w") as f:
-        f.write(f"""# parq_parqd selftest
-interface = "{topo.dev_a()}"
-listen-address = "{topo.ip_a()}"
-listen-port = {PORT}
-node-id = {ME}
-key-file = "{kf}"
-metrics-file = "{tmp}/parqd.prom"
-metrics-period = "100ms"
-
-[[peer]]
-id = {PEER}
-addresses = ["{topo.ip_b()}"]
-""")
+    cfg = write_config("parqd.toml", "a", "parqd.prom")
     r = topo.a.run([PARQD, "-c", cfg, "--check-config"], check=False)
     diag(f"parqd --check-config: {r.stdout.strip()} {r.stderr.strip()}")
     check_eq(r.returncode, 0, "parqd --check-config")
@@ -327,28 +339,12 @@ ETCD_TIMEOUT_S = 4
 
 
 def b_config(name, admission):
-    """A configuration of B's own (node 2, peer 1, the receiving role
-    on) with `admission`, the body of its [admission] section; returns
-    its path."""
-    cfg = os.path.join(tmp, name)
-    with open(cfg, "w") as f:
-        f.write(f"""interface = "{topo.dev_b()}"
-receiver = true
-addresses = ["{topo.ip_b()}"]
-listen-address = "{topo.ip_b()}"
-listen-port = {PORT}
-node-id = {PEER}
-key-file = "{tmp}/cluster.key"
-metrics-file = "{tmp}/b.prom"
-metrics-period = "100ms"
-
-[[peer]]
-id = {ME}
-addresses = ["{topo.ip_a()}"]
-
-[admission]
-{admission}""")
-    return cfg
+    """A configuration of B's own (the receiving role on) with
+    `admission`, the body of its [admission] section; returns its
+    path."""
+    return write_config(name, "b", "b.prom",
+                        keys=f'receiver = true\naddresses = ["{topo.ip_b()}"]',
+                        sections="\n[admission]\n" + admission)
 
 
 def t_admission_failure_leaves_monitor_off():
