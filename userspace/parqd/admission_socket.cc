@@ -3,7 +3,6 @@
 #include "admission_socket.h"
 
 #include <grp.h>
-#include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,15 +41,6 @@ Result<uint64_t, std::string> RateOf(const json& j) {
 std::string StringOf(const json& req, const char* key) {
   const auto it = req.find(key);
   return it != req.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-bool SockaddrOf(const std::string& path, sockaddr_un* a) {
-  if (path.empty() || path.size() >= sizeof(a->sun_path))
-    return false;
-  *a = {};
-  a->sun_family = AF_UNIX;
-  std::memcpy(a->sun_path, path.data(), path.size());
-  return true;
 }
 
 }  // namespace
@@ -137,7 +127,7 @@ Requester RequesterOf(uid_t uid, gid_t gid) {
 Result<AdmissionServer, std::string> AdmissionServer::Open(
     const std::string& path) {
   sockaddr_un a;
-  if (!SockaddrOf(path, &a))
+  if (!AdmissionSockaddr(path, &a))
     return Err{"admission socket \"" + path + "\": give a path of 1 to " +
                std::to_string(sizeof(a.sun_path) - 1) + " characters"};
   const int fd =
@@ -213,42 +203,6 @@ void AdmissionServer::Serve(AdmissionAgent& agent, uint64_t now) {
     close(it->fd);
     it = conns_.erase(it);
   }
-}
-
-Result<json, std::string> AdmissionCall(const std::string& path,
-                                        const json& request, int timeout_ms) {
-  sockaddr_un a;
-  if (!SockaddrOf(path, &a))
-    return Err{"admission socket \"" + path + "\": not a socket path"};
-  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return Err{"socket(AF_UNIX): " + std::string(std::strerror(errno))};
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
-    return Err{"cannot reach parqd's admission socket " + path + ": " +
-               std::strerror(errno) +
-               " (is parqd running with an [admission] section?)"};
-  const std::string text = request.dump();
-  if (send(fd, text.data(), text.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(text.size()))
-    return Err{"cannot send to " + path + ": " + std::strerror(errno)};
-  pollfd p{fd, POLLIN, 0};
-  const int ready = poll(&p, 1, timeout_ms);
-  if (ready <= 0)
-    return Err{"parqd did not answer within " + std::to_string(timeout_ms) +
-               " ms on " + path};
-  std::vector<char> buf(kAdmissionMessageMax);
-  const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
-  if (n <= 0)
-    return Err{"parqd closed " + path + " without an answer"};
-  json reply = json::parse(std::string_view(buf.data(), static_cast<size_t>(n)),
-                           nullptr, false);
-  if (reply.is_discarded() || !reply.is_object())
-    return Err{"parqd's answer on " + path + " is not JSON"};
-  return reply;
 }
 
 }  // namespace parq::parqd

@@ -31,13 +31,10 @@
 #include <nlohmann/json.hpp>
 
 #include "admission_agent.h"
+#include "admission_client.h"
 #include "result.h"
 
 namespace parq::parqd {
-
-inline constexpr const char* kDefaultAdmissionSocket =
-    "/run/parqd/admission.sock";
-inline constexpr size_t kAdmissionMessageMax = 65536;
 
 nlohmann::json ReservationJson(const Reservation& r);
 
@@ -79,12 +76,6 @@ class AdmissionServer {
   std::string path_;
   std::vector<Conn> conns_;
 };
-
-// One request to the socket at `path` and its reply (parqctl, libparq).
-// An error is a sentence: no parqd there, no answer in `timeout_ms`.
-Result<nlohmann::json, std::string> AdmissionCall(const std::string& path,
-                                                  const nlohmann::json& request,
-                                                  int timeout_ms = 30000);
 
 }  // namespace parq::parqd
 

@@ -243,7 +243,7 @@ int Ask(const CtlArgs& a, const json& request, std::ostream& out,
         std::ostream& err) {
   auto r = AdmissionCall(a.socket, request);
   if (!r.ok())
-    return Fail(a, out, err, r.error(), 0);
+    return Fail(a, out, err, r.error().why, 0);
   const json& reply = r.value();
   if (!reply.value("ok", false))
     return Fail(a, out, err,

@@ -5,10 +5,13 @@
 // may reserve how much, who may release what), changes, a class that
 // cannot be installed, the lease (demotion before it could expire when
 // etcd stops answering, an expired lease, release at stop), the JSON
-// requests, and a request over the Unix socket with SO_PEERCRED.  The
+// requests, a request over the Unix socket with SO_PEERCRED, and libparq
+// (parq.h) and its example over that socket.  The
 // agent runs against a real etcd (etcd_server.h) and a fake qdisc.
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -25,11 +29,13 @@
 #include <vector>
 
 #include "admission_agent.h"
+#include "admission_client.h"
 #include "admission_socket.h"
 #include "cluster_admission.h"
 #include "ctl.h"
 #include "etcd.h"
 #include "etcd_server.h"
+#include "parq.h"
 #include "reserved_classes.h"
 #include "topology.h"
 #include "topology_text.h"
@@ -519,19 +525,19 @@ TEST_F(AgentTest, TheSocketAnswersWithThePeersIdentity) {
                                .string();
   auto s = AdmissionServer::Open(path);
   ASSERT_TRUE(s.ok()) << s.error();
-  Result<json, std::string> reply = Err{std::string("no reply")};
+  Result<json, AdmissionError> reply = Err{AdmissionError{}};
   ServeWhile(s.value(), [&] {
     reply = AdmissionCall(
         path, {{"op", "reserve"}, {"to", "n2"}, {"rate", "1mbit"}}, 10000);
   });
-  ASSERT_TRUE(reply.ok()) << reply.error();
+  ASSERT_TRUE(reply.ok()) << reply.error().why;
   ASSERT_TRUE(reply.value()["ok"].get<bool>()) << reply.value().dump();
   EXPECT_EQ(reply.value()["reservation"]["owner"],
             RequesterOf(getuid(), getgid()).user);
   // No parqd at a path: a sentence.
   auto none = AdmissionCall(path + ".none", {{"op", "list"}}, 1000);
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.error().find("cannot reach parqd's admission socket"),
+  EXPECT_NE(none.error().why.find("cannot reach parqd's admission socket"),
             std::string::npos);
 }
 
@@ -588,6 +594,254 @@ TEST_F(AgentTest, ParqctlAsksOverTheSocket) {
   EXPECT_EQ(json::parse(out)["reservation"]["id"], id);
   EXPECT_TRUE(agent_->List().empty());
   EXPECT_EQ(InEtcd(), 0u);
+}
+
+// libparq (parq.h), as an application calls it, through the socket.
+class LibparqTest : public AgentTest {
+ protected:
+  void SetUp() override {
+    AgentTest::SetUp();
+    path_ = (std::filesystem::temp_directory_path() /
+             ("parqd-lib-" + std::to_string(getpid())))
+                .string();
+    auto s = AdmissionServer::Open(path_);
+    ASSERT_TRUE(s.ok()) << s.error();
+    server_.emplace(std::move(s.value()));
+    p_ = parq_open(path_.c_str());
+    ASSERT_NE(p_, nullptr);
+  }
+  void TearDown() override {
+    parq_close(p_);
+    server_.reset();
+    AgentTest::TearDown();
+  }
+  // `call` on a thread while the socket is served; its status.
+  template <typename F>
+  int Call(F call) {
+    int rc = 1;
+    ServeWhile(*server_, [&] { rc = call(); });
+    return rc;
+  }
+
+  std::string path_;
+  std::optional<AdmissionServer> server_;
+  parq_ctx* p_ = nullptr;
+};
+
+TEST_F(LibparqTest, ReservesChangesQueriesListsAndReleases) {
+  const std::string me = RequesterOf(getuid(), getgid()).user;
+  parq_reservation r{};
+  ASSERT_EQ(Call([&] {
+              return parq_reserve(p_, "n2", 100 * kMbit, "proto=udp,dport=9",
+                                  &r);
+            }),
+            PARQ_OK)
+      << parq_error(p_);
+  EXPECT_STREQ(parq_error(p_), "");
+  EXPECT_EQ(std::string(r.id).rfind("n1-", 0), 0u) << r.id;
+  EXPECT_STREQ(r.from, "n1");
+  EXPECT_STREQ(r.to, "n2");
+  EXPECT_EQ(r.rate_bps, 100 * kMbit);
+  EXPECT_STREQ(r.match, "proto=udp,dport=9");
+  EXPECT_EQ(r.owner, me);
+  EXPECT_EQ(classes_.rates.size(), 1u);
+  EXPECT_EQ(InEtcd(), 1u);
+
+  // Beyond the link: refused, with the link named; nothing changes.
+  parq_reservation c{};
+  EXPECT_EQ(Call([&] { return parq_change(p_, r.id, 900 * kMbit, &c); }),
+            PARQ_ERR_DENIED);
+  EXPECT_NE(std::string(parq_error(p_)).find("is full"), std::string::npos)
+      << parq_error(p_);
+  ASSERT_EQ(Call([&] { return parq_change(p_, r.id, 200 * kMbit, &c); }),
+            PARQ_OK)
+      << parq_error(p_);
+  EXPECT_EQ(c.rate_bps, 200 * kMbit);
+  EXPECT_EQ(classes_.rates.begin()->second, 200 * kMbit);
+
+  parq_reservation q{};
+  ASSERT_EQ(Call([&] { return parq_query(p_, r.id, &q); }), PARQ_OK)
+      << parq_error(p_);
+  EXPECT_EQ(q.rate_bps, 200 * kMbit);
+  EXPECT_EQ(Call([&] { return parq_query(p_, "n1-0000000000000000", &q); }),
+            PARQ_ERR_DENIED);
+
+  // A second one; a list with room for one says how many there are.
+  parq_reservation r2{};
+  ASSERT_EQ(Call([&] { return parq_reserve(p_, "10.0.0.2", 1, nullptr, &r2); }),
+            PARQ_OK)
+      << parq_error(p_);
+  EXPECT_STREQ(r2.match, "");
+  parq_reservation all[2]{};
+  size_t n = 0;
+  EXPECT_EQ(Call([&] { return parq_list(p_, all, 1, &n); }), PARQ_ERR_RANGE);
+  EXPECT_EQ(n, 2u);
+  ASSERT_EQ(Call([&] { return parq_list(p_, all, 2, &n); }), PARQ_OK);
+  ASSERT_EQ(n, 2u);
+  std::set<std::string> ids = {all[0].id, all[1].id};
+  EXPECT_EQ(ids, (std::set<std::string>{r.id, r2.id}));
+
+  for (const auto* id : {r.id, r2.id})
+    EXPECT_EQ(Call([&] { return parq_release(p_, id); }), PARQ_OK)
+        << parq_error(p_);
+  EXPECT_EQ(Call([&] { return parq_release(p_, r.id); }), PARQ_ERR_DENIED);
+  EXPECT_EQ(Call([&] { return parq_list(p_, nullptr, 0, &n); }), PARQ_OK);
+  EXPECT_EQ(n, 0u);
+  EXPECT_TRUE(classes_.rates.empty());
+  EXPECT_EQ(InEtcd(), 0u);
+}
+
+// parqd's refusals come back as PARQ_ERR_DENIED with its sentence.
+TEST_F(LibparqTest, RefusalsCarryParqdsReason) {
+  parq_reservation r{};
+  EXPECT_EQ(Call([&] { return parq_reserve(p_, "n9", kMbit, "", &r); }),
+            PARQ_ERR_DENIED);
+  EXPECT_NE(std::string(parq_error(p_)).find("n9"), std::string::npos)
+      << parq_error(p_);
+  EXPECT_EQ(
+      Call([&] { return parq_reserve(p_, "n2", kMbit, "proto=icmp", &r); }),
+      PARQ_ERR_DENIED);
+  EXPECT_NE(std::string(parq_error(p_)).find("icmp"), std::string::npos)
+      << parq_error(p_);
+  EXPECT_EQ(Call([&] { return parq_reserve(p_, "n2", 900 * kMbit, "", &r); }),
+            PARQ_ERR_DENIED);
+  EXPECT_NE(std::string(parq_error(p_)).find("is full"), std::string::npos)
+      << parq_error(p_);
+  EXPECT_EQ(InEtcd(), 0u);
+  EXPECT_TRUE(classes_.rates.empty());
+}
+
+// The example program (libparq/examples/parq-reserve.c) end to end.
+TEST_F(LibparqTest, TheExampleReservesChangesAndReleases) {
+  const std::string cmd = "PARQ_ADMISSION_SOCKET=" + path_ + " " +
+                          PARQ_RESERVE_EXAMPLE +
+                          " n2 50000000 proto=tcp,dport=80 0 60000000 2>&1";
+  std::string out;
+  int status = -1;
+  ServeWhile(*server_, [&] {
+    FILE* f = popen(cmd.c_str(), "r");
+    if (!f)
+      return;
+    char buf[512];
+    while (fgets(buf, sizeof(buf), f))
+      out += buf;
+    status = pclose(f);
+  });
+  EXPECT_EQ(status, 0) << out;
+  for (const char* line :
+       {"reserved n1-", "n1 -> n2 50000000 bit/s, match \"proto=tcp,dport=80\"",
+        "changed n1-", "n1 -> n2 60000000 bit/s", "held n1-", "released n1-"})
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+  EXPECT_EQ(InEtcd(), 0u);
+  EXPECT_TRUE(classes_.rates.empty());
+}
+
+// Bad arguments are refused before anything is asked (no parqd at all).
+TEST(Libparq, BadArgumentsAskNothing) {
+  EXPECT_EQ(parq_open(""), nullptr);
+  EXPECT_EQ(parq_open(std::string(200, 'x').c_str()), nullptr);
+  const std::string none = (std::filesystem::temp_directory_path() /
+                            ("parqd-none-" + std::to_string(getpid())))
+                               .string();
+  parq_ctx* p = parq_open(none.c_str());
+  ASSERT_NE(p, nullptr);
+  parq_reservation r{};
+  size_t n = 0;
+  EXPECT_EQ(parq_reserve(p, nullptr, kMbit, "", &r), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_reserve(p, "", kMbit, "", &r), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_reserve(p, "n2", 0, "", &r), PARQ_ERR_INVALID);
+  EXPECT_STREQ(parq_error(p), "a rate of 0 reserves nothing");
+  EXPECT_EQ(parq_reserve(p, "n\xff", kMbit, "", &r), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_change(p, "x", 0, &r), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_change(p, nullptr, kMbit, &r), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_release(p, ""), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_query(p, "x", nullptr), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_list(p, nullptr, 1, &n), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_list(p, &r, 1, nullptr), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_set_timeout(p, 0), PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_reserve(nullptr, "n2", kMbit, "", &r), PARQ_ERR_INVALID);
+  // Well-formed, but nobody listens.
+  EXPECT_EQ(parq_reserve(p, "n2", kMbit, "", &r), PARQ_ERR_UNREACHABLE);
+  EXPECT_NE(std::string(parq_error(p))
+                .find("cannot reach parqd's admission "
+                      "socket " +
+                      none),
+            std::string::npos)
+      << parq_error(p);
+  EXPECT_STREQ(parq_status_name(PARQ_ERR_DENIED), "PARQ_ERR_DENIED");
+  EXPECT_STREQ(parq_status_name(7), "unknown parq status");
+  parq_close(p);
+  parq_close(nullptr);
+}
+
+// Answers this library cannot read, from a server that is not parqd, and
+// one that never answers.
+TEST(Libparq, AnswersItCannotReadAreErrors) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("parqd-fake-" + std::to_string(getpid())))
+                               .string();
+  unlink(path.c_str());
+  const int l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  ASSERT_GE(l, 0);
+  sockaddr_un a;
+  ASSERT_TRUE(AdmissionSockaddr(path, &a));
+  ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(l, 8), 0);
+  const std::vector<std::string> answers = {
+      "not json",
+      R"({"result": 1})",
+      R"({"ok": true})",
+      R"({"ok": true, "reservation": {"id": "x"}})",
+      R"({"ok": true, "reservation": {"id": "x", "from": "a", "to": "b",
+          "rate_bps": -1, "match": "", "owner": "o"}})",
+      R"({"ok": true, "reservation": {"id": ")" + std::string(200, 'x') +
+          R"(", "from": "a", "to": "b", "rate_bps": 1, "match": "",
+          "owner": "o"}})",
+      R"({"ok": false})",
+      "",  // no answer at all
+  };
+  std::thread server([&] {
+    for (const std::string& answer : answers) {
+      const int c = accept(l, nullptr, nullptr);
+      if (c < 0)
+        return;
+      char buf[4096];
+      (void)!recv(c, buf, sizeof(buf), 0);
+      if (!answer.empty())
+        (void)!send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+      else
+        std::this_thread::sleep_for(700ms);
+      close(c);
+    }
+  });
+  parq_ctx* p = parq_open(path.c_str());
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(parq_set_timeout(p, 300), PARQ_OK);
+  parq_reservation r{};
+  std::vector<std::pair<int, std::string>> got;
+  for (size_t i = 0; i < answers.size(); i++) {
+    const int rc = parq_reserve(p, "n2", kMbit, "", &r);
+    got.emplace_back(rc, parq_error(p));
+  }
+  server.join();
+  close(l);
+  unlink(path.c_str());
+  parq_close(p);
+  const std::vector<std::pair<int, std::string>> want = {
+      {PARQ_ERR_REPLY, "parqd's answer on " + path + " is not JSON"},
+      {PARQ_ERR_REPLY, "parqd's answer has no \"ok\""},
+      {PARQ_ERR_REPLY,
+       "parqd's answer holds no reservation this library reads"},
+      {PARQ_ERR_REPLY,
+       "parqd's answer holds no reservation this library reads"},
+      {PARQ_ERR_REPLY,
+       "parqd's answer holds no reservation this library reads"},
+      {PARQ_ERR_REPLY,
+       "parqd's answer holds no reservation this library reads"},
+      {PARQ_ERR_DENIED, "parqd refused without a reason"},
+      {PARQ_ERR_UNREACHABLE, "parqd did not answer within 300 ms on " + path},
+  };
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

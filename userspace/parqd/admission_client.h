@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The client's side of parqd's admission socket (admission_socket.h has
+// the protocol and the server): one request, one reply.  Used by parqctl
+// and by libparq, which applications link; so it depends on nothing but
+// the C library and nlohmann-json.
+
+#ifndef PARQD_ADMISSION_CLIENT_H
+#define PARQD_ADMISSION_CLIENT_H
+
+#include <sys/un.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "result.h"
+
+namespace parq::parqd {
+
+inline constexpr const char* kDefaultAdmissionSocket =
+    "/run/parqd/admission.sock";
+inline constexpr size_t kAdmissionMessageMax = 65536;
+
+// `path` as a Unix socket address; false if it is empty or too long.
+bool AdmissionSockaddr(const std::string& path, sockaddr_un* a);
+
+// Why a call got no answer to read: no parqd there or no answer in time
+// (kUnreachable), or an answer that is not a JSON object (kBadReply).
+struct AdmissionError {
+  enum Kind : uint8_t { kUnreachable, kBadReply } kind = kUnreachable;
+  std::string why;  // a sentence
+};
+
+// One request to the socket at `path` and its reply, a JSON object.  The
+// wait for it lasts `timeout_ms`; signals do not cut it short.
+Result<nlohmann::json, AdmissionError> AdmissionCall(
+    const std::string& path, const nlohmann::json& request,
+    int timeout_ms = 30000);
+
+}  // namespace parq::parqd
+
+#endif
