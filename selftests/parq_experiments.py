@@ -140,7 +140,8 @@ def main():
                    "CSV, PNG and Markdown", t_experiment(mod),
                    timeout=getattr(mod, "SMOKE_TIMEOUT", 150))
     suite.case("exp1: the local job slows a pfifo exchange down >= 2x",
-               t_interference)
+               t_interference,
+               speed="the bulk stream must fill the FIFO")
     suite.case("exp5: at the receiver parqd engages for the MPI job",
                t_mpi_receiver)
     suite.case("summary.md lists every experiment", t_summary)

@@ -218,9 +218,12 @@ def setup(t, k):
 
 def main():
     suite = ktap.Suite("parq_isolation")
-    suite.case("measure idle, parq and pfifo latency", t_measure, timeout=900)
-    suite.case("parq against pfifo", t_vs_pfifo)
-    suite.case("parq p99 <= 5 x busy p99", t_vs_busy)
+    suite.case("measure idle, parq and pfifo latency", t_measure, timeout=900,
+               speed="the bulk job must fill a 100 Mbit/s FIFO")
+    suite.case("parq against pfifo", t_vs_pfifo,
+               speed="round-trip percentiles of a loaded machine")
+    suite.case("parq p99 <= 5 x busy p99", t_vs_busy,
+               speed="round-trip percentiles of a loaded machine")
     return lab.run(suite, "iso", tools=("sockperf", "iperf3"), links=2,
                    setup=setup)
 

@@ -215,8 +215,10 @@ def main():
     suite.case("the MPI job is parallel at A and at B's monitor",
                t_classified, timeout=180)
     suite.case("NetPIPE under bulk: parq, fq_codel, pfifo",
-               t_measure, timeout=900)
-    suite.case("parq <= pfifo / 1.5", t_bounds)
+               t_measure, timeout=900,
+               speed="NetPIPE must end within the bulk job's 60 s")
+    suite.case("parq <= pfifo / 1.5", t_bounds,
+               speed="one-way times of a loaded machine")
     return lab.run(suite, "mpi", tools=("nft", "iperf3"), setup=setup)
 
 

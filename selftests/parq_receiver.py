@@ -764,15 +764,19 @@ def main():
     suite = ktap.Suite("parq_receiver")
     suite.case("measure P's latency without and with parqd", t_measure,
                timeout=240)
-    suite.case("P's latency with parqd against without", t_ratio)
+    suite.case("P's latency with parqd against without", t_ratio,
+               speed="round-trip percentiles of a loaded machine")
     suite.case("L recovers promptly after P stops", t_recovery,
-               timeout=300)
+               timeout=300, speed="a recovery time in milliseconds")
     suite.case("R's parqd killed: L resumes within the lease",
-               t_kill_receiver, timeout=60)
+               t_kill_receiver, timeout=60,
+               speed="a resume time against the lease")
     suite.case("two receivers throttle L each for its own address",
-               t_two_receivers, timeout=150)
+               t_two_receivers, timeout=150,
+               speed="GRANTs every epoch, rates against L's free rate")
     suite.case("the local floor: L keeps a fifth of R's link under "
-               "parallel traffic", t_floor, timeout=150)
+               "parallel traffic", t_floor, timeout=150,
+               speed="L's rate against a fifth of R's link")
     suite.case("the monitor's DSCPs and peers follow R's configuration",
                t_parallel_dscp,
                timeout=60)

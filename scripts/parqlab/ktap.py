@@ -29,6 +29,7 @@ import functools
 import os
 import re
 import signal
+import subprocess
 import time
 import traceback
 
@@ -145,8 +146,11 @@ class Suite:
             signal.alarm(0)
             if isinstance(e, KeyboardInterrupt):
                 raise
+            # An assertion, the case's time limit, or a program's (a
+            # subprocess timeout): what a slow CPU fails.
             if speed and debug_kernel() and isinstance(
-                    e, (AssertionError, CaseTimeout)):
+                    e, (AssertionError, CaseTimeout,
+                        subprocess.TimeoutExpired)):
                 diag(f"{name}: under the debug kernel: {type(e).__name__}: "
                      f"{e}")
                 print(f"ok {i} {name} # SKIP not judged under the debug "

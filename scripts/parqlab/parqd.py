@@ -22,7 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from . import repo_path
+from . import ktap, repo_path
 
 BUILD = repo_path(os.environ.get("PARQ_USERSPACE_BUILD", "build/userspace"))
 PARQD = BUILD / "parqd" / "parqd"
@@ -146,7 +146,9 @@ addresses = ["{self.star.ip(o)}"]
 
     def start(self, hosts=None, timeout=10):
         """Start parqd on @hosts (default all) and wait until each has
-        written its metrics once; raises if one exits or is late."""
+        written its metrics once (@timeout seconds, times ktap.slowdown():
+        under the debug kernel an ASan build of parqd takes 10 s or more to
+        start); raises if one exits or is late."""
         hosts = self.hosts() if hosts is None else list(hosts)
         for h in hosts:
             try:
@@ -157,7 +159,7 @@ addresses = ["{self.star.ip(o)}"]
                 self.daemons[h] = self.star.ns[h].popen(
                     [str(PARQD), "-c", self.config(h)],
                     stdout=subprocess.DEVNULL, stderr=log)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * ktap.slowdown()
         for h in hosts:
             while "parqd_messages_received_total" not in self.metrics(h):
                 p = self.daemons[h]

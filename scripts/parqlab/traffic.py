@@ -11,6 +11,7 @@ import socket
 import subprocess
 import time
 
+from . import ktap
 from . import tc as tclib
 
 ETH_HLEN = 14
@@ -61,9 +62,11 @@ def udp_burst(ns, dst, port, payload, count, tos=None, priority=None):
 # --- listening-socket readiness -----------------------------------------
 
 def wait_listen(ns, port, proto="tcp", timeout=15):
-    """Wait until something listens on @port in @ns (ss -l)."""
+    """Wait until something listens on @port in @ns (ss -l), @timeout
+    seconds times ktap.slowdown() (servers built with ASan start slowly
+    under the debug kernel)."""
     flag = "-Hltn" if proto == "tcp" else "-Hlun"
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * ktap.slowdown()
     while time.monotonic() < deadline:
         r = ns.run(["ss", flag, f"sport = :{port}"], check=False)
         if r.returncode == 0 and r.stdout.strip():
