@@ -129,12 +129,14 @@ userspace:
 		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	cmake --build $(USERSPACE) -j2
 
-# parqd, parqctl and parq-bench as an operator would build them: the demo
-# and the experiments time them (the default tree's are built with ASan and
-# UBSan for the tests, which slows them, and under QEMU/TCG much more).
+# parqd, parqctl, parq-bench and libparq (with its example) as an operator
+# would build them: the demo and the experiments time them (the default
+# tree's are built with ASan and UBSan for the tests, which slows them, and
+# under QEMU/TCG much more).
 tools:
 	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
-	cmake --build $(RELEASE) -j2 --target parqd parqctl parq-bench
+	cmake --build $(RELEASE) -j2 --target parqd parqctl parq-bench parq \
+		parq-reserve
 
 unit: userspace
 	ctest --test-dir $(USERSPACE) --output-on-failure

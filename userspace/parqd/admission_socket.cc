@@ -53,7 +53,8 @@ json ReservationJson(const Reservation& r) {
 }
 
 std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
-                                   std::string_view request) {
+                                   std::string_view request,
+                                   const IncomingReservations* incoming) {
   const json req = json::parse(request, nullptr, false);
   if (req.is_discarded() || !req.is_object())
     return Error("the request is not a JSON object").dump();
@@ -64,6 +65,20 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
     for (const Reservation& x : agent.List())
       all.push_back(ReservationJson(x));
     return json{{"ok", true}, {"reservations", all}}.dump();
+  } else if (op == "incoming") {
+    if (!incoming)
+      return Error(
+                 "this parqd does not watch the reservations toward its "
+                 "host")
+          .dump();
+    const IncomingReservations::View v = incoming->Snapshot();
+    json all = json::array();
+    for (const Reservation& x : v.reservations)
+      all.push_back(ReservationJson(x));
+    json reply = {{"ok", true}, {"reservations", all}, {"synced", v.synced}};
+    if (!v.synced)
+      reply["sync_error"] = v.error;
+    return reply.dump();
   } else if (op == "reserve" || op == "change") {
     if (!req.contains("rate"))
       return Error("\"" + op + "\" needs \"rate\"").dump();
@@ -88,7 +103,7 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
     r = agent.Release(who, id);
   } else {
     return Error("unknown \"op\" \"" + op +
-                 "\"; the ops are reserve, change, release and list")
+                 "\"; the ops are reserve, change, release, list and incoming")
         .dump();
   }
   if (!r.ok())
@@ -147,7 +162,10 @@ Result<AdmissionServer, std::string> AdmissionServer::Open(
 }
 
 AdmissionServer::AdmissionServer(AdmissionServer&& o) noexcept
-    : fd_(o.fd_), path_(std::move(o.path_)), conns_(std::move(o.conns_)) {
+    : fd_(o.fd_),
+      path_(std::move(o.path_)),
+      conns_(std::move(o.conns_)),
+      incoming_(o.incoming_) {
   o.fd_ = -1;
   o.conns_.clear();
 }
@@ -196,7 +214,7 @@ void AdmissionServer::Serve(AdmissionAgent& agent, uint64_t now) {
     if (n > 0) {
       const std::string reply = HandleAdmissionRequest(
           agent, RequesterOf(it->uid, it->gid),
-          std::string_view(buf.data(), static_cast<size_t>(n)));
+          std::string_view(buf.data(), static_cast<size_t>(n)), incoming_);
       (void)send(it->fd, reply.data(), reply.size(),
                  MSG_DONTWAIT | MSG_NOSIGNAL);
     }

@@ -10,8 +10,11 @@
 //   {"op": "change", "id": "n1-...", "rate": "200mbit"}
 //   {"op": "release", "id": "n1-..."}
 //   {"op": "list"}
+//   {"op": "incoming"}
 //
 //   {"ok": true, "reservation": {...}}    {"ok": true, "reservations": [...]}
+//   (incoming: the reservations toward this host, and "synced": whether
+//   its watch of etcd is in sync, with "sync_error" when not)
 //   {"ok": false, "error": "link s1 -> tor2 is full: ..."}
 //
 // The requester is the peer's SO_PEERCRED uid, its name and groups from the
@@ -32,15 +35,18 @@
 
 #include "admission_agent.h"
 #include "admission_client.h"
+#include "incoming.h"
 #include "result.h"
 
 namespace parq::parqd {
 
 nlohmann::json ReservationJson(const Reservation& r);
 
-// The reply to one request (never throws; bad JSON gets an error reply).
-std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
-                                   std::string_view request);
+// The reply to one request (never throws; bad JSON gets an error reply);
+// `incoming`: the destination's view, if this parqd keeps one.
+std::string HandleAdmissionRequest(
+    AdmissionAgent& agent, const Requester& who, std::string_view request,
+    const IncomingReservations* incoming = nullptr);
 
 // `uid`'s name and groups from the user database (the uid in decimal when
 // it has no entry).
@@ -62,6 +68,10 @@ class AdmissionServer {
   // Accepts, answers what has arrived, and closes connections that asked
   // or that waited longer than 2 s.  `now_ns`: monotonic.
   void Serve(AdmissionAgent& agent, uint64_t now_ns);
+  // What the "incoming" op answers from (it must outlive the server).
+  void set_incoming(const IncomingReservations* incoming) {
+    incoming_ = incoming;
+  }
 
  private:
   struct Conn {
@@ -75,6 +85,7 @@ class AdmissionServer {
   int fd_ = -1;
   std::string path_;
   std::vector<Conn> conns_;
+  const IncomingReservations* incoming_ = nullptr;
 };
 
 }  // namespace parq::parqd

@@ -254,6 +254,9 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       "(from etcd); without: this host's, from its parqd");
   etcd_options(resvs, false);
   socket_option(resvs);
+  resvs->add_flag("--incoming", a.incoming,
+                  "Those toward this host, as its parqd's watch of etcd "
+                  "sees them, instead of those from it");
   json_flag(resvs);
   std::string rate_text;
   CLI::App* reserve = app.add_subcommand(
@@ -313,6 +316,11 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       return 2;
     }
     a.rate = r.value();
+  }
+  if (*resvs && a.incoming && !a.etcd.empty()) {
+    err << "parqctl: reservations: --incoming asks this host's parqd; "
+           "leave out --topology and --etcd\n";
+    return 2;
   }
   if (*resvs && a.topology.empty() != a.etcd.empty()) {
     err << "parqctl: reservations: give --topology and --etcd together "

@@ -68,6 +68,7 @@ struct CtlArgs {
   std::string id;                                    // change, release
   uint64_t rate = 0;                                 // reserve, change: bits/s
   std::string match;                                 // reserve
+  bool incoming = false;  // reservations: toward this host, not from it
 };
 
 std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,

@@ -43,7 +43,9 @@ std::string ToJson(const Reservation& r) {
       .dump();
 }
 
-Result<Reservation, std::string> FromJson(const EtcdKv& kv) {
+}  // namespace
+
+Result<Reservation, std::string> ReservationFromKv(const EtcdKv& kv) {
   const json j = json::parse(kv.value, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("id") ||
       !j.contains("resources"))
@@ -60,7 +62,9 @@ Result<Reservation, std::string> FromJson(const EtcdKv& kv) {
   return r;
 }
 
-}  // namespace
+std::string IncomingPrefix(const std::string& prefix, const std::string& host) {
+  return prefix + "to/" + host + "/";
+}
 
 ClusterAdmission::ClusterAdmission(const Topology& topology, EtcdClient& etcd,
                                    std::string prefix)
@@ -150,12 +154,15 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
                           EtcdCompare::Target::kModRevision,
                           EtcdCompare::Op::kEqual, own_revision});
     std::vector<EtcdOp> ops;
-    ops.reserve(path.size() + 1);
+    ops.reserve(path.size() + 2);
     for (size_t i : path)
       ops.push_back({EtcdOp::Kind::kPut, UseKey(res[i].id, r.id),
                      std::to_string(r.rate), "", r.lease});
+    const std::string value = ToJson(r);
     ops.push_back(
-        {EtcdOp::Kind::kPut, prefix_ + "resv/" + r.id, ToJson(r), "", r.lease});
+        {EtcdOp::Kind::kPut, prefix_ + "resv/" + r.id, value, "", r.lease});
+    ops.push_back({EtcdOp::Kind::kPut, IncomingPrefix(prefix_, r.to) + r.id,
+                   value, "", r.lease});
     auto txn = etcd_.Txn(compares, ops);
     if (!txn.ok())
       return Err{txn.error()};
@@ -180,7 +187,7 @@ Result<Reservation, std::string> ClusterAdmission::Get(const std::string& id,
   if (range.value().kvs.empty())
     return Err{"no reservation " + id};
   *mod_revision = range.value().kvs[0].mod_revision;
-  return FromJson(range.value().kvs[0]);
+  return ReservationFromKv(range.value().kvs[0]);
 }
 
 Result<Reservation, std::string> ClusterAdmission::Release(
@@ -191,10 +198,12 @@ Result<Reservation, std::string> ClusterAdmission::Release(
     if (!got.ok())
       return got;
     std::vector<EtcdOp> ops;
-    ops.reserve(got.value().resources.size() + 1);
+    ops.reserve(got.value().resources.size() + 2);
     for (const std::string& rid : got.value().resources)
       ops.push_back({EtcdOp::Kind::kDelete, UseKey(rid, id), "", "", 0});
     ops.push_back({EtcdOp::Kind::kDelete, prefix_ + "resv/" + id, "", "", 0});
+    ops.push_back({EtcdOp::Kind::kDelete,
+                   IncomingPrefix(prefix_, got.value().to) + id, "", "", 0});
     auto txn = etcd_.Txn(
         {{prefix_ + "resv/" + id, "", EtcdCompare::Target::kModRevision,
           EtcdCompare::Op::kEqual, rev}},
@@ -217,7 +226,7 @@ Result<std::vector<Reservation>, std::string> ClusterAdmission::List() {
   std::vector<Reservation> out;
   out.reserve(range.value().kvs.size());
   for (const EtcdKv& kv : range.value().kvs) {
-    auto r = FromJson(kv);
+    auto r = ReservationFromKv(kv);
     if (!r.ok())
       return Err{r.error()};
     out.push_back(std::move(r).value());

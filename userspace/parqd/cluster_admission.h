@@ -8,6 +8,8 @@
 //                       host/H/receive)
 //   P resv/ID           the reservation (JSON: id, from, to, rate, match,
 //                       owner, resources)
+//   P to/HOST/ID        the same, under its destination host: what that
+//                       host watches (IncomingReservations)
 //
 // all attached to the lease of the agent that holds the reservation, so
 // that a dead agent's reservations disappear with its lease.
@@ -59,6 +61,11 @@ struct ResourceUse {
   uint64_t reservable = 0, reserved = 0;
   size_t reservations = 0;
 };
+
+// A reservation as it is stored (its value and lease), or why not.
+Result<Reservation, std::string> ReservationFromKv(const EtcdKv& kv);
+// Where the reservations toward `host` are kept under `prefix`.
+std::string IncomingPrefix(const std::string& prefix, const std::string& host);
 
 class ClusterAdmission {
  public:

@@ -252,6 +252,9 @@ int Ask(const CtlArgs& a, const json& request, std::ostream& out,
                     : std::string("parqd refused without a reason"),
                 0);
   if (reply.contains("reservations")) {
+    if (!reply.value("synced", true))
+      err << "parqctl: parqd's view is not in sync with etcd: "
+          << reply.value("sync_error", std::string("no reason given")) << "\n";
     PrintReservations(a, reply["reservations"], out);
     return 0;
   }
@@ -355,7 +358,7 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
       return Ask(a, {{"op", "release"}, {"id", a.id}}, out, err);
     case CtlArgs::Cmd::kReservations:
       if (a.etcd.empty())
-        return Ask(a, {{"op", "list"}}, out, err);
+        return Ask(a, {{"op", a.incoming ? "incoming" : "list"}}, out, err);
       [[fallthrough]];
     case CtlArgs::Cmd::kTopologyCheck:
     case CtlArgs::Cmd::kTopologyPath:

@@ -28,6 +28,7 @@
 #include "cluster_admission.h"
 #include "etcd.h"
 #include "inbox.h"
+#include "incoming.h"
 #include "key.h"
 #include "metrics.h"
 #include "receiving_role.h"
@@ -125,6 +126,9 @@ struct AdmissionStack {
   TcReservedClasses classes;
   AdmissionAgent agent;
   AdmissionServer server;
+  // The destination's view, on the watch thread with its own client.
+  EtcdClient watch_etcd;
+  IncomingReservations incoming;
 
   AdmissionStack(const Config& c, const std::string& host, Topology t,
                  AdmissionServer s)
@@ -152,7 +156,25 @@ struct AdmissionStack {
                 else
                   spdlog::info("{}", line);
               }),
-        server(std::move(s)) {}
+        server(std::move(s)),
+        watch_etcd(
+            c.admission->etcd_endpoints,
+            std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
+            CurlPost(c.admission->etcd_tls)),
+        incoming(
+            host, c.admission->etcd_prefix, watch_etcd,
+            c.admission->etcd_endpoints, CurlStream(c.admission->etcd_tls),
+            std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
+            [](int level, const std::string& line) {
+              if (level == IncomingReservations::kError)
+                spdlog::error("{}", line);
+              else if (level == IncomingReservations::kWarn)
+                spdlog::warn("{}", line);
+              else
+                spdlog::info("{}", line);
+            }) {
+    server.set_incoming(&incoming);
+  }
 };
 
 // The admission role as `c.admission` configures it, or null after logging
@@ -212,6 +234,8 @@ class AdmissionThread {
       spdlog::error("admission: cannot wake its thread to stop it: {}",
                     std::strerror(errno));
     thread_.join();
+    watch_stop_ = true;
+    watch_thread_.join();
   }
 
   std::string Metrics() const {
@@ -228,6 +252,7 @@ class AdmissionThread {
       : stack_(std::move(stack)), stop_(stop) {
     Snapshot();
     thread_ = std::thread([this] { Run(); });
+    watch_thread_ = std::thread([this] { stack_->incoming.Run(watch_stop_); });
   }
 
   void Run() {
@@ -261,6 +286,7 @@ class AdmissionThread {
   void Snapshot() {
     PromText text;
     stack_->agent.Metrics(text);
+    stack_->incoming.Metrics(text);
     const std::lock_guard lock(mu_);
     metrics_ = text.text();
   }
@@ -270,6 +296,9 @@ class AdmissionThread {
   mutable std::mutex mu_;
   std::string metrics_;
   std::thread thread_;
+  // The watch of the reservations toward this host (IncomingReservations).
+  std::atomic<bool> watch_stop_{false};
+  std::thread watch_thread_;
 };
 
 void WriteMetrics(const Config& c, const SendingRole& s,

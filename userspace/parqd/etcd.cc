@@ -286,46 +286,223 @@ EtcdTlsProblem CheckEtcdTls(const EtcdTls& tls,
   return {};
 }
 
-EtcdClient::Post CurlPost(EtcdTls tls) {
+namespace {
+
+// A POST of JSON to `url`, over TLS with `tls`'s files for https://: what
+// CurlPost and CurlStream share.  `body` must outlive the transfer.
+class CurlJsonPost {
+ public:
+  CurlJsonPost(const std::string& url, const std::string& body,
+               const EtcdTls& tls)
+      : c_(curl_easy_init()) {
+    if (!c_)
+      return;
+    headers_ = curl_slist_append(nullptr, "Content-Type: application/json");
+    curl_easy_setopt(c_, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c_, CURLOPT_HTTPHEADER, headers_);
+    curl_easy_setopt(c_, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(c_, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_easy_setopt(c_, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c_, CURLOPT_ERRORBUFFER, error_.data());
+    if (!tls.ca_file.empty())
+      curl_easy_setopt(c_, CURLOPT_CAINFO, tls.ca_file.c_str());
+    if (!tls.cert_file.empty()) {
+      curl_easy_setopt(c_, CURLOPT_SSLCERT, tls.cert_file.c_str());
+      curl_easy_setopt(c_, CURLOPT_SSLKEY, tls.key_file.c_str());
+    }
+  }
+  ~CurlJsonPost() {
+    curl_slist_free_all(headers_);
+    if (c_)
+      curl_easy_cleanup(c_);
+  }
+  CurlJsonPost(const CurlJsonPost&) = delete;
+  CurlJsonPost& operator=(const CurlJsonPost&) = delete;
+
+  CURL* get() const { return c_; }
+  long status() const {
+    long status = 0;
+    curl_easy_getinfo(c_, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+  }
+  // What went wrong, after curl_easy_perform() returned `rc`.
+  std::string Error(CURLcode rc) const {
+    return error_[0] ? error_.data() : curl_easy_strerror(rc);
+  }
+
+ private:
+  CURL* c_;
+  curl_slist* headers_ = nullptr;
+  std::array<char, CURL_ERROR_SIZE> error_{};
+};
+
+void CurlInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  return [tls = std::move(tls)](const std::string& url, const std::string& body,
-                                std::chrono::milliseconds timeout)
-             -> Result<EtcdBody, std::string> {
-    CURL* c = curl_easy_init();
-    if (!c)
-      return Err{std::string("curl_easy_init failed")};
-    std::string out;
-    std::array<char, CURL_ERROR_SIZE> error{};
-    curl_slist* headers =
-        curl_slist_append(nullptr, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Append);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error.data());
-    if (!tls.ca_file.empty())
-      curl_easy_setopt(c, CURLOPT_CAINFO, tls.ca_file.c_str());
-    if (!tls.cert_file.empty()) {
-      curl_easy_setopt(c, CURLOPT_SSLCERT, tls.cert_file.c_str());
-      curl_easy_setopt(c, CURLOPT_SSLKEY, tls.key_file.c_str());
+}
+
+struct StreamState {
+  std::string pending;  // a line not yet complete
+  const std::function<bool(std::string_view)>* on_line;
+  const std::function<bool()>* keep_going;
+  bool stopped = false;
+};
+
+size_t StreamWrite(char* data, size_t size, size_t n, void* p) {
+  auto* st = static_cast<StreamState*>(p);
+  st->pending.append(data, size * n);
+  size_t start = 0;
+  for (size_t nl; (nl = st->pending.find('\n', start)) != std::string::npos;
+       start = nl + 1) {
+    if (!(*st->on_line)(
+            std::string_view(st->pending).substr(start, nl - start))) {
+      st->stopped = true;
+      return 0;  // aborts the transfer
     }
+  }
+  st->pending.erase(0, start);
+  return size * n;
+}
+
+int StreamProgress(void* p, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* st = static_cast<StreamState*>(p);
+  if ((*st->keep_going)())
+    return 0;
+  st->stopped = true;
+  return 1;
+}
+
+}  // namespace
+
+EtcdClient::Post CurlPost(EtcdTls tls) {
+  CurlInit();
+  return
+      [tls = std::move(tls)](
+          const std::string& url, const std::string& body,
+          std::chrono::milliseconds timeout) -> Result<EtcdBody, std::string> {
+        CurlJsonPost post(url, body, tls);
+        if (!post.get())
+          return Err{std::string("curl_easy_init failed")};
+        std::string out;
+        curl_easy_setopt(post.get(), CURLOPT_TIMEOUT_MS,
+                         static_cast<long>(timeout.count()));
+        curl_easy_setopt(post.get(), CURLOPT_WRITEFUNCTION, &Append);
+        curl_easy_setopt(post.get(), CURLOPT_WRITEDATA, &out);
+        const CURLcode rc = curl_easy_perform(post.get());
+        if (rc != CURLE_OK)
+          return Err{post.Error(rc)};
+        // The gateway answers errors with a JSON body too: Call() reads it.
+        const long status = post.status();
+        if (status != 200 && out.find("\"error\"") == std::string::npos)
+          return Err{"HTTP status " + std::to_string(status)};
+        return EtcdBody{std::move(out)};
+      };
+}
+
+EtcdStream CurlStream(EtcdTls tls) {
+  CurlInit();
+  return [tls = std::move(tls)](
+             const std::string& url, const std::string& body,
+             std::chrono::milliseconds connect_timeout,
+             std::chrono::milliseconds duration,
+             const std::function<bool(std::string_view)>& on_line,
+             const std::function<bool()>& keep_going)
+             -> Result<EtcdStreamEnd, std::string> {
+    CurlJsonPost post(url, body, tls);
+    if (!post.get())
+      return Err{std::string("curl_easy_init failed")};
+    StreamState st{{}, &on_line, &keep_going};
+    CURL* c = post.get();
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(connect_timeout.count()));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(duration.count()));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &StreamWrite);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &st);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &StreamProgress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &st);
     const CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(c);
-    if (rc != CURLE_OK)
-      return Err{std::string(error[0] ? error.data() : curl_easy_strerror(rc))};
-    // The gateway answers errors with a JSON body too: Call() reads it.
-    if (status != 200 && out.find("\"error\"") == std::string::npos)
-      return Err{"HTTP status " + std::to_string(status)};
-    return EtcdBody{std::move(out)};
+    // The duration's end is how a healthy stream ends; so is a stop.
+    if (st.stopped || rc == CURLE_OK ||
+        (rc == CURLE_OPERATION_TIMEDOUT && post.status() == 200))
+      return EtcdStreamEnd{};
+    return Err{post.Error(rc)};
   };
+}
+
+EtcdWatchEnd EtcdWatch(const std::vector<std::string>& endpoints,
+                       const EtcdStream& stream, std::string_view key,
+                       std::string_view range_end, int64_t start_revision,
+                       std::chrono::milliseconds connect_timeout,
+                       std::chrono::milliseconds duration,
+                       const std::function<void(const std::vector<EtcdEvent>&,
+                                                int64_t)>& on_events,
+                       const std::function<bool()>& keep_going) {
+  json create = {{"key", Base64(key)},
+                 {"start_revision", std::to_string(start_revision)}};
+  if (!range_end.empty())
+    create["range_end"] = Base64(range_end);
+  const std::string body = json{{"create_request", create}}.dump();
+  EtcdWatchEnd end{EtcdWatchEnd::kStopped, start_revision, {}};
+  std::string tried;
+  for (const std::string& endpoint : endpoints) {
+    bool answered = false;
+    std::string broken;
+    auto line = [&](std::string_view text) {
+      answered = true;
+      const json j = json::parse(text, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        broken = "a line that is not JSON";
+        return false;
+      }
+      if (j.contains("error")) {
+        broken = j["error"].dump();
+        return false;
+      }
+      const json r = j.value("result", json::object());
+      if (Int(r, "compact_revision") > 0) {
+        end.kind = EtcdWatchEnd::kCompacted;
+        end.next_revision = Int(r, "compact_revision");
+        return false;
+      }
+      if (r.value("canceled", false)) {
+        broken = "the watch was canceled: " + r.value("cancel_reason", "");
+        return false;
+      }
+      const int64_t revision =
+          Int(r.value("header", json::object()), "revision");
+      std::vector<EtcdEvent> events;
+      for (const json& e : r.value("events", json::array())) {
+        const json kv = e.value("kv", json::object());
+        events.push_back(
+            {e.value("type", "PUT") == "DELETE",
+             EtcdKv{Str(kv, "key"), Str(kv, "value"),
+                    Int(kv, "create_revision"), Int(kv, "mod_revision"),
+                    Int(kv, "version"), Int(kv, "lease")}});
+      }
+      if (!events.empty()) {
+        end.next_revision = events.back().kv.mod_revision + 1;
+        on_events(events, revision);
+      }
+      return true;
+    };
+    auto r = stream(endpoint + "/v3/watch", body, connect_timeout, duration,
+                    line, keep_going);
+    if (end.kind == EtcdWatchEnd::kCompacted)
+      return end;
+    if (r.ok() && broken.empty() && answered)
+      return end;
+    tried += (tried.empty() ? "" : "; ") + endpoint + ": " +
+             (!broken.empty() ? broken
+              : r.ok()        ? std::string("the stream ended unanswered")
+                              : r.error());
+    if (answered)  // it answered, then broke: the caller decides when again
+      break;
+  }
+  end.kind = EtcdWatchEnd::kFailed;
+  end.why = "etcd watch: " + tried;
+  return end;
 }
 
 }  // namespace parq::parqd

@@ -141,6 +141,49 @@ EtcdTlsProblem CheckEtcdTls(const EtcdTls& tls,
 // https:// URLs, with `tls`'s files.
 EtcdClient::Post CurlPost(EtcdTls tls = {});
 
+// A watch's transport: POSTs `body` to `url` and hands each line of the
+// streamed answer to `on_line`, until `on_line` or `keep_going` (asked at
+// least once a second) returns false, `duration` passes, or the stream
+// ends; an error if no answer could be had within `connect_timeout`.
+struct EtcdStreamEnd {};
+using EtcdStream = std::function<Result<EtcdStreamEnd, std::string>(
+    const std::string& url, const std::string& body,
+    std::chrono::milliseconds connect_timeout,
+    std::chrono::milliseconds duration,
+    const std::function<bool(std::string_view line)>& on_line,
+    const std::function<bool()>& keep_going)>;
+EtcdStream CurlStream(EtcdTls tls = {});
+
+// One change seen by a watch.
+struct EtcdEvent {
+  bool deleted = false;
+  EtcdKv kv;  // a delete carries the key and its mod_revision only
+};
+
+// How a watch ended: stopped (by the caller, or `duration` passed; go on
+// from `next_revision`), compacted (the revisions from `next_revision` on
+// are gone: list again), or failed (no endpoint answered: `why`).
+struct EtcdWatchEnd {
+  enum Kind : uint8_t { kStopped, kCompacted, kFailed } kind = kStopped;
+  int64_t next_revision = 0;
+  std::string why;
+};
+
+// Watches [key, range_end) from `start_revision` through etcd's gRPC
+// gateway (/v3/watch), on the first of `endpoints` that answers, handing
+// each batch of events and the store's revision after it to `on_events`
+// (in revision order), until `keep_going` returns false, `duration`
+// passes, the stream breaks or the revisions are compacted.  The
+// list-then-watch loop around it is the caller's (IncomingReservations).
+EtcdWatchEnd EtcdWatch(const std::vector<std::string>& endpoints,
+                       const EtcdStream& stream, std::string_view key,
+                       std::string_view range_end, int64_t start_revision,
+                       std::chrono::milliseconds connect_timeout,
+                       std::chrono::milliseconds duration,
+                       const std::function<void(const std::vector<EtcdEvent>&,
+                                                int64_t revision)>& on_events,
+                       const std::function<bool()>& keep_going);
+
 }  // namespace parq::parqd
 
 #endif

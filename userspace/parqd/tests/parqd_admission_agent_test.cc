@@ -35,6 +35,7 @@
 #include "ctl.h"
 #include "etcd.h"
 #include "etcd_server.h"
+#include "incoming.h"
 #include "parq.h"
 #include "reserved_classes.h"
 #include "topology.h"
@@ -500,8 +501,8 @@ TEST_F(AgentTest, JsonRequests) {
       {"not json", "the request is not a JSON object"},
       {"[1]", "the request is not a JSON object"},
       {R"({"op":"grant"})",
-       "unknown \"op\" \"grant\"; the ops are reserve, change, release and "
-       "list"},
+       "unknown \"op\" \"grant\"; the ops are reserve, change, release, list "
+       "and incoming"},
       {R"({"op":"reserve","to":"n2"})", "\"reserve\" needs \"rate\""},
       {R"({"op":"reserve","rate":"1mbit"})",
        "\"reserve\" needs \"to\": the destination host"},
@@ -594,6 +595,64 @@ TEST_F(AgentTest, ParqctlAsksOverTheSocket) {
   EXPECT_EQ(json::parse(out)["reservation"]["id"], id);
   EXPECT_TRUE(agent_->List().empty());
   EXPECT_EQ(InEtcd(), 0u);
+}
+
+// parqctl reservations --incoming: the destination's view over the socket
+// (here n2's, served by n1's socket: what matters is what it answers).
+TEST_F(AgentTest, ParqctlShowsTheReservationsTowardTheHost) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("parqd-in-" + std::to_string(getpid())))
+                               .string();
+  auto s = AdmissionServer::Open(path);
+  ASSERT_TRUE(s.ok()) << s.error();
+  EtcdClient watch_etcd({server->endpoint()}, 2s, CurlPost());
+  IncomingReservations incoming("n2", prefix_, watch_etcd, {server->endpoint()},
+                                CurlStream(), 2s,
+                                [](int, const std::string&) {});
+  std::atomic<bool> stop{false};
+  std::thread watch([&] { incoming.Run(stop); });
+  auto run = [&](CtlArgs a) {
+    a.socket = path;
+    std::ostringstream out, err;
+    int rc = -1;
+    ServeWhile(s.value(), [&] {
+      rc = RunCtl(
+          a,
+          []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
+            return Err{KernelError{ENODEV, "not used"}};
+          },
+          out, err);
+    });
+    return std::tuple{rc, out.str(), err.str()};
+  };
+  CtlArgs a;
+  a.cmd = CtlArgs::Cmd::kReservations;
+  a.incoming = true;
+  // Before set_incoming(): this parqd keeps no such view.
+  auto [rc, out, err] = run(a);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find("does not watch"), std::string::npos) << err;
+  s.value().set_incoming(&incoming);
+  auto r = agent_->Reserve(kRoot, "n2", 100 * kMbit, "proto=tcp");
+  ASSERT_TRUE(r.ok()) << r.error();
+  const std::string want = r.value().id +
+                           ": n1 -> n2 100mbit, owner root, match proto=tcp\n"
+                           "  host/n1/send\n  link/n1/s1\n  link/s1/n2\n"
+                           "  host/n2/receive\n";
+  for (int i = 0; i < 100 && out != want; i++) {
+    std::this_thread::sleep_for(50ms);
+    std::tie(rc, out, err) = run(a);
+  }
+  EXPECT_EQ(rc, 0) << err;
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(err, "");
+  // This host's own list is another thing: n1's reservations.
+  a.incoming = false;
+  a.json = true;
+  std::tie(rc, out, err) = run(a);
+  EXPECT_EQ(json::parse(out).size(), 1u);
+  stop = true;
+  watch.join();
 }
 
 // libparq (parq.h), as an application calls it, through the socket.

@@ -251,6 +251,15 @@ TEST(CtlCliTest, ReserveChangeRelease) {
   EXPECT_EQ(r.err,
             "parqctl: reservations: give --topology and --etcd together (the "
             "cluster's, from etcd), or neither (this host's parqd)\n");
+  r = Ctl({"reservations", "--incoming", "--topology", "t.toml", "--etcd",
+           "http://127.0.0.1:2379"});
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_EQ(r.err,
+            "parqctl: reservations: --incoming asks this host's parqd; leave "
+            "out --topology and --etcd\n");
+  r = Ctl({"reservations", "--incoming", "--json"});
+  ASSERT_TRUE(std::holds_alternative<CtlArgs>(r.ctl)) << r.err;
+  EXPECT_TRUE(std::get<CtlArgs>(r.ctl).incoming);
 }
 
 TEST(CtlCliTest, EtcdOverTls) {

@@ -5,8 +5,9 @@
 // not skip, without it): the client's calls, leases, a refusal for each
 // of admission's three conditions, changes and releases, 16 reservations
 // raced from 4 threads over one shared port that fits exactly k of them
-// (exactly k admitted, 20 times), an unreachable etcd, and etcd over TLS
-// with client certificates.
+// (exactly k admitted, 20 times), an unreachable etcd, etcd over TLS
+// with client certificates, watches (events from a revision, compaction),
+// and the destination's view of the reservations toward it (incoming.h).
 
 #include <gtest/gtest.h>
 
@@ -14,8 +15,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,6 +30,8 @@
 #include "ctl.h"
 #include "etcd.h"
 #include "etcd_server.h"
+#include "incoming.h"
+#include "metrics.h"
 #include "topology.h"
 #include "topology_text.h"
 
@@ -105,6 +111,101 @@ TEST_F(EtcdTest, TheSecondEndpointServesWhenTheFirstIsDown) {
 // etcd over TLS with client certificates, as a production cluster runs
 // it: a client with the CA and its certificate is served; one without a
 // certificate, or trusting another CA, is refused with the reason.
+// Polls `done` every 20 ms for up to `seconds`; false if it never held.
+template <typename F>
+bool WaitFor(F done, int seconds = 10) {
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (done())
+      return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+// Compacts the store up to its current revision; that revision.
+int64_t Compact(EtcdClient& c, const std::string& key) {
+  auto rev = c.Put(key, "x");
+  EXPECT_TRUE(rev.ok()) << rev.error();
+  auto r = CurlPost()(server->endpoint() + "/v3/kv/compaction",
+                      nlohmann::json{{"revision", std::to_string(rev.value())},
+                                     {"physical", true}}
+                          .dump(),
+                      5s);
+  EXPECT_TRUE(r.ok()) << r.error();
+  return rev.value();
+}
+
+// A watch from a revision sees the puts and deletes after it, in order,
+// and stops within a second of being told to.
+TEST_F(EtcdTest, AWatchSeesPutsAndDeletesFromItsRevision) {
+  EtcdClient c = Client();
+  auto r0 = c.Put(prefix_ + "a", "1");
+  ASSERT_TRUE(r0.ok()) << r0.error();
+  ASSERT_TRUE(c.Put(prefix_ + "b", "2").ok());  // before the watch's start
+  std::mutex mu;
+  std::vector<EtcdEvent> seen;
+  std::atomic<bool> stop{false};
+  EtcdWatchEnd end;
+  std::thread t([&] {
+    end = EtcdWatch(
+        {"http://127.0.0.1:1", server->endpoint()}, CurlStream(), prefix_,
+        EtcdPrefixEnd(prefix_), r0.value() + 2, 2s, 60s,
+        [&](const std::vector<EtcdEvent>& events, int64_t) {
+          const std::lock_guard lock(mu);
+          seen.insert(seen.end(), events.begin(), events.end());
+        },
+        [&] { return !stop.load(); });
+  });
+  ASSERT_TRUE(c.Put(prefix_ + "c", "3").ok());
+  ASSERT_TRUE(
+      c.Txn({}, {{EtcdOp::Kind::kDelete, prefix_ + "a", "", "", 0}}).ok());
+  ASSERT_TRUE(c.Put("/elsewhere", "4").ok());
+  auto last = c.Put(prefix_ + "c", "5");
+  ASSERT_TRUE(last.ok());
+  EXPECT_TRUE(WaitFor([&] {
+    const std::lock_guard lock(mu);
+    return seen.size() >= 3;
+  }));
+  const auto asked = std::chrono::steady_clock::now();
+  stop = true;
+  t.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 2500ms);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_FALSE(seen[0].deleted);
+  EXPECT_EQ(seen[0].kv.key, prefix_ + "c");
+  EXPECT_EQ(seen[0].kv.value, "3");
+  EXPECT_TRUE(seen[1].deleted);
+  EXPECT_EQ(seen[1].kv.key, prefix_ + "a");
+  EXPECT_EQ(seen[2].kv.value, "5");
+  EXPECT_EQ(end.kind, EtcdWatchEnd::kStopped);
+  EXPECT_EQ(end.next_revision, last.value() + 1);
+}
+
+// Revisions etcd has compacted away: the watch says so (list again), and
+// an etcd that nobody answers for is a failure naming the endpoints.
+TEST_F(EtcdTest, AWatchOfCompactedRevisionsOrNoEtcdSaysSo) {
+  EtcdClient c = Client();
+  auto r0 = c.Put(prefix_ + "a", "1");
+  ASSERT_TRUE(r0.ok());
+  const int64_t compacted = Compact(c, prefix_ + "b");
+  auto never = [](const std::vector<EtcdEvent>&, int64_t) {};
+  auto go = [] { return true; };
+  EtcdWatchEnd end =
+      EtcdWatch({server->endpoint()}, CurlStream(), prefix_,
+                EtcdPrefixEnd(prefix_), r0.value(), 2s, 10s, never, go);
+  EXPECT_EQ(end.kind, EtcdWatchEnd::kCompacted) << end.why;
+  EXPECT_EQ(end.next_revision, compacted);
+  end = EtcdWatch({"http://127.0.0.1:1", "http://127.0.0.1:2"}, CurlStream(),
+                  prefix_, EtcdPrefixEnd(prefix_), 1, 2s, 10s, never, go);
+  EXPECT_EQ(end.kind, EtcdWatchEnd::kFailed);
+  EXPECT_EQ(end.why.rfind("etcd watch: http://127.0.0.1:1: ", 0), 0u)
+      << end.why;
+  EXPECT_NE(end.why.find("; http://127.0.0.1:2: "), std::string::npos)
+      << end.why;
+}
+
 TEST(EtcdTlsTest, ClientCertificatesAndTheirErrors) {
   etcd_test::TestPki pki{std::filesystem::temp_directory_path() /
                          ("parqd-etcd-pki-" + std::to_string(getpid()))};
@@ -298,6 +399,166 @@ TEST_F(AdmissionTest, RacedReservationsNeverOverAdmit) {
   // The race was real: some transactions lost and were retried.
   std::printf("[ figures  ] %d repetitions: %llu retried transactions\n", kReps,
               static_cast<unsigned long long>(retries));
+}
+
+// The destination's view (incoming.h): what is reserved toward b2, kept by
+// list-then-watch while reservations come, change, go with a lease and
+// are released.
+class IncomingTest : public AdmissionTest {
+ protected:
+  void SetUp() override {
+    AdmissionTest::SetUp();
+    client_.emplace(Client());
+    adm_.emplace(topo_, *client_, prefix_);
+    watch_client_.emplace(Client());
+  }
+  void Start(EtcdStream stream,
+             std::vector<std::string> endpoints = {server->endpoint()}) {
+    incoming_.emplace("b2", prefix_, *watch_client_, std::move(endpoints),
+                      std::move(stream), 2s,
+                      [this](int, const std::string& line) {
+                        const std::lock_guard lock(log_mu_);
+                        log_.push_back(line);
+                      });
+    thread_ = std::thread([this] { incoming_->Run(stop_); });
+  }
+  void TearDown() override {
+    stop_ = true;
+    if (thread_.joinable())
+      thread_.join();
+  }
+  using Rates = std::map<std::string, uint64_t>;
+  // The view's ids and rates once they are `want` and in sync, or as they
+  // are after 10 s.
+  Rates View(const Rates& want) {
+    Rates got;
+    WaitFor([&] {
+      const auto v = incoming_->Snapshot();
+      got.clear();
+      for (const Reservation& r : v.reservations)
+        got[r.id] = r.rate;
+      return v.synced && got == want;
+    });
+    return got;
+  }
+
+  std::optional<EtcdClient> client_, watch_client_;
+  std::optional<ClusterAdmission> adm_;
+  std::optional<IncomingReservations> incoming_;
+  std::atomic<bool> paused_{false}, waiting_{false};  // a test's stream
+  const EtcdStream real_ = CurlStream();
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex log_mu_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(IncomingTest, TheDestinationSeesTheReservationsTowardIt) {
+  auto before = adm_->Reserve(Req("a2", "b2", 100'000'000), 0);  // listed
+  ASSERT_TRUE(before.ok()) << before.error();
+  Start(CurlStream());
+  {
+    const Rates want{{before.value().id, 100'000'000}};
+    EXPECT_EQ(View(want), want);
+  }
+  // Watched: a new one, one toward another host, a change.
+  auto to_b2 = adm_->Reserve(Req("a1", "b2", 200'000'000), 0);
+  ASSERT_TRUE(to_b2.ok()) << to_b2.error();
+  ASSERT_TRUE(adm_->Reserve(Req("a1", "b1", 50'000'000), 0).ok());
+  ASSERT_TRUE(adm_->Change(before.value().id, 300'000'000).ok());
+  {
+    const Rates want{{before.value().id, 300'000'000},
+                     {to_b2.value().id, 200'000'000}};
+    EXPECT_EQ(View(want), want);
+  }
+  // A holder's lease ends: its reservation goes; a release.
+  auto lease = client_->LeaseGrant(30);
+  ASSERT_TRUE(lease.ok());
+  auto leased = adm_->Reserve(Req("a2", "b2", 10'000'000), lease.value().id);
+  ASSERT_TRUE(leased.ok()) << leased.error();
+  EXPECT_EQ(View({{before.value().id, 300'000'000},
+                  {to_b2.value().id, 200'000'000},
+                  {leased.value().id, 10'000'000}})
+                .count(leased.value().id),
+            1u);
+  ASSERT_TRUE(client_->LeaseRevoke(lease.value().id).ok());
+  ASSERT_TRUE(adm_->Release(to_b2.value().id).ok());
+  {
+    const Rates want{{before.value().id, 300'000'000}};
+    EXPECT_EQ(View(want), want);
+  }
+  const auto v = incoming_->Snapshot();
+  EXPECT_EQ(v.lists, 1u);  // all of it from the one watch
+  EXPECT_EQ(v.watch_errors, 0u);
+  // The metrics say the same.
+  PromText text;
+  incoming_->Metrics(text);
+  EXPECT_NE(text.text().find("parqd_admission_incoming_reservations 1\n"),
+            std::string::npos)
+      << text.text();
+  EXPECT_NE(
+      text.text().find("parqd_admission_incoming_reserved_bps 300000000\n"),
+      std::string::npos);
+  EXPECT_NE(text.text().find("parqd_admission_incoming_synced 1\n"),
+            std::string::npos);
+}
+
+// While its watch was away, etcd compacted the revisions it would resume
+// from: it lists again and has what changed meanwhile.
+TEST_F(IncomingTest, AfterACompactionItListsAgain) {
+  // The watch thread outlives this body (TearDown() joins it): what its
+  // stream refers to is the fixture's.
+  std::atomic<bool>& paused = paused_;
+  std::atomic<bool>& waiting = waiting_;
+  const EtcdStream& real = real_;
+  Start([&paused, &waiting, &real](
+            const std::string& url, const std::string& body,
+            std::chrono::milliseconds ct, std::chrono::milliseconds d,
+            const std::function<bool(std::string_view)>& on_line,
+            const std::function<bool()>& keep_going)
+            -> Result<EtcdStreamEnd, std::string> {
+    while (paused && keep_going()) {
+      waiting = true;
+      std::this_thread::sleep_for(10ms);
+    }
+    waiting = false;
+    return real(url, body, ct, d, on_line,
+                [&keep_going, &paused] { return keep_going() && !paused; });
+  });
+  auto first = adm_->Reserve(Req("a2", "b2", 100'000'000), 0);
+  ASSERT_TRUE(first.ok());
+  {
+    const Rates want{{first.value().id, 100'000'000}};
+    ASSERT_EQ(View(want), want);
+  }
+  paused = true;
+  ASSERT_TRUE(WaitFor([&] { return waiting.load(); }));
+  auto second = adm_->Reserve(Req("a1", "b2", 200'000'000), 0);
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(adm_->Release(first.value().id).ok());
+  Compact(*client_, prefix_ + "compact");
+  paused = false;
+  EXPECT_TRUE(WaitFor([&] { return incoming_->Snapshot().lists == 2; }));
+  {
+    const Rates want{{second.value().id, 200'000'000}};
+    EXPECT_EQ(View(want), want);
+  }
+  const std::lock_guard lock(log_mu_);
+  bool said = false;
+  for (const std::string& line : log_)
+    said |= line.find("etcd compacted the revisions") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// No etcd: not in sync, and why; it keeps trying.
+TEST_F(IncomingTest, WithoutEtcdItIsNotInSyncAndSaysWhy) {
+  watch_client_.emplace(EtcdClient({"http://127.0.0.1:1"}, 1s, CurlPost()));
+  Start(CurlStream(), {"http://127.0.0.1:1"});
+  std::this_thread::sleep_for(1500ms);
+  const auto v = incoming_->Snapshot();
+  EXPECT_FALSE(v.synced);
+  EXPECT_EQ(v.lists, 0u);
+  EXPECT_NE(v.error.find("http://127.0.0.1:1"), std::string::npos) << v.error;
 }
 
 // parqctl links and reservations read what ClusterAdmission wrote.
