@@ -10,9 +10,10 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <netinet/in.h>
 
@@ -184,18 +185,33 @@ class EtcdServer {
     for (std::string& a : args)
       argv.push_back(a.data());
     argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    const int rc =
-        posix_spawn(&members_[i].pid, kBin, &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
+    // fork and exec rather than posix_spawn, for PR_SET_PDEATHSIG: a member
+    // dies with the test program however that ends (a failed assertion in
+    // a fixture, a sanitizer's abort, ctest's timeout), where a destructor
+    // would not run.  Only async-signal-safe calls between the two.  The
+    // signal comes when the forking thread ends: members are started from
+    // the test's main thread.
+    const pid_t parent = getpid();
+    const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+      if (null_fd >= 0) {
+        dup2(null_fd, 1);
+        dup2(null_fd, 2);
+      }
+      execve(kBin, argv.data(), environ);
+      _exit(127);
+    }
+    if (null_fd >= 0)
+      close(null_fd);
+    if (pid < 0) {
       members_[i].pid = 0;
-      why = "cannot start etcd";
+      why = "cannot start etcd: fork failed";
       return false;
     }
+    members_[i].pid = pid;
     return true;
   }
 
@@ -246,6 +262,12 @@ class EtcdTest : public ::testing::Test {
       if (!server->Start(server_error)) {
         delete server;
         server = nullptr;
+      } else {
+        // Stopped, and its directory removed, when the program exits.
+        std::atexit([] {
+          delete server;
+          server = nullptr;
+        });
       }
     }
   }
