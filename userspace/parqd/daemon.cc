@@ -118,6 +118,20 @@ int OpenSocket(const Config& c) {
   return fd;
 }
 
+// A line of the admission role's (its agent's or its watch's) to the
+// journal at its level; the two number their levels alike.
+static_assert(int{AdmissionAgent::kInfo} == int{IncomingReservations::kInfo} &&
+              int{AdmissionAgent::kWarn} == int{IncomingReservations::kWarn} &&
+              int{AdmissionAgent::kError} == int{IncomingReservations::kError});
+void LogRoleLine(int level, const std::string& line) {
+  if (level == AdmissionAgent::kError)
+    spdlog::error("{}", line);
+  else if (level == AdmissionAgent::kWarn)
+    spdlog::warn("{}", line);
+  else
+    spdlog::info("{}", line);
+}
+
 // The admission role's parts, which refer to each other.
 struct AdmissionStack {
   Topology topology;
@@ -147,15 +161,7 @@ struct AdmissionStack {
                           static_cast<int64_t>(c.admission->lease_ns /
                                                1'000'000'000),
                           c.admission->allow},
-              topology, admission, etcd, classes,
-              [](int level, const std::string& line) {
-                if (level == AdmissionAgent::kError)
-                  spdlog::error("{}", line);
-                else if (level == AdmissionAgent::kWarn)
-                  spdlog::warn("{}", line);
-                else
-                  spdlog::info("{}", line);
-              }),
+              topology, admission, etcd, classes, LogRoleLine),
         server(std::move(s)),
         watch_etcd(
             c.admission->etcd_endpoints,
@@ -165,14 +171,7 @@ struct AdmissionStack {
             host, c.admission->etcd_prefix, watch_etcd,
             c.admission->etcd_endpoints, CurlStream(c.admission->etcd_tls),
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
-            [](int level, const std::string& line) {
-              if (level == IncomingReservations::kError)
-                spdlog::error("{}", line);
-              else if (level == IncomingReservations::kWarn)
-                spdlog::warn("{}", line);
-              else
-                spdlog::info("{}", line);
-            }) {
+            LogRoleLine) {
     server.set_incoming(&incoming);
   }
 };

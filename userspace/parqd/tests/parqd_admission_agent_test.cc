@@ -147,6 +147,25 @@ class AgentTest : public EtcdTest {
     t.join();
   }
 
+  // parqctl `a` against the socket at `path`, which `s` serves: its exit
+  // status, stdout and stderr.
+  std::tuple<int, std::string, std::string> Ctl(AdmissionServer& s,
+                                                const std::string& path,
+                                                CtlArgs a) {
+    a.socket = path;
+    std::ostringstream out, err;
+    int rc = -1;
+    ServeWhile(s, [&] {
+      rc = RunCtl(
+          a,
+          []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
+            return Err{KernelError{ENODEV, "not used"}};
+          },
+          out, err);
+    });
+    return {rc, out.str(), err.str()};
+  }
+
   size_t InEtcd() {
     auto l = admission_->List();
     EXPECT_TRUE(l.ok()) << l.error();
@@ -549,20 +568,7 @@ TEST_F(AgentTest, ParqctlAsksOverTheSocket) {
                                .string();
   auto s = AdmissionServer::Open(path);
   ASSERT_TRUE(s.ok()) << s.error();
-  auto run = [&](CtlArgs a) {
-    a.socket = path;
-    std::ostringstream out, err;
-    int rc = -1;
-    ServeWhile(s.value(), [&] {
-      rc = RunCtl(
-          a,
-          []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
-            return Err{KernelError{ENODEV, "not used"}};
-          },
-          out, err);
-    });
-    return std::tuple{rc, out.str(), err.str()};
-  };
+  auto run = [&](CtlArgs a) { return Ctl(s.value(), path, std::move(a)); };
   CtlArgs a;
   a.cmd = CtlArgs::Cmd::kReserve;
   a.to = "n2";
@@ -611,20 +617,7 @@ TEST_F(AgentTest, ParqctlShowsTheReservationsTowardTheHost) {
                                 [](int, const std::string&) {});
   std::atomic<bool> stop{false};
   std::thread watch([&] { incoming.Run(stop); });
-  auto run = [&](CtlArgs a) {
-    a.socket = path;
-    std::ostringstream out, err;
-    int rc = -1;
-    ServeWhile(s.value(), [&] {
-      rc = RunCtl(
-          a,
-          []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
-            return Err{KernelError{ENODEV, "not used"}};
-          },
-          out, err);
-    });
-    return std::tuple{rc, out.str(), err.str()};
-  };
+  auto run = [&](CtlArgs a) { return Ctl(s.value(), path, std::move(a)); };
   CtlArgs a;
   a.cmd = CtlArgs::Cmd::kReservations;
   a.incoming = true;
