@@ -10,9 +10,9 @@ parqlab.credits, which follows Documentation/parqd-protocol.md byte by byte
   - a valid GRANT makes the kernel's entry appear, with the credit, epoch
     and lease the message says (read with parqctl --json and with
     parqlab.genl); a RELEASE removes it;
-  - forged (wrong key), replayed, stale, malformed, unknown-peer and
-    wrong-source messages change nothing and are counted, by reason, in
-    parqd's metrics file;
+  - forged (wrong key), replayed, out-of-time (stamped 60 s ago), unknown
+    key id, malformed, unknown-peer and wrong-source messages change nothing
+    and are counted, by reason, in parqd's metrics file;
   - parqctl credit set / show / clear, errors with the kernel's message,
     and parqctl qdisc show, all with --json output that parses;
   - a parqd whose admission role cannot start exits with the error and
@@ -60,15 +60,20 @@ tmp = None
 key = None
 parqd = None
 seq = 0
-epoch = 1000
+# parqd's max-clock-skew: the time a message may take from B's
+# CLOCK_REALTIME stamp to parqd (the same clock), and how long after its
+# start parqd drops messages stamped before it (what a restart must not
+# let through).  A replayed message must arrive within it to be counted
+# as a duplicate rather than as too late: under TCG, reading the table
+# between the two took more than 0.5 s.
+SKEW_S = 2 * ktap.slowdown()
 
 
 def nxt():
-    """The next sequence number and epoch of peer 2."""
-    global seq, epoch
+    """The time stamp (now) and next sequence number of peer 2."""
+    global seq
     seq += 1
-    epoch += 1
-    return epoch, seq
+    return time.time_ns(), seq
 
 
 def send(data, ns=None):
@@ -140,6 +145,7 @@ node-id = {me}
 key-file = "{tmp}/cluster.key"
 metrics-file = "{tmp}/{metrics_file}"
 metrics-period = "100ms"
+max-clock-skew = "{int(SKEW_S * 1000)}ms"
 {keys}
 [[peer]]
 id = {peer}
@@ -167,6 +173,9 @@ def setup(t, kwatch):
     wait_for("parqd's first metrics file",
              lambda: "parqd_messages_received_total" in metrics())
     check(parqd.poll() is None, "parqd exited at start")
+    # It started before its first metrics: messages stamped from now
+    # plus its skew on are after its start plus the skew.
+    time.sleep(SKEW_S)
     return [Stopper()]
 
 
@@ -221,8 +230,13 @@ def t_bad_messages_change_nothing():
                                          [topo.ip_b()], EPOCH_US, 500)))
     bad.append(("duplicate", good))
     e2, s2 = nxt()
-    bad.append(("stale", credits.grant(key, PEER, e2 - 10, s2, 6,
-                                       [topo.ip_b()], EPOCH_US, 500)))
+    bad.append(("time_behind", credits.grant(key, PEER, e2 - 60 * 10**9, s2,
+                                             6, [topo.ip_b()], EPOCH_US,
+                                             500)))
+    e6, s6 = nxt()
+    bad.append(("unknown_key", credits.grant(key, PEER, e6, s6, 11,
+                                             [topo.ip_b()], EPOCH_US, 500,
+                                             key_id=7)))
     bad.append(("malformed", good[:60]))
     e3, s3 = nxt()
     bad.append(("unknown_peer", credits.grant(key, STRANGER, e3, s3, 7,

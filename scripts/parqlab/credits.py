@@ -1,11 +1,12 @@
 """parqd credit messages, built byte by byte from
-Documentation/parqd-protocol.md (version 1), independently of the C++
+Documentation/parqd-protocol.md (version 2), independently of the C++
 encoder, so that a selftest checks parqd against the document.
 
     key = bytes.fromhex(open(path).read().strip())
-    msg = grant(key, sender=2, epoch=10, seq=1, credit=3000,
+    msg = grant(key, sender=2, time_ns=time.time_ns(), seq=1, credit=3000,
                 addrs=["10.77.0.2"], epoch_us=10000, lease=3)
-    rel = release(key, sender=2, epoch=10, seq=2, addrs=["10.77.0.2"])
+    rel = release(key, sender=2, time_ns=time.time_ns(), seq=2,
+                  addrs=["10.77.0.2"])
 
 encode() takes every field, so tests can also build what parqd must
 refuse (flags, reserved bytes, bad lengths) and sign it.
@@ -16,10 +17,12 @@ import ipaddress
 import struct
 
 MAGIC = 0x50525144			# "PRQD"
-VERSION = 1
+VERSION = 2
 GRANT = 1
 RELEASE = 2
-HEADER = struct.Struct(">IBBBBQQQQIHH")	# 48 bytes
+# magic, version, type, flags, count, sender, key id, epoch length,
+# time, sequence, credit, lease, 14 reserved bytes
+HEADER = struct.Struct(">IBBBBQIIQQQH14s")	# 64 bytes
 MAC_BYTES = 32
 
 
@@ -35,23 +38,27 @@ def mac(key, data):
     return hmac.new(key, data, hashlib.sha256).digest()
 
 
-def encode(key, mtype, sender, epoch, seq, credit, epoch_us, lease, addrs,
-           version=VERSION, flags=0, reserved=0, magic=MAGIC, count=None):
+def encode(key, mtype, sender, time_ns, seq, credit, epoch_us, lease, addrs,
+           key_id=1, version=VERSION, flags=0, reserved=bytes(14),
+           magic=MAGIC, count=None):
     body = HEADER.pack(magic, version, mtype, flags,
                        len(addrs) if count is None else count,
-                       sender, epoch, seq, credit, epoch_us, lease, reserved)
+                       sender, key_id, epoch_us, time_ns, seq, credit, lease,
+                       reserved)
     body += b"".join(address_entry(a) for a in addrs)
-    assert HEADER.size == 48
+    assert HEADER.size == 64
     return body + mac(key, body)
 
 
-def grant(key, sender, epoch, seq, credit, addrs, epoch_us=1000, lease=3):
-    return encode(key, GRANT, sender, epoch, seq, credit, epoch_us, lease,
-                  addrs)
+def grant(key, sender, time_ns, seq, credit, addrs, epoch_us=1000, lease=3,
+          key_id=1):
+    return encode(key, GRANT, sender, time_ns, seq, credit, epoch_us, lease,
+                  addrs, key_id=key_id)
 
 
-def release(key, sender, epoch, seq, addrs, epoch_us=1000):
-    return encode(key, RELEASE, sender, epoch, seq, 0, epoch_us, 0, addrs)
+def release(key, sender, time_ns, seq, addrs, epoch_us=1000, key_id=1):
+    return encode(key, RELEASE, sender, time_ns, seq, 0, epoch_us, 0, addrs,
+                  key_id=key_id)
 
 
 __all__ = ["encode", "grant", "release", "address_entry", "mac", "GRANT",

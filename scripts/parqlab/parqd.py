@@ -62,6 +62,14 @@ class Settings:
     local_floor: int = 0		# percent of link_rate
     link_rate: int = 0		# bits/s
     parallel_dscp: list = None	# e.g. ["af41"]; None: parqd's default
+    # Every host's max-clock-skew: parqd's default, longer under the debug
+    # kernel, where a message can wait that long for parqd to run.
+    max_skew_ms: int = None		# None: 500 x ktap.slowdown()
+
+    def skew_ms(self):
+        if self.max_skew_ms is not None:
+            return self.max_skew_ms
+        return int(500 * ktap.slowdown())
 
 
 class Cluster:
@@ -113,6 +121,7 @@ listen-address = "{ip}"
 listen-port = {self.port}
 metrics-file = "{self.metrics_file(h)}"
 metrics-period = "100ms"
+max-clock-skew = "{self.settings.skew_ms()}ms"
 """
         if h in self.receivers:
             s = self.settings
@@ -148,7 +157,9 @@ addresses = ["{self.star.ip(o)}"]
         """Start parqd on @hosts (default all) and wait until each has
         written its metrics once (@timeout seconds, times ktap.slowdown():
         under the debug kernel an ASan build of parqd takes 10 s or more to
-        start); raises if one exits or is late."""
+        start), then for the max-clock-skew, during which a sending host
+        drops credit messages as possibly recorded before its start; raises
+        if one exits or is late."""
         hosts = self.hosts() if hosts is None else list(hosts)
         for h in hosts:
             try:
@@ -169,6 +180,7 @@ addresses = ["{self.star.ip(o)}"]
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"parqd on {h} did not start")
                 time.sleep(0.05)
+        time.sleep(self.settings.skew_ms() / 1000)
 
     def kill(self, h):
         """SIGKILL @h's parqd (no RELEASE) and forget it."""

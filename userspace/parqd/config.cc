@@ -343,6 +343,30 @@ const ConfigKey kKeys[] = {
        c.key_file = s.value().text;
        return std::nullopt;
      })},
+    {{"key-id", ConfigType::kInteger, false, false, true, "key-id = 1",
+      "the id of key-file's key in the messages, 1..4294967295 (a new key "
+      "gets a new id: Documentation/parqd-protocol.md, Keys)"},
+     {},
+     PARQD_READ({
+       auto n = r.Integer(v, "key-id", 1, UINT32_MAX);
+       if (!n.ok())
+         return n.error();
+       c.key_id = static_cast<uint32_t>(n.value());
+       return std::nullopt;
+     })},
+    {{"max-clock-skew", ConfigType::kDuration, false, false, true,
+      "max-clock-skew = \"500ms\"",
+      "how far a credit message's timestamp may be from this host's clock "
+      "(clock synchronisation plus network delay), 1ms..60s"},
+     {},
+     PARQD_READ({
+       uint64_t ns = 0;
+       if (auto e = ReadDuration(r, v, "max-clock-skew", kNsPerMs,
+                                 60 * kNsPerSec, "a skew from 1ms to 60s", ns))
+         return e;
+       c.max_clock_skew_ns = ns;
+       return std::nullopt;
+     })},
     {{"listen-address", ConfigType::kAddress, false, false, true,
       "listen-address = \"::\"",
       "UDP address credit messages arrive on (\"::\" takes IPv4 too)"},

@@ -14,7 +14,7 @@ ApplyResult CreditTable::Apply(const wire::Message& m, uint64_t now) {
   ApplyResult r;
   for (const Address& a : m.addresses) {
     auto it = entries_.find(a);
-    if (it != entries_.end() && m.epoch < it->second.epoch) {
+    if (it != entries_.end() && m.sequence < it->second.sequence) {
       r.stale++;
       continue;
     }
@@ -27,13 +27,19 @@ ApplyResult CreditTable::Apply(const wire::Message& m, uint64_t now) {
     entries_[a] = CreditEntry{
         .credit = m.credit,
         .epoch_ns = m.epoch_ns(),
-        .epoch = m.epoch,
+        .sequence = m.sequence,
         .granter = m.sender,
         .expires = LeaseExpiry(now, m.lease, m.epoch_ns()),
     };
     r.applied++;
   }
   return r;
+}
+
+void CreditTable::ForgetOrder(const std::vector<Address>& addresses) {
+  for (const Address& a : addresses)
+    if (auto it = entries_.find(a); it != entries_.end())
+      it->second.sequence = 0;
 }
 
 std::vector<Address> CreditTable::Expire(uint64_t now) {

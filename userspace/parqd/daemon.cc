@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -403,9 +404,15 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
     spdlog::error("cannot compute HMAC-SHA-256: the crypto library failed");
     return 1;
   }
-  Key role_key = key.value();
+  std::map<uint32_t, Key> held;
+  held.emplace(c.key_id, std::move(key.value()));
+  auto keys = KeyRing::Create(std::move(held), c.key_id);
+  if (!keys.ok()) {
+    spdlog::error("configuration: {}", keys.error());
+    return 1;
+  }
   auto rx =
-      Inbox::Create(std::move(key.value()), c.peers,
+      Inbox::Create(keys.value(), c.peers, {c.max_clock_skew_ns, RealtimeNs()},
                     [](const std::string& line) { spdlog::warn("{}", line); });
   if (!rx.ok()) {
     spdlog::error("configuration: {}", rx.error());
@@ -457,7 +464,7 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
     rc.peer_port = c.listen_port;
     rc.parallel_dscp = c.parallel_dscp;
     role.emplace(
-        std::move(rc), std::move(role_key), *monitor,
+        std::move(rc), std::move(keys.value()), *monitor,
         [fd, family](const Address& to, uint16_t port,
                      std::span<const uint8_t> bytes) {
           sockaddr_storage ss{};
@@ -557,8 +564,8 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
       if (!from)
         continue;
       const size_t got = std::min(static_cast<size_t>(len), buf.size());
-      const Outcome o =
-          sender.Handle(std::span(buf.data(), got), *from, MonotonicNs());
+      const Outcome o = sender.Handle(std::span(buf.data(), got), *from,
+                                      MonotonicNs(), RealtimeNs());
       if (o.accepted && o.message)
         spdlog::debug(
             "applied {} from peer {} ({} address(es))",

@@ -80,13 +80,14 @@ uint64_t FloorBytes(uint64_t link_bps, unsigned percent, uint32_t epoch_us) {
 }
 
 wire::Message ToMessage(const GrantDecision& d, const GrantPolicy& p,
-                        uint64_t sender, uint64_t epoch, uint64_t sequence,
+                        const Stamp& stamp,
                         const std::vector<Address>& own_addresses) {
   wire::Message m;
   m.type = d.type;
-  m.sender = sender;
-  m.epoch = epoch;
-  m.sequence = sequence;
+  m.sender = stamp.sender;
+  m.key_id = stamp.key_id;
+  m.time_ns = stamp.time_ns;
+  m.sequence = stamp.sequence;
   m.epoch_us = p.epoch_us;
   m.credit = d.type == wire::Type::kGrant ? d.credit : 0;
   m.lease = d.type == wire::Type::kGrant ? p.lease : 0;

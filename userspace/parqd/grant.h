@@ -86,10 +86,18 @@ class Granter {
   std::set<uint64_t> granted_;               // peers holding a grant
 };
 
-// The message for `d`; `epoch` and `sequence` come from the caller's
-// clock and counter.
+// The header fields that the sender's identity, key, clock and counter
+// give a message.
+struct Stamp {
+  uint64_t sender = 0;
+  uint32_t key_id = 1;
+  uint64_t time_ns = 0;  // CLOCK_REALTIME when sent
+  uint64_t sequence = 0;
+};
+
+// The message for `d`.
 wire::Message ToMessage(const GrantDecision& d, const GrantPolicy& p,
-                        uint64_t sender, uint64_t epoch, uint64_t sequence,
+                        const Stamp& stamp,
                         const std::vector<Address>& own_addresses);
 
 }  // namespace parq::parqd

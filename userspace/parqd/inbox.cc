@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "satmath.h"
+
 namespace parq::parqd {
 
 namespace {
@@ -18,16 +20,24 @@ std::string_view Name(DropReason r) {
   switch (r) {
     case DropReason::kMalformed:
       return "malformed";
-    case DropReason::kBadMac:
-      return "bad_mac";
-    case DropReason::kCryptoFailure:
-      return "crypto_failure";
     case DropReason::kUnknownPeer:
       return "unknown_peer";
     case DropReason::kWrongSource:
       return "wrong_source";
+    case DropReason::kUnknownKey:
+      return "unknown_key";
+    case DropReason::kBadMac:
+      return "bad_mac";
+    case DropReason::kCryptoFailure:
+      return "crypto_failure";
     case DropReason::kForeignAddress:
       return "foreign_address";
+    case DropReason::kTimeAhead:
+      return "time_ahead";
+    case DropReason::kTimeBehind:
+      return "time_behind";
+    case DropReason::kBeforeStart:
+      return "before_start";
     case DropReason::kDuplicate:
       return "duplicate";
     case DropReason::kTooOld:
@@ -45,8 +55,11 @@ uint64_t Counters::dropped_total() const {
   return sum;
 }
 
-Result<Inbox, std::string> Inbox::Create(Key key, std::vector<PeerConfig> peers,
-                                         LogSink log) {
+Result<Inbox, std::string> Inbox::Create(KeyRing keys,
+                                         std::vector<PeerConfig> peers,
+                                         Freshness fresh, LogSink log) {
+  if (fresh.max_skew_ns == 0)
+    return Err{std::string("the maximum clock skew must be longer than 0")};
   std::map<uint64_t, Peer> table;
   std::map<Address, uint64_t> owner;
   for (PeerConfig& p : peers) {
@@ -68,11 +81,15 @@ Result<Inbox, std::string> Inbox::Create(Key key, std::vector<PeerConfig> peers,
     if (!table.try_emplace(p.id, Peer{std::move(p.addresses), {}, {}}).second)
       return Err{name + " is configured twice"};
   }
-  return Inbox(std::move(key), std::move(table), std::move(log));
+  return Inbox(std::move(keys), std::move(table), fresh, std::move(log));
 }
 
-Inbox::Inbox(Key key, std::map<uint64_t, Peer> peers, LogSink log)
-    : key_(std::move(key)), peers_(std::move(peers)), log_(std::move(log)) {}
+Inbox::Inbox(KeyRing keys, std::map<uint64_t, Peer> peers, Freshness fresh,
+             LogSink log)
+    : keys_(std::move(keys)),
+      peers_(std::move(peers)),
+      fresh_(fresh),
+      log_(std::move(log)) {}
 
 Outcome Inbox::Drop(DropReason r, std::optional<wire::WireError> e,
                     const Address& from, std::optional<uint64_t> sender,
@@ -97,44 +114,70 @@ Outcome Inbox::Drop(DropReason r, std::optional<wire::WireError> e,
 }
 
 Outcome Inbox::Receive(std::span<const uint8_t> bytes, const Address& from,
-                       uint64_t now) {
+                       uint64_t now, uint64_t realtime) {
   counters_.received++;
 
-  auto decoded = wire::Decode(bytes, key_);
+  // Who claims to have sent it decides which key to try: a datagram that
+  // names no configured peer, comes from elsewhere or names a key this
+  // host does not hold is dropped before any MAC is computed.
+  auto header = wire::Peek(bytes);
+  if (!header.ok())
+    return Drop(DropReason::kMalformed, header.error(), from, std::nullopt,
+                now);
+  const uint64_t sender = header.value().sender;
+  auto it = peers_.find(sender);
+  if (it == peers_.end())
+    return Drop(DropReason::kUnknownPeer, std::nullopt, from, sender, now);
+  Peer& peer = it->second;
+  if (!Contains(peer.addresses, from))
+    return Drop(DropReason::kWrongSource, std::nullopt, from, sender, now);
+  const Key* key = keys_.Find(header.value().key_id);
+  if (!key)
+    return Drop(DropReason::kUnknownKey, std::nullopt, from, sender, now);
+
+  auto decoded = wire::Decode(bytes, *key);
   if (!decoded.ok()) {
     const wire::WireError e = decoded.error();
     const DropReason r = e == wire::WireError::kBadMac ? DropReason::kBadMac
                          : e == wire::WireError::kCryptoFailure
                              ? DropReason::kCryptoFailure
                              : DropReason::kMalformed;
-    return Drop(r, e, from, std::nullopt, now);
+    return Drop(r, e, from, sender, now);
   }
   const wire::Message& m = decoded.value();
-
-  auto it = peers_.find(m.sender);
-  if (it == peers_.end())
-    return Drop(DropReason::kUnknownPeer, std::nullopt, from, m.sender, now);
-  Peer& peer = it->second;
-  if (!Contains(peer.addresses, from))
-    return Drop(DropReason::kWrongSource, std::nullopt, from, m.sender, now);
   for (const Address& a : m.addresses)
     if (!Contains(peer.addresses, a))
-      return Drop(DropReason::kForeignAddress, std::nullopt, from, m.sender,
-                  now);
+      return Drop(DropReason::kForeignAddress, std::nullopt, from, sender, now);
 
+  const uint64_t skew = fresh_.max_skew_ns;
+  if (m.time_ns > SatAdd(realtime, skew))
+    return Drop(DropReason::kTimeAhead, std::nullopt, from, sender, now);
+  if (SatAdd(m.time_ns, skew) < realtime)
+    return Drop(DropReason::kTimeBehind, std::nullopt, from, sender, now);
+  if (m.time_ns < SatAdd(fresh_.start_ns, skew))
+    return Drop(DropReason::kBeforeStart, std::nullopt, from, sender, now);
+
+  // Every message the window remembers is now too old to pass the time
+  // check: the window can go, and the peer's numbering start anew.
+  if (peer.newest && SatAdd(*peer.newest, skew) < realtime) {
+    peer.window = ReplayWindow{};
+    peer.newest.reset();
+    table_.ForgetOrder(peer.addresses);
+    counters_.forgotten++;
+  }
   switch (peer.window.Check(m.sequence)) {
     case ReplayVerdict::kFresh:
       break;
     case ReplayVerdict::kDuplicate:
-      return Drop(DropReason::kDuplicate, std::nullopt, from, m.sender, now);
+      return Drop(DropReason::kDuplicate, std::nullopt, from, sender, now);
     case ReplayVerdict::kTooOld:
-      return Drop(DropReason::kTooOld, std::nullopt, from, m.sender, now);
+      return Drop(DropReason::kTooOld, std::nullopt, from, sender, now);
   }
-  if (peer.epoch && m.epoch < *peer.epoch)
-    return Drop(DropReason::kStale, std::nullopt, from, m.sender, now);
+  if (m.sequence < peer.window.top())
+    return Drop(DropReason::kStale, std::nullopt, from, sender, now);
 
   peer.window.Accept(m.sequence);
-  peer.epoch = m.epoch;
+  peer.newest = std::max(peer.newest.value_or(0), m.time_ns);
   table_.Apply(m, now);
   counters_.accepted++;
   (m.type == wire::Type::kGrant ? counters_.grants : counters_.releases)++;

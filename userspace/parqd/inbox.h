@@ -1,20 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // The inbox of a sending host: one credit message, as bytes from a
-// UDP peer, through every check to the credit table.
+// UDP peer, through every check to the credit table.  The cheap checks
+// come first, so that a datagram from a stranger costs no MAC:
 //
-//   decode     framing, HMAC-SHA-256 under the cluster key, fields
-//   peer       the sender id is configured, the UDP source address is one
-//              of that peer's addresses, and every address it grants for is
-//              one of them too (a peer can only limit traffic to itself)
-//   replay     the sequence number is fresh in the peer's window
-//   staleness  the epoch is not older than the newest accepted from the
-//              peer (equal is fine: a restatement within the epoch)
+//   framing    size, magic, version, address count (wire::Peek)
+//   peer       the sender id is configured and the UDP source address is
+//              one of that peer's addresses
+//   key        the key id is one this host holds
+//   decode     HMAC-SHA-256 under that key, then the fields
+//   addresses  every address it grants for is the peer's own (a peer can
+//              only limit traffic to itself)
+//   time       its timestamp is within max_skew of this host's clock, and
+//              not from before this host started (plus max_skew), so that
+//              nothing recorded before a restart is accepted after it
+//   replay     the sequence number is fresh in the peer's window and
+//              above the newest accepted (credits are absolute: an older
+//              message that arrives late is outdated, not news)
 //   apply      to the credit table
 //
+// Freshness does not compare epoch numbers or rely on a clock that never
+// steps back: the timestamp bounds what can be replayed to max_skew, and
+// the replay window orders the messages within it.  A peer's window is
+// forgotten once every message it accepted is older than max_skew (its
+// timestamps), so a peer whose sequence numbers started lower (it
+// restarted after its clock stepped back) or that sent a sequence number
+// near 2^64 is heard again after at most max_skew of silence.
+//
 // A message dropped at any step changes nothing but the counters (and the
-// log rate limiter): not the table, not the replay window, not the epoch.
-// Each drop is counted by reason and logged at a limited rate.
+// log rate limiter): not the table, not the replay window.  Each drop is
+// counted by reason and logged at a limited rate.
 
 #ifndef PARQD_INBOX_H
 #define PARQD_INBOX_H
@@ -42,14 +57,18 @@ namespace parq::parqd {
 
 enum class DropReason : uint8_t {
   kMalformed,       // any WireError but the two below; detail by error
-  kBadMac,          // not authenticated by the cluster key
-  kCryptoFailure,   // libcrypto failed: a host problem, not the sender's
   kUnknownPeer,     // sender id not configured
   kWrongSource,     // UDP source address not one of the peer's
+  kUnknownKey,      // a key id this host does not hold
+  kBadMac,          // not authenticated by that key
+  kCryptoFailure,   // libcrypto failed: a host problem, not the sender's
   kForeignAddress,  // grants for an address that is not the peer's
+  kTimeAhead,       // timestamp more than max_skew ahead of this host
+  kTimeBehind,      // timestamp more than max_skew behind this host
+  kBeforeStart,     // timestamp before this host's start + max_skew
   kDuplicate,       // sequence number already accepted
   kTooOld,          // sequence number left of the replay window
-  kStale,           // epoch older than the newest accepted from the peer
+  kStale,           // below the newest accepted: reordered, outdated
 };
 inline constexpr size_t kDropReasonCount =
     static_cast<size_t>(DropReason::kStale) + 1;
@@ -59,9 +78,10 @@ std::string_view Name(DropReason r);
 struct Counters {
   uint64_t received = 0;
   uint64_t accepted = 0;
-  uint64_t grants = 0;    // accepted GRANT messages
-  uint64_t releases = 0;  // accepted RELEASE messages
-  uint64_t expired = 0;   // entries removed because their lease ended
+  uint64_t grants = 0;     // accepted GRANT messages
+  uint64_t releases = 0;   // accepted RELEASE messages
+  uint64_t expired = 0;    // entries removed because their lease ended
+  uint64_t forgotten = 0;  // peers' replay windows forgotten (see above)
   std::array<uint64_t, kDropReasonCount> dropped{};
   std::array<uint64_t, wire::kWireErrorCount> malformed{};  // by WireError
 
@@ -75,6 +95,17 @@ struct PeerConfig {
   std::vector<Address> addresses;  // where it sends from, what it grants for
 
   bool operator==(const PeerConfig&) const = default;
+};
+
+struct Freshness {
+  // How far a message's timestamp may be from this host's CLOCK_REALTIME:
+  // the clock synchronisation the cluster guarantees, plus network delay.
+  uint64_t max_skew_ns = 500'000'000;
+  // CLOCK_REALTIME when this host's parqd started: messages stamped before
+  // start + max_skew may have been recorded before it and are dropped.
+  uint64_t start_ns = 0;
+
+  bool operator==(const Freshness&) const = default;
 };
 
 struct Outcome {
@@ -93,13 +124,15 @@ class Inbox {
 
   // Fails, naming the problem, on a duplicate peer id, a peer without
   // addresses or an address configured for two peers.
-  static Result<Inbox, std::string> Create(Key key,
+  static Result<Inbox, std::string> Create(KeyRing keys,
                                            std::vector<PeerConfig> peers,
+                                           Freshness fresh = {},
                                            LogSink log = {});
 
-  // `now`: CLOCK_MONOTONIC in ns, for lease expiry and log rate limiting.
+  // `now`: CLOCK_MONOTONIC in ns, for lease expiry and log rate limiting;
+  // `realtime`: CLOCK_REALTIME in ns, for the message's timestamp.
   Outcome Receive(std::span<const uint8_t> bytes, const Address& from,
-                  uint64_t now);
+                  uint64_t now, uint64_t realtime);
 
   // Removes expired entries; returns the destinations to unblock.
   std::vector<Address> Expire(uint64_t now);
@@ -111,16 +144,18 @@ class Inbox {
   struct Peer {
     std::vector<Address> addresses;
     ReplayWindow window;
-    std::optional<uint64_t> epoch;  // newest accepted
+    std::optional<uint64_t> newest;  // the newest timestamp accepted
   };
 
-  Inbox(Key key, std::map<uint64_t, Peer> peers, LogSink log);
+  Inbox(KeyRing keys, std::map<uint64_t, Peer> peers, Freshness fresh,
+        LogSink log);
   Outcome Drop(DropReason r, std::optional<wire::WireError> e,
                const Address& from, std::optional<uint64_t> sender,
                uint64_t now);
 
-  Key key_;
+  KeyRing keys_;
   std::map<uint64_t, Peer> peers_;
+  Freshness fresh_;
   CreditTable table_;
   Counters counters_;
   LogSink log_;

@@ -144,4 +144,21 @@ Result<Key, std::string> Key::FromFile(const std::string& path) {
   return std::move(*key);
 }
 
+Result<KeyRing, std::string> KeyRing::Create(std::map<uint32_t, Key> keys,
+                                             uint32_t send_id) {
+  if (keys.empty())
+    return Err{std::string("no key")};
+  if (keys.begin()->first == 0)
+    return Err{std::string("key id 0: key ids start at 1")};
+  if (!keys.contains(send_id))
+    return Err{"the send key id " + std::to_string(send_id) +
+               " is not one of the keys held"};
+  return KeyRing(std::move(keys), send_id);
+}
+
+const Key* KeyRing::Find(uint32_t id) const {
+  auto it = keys_.find(id);
+  return it == keys_.end() ? nullptr : &it->second;
+}
+
 }  // namespace parq::parqd

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +41,29 @@ class Key {
  private:
   explicit Key(std::vector<uint8_t> bytes) : bytes_(std::move(bytes)) {}
   std::vector<uint8_t> bytes_;
+};
+
+// The keys credit messages are made and checked with, by key id (the
+// header's key id field).  A host accepts a message under any key it
+// holds and makes its own under `send_id`, so that a cluster can roll
+// from one key to the next without a flag day
+// (Documentation/parqd-protocol.md, "Keys").
+class KeyRing {
+ public:
+  // Fails, saying why, on no key, a key id 0, or a send id not held.
+  static Result<KeyRing, std::string> Create(std::map<uint32_t, Key> keys,
+                                             uint32_t send_id);
+
+  // The key of id `id`, or nullptr.
+  const Key* Find(uint32_t id) const;
+  uint32_t send_id() const { return send_id_; }
+  const Key& send_key() const { return keys_.at(send_id_); }
+
+ private:
+  KeyRing(std::map<uint32_t, Key> keys, uint32_t send_id)
+      : keys_(std::move(keys)), send_id_(send_id) {}
+  std::map<uint32_t, Key> keys_;
+  uint32_t send_id_;
 };
 
 }  // namespace parq::parqd

@@ -84,6 +84,10 @@ void RenderInbox(PromText& out, const Counters& c, size_t credit_entries) {
 
   out.Counter("parqd_credit_expired_total",
               "Credit entries removed because their lease ended.", c.expired);
+  out.Counter("parqd_replay_windows_forgotten_total",
+              "Peers' replay windows forgotten because every message in "
+              "them had become older than max-clock-skew.",
+              c.forgotten);
   out.Gauge("parqd_credit_entries",
             "Destinations currently holding a credit entry.", credit_entries);
 }

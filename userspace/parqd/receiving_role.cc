@@ -8,11 +8,11 @@
 
 namespace parq::parqd {
 
-ReceivingRole::ReceivingRole(ReceivingRoleConfig c, Key key,
+ReceivingRole::ReceivingRole(ReceivingRoleConfig c, KeyRing keys,
                              KernelMonitor& monitor, SendFn send,
                              uint64_t realtime_ns, LogSink log)
     : cfg_(std::move(c)),
-      key_(std::move(key)),
+      keys_(std::move(keys)),
       monitor_(monitor),
       send_(std::move(send)),
       log_(std::move(log)),
@@ -68,15 +68,16 @@ void ReceivingRole::Observe(const std::vector<PeerSample>& samples,
 
 void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
                          uint64_t realtime_ns) {
-  const uint64_t epoch = realtime_ns / epoch_ns();
   for (const GrantDecision& d : ds) {
     auto to = send_to_.find(d.peer);
     if (to == send_to_.end())
       continue;
-    const wire::Message m = ToMessage(d, cfg_.policy, cfg_.node_id, epoch,
-                                      SatAdd(sequence_, 1), cfg_.own_addresses);
+    const Stamp stamp{cfg_.node_id, keys_.send_id(), realtime_ns,
+                      SatAdd(sequence_, 1)};
+    const wire::Message m =
+        ToMessage(d, cfg_.policy, stamp, cfg_.own_addresses);
     sequence_ = m.sequence;
-    auto bytes = wire::Encode(m, key_);
+    auto bytes = wire::Encode(m, keys_.send_key());
     const bool grant = d.type == wire::Type::kGrant;
     if (!bytes.ok() || !send_(to->second, cfg_.peer_port, bytes.value())) {
       ++counters_.send_errors;

@@ -20,10 +20,12 @@
 // dump; only configured peers (by their addresses) are granted.  Every
 // decision is one message (GRANT: credit threshold-recv, lease `lease`
 // epochs; RELEASE) carrying this host's own addresses, sent to the peer's
-// first address at the peer port.  Epoch numbers are CLOCK_REALTIME /
-// epoch length; sequence numbers are seeded from CLOCK_REALTIME in ns and
-// increase per message (Documentation/parqd-protocol.md), so they keep
-// increasing across restarts.
+// first address at the peer port, stamped with CLOCK_REALTIME and made
+// with the key ring's send key.  Sequence numbers are seeded from
+// CLOCK_REALTIME in ns and increase per message
+// (Documentation/parqd-protocol.md), so they normally keep increasing
+// across restarts; when they do not (the clock stepped back), the
+// receivers of the messages forget the old ones within their max-skew.
 
 #ifndef PARQD_RECEIVING_ROLE_H
 #define PARQD_RECEIVING_ROLE_H
@@ -76,7 +78,7 @@ class ReceivingRole {
 
   // `monitor` must outlive the role.  `realtime_ns`: CLOCK_REALTIME now,
   // the seed of the sequence numbers.
-  ReceivingRole(ReceivingRoleConfig c, Key key, KernelMonitor& monitor,
+  ReceivingRole(ReceivingRoleConfig c, KeyRing keys, KernelMonitor& monitor,
                 SendFn send, uint64_t realtime_ns, LogSink log = {});
 
   std::optional<KernelError> Start();
@@ -106,7 +108,7 @@ class ReceivingRole {
   void Log(uint64_t now, const std::string& line);
 
   ReceivingRoleConfig cfg_;
-  Key key_;
+  KeyRing keys_;
   KernelMonitor& monitor_;
   SendFn send_;
   LogSink log_;

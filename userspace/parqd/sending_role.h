@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // The sending host's role of parqd: a credit message from a peer goes
-// through the inbox (inbox.h: authentication, replay,
-// staleness, known peer, source address) and, once accepted, is applied to
-// the kernel's credit table:
+// through the inbox (inbox.h: known peer and source address, key,
+// authentication, timestamp, replay and order) and, once accepted, is
+// applied to the kernel's credit table:
 //
 //   GRANT    one PARQ_CMD_CREDIT_SET per address: credit (bytes per epoch,
 //            clamped to u32), epoch length (ns) and lease (ns = lease
@@ -50,9 +50,10 @@ class SendingRole {
   // `kernel` must outlive the SendingRole.
   SendingRole(Inbox rx, KernelCreditTable& kernel, LogSink log = {});
 
-  // One datagram from `from`; `now` is CLOCK_MONOTONIC ns.
+  // One datagram from `from`; `now` is CLOCK_MONOTONIC ns, `realtime`
+  // CLOCK_REALTIME ns.
   Outcome Handle(std::span<const uint8_t> bytes, const Address& from,
-                 uint64_t now);
+                 uint64_t now, uint64_t realtime);
 
   // Forgets expired entries of the user-space table (the kernel expires
   // its own); returns how many.

@@ -58,6 +58,8 @@ Result<std::monostate, WireError> ValidateFields(const Message& m) {
     return Err{WireError::kBadType};
   if (m.sequence == 0)
     return Err{WireError::kBadSequence};
+  if (m.key_id == 0)
+    return Err{WireError::kBadKeyId};
   if (m.epoch_us < kMinEpochUs || m.epoch_us > kMaxEpochUs)
     return Err{WireError::kBadEpochLength};
   if (m.type == Type::kGrant && m.lease == 0)
@@ -115,6 +117,8 @@ std::string_view Name(WireError e) {
       return "bad_reserved";
     case WireError::kBadSequence:
       return "bad_sequence";
+    case WireError::kBadKeyId:
+      return "bad_key_id";
     case WireError::kBadEpochLength:
       return "bad_epoch_length";
     case WireError::kBadLease:
@@ -162,12 +166,12 @@ Result<std::vector<uint8_t>, WireError> Encode(const Message& m,
   out[kOffFlags] = 0;
   out[kOffCount] = static_cast<uint8_t>(m.addresses.size());
   Put<uint64_t>(out, kOffSender, m.sender);
-  Put<uint64_t>(out, kOffEpoch, m.epoch);
+  Put<uint32_t>(out, kOffKeyId, m.key_id);
+  Put<uint32_t>(out, kOffEpochUs, m.epoch_us);
+  Put<uint64_t>(out, kOffTime, m.time_ns);
   Put<uint64_t>(out, kOffSeq, m.sequence);
   Put<uint64_t>(out, kOffCredit, m.credit);
-  Put<uint32_t>(out, kOffEpochUs, m.epoch_us);
   Put<uint16_t>(out, kOffLease, m.lease);
-  Put<uint16_t>(out, kOffReserved, 0);
   for (size_t i = 0; i < m.addresses.size(); i++) {
     const size_t off = kHeaderBytes + i * kAddressBytes;
     out[off + kOffFamily] = static_cast<uint8_t>(m.addresses[i].family);
@@ -183,8 +187,7 @@ Result<std::vector<uint8_t>, WireError> Encode(const Message& m,
   return out;
 }
 
-Result<Message, WireError> Decode(std::span<const uint8_t> in, const Key& key) {
-  // Framing.
+Result<Header, WireError> Peek(std::span<const uint8_t> in) {
   if (in.size() < kMinMessageBytes)
     return Err{WireError::kShort};
   if (Get<uint32_t>(in, kOffMagic) != kMagic)
@@ -199,6 +202,14 @@ Result<Message, WireError> Decode(std::span<const uint8_t> in, const Key& key) {
     return Err{WireError::kBadLength};
   if (in.size() > need)
     return Err{WireError::kTrailingBytes};
+  return Header{Get<uint64_t>(in, kOffSender), Get<uint32_t>(in, kOffKeyId)};
+}
+
+Result<Message, WireError> Decode(std::span<const uint8_t> in, const Key& key) {
+  if (auto h = Peek(in); !h.ok())
+    return Err{h.error()};
+  const size_t count = in[kOffCount];
+  const size_t need = MessageBytes(count);
 
   // Authentication: nothing below is read from an unauthenticated message.
   const size_t mac_off = need - kMacBytes;
@@ -215,15 +226,16 @@ Result<Message, WireError> Decode(std::span<const uint8_t> in, const Key& key) {
     return Err{WireError::kBadType};
   if (in[kOffFlags] != 0)
     return Err{WireError::kBadFlags};
-  if (Get<uint16_t>(in, kOffReserved) != 0)
+  if (!AllZero(in.subspan(kOffReserved, kHeaderBytes - kOffReserved)))
     return Err{WireError::kBadReserved};
   Message m;
   m.type = static_cast<Type>(type);
   m.sender = Get<uint64_t>(in, kOffSender);
-  m.epoch = Get<uint64_t>(in, kOffEpoch);
+  m.key_id = Get<uint32_t>(in, kOffKeyId);
+  m.epoch_us = Get<uint32_t>(in, kOffEpochUs);
+  m.time_ns = Get<uint64_t>(in, kOffTime);
   m.sequence = Get<uint64_t>(in, kOffSeq);
   m.credit = Get<uint64_t>(in, kOffCredit);
-  m.epoch_us = Get<uint32_t>(in, kOffEpochUs);
   m.lease = Get<uint16_t>(in, kOffLease);
   m.addresses.reserve(count);
   for (size_t i = 0; i < count; i++) {

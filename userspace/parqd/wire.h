@@ -5,6 +5,10 @@
 // an HMAC-SHA-256 over everything before it.
 //
 //   Encode()  validates a Message and returns its bytes, MAC included.
+//   Peek()    checks the framing only and returns the two fields that say
+//             which key authenticates the message (sender, key id), so
+//             that a receiver can drop a message from an unknown source
+//             before computing any MAC.  Nothing it returns is trusted.
 //   Decode()  is strict: it returns the Message only when every byte is as
 //             the format says, else the first WireError found.  It checks
 //             the framing (size, magic, version, address count, length)
@@ -28,16 +32,16 @@
 namespace parq::parqd::wire {
 
 inline constexpr uint32_t kMagic = 0x50525144;  // "PRQD"
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;
 
-inline constexpr size_t kHeaderBytes = 48;
+inline constexpr size_t kHeaderBytes = 64;
 inline constexpr size_t kAddressBytes = 20;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kMaxAddresses = 16;
 inline constexpr size_t kMinMessageBytes =
-    kHeaderBytes + kAddressBytes + kMacBytes;  // 100
+    kHeaderBytes + kAddressBytes + kMacBytes;  // 116
 inline constexpr size_t kMaxMessageBytes =
-    kHeaderBytes + kMaxAddresses * kAddressBytes + kMacBytes;  // 400
+    kHeaderBytes + kMaxAddresses * kAddressBytes + kMacBytes;  // 416
 
 // Offsets of the header fields.
 inline constexpr size_t kOffMagic = 0;
@@ -46,12 +50,13 @@ inline constexpr size_t kOffType = 5;
 inline constexpr size_t kOffFlags = 6;
 inline constexpr size_t kOffCount = 7;
 inline constexpr size_t kOffSender = 8;
-inline constexpr size_t kOffEpoch = 16;
-inline constexpr size_t kOffSeq = 24;
-inline constexpr size_t kOffCredit = 32;
-inline constexpr size_t kOffEpochUs = 40;
-inline constexpr size_t kOffLease = 44;
-inline constexpr size_t kOffReserved = 46;
+inline constexpr size_t kOffKeyId = 16;
+inline constexpr size_t kOffEpochUs = 20;
+inline constexpr size_t kOffTime = 24;
+inline constexpr size_t kOffSeq = 32;
+inline constexpr size_t kOffCredit = 40;
+inline constexpr size_t kOffLease = 48;
+inline constexpr size_t kOffReserved = 50;  // 14 bytes, to kHeaderBytes
 
 // Field ranges.
 inline constexpr uint32_t kMinEpochUs = 100;         // 100 us
@@ -75,9 +80,10 @@ enum class WireError : uint8_t {
   kBadMac,  //
   // Fields, checked once authenticated.
   kBadType,           //
-  kBadFlags,          // no flag is defined in version 1
+  kBadFlags,          // no flag is defined in version 2
   kBadReserved,       // a reserved byte is not zero
   kBadSequence,       // 0 (sequence numbers start at 1)
+  kBadKeyId,          // 0 (key ids start at 1)
   kBadEpochLength,    // outside kMinEpochUs..kMaxEpochUs
   kBadLease,          // GRANT: 0; RELEASE: not 0
   kBadCredit,         // RELEASE: not 0
@@ -95,7 +101,8 @@ std::string_view Name(WireError e);
 struct Message {
   Type type = Type::kGrant;
   uint64_t sender = 0;    // node id of the granting host
-  uint64_t epoch = 0;     // the sender's epoch number
+  uint32_t key_id = 1;    // which of the sender's keys made the MAC
+  uint64_t time_ns = 0;   // the sender's CLOCK_REALTIME when it sent it
   uint64_t sequence = 0;  // per sender, strictly increasing, from 1
   uint64_t credit = 0;    // bytes per epoch; 0 means stop
   uint32_t epoch_us = 0;  // epoch length
@@ -112,11 +119,18 @@ using Mac = std::array<uint8_t, kMacBytes>;
 Result<Mac, WireError> ComputeMac(const Key& key,
                                   std::span<const uint8_t> data);
 
+// What Peek() reads from a message whose framing is right.
+struct Header {
+  uint64_t sender = 0;
+  uint32_t key_id = 0;
+};
+
 // The first rule of the format `m` breaks, if any.
 Result<std::monostate, WireError> Validate(const Message& m);
 
 Result<std::vector<uint8_t>, WireError> Encode(const Message& m,
                                                const Key& key);
+Result<Header, WireError> Peek(std::span<const uint8_t> bytes);
 Result<Message, WireError> Decode(std::span<const uint8_t> bytes,
                                   const Key& key);
 

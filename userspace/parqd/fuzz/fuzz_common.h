@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "address.h"
@@ -33,6 +34,13 @@ inline constexpr uint8_t kCtlFixMac = 1 << 2;
 inline constexpr unsigned kCtlTimeShift = 3;
 inline constexpr uint64_t kTimeStepNs = 50'000'000;  // 50 ms per unit
 
+// Mode 2's clocks: CLOCK_MONOTONIC starts at kFirstNs, and CLOCK_REALTIME
+// is kRealtimeBase + CLOCK_MONOTONIC; the inbox started at kRealtimeBase
+// and allows kMaxSkewNs.
+inline constexpr uint64_t kFirstNs = 1'000'000'000;
+inline constexpr uint64_t kRealtimeBase = 1'800'000'000'000'000'000;
+inline constexpr uint64_t kMaxSkewNs = 500'000'000;
+
 inline const Key& FuzzKey() {
   static const Key key = [] {
     std::array<uint8_t, 32> b{};
@@ -41,6 +49,12 @@ inline const Key& FuzzKey() {
     return Key::FromBytes(b).value();
   }();
   return key;
+}
+
+inline KeyRing FuzzKeys() {
+  std::map<uint32_t, Key> keys;
+  keys.emplace(1, FuzzKey());
+  return KeyRing::Create(std::move(keys), 1).value();
 }
 
 // Index by bits 0-1 of a record's control byte.

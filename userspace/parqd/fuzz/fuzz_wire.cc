@@ -53,10 +53,11 @@ void DecodeOne(std::span<const uint8_t> d) {
 }
 
 void ReceiveSequence(std::span<const uint8_t> d) {
-  auto created = Inbox::Create(fuzz::FuzzKey(), fuzz::FuzzPeers());
+  auto created = Inbox::Create(fuzz::FuzzKeys(), fuzz::FuzzPeers(),
+                               {fuzz::kMaxSkewNs, fuzz::kRealtimeBase});
   FUZZ_CHECK(created.ok());
   Inbox& r = created.value();
-  uint64_t now = 1'000'000'000;
+  uint64_t now = fuzz::kFirstNs;
   size_t pos = 0;
   while (pos + 3 <= d.size()) {
     const uint8_t ctl = d[pos];
@@ -72,11 +73,17 @@ void ReceiveSequence(std::span<const uint8_t> d) {
 
     const auto before = r.table().entries();
     const Counters c = r.counters();
-    const Outcome o = r.Receive(dgram, fuzz::FuzzSources()[ctl & 3], now);
+    const uint64_t realtime = fuzz::kRealtimeBase + now;
+    const Outcome o =
+        r.Receive(dgram, fuzz::FuzzSources()[ctl & 3], now, realtime);
     const Counters& n = r.counters();
     FUZZ_CHECK(n.received == c.received + 1);
     if (o.accepted) {
       FUZZ_CHECK(n.accepted == c.accepted + 1);
+      // Nothing outside the skew, or from before the start, gets in.
+      FUZZ_CHECK(o.message->time_ns <= realtime + fuzz::kMaxSkewNs);
+      FUZZ_CHECK(o.message->time_ns + fuzz::kMaxSkewNs >= realtime);
+      FUZZ_CHECK(o.message->time_ns >= fuzz::kRealtimeBase + fuzz::kMaxSkewNs);
       FUZZ_CHECK(n.dropped_total() == c.dropped_total());
     } else {
       FUZZ_CHECK(r.table().entries() == before);

@@ -13,11 +13,12 @@ std::vector<uint8_t> Encoded(const wire::Message& m) {
   return wire::Encode(m, FuzzKey()).value();
 }
 
-wire::Message Grant(uint64_t seq, uint64_t epoch, std::vector<Address> to) {
+// Stamped `steps` time steps after mode 2's first record.
+wire::Message Grant(uint64_t seq, uint64_t steps, std::vector<Address> to) {
   wire::Message m;
   m.type = wire::Type::kGrant;
   m.sender = 1;
-  m.epoch = epoch;
+  m.time_ns = kRealtimeBase + kFirstNs + steps * kTimeStepNs;
   m.sequence = seq;
   m.credit = 15000;
   m.epoch_us = 10000;
@@ -26,8 +27,8 @@ wire::Message Grant(uint64_t seq, uint64_t epoch, std::vector<Address> to) {
   return m;
 }
 
-wire::Message Release(uint64_t seq, uint64_t epoch, std::vector<Address> to) {
-  wire::Message m = Grant(seq, epoch, std::move(to));
+wire::Message Release(uint64_t seq, uint64_t steps, std::vector<Address> to) {
+  wire::Message m = Grant(seq, steps, std::move(to));
   m.type = wire::Type::kRelease;
   m.credit = 0;
   m.lease = 0;
@@ -56,10 +57,10 @@ std::vector<std::vector<uint8_t>> Seeds() {
     many.push_back(Address::V4({192, 0, 2, i}));
 
   const std::vector<wire::Message> messages = {
-      Grant(1, 100, {s[0]}),
-      Grant(2, 101, {s[0], s[1], s[2]}),
-      Release(3, 102, {s[2]}),
-      Grant(4, 103, many),
+      Grant(1, 0, {s[0]}),
+      Grant(2, 1, {s[0], s[1], s[2]}),
+      Release(3, 2, {s[2]}),
+      Grant(4, 3, many),
   };
   std::vector<std::vector<uint8_t>> seeds;
   for (const auto& m : messages) {
@@ -67,18 +68,21 @@ std::vector<std::vector<uint8_t>> Seeds() {
     seeds.push_back(WithMode(kFixMac, Encoded(m)));
   }
 
-  // A session of peer 1: grant, duplicate, restatement in the same epoch,
-  // next epoch, release, a stale one, a wrong source, time passing.
+  // A session of peer 1: grant, duplicate, restatement, next, release, a
+  // reordered one, a wrong source, time passing, stamps beyond the skew
+  // either way.
   std::vector<uint8_t> session{kReceive};
   const uint8_t step = 1 << kCtlTimeShift;
-  AddRecord(session, 0, Encoded(Grant(10, 100, {s[0], s[2]})));
-  AddRecord(session, 0, Encoded(Grant(10, 100, {s[0], s[2]})));
-  AddRecord(session, 1 | step, Encoded(Grant(11, 100, {s[0], s[2]})));
-  AddRecord(session, 2 | step, Encoded(Grant(12, 101, {s[0]})));
-  AddRecord(session, 0, Encoded(Release(13, 101, {s[2]})));
-  AddRecord(session, 0, Encoded(Grant(14, 99, {s[0]})));
-  AddRecord(session, 3, Encoded(Grant(15, 102, {s[0]})));
-  AddRecord(session, 0 | 31 << kCtlTimeShift, Encoded(Grant(16, 103, {s[1]})));
+  AddRecord(session, 0, Encoded(Grant(10, 0, {s[0], s[2]})));
+  AddRecord(session, 0, Encoded(Grant(10, 0, {s[0], s[2]})));
+  AddRecord(session, 1 | step, Encoded(Grant(11, 1, {s[0], s[2]})));
+  AddRecord(session, 2 | step, Encoded(Grant(12, 2, {s[0]})));
+  AddRecord(session, 0, Encoded(Release(13, 2, {s[2]})));
+  AddRecord(session, 0, Encoded(Grant(9, 2, {s[0]})));
+  AddRecord(session, 3, Encoded(Grant(15, 2, {s[0]})));
+  AddRecord(session, 0 | 31 << kCtlTimeShift, Encoded(Grant(16, 33, {s[1]})));
+  AddRecord(session, 0, Encoded(Grant(17, 33 + 11, {s[1]})));
+  AddRecord(session, 0, Encoded(Grant(18, 33 - 11, {s[1]})));
   seeds.push_back(session);
   return seeds;
 }

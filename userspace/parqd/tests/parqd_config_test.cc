@@ -80,6 +80,8 @@ TEST(ConfigTest, MinimalFileTakesTheDefaults) {
   EXPECT_EQ(c.epoch_ns, 1'000'000u);
   EXPECT_EQ(c.hold_ns, 10'000'000u);
   EXPECT_EQ(c.lease, 3);
+  EXPECT_EQ(c.key_id, 1u);
+  EXPECT_EQ(c.max_clock_skew_ns, 500'000'000u);
   EXPECT_EQ(c.metrics_file, "");
   EXPECT_EQ(c.metrics_period_ns, 10'000'000'000u);
   EXPECT_EQ(c.parallel_dscp, PARQ_DSCP_DEFAULT);
@@ -92,6 +94,8 @@ listen-address = "10.77.0.1"
 listen-port = 9000
 node-id = 7
 key-file = "k"
+key-id = 4000000000
+max-clock-skew = "50ms"
 threshold-recv = 1500
 local-floor = 0
 link-rate = 10000000000
@@ -111,6 +115,8 @@ addresses = ["10.77.0.3"]
   EXPECT_EQ(c.listen_address, "10.77.0.1");
   EXPECT_EQ(c.listen_port, 9000);
   EXPECT_EQ(c.node_id, 7u);
+  EXPECT_EQ(c.key_id, 4'000'000'000u);
+  EXPECT_EQ(c.max_clock_skew_ns, 50'000'000u);
   EXPECT_EQ(c.threshold_recv, 1500u);
   EXPECT_EQ(c.local_floor, 0u);
   EXPECT_EQ(c.link_rate, 10'000'000'000u);
@@ -171,6 +177,11 @@ TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
       {"hold", "\"0ms\"", "'hold': must be longer than 0"},
       {"hold", "\"fast\"", "\"fast\" is not a duration"},
       {"lease", "0", "'lease': is 0; give a value from 1 to 65535"},
+      {"key-id", "0", "'key-id': is 0; give a value from 1 to 4294967295"},
+      {"key-id", "4294967296", "'key-id': is 4294967296"},
+      {"max-clock-skew", "\"0s\"",
+       "'max-clock-skew': is 0ns; give a skew from 1ms to 60s"},
+      {"max-clock-skew", "\"61s\"", "from 1ms to 60s"},
       {"lease", "\"3\"", "'lease': must be an integer"},
       {"metrics-file", "\"/var/lib/\"", "is a directory"},
       {"metrics-period", "\"1ms\"", "give a period from 10ms to 1h"},

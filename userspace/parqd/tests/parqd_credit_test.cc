@@ -55,7 +55,7 @@ TEST(CreditTable, GrantCreatesEntriesForEveryAddress) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->credit, 1500u);
   EXPECT_EQ(e->epoch_ns, kEpoch);
-  EXPECT_EQ(e->epoch, 100u);
+  EXPECT_EQ(e->sequence, 1u);
   EXPECT_EQ(e->granter, 7u);
   EXPECT_EQ(e->expires, 1000 + 3 * kEpoch);
   EXPECT_FALSE(t.Lookup(A("10.0.0.2"), 1000));
@@ -103,33 +103,46 @@ TEST(CreditTable, LostMessageIsRepairedByTheNext) {
   t.Apply(Grant(7, 102, 3, 700, {A("10.0.0.1")}), 2 * kEpoch);
   const auto e = t.Lookup(A("10.0.0.1"), 2 * kEpoch);
   EXPECT_EQ(e->credit, 700u);
-  EXPECT_EQ(e->epoch, 102u);
+  EXPECT_EQ(e->sequence, 3u);
 }
 
-TEST(CreditTable, OlderEpochIsStale) {
+TEST(CreditTable, OlderSequenceIsStale) {
   CreditTable t;
   t.Apply(Grant(7, 100, 5, 1500, {A("10.0.0.1")}), 0);
   const auto before = t.entries();
-  const auto r = t.Apply(Grant(7, 99, 6, 1, {A("10.0.0.1")}), 10);
+  // A later timestamp does not make it newer: the sequence number orders.
+  const auto r = t.Apply(Grant(7, 101, 4, 1, {A("10.0.0.1")}), 10);
   EXPECT_EQ(r.applied, 0u);
   EXPECT_EQ(r.stale, 1u);
   EXPECT_EQ(t.entries(), before);
-  const auto rel = t.Apply(Release(7, 99, 7, {A("10.0.0.1")}), 10);
+  const auto rel = t.Apply(Release(7, 101, 3, {A("10.0.0.1")}), 10);
   EXPECT_EQ(rel.stale, 1u);
   EXPECT_EQ(t.entries(), before);
 }
 
+TEST(CreditTable, ForgetOrderLetsALowerSequenceIn) {
+  CreditTable t;
+  t.Apply(Grant(7, 100, 500, 1500, {A("10.0.0.1"), A("10.0.0.2")}), 0);
+  t.ForgetOrder({A("10.0.0.1")});
+  const auto r =
+      t.Apply(Grant(7, 101, 1, 9, {A("10.0.0.1"), A("10.0.0.2")}), 0);
+  EXPECT_EQ(r.applied, 1u);
+  EXPECT_EQ(r.stale, 1u);
+  EXPECT_EQ(t.Lookup(A("10.0.0.1"), 0)->credit, 9u);
+  EXPECT_EQ(t.Lookup(A("10.0.0.2"), 0)->credit, 1500u);
+}
+
 TEST(CreditTable, StalenessIsPerAddress) {
   CreditTable t;
-  t.Apply(Grant(7, 100, 1, 1500, {A("10.0.0.1")}), 0);
-  const auto r = t.Apply(Grant(7, 99, 2, 1, {A("10.0.0.1"), A("10.0.0.2")}), 0);
+  t.Apply(Grant(7, 100, 2, 1500, {A("10.0.0.1")}), 0);
+  const auto r = t.Apply(Grant(7, 99, 1, 1, {A("10.0.0.1"), A("10.0.0.2")}), 0);
   EXPECT_EQ(r.applied, 1u);
   EXPECT_EQ(r.stale, 1u);
   EXPECT_EQ(t.Lookup(A("10.0.0.1"), 0)->credit, 1500u);
   EXPECT_EQ(t.Lookup(A("10.0.0.2"), 0)->credit, 1u);
 }
 
-TEST(CreditTable, SameEpochOverrides) {
+TEST(CreditTable, NewerSequenceOverrides) {
   CreditTable t;
   t.Apply(Grant(7, 100, 1, 1500, {A("10.0.0.1")}), 0);
   t.Apply(Grant(7, 100, 2, 0, {A("10.0.0.1")}), 0);

@@ -228,18 +228,20 @@ TEST(Granter, TimesNearU64Max) {
 TEST(Granter, ToMessageEncodes) {
   const auto p = Policy();
   const std::vector<Address> own = {A("10.0.0.9"), A("fd00::9")};
-  auto m = ToMessage(G(4), p, 9, 1234, 77, own);
+  auto m = ToMessage(G(4), p, Stamp{9, 5, 1234, 77}, own);
   EXPECT_EQ(m.type, wire::Type::kGrant);
   EXPECT_EQ(m.credit, kGrantBytes);
   EXPECT_EQ(m.lease, 3);
-  EXPECT_EQ(m.epoch, 1234u);
+  EXPECT_EQ(m.sender, 9u);
+  EXPECT_EQ(m.key_id, 5u);
+  EXPECT_EQ(m.time_ns, 1234u);
   EXPECT_EQ(m.sequence, 77u);
   EXPECT_EQ(m.addresses, own);
   auto d = wire::Encode(m, TestKey());
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(wire::Decode(d.value(), TestKey()).value(), m);
 
-  m = ToMessage(R(4), p, 9, 1235, 78, own);
+  m = ToMessage(R(4), p, Stamp{9, 5, 1235, 78}, own);
   EXPECT_EQ(m.type, wire::Type::kRelease);
   EXPECT_EQ(m.credit, 0u);
   EXPECT_EQ(m.lease, 0);

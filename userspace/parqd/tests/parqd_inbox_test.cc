@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // Unit tests of inbox.cc: the whole receive path, each drop reason,
-// and that a dropped message changes nothing but the counters.
+// that a dropped message changes nothing but the counters, and the
+// freshness rules against the attacks of issue 13 (clock steps, epoch
+// changes, restarts, a sequence number near 2^64, old recordings).
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,29 +20,52 @@ namespace {
 using namespace parq::parqd;
 using parq::parqd::test::A;
 using parq::parqd::test::Bytes;
-using parq::parqd::test::Grant;
 using parq::parqd::test::MakeKey;
-using parq::parqd::test::Release;
 using parq::parqd::test::Resign;
 using parq::parqd::test::TestKey;
+using parq::parqd::test::TestKeys;
 
 constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kSec = 1000 * kMs;
 constexpr uint64_t kEpoch = 10 * kMs;
+constexpr uint64_t kSkew = 500 * kMs;
+// CLOCK_REALTIME of the tests' "now = 0": 2027-01-15, in ns.
+constexpr uint64_t kT0 = 1'800'000'000 * kSec;
+
+// test::Grant() and Release() stamped at kT0 + `at` ns.
+wire::Message Grant(uint64_t sender, uint64_t at, uint64_t seq, uint64_t credit,
+                    std::vector<Address> to) {
+  return parq::parqd::test::Grant(sender, kT0 + at, seq, credit, std::move(to));
+}
+wire::Message Release(uint64_t sender, uint64_t at, uint64_t seq,
+                      std::vector<Address> to) {
+  return parq::parqd::test::Release(sender, kT0 + at, seq, std::move(to));
+}
+
+Result<Inbox, std::string> MakeInbox(KeyRing keys, uint64_t start,
+                                     Inbox::LogSink log = {}) {
+  return Inbox::Create(std::move(keys),
+                       {PeerConfig{1, {A("10.0.0.1"), A("fd00::1")}},
+                        PeerConfig{2, {A("10.0.0.2")}}},
+                       {kSkew, start}, std::move(log));
+}
 
 class ReceiverTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto r = Inbox::Create(
-        TestKey(),
-        {PeerConfig{1, {A("10.0.0.1"), A("fd00::1")}},
-         PeerConfig{2, {A("10.0.0.2")}}},
-        [this](const std::string& line) { log_.push_back(line); });
+  void SetUp() override { Start(kT0 - 10 * kSec); }
+
+  // (Re)starts this host's parqd at CLOCK_REALTIME `start`: a new inbox.
+  void Start(uint64_t start) {
+    auto r = MakeInbox(TestKeys(), start, [this](const std::string& line) {
+      log_.push_back(line);
+    });
     ASSERT_TRUE(r.ok()) << r.error();
     rx_.emplace(std::move(r.value()));
   }
 
+  // `now`: both clocks, as ns after kT0 (CLOCK_MONOTONIC starts at 0).
   Outcome Rx(const wire::Message& m, const Address& from, uint64_t now) {
-    return rx_->Receive(Bytes(m), from, now);
+    return rx_->Receive(Bytes(m), from, now, kT0 + now);
   }
 
   // Receives `d`, expects it dropped for `reason` with no change but the
@@ -48,7 +74,7 @@ class ReceiverTest : public ::testing::Test {
                      uint64_t now, DropReason reason) {
     const auto before = rx_->table().entries();
     const Counters c = rx_->counters();
-    const Outcome o = rx_->Receive(d, from, now);
+    const Outcome o = rx_->Receive(d, from, now, kT0 + now);
     EXPECT_FALSE(o.accepted);
     EXPECT_EQ(o.reason, reason) << Name(o.reason);
     EXPECT_EQ(rx_->table().entries(), before);
@@ -139,22 +165,23 @@ TEST_F(ReceiverTest, ReplayFromLongAgoIsTooOld) {
   const auto old = Grant(1, 100, 1, 0, {A("10.0.0.1")});
   ASSERT_TRUE(Rx(old, A("10.0.0.1"), 0).accepted);
   for (uint64_t s = 2; s <= 70; s++)
-    ASSERT_TRUE(Rx(Grant(1, 100 + s, s, 1500, {A("10.0.0.1")}), A("10.0.0.1"),
-                   s * kEpoch)
-                    .accepted);
-  ExpectDropped(Bytes(old), A("10.0.0.1"), 71 * kEpoch, DropReason::kTooOld);
+    ASSERT_TRUE(
+        Rx(Grant(1, 100 + s, s, 1500, {A("10.0.0.1")}), A("10.0.0.1"), s * kMs)
+            .accepted);
+  // Still within the skew: the window is what stops it.
+  ExpectDropped(Bytes(old), A("10.0.0.1"), 71 * kMs, DropReason::kTooOld);
 }
 
-TEST_F(ReceiverTest, OlderEpochIsStale) {
+TEST_F(ReceiverTest, ReorderedOlderMessageIsStale) {
   ASSERT_TRUE(
       Rx(Grant(1, 100, 5, 1500, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
-  // A newer sequence number, an older epoch: reordered or a confused peer.
-  ExpectDropped(Bytes(Grant(1, 99, 6, 0, {A("10.0.0.1")})), A("10.0.0.1"), 0,
+  // Sequence 4 arrives after 5: in the window, never seen, but outdated.
+  ExpectDropped(Bytes(Grant(1, 99, 4, 0, {A("10.0.0.1")})), A("10.0.0.1"), 0,
                 DropReason::kStale);
   // A delayed GRANT must not resurrect a released entry either.
   ASSERT_TRUE(
       Rx(Release(1, 101, 7, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
-  ExpectDropped(Bytes(Grant(1, 100, 4, 1500, {A("10.0.0.1")})), A("10.0.0.1"),
+  ExpectDropped(Bytes(Grant(1, 100, 6, 1500, {A("10.0.0.1")})), A("10.0.0.1"),
                 0, DropReason::kStale);
   EXPECT_EQ(rx_->table().size(), 0u);
 }
@@ -162,13 +189,13 @@ TEST_F(ReceiverTest, OlderEpochIsStale) {
 TEST_F(ReceiverTest, StaleMessageDoesNotConsumeItsSequenceNumber) {
   ASSERT_TRUE(
       Rx(Grant(1, 100, 5, 1500, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
-  ExpectDropped(Bytes(Grant(1, 99, 6, 0, {A("10.0.0.1")})), A("10.0.0.1"), 0,
-                DropReason::kStale);
+  ExpectDropped(Bytes(Grant(1, 99, 6, 0, {A("10.0.0.1")})), A("10.0.0.2"), 0,
+                DropReason::kWrongSource);
   EXPECT_TRUE(
       Rx(Grant(1, 100, 6, 1400, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
 }
 
-TEST_F(ReceiverTest, SameEpochRestatementIsAccepted) {
+TEST_F(ReceiverTest, RestatementRenewsTheLease) {
   ASSERT_TRUE(
       Rx(Grant(1, 100, 1, 1500, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
   EXPECT_TRUE(
@@ -176,11 +203,176 @@ TEST_F(ReceiverTest, SameEpochRestatementIsAccepted) {
   EXPECT_EQ(rx_->table().Lookup(A("10.0.0.1"), kMs)->expires, kMs + 3 * kEpoch);
 }
 
-TEST_F(ReceiverTest, ReorderedWithinTheWindowButSameEpochIsAccepted) {
-  ASSERT_TRUE(
-      Rx(Grant(1, 100, 3, 1500, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
+// ---- Freshness: the timestamp against this host's clock.
+
+TEST_F(ReceiverTest, TimestampWithinTheSkewIsAccepted) {
+  // 499 ms ahead and 499 ms behind this host's clock.
+  EXPECT_TRUE(Rx(Grant(1, 10 * kSec + 499 * kMs, 1, 1, {A("10.0.0.1")}),
+                 A("10.0.0.1"), 10 * kSec)
+                  .accepted);
+  EXPECT_TRUE(Rx(Grant(1, 20 * kSec - 499 * kMs, 2, 1, {A("10.0.0.1")}),
+                 A("10.0.0.1"), 20 * kSec)
+                  .accepted);
+}
+
+TEST_F(ReceiverTest, TimestampBeyondTheSkewIsDropped) {
+  ExpectDropped(Bytes(Grant(1, 10 * kSec + 501 * kMs, 1, 1, {A("10.0.0.1")})),
+                A("10.0.0.1"), 10 * kSec, DropReason::kTimeAhead);
+  ExpectDropped(Bytes(Grant(1, 10 * kSec - 501 * kMs, 1, 1, {A("10.0.0.1")})),
+                A("10.0.0.1"), 10 * kSec, DropReason::kTimeBehind);
+  // Neither took sequence 1.
   EXPECT_TRUE(
-      Rx(Grant(1, 100, 2, 1500, {A("10.0.0.1")}), A("10.0.0.1"), 0).accepted);
+      Rx(Grant(1, 10 * kSec, 1, 1, {A("10.0.0.1")}), A("10.0.0.1"), 10 * kSec)
+          .accepted);
+}
+
+// Issue 13: "After parqd restarts, a GRANT recorded a week earlier is
+// accepted."
+TEST_F(ReceiverTest, GrantRecordedAWeekAgoIsDroppedAfterARestart) {
+  constexpr uint64_t kWeek = uint64_t{7} * 24 * 3600 * kSec;
+  const auto old = Grant(1, 100, 1, 0, {A("10.0.0.1")});
+  ASSERT_TRUE(Rx(old, A("10.0.0.1"), 100).accepted);
+  Start(kT0 + kWeek);
+  ExpectDropped(Bytes(old), A("10.0.0.1"), kWeek + kSec,
+                DropReason::kTimeBehind);
+  EXPECT_EQ(rx_->table().size(), 0u);
+}
+
+// What was recorded just before a restart cannot be replayed after it,
+// though its timestamp is still within the skew.
+TEST_F(ReceiverTest, GrantRecordedJustBeforeARestartIsDroppedAfterIt) {
+  const auto m = Grant(1, 5 * kSec, 9, 0, {A("10.0.0.1")});
+  ASSERT_TRUE(Rx(m, A("10.0.0.1"), 5 * kSec).accepted);
+  Start(kT0 + 5 * kSec + 100 * kMs);
+  ExpectDropped(Bytes(m), A("10.0.0.1"), 5 * kSec + 200 * kMs,
+                DropReason::kBeforeStart);
+  // The peer's next message, stamped after start + skew, gets in, with
+  // any sequence number: the new inbox has no window yet.
+  EXPECT_TRUE(Rx(Grant(1, 5 * kSec + 601 * kMs, 10, 0, {A("10.0.0.1")}),
+                 A("10.0.0.1"), 5 * kSec + 601 * kMs)
+                  .accepted);
+}
+
+// Issue 13: "A receiving host whose epoch changes (1 ms to 10 ms) and
+// restarts has every later message dropped as stale by its senders."
+TEST_F(ReceiverTest, GranterRestartingWithAnotherEpochLengthIsHeard) {
+  auto m = Grant(1, kSec, kT0 + kSec, 1500, {A("10.0.0.1")});
+  m.epoch_us = 1000;  // 1 ms
+  ASSERT_TRUE(Rx(m, A("10.0.0.1"), kSec).accepted);
+  // Restarted 2 ms later with 10 ms epochs; its sequence numbers are
+  // seeded from its clock again.
+  auto after =
+      Grant(1, kSec + 2 * kMs, kT0 + kSec + 2 * kMs, 1500, {A("10.0.0.1")});
+  after.epoch_us = 10'000;
+  const Outcome o = Rx(after, A("10.0.0.1"), kSec + 2 * kMs);
+  EXPECT_TRUE(o.accepted) << Name(o.reason);
+  EXPECT_EQ(rx_->table().Lookup(A("10.0.0.1"), kSec + 2 * kMs)->epoch_ns,
+            10 * kMs);
+}
+
+// Issue 13: "... so does one whose clock steps back 2 s."  With a skew of
+// 3 s (a clock 2 s off is outside the default), the granter's clock goes
+// from 1.5 s ahead to 0.5 s behind and its messages keep their order.
+TEST(ReceiverFreshness, GranterClockSteppingBackIsHeard) {
+  auto rx = Inbox::Create(TestKeys(), {PeerConfig{1, {A("10.0.0.1")}}},
+                          {3 * kSec, kT0 - 10 * kSec});
+  ASSERT_TRUE(rx.ok());
+  Inbox& in = rx.value();
+  uint64_t seq = kT0;
+  for (uint64_t t = 0; t < 10 * kEpoch; t += kEpoch) {
+    const auto m = parq::parqd::test::Grant(1, kT0 + t + 1500 * kMs, ++seq, 1,
+                                            {A("10.0.0.1")});
+    ASSERT_TRUE(in.Receive(Bytes(m), A("10.0.0.1"), t, kT0 + t).accepted);
+  }
+  for (uint64_t t = 10 * kEpoch; t < 20 * kEpoch; t += kEpoch) {
+    const auto m = parq::parqd::test::Grant(1, kT0 + t - 500 * kMs, ++seq, 1,
+                                            {A("10.0.0.1")});
+    const Outcome o = in.Receive(Bytes(m), A("10.0.0.1"), t, kT0 + t);
+    EXPECT_TRUE(o.accepted) << Name(o.reason);
+  }
+  EXPECT_EQ(in.counters().dropped_total(), 0u);
+}
+
+// The granter restarted after its clock stepped back: its new sequence
+// numbers start below the old ones.  They are dropped until every
+// message of the old numbering is older than the skew, then heard.
+TEST_F(ReceiverTest, GranterRestartingBelowItsOldSequenceIsHeardWithinTheSkew) {
+  ASSERT_TRUE(Rx(Grant(1, kSec, kT0 + 3 * kSec, 0, {A("10.0.0.1")}),
+                 A("10.0.0.1"), kSec)
+                  .accepted);
+  const auto low = [](uint64_t at, uint64_t seq) {
+    return Grant(1, at, kT0 + seq, 1500, {A("10.0.0.1")});
+  };
+  ExpectDropped(Bytes(low(kSec + 10 * kMs, kSec)), A("10.0.0.1"),
+                kSec + 10 * kMs, DropReason::kTooOld);
+  ExpectDropped(Bytes(low(kSec + kSkew, kSec + 1)), A("10.0.0.1"), kSec + kSkew,
+                DropReason::kTooOld);
+  const Outcome o =
+      Rx(low(kSec + kSkew + 1, kSec + 2), A("10.0.0.1"), kSec + kSkew + 1);
+  EXPECT_TRUE(o.accepted) << Name(o.reason);
+  EXPECT_EQ(rx_->counters().forgotten, 1u);
+  EXPECT_EQ(rx_->table().Lookup(A("10.0.0.1"), kSec + kSkew + 1)->credit,
+            1500u);
+}
+
+// Issue 13: "A message with sequence 2^64-1 and a valid MAC is accepted,
+// and every genuine message after it is dropped as too old until the
+// sender's parqd restarts."  Now only until it is older than the skew.
+TEST_F(ReceiverTest, SequenceNearTwoToTheSixtyFourHoldsOnlyForTheSkew) {
+  ASSERT_TRUE(
+      Rx(Grant(1, kSec, 1000, 1500, {A("10.0.0.1")}), A("10.0.0.1"), kSec)
+          .accepted);
+  ASSERT_TRUE(Rx(Grant(1, kSec + kMs, UINT64_MAX, 0, {A("10.0.0.1")}),
+                 A("10.0.0.1"), kSec + kMs)
+                  .accepted);
+  ExpectDropped(Bytes(Grant(1, kSec + 2 * kMs, 1001, 1500, {A("10.0.0.1")})),
+                A("10.0.0.1"), kSec + 2 * kMs, DropReason::kTooOld);
+  const uint64_t healed = kSec + kMs + kSkew + 1;
+  const Outcome o =
+      Rx(Grant(1, healed, 1002, 1500, {A("10.0.0.1")}), A("10.0.0.1"), healed);
+  EXPECT_TRUE(o.accepted) << Name(o.reason);
+  EXPECT_EQ(rx_->table().Lookup(A("10.0.0.1"), healed)->credit, 1500u);
+}
+
+// ---- Keys: by key id, and nothing computed for a stranger.
+
+TEST_F(ReceiverTest, UnknownKeyIdIsDroppedBeforeTheMac) {
+  auto m = Grant(1, 100, 1, 1, {A("10.0.0.1")});
+  m.key_id = 2;
+  ExpectDropped(Bytes(m, MakeKey(2)), A("10.0.0.1"), 0,
+                DropReason::kUnknownKey);
+}
+
+TEST(ReceiverKeys, TwoKeysAreAcceptedDuringARotation) {
+  std::map<uint32_t, Key> keys;
+  keys.emplace(1, TestKey());
+  keys.emplace(2, MakeKey(2));
+  auto ring = KeyRing::Create(std::move(keys), 2);
+  ASSERT_TRUE(ring.ok()) << ring.error();
+  auto rx = MakeInbox(std::move(ring.value()), kT0 - 10 * kSec);
+  ASSERT_TRUE(rx.ok());
+  auto m = Grant(1, 100, 1, 1, {A("10.0.0.1")});
+  EXPECT_TRUE(
+      rx.value().Receive(Bytes(m), A("10.0.0.1"), 100, kT0 + 100).accepted);
+  m.key_id = 2;
+  m.sequence = 2;
+  EXPECT_TRUE(rx.value()
+                  .Receive(Bytes(m, MakeKey(2)), A("10.0.0.1"), 100, kT0 + 100)
+                  .accepted);
+  // A message under id 2 made with key 1 is a forgery.
+  m.sequence = 3;
+  const Outcome o = rx.value().Receive(Bytes(m), A("10.0.0.1"), 100, kT0 + 100);
+  EXPECT_EQ(o.reason, DropReason::kBadMac);
+}
+
+// A datagram from a stranger is dropped on its header: its MAC is never
+// checked (it would have been bad_mac).
+TEST_F(ReceiverTest, StrangersAreDroppedBeforeTheMac) {
+  auto d = Bytes(Grant(1, 100, 1, 1, {A("10.0.0.1")}), MakeKey(42));
+  ExpectDropped(d, A("192.0.2.7"), 0, DropReason::kWrongSource);
+  auto e = Bytes(Grant(9, 100, 1, 1, {A("10.0.0.1")}), MakeKey(42));
+  ExpectDropped(e, A("10.0.0.1"), 0, DropReason::kUnknownPeer);
+  EXPECT_EQ(rx_->counters().drop(DropReason::kBadMac), 0u);
 }
 
 TEST_F(ReceiverTest, LostMessagesAreRepairedByTheNext) {
@@ -214,7 +406,7 @@ TEST_F(ReceiverTest, CountersAddUp) {
   const auto m = Grant(1, 100, 1, 1, {A("10.0.0.1")});
   Rx(m, A("10.0.0.1"), 0);
   Rx(m, A("10.0.0.1"), 0);
-  rx_->Receive(std::vector<uint8_t>{}, A("10.0.0.1"), 0);
+  rx_->Receive(std::vector<uint8_t>{}, A("10.0.0.1"), 0, kT0);
   const Counters& c = rx_->counters();
   EXPECT_EQ(c.received, 3u);
   EXPECT_EQ(c.received, c.accepted + c.dropped_total());
@@ -223,12 +415,12 @@ TEST_F(ReceiverTest, CountersAddUp) {
 TEST_F(ReceiverTest, LogsDropsAtALimitedRate) {
   const std::vector<uint8_t> junk(5, 0);
   for (int i = 0; i < 100; i++)
-    rx_->Receive(junk, A("10.0.0.9"), 0);
+    rx_->Receive(junk, A("10.0.0.9"), 0, kT0);
   ASSERT_EQ(log_.size(), Inbox::kLogBurst);
   EXPECT_EQ(log_[0],
             "parqd: dropped a credit message from 10.0.0.9: malformed (short)");
   rx_->Receive(Bytes(Grant(3, 1, 1, 1, {A("10.0.0.1")})), A("10.0.0.1"),
-               Inbox::kLogIntervalNs);
+               Inbox::kLogIntervalNs, kT0 + Inbox::kLogIntervalNs);
   ASSERT_EQ(log_.size(), Inbox::kLogBurst + 1);
   EXPECT_EQ(log_.back(),
             "parqd: dropped a credit message from 10.0.0.1 (peer 3): "
@@ -237,32 +429,33 @@ TEST_F(ReceiverTest, LogsDropsAtALimitedRate) {
 }
 
 TEST(ReceiverCreate, RejectsBadConfigurations) {
-  auto r = Inbox::Create(TestKey(), {PeerConfig{1, {}}});
+  auto r = Inbox::Create(TestKeys(), {PeerConfig{1, {}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "peer 1 has no addresses");
 
-  r = Inbox::Create(TestKey(), {PeerConfig{1, {A("10.0.0.1")}},
-                                PeerConfig{1, {A("10.0.0.2")}}});
+  r = Inbox::Create(TestKeys(), {PeerConfig{1, {A("10.0.0.1")}},
+                                 PeerConfig{1, {A("10.0.0.2")}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "peer 1 is configured twice");
 
-  r = Inbox::Create(TestKey(), {PeerConfig{1, {A("10.0.0.1")}},
-                                PeerConfig{2, {A("10.0.0.1")}}});
+  r = Inbox::Create(TestKeys(), {PeerConfig{1, {A("10.0.0.1")}},
+                                 PeerConfig{2, {A("10.0.0.1")}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "address 10.0.0.1 is configured for peer 1 and peer 2");
 
-  r = Inbox::Create(TestKey(), {PeerConfig{1, {A("10.0.0.1"), A("10.0.0.1")}}});
+  r = Inbox::Create(TestKeys(),
+                    {PeerConfig{1, {A("10.0.0.1"), A("10.0.0.1")}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "address 10.0.0.1 is configured for peer 1 twice");
 
   std::vector<Address> many;
   for (uint8_t i = 0; i < 17; i++)
     many.push_back(Address::V4({10, 1, 0, i}));
-  r = Inbox::Create(TestKey(), {PeerConfig{1, many}});
+  r = Inbox::Create(TestKeys(), {PeerConfig{1, many}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("at most 16"), std::string::npos);
 
-  EXPECT_TRUE(Inbox::Create(TestKey(), {}).ok());
+  EXPECT_TRUE(Inbox::Create(TestKeys(), {}).ok());
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ TEST(Prometheus, EveryLineIsWellFormed) {
   RenderInbox(text, Sample(), 4);
   size_t families = 0;
   EXPECT_TRUE(PromWellFormed(text.text(), &families));
-  EXPECT_EQ(families, 8u);
+  EXPECT_EQ(families, 9u);
 }
 
 TEST(Prometheus, CheckerCatchesBadFamilies) {
@@ -112,7 +112,7 @@ TEST(Prometheus, EveryReasonAndErrorIsPresent) {
         std::string::npos)
         << i;
   EXPECT_EQ(Lines(text).size(),
-            6 * 3 + 2 + kDropReasonCount + 2 + (wire::kWireErrorCount - 2));
+            7 * 3 + 2 + kDropReasonCount + 2 + (wire::kWireErrorCount - 2));
 }
 
 TEST(Prometheus, LargeValues) {

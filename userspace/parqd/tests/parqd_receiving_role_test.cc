@@ -22,6 +22,7 @@ using parq::parqd::test::PromDocumented;
 using parq::parqd::test::PromFamilies;
 using parq::parqd::test::PromWellFormed;
 using parq::parqd::test::TestKey;
+using parq::parqd::test::TestKeys;
 
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kHold = 10 * kMs;
@@ -90,7 +91,7 @@ class RoleTest : public ::testing::Test {
  protected:
   RoleTest()
       : role_(
-            Config(), TestKey(), mon_,
+            Config(), TestKeys(), mon_,
             [this](const Address& to, uint16_t port,
                    std::span<const uint8_t> b) {
               if (fail_send_)
@@ -152,7 +153,7 @@ TEST(RoleDscpTest, StartGivesTheMonitorTheConfiguredDscps) {
   c.policy = {3000, kHold, kEpochUs, 3};
   c.parallel_dscp = uint64_t{1} << 34;  // AF41
   ReceivingRole role(
-      c, TestKey(), mon,
+      c, TestKeys(), mon,
       [](const Address&, uint16_t, std::span<const uint8_t>) { return true; },
       kRealtime);
   EXPECT_FALSE(role.Start());
@@ -179,7 +180,8 @@ TEST_F(RoleTest, GrantsTheLocalSenderWhileParallelArrives) {
   EXPECT_EQ(s.m.credit, 3000u);
   EXPECT_EQ(s.m.lease, 3u);
   EXPECT_EQ(s.m.epoch_us, kEpochUs);
-  EXPECT_EQ(s.m.epoch, kRealtime / (kEpochUs * 1000));
+  EXPECT_EQ(s.m.key_id, 1u);
+  EXPECT_EQ(s.m.time_ns, kRealtime);
   EXPECT_EQ(s.m.sequence, kRealtime + 1);  // seeded from the real-time clock
   EXPECT_EQ(s.m.addresses, std::vector<Address>{A("10.0.0.1")});
   EXPECT_TRUE(role_.busy(100 * kMs));
@@ -187,8 +189,8 @@ TEST_F(RoleTest, GrantsTheLocalSenderWhileParallelArrives) {
   EXPECT_EQ(role_.counters().grants_sent, 1u);
 }
 
-TEST_F(RoleTest, RestatesEveryEpochWithIncreasingSequenceAndEpoch) {
-  uint64_t last_seq = 0, last_epoch = 0;
+TEST_F(RoleTest, RestatesEveryEpochWithIncreasingSequenceAndTime) {
+  uint64_t last_seq = 0, last_time = 0;
   for (int i = 0; i < 5; i++) {
     const uint64_t now = 100 * kMs + i * kMs;
     mon_.peers = {
@@ -197,9 +199,9 @@ TEST_F(RoleTest, RestatesEveryEpochWithIncreasingSequenceAndEpoch) {
     role_.Tick(now, kRealtime + i * kMs);
     ASSERT_EQ(sent_.size(), 1u) << i;
     EXPECT_GT(sent_[0].m.sequence, last_seq);
-    EXPECT_GT(sent_[0].m.epoch, last_epoch);
+    EXPECT_GT(sent_[0].m.time_ns, last_time);
     last_seq = sent_[0].m.sequence;
-    last_epoch = sent_[0].m.epoch;
+    last_time = sent_[0].m.time_ns;
     sent_.clear();
   }
   EXPECT_EQ(role_.counters().grants_sent, 5u);

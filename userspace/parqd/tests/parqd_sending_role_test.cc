@@ -22,15 +22,26 @@ using namespace parq::parqd;
 using parq::parqd::test::A;
 using parq::parqd::test::Bytes;
 using parq::parqd::test::FakeKernel;
-using parq::parqd::test::Grant;
 using parq::parqd::test::MakeKey;
 using parq::parqd::test::PromDocumented;
 using parq::parqd::test::PromFamilies;
 using parq::parqd::test::PromWellFormed;
-using parq::parqd::test::Release;
-using parq::parqd::test::TestKey;
+using parq::parqd::test::TestKeys;
 
 constexpr uint64_t kMs = 1'000'000;
+// CLOCK_REALTIME in the tests: this host's parqd started at 0, and
+// messages are stamped, and received, kStamped ns after that.
+constexpr uint64_t kStamped = 2'000'000'000;
+
+wire::Message Grant(uint64_t sender, uint64_t at, uint64_t seq, uint64_t credit,
+                    std::vector<Address> to) {
+  return parq::parqd::test::Grant(sender, kStamped + at, seq, credit,
+                                  std::move(to));
+}
+wire::Message Release(uint64_t sender, uint64_t at, uint64_t seq,
+                      std::vector<Address> to) {
+  return parq::parqd::test::Release(sender, kStamped + at, seq, std::move(to));
+}
 
 CreditRequest Set(const char* a, uint32_t credit, uint64_t epoch,
                   uint64_t lease) {
@@ -99,8 +110,9 @@ TEST(ToRequestsTest, EpochBeyondTheKernelsMaxKeepsTheRate) {
 class SenderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto r = Inbox::Create(TestKey(),
-                           {PeerConfig{1, {A("10.0.0.1"), A("fd00::1")}}});
+    auto r = Inbox::Create(TestKeys(),
+                           {PeerConfig{1, {A("10.0.0.1"), A("fd00::1")}}},
+                           {500 * kMs, 0});
     ASSERT_TRUE(r.ok()) << r.error();
     sender_.emplace(std::move(r.value()), kernel_,
                     [this](const std::string& l) { log_.push_back(l); });
@@ -108,7 +120,7 @@ class SenderTest : public ::testing::Test {
 
   Outcome Rx(const std::vector<uint8_t>& d, const char* from = "10.0.0.1",
              uint64_t now = 1000) {
-    return sender_->Handle(d, A(from), now);
+    return sender_->Handle(d, A(from), now, kStamped + now);
   }
 
   FakeKernel kernel_;
@@ -139,7 +151,8 @@ TEST_F(SenderTest, DroppedMessagesReachNothing) {
   EXPECT_TRUE(Rx(good).accepted);
   EXPECT_FALSE(Rx(good).accepted);  // replayed
   EXPECT_FALSE(
-      Rx(Bytes(Grant(1, 4, 2, 1, {A("10.0.0.1")}))).accepted);  // stale
+      Rx(Bytes(Grant(1, 0, 2, 1, {A("10.0.0.1")})), "10.0.0.1", 600 * kMs)
+          .accepted);  // stamped 600 ms before it arrived
   EXPECT_EQ(kernel_.requests.size(), 1u);
   const Counters& c = sender_->inbox().counters();
   EXPECT_EQ(c.received, 7u);
@@ -149,7 +162,7 @@ TEST_F(SenderTest, DroppedMessagesReachNothing) {
   EXPECT_EQ(c.drop(DropReason::kWrongSource), 1u);
   EXPECT_EQ(c.drop(DropReason::kMalformed), 1u);
   EXPECT_EQ(c.drop(DropReason::kDuplicate), 1u);
-  EXPECT_EQ(c.drop(DropReason::kStale), 1u);
+  EXPECT_EQ(c.drop(DropReason::kTimeBehind), 1u);
 }
 
 TEST_F(SenderTest, KernelErrorsAreCountedAndLogged) {

@@ -26,8 +26,10 @@ using parq::parqd::test::TestKey;
 using wire::WireError;
 
 wire::Message Sample() {
-  return Grant(0x0102030405060708, 0x1112131415161718, 0x2122232425262728,
-               0x3132333435363738, {A("192.0.2.1"), A("2001:db8::1")});
+  auto m = Grant(0x0102030405060708, 0x1112131415161718, 0x2122232425262728,
+                 0x3132333435363738, {A("192.0.2.1"), A("2001:db8::1")});
+  m.key_id = 0x41424344;
+  return m;
 }
 
 WireError DecodeError(const std::vector<uint8_t>& d) {
@@ -57,31 +59,33 @@ TEST(Mac, MatchesRfc4231TestCase6) {
 // ---- Layout ------------------------------------------------------------
 
 TEST(Layout, SizesAreAsDocumented) {
-  EXPECT_EQ(wire::kMinMessageBytes, 100u);
-  EXPECT_EQ(wire::kMaxMessageBytes, 400u);
-  EXPECT_EQ(Bytes(Sample()).size(), 48u + 2 * 20 + 32);
+  EXPECT_EQ(wire::kMinMessageBytes, 116u);
+  EXPECT_EQ(wire::kMaxMessageBytes, 416u);
+  EXPECT_EQ(Bytes(Sample()).size(), 64u + 2 * 20 + 32);
 }
 
 TEST(Layout, FieldsAreBigEndianAtTheirOffsets) {
   const auto d = Bytes(Sample());
   const std::vector<uint8_t> header = {
-      'P',  'R',  'Q',  'D',  1,    1,    0,    2,     // magic .. count
+      'P',  'R',  'Q',  'D',  2,    1,    0,    2,     // magic .. count
       1,    2,    3,    4,    5,    6,    7,    8,     // sender
-      0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,  // epoch
+      0x41, 0x42, 0x43, 0x44,                          // key id
+      0x00, 0x00, 0x27, 0x10,                          // epoch 10000 us
+      0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,  // time
       0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,  // sequence
       0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38,  // credit
-      0x00, 0x00, 0x27, 0x10,                          // epoch 10000 us
       0x00, 0x03,                                      // lease 3
-      0x00, 0x00};                                     // reserved
-  EXPECT_EQ(std::vector<uint8_t>(d.begin(), d.begin() + 48), header);
+      0,    0,    0,    0,    0,    0,    0,    0,     // reserved
+      0,    0,    0,    0,    0,    0};
+  EXPECT_EQ(std::vector<uint8_t>(d.begin(), d.begin() + 64), header);
   const std::vector<uint8_t> v4 = {4, 0, 0, 0, 192, 0, 2, 1, 0, 0,
                                    0, 0, 0, 0, 0,   0, 0, 0, 0, 0};
-  EXPECT_EQ(std::vector<uint8_t>(d.begin() + 48, d.begin() + 68), v4);
+  EXPECT_EQ(std::vector<uint8_t>(d.begin() + 64, d.begin() + 84), v4);
   const std::vector<uint8_t> v6 = {6, 0, 0, 0, 0x20, 0x01, 0x0d, 0xb8, 0, 0,
                                    0, 0, 0, 0, 0,    0,    0,    0,    0, 1};
-  EXPECT_EQ(std::vector<uint8_t>(d.begin() + 68, d.begin() + 88), v6);
-  auto mac = wire::ComputeMac(TestKey(), std::span(d).first(88));
-  EXPECT_EQ(std::vector<uint8_t>(d.begin() + 88, d.end()),
+  EXPECT_EQ(std::vector<uint8_t>(d.begin() + 84, d.begin() + 104), v6);
+  auto mac = wire::ComputeMac(TestKey(), std::span(d).first(104));
+  EXPECT_EQ(std::vector<uint8_t>(d.begin() + 104, d.end()),
             std::vector<uint8_t>(mac.value().begin(), mac.value().end()));
 }
 
@@ -153,7 +157,7 @@ TEST(DecodeFraming, BadMagic) {
 }
 
 TEST(DecodeFraming, BadVersion) {
-  for (uint8_t v : {0, 2, 255}) {
+  for (uint8_t v : {0, 1, 3, 255}) {
     auto d = Bytes(Sample());
     d[wire::kOffVersion] = v;
     Resign(d);
@@ -282,6 +286,8 @@ INSTANTIATE_TEST_SUITE_P(
                   WireError::kBadReserved},
         FieldCase{"reserved_lo", wire::kOffReserved + 1, 1,
                   WireError::kBadReserved},
+        FieldCase{"reserved_last", wire::kHeaderBytes - 1, 0x80,
+                  WireError::kBadReserved},
         FieldCase{"family0", kAddr0, 0, WireError::kBadAddressFamily},
         FieldCase{"family2", kAddr0, 2, WireError::kBadAddressFamily},
         FieldCase{"family10", kAddr1, 10, WireError::kBadAddressFamily},
@@ -302,6 +308,24 @@ TEST(DecodeFields, SequenceZero) {
   auto d = Resigned(
       Sample(), [](auto& d) { std::fill_n(d.begin() + wire::kOffSeq, 8, 0); });
   EXPECT_EQ(DecodeError(d), WireError::kBadSequence);
+}
+
+TEST(DecodeFields, KeyIdZero) {
+  auto d = Resigned(Sample(), [](auto& d) {
+    std::fill_n(d.begin() + wire::kOffKeyId, 4, 0);
+  });
+  EXPECT_EQ(DecodeError(d), WireError::kBadKeyId);
+}
+
+TEST(Peek, ReadsSenderAndKeyIdOfAnUnauthenticatedMessage) {
+  auto d = Bytes(Sample());
+  d.back() ^= 1;  // the MAC is not checked
+  auto h = wire::Peek(d);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h.value().sender, 0x0102030405060708u);
+  EXPECT_EQ(h.value().key_id, 0x41424344u);
+  d.pop_back();
+  EXPECT_EQ(wire::Peek(d).error(), WireError::kBadLength);
 }
 
 TEST(DecodeFields, EpochLengthBounds) {
@@ -368,6 +392,9 @@ TEST(Encode, RefusesWhatDecodeWouldRefuse) {
   m = Sample();
   m.sequence = 0;
   EXPECT_EQ(EncodeError(m), WireError::kBadSequence);
+  m = Sample();
+  m.key_id = 0;
+  EXPECT_EQ(EncodeError(m), WireError::kBadKeyId);
   m = Sample();
   m.epoch_us = 99;
   EXPECT_EQ(EncodeError(m), WireError::kBadEpochLength);

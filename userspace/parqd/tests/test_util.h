@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,12 +36,20 @@ inline Address A(std::string_view text) {
   return Address::Parse(text).value();
 }
 
-inline wire::Message Grant(uint64_t sender, uint64_t epoch, uint64_t seq,
+// A key ring holding TestKey() under id 1.
+inline KeyRing TestKeys() {
+  std::map<uint32_t, Key> keys;
+  keys.emplace(1, TestKey());
+  return KeyRing::Create(std::move(keys), 1).value();
+}
+
+// `time`: the sender's CLOCK_REALTIME stamp, ns.
+inline wire::Message Grant(uint64_t sender, uint64_t time, uint64_t seq,
                            uint64_t credit, std::vector<Address> to) {
   wire::Message m;
   m.type = wire::Type::kGrant;
   m.sender = sender;
-  m.epoch = epoch;
+  m.time_ns = time;
   m.sequence = seq;
   m.credit = credit;
   m.epoch_us = 10'000;  // 10 ms
@@ -49,9 +58,9 @@ inline wire::Message Grant(uint64_t sender, uint64_t epoch, uint64_t seq,
   return m;
 }
 
-inline wire::Message Release(uint64_t sender, uint64_t epoch, uint64_t seq,
+inline wire::Message Release(uint64_t sender, uint64_t time, uint64_t seq,
                              std::vector<Address> to) {
-  wire::Message m = Grant(sender, epoch, seq, 0, std::move(to));
+  wire::Message m = Grant(sender, time, seq, 0, std::move(to));
   m.type = wire::Type::kRelease;
   m.lease = 0;
   return m;
