@@ -27,6 +27,7 @@
 #include "admission_agent.h"
 #include "admission_socket.h"
 #include "cluster_admission.h"
+#include "datagrams.h"
 #include "etcd.h"
 #include "inbox.h"
 #include "incoming.h"
@@ -503,7 +504,22 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
   uint64_t next_metrics = MonotonicNs() + c.metrics_period_ns;
   uint64_t next_tick = MonotonicNs() + kTickNs;
   uint64_t next_epoch = MonotonicNs();
-  std::array<uint8_t, 2048> buf{};
+  // Datagrams handled per wake-up at most: then the timers above run
+  // before the socket is read again, however fast datagrams arrive.
+  constexpr size_t kMaxPerWake = 256;
+  DatagramReader reader;
+  const DatagramReader::Handler handle = [&sender](
+                                             std::span<const uint8_t> bytes,
+                                             const sockaddr_storage& ss) {
+    const auto from = FromSockaddr(ss);
+    if (!from)
+      return;
+    const Outcome o = sender.Handle(bytes, *from, MonotonicNs(), RealtimeNs());
+    if (o.accepted && o.message)
+      spdlog::debug("applied {} from peer {} ({} address(es))",
+                    o.message->type == wire::Type::kGrant ? "GRANT" : "RELEASE",
+                    o.message->sender, o.message->addresses.size());
+  };
   for (;;) {
     uint64_t now = MonotonicNs();
     if (now >= next_tick) {
@@ -549,29 +565,8 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
     }
     if (!(p[0].revents & POLLIN))
       continue;
-    for (;;) {  // drain what is queued
-      sockaddr_storage ss{};
-      socklen_t sl = sizeof(ss);
-      const ssize_t len =
-          recvfrom(sock.get(), buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC,
-                   reinterpret_cast<sockaddr*>(&ss), &sl);
-      if (len < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-          spdlog::warn("recvfrom: {}", std::strerror(errno));
-        break;
-      }
-      const auto from = FromSockaddr(ss);
-      if (!from)
-        continue;
-      const size_t got = std::min(static_cast<size_t>(len), buf.size());
-      const Outcome o = sender.Handle(std::span(buf.data(), got), *from,
-                                      MonotonicNs(), RealtimeNs());
-      if (o.accepted && o.message)
-        spdlog::debug(
-            "applied {} from peer {} ({} address(es))",
-            o.message->type == wire::Type::kGrant ? "GRANT" : "RELEASE",
-            o.message->sender, o.message->addresses.size());
-    }
+    if (auto r = reader.Drain(sock.get(), kMaxPerWake, handle); !r.ok())
+      spdlog::warn("recvmmsg: {}", std::strerror(r.error()));
   }
   if (role) {
     const size_t n = role->granted().size();

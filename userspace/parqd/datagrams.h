@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Reading a UDP socket's queue in batches.  Drain() takes up to kBatch
+// datagrams per recvmmsg() call and at most `max` per call of its own,
+// so that a flood at the port costs one system call per kBatch datagrams
+// and cannot keep the caller from its timers: the caller returns to its
+// poll loop, services what is due, and drains again.
+
+#ifndef PARQD_DATAGRAMS_H
+#define PARQD_DATAGRAMS_H
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "result.h"
+
+namespace parq::parqd {
+
+class DatagramReader {
+ public:
+  static constexpr size_t kBatch = 32;
+  // Longer than any credit message (wire::kMaxMessageBytes): a longer
+  // datagram arrives cut to this length and fails the decoder's framing.
+  static constexpr size_t kMaxBytes = 2048;
+
+  using Handler = std::function<void(std::span<const uint8_t> bytes,
+                                     const sockaddr_storage& from)>;
+
+  DatagramReader();
+  DatagramReader(const DatagramReader&) = delete;
+  DatagramReader& operator=(const DatagramReader&) = delete;
+
+  // Hands each datagram queued on the non-blocking socket `fd` to `h`, in
+  // order, until the queue is empty or `max` were read; returns how many
+  // were read, or errno when recvmmsg() failed before any (EAGAIN is an
+  // empty queue, not an error).
+  Result<size_t, int> Drain(int fd, size_t max, const Handler& h);
+
+ private:
+  std::array<std::array<uint8_t, kMaxBytes>, kBatch> bufs_{};
+  std::array<sockaddr_storage, kBatch> from_{};
+  std::array<iovec, kBatch> iov_{};
+  std::array<mmsghdr, kBatch> msgs_{};
+};
+
+}  // namespace parq::parqd
+
+#endif
