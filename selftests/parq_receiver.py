@@ -93,7 +93,14 @@ sending role only.
   (f) parallel-dscp: R's parqd gives the kernel's monitor the DSCPs of
       its configuration (AF41 and 7 here), and by default CS5 and EF; and
       its peers: EF from Q, a host R has no [[peer]] for, is not counted
-      (the monitor's foreign packets), so it could not make R throttle.
+      (the monitor's foreign packets), so it could not make R throttle;
+  (g) a key rotation across live hosts (Documentation/parqd-protocol.md,
+      "Rotating keys"): every host with pair keys of its own, P's paced
+      parallel traffic to R and L's bulk to R throughout, each host's
+      parqd restarted one at a time at each of the three steps (keys 1
+      and 2 held; sending under 2; key 1 dropped).  After each step L
+      applies R's GRANTs again, and no parqd ever drops a message for its
+      key (bad_mac, unknown_key).
 hold must be longer than the gaps between the parallel job's packets while
 it is unprotected: a ping-pong sends one message per round trip, and with
 the FIFO full that is the FIFO's delay.  With hold shorter than that
@@ -125,7 +132,7 @@ REPO = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from parqlab import bench, ktap, lab, parqd, uapi  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
-from parqlab.ktap import check, diag  # noqa: E402
+from parqlab.ktap import check, check_eq, diag  # noqa: E402
 from parqlab.netns import Star  # noqa: E402
 from parqlab.tc import parq_qdisc, tc  # noqa: E402
 from parqlab.traffic import (TOS_EF, Iperf3Client,  # noqa: E402
@@ -717,6 +724,63 @@ def t_parallel_dscp():
         cluster.stop()
 
 
+ROTATION_S = 120		# P's traffic: long enough for nine restarts
+
+
+def t_key_rotation():
+    c = parqd.Cluster(star, RECEIVERS, SENDERS,
+                      tempfile.mkdtemp(prefix="parq-receiver-keys-"),
+                      parqd.Settings(EPOCH_MS, THRESHOLD, WIDE_HOLD_MS,
+                                     WIDE_LEASE), pair_keys=True)
+    key_drops = ('parqd_messages_dropped_total{reason="bad_mac"}',
+                 'parqd_messages_dropped_total{reason="unknown_key"}')
+    seen = {h: 0 for h in c.hosts()}	# key drops of every parqd run
+
+    def applied():
+        return c.metrics("l").get("parqd_grants_applied_total", 0)
+
+    def grants_flow(step):
+        """L applies R's GRANTs again after @step."""
+        n = applied()
+        deadline = time.monotonic() + 5 * ktap.slowdown()
+        while applied() < n + 10:
+            check(time.monotonic() < deadline, f"{step}: L applied "
+                  f"{applied() - n} GRANTs in {5 * ktap.slowdown()} s")
+            time.sleep(0.1)
+        diag(f"{step}: L applies R's GRANTs")
+
+    def restart_all(step):
+        for h in c.hosts():
+            m = c.metrics(h)
+            seen[h] += sum(m.get(k, 0) for k in key_drops)
+            c.restart(h)
+        grants_flow(step)
+
+    c.start()
+    b = bulk(ROTATION_S + 30)
+    to_r = threading.Thread(target=paced, args=(ROTATION_S, "r"),
+                            daemon=True)
+    try:
+        to_r.start()
+        wait_throttled(to_r, by="r")
+        grants_flow("pair keys of id 1")
+        c.add_key(2)
+        restart_all("keys 1 and 2 held, sending under 1")
+        c.use_key(2)
+        restart_all("sending under 2")
+        c.drop_key(1)
+        restart_all("key 1 dropped")
+        for h in c.hosts():
+            seen[h] += sum(c.metrics(h).get(k, 0) for k in key_drops)
+        check_eq(seen, {h: 0 for h in c.hosts()},
+                 "messages dropped for their key (bad_mac, unknown_key)")
+        b.check_running("early (bulk)")
+    finally:
+        b.stop()
+        to_r.join(ROTATION_S + 60)
+        c.close()
+
+
 def setup(t, k):
     global star, cluster, recovery, wide, floor
     star = t
@@ -784,6 +848,8 @@ def main():
     suite.case("the monitor's DSCPs and peers follow R's configuration",
                t_parallel_dscp,
                timeout=60)
+    suite.case("a key rotation across live hosts loses no GRANT to its key",
+               t_key_rotation, timeout=ROTATION_S + 120)
     return lab.run(suite, "rcv", tools=("sockperf", "iperf3"), setup=setup,
                    topology=topology)
 

@@ -7,6 +7,12 @@ host, start, stop and the metrics files.
     cluster.metrics("r").get("parqd_grants_sent_total", 0)
     cluster.stop()                   # SIGTERM; raises unless all exit 0
 
+With pair_keys=True each host gets a keys file of its own (parqctl key
+derive, from one secret per key id in @workdir) instead of the shared
+cluster key; add_key(), use_key() and drop_key() then roll the cluster
+from one key id to the next (Documentation/parqd-protocol.md, "Rotating
+keys"), restart() one host at a time.
+
 A receiver runs parqd's receiving role (receiver = true, threshold-recv,
 epoch, hold, lease) and knows every sender as a peer; a sender runs the
 sending role only and knows every receiver.  Node ids are the hosts'
@@ -26,6 +32,7 @@ from . import ktap, repo_path
 
 BUILD = repo_path(os.environ.get("PARQ_USERSPACE_BUILD", "build/userspace"))
 PARQD = BUILD / "parqd" / "parqd"
+PARQCTL = BUILD / "parqd" / "parqctl"
 PORT = 7207
 
 
@@ -77,19 +84,81 @@ class Cluster:
     (key, configurations, metrics, logs) in @workdir."""
 
     def __init__(self, star, receivers, senders, workdir,
-                 settings=None, port=PORT):
+                 settings=None, port=PORT, pair_keys=False):
         self.star = star
         self.receivers, self.senders = list(receivers), list(senders)
         self.workdir = str(workdir)
         self.settings = settings or Settings()
         self.port = port
         self.daemons = {}
-        self.key_file = os.path.join(self.workdir, "cluster.key")
-        if not os.path.exists(self.key_file):
-            fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                         0o600)
+        self.pair_keys = pair_keys
+        self.key_ids = [1]		# the ids every keys file holds
+        self.send_id = 1		# every host's key-id
+        self.key_file = self.secret(1)
+        if pair_keys:
+            self.derive()
+
+    def secret(self, key_id):
+        """The path of key id @key_id's secret (the cluster key when not
+        pair_keys), made on first use, mode 0600."""
+        path = os.path.join(self.workdir, f"secret-{key_id}.key")
+        if not os.path.exists(path):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.write(fd, os.urandom(32).hex().encode() + b"\n")
             os.close(fd)
+        return path
+
+    def keys_file(self, h):
+        return os.path.join(self.workdir, f"{h}.keys")
+
+    def peers_of(self, h):
+        return self.senders if h in self.receivers else self.receivers
+
+    def derive(self):
+        """Write every host's keys file: its pair keys of every id in
+        key_ids, with parqctl key derive."""
+        for h in self.hosts():
+            text = ""
+            for key_id in self.key_ids:
+                peers = ",".join(str(self.node_id(o))
+                                 for o in self.peers_of(h))
+                r = subprocess.run(
+                    [str(PARQCTL), "key", "derive", "--secret",
+                     self.secret(key_id), "--key-id", str(key_id),
+                     "--node", str(self.node_id(h)), "--peer", peers],
+                    capture_output=True, text=True, check=True)
+                text += r.stdout
+            path = self.keys_file(h)
+            tmp = path + ".new"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(fd, text.encode())
+            os.close(fd)
+            os.rename(tmp, path)
+
+    def add_key(self, key_id):
+        """Rotation, step 1: every keys file also holds @key_id."""
+        self.key_ids.append(key_id)
+        self.derive()
+
+    def use_key(self, key_id):
+        """Step 2: hosts (re)started from now on send under @key_id."""
+        self.send_id = key_id
+
+    def drop_key(self, key_id):
+        """Step 3: keys files no longer hold @key_id."""
+        self.key_ids.remove(key_id)
+        self.derive()
+
+    def restart(self, h):
+        """SIGTERM @h's parqd (raises unless it exits 0), start it again
+        with its configuration as it is now."""
+        p = self.daemons.pop(h)
+        p.send_signal(signal.SIGTERM)
+        p.wait(10 * ktap.slowdown())
+        if p.returncode != 0:
+            raise RuntimeError(f"parqd on {h}: exit {p.returncode}: "
+                               f"{self.log(h)}")
+        self.start([h])
 
     def hosts(self):
         return self.receivers + self.senders
@@ -114,9 +183,12 @@ class Cluster:
     def config(self, h):
         """Write host @h's configuration file; returns its path."""
         ip = self.star.ip(h)
+        keys = (f'keys-file = "{self.keys_file(h)}"' if self.pair_keys
+                else f'key-file = "{self.key_file}"')
         text = f"""interface = "eth0"
 node-id = {self.node_id(h)}
-key-file = "{self.key_file}"
+{keys}
+key-id = {self.send_id}
 listen-address = "{ip}"
 listen-port = {self.port}
 metrics-file = "{self.metrics_file(h)}"
@@ -137,8 +209,7 @@ link-rate = {s.link_rate}
             if s.parallel_dscp is not None:
                 text += "parallel-dscp = [" + ", ".join(
                     f'"{d}"' for d in s.parallel_dscp) + "]\n"
-        peers = self.senders if h in self.receivers else self.receivers
-        for o in peers:
+        for o in self.peers_of(h):
             text += f"""
 [[peer]]
 id = {self.node_id(o)}

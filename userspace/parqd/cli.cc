@@ -198,6 +198,36 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
                       "CS5,EF)");
   json_flag(jpolicy);
 
+  CLI::App* key = app.add_subcommand(
+      "key", "Credit message keys (Documentation/parqd-protocol.md, Keys)");
+  key->require_subcommand(1);
+  CLI::App* kderive = key->add_subcommand(
+      "derive",
+      "Print NODE's pair keys (a keys-file) derived from the cluster "
+      "secret: one line per peer. Run it where the secret is kept, not on "
+      "the cluster's hosts");
+  kderive
+      ->add_option("--secret", a.secret_file,
+                   "The cluster secret (a key file: hex or raw, 32 to "
+                   "1024 bytes, mode 0600)")
+      ->required();
+  kderive->add_option("--node", a.node, "The host's node id")
+      ->required()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{INT64_MAX}));
+  kderive
+      ->add_option("--peer", a.peers,
+                   "Its peers' node ids (repeat or separate with commas)")
+      ->required()
+      ->delimiter(',')
+      ->check(CLI::Range(uint64_t{0}, uint64_t{INT64_MAX}));
+  kderive
+      ->add_option("--key-id", a.key_id,
+                   "The keys' id, as the hosts' key-id (default 1)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{UINT32_MAX}));
+  kderive->add_option("--output", a.output,
+                      "Write FILE (mode 0600, replaced atomically) instead "
+                      "of standard output");
+
   CLI::App* topo = app.add_subcommand(
       "topology",
       "The cluster's topology file (Documentation/admission.md): hosts, "
@@ -373,6 +403,8 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kChange;
   } else if (*release) {
     a.cmd = CtlArgs::Cmd::kRelease;
+  } else if (*kderive) {
+    a.cmd = CtlArgs::Cmd::kKeyDerive;
   } else {
     a.cmd = CtlArgs::Cmd::kJobPolicy;
     if (!dscp_text.empty()) {

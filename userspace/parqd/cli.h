@@ -48,7 +48,8 @@ struct CtlArgs {
     kReservations,  // from etcd (--etcd) or this host's parqd
     kReserve,
     kChange,
-    kRelease
+    kRelease,
+    kKeyDerive
   };
   Cmd cmd = Cmd::kCreditShow;
   bool json = false;
@@ -68,7 +69,12 @@ struct CtlArgs {
   std::string id;                                    // change, release
   uint64_t rate = 0;                                 // reserve, change: bits/s
   std::string match;                                 // reserve
-  bool incoming = false;  // reservations: toward this host, not from it
+  bool incoming = false;        // reservations: toward this host, not from it
+  std::string secret_file;      // key derive: the cluster secret
+  uint64_t node = 0;            // key derive: the host the keys are for
+  std::vector<uint64_t> peers;  // key derive: its peers
+  uint32_t key_id = 1;          // key derive
+  std::string output;           // key derive: "" = standard output
 };
 
 std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,

@@ -331,16 +331,28 @@ const ConfigKey kKeys[] = {
        c.node_id = n.value();
        return std::nullopt;
      })},
-    {{"key-file", ConfigType::kString, false, true, true,
+    {{"key-file", ConfigType::kString, false, false, true,
       "key-file = \"/etc/parq/cluster.key\"",
-      "the cluster key (hex or raw, 32 to 1024 bytes, mode 0600)"},
-     "'key-file' is missing; give the cluster key file, e.g. key-file = "
-     "\"/etc/parq/cluster.key\" (make it with: openssl rand -hex 32)",
+      "the cluster key (hex or raw, 32 to 1024 bytes, mode 0600), shared by "
+      "every host; this or keys-file"},
+     {},
      PARQD_READ({
        auto s = r.String(v, "key-file");
        if (!s.ok())
          return s.error();
        c.key_file = s.value().text;
+       return std::nullopt;
+     })},
+    {{"keys-file", ConfigType::kString, false, false, true,
+      "keys-file = \"/etc/parq/pair.keys\"",
+      "this host's pair keys, one per peer and key id (parqctl key derive; "
+      "mode 0600); this or key-file"},
+     {},
+     PARQD_READ({
+       auto s = r.String(v, "keys-file");
+       if (!s.ok())
+         return s.error();
+       c.keys_file = s.value().text;
        return std::nullopt;
      })},
     {{"key-id", ConfigType::kInteger, false, false, true, "key-id = 1",
@@ -694,6 +706,13 @@ Result<Config, std::string> ParseConfig(std::string_view text,
   for (const ConfigKey& k : kKeys)
     if (k.info.required && !seen.count(k.info.name))
       return Err{file + ": " + std::string(k.missing)};
+  if (c.key_file.empty() == c.keys_file.empty())
+    return Err{file + (c.key_file.empty()
+                           ? ": give 'key-file', the cluster key (make it "
+                             "with: openssl rand -hex 32), or 'keys-file', "
+                             "this host's pair keys (make them with: parqctl "
+                             "key derive)"
+                           : ": give 'key-file' or 'keys-file', not both")};
   std::set<uint64_t> ids;
   for (const PeerConfig& p : c.peers) {
     if (!ids.insert(p.id).second)

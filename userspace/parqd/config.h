@@ -60,9 +60,10 @@ struct Config {
   std::string interface;              // required
   std::string listen_address = "::";  // "::" also takes IPv4 (mapped)
   uint16_t listen_port = kDefaultPort;
-  uint64_t node_id = 0;  // required
-  std::string key_file;  // required
-  uint32_t key_id = 1;   // the key's id in the messages' header
+  uint64_t node_id = 0;   // required
+  std::string key_file;   // the cluster key; or
+  std::string keys_file;  // this host's pair keys (one of the two)
+  uint32_t key_id = 1;    // the key's id in the messages' header
   uint64_t max_clock_skew_ns = 500 * kNsPerMs;
   std::vector<PeerConfig> peers;  // at least one
   // The receiving role: on when `receiver`; `addresses` are this host's

@@ -2,7 +2,11 @@
 
 #include "ctl.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <sstream>
@@ -13,6 +17,7 @@
 #include "cluster_admission.h"
 #include "config.h"
 #include "etcd.h"
+#include "key.h"
 #include "subprocess.h"
 #include "topology.h"
 
@@ -271,6 +276,51 @@ int Ask(const CtlArgs& a, const json& request, std::ostream& out,
   return 0;
 }
 
+// Writes `text` to `path` with mode 0600: a temporary file beside it,
+// then rename(), so that a reader never sees half a keys file.
+Result<std::monostate, std::string> WriteSecret(const std::string& path,
+                                                const std::string& text) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = mkstemp(tmp.data());  // mode 0600
+  if (fd < 0)
+    return Err{path +
+               ": cannot create a file beside it: " + std::strerror(errno)};
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  const int saved = errno;
+  const bool ok = done == text.size() && fsync(fd) == 0;
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(ok ? errno : saved);
+    unlink(tmp.c_str());
+    return Err{path + ": cannot write it: " + why};
+  }
+  return std::monostate{};
+}
+
+int KeyDerive(const CtlArgs& a, std::ostream& out, std::ostream& err) {
+  auto secret = Key::FromFile(a.secret_file);
+  if (!secret.ok())
+    return Fail(a, out, err, secret.error(), 0);
+  auto text = PairKeysText(secret.value(), a.key_id, a.node, a.peers);
+  if (!text.ok())
+    return Fail(a, out, err, text.error(), 0);
+  if (a.output.empty()) {
+    out << text.value().text;
+    return 0;
+  }
+  if (auto w = WriteSecret(a.output, text.value().text); !w.ok())
+    return Fail(a, out, err, w.error(), 0);
+  return Ok(a, out);
+}
+
 }  // namespace
 
 std::string FormatEntries(const std::vector<KernelEntry>& entries,
@@ -356,6 +406,8 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
                  err);
     case CtlArgs::Cmd::kRelease:
       return Ask(a, {{"op", "release"}, {"id", a.id}}, out, err);
+    case CtlArgs::Cmd::kKeyDerive:
+      return KeyDerive(a, out, err);
     case CtlArgs::Cmd::kReservations:
       if (a.etcd.empty())
         return Ask(a, {{"op", a.incoming ? "incoming" : "list"}}, out, err);

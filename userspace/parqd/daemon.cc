@@ -386,6 +386,46 @@ uint64_t InterfaceSpeed(const std::string& interface) {
 
 }  // namespace
 
+// The key ring of `c`: its key-file's cluster key under key-id, or its
+// keys-file's pair keys, which must hold a key of id key-id for every
+// peer.  Computes one MAC: the crypto library initialises itself on its
+// first use (1 ms on a host, 53 ms under QEMU/TCG), which would otherwise
+// delay the first GRANT sent and the first one received.
+Result<KeyRing, std::string> LoadKeys(const Config& c) {
+  Result<KeyRing, std::string> ring = Err{std::string("no key")};
+  if (!c.key_file.empty()) {
+    auto key = Key::FromFile(c.key_file);
+    if (!key.ok())
+      return Err{key.error()};
+    std::map<uint32_t, Key> held;
+    held.emplace(c.key_id, std::move(key.value()));
+    ring = KeyRing::Create(std::move(held), c.key_id);
+  } else {
+    auto pairs = PairKeysFromFile(c.keys_file);
+    if (!pairs.ok())
+      return Err{pairs.error()};
+    ring = KeyRing::CreatePairs(std::move(pairs.value()), c.key_id);
+  }
+  if (!ring.ok())
+    return Err{"configuration: " + ring.error()};
+  std::vector<uint64_t> peers;
+  for (const PeerConfig& p : c.peers)
+    peers.push_back(p.id);
+  if (auto missing = ring.value().MissingSendKeys(peers); !missing.empty()) {
+    std::string list;
+    for (uint64_t p : missing)
+      list += (list.empty() ? "" : ", ") + std::to_string(p);
+    return Err{c.keys_file + ": no key of id " + std::to_string(c.key_id) +
+               " (key-id) for peer(s) " + list +
+               "; derive them with: parqctl key derive"};
+  }
+  const std::array<uint8_t, Key::kMinBytes> zero{};
+  if (!wire::ComputeMac(Key::FromBytes(zero).value(), {}).ok())
+    return Err{
+        std::string("cannot compute HMAC-SHA-256: the crypto library failed")};
+  return ring;
+}
+
 int RunDaemon(const Config& c, KernelCreditTable& kernel,
               KernelMonitor* monitor, int signal_fd) {
   if (if_nametoindex(c.interface.c_str()) == 0)
@@ -393,23 +433,9 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
         "interface {} does not exist (yet): credits apply to the "
         "whole network namespace anyway, but check 'interface'",
         c.interface);
-  auto key = Key::FromFile(c.key_file);
-  if (!key.ok()) {
-    spdlog::error("{}", key.error());
-    return 1;
-  }
-  // One MAC now: the crypto library initialises itself on its first use
-  // (1 ms on a host, 53 ms under QEMU/TCG), which would otherwise delay
-  // the first GRANT sent and the first one received.
-  if (!wire::ComputeMac(key.value(), {}).ok()) {
-    spdlog::error("cannot compute HMAC-SHA-256: the crypto library failed");
-    return 1;
-  }
-  std::map<uint32_t, Key> held;
-  held.emplace(c.key_id, std::move(key.value()));
-  auto keys = KeyRing::Create(std::move(held), c.key_id);
+  auto keys = LoadKeys(c);
   if (!keys.ok()) {
-    spdlog::error("configuration: {}", keys.error());
+    spdlog::error("{}", keys.error());
     return 1;
   }
   auto rx =

@@ -18,6 +18,8 @@
 #include "address.h"
 #include "config.h"
 #include "kernel.h"
+#include "key.h"
+#include "result.h"
 
 namespace parq::parqd {
 
@@ -30,6 +32,10 @@ std::optional<Address> FromSockaddr(const sockaddr_storage& ss);
 // when the socket cannot reach that family.
 socklen_t ToSockaddr(const Address& a, uint16_t port, int socket_family,
                      sockaddr_storage* ss);
+
+// The key ring `c` names (key-file or keys-file, key-id), with a send key
+// for every peer; errors name the file and what to do.
+Result<KeyRing, std::string> LoadKeys(const Config& c);
 
 // Opens the socket and runs until `signal_fd` is readable.  Returns the
 // process exit status (0 on a clean stop); setup errors are logged.

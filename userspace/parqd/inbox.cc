@@ -131,7 +131,7 @@ Outcome Inbox::Receive(std::span<const uint8_t> bytes, const Address& from,
   Peer& peer = it->second;
   if (!Contains(peer.addresses, from))
     return Drop(DropReason::kWrongSource, std::nullopt, from, sender, now);
-  const Key* key = keys_.Find(header.value().key_id);
+  const Key* key = keys_.Find(header.value().key_id, sender);
   if (!key)
     return Drop(DropReason::kUnknownKey, std::nullopt, from, sender, now);
 

@@ -4,13 +4,19 @@
 
 #include <fcntl.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <string_view>
+#include <variant>
 
 namespace parq::parqd {
 
@@ -79,8 +85,14 @@ Result<Key, std::string> Key::FromBytes(std::span<const uint8_t> bytes) {
   return Key(std::vector<uint8_t>(bytes.begin(), bytes.end()));
 }
 
-Result<Key, std::string> Key::FromFile(const std::string& path) {
-  const std::string where = "key file " + path + ": ";
+namespace {
+
+// The bytes of the secret file `path` (at most `max` of them), once it is
+// checked to be a regular file that group and others cannot access.
+// Errors start with "<what> <path>: ".  The caller wipes the bytes.
+Result<std::vector<uint8_t>, std::string> ReadSecretFile(
+    const std::string& what, const std::string& path, size_t max) {
+  const std::string where = what + " " + path + ": ";
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0)
     return Err{where + Errno("cannot open it")};
@@ -97,12 +109,11 @@ Result<Key, std::string> Key::FromFile(const std::string& path) {
                   static_cast<unsigned>(st.st_mode & 07777));
     error = std::string("its mode ") + mode +
             " lets group or others access it; run: chmod 600 " + path;
-  } else if (st.st_size > static_cast<off_t>(kMaxFileBytes)) {
-    error = "it is " + std::to_string(st.st_size) +
-            " bytes long; a key file holds at most " +
-            std::to_string(kMaxFileBytes);
+  } else if (st.st_size > static_cast<off_t>(max)) {
+    error = "it is " + std::to_string(st.st_size) + " bytes long; a " + what +
+            " holds at most " + std::to_string(max);
   } else {
-    text.resize(kMaxFileBytes + 1);
+    text.resize(max + 1);
     size_t got = 0;
     while (got < text.size()) {
       const ssize_t n = read(fd, text.data() + got, text.size() - got);
@@ -117,26 +128,39 @@ Result<Key, std::string> Key::FromFile(const std::string& path) {
       got += static_cast<size_t>(n);
     }
     text.resize(got);
-    if (error.empty() && got > kMaxFileBytes)
-      error = "it grew past " + std::to_string(kMaxFileBytes) +
-              " bytes while being read";
+    if (error.empty() && got > max)
+      error = "it grew past " + std::to_string(max) + " bytes while being read";
   }
   close(fd);
-
-  std::optional<Result<Key, std::string>> key;
-  if (error.empty()) {
-    auto hex = ParseHex(text);
-    if (!hex.ok())
-      error = hex.error();
-    else if (hex.value())
-      key.emplace(FromBytes(*hex.value()));
-    else
-      key.emplace(FromBytes(text));
-    if (hex.ok() && hex.value())
-      OPENSSL_cleanse(hex.value()->data(), hex.value()->size());
+  if (!error.empty()) {
+    if (!text.empty())
+      OPENSSL_cleanse(text.data(), text.size());
+    return Err{where + error};
   }
+  return text;
+}
+
+}  // namespace
+
+Result<Key, std::string> Key::FromFile(const std::string& path) {
+  auto read = ReadSecretFile("key file", path, kMaxFileBytes);
+  if (!read.ok())
+    return Err{read.error()};
+  std::vector<uint8_t>& text = read.value();
+  std::optional<Result<Key, std::string>> key;
+  std::string error;
+  auto hex = ParseHex(text);
+  if (!hex.ok())
+    error = hex.error();
+  else if (hex.value())
+    key.emplace(FromBytes(*hex.value()));
+  else
+    key.emplace(FromBytes(text));
+  if (hex.ok() && hex.value())
+    OPENSSL_cleanse(hex.value()->data(), hex.value()->size());
   if (!text.empty())
     OPENSSL_cleanse(text.data(), text.size());
+  const std::string where = "key file " + path + ": ";
   if (!error.empty())
     return Err{where + error};
   if (!key->ok())
@@ -144,21 +168,214 @@ Result<Key, std::string> Key::FromFile(const std::string& path) {
   return std::move(*key);
 }
 
-Result<KeyRing, std::string> KeyRing::Create(std::map<uint32_t, Key> keys,
+namespace {
+
+// Keys files: a line for each pair and id; far more than a cluster needs.
+constexpr size_t kMaxKeysFileBytes = 4 << 20;
+
+Result<std::monostate, std::string> CheckIds(const KeyRing::PairKeys& keys,
                                              uint32_t send_id) {
   if (keys.empty())
     return Err{std::string("no key")};
-  if (keys.begin()->first == 0)
-    return Err{std::string("key id 0: key ids start at 1")};
-  if (!keys.contains(send_id))
+  bool send_held = false;
+  for (const auto& [idp, key] : keys) {
+    if (idp.first == 0)
+      return Err{std::string("key id 0: key ids start at 1")};
+    send_held |= idp.first == send_id;
+  }
+  if (!send_held)
     return Err{"the send key id " + std::to_string(send_id) +
                " is not one of the keys held"};
+  return std::monostate{};
+}
+
+template <typename T>
+void PutBE(std::vector<uint8_t>& out, T v) {
+  for (size_t i = 0; i < sizeof(T); i++)
+    out.push_back(static_cast<uint8_t>(v >> (8 * (sizeof(T) - 1 - i))));
+}
+
+// A whole decimal number of at most `max`, or nullopt.
+std::optional<uint64_t> Decimal(std::string_view s, uint64_t max) {
+  if (s.empty() || s.size() > 20)
+    return std::nullopt;
+  unsigned __int128 v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (v > max)
+    return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
+}  // namespace
+
+Result<KeyRing, std::string> KeyRing::Create(std::map<uint32_t, Key> keys,
+                                             uint32_t send_id) {
+  PairKeys pairs;
+  for (auto& [id, key] : keys)
+    pairs.emplace(std::pair{id, kAnyPeer}, std::move(key));
+  if (auto r = CheckIds(pairs, send_id); !r.ok())
+    return Err{r.error()};
+  return KeyRing(std::move(pairs), send_id);
+}
+
+Result<KeyRing, std::string> KeyRing::CreatePairs(PairKeys keys,
+                                                  uint32_t send_id) {
+  for (const auto& [idp, key] : keys)
+    if (idp.second == kAnyPeer)
+      return Err{"peer " + std::to_string(idp.second) +
+                 " is not a node id (0..2^63-1)"};
+  if (auto r = CheckIds(keys, send_id); !r.ok())
+    return Err{r.error()};
   return KeyRing(std::move(keys), send_id);
 }
 
-const Key* KeyRing::Find(uint32_t id) const {
-  auto it = keys_.find(id);
-  return it == keys_.end() ? nullptr : &it->second;
+const Key* KeyRing::Find(uint32_t id, uint64_t peer) const {
+  if (auto it = keys_.find({id, peer}); it != keys_.end())
+    return &it->second;
+  if (auto it = keys_.find({id, kAnyPeer}); it != keys_.end())
+    return &it->second;
+  return nullptr;
+}
+
+std::vector<uint64_t> KeyRing::MissingSendKeys(
+    const std::vector<uint64_t>& peers) const {
+  std::vector<uint64_t> missing;
+  for (uint64_t p : peers)
+    if (!SendKey(p))
+      missing.push_back(p);
+  return missing;
+}
+
+Result<Key, std::string> DerivePairKey(const Key& secret, uint32_t id,
+                                       uint64_t a, uint64_t b) {
+  static constexpr std::string_view kLabel = "parq pair key v1";
+  std::vector<uint8_t> msg(kLabel.begin(), kLabel.end());
+  msg.push_back(0);
+  PutBE<uint32_t>(msg, id);
+  PutBE<uint64_t>(msg, std::min(a, b));
+  PutBE<uint64_t>(msg, std::max(a, b));
+  std::array<uint8_t, 32> out{};
+  unsigned int len = 0;
+  const auto k = secret.bytes();
+  if (!HMAC(EVP_sha256(), k.data(), static_cast<int>(k.size()), msg.data(),
+            msg.size(), out.data(), &len) ||
+      len != out.size())
+    return Err{
+        std::string("cannot compute HMAC-SHA-256: the crypto library "
+                    "failed")};
+  auto key = Key::FromBytes(out);
+  OPENSSL_cleanse(out.data(), out.size());
+  return key;
+}
+
+Result<KeyRing::PairKeys, std::string> PairKeysFromFile(
+    const std::string& path) {
+  auto read = ReadSecretFile("keys file", path, kMaxKeysFileBytes);
+  if (!read.ok())
+    return Err{read.error()};
+  std::vector<uint8_t>& text = read.value();
+  KeyRing::PairKeys keys;
+  std::string error;
+  size_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size() && error.empty()) {
+    size_t end = pos;
+    while (end < text.size() && text[end] != '\n')
+      end++;
+    line_no++;
+    // Fields separated by spaces or tabs.
+    std::vector<std::string_view> fields;
+    const std::string_view line(
+        reinterpret_cast<const char*>(text.data()) + pos, end - pos);
+    size_t f = 0;
+    while (f < line.size()) {
+      while (f < line.size() &&
+             (line[f] == ' ' || line[f] == '\t' || line[f] == '\r'))
+        f++;
+      if (f == line.size() || line[f] == '#')
+        break;
+      size_t g = f;
+      while (g < line.size() && line[g] != ' ' && line[g] != '\t' &&
+             line[g] != '\r')
+        g++;
+      fields.push_back(line.substr(f, g - f));
+      f = g;
+    }
+    pos = end + 1;
+    if (fields.empty())
+      continue;
+    const std::string at = "line " + std::to_string(line_no) + ": ";
+    if (fields.size() != 3) {
+      error = at + "expected KEY-ID PEER-NODE-ID HEX-KEY, found " +
+              std::to_string(fields.size()) + " field(s)";
+      break;
+    }
+    const auto id = Decimal(fields[0], UINT32_MAX);
+    const auto peer = Decimal(fields[1], INT64_MAX);
+    if (!id || *id == 0) {
+      error = at + "the key id must be a number from 1 to 4294967295";
+      break;
+    }
+    if (!peer) {
+      error = at + "the peer must be a node id from 0 to 2^63-1";
+      break;
+    }
+    auto hex = ParseHex(std::span(
+        reinterpret_cast<const uint8_t*>(fields[2].data()), fields[2].size()));
+    if (!hex.ok() || !hex.value()) {
+      error = at + "the key must be hex digits" +
+              (hex.ok() ? std::string() : " (" + hex.error() + ")");
+      break;
+    }
+    auto key = Key::FromBytes(*hex.value());
+    OPENSSL_cleanse(hex.value()->data(), hex.value()->size());
+    if (!key.ok()) {
+      error = at + key.error();
+      break;
+    }
+    if (!keys.emplace(std::pair{static_cast<uint32_t>(*id), *peer},
+                      std::move(key.value()))
+             .second) {
+      error = at + "key " + std::to_string(*id) + " of peer " +
+              std::to_string(*peer) + " is given twice";
+      break;
+    }
+  }
+  OPENSSL_cleanse(text.data(), text.size());
+  if (error.empty() && keys.empty())
+    error = "it holds no key";
+  if (!error.empty())
+    return Err{"keys file " + path + ": " + error};
+  return keys;
+}
+
+Result<PairKeysFileText, std::string> PairKeysText(
+    const Key& secret, uint32_t id, uint64_t self,
+    const std::vector<uint64_t>& peers) {
+  if (id == 0)
+    return Err{std::string("key ids start at 1")};
+  std::string out = "# parq pair keys of node " + std::to_string(self) +
+                    ", id " + std::to_string(id) +
+                    " (parqctl key derive): KEY-ID PEER-NODE-ID HEX-KEY\n";
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (uint64_t p : peers) {
+    if (p == self)
+      return Err{"peer " + std::to_string(p) + " is this node"};
+    auto k = DerivePairKey(secret, id, self, p);
+    if (!k.ok())
+      return Err{k.error()};
+    out += std::to_string(id) + " " + std::to_string(p) + " ";
+    for (uint8_t b : k.value().bytes()) {
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+    out += "\n";
+  }
+  return PairKeysFileText{std::move(out)};
 }
 
 }  // namespace parq::parqd

@@ -15,6 +15,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "result.h"
@@ -44,27 +45,69 @@ class Key {
 };
 
 // The keys credit messages are made and checked with, by key id (the
-// header's key id field).  A host accepts a message under any key it
-// holds and makes its own under `send_id`, so that a cluster can roll
-// from one key to the next without a flag day
+// header's key id field) and peer.  A key is either the cluster's, shared
+// by every host (key-file), or one pair's (keys-file): then a host holds
+// only the keys of the pairs it is part of, and a compromised host can
+// forge nothing between two others.  A host accepts a message under any
+// key it holds for its sender and makes its own under `send_id`, so that
+// a cluster can roll from one key to the next without a flag day
 // (Documentation/parqd-protocol.md, "Keys").
 class KeyRing {
  public:
-  // Fails, saying why, on no key, a key id 0, or a send id not held.
+  // (key id, peer node id) -> key.
+  using PairKeys = std::map<std::pair<uint32_t, uint64_t>, Key>;
+
+  // Cluster keys, by id.  Fails, saying why, on no key, a key id 0, or a
+  // send id not held.
   static Result<KeyRing, std::string> Create(std::map<uint32_t, Key> keys,
                                              uint32_t send_id);
+  // Pair keys.  The same failures; whether every peer has a key of the
+  // send id is MissingSendKeys()'s question.
+  static Result<KeyRing, std::string> CreatePairs(PairKeys keys,
+                                                  uint32_t send_id);
 
-  // The key of id `id`, or nullptr.
-  const Key* Find(uint32_t id) const;
+  // The key of id `id` for messages from or to `peer`, or nullptr.
+  const Key* Find(uint32_t id, uint64_t peer) const;
   uint32_t send_id() const { return send_id_; }
-  const Key& send_key() const { return keys_.at(send_id_); }
+  // Find(send_id(), peer).
+  const Key* SendKey(uint64_t peer) const { return Find(send_id_, peer); }
+  // Those of `peers` this ring holds no send key for.
+  std::vector<uint64_t> MissingSendKeys(
+      const std::vector<uint64_t>& peers) const;
 
  private:
-  KeyRing(std::map<uint32_t, Key> keys, uint32_t send_id)
+  // The peer of a cluster key: no node id is this large (they are
+  // 0..2^63-1).
+  static constexpr uint64_t kAnyPeer = UINT64_MAX;
+
+  KeyRing(PairKeys keys, uint32_t send_id)
       : keys_(std::move(keys)), send_id_(send_id) {}
-  std::map<uint32_t, Key> keys_;
+  PairKeys keys_;
   uint32_t send_id_;
 };
+
+// The key of the pair of hosts `a` and `b` (in either order) under id
+// `id`, derived from the cluster secret `secret`:
+//   HMAC-SHA-256(secret, "parq pair key v1" 0x00 || id (4 bytes) ||
+//                min(a, b) (8 bytes) || max(a, b) (8 bytes)), big-endian.
+// Only the host that holds the secret (an operator's, not a cluster
+// member's) can derive every pair's key.
+Result<Key, std::string> DerivePairKey(const Key& secret, uint32_t id,
+                                       uint64_t a, uint64_t b);
+
+// A keys file: lines "KEY-ID PEER-NODE-ID HEX-KEY", '#' comments and blank
+// lines, the file a regular one of mode 0600 or stricter (as a key file).
+// Errors name the file and the line.
+Result<KeyRing::PairKeys, std::string> PairKeysFromFile(
+    const std::string& path);
+// The text of such a file for node `self`: the keys of id `id` of its
+// pairs with `peers`.
+struct PairKeysFileText {
+  std::string text;
+};
+Result<PairKeysFileText, std::string> PairKeysText(
+    const Key& secret, uint32_t id, uint64_t self,
+    const std::vector<uint64_t>& peers);
 
 }  // namespace parq::parqd
 

@@ -43,9 +43,9 @@ int Run(int argc, char** argv) {
     return 2;
   }
   if (args.check_config) {
-    auto key = Key::FromFile(config.value().key_file);
-    if (!key.ok()) {
-      spdlog::error("{}", key.error());
+    auto keys = LoadKeys(config.value());
+    if (!keys.ok()) {
+      spdlog::error("{}", keys.error());
       return 2;
     }
     std::string admission;
@@ -61,8 +61,10 @@ int Run(int argc, char** argv) {
                   (a->etcd_endpoints.size() > 1 ? " and others" : "");
     }
     std::cout << args.config << ": valid; node " << config.value().node_id
-              << ", " << config.value().peers.size() << " peer(s), key "
-              << key.value().bytes().size() << " bytes" << admission << "\n";
+              << ", " << config.value().peers.size() << " peer(s), "
+              << (config.value().key_file.empty() ? "pair keys"
+                                                  : "a cluster key")
+              << " of id " << keys.value().send_id() << admission << "\n";
     return 0;
   }
 

@@ -77,8 +77,16 @@ void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
     const wire::Message m =
         ToMessage(d, cfg_.policy, stamp, cfg_.own_addresses);
     sequence_ = m.sequence;
-    auto bytes = wire::Encode(m, keys_.send_key());
     const bool grant = d.type == wire::Type::kGrant;
+    const Key* key = keys_.SendKey(d.peer);
+    if (!key) {
+      ++counters_.send_errors;
+      Log(now, std::string("cannot send ") + (grant ? "GRANT" : "RELEASE") +
+                   " to peer " + std::to_string(d.peer) + ": no key of id " +
+                   std::to_string(keys_.send_id()) + " for it");
+      continue;
+    }
+    auto bytes = wire::Encode(m, *key);
     if (!bytes.ok() || !send_(to->second, cfg_.peer_port, bytes.value())) {
       ++counters_.send_errors;
       Log(now, std::string("cannot send ") + (grant ? "GRANT" : "RELEASE") +

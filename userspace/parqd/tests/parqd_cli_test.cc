@@ -70,6 +70,8 @@ TEST(ParqdCliTest, EveryOverride) {
                           "4",
                           "--key-file",
                           "k",
+                          "--keys-file",
+                          "p.keys",
                           "--key-id",
                           "3",
                           "--max-clock-skew",
@@ -97,14 +99,23 @@ TEST(ParqdCliTest, EveryOverride) {
   EXPECT_TRUE(a.check_config);
   EXPECT_EQ(a.log_level, "debug");
   const std::map<std::string, std::string, std::less<>> want = {
-      {"interface", "eth1"},    {"listen-address", "::1"},
-      {"listen-port", "9"},     {"node-id", "4"},
-      {"key-file", "k"},        {"key-id", "3"},
-      {"max-clock-skew", "2s"}, {"metrics-file", "m.prom"},
-      {"metrics-period", "1s"}, {"threshold-recv", "10"},
-      {"local-floor", "25"},    {"link-rate", "1000000000"},
-      {"epoch", "2ms"},         {"hold", "5ms"},
-      {"lease", "4"},           {"receiver", "true"}};
+      {"interface", "eth1"},
+      {"listen-address", "::1"},
+      {"listen-port", "9"},
+      {"node-id", "4"},
+      {"key-file", "k"},
+      {"keys-file", "p.keys"},
+      {"key-id", "3"},
+      {"max-clock-skew", "2s"},
+      {"metrics-file", "m.prom"},
+      {"metrics-period", "1s"},
+      {"threshold-recv", "10"},
+      {"local-floor", "25"},
+      {"link-rate", "1000000000"},
+      {"epoch", "2ms"},
+      {"hold", "5ms"},
+      {"lease", "4"},
+      {"receiver", "true"}};
   EXPECT_EQ(a.overrides.values, want);
   // Every key with an option was given once above.
   size_t options = 0;
@@ -288,6 +299,33 @@ TEST(CtlCliTest, EtcdOverTls) {
   EXPECT_EQ(r.err,
             "parqctl: --cacert, --cert and --key are for https:// endpoints, "
             "not http://e:2379\n");
+}
+
+TEST(CtlCliTest, KeyDerive) {
+  auto a = std::get<CtlArgs>(
+      Ctl({"key", "derive", "--secret", "/s.key", "--node", "7", "--peer",
+           "1,2", "--peer", "3", "--key-id", "4", "--output", "o"})
+          .ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kKeyDerive);
+  EXPECT_EQ(a.secret_file, "/s.key");
+  EXPECT_EQ(a.node, 7u);
+  EXPECT_EQ(a.peers, (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(a.key_id, 4u);
+  EXPECT_EQ(a.output, "o");
+  a = std::get<CtlArgs>(
+      Ctl({"key", "derive", "--secret", "s", "--node", "1", "--peer", "2"})
+          .ctl);
+  EXPECT_EQ(a.key_id, 1u);
+  EXPECT_EQ(a.output, "");
+
+  Parsed r = Ctl({"key", "derive", "--node", "1", "--peer", "2"});
+  EXPECT_NE(std::get<int>(r.ctl), 0);
+  EXPECT_NE(r.err.find("--secret is required"), std::string::npos) << r.err;
+  r = Ctl({"key", "derive", "--secret", "s", "--node", "1", "--peer", "2",
+           "--key-id", "0"});
+  EXPECT_NE(std::get<int>(r.ctl), 0);
+  r = Ctl({"key", "derive", "--secret", "s", "--node", "-1", "--peer", "2"});
+  EXPECT_NE(std::get<int>(r.ctl), 0);
 }
 
 TEST(CtlCliTest, Help) {

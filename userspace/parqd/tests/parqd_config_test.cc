@@ -137,10 +137,16 @@ TEST(ConfigTest, MissingRequiredKeys) {
             "runs on, e.g. interface = \"eth0\"");
   EXPECT_NE(Error(With("node-id", "")).find("'node-id' is missing"),
             std::string::npos);
-  EXPECT_NE(Error(With("key-file", ""))
-                .find("'key-file' is missing; give "
-                      "the cluster key file"),
-            std::string::npos);
+  EXPECT_EQ(Error(With("key-file", "")),
+            "parqd.toml: give 'key-file', the cluster key (make it with: "
+            "openssl rand -hex 32), or 'keys-file', this host's pair keys "
+            "(make them with: parqctl key derive)");
+  EXPECT_EQ(Error(With("key-file", "\"k\"\nkeys-file = \"p.keys\"")),
+            "parqd.toml: give 'key-file' or 'keys-file', not both");
+  std::string pairs_only = With("key-file", "");
+  pairs_only.insert(0, "keys-file = \"p.keys\"\n");
+  EXPECT_EQ(Ok(pairs_only).keys_file, "p.keys");
+  EXPECT_EQ(Ok(pairs_only).key_file, "");
   EXPECT_EQ(Error("interface = \"eth0\"\nnode-id = 1\nkey-file = \"k\"\n"),
             "parqd.toml: no [[peer]] section; list every host that may grant "
             "this host credit, with its id and addresses");
@@ -452,10 +458,16 @@ TEST(DurationTest, FormatRoundTrips) {
 
 // Every key that has a default shows it as its example in --help: the file
 // of the minimal keys plus that example reads as the minimal file alone.
+// key-file and keys-file: one of the two is required, neither has a
+// default.
+bool OneOfTwo(std::string_view name) {
+  return name == "key-file" || name == "keys-file";
+}
+
 TEST(ConfigTest, ExamplesAreTheDefaults) {
   const Config plain = Ok(kMinimal);
   for (const ConfigKeyInfo& k : ConfigKeys()) {
-    if (k.required || k.type == ConfigType::kAddresses ||
+    if (k.required || OneOfTwo(k.name) || k.type == ConfigType::kAddresses ||
         k.type == ConfigType::kPeers || k.type == ConfigType::kAdmission)
       continue;
     // Keys before the [[peer]] table, so that they stay top-level.
@@ -498,6 +510,8 @@ TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
     ASSERT_NE(it, doc.end()) << name << " is not in parqd.md's table";
     if (k.required)
       EXPECT_EQ(it->second, "required") << name;
+    else if (OneOfTwo(k.name))
+      EXPECT_EQ(it->second.rfind("this or ", 0), 0u) << name;
     else if (k.type != ConfigType::kAddresses &&
              k.type != ConfigType::kAdmission) {
       const std::string value(k.example.substr(k.example.find(" = ") + 3));

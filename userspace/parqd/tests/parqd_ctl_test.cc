@@ -3,7 +3,9 @@
 // Unit tests of ctl.cc: what parqctl asks the kernel and prints.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +17,7 @@
 
 #include "ctl.h"
 #include "fake_kernel.h"
+#include "key.h"
 #include "test_util.h"
 #include "topology_text.h"
 
@@ -166,6 +169,48 @@ TEST(FormatQdiscTest, KeepsParqQdiscs) {
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().find("no parq qdisc on eth0"), std::string::npos);
   EXPECT_FALSE(FormatQdisc("nope", "eth0", true).ok());
+}
+
+// parqctl key derive: standard output, --output (mode 0600) that parqd's
+// keys file reader takes, and the errors.
+TEST_F(CtlTest, KeyDerivePrintsAndWritesAKeysFile) {
+  test::TempDir tmp("parqd_ctl_key");
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string secret = tmp.path() + "/secret.key";
+  {
+    std::ofstream f(secret);
+    f << std::string(64, 'a') << "\n";
+  }
+  ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
+  open_error_ = KernelError{ENOENT, "no kernel in this test"};
+  CtlArgs a;
+  a.cmd = CtlArgs::Cmd::kKeyDerive;
+  a.secret_file = secret;
+  a.node = 7;
+  a.peers = {1, 2};
+  a.key_id = 3;
+  ASSERT_EQ(Run(a), 0) << err_;
+  const Key s = Key::FromFile(secret).value();
+  const std::string want = PairKeysText(s, 3, 7, {1, 2}).value().text;
+  EXPECT_EQ(out_, want);
+  EXPECT_EQ(std::count(out_.begin(), out_.end(), '\n'), 3);
+
+  a.output = tmp.path() + "/7.keys";
+  ASSERT_EQ(Run(a), 0) << err_;
+  EXPECT_EQ(out_, "");
+  struct stat st {};
+  ASSERT_EQ(stat(a.output.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto keys = PairKeysFromFile(a.output);
+  ASSERT_TRUE(keys.ok()) << keys.error();
+  EXPECT_EQ(keys.value().size(), 2u);
+
+  a.peers = {1, 7};
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_EQ(err_, "parqctl: peer 7 is this node\n");
+  a.secret_file = tmp.path() + "/none.key";
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_NE(err_.find("cannot open it"), std::string::npos) << err_;
 }
 
 }  // namespace

@@ -365,6 +365,44 @@ TEST(ReceiverKeys, TwoKeysAreAcceptedDuringARotation) {
   EXPECT_EQ(o.reason, DropReason::kBadMac);
 }
 
+// Issue 13: "any host that holds [the one cluster key] and can spoof
+// another host's source address can send credit 0 for that host's
+// addresses".  With pair keys, host 3 holds the keys of its own pairs
+// only: a message it forges as host 1, from host 1's address, fails the
+// MAC of pair (1, 9), this host being node 9.
+TEST(ReceiverPairKeys, ACompromisedHostCannotForgeForAnother) {
+  const Key secret = MakeKey(77);
+  KeyRing::PairKeys mine;
+  for (uint64_t p : {1, 3})
+    mine.emplace(std::pair{1u, p}, DerivePairKey(secret, 1, 9, p).value());
+  auto ring = KeyRing::CreatePairs(std::move(mine), 1);
+  ASSERT_TRUE(ring.ok()) << ring.error();
+  auto rx = Inbox::Create(
+      std::move(ring.value()),
+      {PeerConfig{1, {A("10.0.0.1")}}, PeerConfig{3, {A("10.0.0.3")}}},
+      {kSkew, kT0 - 10 * kSec});
+  ASSERT_TRUE(rx.ok()) << rx.error();
+  Inbox& in = rx.value();
+  // What host 3 holds: its pairs' keys, (3, 9) among them.
+  const Key k39 = DerivePairKey(secret, 1, 3, 9).value();
+  const Key k13 = DerivePairKey(secret, 1, 1, 3).value();
+  for (const Key* k : {&k39, &k13}) {
+    const Outcome o =
+        in.Receive(Bytes(Grant(1, 100, 5, 0, {A("10.0.0.1")}), *k),
+                   A("10.0.0.1"), 100, kT0 + 100);
+    EXPECT_EQ(o.reason, DropReason::kBadMac);
+  }
+  EXPECT_EQ(in.table().size(), 0u);
+  // Host 3's own messages, and host 1's genuine ones, get in.
+  EXPECT_TRUE(in.Receive(Bytes(Grant(3, 100, 1, 0, {A("10.0.0.3")}), k39),
+                         A("10.0.0.3"), 100, kT0 + 100)
+                  .accepted);
+  EXPECT_TRUE(in.Receive(Bytes(Grant(1, 100, 6, 0, {A("10.0.0.1")}),
+                               DerivePairKey(secret, 1, 1, 9).value()),
+                         A("10.0.0.1"), 100, kT0 + 100)
+                  .accepted);
+}
+
 // A datagram from a stranger is dropped on its header: its MAC is never
 // checked (it would have been bad_mac).
 TEST_F(ReceiverTest, StrangersAreDroppedBeforeTheMac) {

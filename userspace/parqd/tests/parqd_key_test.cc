@@ -10,7 +10,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "key.h"
@@ -160,6 +163,118 @@ TEST_F(KeyFile, TooLarge) {
   auto k = Key::FromFile(Write(std::string(5000, 'a')));
   ASSERT_FALSE(k.ok());
   EXPECT_NE(k.error().find("at most"), std::string::npos) << k.error();
+}
+
+// ---- Pair keys ---------------------------------------------------------
+
+using parq::parqd::DerivePairKey;
+using parq::parqd::KeyRing;
+using parq::parqd::PairKeysFromFile;
+using parq::parqd::PairKeysText;
+
+std::string Hex(std::span<const uint8_t> b) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t c : b) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+const Key& Secret() {
+  static const Key k = Key::FromBytes(Seq(32)).value();
+  return k;
+}
+
+// HMAC-SHA-256(00 01 .. 1f, "parq pair key v1" 00 | id | min | max), by
+// Python's hmac module.
+TEST(PairKey, KnownAnswer) {
+  EXPECT_EQ(Hex(DerivePairKey(Secret(), 1, 1, 2).value().bytes()),
+            "f3a2f14078c3c6daaf262124f771b242935b8bbe35c17673f88adce991774b8a");
+  EXPECT_EQ(Hex(DerivePairKey(Secret(), 2, 2, 1).value().bytes()),
+            "d3b45a5d4941c11b7945a22ef52afb81e942cf155eaa12c4b0b2301bd78542dd");
+}
+
+TEST(PairKey, SymmetricAndDistinct) {
+  const auto k12 = Hex(DerivePairKey(Secret(), 1, 1, 2).value().bytes());
+  EXPECT_EQ(Hex(DerivePairKey(Secret(), 1, 2, 1).value().bytes()), k12);
+  EXPECT_NE(Hex(DerivePairKey(Secret(), 1, 1, 3).value().bytes()), k12);
+  EXPECT_NE(Hex(DerivePairKey(Secret(), 2, 1, 2).value().bytes()), k12);
+  const Key other = Key::FromBytes(Seq(32, 1)).value();
+  EXPECT_NE(Hex(DerivePairKey(other, 1, 1, 2).value().bytes()), k12);
+}
+
+TEST_F(KeyFile, PairKeysRoundTrip) {
+  auto text = PairKeysText(Secret(), 4, 7, {1, 2, 3});
+  ASSERT_TRUE(text.ok()) << text.error();
+  auto keys = PairKeysFromFile(Write(text.value().text));
+  ASSERT_TRUE(keys.ok()) << keys.error();
+  EXPECT_EQ(keys.value().size(), 3u);
+  auto ring = KeyRing::CreatePairs(std::move(keys.value()), 4);
+  ASSERT_TRUE(ring.ok()) << ring.error();
+  for (uint64_t p : {1, 2, 3}) {
+    const Key* k = ring.value().Find(4, p);
+    ASSERT_TRUE(k) << p;
+    EXPECT_EQ(Hex(k->bytes()),
+              Hex(DerivePairKey(Secret(), 4, p, 7).value().bytes()));
+  }
+  EXPECT_FALSE(ring.value().Find(4, 9));
+  EXPECT_FALSE(ring.value().Find(1, 1));
+  EXPECT_EQ(ring.value().MissingSendKeys({1, 9, 3}), std::vector<uint64_t>{9});
+}
+
+TEST_F(KeyFile, PairKeysFileErrorsNameTheLine) {
+  const std::string k = Hex(Seq(32));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "holds no key"},
+      {"# only a comment\n\n", "holds no key"},
+      {"1 2\n", "line 1: expected KEY-ID PEER-NODE-ID HEX-KEY, found 2"},
+      {"# c\n1 2 " + k + " extra\n", "line 2: expected"},
+      {"0 2 " + k + "\n", "line 1: the key id must be a number from 1"},
+      {"4294967296 2 " + k + "\n", "the key id must be"},
+      {"1 -2 " + k + "\n", "line 1: the peer must be a node id"},
+      {"1 9223372036854775808 " + k + "\n", "the peer must be"},
+      {"1 2 xyz\n", "line 1: the key must be hex digits"},
+      {"1 2 abc\n", "odd number of hex digits"},
+      {"1 2 abcd\n", "needs at least 32"},
+      {"1 2 " + k + "\n1 2 " + k + "\n", "line 2: key 1 of peer 2 is given"},
+  };
+  for (const auto& [content, want] : cases) {
+    auto r = PairKeysFromFile(Write(content));
+    ASSERT_FALSE(r.ok()) << content;
+    EXPECT_NE(r.error().find(want), std::string::npos) << r.error();
+    EXPECT_EQ(r.error().rfind("keys file ", 0), 0u) << r.error();
+  }
+  auto r = PairKeysFromFile(Write("1 2 " + k + "\n", 0640));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("chmod 600"), std::string::npos) << r.error();
+  EXPECT_TRUE(
+      PairKeysFromFile(Write("\t1\t2 " + k + "  # a comment\r\n")).ok());
+}
+
+TEST(PairKeyRing, ClusterAndPairKeysAreFoundAndChecked) {
+  std::map<uint32_t, Key> cluster;
+  cluster.emplace(1, Secret());
+  auto ring = KeyRing::Create(std::move(cluster), 1);
+  ASSERT_TRUE(ring.ok());
+  EXPECT_TRUE(ring.value().Find(1, 12345));  // any peer
+  EXPECT_TRUE(ring.value().MissingSendKeys({1, 2}).empty());
+  EXPECT_EQ(KeyRing::CreatePairs({}, 1).error(), "no key");
+  KeyRing::PairKeys zero;
+  zero.emplace(std::pair{0u, uint64_t{2}}, Secret());
+  EXPECT_EQ(KeyRing::CreatePairs(std::move(zero), 1).error(),
+            "key id 0: key ids start at 1");
+  KeyRing::PairKeys one;
+  one.emplace(std::pair{1u, uint64_t{2}}, Secret());
+  EXPECT_EQ(KeyRing::CreatePairs(std::move(one), 2).error(),
+            "the send key id 2 is not one of the keys held");
+}
+
+TEST(PairKeyText, RefusesItself) {
+  EXPECT_EQ(PairKeysText(Secret(), 1, 7, {1, 7}).error(),
+            "peer 7 is this node");
+  EXPECT_EQ(PairKeysText(Secret(), 0, 7, {1}).error(), "key ids start at 1");
 }
 
 }  // namespace
