@@ -13,33 +13,20 @@ uint64_t LeaseExpiry(uint64_t now, uint16_t lease, uint64_t epoch_ns) {
 ApplyResult CreditTable::Apply(const wire::Message& m, uint64_t now) {
   ApplyResult r;
   for (const Address& a : m.addresses) {
-    auto it = entries_.find(a);
-    if (it != entries_.end() && m.sequence < it->second.sequence) {
-      r.stale++;
-      continue;
-    }
     if (m.type == wire::Type::kRelease) {
-      if (it != entries_.end())
-        entries_.erase(it);
+      entries_.erase(a);
       r.applied++;
       continue;
     }
     entries_[a] = CreditEntry{
         .credit = m.credit,
         .epoch_ns = m.epoch_ns(),
-        .sequence = m.sequence,
         .granter = m.sender,
         .expires = LeaseExpiry(now, m.lease, m.epoch_ns()),
     };
     r.applied++;
   }
   return r;
-}
-
-void CreditTable::ForgetOrder(const std::vector<Address>& addresses) {
-  for (const Address& a : addresses)
-    if (auto it = entries_.find(a); it != entries_.end())
-      it->second.sequence = 0;
 }
 
 std::vector<Address> CreditTable::Expire(uint64_t now) {

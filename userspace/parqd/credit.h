@@ -6,9 +6,9 @@
 //
 // Credits are absolute and idempotent: a GRANT sets the entry (it does not
 // add to it), so a duplicated message changes nothing and a lost one is
-// repaired by the next.  A message whose sequence number is below the
-// entry's (one the replay window let through late) is stale and changes
-// nothing.  Every grant carries a lease in epochs: the
+// repaired by the next.  Order is the Inbox's: it applies a peer's
+// messages in increasing sequence only, and an address belongs to one
+// peer.  Every grant carries a lease in epochs: the
 // entry expires lease x epoch length after the message was applied, and an
 // expired entry is removed, which unblocks the destination (no entry means
 // no limit).  A RELEASE removes the entries at once.
@@ -34,7 +34,6 @@ namespace parq::parqd {
 struct CreditEntry {
   uint64_t credit = 0;    // bytes per epoch; 0: stop
   uint64_t epoch_ns = 0;  // the granter's epoch length
-  uint64_t sequence = 0;  // of the message that set it
   uint64_t granter = 0;   // its sender id
   uint64_t expires = 0;   // CLOCK_MONOTONIC ns; valid while now < expires
 
@@ -47,7 +46,6 @@ uint64_t LeaseExpiry(uint64_t now, uint16_t lease, uint64_t epoch_ns);
 
 struct ApplyResult {
   size_t applied = 0;  // addresses set (GRANT) or removed (RELEASE)
-  size_t stale = 0;    // addresses whose entry has a newer sequence
 };
 
 class CreditTable {
@@ -61,11 +59,6 @@ class CreditTable {
 
   // The entry for `a` if it holds at `now`.
   std::optional<CreditEntry> Lookup(const Address& a, uint64_t now) const;
-
-  // Lets any sequence number set the entries of `addresses` again: their
-  // granter's sequence numbers started anew (Inbox: the peer's replay
-  // state expired).
-  void ForgetOrder(const std::vector<Address>& addresses);
 
   // The earliest expiry, to arm a timer; nullopt when empty.
   std::optional<uint64_t> NextExpiry() const;

@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -397,9 +396,7 @@ Result<KeyRing, std::string> LoadKeys(const Config& c) {
     auto key = Key::FromFile(c.key_file);
     if (!key.ok())
       return Err{key.error()};
-    std::map<uint32_t, Key> held;
-    held.emplace(c.key_id, std::move(key.value()));
-    ring = KeyRing::Create(std::move(held), c.key_id);
+    ring = KeyRing::Cluster(c.key_id, std::move(key.value()));
   } else {
     auto pairs = PairKeysFromFile(c.keys_file);
     if (!pairs.ok())

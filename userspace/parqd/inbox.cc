@@ -162,7 +162,6 @@ Outcome Inbox::Receive(std::span<const uint8_t> bytes, const Address& from,
   if (peer.newest && SatAdd(*peer.newest, skew) < realtime) {
     peer.window = ReplayWindow{};
     peer.newest.reset();
-    table_.ForgetOrder(peer.addresses);
     counters_.forgotten++;
   }
   switch (peer.window.Check(m.sequence)) {

@@ -215,11 +215,19 @@ std::optional<uint64_t> Decimal(std::string_view s, uint64_t max) {
 Result<KeyRing, std::string> KeyRing::Create(std::map<uint32_t, Key> keys,
                                              uint32_t send_id) {
   PairKeys pairs;
-  for (auto& [id, key] : keys)
-    pairs.emplace(std::pair{id, kAnyPeer}, std::move(key));
+  while (!keys.empty()) {
+    auto node = keys.extract(keys.begin());
+    pairs.emplace(std::pair{node.key(), kAnyPeer}, std::move(node.mapped()));
+  }
   if (auto r = CheckIds(pairs, send_id); !r.ok())
     return Err{r.error()};
   return KeyRing(std::move(pairs), send_id);
+}
+
+Result<KeyRing, std::string> KeyRing::Cluster(uint32_t id, Key key) {
+  std::map<uint32_t, Key> keys;
+  keys.emplace(id, std::move(key));
+  return Create(std::move(keys), id);
 }
 
 Result<KeyRing, std::string> KeyRing::CreatePairs(PairKeys keys,

@@ -61,6 +61,8 @@ class KeyRing {
   // send id not held.
   static Result<KeyRing, std::string> Create(std::map<uint32_t, Key> keys,
                                              uint32_t send_id);
+  // One cluster key under id `id` (key-file), also the send key.
+  static Result<KeyRing, std::string> Cluster(uint32_t id, Key key);
   // Pair keys.  The same failures; whether every peer has a key of the
   // send id is MissingSendKeys()'s question.
   static Result<KeyRing, std::string> CreatePairs(PairKeys keys,

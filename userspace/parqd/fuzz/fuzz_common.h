@@ -19,7 +19,6 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <vector>
 
 #include "address.h"
@@ -52,9 +51,7 @@ inline const Key& FuzzKey() {
 }
 
 inline KeyRing FuzzKeys() {
-  std::map<uint32_t, Key> keys;
-  keys.emplace(1, FuzzKey());
-  return KeyRing::Create(std::move(keys), 1).value();
+  return KeyRing::Cluster(1, FuzzKey()).value();
 }
 
 // Index by bits 0-1 of a record's control byte.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // Unit tests of credit.cc: lease arithmetic, absolute and idempotent
-// credits, staleness, release and expiry, at the edges of u64 time.
+// credits, release and expiry, at the edges of u64 time.
 
 #include <gtest/gtest.h>
 
@@ -49,13 +49,11 @@ TEST(CreditTable, GrantCreatesEntriesForEveryAddress) {
   const auto r =
       t.Apply(Grant(7, 100, 1, 1500, {A("10.0.0.1"), A("fd00::1")}), 1000);
   EXPECT_EQ(r.applied, 2u);
-  EXPECT_EQ(r.stale, 0u);
   ASSERT_EQ(t.size(), 2u);
   const auto e = t.Lookup(A("fd00::1"), 1000);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->credit, 1500u);
   EXPECT_EQ(e->epoch_ns, kEpoch);
-  EXPECT_EQ(e->sequence, 1u);
   EXPECT_EQ(e->granter, 7u);
   EXPECT_EQ(e->expires, 1000 + 3 * kEpoch);
   EXPECT_FALSE(t.Lookup(A("10.0.0.2"), 1000));
@@ -103,43 +101,6 @@ TEST(CreditTable, LostMessageIsRepairedByTheNext) {
   t.Apply(Grant(7, 102, 3, 700, {A("10.0.0.1")}), 2 * kEpoch);
   const auto e = t.Lookup(A("10.0.0.1"), 2 * kEpoch);
   EXPECT_EQ(e->credit, 700u);
-  EXPECT_EQ(e->sequence, 3u);
-}
-
-TEST(CreditTable, OlderSequenceIsStale) {
-  CreditTable t;
-  t.Apply(Grant(7, 100, 5, 1500, {A("10.0.0.1")}), 0);
-  const auto before = t.entries();
-  // A later timestamp does not make it newer: the sequence number orders.
-  const auto r = t.Apply(Grant(7, 101, 4, 1, {A("10.0.0.1")}), 10);
-  EXPECT_EQ(r.applied, 0u);
-  EXPECT_EQ(r.stale, 1u);
-  EXPECT_EQ(t.entries(), before);
-  const auto rel = t.Apply(Release(7, 101, 3, {A("10.0.0.1")}), 10);
-  EXPECT_EQ(rel.stale, 1u);
-  EXPECT_EQ(t.entries(), before);
-}
-
-TEST(CreditTable, ForgetOrderLetsALowerSequenceIn) {
-  CreditTable t;
-  t.Apply(Grant(7, 100, 500, 1500, {A("10.0.0.1"), A("10.0.0.2")}), 0);
-  t.ForgetOrder({A("10.0.0.1")});
-  const auto r =
-      t.Apply(Grant(7, 101, 1, 9, {A("10.0.0.1"), A("10.0.0.2")}), 0);
-  EXPECT_EQ(r.applied, 1u);
-  EXPECT_EQ(r.stale, 1u);
-  EXPECT_EQ(t.Lookup(A("10.0.0.1"), 0)->credit, 9u);
-  EXPECT_EQ(t.Lookup(A("10.0.0.2"), 0)->credit, 1500u);
-}
-
-TEST(CreditTable, StalenessIsPerAddress) {
-  CreditTable t;
-  t.Apply(Grant(7, 100, 2, 1500, {A("10.0.0.1")}), 0);
-  const auto r = t.Apply(Grant(7, 99, 1, 1, {A("10.0.0.1"), A("10.0.0.2")}), 0);
-  EXPECT_EQ(r.applied, 1u);
-  EXPECT_EQ(r.stale, 1u);
-  EXPECT_EQ(t.Lookup(A("10.0.0.1"), 0)->credit, 1500u);
-  EXPECT_EQ(t.Lookup(A("10.0.0.2"), 0)->credit, 1u);
 }
 
 TEST(CreditTable, NewerSequenceOverrides) {

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,9 +37,7 @@ inline Address A(std::string_view text) {
 
 // A key ring holding TestKey() under id 1.
 inline KeyRing TestKeys() {
-  std::map<uint32_t, Key> keys;
-  keys.emplace(1, TestKey());
-  return KeyRing::Create(std::move(keys), 1).value();
+  return KeyRing::Cluster(1, TestKey()).value();
 }
 
 // `time`: the sender's CLOCK_REALTIME stamp, ns.
