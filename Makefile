@@ -18,7 +18,8 @@
 #                   instructions (callgrind), Documentation/benchmarks.md
 #   make bench-admission  admissions per second of the cluster admission
 #                   on etcd (one member and three, disjoint and shared paths)
-#   make install    install module (updates/), tc plugin and man page
+#   make install    install module (updates/), tc plugin, parqd, parqctl,
+#                   their systemd units, example configuration and man pages
 #
 # The module is built for `scripts/kver` (the running kernel when its headers
 # are installed, else the newest installed Debian kernel: the one the VM
@@ -32,7 +33,7 @@
 # different kernels never mix, and the tests load it from there (PARQ_KO).
 # Documentation/kernels.md lists the kernels parq is tested on.
 
-VERSION     := 0.1.0
+VERSION     := $(shell cat VERSION)
 BUILD       := build
 KERNEL      ?=
 ifneq ($(KERNEL),)
@@ -71,7 +72,7 @@ FUZZ        := $(BUILD)/fuzz
 # the tools of the demo and the experiments, and bench-core's programs.
 RELEASE     := $(BUILD)/release
 RELEASE_CMAKE := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARQ_BUILD_TESTS=OFF \
-		 -DPARQ_SANITIZE=OFF
+		 -DPARQ_SANITIZE=OFF -DPARQ_WERROR=ON
 BENCH_MIN_TIME ?= 0.2
 FUZZ_TIME   ?= 60
 DESTDIR     ?=
@@ -124,9 +125,10 @@ kernel-debug:
 	scripts/install-deps debug
 	scripts/kernel-debug
 
+# The developer build: unit tests, ASan and UBSan, -Werror.
 userspace:
 	cmake -S userspace -B $(USERSPACE) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+		-DPARQ_DEVELOPER=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	cmake --build $(USERSPACE) -j2
 
 # parqd, parqctl, parq-bench and libparq (with its example) as an operator
@@ -161,7 +163,8 @@ fuzz:
 	scripts/install-deps fuzz
 	cmake -S userspace -B $(FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-		-DPARQ_FUZZ=ON -DPARQ_BUILD_TESTS=OFF -DPARQ_SANITIZE=ON >/dev/null
+		-DPARQ_FUZZ=ON -DPARQ_BUILD_TESTS=OFF -DPARQ_SANITIZE=ON \
+		-DPARQ_WERROR=ON >/dev/null
 	cmake --build $(FUZZ) -j2 --target fuzz_wire fuzz_wire_seeds
 	rm -rf $(FUZZ)/seeds && mkdir -p $(FUZZ)/seeds $(FUZZ)/corpus
 	$(FUZZ)/parqd/fuzz/fuzz_wire_seeds $(FUZZ)/seeds
@@ -180,8 +183,31 @@ bench-admission:
 plugin-test: plugin
 	$(MAKE) -C tc-plugin test
 
+MAN_PAGES := Documentation/tc-parq.8 Documentation/parqd.8 \
+	     Documentation/parqctl.8 Documentation/parqd.toml.5
 man-lint:
-	groff -man -ww -z Documentation/tc-parq.8
+	for m in $(MAN_PAGES); do groff -man -ww -z $$m || exit 1; done
+
+# The systemd units as make install-user installs them (staged): anything
+# systemd-analyze verify says of them (an unknown key is only a warning
+# there, an error here), their commands pointed at the staged binaries;
+# and parqd.service's exposure (systemd-analyze security), at most 2.5.
+UNIT_STAGE := $(BUILD)/unit-stage
+UNITS := parqd.service parq-jobs-sweep.service parq-jobs-sweep.timer
+unit-lint: tools
+	rm -rf $(UNIT_STAGE)
+	$(MAKE) --no-print-directory install-user \
+		DESTDIR=$(CURDIR)/$(UNIT_STAGE) >/dev/null
+	mkdir -p $(UNIT_STAGE)/verify
+	for u in $(UNITS); do \
+		sed 's|/usr/sbin/|$(CURDIR)/$(UNIT_STAGE)/usr/sbin/|g' \
+		$(UNIT_STAGE)$(UNITDIR)/$$u >$(UNIT_STAGE)/verify/$$u || exit 1; \
+	done
+	cd $(UNIT_STAGE)/verify && out=$$(systemd-analyze verify --man=no \
+		$(UNITS) 2>&1) && [ -z "$$out" ] || { echo "$$out"; exit 1; }
+	out=$$(systemd-analyze security --offline=true --threshold=25 \
+		$(UNIT_STAGE)$(UNITDIR)/parqd.service 2>&1); rc=$$?; \
+		echo "$$out" | tail -n 1; exit $$rc
 
 # The YNL spec of the parq genetlink family agrees with the UAPI header.
 spec-lint:
@@ -254,8 +280,8 @@ check:
 		$(MAKE) kmod-lint && \
 		$(MAKE) kmod-lint KERNEL=6.12 PARQ_FAULT_INJECT=y
 	@$(call PHASE,build unit tests lint tidy fuzz) \
-		$(MAKE) all unit plugin-test man-lint spec-lint format-check tidy \
-		fuzz FUZZ_TIME=30
+		$(MAKE) all unit plugin-test man-lint unit-lint spec-lint \
+		format-check tidy fuzz FUZZ_TIME=30
 	@$(call PHASE,selftests on 6.1) \
 		$(MAKE) selftest \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_61_EXCEPT))"
@@ -280,17 +306,50 @@ check-debug:
 	$(MAKE) all
 	$(MAKE) selftest KERNEL=debug SELFTEST_ARGS=--kmemleak
 
-install: kmod plugin
+# make install: the module (updates/ of KVER's modules), the tc plugin
+# and tc-parq(8), and install-user's part.  DESTDIR= stages it all.
+install: kmod plugin install-user
 	@[ -z "$(KERNEL)" ] || { echo "make install: not with KERNEL= (that kernel is not installed)" >&2; exit 1; }
 	$(MAKE) -C kmod KVER=$(KVER) INSTALL_MOD_PATH=$(DESTDIR) modules_install
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 	$(MAKE) -C tc-plugin DESTDIR=$(DESTDIR) install
+
+# What runs in user space, from the release build (make tools): parqd and
+# parqctl, their systemd units and user, the example configuration, the
+# man pages and the operator's documentation.  Without DESTDIR it also
+# creates the parqd user and reloads systemd.
+UNITDIR     ?= /lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+DOCDIR      ?= $(PREFIX)/share/doc/parq
+MANDIR      ?= $(PREFIX)/share/man
+install-user: tools
+	install -D -m 755 $(RELEASE)/parqd/parqd $(DESTDIR)$(PREFIX)/sbin/parqd
+	install -D -m 755 $(RELEASE)/parqd/parqctl $(DESTDIR)$(PREFIX)/sbin/parqctl
+	install -D -m 644 -t $(DESTDIR)$(UNITDIR) userspace/parqd/parqd.service \
+		userspace/parqd/parq-jobs-sweep.service \
+		userspace/parqd/parq-jobs-sweep.timer
+	install -D -m 644 userspace/parqd/parqd.sysusers \
+		$(DESTDIR)$(SYSUSERSDIR)/parqd.conf
+	install -D -m 644 userspace/parqd/parqd.toml.example \
+		$(DESTDIR)$(DOCDIR)/examples/parqd.toml
+	install -D -m 644 -t $(DESTDIR)$(DOCDIR) Documentation/parqd.md \
+		Documentation/parqd-protocol.md Documentation/admission.md \
+		Documentation/topology.example.toml
+	install -D -m 644 -t $(DESTDIR)$(MANDIR)/man8 Documentation/parqd.8 \
+		Documentation/parqctl.8
+	install -D -m 644 -t $(DESTDIR)$(MANDIR)/man5 Documentation/parqd.toml.5
+	install -d -m 755 $(DESTDIR)/etc/parq
+	if [ -z "$(DESTDIR)" ]; then \
+		systemd-sysusers $(SYSUSERSDIR)/parqd.conf && \
+		{ [ ! -d /run/systemd/system ] || systemctl daemon-reload; }; \
+	fi
 
 # Build and install the module for every kernel with DKMS.
 dkms-install:
 	rm -rf /usr/src/parq-$(VERSION)
 	mkdir -p /usr/src/parq-$(VERSION)
 	git archive HEAD dkms.conf kmod scripts/kver | tar -x -C /usr/src/parq-$(VERSION)
+	sed -i 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' /usr/src/parq-$(VERSION)/dkms.conf
 	dkms install -m parq -v $(VERSION)
 
 clean:
@@ -300,4 +359,5 @@ clean:
 
 .PHONY: all kmod kmod-tree kmod-lint plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
 	selftest bench bench-core bench-admission tools demo experiments deps check install \
+	install-user unit-lint \
 	dkms-install clean fuzz kernel-debug selftest-stress check-debug

@@ -18,6 +18,13 @@ parqlab.credits, which follows Documentation/parqd-protocol.md byte by byte
   - a parqd whose admission role cannot start exits with the error and
     leaves the kernel's receive monitor off; an etcd that never answers
     stalls nothing but admission (in B, which runs no other parqd);
+  - parqd speaks to its service manager as sd_notify(3) says (READY=1
+    with a STATUS= line once it runs, WATCHDOG=1 at half WATCHDOG_USEC,
+    STOPPING=1), read from a NOTIFY_SOCKET the test binds;
+  - SIGHUP reloads the keys (a relative key-file, beside the
+    configuration) and max-clock-skew, keeps the replay windows (a
+    sequence number accepted under key 1 is a duplicate under key 2), and
+    a configuration that does not parse changes nothing;
   - parqd stops cleanly on SIGTERM.
 
 The binaries come from $PARQ_USERSPACE_BUILD (default build/userspace, what
@@ -30,6 +37,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -59,7 +67,11 @@ topo = None
 tmp = None
 key = None
 parqd = None
+notify = None	# the NOTIFY_SOCKET parqd writes to
+started = None	# time.time() when parqd started
 seq = 0
+# systemd's WatchdogSec: parqd pings every half of it.
+WATCHDOG_S = 1.0 * ktap.slowdown()
 # parqd's max-clock-skew: the time a message may take from B's
 # CLOCK_REALTIME stamp to parqd (the same clock), and how long after its
 # start parqd drops messages stamped before it (what a restart must not
@@ -127,10 +139,12 @@ def drops(reason):
                          0)
 
 
-def write_config(name, side, metrics_file, keys="", sections=""):
+def write_config(name, side, metrics_file, keys="", sections="",
+                 key_file=None, skew_ms=None):
     """parqd.toml for host @side ("a": node 1, peer B; "b": node 2, peer
     A), with its metrics file @metrics_file in tmp, top-level @keys and,
-    after the [[peer]] section, @sections; returns its path."""
+    after the [[peer]] section, @sections; @key_file (default
+    tmp/cluster.key), @skew_ms (default SKEW_S); returns its path."""
     me, peer = (ME, PEER) if side == "a" else (PEER, ME)
     dev, ip = ((topo.dev_a(), topo.ip_a()) if side == "a"
                else (topo.dev_b(), topo.ip_b()))
@@ -142,10 +156,10 @@ interface = "{dev}"
 listen-address = "{ip}"
 listen-port = {PORT}
 node-id = {me}
-key-file = "{tmp}/cluster.key"
+key-file = "{key_file or tmp + '/cluster.key'}"
 metrics-file = "{tmp}/{metrics_file}"
 metrics-period = "100ms"
-max-clock-skew = "{int(SKEW_S * 1000)}ms"
+max-clock-skew = "{skew_ms or int(SKEW_S * 1000)}ms"
 {keys}
 [[peer]]
 id = {peer}
@@ -154,22 +168,80 @@ addresses = ["{peer_ip}"]
     return cfg
 
 
+def write_key(name, k):
+    fd = os.open(os.path.join(tmp, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                 0o600)
+    os.write(fd, k.hex().encode() + b"\n")
+    os.close(fd)
+
+
+class Notes:
+    """What parqd sends to its NOTIFY_SOCKET, read as it comes by a
+    thread, as systemd does: a datagram socket's queue holds 10 messages
+    (net.unix.max_dgram_qlen), and sd_notify() blocks when it is full."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.got = []
+        self.cv = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while True:
+            m = self.sock.recv(4096).decode()
+            with self.cv:
+                self.got.append(m)
+                self.cv.notify_all()
+
+    def take(self):
+        """The messages since the last take()."""
+        with self.cv:
+            out, self.got = self.got, []
+        return out
+
+    def until(self, line, timeout=5.0):
+        """The messages up to the first with @line (fails after @timeout
+        x slowdown seconds); later ones stay."""
+        deadline = time.monotonic() + timeout * ktap.slowdown()
+        with self.cv:
+            while True:
+                for i, m in enumerate(self.got):
+                    if line in m.split("\n"):
+                        out, self.got = self.got[:i + 1], self.got[i + 1:]
+                        return out
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no {line} from parqd; it sent "
+                                         f"{self.got}")
+                self.cv.wait(left)
+
+
+def notes(until, timeout=5.0):
+    return notify.until(until, timeout)
+
+
+def drain_notes():
+    return notify.take()
+
+
 def setup(t, kwatch):
-    global topo, tmp, key, parqd
+    global topo, tmp, key, parqd, notify, started
     topo = t
     tmp = tempfile.mkdtemp(prefix="parq-parqd-")
     key = os.urandom(32)
-    kf = os.path.join(tmp, "cluster.key")
-    fd = os.open(kf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(fd, key.hex().encode() + b"\n")
-    os.close(fd)
+    write_key("cluster.key", key)
+    notify = Notes(os.path.join(tmp, "notify.sock"))
     cfg = write_config("parqd.toml", "a", "parqd.prom")
     r = topo.a.run([PARQD, "-c", cfg, "--check-config"], check=False)
     diag(f"parqd --check-config: {r.stdout.strip()} {r.stderr.strip()}")
     check_eq(r.returncode, 0, "parqd --check-config")
     with ParqGenl(topo.a) as g:
         g.delete()
-    parqd = topo.a.popen([PARQD, "-c", cfg, "--log-level", "debug"])
+    env = dict(os.environ, NOTIFY_SOCKET=os.path.join(tmp, "notify.sock"),
+               WATCHDOG_USEC=str(int(WATCHDOG_S * 1e6)))
+    parqd = topo.a.popen([PARQD, "-c", cfg, "--log-level", "debug"], env=env)
+    started = time.time()
     wait_for("parqd's first metrics file",
              lambda: "parqd_messages_received_total" in metrics())
     check(parqd.poll() is None, "parqd exited at start")
@@ -473,7 +545,82 @@ socket = "{tmp}/admission.sock"
             p.wait(5)
 
 
+def t_notify():
+    """READY=1 once parqd runs, with its status; then WATCHDOG=1 every
+    half WATCHDOG_USEC: between 2 and 8 in 3 periods of the watchdog."""
+    got = notes("READY=1")
+    ready = got[-1].split("\n")
+    diag(f"parqd's notifications: {got}")
+    check_eq([x for x in ready if x.startswith("STATUS=")],
+             ["STATUS=node 1, 1 peer(s), sending role, key id 1"], "STATUS")
+    drain_notes()
+    time.sleep(3 * WATCHDOG_S)
+    pings = sum(m.split("\n").count("WATCHDOG=1") for m in drain_notes())
+    diag(f"{pings} WATCHDOG=1 in {3 * WATCHDOG_S:.1f} s "
+         f"(WATCHDOG_USEC {int(WATCHDOG_S * 1e6)})")
+    check(2 <= pings <= 8, f"{pings} watchdog pings in 3 watchdog periods")
+
+
+def t_sighup_reload():
+    """Key 1 to key 2 by SIGHUP, with the replay window kept."""
+    e, s = nxt()
+    send(credits.grant(key, PEER, e, s, credit=1200, addrs=[topo.ip_b()],
+                       epoch_us=EPOCH_US, lease=GRANT_LEASE))
+    wait_for("the GRANT under key 1",
+             lambda: table().get(topo.ip_b(), {}).get("credit") == 1200)
+    key2 = os.urandom(32)
+    write_key("cluster2.key", key2)
+    # A relative key-file: beside the configuration (no credentials).  A
+    # larger skew, so that the window of sequence s is not forgotten (at
+    # its newest timestamp + skew) before the duplicate below arrives; but
+    # half the time parqd has run at most: it drops what is stamped before
+    # its start + skew, the new skew once reloaded.
+    skew_s = min(60, max(SKEW_S, (time.time() - started) / 2))
+    diag(f"reloading with max-clock-skew {skew_s:.1f} s, "
+         f"{time.time() - started:.1f} s after parqd's start")
+    write_config("parqd.toml", "a", "parqd.prom", keys="key-id = 2",
+                 key_file="cluster2.key", skew_ms=int(skew_s * 1000))
+    drain_notes()
+    parqd.send_signal(signal.SIGHUP)
+    got = notes("READY=1")
+    diag(f"after SIGHUP: {got}")
+    check(any("RELOADING=1" in m.split("\n") for m in got[:-1]),
+          "RELOADING=1 before READY=1")
+    check("STATUS=node 1, 1 peer(s), sending role, key id 2"
+          in got[-1].split("\n"), f"STATUS after the reload: {got[-1]!r}")
+
+    def grant2(sq, credit, k=key2, key_id=2):
+        send(credits.grant(k, PEER, time.time_ns(), sq, credit=credit,
+                           addrs=[topo.ip_b()], epoch_us=EPOCH_US,
+                           lease=GRANT_LEASE, key_id=key_id))
+
+    dup, unk = drops("duplicate"), drops("unknown_key")
+    grant2(s, 5)
+    wait_for("sequence s under key 2 dropped as a duplicate",
+             lambda: drops("duplicate") == dup + 1)
+    _, s1 = nxt()
+    grant2(s1, 6, k=key, key_id=1)
+    wait_for("key 1 unknown after the reload",
+             lambda: drops("unknown_key") == unk + 1)
+    _, s2 = nxt()
+    grant2(s2, 2400)
+    wait_for("a GRANT under key 2",
+             lambda: table().get(topo.ip_b(), {}).get("credit") == 2400)
+    # A file that does not parse: parqd goes on with key 2.
+    with open(os.path.join(tmp, "parqd.toml"), "a") as f:
+        f.write("node-id = \n")
+    drain_notes()
+    parqd.send_signal(signal.SIGHUP)
+    notes("READY=1")
+    check(parqd.poll() is None, "parqd runs after a failed reload")
+    _, s3 = nxt()
+    grant2(s3, 3600)
+    wait_for("a GRANT under key 2 after the failed reload",
+             lambda: table().get(topo.ip_b(), {}).get("credit") == 3600)
+
+
 def t_sigterm():
+    drain_notes()
     parqd.send_signal(signal.SIGTERM)
     try:
         rc = parqd.wait(5)
@@ -483,6 +630,10 @@ def t_sigterm():
     diag(*err.splitlines()[-6:])
     check_eq(rc, 0, "parqd exit status")
     check("stopping" in err, "parqd logged its stop")
+    check("reload: " in err and "the running configuration stays" in err,
+          "parqd logged the failed reload")
+    check(any("STOPPING=1" in m.split("\n") for m in drain_notes()),
+          "STOPPING=1")
 
 
 def main():
@@ -498,6 +649,10 @@ def main():
     suite.case("an etcd that never answers stalls nothing",
                t_silent_etcd_stalls_nothing, timeout=60,
                speed="rewrites every 100 ms, judged against a 2 s gap")
+    suite.case("sd_notify: READY=1, STATUS=, WATCHDOG=1", t_notify,
+               timeout=30)
+    suite.case("SIGHUP reloads the keys and keeps the replay windows",
+               t_sighup_reload, timeout=60)
     suite.case("sigterm", t_sigterm, timeout=30)
     for b in (PARQD, PARQCTL):
         if not os.access(b, os.X_OK):

@@ -72,6 +72,7 @@ std::variant<ParqdArgs, int> ParseParqdArgs(
       "parallel traffic arrives.",
       "parqd");
   app.footer(ConfigKeysHelp());
+  app.set_version_flag("--version", std::string("parqd ") + PARQ_VERSION);
   app.add_option("-c,--config", a.config, "Configuration file (TOML)")
       ->capture_default_str();
   app.add_flag("--check-config", a.check_config,
@@ -117,6 +118,7 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       "statistics, name the parallel jobs, and check the cluster's "
       "topology.",
       "parqctl");
+  app.set_version_flag("--version", std::string("parqctl ") + PARQ_VERSION);
   app.require_subcommand(1);
   app.footer(
       "Times are numbers with a unit: ns, us, ms, s (\"1ms\", \"1.5s\").  "

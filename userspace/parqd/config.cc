@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <charconv>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -762,7 +764,24 @@ Result<Config, std::string> LoadConfig(const std::string& path,
                "for an example)"};
   std::ostringstream s;
   s << in.rdbuf();
-  return ParseConfig(s.str(), path, o);
+  auto c = ParseConfig(s.str(), path, o);
+  if (c.ok())
+    ResolveKeyPaths(c.value(), path, std::getenv("CREDENTIALS_DIRECTORY"));
+  return c;
+}
+
+void ResolveKeyPaths(Config& c, const std::string& config_path,
+                     const char* credentials_dir) {
+  const std::filesystem::path beside =
+      std::filesystem::path(config_path).parent_path();
+  for (std::string* p : {&c.key_file, &c.keys_file}) {
+    if (p->empty() || p->front() == '/')
+      continue;
+    if (credentials_dir && *credentials_dir)
+      *p = (std::filesystem::path(credentials_dir) / *p).string();
+    else
+      *p = (beside / *p).string();
+  }
 }
 
 std::vector<ConfigKeyInfo> ConfigKeys() {

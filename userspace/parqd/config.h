@@ -134,8 +134,18 @@ std::string FormatDuration(uint64_t ns);
 Result<Config, std::string> ParseConfig(std::string_view text,
                                         std::string_view source,
                                         const ConfigOverrides& o = {});
+// Reads `path` and resolves its key paths (ResolveKeyPaths, with the
+// environment's $CREDENTIALS_DIRECTORY).
 Result<Config, std::string> LoadConfig(const std::string& path,
                                        const ConfigOverrides& o = {});
+
+// A relative key-file or keys-file names a systemd credential when parqd
+// runs with one (LoadCredential=NAME:PATH in its unit: the file
+// `credentials_dir`/NAME, readable by the service alone), else the file of
+// that name in the configuration file's directory.  `credentials_dir`:
+// $CREDENTIALS_DIRECTORY, or null.
+void ResolveKeyPaths(Config& c, const std::string& config_path,
+                     const char* credentials_dir);
 
 // The schema for --help: every key, its type and its default.
 std::string ConfigKeysHelp();

@@ -14,6 +14,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -423,8 +424,65 @@ Result<KeyRing, std::string> LoadKeys(const Config& c) {
   return ring;
 }
 
-int RunDaemon(const Config& c, KernelCreditTable& kernel,
-              KernelMonitor* monitor, int signal_fd) {
+Config Reloaded(const Config& running, const Config& next) {
+  Config c = running;
+  c.key_file = next.key_file;
+  c.keys_file = next.keys_file;
+  c.key_id = next.key_id;
+  c.max_clock_skew_ns = next.max_clock_skew_ns;
+  return c;
+}
+
+bool NeedsRestart(const Config& running, const Config& next) {
+  return Reloaded(next, running) != running;
+}
+
+namespace {
+
+// SIGHUP: the keys and max-clock-skew of the configuration read again,
+// applied to both roles; on any error nothing changes.  Returns the
+// configuration now running.
+Config Reload(const Config& running, const ConfigLoader& load,
+              SendingRole& sender, ReceivingRole* role) {
+  auto next = load();
+  if (!next.ok()) {
+    spdlog::error("reload: {}; the running configuration stays", next.error());
+    return running;
+  }
+  Config c = Reloaded(running, next.value());
+  auto keys = LoadKeys(c);
+  if (!keys.ok()) {
+    spdlog::error("reload: {}; the running keys stay", keys.error());
+    return running;
+  }
+  if (NeedsRestart(running, next.value()))
+    spdlog::warn(
+        "reload: the configuration changes settings besides key-file, "
+        "keys-file, key-id and max-clock-skew; those apply when parqd "
+        "restarts (systemctl restart parqd)");
+  if (role)
+    role->SetKeys(keys.value());
+  sender.Reload(std::move(keys.value()), c.max_clock_skew_ns);
+  spdlog::info("reloaded: {}, sending with key id {}, max-clock-skew {}",
+               c.key_file.empty() ? "pair keys of " + c.keys_file
+                                  : "the cluster key of " + c.key_file,
+               c.key_id, FormatDuration(c.max_clock_skew_ns));
+  return c;
+}
+
+std::string StatusLine(const Config& c, bool receiving) {
+  return "node " + std::to_string(c.node_id) + ", " +
+         std::to_string(c.peers.size()) + " peer(s), " +
+         (receiving ? "sending and receiving roles" : "sending role") +
+         ", key id " + std::to_string(c.key_id);
+}
+
+}  // namespace
+
+int RunDaemon(const Config& config, KernelCreditTable& kernel,
+              KernelMonitor* monitor, int signal_fd,
+              const ServiceManager& manager, const ConfigLoader& reload) {
+  Config c = config;
   if (if_nametoindex(c.interface.c_str()) == 0)
     spdlog::warn(
         "interface {} does not exist (yet): credits apply to the "
@@ -433,14 +491,14 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
   auto keys = LoadKeys(c);
   if (!keys.ok()) {
     spdlog::error("{}", keys.error());
-    return 1;
+    return kExitConfig;
   }
   auto rx =
       Inbox::Create(keys.value(), c.peers, {c.max_clock_skew_ns, RealtimeNs()},
                     [](const std::string& line) { spdlog::warn("{}", line); });
   if (!rx.ok()) {
     spdlog::error("configuration: {}", rx.error());
-    return 1;
+    return kExitConfig;
   }
   SendingRole sender(
       std::move(rx.value()), kernel,
@@ -478,7 +536,7 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
             "{}/speed): set link-rate to the link's bits/s, or local-floor "
             "= 0 for strict priority",
             c.local_floor, c.interface, c.interface);
-        return 1;
+        return kExitConfig;
       }
       rc.policy.floor_bytes = FloorBytes(link, c.local_floor, epoch_us);
     }
@@ -522,8 +580,11 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
         c.node_id, c.peers.size());
   }
 
-  const ReceivingRole* role_ptr = role ? &*role : nullptr;
+  ReceivingRole* role_ptr = role ? &*role : nullptr;
   WriteMetrics(c, sender, role_ptr, adm.get());
+  manager.Ready(StatusLine(c, role_ptr != nullptr));
+  const uint64_t watchdog_ns = manager.watchdog_period_ns();
+  uint64_t next_watchdog = MonotonicNs();
   uint64_t next_metrics = MonotonicNs() + c.metrics_period_ns;
   uint64_t next_tick = MonotonicNs() + kTickNs;
   uint64_t next_epoch = MonotonicNs();
@@ -545,6 +606,11 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
   };
   for (;;) {
     uint64_t now = MonotonicNs();
+    // From the loop itself: a loop that stops turning stops the pings.
+    if (watchdog_ns && now >= next_watchdog) {
+      manager.Watchdog();
+      next_watchdog = now + watchdog_ns;
+    }
     if (now >= next_tick) {
       sender.Expire(now);
       next_tick = now + kTickNs;
@@ -562,6 +628,8 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
         std::min(next_tick, c.metrics_file.empty() ? next_tick : next_metrics);
     if (role)
       wake = std::min(wake, next_epoch);
+    if (watchdog_ns)
+      wake = std::min(wake, next_watchdog);
     const uint64_t wait = wake > now ? wake - now : 0;
     const timespec timeout{static_cast<time_t>(wait / 1'000'000'000),
                            static_cast<long>(wait % 1'000'000'000)};
@@ -577,8 +645,18 @@ int RunDaemon(const Config& c, KernelCreditTable& kernel,
     }
     if (p[1].revents & POLLIN) {
       signalfd_siginfo si{};
-      if (read(signal_fd, &si, sizeof(si)) == sizeof(si))
-        spdlog::info("{}: stopping", strsignal(static_cast<int>(si.ssi_signo)));
+      if (read(signal_fd, &si, sizeof(si)) != sizeof(si))
+        continue;
+      const int sig = static_cast<int>(si.ssi_signo);
+      if (sig == SIGHUP) {
+        spdlog::info("{}: reloading the configuration", strsignal(sig));
+        manager.Reloading(MonotonicNs());
+        c = Reload(c, reload, sender, role_ptr);
+        manager.Ready(StatusLine(c, role_ptr != nullptr));
+        continue;
+      }
+      spdlog::info("{}: stopping", strsignal(sig));
+      manager.Stopping();
       break;
     }
     if (role && (p[2].revents & (POLLIN | POLLERR))) {

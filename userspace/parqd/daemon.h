@@ -2,26 +2,36 @@
 //
 // parqd's process: one event loop.  One UDP socket for credit messages
 // (received by the sending role, sent by the receiving role), one signalfd
-// (SIGTERM, SIGINT: stop), with the receiving role the receive monitor's
-// event socket and its epoch timer, and a periodic tick that forgets
-// expired user-space entries and rewrites the metrics file.  Logs go
-// through spdlog's default logger.
+// (SIGTERM, SIGINT: stop; SIGHUP: reload), with the receiving role the
+// receive monitor's event socket and its epoch timer, a periodic tick that
+// forgets expired user-space entries and rewrites the metrics file, and
+// the service manager's watchdog (notify.h).  Logs go through spdlog's
+// default logger.
 
 #ifndef PARQD_DAEMON_H
 #define PARQD_DAEMON_H
 
 #include <sys/socket.h>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "address.h"
 #include "config.h"
 #include "kernel.h"
 #include "key.h"
+#include "notify.h"
 #include "result.h"
 
 namespace parq::parqd {
+
+// parqd's exit status when its configuration or a key file is wrong:
+// restarting cannot help (the unit's RestartPreventExitStatus=).  Other
+// failures to start (the kernel's module not loaded, an address not yet
+// up) exit 1.
+inline constexpr int kExitConfig = 2;
 
 // The peer's address of a datagram; an IPv4-mapped IPv6 address (a socket
 // bound to "::") becomes the IPv4 address.
@@ -37,12 +47,28 @@ socklen_t ToSockaddr(const Address& a, uint16_t port, int socket_family,
 // for every peer; errors name the file and what to do.
 Result<KeyRing, std::string> LoadKeys(const Config& c);
 
-// Opens the socket and runs until `signal_fd` is readable.  Returns the
-// process exit status (0 on a clean stop); setup errors are logged.
-// `monitor`: the kernel's receive monitor when c.receiver (the receiving
-// role runs too), else null.
+// What a reload applies: the keys (key-file, keys-file, key-id) and
+// max-clock-skew, taken from `next`; the rest of `running` stays.  A
+// reload keeps the replay windows and the credit entries.
+Config Reloaded(const Config& running, const Config& next);
+
+// Whether `next` changes any setting besides those Reloaded() takes: those
+// apply at the next restart only.
+bool NeedsRestart(const Config& running, const Config& next);
+
+// Reads the configuration again, for a reload.
+using ConfigLoader = std::function<Result<Config, std::string>()>;
+
+// Opens the socket and runs until `signal_fd` delivers SIGTERM or SIGINT;
+// SIGHUP reloads (Reloaded(): a configuration `reload` cannot read, or
+// whose keys do not load, changes nothing).  Returns the process exit
+// status (0 on a clean stop); setup errors are logged.  `monitor`: the
+// kernel's receive monitor when c.receiver (the receiving role runs too),
+// else null.  `manager` hears READY=1 once the roles run, the watchdog's
+// pings and the reloads.
 int RunDaemon(const Config& c, KernelCreditTable& kernel,
-              KernelMonitor* monitor, int signal_fd);
+              KernelMonitor* monitor, int signal_fd,
+              const ServiceManager& manager, const ConfigLoader& reload);
 
 }  // namespace parq::parqd
 

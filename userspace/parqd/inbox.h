@@ -43,6 +43,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "address.h"
@@ -136,6 +137,16 @@ class Inbox {
 
   // Removes expired entries; returns the destinations to unblock.
   std::vector<Address> Expire(uint64_t now);
+
+  // A reload (SIGHUP): new keys and a new max skew.  The peers' replay
+  // windows, newest timestamps and credit entries stay, so a message
+  // accepted before is still a duplicate after, whatever its key.
+  void Reload(KeyRing keys, uint64_t max_skew_ns) {
+    keys_ = std::move(keys);
+    fresh_.max_skew_ns = max_skew_ns;
+  }
+  const KeyRing& keys() const { return keys_; }
+  const Freshness& freshness() const { return fresh_; }
 
   const Counters& counters() const { return counters_; }
   const CreditTable& table() const { return table_; }

@@ -4,13 +4,18 @@
 
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <memory>
+#include <string>
 
 #include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/systemd_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "admission_agent.h"
@@ -19,10 +24,23 @@
 #include "daemon.h"
 #include "kernel.h"
 #include "key.h"
+#include "notify.h"
 
 using namespace parq::parqd;
 
 namespace {
+
+// Whether standard error is the journal's stream ($JOURNAL_STREAM is its
+// device:inode, systemd.exec(5)): then lines go to the journal directly,
+// each at its priority (error: 3, warning: 4, info: 6, debug: 7).
+bool StderrIsJournal() {
+  const char* js = std::getenv("JOURNAL_STREAM");
+  struct stat st {};
+  if (!js || fstat(STDERR_FILENO, &st) < 0)
+    return false;
+  return std::string(js) ==
+         std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
 
 int Run(int argc, char** argv) {
   auto parsed = ParseParqdArgs(std::vector<std::string>(argv, argv + argc),
@@ -31,29 +49,35 @@ int Run(int argc, char** argv) {
     return *code;
   const ParqdArgs& args = std::get<ParqdArgs>(parsed);
 
-  auto logger = spdlog::stderr_logger_mt("parqd");
-  // systemd's journal stamps lines itself.
-  logger->set_pattern("%l: %v");
+  std::shared_ptr<spdlog::logger> logger;
+  if (StderrIsJournal()) {
+    logger = spdlog::systemd_logger_mt("parqd", "parqd");
+    logger->set_pattern("%v");
+  } else {
+    logger = spdlog::stderr_logger_mt("parqd");
+    // A supervisor's log stamps lines itself.
+    logger->set_pattern("%l: %v");
+  }
   logger->set_level(spdlog::level::from_str(args.log_level));
   spdlog::set_default_logger(logger);
 
   auto config = LoadConfig(args.config, args.overrides);
   if (!config.ok()) {
     spdlog::error("{}", config.error());
-    return 2;
+    return kExitConfig;
   }
   if (args.check_config) {
     auto keys = LoadKeys(config.value());
     if (!keys.ok()) {
       spdlog::error("{}", keys.error());
-      return 2;
+      return kExitConfig;
     }
     std::string admission;
     if (const auto& a = config.value().admission) {
       auto t = LoadAgentTopology(*a);
       if (!t.ok()) {
         spdlog::error("{}: [admission]: {}", args.config, t.error());
-        return 2;
+        return kExitConfig;
       }
       admission = "; admission role: host " + t.value().host + " of " +
                   std::to_string(t.value().topology.hosts().size()) + " in " +
@@ -68,11 +92,13 @@ int Run(int argc, char** argv) {
     return 0;
   }
 
-  // SIGTERM and SIGINT arrive on a signalfd, handled in the loop.
+  // SIGTERM, SIGINT (stop) and SIGHUP (reload) arrive on a signalfd,
+  // handled in the loop.
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   sigprocmask(SIG_BLOCK, &set, nullptr);
   const int sfd = signalfd(-1, &set, SFD_CLOEXEC);
   if (sfd < 0) {
@@ -94,7 +120,10 @@ int Run(int argc, char** argv) {
     }
     monitor = std::move(m.value());
   }
-  const int rc = RunDaemon(config.value(), *kernel.value(), monitor.get(), sfd);
+  const ServiceManager manager = ServiceManager::FromEnvironment();
+  const int rc =
+      RunDaemon(config.value(), *kernel.value(), monitor.get(), sfd, manager,
+                [&args] { return LoadConfig(args.config, args.overrides); });
   close(sfd);
   return rc;
 }

@@ -94,6 +94,9 @@ class ReceivingRole {
   const std::set<uint64_t>& granted() const { return granter_.granted(); }
   const GrantRoleCounters& counters() const { return counters_; }
   uint64_t last_sequence() const { return sequence_; }
+  // A reload: the next messages are made with `keys`' send key; the
+  // sequence numbers go on.
+  void SetKeys(KeyRing keys) { keys_ = std::move(keys); }
 
   // The role's Prometheus metrics (appended to the daemon's file).
   // Appends this role's metrics.

@@ -64,6 +64,10 @@ class SendingRole {
   void Metrics(PromText& out) const;
 
   const Inbox& inbox() const { return rx_; }
+  // A reload: Inbox::Reload().
+  void Reload(KeyRing keys, uint64_t max_skew_ns) {
+    rx_.Reload(std::move(keys), max_skew_ns);
+  }
   const KernelCounters& kernel_counters() const { return kc_; }
 
  private:

@@ -328,6 +328,18 @@ TEST(CtlCliTest, KeyDerive) {
   EXPECT_NE(std::get<int>(r.ctl), 0);
 }
 
+// --version: the release of ../VERSION (CMake's PARQ_VERSION), exit 0,
+// even where parqctl requires a subcommand.
+TEST(CliTest, Version) {
+  const Parsed d = Parqd({"--version"});
+  EXPECT_EQ(std::get<int>(d.parqd), 0);
+  EXPECT_EQ(d.out, std::string("parqd ") + PARQ_VERSION + "\n");
+  const Parsed c = Ctl({"--version"});
+  EXPECT_EQ(std::get<int>(c.ctl), 0);
+  EXPECT_EQ(c.out, std::string("parqctl ") + PARQ_VERSION + "\n");
+  EXPECT_NE(std::string(PARQ_VERSION), "");
+}
+
 TEST(CtlCliTest, Help) {
   const Parsed r = Ctl({"credit", "set", "--help"});
   EXPECT_EQ(std::get<int>(r.ctl), 0);

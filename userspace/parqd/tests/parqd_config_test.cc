@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "config.h"
+#include "daemon.h"
 #include "test_util.h"
 
 namespace {
@@ -432,6 +435,50 @@ TEST(ConfigTest, LoadConfigNamesAMissingFile) {
       << r.error();
 }
 
+// A relative key path is a systemd credential under LoadCredential=, else
+// a file beside the configuration; an absolute one stays.
+TEST(ConfigTest, RelativeKeyPathsAreCredentialsOrBesideTheFile) {
+  Config c = Ok(With("key-file", "\"cluster.key\""));
+  Config d = c;
+  ResolveKeyPaths(c, "/etc/parq/parqd.toml", "/run/credentials/parqd.service");
+  EXPECT_EQ(c.key_file, "/run/credentials/parqd.service/cluster.key");
+  ResolveKeyPaths(d, "/etc/parq/parqd.toml", nullptr);
+  EXPECT_EQ(d.key_file, "/etc/parq/cluster.key");
+  Config e =
+      Ok("interface = \"eth0\"\nnode-id = 1\nkeys-file = \"keys\"\n"
+         "[[peer]]\nid = 2\naddresses = [\"10.0.0.2\"]\n");
+  ResolveKeyPaths(e, "conf/parqd.toml", "");
+  EXPECT_EQ(e.keys_file, "conf/keys");
+  EXPECT_EQ(e.key_file, "");
+  Config f = Ok(kMinimal);
+  ResolveKeyPaths(f, "/etc/parq/parqd.toml", "/run/credentials/x");
+  EXPECT_EQ(f.key_file, "/etc/parq/cluster.key");
+}
+
+// SIGHUP applies the keys and max-clock-skew and nothing else; any other
+// change waits for a restart, and says so.
+TEST(ConfigTest, AReloadTakesTheKeysAndTheSkew) {
+  const Config running = Ok(kMinimal);
+  Config next = Ok(With("key-id", "2"));
+  next.keys_file = "/etc/parq/keys";
+  next.key_file.clear();
+  next.max_clock_skew_ns = 2'000'000'000;
+  EXPECT_FALSE(NeedsRestart(running, next));
+  const Config c = Reloaded(running, next);
+  EXPECT_EQ(c.key_id, 2u);
+  EXPECT_EQ(c.keys_file, "/etc/parq/keys");
+  EXPECT_EQ(c.key_file, "");
+  EXPECT_EQ(c.max_clock_skew_ns, 2'000'000'000u);
+  EXPECT_EQ(Reloaded(c, running), running);
+
+  next.peers.push_back(PeerConfig{3, {A("10.0.0.3")}});
+  next.epoch_ns = 2'000'000;
+  EXPECT_TRUE(NeedsRestart(running, next));
+  // The peers and the epoch stay as they run.
+  EXPECT_EQ(Reloaded(running, next).peers, running.peers);
+  EXPECT_EQ(Reloaded(running, next).epoch_ns, running.epoch_ns);
+}
+
 TEST(DurationTest, Parse) {
   EXPECT_EQ(ParseDuration("1ms").value(), 1'000'000u);
   EXPECT_EQ(ParseDuration("250us").value(), 250'000u);
@@ -528,6 +575,51 @@ TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
   });
   EXPECT_TRUE(doc.empty()) << "parqd.md documents a key the code lacks: "
                            << doc.begin()->first;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// parqd.toml(5) has an entry (".TP", ".B name") for every key, and none
+// for a key the code lacks.
+TEST(ConfigTest, ManPageListsEveryKey) {
+  const std::string man = ReadFile(PARQ_DOC_DIR "/parqd.toml.5");
+  std::set<std::string> listed;
+  for (size_t i = 0; (i = man.find(".TP\n.B ", i)) != std::string::npos;) {
+    i += 7;
+    std::string name = man.substr(i, man.find('\n', i) - i);
+    std::erase(name, '\\');
+    listed.insert(name);
+  }
+  for (const ConfigKeyInfo& k : ConfigKeys()) {
+    const std::string name =
+        k.type == ConfigType::kPeers       ? "[[" + std::string(k.name) + "]]"
+        : k.type == ConfigType::kAdmission ? "[" + std::string(k.name) + "]"
+                                           : std::string(k.name);
+    EXPECT_EQ(listed.erase(name), 1u) << name << " is not in parqd.toml.5";
+  }
+  std::erase_if(listed, [](const std::string& n) {
+    return n.starts_with("peer.") || n.starts_with("admission.") ||
+           n == "[[admission.allow]]" || n.starts_with("/");
+  });
+  EXPECT_TRUE(listed.empty())
+      << "parqd.toml.5 lists a key the code lacks: " << *listed.begin();
+}
+
+// The example `make install` puts in /usr/share/doc/parq/examples is a
+// valid configuration.
+TEST(ConfigTest, TheInstalledExampleIsValid) {
+  auto c = ParseConfig(ReadFile(PARQ_DOC_DIR "/../userspace/parqd/"
+                                             "parqd.toml.example"),
+                       "parqd.toml.example");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c.value().keys_file, "keys");
+  EXPECT_TRUE(c.value().receiver);
+  EXPECT_EQ(c.value().peers.size(), 2u);
+  EXPECT_TRUE(c.value().admission.has_value());
 }
 
 }  // namespace

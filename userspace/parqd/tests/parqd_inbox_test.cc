@@ -365,6 +365,37 @@ TEST(ReceiverKeys, TwoKeysAreAcceptedDuringARotation) {
   EXPECT_EQ(o.reason, DropReason::kBadMac);
 }
 
+// Issue 13: "SIGHUP reloading the configuration without losing replay
+// state".  A reload that swaps key 1 for key 2 and changes the skew keeps
+// the peers' windows and entries: sequence 5, accepted under key 1, is
+// still a duplicate under key 2.
+TEST_F(ReceiverTest, AReloadKeepsTheReplayWindows) {
+  ASSERT_TRUE(
+      Rx(Grant(1, 100, 5, 700, {A("10.0.0.1")}), A("10.0.0.1"), 100).accepted);
+  auto ring = KeyRing::Cluster(2, MakeKey(2));
+  ASSERT_TRUE(ring.ok()) << ring.error();
+  rx_->Reload(std::move(ring.value()), 2 * kSkew);
+  EXPECT_EQ(rx_->freshness().max_skew_ns, 2 * kSkew);
+  EXPECT_EQ(rx_->keys().send_id(), 2u);
+  EXPECT_EQ(rx_->table().Lookup(A("10.0.0.1"), 200)->credit, 700u);
+
+  auto m = Grant(1, 200, 5, 1, {A("10.0.0.1")});
+  m.key_id = 2;
+  ExpectDropped(Bytes(m, MakeKey(2)), A("10.0.0.1"), 200,
+                DropReason::kDuplicate);
+  // Key 1 is gone.
+  ExpectDropped(Bytes(Grant(1, 200, 6, 1, {A("10.0.0.1")})), A("10.0.0.1"), 200,
+                DropReason::kUnknownKey);
+  m.sequence = 6;
+  EXPECT_TRUE(rx_->Receive(Bytes(m, MakeKey(2)), A("10.0.0.1"), 300, kT0 + 300)
+                  .accepted);
+  // The new skew: stamped 0.9 s ahead is within 2 x 500 ms.
+  m.sequence = 7;
+  m.time_ns = kT0 + 300 + 900 * kMs;
+  EXPECT_TRUE(rx_->Receive(Bytes(m, MakeKey(2)), A("10.0.0.1"), 300, kT0 + 300)
+                  .accepted);
+}
+
 // Issue 13: "any host that holds [the one cluster key] and can spoof
 // another host's source address can send credit 0 for that host's
 // addresses".  With pair keys, host 3 holds the keys of its own pairs
