@@ -25,10 +25,12 @@ its address B1 (10.77.0.2), a second address B2 (10.77.0.3), over IPv6
     the table, whatever their DSCP; setting it drops the sources outside
     it; duplicates count once; a malformed or oversized set is refused
     and changes nothing; an empty set counts every source again;
+  - parqctl monitor (--json and text) says what the kernel says;
   - disabling forgets everything and counts nothing more; another
     namespace's monitor is untouched; rmmod with the monitor on; a clean
     kernel log.
 """
+import json
 import os
 import socket
 import struct
@@ -45,6 +47,9 @@ from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import TOS_EF  # noqa: E402
 
 MS = 1000000
+PARQCTL = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
+                       os.environ.get("PARQ_USERSPACE_BUILD",
+                                      "build/userspace"), "parqd", "parqctl")
 A1, B1, B2 = "10.77.0.1", "10.77.0.2", "10.77.0.3"
 A6, B6 = "fd00:77::1", "fd00:77::2"
 PORT = 7001
@@ -192,6 +197,26 @@ def t_counts():
     check("par_age_ns" not in b2, f"{B2} has a parallel age: {b2}")
     check(0 < b1["par_age_ns"] < 5 * 10**9, f"{B1} par age {b1}")
     check_eq((m["enabled"], m["sources"]), (1, 2), "enabled, sources")
+    # parqctl monitor says the same as the kernel (no traffic since).
+    if not os.access(PARQCTL, os.X_OK):
+        return diag(f"parqctl monitor not checked: {PARQCTL} not built")
+    r = topo.a.run([PARQCTL, "monitor", "--json"], check=False)
+    check_eq(r.returncode, 0, f"parqctl monitor --json: {r.stderr}")
+    j = json.loads(r.stdout)
+    check_eq((j["enabled"], j["sources"], j["size"], j["hold_ns"], j["dscp"]),
+             (True, 2, 1024, m["hold_ns"], ["cs5", "ef"]),
+             "parqctl monitor: state")
+    t = {e["addr"]: e for e in j["table"]}
+    check_eq({a: (e["par_packets"], e["par_bytes"], e["loc_packets"],
+                  e["loc_bytes"], e["par_age_ns"] is None)
+              for a, e in t.items()},
+             {a: (v["par_packets"], v["par_bytes"], v["loc_packets"],
+                  v["loc_bytes"], "par_age_ns" not in v)
+              for a, v in p.items()}, "parqctl monitor: the table")
+    r = topo.a.run([PARQCTL, "monitor"], check=False)
+    diag(*r.stdout.splitlines())
+    check(r.returncode == 0 and "monitor: enabled" in r.stdout and
+          B1 in r.stdout, f"parqctl monitor (text): {r.stdout!r}")
 
 
 def t_ipv6():

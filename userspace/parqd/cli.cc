@@ -157,6 +157,12 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
   cclear->add_option("ADDR", addr_text, "Destination (IPv4 or IPv6)");
   json_flag(cclear);
 
+  CLI::App* monitor = app.add_subcommand(
+      "monitor",
+      "The kernel's receive monitor (parqd's receiving role): its "
+      "configuration, counters and per-source table");
+  json_flag(monitor);
+
   CLI::App* qdisc = app.add_subcommand("qdisc", "The parq qdisc");
   qdisc->require_subcommand(1);
   CLI::App* qshow = qdisc->add_subcommand(
@@ -383,6 +389,8 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kCreditClear;
   } else if (*qshow) {
     a.cmd = CtlArgs::Cmd::kQdiscShow;
+  } else if (*monitor) {
+    a.cmd = CtlArgs::Cmd::kMonitor;
   } else if (*jadd) {
     a.cmd = CtlArgs::Cmd::kJobAdd;
   } else if (*jdel) {

@@ -49,7 +49,8 @@ struct CtlArgs {
     kReserve,
     kChange,
     kRelease,
-    kKeyDerive
+    kKeyDerive,
+    kMonitor
   };
   Cmd cmd = Cmd::kCreditShow;
   bool json = false;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "admission_socket.h"
 #include "cluster_admission.h"
 #include "config.h"
+#include "dscp.h"
 #include "etcd.h"
 #include "key.h"
 #include "subprocess.h"
@@ -351,6 +353,82 @@ std::string FormatEntries(const std::vector<KernelEntry>& entries,
   return o.str();
 }
 
+namespace {
+
+std::string DscpList(uint64_t mask) {
+  std::string out;
+  for (uint8_t d = 0; d < 64; d++)
+    if (mask & (uint64_t{1} << d))
+      out += (out.empty() ? "" : ",") + DscpName(d);
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+std::string FormatMonitor(const MonitorState& s,
+                          const std::vector<PeerSample>& sources,
+                          bool as_json) {
+  auto age = [](const std::optional<uint64_t>& a) -> json {
+    return a ? json(*a) : json(nullptr);
+  };
+  if (as_json) {
+    json arr = json::array();
+    for (const PeerSample& p : sources)
+      arr.push_back({{"addr", p.address.ToString()},
+                     {"par_packets", p.par_packets},
+                     {"par_bytes", p.par_bytes},
+                     {"par_age_ns", age(p.par_age_ns)},
+                     {"loc_packets", p.loc_packets},
+                     {"loc_bytes", p.loc_bytes},
+                     {"loc_age_ns", age(p.loc_age_ns)}});
+    json dscps = json::array();
+    for (uint8_t d = 0; d < 64; d++)
+      if (s.dscp_mask & (uint64_t{1} << d))
+        dscps.push_back(DscpName(d));
+    const json j = {{"enabled", s.enabled},
+                    {"size", s.size},
+                    {"dscp", dscps},
+                    {"hold_ns", s.hold_ns},
+                    {"active", s.active},
+                    {"sources", s.sources},
+                    {"evicted", s.evicted},
+                    {"events", s.events},
+                    {"uncounted", s.uncounted},
+                    {"peers", s.peers},
+                    {"foreign", s.foreign},
+                    {"table", arr}};
+    return j.dump() + "\n";
+  }
+  std::ostringstream o;
+  o << "monitor: " << (s.enabled ? "enabled" : "disabled") << ", "
+    << (s.active ? "parallel traffic arriving" : "no parallel traffic")
+    << "\nparallel DSCPs " << DscpList(s.dscp_mask) << ", hold "
+    << Human(s.hold_ns) << ", " << s.sources << " of " << s.size
+    << " sources kept\ncounting "
+    << (s.peers ? std::to_string(s.peers) + " peer address(es)"
+                : std::string("every source"))
+    << "; foreign " << s.foreign << ", uncounted " << s.uncounted
+    << ", evicted " << s.evicted << ", events " << s.events << "\n";
+  if (sources.empty())
+    return o.str();
+  auto text_age = [](const std::optional<uint64_t>& a) {
+    return a ? Human(*a) : std::string("-");
+  };
+  o << "\n"
+    << std::left << std::setw(40) << "SOURCE" << std::right << std::setw(12)
+    << "PAR-PKTS" << std::setw(14) << "PAR-BYTES" << std::setw(10) << "PAR-AGE"
+    << std::setw(12) << "LOC-PKTS" << std::setw(14) << "LOC-BYTES"
+    << std::setw(10) << "LOC-AGE"
+    << "\n";
+  for (const PeerSample& p : sources)
+    o << std::left << std::setw(40) << p.address.ToString() << std::right
+      << std::setw(12) << p.par_packets << std::setw(14) << p.par_bytes
+      << std::setw(10) << text_age(p.par_age_ns) << std::setw(12)
+      << p.loc_packets << std::setw(14) << p.loc_bytes << std::setw(10)
+      << text_age(p.loc_age_ns) << "\n";
+  return o.str();
+}
+
 Result<Output, std::string> FormatQdisc(const std::string& tc_json,
                                         const std::string& dev, bool as_json) {
   const json all = json::parse(tc_json, nullptr, /*allow_exceptions=*/false);
@@ -382,7 +460,8 @@ Result<Output, std::string> FormatQdisc(const std::string& tc_json,
 }
 
 int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
-           std::ostream& err, const JobEnv& jobs) {
+           std::ostream& err, const JobEnv& jobs,
+           const MonitorOpener& open_monitor) {
   switch (a.cmd) {
     case CtlArgs::Cmd::kJobAdd:
       return JobAdd(jobs, a.job_path, a.policy, a.json, out, err);
@@ -430,6 +509,21 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
     }
     default:
       break;
+  }
+  if (a.cmd == CtlArgs::Cmd::kMonitor) {
+    if (!open_monitor)
+      return Fail(a, out, err, "monitor: no kernel monitor here", ENOTSUP);
+    auto m = open_monitor();
+    if (!m.ok())
+      return Fail(a, out, err, "monitor: " + m.error().Text(), m.error().error);
+    auto s = m.value()->State();
+    if (!s.ok())
+      return Fail(a, out, err, "monitor: " + s.error().Text(), s.error().error);
+    auto p = m.value()->Peers();
+    if (!p.ok())
+      return Fail(a, out, err, "monitor: " + p.error().Text(), p.error().error);
+    out << FormatMonitor(s.value(), p.value(), a.json);
+    return 0;
   }
   if (a.cmd == CtlArgs::Cmd::kQdiscShow) {
     auto text = Capture({"tc", "-s", "-j", "qdisc", "show", "dev", a.dev});

@@ -22,11 +22,15 @@ namespace parq::parqd {
 
 using KernelOpener =
     std::function<Result<std::unique_ptr<KernelCreditTable>, KernelError>()>;
+using MonitorOpener =
+    std::function<Result<std::unique_ptr<KernelMonitor>, KernelError>()>;
 
 // Returns the exit status: 0, or 1 on any error.  `jobs` serves the job
-// commands (SystemCgroupProbe and SystemNft in the binary).
+// commands (SystemCgroupProbe and SystemNft in the binary); `monitor` the
+// monitor command (OpenGenlMonitor).
 int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
-           std::ostream& err, const JobEnv& jobs = {});
+           std::ostream& err, const JobEnv& jobs = {},
+           const MonitorOpener& monitor = {});
 
 // Text to print (Result needs value and error types to differ).
 struct Output {
@@ -40,6 +44,12 @@ Result<Output, std::string> FormatQdisc(const std::string& tc_json,
 
 // The entries as parqctl prints them.
 std::string FormatEntries(const std::vector<KernelEntry>& e, bool json);
+
+// The receive monitor as `parqctl monitor` prints it: its state, then one
+// line per source host (parallel and local packets, bytes and the age of
+// the last, "-" for none).
+std::string FormatMonitor(const MonitorState& s,
+                          const std::vector<PeerSample>& sources, bool json);
 
 }  // namespace parq::parqd
 

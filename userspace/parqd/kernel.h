@@ -76,6 +76,23 @@ struct PeerSample {
   std::optional<uint64_t> loc_age_ns;  // none: no local packet yet
 };
 
+// The monitor's configuration and counters (PARQ_CMD_MON_GET).
+struct MonitorState {
+  bool enabled = false;
+  uint32_t size = 0;       // source hosts kept at most
+  uint64_t dscp_mask = 0;  // DSCPs of parallel traffic (PARQ_DSCP_BIT)
+  uint64_t hold_ns = 0;    // without parallel traffic: stopped
+  uint32_t sources = 0;    // source hosts in the table now
+  bool active = false;     // parallel traffic is arriving
+  uint64_t evicted = 0;    // sources evicted to make room
+  uint64_t events = 0;     // start and stop reports sent
+  uint64_t uncounted = 0;  // packets of new sources that found it full
+  uint32_t peers = 0;      // addresses in the peer set; 0: all counted
+  uint64_t foreign = 0;    // packets from outside the peer set
+
+  bool operator==(const MonitorState&) const = default;
+};
+
 // A report of the family's "events" group (PARQ_CMD_MON_EVENT).
 struct MonitorEvent {
   bool active = false;            // parallel traffic started (true) or stopped
@@ -101,6 +118,7 @@ class KernelMonitor {
   virtual std::optional<KernelError> Enable(const MonitorSettings& s) = 0;
   virtual std::optional<KernelError> Disable() = 0;
   virtual Result<std::vector<PeerSample>, KernelError> Peers() = 0;
+  virtual Result<MonitorState, KernelError> State() = 0;
   // A descriptor that polls readable when events are queued; -1 if none.
   virtual int event_fd() const = 0;
   // The events queued now, without blocking.  An error (ENOBUFS: the

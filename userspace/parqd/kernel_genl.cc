@@ -38,6 +38,7 @@ struct Reply {
   std::string message;
   std::vector<KernelEntry> entries;
   std::vector<PeerSample> peers;
+  std::optional<MonitorState> monitor;
 };
 
 std::string ExtackMessage(const nlmsgerr* e) {
@@ -161,6 +162,35 @@ int OnPeer(nl_msg* msg, void* arg) {
   p.loc_bytes = U64(tb, PARQ_A_LOC_BYTES);
   p.loc_age_ns = OptU64(tb, PARQ_A_LOC_AGE);
   r->peers.push_back(p);
+  return NL_OK;
+}
+
+uint32_t U32(nlattr** tb, int a) {
+  return tb[a] && nla_len(tb[a]) == 4 ? nla_get_u32(tb[a]) : 0;
+}
+
+bool U8(nlattr** tb, int a) {
+  return tb[a] && nla_len(tb[a]) == 1 && nla_get_u8(tb[a]) != 0;
+}
+
+int OnMonitor(nl_msg* msg, void* arg) {
+  auto* r = static_cast<Reply*>(arg);
+  nlattr* tb[PARQ_A_MAX + 1] = {};
+  if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, PARQ_A_MAX, nullptr) < 0)
+    return NL_SKIP;
+  MonitorState s;
+  s.enabled = U8(tb, PARQ_A_MON_ENABLED);
+  s.size = U32(tb, PARQ_A_MON_SIZE);
+  s.dscp_mask = U64(tb, PARQ_A_MON_DSCP);
+  s.hold_ns = U64(tb, PARQ_A_MON_HOLD);
+  s.sources = U32(tb, PARQ_A_MON_SOURCES);
+  s.active = U8(tb, PARQ_A_MON_ACTIVE);
+  s.evicted = U64(tb, PARQ_A_MON_EVICTED);
+  s.events = U64(tb, PARQ_A_MON_EVENTS);
+  s.uncounted = U64(tb, PARQ_A_MON_UNCOUNTED);
+  s.peers = U32(tb, PARQ_A_MON_NPEERS);
+  s.foreign = U64(tb, PARQ_A_MON_FOREIGN);
+  r->monitor = s;
   return NL_OK;
 }
 
@@ -317,6 +347,25 @@ class GenlMonitor final : public KernelMonitor {
     if (reply.error)
       return Err{KernelError{reply.error, reply.message}};
     return std::move(reply.peers);
+  }
+
+  Result<MonitorState, KernelError> State() override {
+    nl_msg* msg = nlmsg_alloc();
+    if (!msg)
+      return Err{KernelError{ENOMEM, "cannot allocate a netlink message"}};
+    if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, NLM_F_ACK,
+                     PARQ_CMD_MON_GET, PARQ_GENL_VERSION)) {
+      nlmsg_free(msg);
+      return Err{KernelError{EMSGSIZE, "cannot build the netlink request"}};
+    }
+    Reply reply;
+    if (auto err = Exchange(sk_, msg, &reply, OnMonitor))
+      return Err{*err};
+    if (reply.error)
+      return Err{KernelError{reply.error, reply.message}};
+    if (!reply.monitor)
+      return Err{KernelError{EPROTO, "the kernel sent no monitor state"}};
+    return *reply.monitor;
   }
 
   int event_fd() const override { return nl_socket_get_fd(ev_); }

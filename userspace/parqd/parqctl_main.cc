@@ -19,5 +19,5 @@ int main(int argc, char** argv) {
   jobs.probe = SystemCgroupProbe();
   jobs.nft = SystemNft();
   return RunCtl(std::get<CtlArgs>(parsed), OpenGenlCreditTable, std::cout,
-                std::cerr, jobs);
+                std::cerr, jobs, OpenGenlMonitor);
 }

@@ -142,6 +142,97 @@ TEST_F(CtlTest, ShowJsonAndText) {
   EXPECT_EQ(out_, "[]\n");
 }
 
+// parqctl monitor: the state and the table, in text and JSON; a kernel
+// error is the command's error.
+class Monitor : public KernelMonitor {
+ public:
+  std::optional<KernelError> Enable(const MonitorSettings&) override {
+    return std::nullopt;
+  }
+  std::optional<KernelError> Disable() override { return std::nullopt; }
+  Result<std::vector<PeerSample>, KernelError> Peers() override {
+    return peers;
+  }
+  Result<MonitorState, KernelError> State() override {
+    if (error)
+      return Err{*error};
+    return state;
+  }
+  int event_fd() const override { return -1; }
+  Result<std::vector<MonitorEvent>, KernelError> ReadEvents() override {
+    return std::vector<MonitorEvent>{};
+  }
+  MonitorState state;
+  std::vector<PeerSample> peers;
+  std::optional<KernelError> error;
+};
+
+int RunMonitor(const Monitor& m, bool as_json, std::string* out,
+               std::string* err) {
+  CtlArgs a;
+  a.cmd = CtlArgs::Cmd::kMonitor;
+  a.json = as_json;
+  std::ostringstream o, e;
+  const int rc = RunCtl(
+      a, {}, o, e, {},
+      [&m]() -> Result<std::unique_ptr<KernelMonitor>, KernelError> {
+        return std::unique_ptr<KernelMonitor>(std::make_unique<Monitor>(m));
+      });
+  *out = o.str();
+  *err = e.str();
+  return rc;
+}
+
+TEST(CtlMonitorTest, StateAndSources) {
+  Monitor m;
+  m.state = {.enabled = true,
+             .size = 1024,
+             .dscp_mask = (uint64_t{1} << 40) | (uint64_t{1} << 46),
+             .hold_ns = 10'000'000,
+             .sources = 2,
+             .active = true,
+             .evicted = 1,
+             .events = 4,
+             .uncounted = 5,
+             .peers = 3,
+             .foreign = 7};
+  PeerSample p;
+  p.address = A("10.0.0.2");
+  p.par_packets = 10;
+  p.par_bytes = 640;
+  p.par_age_ns = 2'000'000;
+  p.loc_packets = 3;
+  p.loc_bytes = 4500;
+  m.peers = {p};
+  std::string out, err;
+  ASSERT_EQ(RunMonitor(m, false, &out, &err), 0) << err;
+  EXPECT_EQ(out,
+            "monitor: enabled, parallel traffic arriving\n"
+            "parallel DSCPs cs5,ef, hold 10ms, 2 of 1024 sources kept\n"
+            "counting 3 peer address(es); foreign 7, uncounted 5, evicted 1, "
+            "events 4\n\n"
+            "SOURCE                                      PAR-PKTS     "
+            "PAR-BYTES   PAR-AGE    LOC-PKTS     LOC-BYTES   LOC-AGE\n"
+            "10.0.0.2                                          10           "
+            "640       2ms           3          4500         -\n");
+  ASSERT_EQ(RunMonitor(m, true, &out, &err), 0) << err;
+  const json j = json::parse(out);
+  EXPECT_EQ(j["enabled"], true);
+  EXPECT_EQ(j["dscp"], json({"cs5", "ef"}));
+  EXPECT_EQ(j["hold_ns"], 10'000'000);
+  EXPECT_EQ(j["foreign"], 7);
+  ASSERT_EQ(j["table"].size(), 1u);
+  EXPECT_EQ(j["table"][0]["addr"], "10.0.0.2");
+  EXPECT_EQ(j["table"][0]["par_age_ns"], 2'000'000);
+  EXPECT_TRUE(j["table"][0]["loc_age_ns"].is_null());
+
+  m.error = KernelError{ENOENT, "no parq family"};
+  EXPECT_EQ(RunMonitor(m, false, &out, &err), 1);
+  EXPECT_EQ(err,
+            "parqctl: monitor: no parq family (No such file or directory)\n");
+  EXPECT_EQ(out, "");
+}
+
 TEST_F(CtlTest, NoFamily) {
   open_error_ = KernelError{ENOENT, "the kernel has no \"parq\" family"};
   CtlArgs a;

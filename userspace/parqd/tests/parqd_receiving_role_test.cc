@@ -49,6 +49,12 @@ class FakeMonitor : public KernelMonitor {
       return Err{*peers_error};
     return peers;
   }
+  Result<MonitorState, KernelError> State() override {
+    MonitorState s;
+    s.enabled = enabled;
+    s.hold_ns = hold;
+    return s;
+  }
   int event_fd() const override { return -1; }
   Result<std::vector<MonitorEvent>, KernelError> ReadEvents() override {
     if (events_error)
