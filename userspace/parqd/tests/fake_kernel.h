@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// A KernelCreditTable that records requests and answers as told.
+// A KernelCreditTable and a KernelMonitor that record requests and answer
+// as told.
 
 #ifndef PARQD_TESTS_FAKE_KERNEL_H
 #define PARQD_TESTS_FAKE_KERNEL_H
@@ -32,6 +33,55 @@ class FakeKernel : public KernelCreditTable {
   std::deque<std::optional<KernelError>> errors;  // next answers of Apply
   std::vector<KernelEntry> entries;
   std::optional<KernelError> dump_error;
+};
+
+// What Enable() set, the samples and events to answer.
+class FakeMonitor : public KernelMonitor {
+ public:
+  std::optional<KernelError> Enable(const MonitorSettings& s) override {
+    enabled = true;
+    hold = s.hold_ns;
+    mask = s.dscp_mask;
+    counted = s.peers;
+    return enable_error;
+  }
+  std::optional<KernelError> Disable() override {
+    enabled = false;
+    return std::nullopt;
+  }
+  Result<std::vector<PeerSample>, KernelError> Peers() override {
+    ++dumps;
+    if (peers_error)
+      return Err{*peers_error};
+    return peers;
+  }
+  Result<MonitorState, KernelError> State() override {
+    if (state_error)
+      return Err{*state_error};
+    MonitorState s = state;
+    s.enabled = enabled;
+    s.hold_ns = hold;
+    return s;
+  }
+  int event_fd() const override { return -1; }
+  Result<std::vector<MonitorEvent>, KernelError> ReadEvents() override {
+    if (events_error)
+      return Err{*events_error};
+    auto out = events;
+    events.clear();
+    return out;
+  }
+
+  bool enabled = false;
+  uint64_t hold = 0;
+  std::optional<uint64_t> mask;
+  std::vector<Address> counted;  // the peer set Enable passed
+  std::optional<KernelError> enable_error, peers_error, events_error,
+      state_error;
+  MonitorState state;  // State() but enabled and hold
+  std::vector<PeerSample> peers;
+  std::vector<MonitorEvent> events;
+  int dumps = 0;
 };
 
 }  // namespace parq::parqd::test

@@ -27,6 +27,7 @@ using namespace parq::parqd;
 using nlohmann::json;
 using parq::parqd::test::A;
 using parq::parqd::test::FakeKernel;
+using parq::parqd::test::FakeMonitor;
 
 class CtlTest : public ::testing::Test {
  protected:
@@ -144,30 +145,7 @@ TEST_F(CtlTest, ShowJsonAndText) {
 
 // parqctl monitor: the state and the table, in text and JSON; a kernel
 // error is the command's error.
-class Monitor : public KernelMonitor {
- public:
-  std::optional<KernelError> Enable(const MonitorSettings&) override {
-    return std::nullopt;
-  }
-  std::optional<KernelError> Disable() override { return std::nullopt; }
-  Result<std::vector<PeerSample>, KernelError> Peers() override {
-    return peers;
-  }
-  Result<MonitorState, KernelError> State() override {
-    if (error)
-      return Err{*error};
-    return state;
-  }
-  int event_fd() const override { return -1; }
-  Result<std::vector<MonitorEvent>, KernelError> ReadEvents() override {
-    return std::vector<MonitorEvent>{};
-  }
-  MonitorState state;
-  std::vector<PeerSample> peers;
-  std::optional<KernelError> error;
-};
-
-int RunMonitor(const Monitor& m, bool as_json, std::string* out,
+int RunMonitor(const FakeMonitor& m, bool as_json, std::string* out,
                std::string* err) {
   CtlArgs a;
   a.cmd = CtlArgs::Cmd::kMonitor;
@@ -176,7 +154,7 @@ int RunMonitor(const Monitor& m, bool as_json, std::string* out,
   const int rc = RunCtl(
       a, {}, o, e, {},
       [&m]() -> Result<std::unique_ptr<KernelMonitor>, KernelError> {
-        return std::unique_ptr<KernelMonitor>(std::make_unique<Monitor>(m));
+        return std::unique_ptr<KernelMonitor>(std::make_unique<FakeMonitor>(m));
       });
   *out = o.str();
   *err = e.str();
@@ -184,11 +162,11 @@ int RunMonitor(const Monitor& m, bool as_json, std::string* out,
 }
 
 TEST(CtlMonitorTest, StateAndSources) {
-  Monitor m;
-  m.state = {.enabled = true,
-             .size = 1024,
+  FakeMonitor m;
+  m.enabled = true;
+  m.hold = 10'000'000;
+  m.state = {.size = 1024,
              .dscp_mask = (uint64_t{1} << 40) | (uint64_t{1} << 46),
-             .hold_ns = 10'000'000,
              .sources = 2,
              .active = true,
              .evicted = 1,
@@ -226,7 +204,7 @@ TEST(CtlMonitorTest, StateAndSources) {
   EXPECT_EQ(j["table"][0]["par_age_ns"], 2'000'000);
   EXPECT_TRUE(j["table"][0]["loc_age_ns"].is_null());
 
-  m.error = KernelError{ENOENT, "no parq family"};
+  m.state_error = KernelError{ENOENT, "no parq family"};
   EXPECT_EQ(RunMonitor(m, false, &out, &err), 1);
   EXPECT_EQ(err,
             "parqctl: monitor: no parq family (No such file or directory)\n");

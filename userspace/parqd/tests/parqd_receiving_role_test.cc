@@ -10,6 +10,7 @@
 
 #include <deque>
 
+#include "fake_kernel.h"
 #include "prom_check.h"
 #include "test_util.h"
 #include "wire.h"
@@ -18,6 +19,7 @@ namespace {
 
 using namespace parq::parqd;
 using parq::parqd::test::A;
+using parq::parqd::test::FakeMonitor;
 using parq::parqd::test::PromDocumented;
 using parq::parqd::test::PromFamilies;
 using parq::parqd::test::PromWellFormed;
@@ -29,50 +31,6 @@ constexpr uint64_t kHold = 10 * kMs;
 constexpr uint64_t kEpochUs = 1000;
 constexpr uint64_t kRealtime = 1'700'000'000'000'000'000ULL;
 constexpr uint16_t kPort = 7207;
-
-class FakeMonitor : public KernelMonitor {
- public:
-  std::optional<KernelError> Enable(const MonitorSettings& s) override {
-    enabled = true;
-    hold = s.hold_ns;
-    mask = s.dscp_mask;
-    counted = s.peers;
-    return enable_error;
-  }
-  std::optional<KernelError> Disable() override {
-    enabled = false;
-    return std::nullopt;
-  }
-  Result<std::vector<PeerSample>, KernelError> Peers() override {
-    ++dumps;
-    if (peers_error)
-      return Err{*peers_error};
-    return peers;
-  }
-  Result<MonitorState, KernelError> State() override {
-    MonitorState s;
-    s.enabled = enabled;
-    s.hold_ns = hold;
-    return s;
-  }
-  int event_fd() const override { return -1; }
-  Result<std::vector<MonitorEvent>, KernelError> ReadEvents() override {
-    if (events_error)
-      return Err{*events_error};
-    auto out = events;
-    events.clear();
-    return out;
-  }
-
-  bool enabled = false;
-  uint64_t hold = 0;
-  std::optional<uint64_t> mask;
-  std::vector<Address> counted;  // the peer set Enable passed
-  std::optional<KernelError> enable_error, peers_error, events_error;
-  std::vector<PeerSample> peers;
-  std::vector<MonitorEvent> events;
-  int dumps = 0;
-};
 
 struct Sent {
   Address to;
