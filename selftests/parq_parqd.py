@@ -3,7 +3,8 @@
 """parqd, the sending host's role, and parqctl, against the kernel.
 
 Namespace A is the sending host: it runs parqd (generated cluster key and
-configuration, metrics file rewritten every 100 ms).  Namespace B plays the
+a cluster file: [[host]] sections for A and B, A finding its own by its
+address; metrics file rewritten every 100 ms).  Namespace B plays the
 receiving host (peer 2, address 10.77.0.2): it builds credit messages with
 parqlab.credits, which follows Documentation/parqd-protocol.md byte by byte
 (independently of parqd's C++ encoder), and sends them to parqd's UDP port.
@@ -140,30 +141,37 @@ def drops(reason):
 
 
 def write_config(name, side, metrics_file, keys="", sections="",
-                 key_file=None, skew_ms=None):
+                 key_file=None, skew_ms=None, cluster=False):
     """parqd.toml for host @side ("a": node 1, peer B; "b": node 2, peer
     A), with its metrics file @metrics_file in tmp, top-level @keys and,
     after the [[peer]] section, @sections; @key_file (default
-    tmp/cluster.key), @skew_ms (default SKEW_S); returns its path."""
+    tmp/cluster.key), @skew_ms (default SKEW_S); @cluster: a cluster
+    file ([[host]] sections for both, no node-id: parqd finds itself by
+    address); returns its path."""
     me, peer = (ME, PEER) if side == "a" else (PEER, ME)
     dev, ip = ((topo.dev_a(), topo.ip_a()) if side == "a"
                else (topo.dev_b(), topo.ip_b()))
     peer_ip = topo.ip_b() if side == "a" else topo.ip_a()
     cfg = os.path.join(tmp, name)
+    if cluster:
+        node = ""
+        hosts = (f'[[host]]\nid = {ME}\naddresses = ["{topo.ip_a()}"]\n\n'
+                 f'[[host]]\nid = {PEER}\naddresses = ["{topo.ip_b()}"]\n')
+    else:
+        node = f"node-id = {me}"
+        hosts = f'[[peer]]\nid = {peer}\naddresses = ["{peer_ip}"]\n'
     with open(cfg, "w") as f:
         f.write(f"""# parq_parqd selftest
 interface = "{dev}"
 listen-address = "{ip}"
 listen-port = {PORT}
-node-id = {me}
+{node}
 key-file = "{key_file or tmp + '/cluster.key'}"
 metrics-file = "{tmp}/{metrics_file}"
 metrics-period = "100ms"
 max-clock-skew = "{skew_ms or int(SKEW_S * 1000)}ms"
 {keys}
-[[peer]]
-id = {peer}
-addresses = ["{peer_ip}"]
+{hosts}
 {sections}""")
     return cfg
 
@@ -232,10 +240,13 @@ def setup(t, kwatch):
     key = os.urandom(32)
     write_key("cluster.key", key)
     notify = Notes(os.path.join(tmp, "notify.sock"))
-    cfg = write_config("parqd.toml", "a", "parqd.prom")
+    # A cluster file: A finds its own [[host]] by its address.
+    cfg = write_config("parqd.toml", "a", "parqd.prom", cluster=True)
     r = topo.a.run([PARQD, "-c", cfg, "--check-config"], check=False)
     diag(f"parqd --check-config: {r.stdout.strip()} {r.stderr.strip()}")
     check_eq(r.returncode, 0, "parqd --check-config")
+    check("valid; node 1, 1 peer(s)" in r.stdout,
+          f"A found its [[host]] by address: {r.stdout!r}")
     with ParqGenl(topo.a) as g:
         g.delete()
     env = dict(os.environ, NOTIFY_SOCKET=os.path.join(tmp, "notify.sock"),
@@ -579,7 +590,8 @@ def t_sighup_reload():
     diag(f"reloading with max-clock-skew {skew_s:.1f} s, "
          f"{time.time() - started:.1f} s after parqd's start")
     write_config("parqd.toml", "a", "parqd.prom", keys="key-id = 2",
-                 key_file="cluster2.key", skew_ms=int(skew_s * 1000))
+                 key_file="cluster2.key", skew_ms=int(skew_s * 1000),
+                 cluster=True)
     drain_notes()
     parqd.send_signal(signal.SIGHUP)
     got = notes("READY=1")

@@ -2,7 +2,12 @@
 
 #include "config.h"
 
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -90,6 +95,135 @@ Result<std::vector<PeerConfig>, std::string> Peers(const Reader& r,
     peers.push_back(std::move(p));
   }
   return peers;
+}
+
+Result<std::vector<HostConfig>, std::string> Hosts(const Reader& r,
+                                                   std::string_view source,
+                                                   const toml::node& n) {
+  const auto* arr = n.as_array();
+  if (!arr || !arr->is_array_of_tables())
+    return Err{r.Err(n, "host",
+                     "must be a list of tables: write each host of the "
+                     "cluster as a [[host]] section with id, name and "
+                     "addresses")};
+  std::vector<HostConfig> hosts;
+  for (const toml::node& hn : *arr) {
+    HostConfig h;
+    bool have_id = false;
+    for (auto&& [k, v] : *hn.as_table()) {
+      const std::string_view key = k.str();
+      if (key == "id") {
+        auto id = r.Integer(v, "host.id", 0, INT64_MAX);
+        if (!id.ok())
+          return Err{id.error()};
+        h.id = id.value();
+        have_id = true;
+      } else if (key == "name") {
+        auto s = r.String(v, "host.name");
+        if (!s.ok())
+          return Err{s.error()};
+        h.name = s.value().text;
+      } else if (key == "addresses") {
+        const auto* aa = v.as_array();
+        if (!aa || aa->empty() || aa->size() > wire::kMaxAddresses)
+          return Err{r.Err(v, "host.addresses",
+                           "must be a list of 1 to " +
+                               std::to_string(wire::kMaxAddresses) +
+                               " address strings, e.g. [\"192.0.2.2\"]")};
+        for (const toml::node& an : *aa) {
+          auto a = r.Addr(an, "host.addresses");
+          if (!a.ok())
+            return Err{a.error()};
+          h.addresses.push_back(a.value());
+        }
+      } else {
+        return Err{r.Err(v, "host." + std::string(key),
+                         "unknown key in a [[host]] section; the keys are "
+                         "id, name and addresses")};
+      }
+    }
+    const std::string at = TomlWhere(source, hn);
+    if (!have_id)
+      return Err{at +
+                 ": a [[host]] section has no 'id'; give the host's node "
+                 "id (an integer unique in the cluster)"};
+    if (h.addresses.empty())
+      return Err{at + ": host " + std::to_string(h.id) +
+                 " has no 'addresses'; list the addresses it sends from "
+                 "and receives on"};
+    hosts.push_back(std::move(h));
+  }
+  return hosts;
+}
+
+// A cluster file: which [[host]] this host is (node-id, else its host name
+// or short name, else one of its addresses), then its peers and, unless
+// given, its addresses.  An error says how this host is known.
+std::optional<std::string> SelectHost(Config& c, bool have_node_id,
+                                      const Identity* self,
+                                      const std::string& file) {
+  std::set<uint64_t> ids;
+  std::set<Address> addrs;
+  for (const HostConfig& h : c.hosts) {
+    if (!ids.insert(h.id).second)
+      return file + ": host " + std::to_string(h.id) +
+             " is listed twice; each [[host]] needs its own id";
+    for (const Address& a : h.addresses)
+      if (!addrs.insert(a).second)
+        return file + ": " + a.ToString() +
+               " is an address of two [[host]] sections; an address belongs "
+               "to one host";
+  }
+  const HostConfig* me = nullptr;
+  if (have_node_id) {
+    for (const HostConfig& h : c.hosts)
+      if (h.id == c.node_id)
+        me = &h;
+    if (!me)
+      return file + ": node-id " + std::to_string(c.node_id) +
+             " is no [[host]]'s id";
+  } else if (self) {
+    const std::string shortname =
+        self->hostname.substr(0, self->hostname.find('.'));
+    for (const HostConfig& h : c.hosts)
+      if (!h.name.empty() &&
+          (h.name == self->hostname || h.name == shortname)) {
+        if (me)
+          return file + ": two [[host]] sections are named " + h.name;
+        me = &h;
+      }
+    if (!me)
+      for (const HostConfig& h : c.hosts)
+        for (const Address& a : h.addresses)
+          if (std::find(self->addresses.begin(), self->addresses.end(), a) !=
+              self->addresses.end()) {
+            if (me && me != &h)
+              return file +
+                     ": this host has addresses of two [[host]] "
+                     "sections (" +
+                     std::to_string(me->id) + " and " + std::to_string(h.id) +
+                     "); give node-id";
+            me = &h;
+          }
+  }
+  if (!me) {
+    std::string mine;
+    if (self)
+      for (const Address& a : self->addresses)
+        mine += (mine.empty() ? "" : ", ") + a.ToString();
+    return file + ": this host (" +
+           (self ? "name \"" + self->hostname + "\", addresses " +
+                       (mine.empty() ? std::string("none") : mine)
+                 : std::string("unknown")) +
+           ") is no [[host]] of the file: add its section, or give node-id";
+  }
+  c.node_id = me->id;
+  if (c.addresses.empty())
+    c.addresses = me->addresses;
+  for (const HostConfig& h : c.hosts)
+    if (&h != me)
+      c.peers.push_back({h.id, h.addresses});
+  return std::nullopt;
 }
 
 // Reads one key's value into the configuration; an error names the file,
@@ -322,10 +456,10 @@ const ConfigKey kKeys[] = {
        c.interface = s.value().text;
        return std::nullopt;
      })},
-    {{"node-id", ConfigType::kInteger, false, true, true, "node-id = 1",
-      "this host's node id (0..2^63-1), unique in the cluster"},
-     "'node-id' is missing; give this host's node id (an integer unique in "
-     "the cluster), e.g. node-id = 1",
+    {{"node-id", ConfigType::kInteger, false, false, true, "node-id = 1",
+      "this host's node id (0..2^63-1), unique in the cluster; with "
+      "[[host]] sections, found by host name or address unless given"},
+     {},
      PARQD_READ({
        auto n = r.Integer(v, "node-id", 0, INT64_MAX);
        if (!n.ok())
@@ -432,17 +566,31 @@ const ConfigKey kKeys[] = {
                            3600 * kNsPerSec, "a period from 10ms to 1h",
                            c.metrics_period_ns);
      })},
-    {{"peer", ConfigType::kPeers, false, true, false,
+    {{"peer", ConfigType::kPeers, false, false, false,
       "[[peer]]\nid = 2\naddresses = [\"192.0.2.2\"]",
       "one section per host that grants this host credit: its node id, and "
-      "the addresses it sends from and grants for (1..16)"},
-     "no [[peer]] section; list every host that may grant this host "
-     "credit, with its id and addresses",
+      "the addresses it sends from and grants for (1..16); this or "
+      "[[host]]"},
+     {},
      PARQD_READ({
        auto p = Peers(r, source, v);
        if (!p.ok())
          return p.error();
        c.peers = std::move(p.value());
+       return std::nullopt;
+     })},
+    {{"host", ConfigType::kHosts, false, false, false,
+      "[[host]]\nid = 1\nname = \"node1\"\naddresses = [\"192.0.2.1\"]",
+      "a cluster file, the same on every host: one section per host of the "
+      "cluster, its node id, host name (optional) and addresses (1..16); "
+      "this host finds its own by node-id, host name or address, and the "
+      "others are its peers; this or [[peer]]"},
+     {},
+     PARQD_READ({
+       auto h = Hosts(r, source, v);
+       if (!h.ok())
+         return h.error();
+       c.hosts = std::move(h.value());
        return std::nullopt;
      })},
     {{"admission", ConfigType::kAdmission, false, false, false,
@@ -683,7 +831,8 @@ std::string FormatDuration(uint64_t ns) {
 
 Result<Config, std::string> ParseConfig(std::string_view text,
                                         std::string_view source,
-                                        const ConfigOverrides& o) {
+                                        const ConfigOverrides& o,
+                                        const Identity* self) {
   auto parsed = ParseToml(text, source);
   if (!parsed.ok())
     return Err{parsed.error()};
@@ -708,6 +857,24 @@ Result<Config, std::string> ParseConfig(std::string_view text,
   for (const ConfigKey& k : kKeys)
     if (k.info.required && !seen.count(k.info.name))
       return Err{file + ": " + std::string(k.missing)};
+  if (seen.count("peer") && seen.count("host"))
+    return Err{file +
+               ": give [[peer]] sections (this host's peers) or [[host]] "
+               "sections (the whole cluster), not both"};
+  if (seen.count("host")) {
+    if (auto e = SelectHost(c, seen.count("node-id") > 0, self, file))
+      return Err{*e};
+  } else if (!seen.count("node-id")) {
+    return Err{file +
+               ": 'node-id' is missing; give this host's node id (an "
+               "integer unique in the cluster), e.g. node-id = 1, or list "
+               "the cluster in [[host]] sections"};
+  } else if (!seen.count("peer")) {
+    return Err{file +
+               ": no [[peer]] section; list every host that may grant "
+               "this host credit, with its id and addresses (or the whole "
+               "cluster in [[host]] sections)"};
+  }
   if (c.key_file.empty() == c.keys_file.empty())
     return Err{file + (c.key_file.empty()
                            ? ": give 'key-file', the cluster key (make it "
@@ -764,10 +931,40 @@ Result<Config, std::string> LoadConfig(const std::string& path,
                "for an example)"};
   std::ostringstream s;
   s << in.rdbuf();
-  auto c = ParseConfig(s.str(), path, o);
+  const Identity self = SystemIdentity();
+  auto c = ParseConfig(s.str(), path, o, &self);
   if (c.ok())
     ResolveKeyPaths(c.value(), path, std::getenv("CREDENTIALS_DIRECTORY"));
   return c;
+}
+
+Identity SystemIdentity() {
+  Identity id;
+  std::array<char, 256> name{};
+  if (gethostname(name.data(), name.size() - 1) == 0)
+    id.hostname = name.data();
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0)
+    return id;
+  for (const ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr)
+      continue;
+    if (i->ifa_addr->sa_family == AF_INET) {
+      std::array<uint8_t, 4> b;
+      std::memcpy(b.data(),
+                  &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr,
+                  4);
+      id.addresses.push_back(Address::V4(b));
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      std::array<uint8_t, 16> b;
+      std::memcpy(
+          b.data(),
+          &reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, 16);
+      id.addresses.push_back(Address::V6(b));
+    }
+  }
+  freeifaddrs(list);
+  return id;
 }
 
 void ResolveKeyPaths(Config& c, const std::string& config_path,

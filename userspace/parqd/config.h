@@ -56,6 +56,25 @@ struct AdmissionConfig {
   bool operator==(const AdmissionConfig&) const = default;
 };
 
+// One [[host]] of a cluster file: a host of the cluster, by node id, name
+// (optional: its host name) and addresses.
+struct HostConfig {
+  uint64_t id = 0;
+  std::string name;
+  std::vector<Address> addresses;
+
+  bool operator==(const HostConfig&) const = default;
+};
+
+// How this host is known, to find its own [[host]] entry.
+struct Identity {
+  std::string hostname;            // gethostname(): "n1" or "n1.example"
+  std::vector<Address> addresses;  // the addresses of its interfaces
+};
+
+// The system's: gethostname() and getifaddrs().
+Identity SystemIdentity();
+
 struct Config {
   std::string interface;              // required
   std::string listen_address = "::";  // "::" also takes IPv4 (mapped)
@@ -66,6 +85,11 @@ struct Config {
   uint32_t key_id = 1;    // the key's id in the messages' header
   uint64_t max_clock_skew_ns = 500 * kNsPerMs;
   std::vector<PeerConfig> peers;  // at least one
+  // A cluster file's [[host]] sections, instead of node-id and [[peer]]:
+  // this host is the entry of node-id if given, else the one whose name is
+  // its host name, else the one holding one of its addresses; its peers
+  // are all the others, and its `addresses` (unless given) its entry's.
+  std::vector<HostConfig> hosts;
   // The receiving role: on when `receiver`; `addresses` are this host's
   // own (what its grants are for).
   bool receiver = false;
@@ -96,6 +120,7 @@ enum class ConfigType {
   kAddresses,  // a list of those
   kDscps,      // a list of DSCP names ("ef") or numbers
   kPeers,      // [[peer]] sections
+  kHosts,      // [[host]] sections
   kAdmission,  // the [admission] section
 };
 
@@ -130,12 +155,15 @@ Result<uint64_t, std::string> ParseDuration(std::string_view text);
 // The shortest exact text ParseDuration reads back: 1000000 -> "1ms".
 std::string FormatDuration(uint64_t ns);
 
-// `source` names the text in messages (the file name).
+// `source` names the text in messages (the file name).  `self`: how this
+// host is known, for a cluster file's [[host]] sections (none: only
+// node-id picks the entry).
 Result<Config, std::string> ParseConfig(std::string_view text,
                                         std::string_view source,
-                                        const ConfigOverrides& o = {});
-// Reads `path` and resolves its key paths (ResolveKeyPaths, with the
-// environment's $CREDENTIALS_DIRECTORY).
+                                        const ConfigOverrides& o = {},
+                                        const Identity* self = nullptr);
+// Reads `path` (this host: SystemIdentity()) and resolves its key paths
+// (ResolveKeyPaths, with the environment's $CREDENTIALS_DIRECTORY).
 Result<Config, std::string> LoadConfig(const std::string& path,
                                        const ConfigOverrides& o = {});
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -152,7 +153,8 @@ TEST(ConfigTest, MissingRequiredKeys) {
   EXPECT_EQ(Ok(pairs_only).key_file, "");
   EXPECT_EQ(Error("interface = \"eth0\"\nnode-id = 1\nkey-file = \"k\"\n"),
             "parqd.toml: no [[peer]] section; list every host that may grant "
-            "this host credit, with its id and addresses");
+            "this host credit, with its id and addresses (or the whole "
+            "cluster in [[host]] sections)");
 }
 
 struct BadCase {
@@ -455,6 +457,112 @@ TEST(ConfigTest, RelativeKeyPathsAreCredentialsOrBesideTheFile) {
   EXPECT_EQ(f.key_file, "/etc/parq/cluster.key");
 }
 
+// A cluster file: the same [[host]] list on every host; each finds its
+// own entry by node-id, host name (or its short form) or address, and the
+// others are its peers.
+const std::string kCluster = R"(
+interface = "eth0"
+keys-file = "keys"
+receiver = true
+
+[[host]]
+id = 1
+name = "n1"
+addresses = ["10.0.0.1", "fd00::1"]
+
+[[host]]
+id = 2
+name = "n2"
+addresses = ["10.0.0.2"]
+
+[[host]]
+id = 3
+addresses = ["10.0.0.3"]
+)";
+
+Config Cluster(const Identity& self, const std::string& extra = "") {
+  auto r = ParseConfig(extra + kCluster, "cluster.toml", {}, &self);
+  EXPECT_TRUE(r.ok()) << r.error();
+  return r.ok() ? r.value() : Config{};
+}
+
+std::string ClusterError(const Identity& self, const std::string& extra = "") {
+  auto r = ParseConfig(extra + kCluster, "cluster.toml", {}, &self);
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? std::string() : r.error();
+}
+
+TEST(ConfigTest, AClusterFileFindsThisHost) {
+  // By name, and by the short form of a full name.
+  Config c = Cluster({"n2", {A("127.0.0.1")}});
+  EXPECT_EQ(c.node_id, 2u);
+  EXPECT_EQ(c.addresses, std::vector<Address>{A("10.0.0.2")});
+  ASSERT_EQ(c.peers.size(), 2u);
+  EXPECT_EQ(c.peers[0], (PeerConfig{1, {A("10.0.0.1"), A("fd00::1")}}));
+  EXPECT_EQ(c.peers[1], (PeerConfig{3, {A("10.0.0.3")}}));
+  EXPECT_EQ(Cluster({"n1.cluster.example", {}}).node_id, 1u);
+  // By address (host 3 has no name), IPv6 too.
+  EXPECT_EQ(Cluster({"login", {A("127.0.0.1"), A("10.0.0.3")}}).node_id, 3u);
+  EXPECT_EQ(Cluster({"x", {A("fd00::1")}}).node_id, 1u);
+  // node-id decides, whatever the name.
+  EXPECT_EQ(Cluster({"n2", {}}, "node-id = 3\n").node_id, 3u);
+  // Without an identity, node-id alone.
+  auto r = ParseConfig("node-id = 1\n" + kCluster, "c", {}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().node_id, 1u);
+  // Explicit addresses stay.
+  EXPECT_EQ(Cluster({"n1", {}}, "addresses = [\"10.0.0.1\"]\n").addresses,
+            std::vector<Address>{A("10.0.0.1")});
+}
+
+TEST(ConfigTest, AClusterFileThatDoesNotNameThisHostSaysHowItIsKnown) {
+  EXPECT_EQ(ClusterError({"other", {A("10.9.9.9")}}),
+            "cluster.toml: this host (name \"other\", addresses 10.9.9.9) is "
+            "no [[host]] of the file: add its section, or give node-id");
+  EXPECT_EQ(ClusterError({"n1", {}}, "node-id = 7\n"),
+            "cluster.toml: node-id 7 is no [[host]]'s id");
+  EXPECT_EQ(ClusterError({"x", {A("10.0.0.1"), A("10.0.0.2")}}),
+            "cluster.toml: this host has addresses of two [[host]] sections "
+            "(1 and 2); give node-id");
+  // Both kinds of sections, duplicates, a section without id.
+  // kCluster with `tail` after it (no identity: node-id alone picks).
+  auto with_tail = [](const std::string& tail) {
+    auto r = ParseConfig(kCluster + tail, "cluster.toml", {}, nullptr);
+    EXPECT_FALSE(r.ok()) << tail;
+    return r.ok() ? std::string() : r.error();
+  };
+  EXPECT_EQ(with_tail("[[peer]]\nid = 9\naddresses = [\"10.0.0.9\"]\n"),
+            "cluster.toml: give [[peer]] sections (this host's peers) or "
+            "[[host]] sections (the whole cluster), not both");
+  EXPECT_EQ(with_tail("[[host]]\nid = 2\naddresses = [\"10.0.0.4\"]\n"),
+            "cluster.toml: host 2 is listed twice; each [[host]] needs its own "
+            "id");
+  EXPECT_NE(with_tail("[[host]]\naddresses = [\"10.0.0.4\"]\n")
+                .find("a [[host]] section has no 'id'"),
+            std::string::npos);
+  EXPECT_EQ(with_tail("[[host]]\nid = 4\naddresses = [\"10.0.0.3\"]\n"),
+            "cluster.toml: 10.0.0.3 is an address of two [[host]] sections; "
+            "an address belongs to one host");
+  // Neither node-id nor [[host]]; node-id without [[peer]].
+  auto none = ParseConfig("interface = \"eth0\"\nkey-file = \"/k\"\n", "f");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().rfind("f: 'node-id' is missing", 0), 0u)
+      << none.error();
+  auto nopeer = ParseConfig(
+      "interface = \"eth0\"\nkey-file = \"/k\"\nnode-id = 1\n", "f");
+  ASSERT_FALSE(nopeer.ok());
+  EXPECT_EQ(nopeer.error().rfind("f: no [[peer]] section", 0), 0u)
+      << nopeer.error();
+}
+
+TEST(ConfigTest, TheSystemIdentityHasLoopback) {
+  const Identity self = SystemIdentity();
+  EXPECT_FALSE(self.hostname.empty());
+  EXPECT_NE(
+      std::find(self.addresses.begin(), self.addresses.end(), A("127.0.0.1")),
+      self.addresses.end());
+}
+
 // SIGHUP applies the keys and max-clock-skew and nothing else; any other
 // change waits for a restart, and says so.
 TEST(ConfigTest, AReloadTakesTheKeysAndTheSkew) {
@@ -507,15 +615,19 @@ TEST(DurationTest, FormatRoundTrips) {
 // of the minimal keys plus that example reads as the minimal file alone.
 // key-file and keys-file: one of the two is required, neither has a
 // default.
+// Keys of which one is required: key-file or keys-file; [[peer]] or
+// [[host]]; node-id, or [[host]] sections to find it in.
 bool OneOfTwo(std::string_view name) {
-  return name == "key-file" || name == "keys-file";
+  return name == "key-file" || name == "keys-file" || name == "peer" ||
+         name == "host" || name == "node-id";
 }
 
 TEST(ConfigTest, ExamplesAreTheDefaults) {
   const Config plain = Ok(kMinimal);
   for (const ConfigKeyInfo& k : ConfigKeys()) {
     if (k.required || OneOfTwo(k.name) || k.type == ConfigType::kAddresses ||
-        k.type == ConfigType::kPeers || k.type == ConfigType::kAdmission)
+        k.type == ConfigType::kPeers || k.type == ConfigType::kHosts ||
+        k.type == ConfigType::kAdmission)
       continue;
     // Keys before the [[peer]] table, so that they stay top-level.
     const Config c = Ok(std::string(k.example) + "\n" + kMinimal);
@@ -550,7 +662,8 @@ TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
   ASSERT_FALSE(doc.empty());
   for (const ConfigKeyInfo& k : ConfigKeys()) {
     const std::string name =
-        k.type == ConfigType::kPeers       ? "[[" + std::string(k.name) + "]]"
+        k.type == ConfigType::kPeers || k.type == ConfigType::kHosts
+            ? "[[" + std::string(k.name) + "]]"
         : k.type == ConfigType::kAdmission ? "[" + std::string(k.name) + "]"
                                            : std::string(k.name);
     auto it = doc.find(name);
@@ -569,6 +682,9 @@ TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
   }
   doc.erase("peer.id");
   doc.erase("peer.addresses");
+  doc.erase("host.id");
+  doc.erase("host.name");
+  doc.erase("host.addresses");
   std::erase_if(doc, [](const auto& kv) {
     return kv.first.starts_with("admission.") ||
            kv.first == "[[admission.allow]]";
@@ -596,14 +712,16 @@ TEST(ConfigTest, ManPageListsEveryKey) {
   }
   for (const ConfigKeyInfo& k : ConfigKeys()) {
     const std::string name =
-        k.type == ConfigType::kPeers       ? "[[" + std::string(k.name) + "]]"
+        k.type == ConfigType::kPeers || k.type == ConfigType::kHosts
+            ? "[[" + std::string(k.name) + "]]"
         : k.type == ConfigType::kAdmission ? "[" + std::string(k.name) + "]"
                                            : std::string(k.name);
     EXPECT_EQ(listed.erase(name), 1u) << name << " is not in parqd.toml.5";
   }
   std::erase_if(listed, [](const std::string& n) {
-    return n.starts_with("peer.") || n.starts_with("admission.") ||
-           n == "[[admission.allow]]" || n.starts_with("/");
+    return n.starts_with("peer.") || n.starts_with("host.") ||
+           n.starts_with("admission.") || n == "[[admission.allow]]" ||
+           n.starts_with("/");
   });
   EXPECT_TRUE(listed.empty())
       << "parqd.toml.5 lists a key the code lacks: " << *listed.begin();
