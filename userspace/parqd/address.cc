@@ -3,8 +3,10 @@
 #include "address.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace parq::parqd {
 
@@ -42,6 +44,25 @@ std::string Address::ToString() const {
   if (!inet_ntop(af, bytes.data(), buf, sizeof(buf)))
     return "?";
   return buf;
+}
+
+std::optional<Address> FromSockaddr(const sockaddr& sa) {
+  if (sa.sa_family == AF_INET) {
+    const auto& sin = reinterpret_cast<const sockaddr_in&>(sa);
+    std::array<uint8_t, 4> b;
+    std::memcpy(b.data(), &sin.sin_addr, 4);
+    return Address::V4(b);
+  }
+  if (sa.sa_family == AF_INET6) {
+    const auto& sin6 = reinterpret_cast<const sockaddr_in6&>(sa);
+    const uint8_t* p = sin6.sin6_addr.s6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&sin6.sin6_addr))
+      return Address::V4({p[12], p[13], p[14], p[15]});
+    std::array<uint8_t, 16> b;
+    std::memcpy(b.data(), p, 16);
+    return Address::V6(b);
+  }
+  return std::nullopt;
 }
 
 }  // namespace parq::parqd

@@ -6,6 +6,8 @@
 #ifndef PARQD_ADDRESS_H
 #define PARQD_ADDRESS_H
 
+#include <sys/socket.h>
+
 #include <array>
 #include <compare>
 #include <cstdint>
@@ -34,6 +36,11 @@ struct Address {
   // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads it
   auto operator<=>(const Address&) const = default;
 };
+
+// The address of a socket address: a datagram's source, an interface's
+// address; an IPv4-mapped IPv6 address (a socket bound to "::") becomes
+// the IPv4 address.  Nothing for a family other than AF_INET and AF_INET6.
+std::optional<Address> FromSockaddr(const sockaddr& sa);
 
 }  // namespace parq::parqd
 

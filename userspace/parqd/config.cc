@@ -3,7 +3,6 @@
 #include "config.h"
 
 #include <ifaddrs.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -946,23 +945,10 @@ Identity SystemIdentity() {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0)
     return id;
-  for (const ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr)
-      continue;
-    if (i->ifa_addr->sa_family == AF_INET) {
-      std::array<uint8_t, 4> b;
-      std::memcpy(b.data(),
-                  &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr,
-                  4);
-      id.addresses.push_back(Address::V4(b));
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      std::array<uint8_t, 16> b;
-      std::memcpy(
-          b.data(),
-          &reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, 16);
-      id.addresses.push_back(Address::V6(b));
-    }
-  }
+  for (const ifaddrs* i = list; i; i = i->ifa_next)
+    if (i->ifa_addr)
+      if (auto a = FromSockaddr(*i->ifa_addr))
+        id.addresses.push_back(*a);
   freeifaddrs(list);
   return id;
 }

@@ -326,25 +326,6 @@ int SocketFamily(int fd) {
 
 }  // namespace
 
-std::optional<Address> FromSockaddr(const sockaddr_storage& ss) {
-  if (ss.ss_family == AF_INET) {
-    const auto& sin = reinterpret_cast<const sockaddr_in&>(ss);
-    std::array<uint8_t, 4> b;
-    std::memcpy(b.data(), &sin.sin_addr, 4);
-    return Address::V4(b);
-  }
-  if (ss.ss_family == AF_INET6) {
-    const auto& sin6 = reinterpret_cast<const sockaddr_in6&>(ss);
-    const uint8_t* p = sin6.sin6_addr.s6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(&sin6.sin6_addr))
-      return Address::V4({p[12], p[13], p[14], p[15]});
-    std::array<uint8_t, 16> b;
-    std::memcpy(b.data(), p, 16);
-    return Address::V6(b);
-  }
-  return std::nullopt;
-}
-
 socklen_t ToSockaddr(const Address& a, uint16_t port, int socket_family,
                      sockaddr_storage* ss) {
   *ss = {};
@@ -595,7 +576,7 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
   const DatagramReader::Handler handle = [&sender](
                                              std::span<const uint8_t> bytes,
                                              const sockaddr_storage& ss) {
-    const auto from = FromSockaddr(ss);
+    const auto from = FromSockaddr(reinterpret_cast<const sockaddr&>(ss));
     if (!from)
       return;
     const Outcome o = sender.Handle(bytes, *from, MonotonicNs(), RealtimeNs());

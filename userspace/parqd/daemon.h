@@ -33,10 +33,6 @@ namespace parq::parqd {
 // up) exit 1.
 inline constexpr int kExitConfig = 2;
 
-// The peer's address of a datagram; an IPv4-mapped IPv6 address (a socket
-// bound to "::") becomes the IPv4 address.
-std::optional<Address> FromSockaddr(const sockaddr_storage& ss);
-
 // Where a datagram to `a`:`port` goes from a socket of `socket_family`
 // (AF_INET or AF_INET6: IPv4 as an IPv4-mapped address); its length, or 0
 // when the socket cannot reach that family.
