@@ -355,12 +355,13 @@ std::string FormatEntries(const std::vector<KernelEntry>& entries,
 
 namespace {
 
-std::string DscpList(uint64_t mask) {
-  std::string out;
+// The names of the DSCPs of `mask` (bit n: DSCP n), lowest first.
+std::vector<std::string> DscpNames(uint64_t mask) {
+  std::vector<std::string> names;
   for (uint8_t d = 0; d < 64; d++)
     if (mask & (uint64_t{1} << d))
-      out += (out.empty() ? "" : ",") + DscpName(d);
-  return out.empty() ? "none" : out;
+      names.push_back(DscpName(d));
+  return names;
 }
 
 }  // namespace
@@ -368,6 +369,7 @@ std::string DscpList(uint64_t mask) {
 std::string FormatMonitor(const MonitorState& s,
                           const std::vector<PeerSample>& sources,
                           bool as_json) {
+  const std::vector<std::string> dscps = DscpNames(s.dscp_mask);
   auto age = [](const std::optional<uint64_t>& a) -> json {
     return a ? json(*a) : json(nullptr);
   };
@@ -381,10 +383,6 @@ std::string FormatMonitor(const MonitorState& s,
                      {"loc_packets", p.loc_packets},
                      {"loc_bytes", p.loc_bytes},
                      {"loc_age_ns", age(p.loc_age_ns)}});
-    json dscps = json::array();
-    for (uint8_t d = 0; d < 64; d++)
-      if (s.dscp_mask & (uint64_t{1} << d))
-        dscps.push_back(DscpName(d));
     const json j = {{"enabled", s.enabled},
                     {"size", s.size},
                     {"dscp", dscps},
@@ -399,10 +397,13 @@ std::string FormatMonitor(const MonitorState& s,
                     {"table", arr}};
     return j.dump() + "\n";
   }
+  std::string list;
+  for (const std::string& n : dscps)
+    list += (list.empty() ? "" : ",") + n;
   std::ostringstream o;
   o << "monitor: " << (s.enabled ? "enabled" : "disabled") << ", "
     << (s.active ? "parallel traffic arriving" : "no parallel traffic")
-    << "\nparallel DSCPs " << DscpList(s.dscp_mask) << ", hold "
+    << "\nparallel DSCPs " << (list.empty() ? "none" : list) << ", hold "
     << Human(s.hold_ns) << ", " << s.sources << " of " << s.size
     << " sources kept\ncounting "
     << (s.peers ? std::to_string(s.peers) + " peer address(es)"
