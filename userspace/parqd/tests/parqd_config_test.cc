@@ -657,15 +657,21 @@ std::map<std::string, std::string> DocumentedKeys() {
   return keys;
 }
 
+// A key as parqd.md and parqd.toml(5) write it: [[peer]], [[host]],
+// [admission], or its name.
+std::string DocName(const ConfigKeyInfo& k) {
+  if (k.type == ConfigType::kPeers || k.type == ConfigType::kHosts)
+    return "[[" + std::string(k.name) + "]]";
+  if (k.type == ConfigType::kAdmission)
+    return "[" + std::string(k.name) + "]";
+  return std::string(k.name);
+}
+
 TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
   std::map<std::string, std::string> doc = DocumentedKeys();
   ASSERT_FALSE(doc.empty());
   for (const ConfigKeyInfo& k : ConfigKeys()) {
-    const std::string name =
-        k.type == ConfigType::kPeers || k.type == ConfigType::kHosts
-            ? "[[" + std::string(k.name) + "]]"
-        : k.type == ConfigType::kAdmission ? "[" + std::string(k.name) + "]"
-                                           : std::string(k.name);
+    const std::string name = DocName(k);
     auto it = doc.find(name);
     ASSERT_NE(it, doc.end()) << name << " is not in parqd.md's table";
     if (k.required)
@@ -711,11 +717,7 @@ TEST(ConfigTest, ManPageListsEveryKey) {
     listed.insert(name);
   }
   for (const ConfigKeyInfo& k : ConfigKeys()) {
-    const std::string name =
-        k.type == ConfigType::kPeers || k.type == ConfigType::kHosts
-            ? "[[" + std::string(k.name) + "]]"
-        : k.type == ConfigType::kAdmission ? "[" + std::string(k.name) + "]"
-                                           : std::string(k.name);
+    const std::string name = DocName(k);
     EXPECT_EQ(listed.erase(name), 1u) << name << " is not in parqd.toml.5";
   }
   std::erase_if(listed, [](const std::string& n) {
