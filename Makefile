@@ -18,6 +18,8 @@
 #                   instructions (callgrind), Documentation/benchmarks.md
 #   make bench-admission  admissions per second of the cluster admission
 #                   on etcd (one member and three, disjoint and shared paths)
+#   make bench-parqd  what parqd costs a host: CPU per epoch (1, 16, 128
+#                   peers) and per datagram, its epochs under a flood
 #   make install    install module (updates/), tc plugin, parqd, parqctl,
 #                   their systemd units, example configuration and man pages
 #
@@ -179,6 +181,12 @@ bench-admission:
 	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
 	cmake --build $(RELEASE) -j2 --target parq-admission-bench
 	scripts/bench/admission
+
+bench-parqd:
+	scripts/install-deps bench
+	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
+	cmake --build $(RELEASE) -j2 --target parq-parqd-bench
+	$(RELEASE)/parqd/parq-parqd-bench
 
 plugin-test: plugin
 	$(MAKE) -C tc-plugin test
@@ -358,6 +366,6 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all kmod kmod-tree kmod-lint plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
-	selftest bench bench-core bench-admission tools demo experiments deps check install \
+	selftest bench bench-core bench-admission bench-parqd tools demo experiments deps check install \
 	install-user unit-lint \
 	dkms-install clean fuzz kernel-debug selftest-stress check-debug

@@ -14,6 +14,8 @@ parqlab.credits, which follows Documentation/parqd-protocol.md byte by byte
   - forged (wrong key), replayed, out-of-time (stamped 60 s ago), unknown
     key id, malformed, unknown-peer and wrong-source messages change nothing
     and are counted, by reason, in parqd's metrics file;
+  - parqctl peers (parqd's status socket) follows what peer 2 sends:
+    the newest message accepted, the credit held, drops by reason;
   - parqctl credit set / show / clear, errors with the kernel's message,
     and parqctl qdisc show, all with --json output that parses;
   - a parqd whose admission role cannot start exits with the error and
@@ -169,6 +171,7 @@ listen-port = {PORT}
 key-file = "{key_file or tmp + '/cluster.key'}"
 metrics-file = "{tmp}/{metrics_file}"
 metrics-period = "100ms"
+status-socket = "{tmp}/{name}.sock"
 max-clock-skew = "{skew_ms or int(SKEW_S * 1000)}ms"
 {keys}
 {hosts}
@@ -382,6 +385,65 @@ def t_wrong_source():
         sock.close()
     wait_for("wrong_source counted", lambda: drops("wrong_source") == before + 1)
     check_eq(table(), {}, "table after a wrong-source message")
+
+
+def peers():
+    """parqctl peers --json: peer 2's entry, checked against the reply's
+    shape."""
+    r = ctl_json("peers", "--socket", os.path.join(tmp, "parqd.toml.sock"))
+    check_eq((r.get("ok"), r.get("node"), r.get("receiver")),
+             (True, ME, False), f"peers reply {r}")
+    check_eq([p["id"] for p in r["peers"]], [PEER], "one peer, node 2")
+    return r["peers"][0]
+
+
+def t_parqctl_peers():
+    """What parqd's status socket says of peer 2 follows what it sends: a
+    GRANT accepted (sequence, credit held), then a forgery and a replay
+    counted by reason, a RELEASE; the text form lists the peer."""
+    before = peers()
+    e, s = nxt()
+    good = credits.grant(key, PEER, e, s, credit=2500, addrs=[topo.ip_b()],
+                         epoch_us=EPOCH_US, lease=GRANT_LEASE)
+    send(good)
+    p = wait_for("peers: the GRANT accepted",
+                 lambda: (lambda p: p if p["accepted"] == before["accepted"]
+                          + 1 else None)(peers()))
+    check_eq((p["last_accepted"]["type"], p["last_accepted"]["sequence"],
+              p["last_accepted"]["time_ns"]), ("grant", s, e),
+             "last accepted: type, sequence, timestamp")
+    check_eq([(h["address"], h["credit"], h["epoch_ns"]) for h in p["held"]],
+             [(topo.ip_b(), 2500, EPOCH_US * 1000)], "credit held")
+    check(p["granted"] is None and p["last_sent"] is None,
+          "no receiving role: nothing granted, nothing sent")
+    e2, s2 = nxt()
+    send(credits.grant(os.urandom(32), PEER, e2, s2, 5, [topo.ip_b()],
+                       EPOCH_US, 500))
+    send(good)
+    want = {"bad_mac": before["dropped"]["bad_mac"] + 1,
+            "duplicate": before["dropped"]["duplicate"] + 1}
+    p = wait_for("peers: a forgery and a replay counted",
+                 lambda: (lambda p: p if all(
+                     p["dropped"][k] == v for k, v in want.items())
+                     else None)(peers()))
+    check_eq(p["accepted"], before["accepted"] + 1, "accepted")
+    check_eq(sorted(k for k, v in p["dropped"].items()
+                    if v != before["dropped"][k]),
+             ["bad_mac", "duplicate"], "no other drop reason moved")
+    text = ctl("peers", "--socket", os.path.join(tmp, "parqd.toml.sock"))
+    diag(*text.stdout.splitlines())
+    check("node 1: 1 peer(s), receiving role off" in text.stdout and
+          "grant " in text.stdout and "bad_mac" in text.stdout,
+          "text form")
+    e, s = nxt()
+    send(credits.release(key, PEER, e, s, [topo.ip_b()], EPOCH_US))
+    p = wait_for("peers: the RELEASE", lambda: (lambda p: p if p[
+        "last_accepted"]["type"] == "release" else None)(peers()))
+    check_eq(p["held"], [], "nothing held after the RELEASE")
+    r = ctl_json("peers", "--socket", os.path.join(tmp, "none.sock"),
+                 check_rc=False)
+    check(r.get("ok") is False and "cannot reach parqd's status socket"
+          in r.get("error", ""), f"no parqd there: {r}")
 
 
 def t_parqctl_credit():
@@ -654,6 +716,8 @@ def main():
     suite.case("bad_messages_change_nothing", t_bad_messages_change_nothing,
                timeout=30)
     suite.case("wrong_source", t_wrong_source, timeout=30)
+    suite.case("parqctl peers: accepted, dropped by reason, credit held",
+               t_parqctl_peers, timeout=60)
     suite.case("parqctl_credit", t_parqctl_credit, timeout=30)
     suite.case("parqctl_qdisc", t_parqctl_qdisc, timeout=30)
     suite.case("a failed admission role leaves the monitor off",

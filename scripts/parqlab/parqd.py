@@ -169,6 +169,9 @@ class Cluster:
     def metrics_file(self, h):
         return os.path.join(self.workdir, f"{h}.prom")
 
+    def status_socket(self, h):
+        return os.path.join(self.workdir, f"{h}.sock")
+
     def log_file(self, h):
         return os.path.join(self.workdir, f"{h}.log")
 
@@ -193,6 +196,7 @@ listen-address = "{ip}"
 listen-port = {self.port}
 metrics-file = "{self.metrics_file(h)}"
 metrics-period = "100ms"
+status-socket = "{self.status_socket(h)}"
 max-clock-skew = "{self.settings.skew_ms()}ms"
 """
         if h in self.receivers:

@@ -24,15 +24,16 @@ bool AdmissionSockaddr(const std::string& path, sockaddr_un* a) {
   return true;
 }
 
-Result<json, AdmissionError> AdmissionCall(const std::string& path,
-                                           const json& request,
-                                           int timeout_ms) {
+Result<json, AdmissionError> SocketCall(const std::string& path,
+                                        const json& request, int timeout_ms,
+                                        const SocketNames& names) {
   auto unreachable = [](std::string why) {
     return Err{AdmissionError{AdmissionError::kUnreachable, std::move(why)}};
   };
+  const std::string what = names.what;
   sockaddr_un a;
   if (!AdmissionSockaddr(path, &a))
-    return unreachable("admission socket \"" + path + "\": not a socket path");
+    return unreachable(what + " \"" + path + "\": not a socket path");
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return unreachable("socket(AF_UNIX): " + std::string(std::strerror(errno)));
@@ -45,9 +46,8 @@ Result<json, AdmissionError> AdmissionCall(const std::string& path,
     rc = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
   } while (rc != 0 && errno == EINTR);
   if (rc != 0)
-    return unreachable("cannot reach parqd's admission socket " + path + ": " +
-                       std::strerror(errno) +
-                       " (is parqd running with an [admission] section?)");
+    return unreachable("cannot reach parqd's " + what + " " + path + ": " +
+                       std::strerror(errno) + " (" + names.hint + ")");
   const std::string text = request.dump();
   ssize_t sent;
   do {
@@ -70,8 +70,12 @@ Result<json, AdmissionError> AdmissionCall(const std::string& path,
     return unreachable("parqd did not answer within " +
                        std::to_string(timeout_ms) + " ms on " + path);
   }
-  std::vector<char> buf(kAdmissionMessageMax);
+  // The reply is one packet: its length first, then the packet.
   ssize_t n;
+  do {
+    n = recv(fd, nullptr, 0, MSG_PEEK | MSG_TRUNC);
+  } while (n < 0 && errno == EINTR);
+  std::vector<char> buf(n > 0 ? static_cast<size_t>(n) : 1);
   do {
     n = recv(fd, buf.data(), buf.size(), 0);
   } while (n < 0 && errno == EINTR);
@@ -83,6 +87,14 @@ Result<json, AdmissionError> AdmissionCall(const std::string& path,
     return Err{AdmissionError{AdmissionError::kBadReply,
                               "parqd's answer on " + path + " is not JSON"}};
   return reply;
+}
+
+Result<json, AdmissionError> AdmissionCall(const std::string& path,
+                                           const json& request,
+                                           int timeout_ms) {
+  return SocketCall(
+      path, request, timeout_ms,
+      {"admission socket", "is parqd running with an [admission] section?"});
 }
 
 }  // namespace parq::parqd

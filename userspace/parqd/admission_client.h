@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// The client's side of parqd's admission socket (admission_socket.h has
-// the protocol and the server): one request, one reply.  Used by parqctl
-// and by libparq, which applications link; so it depends on nothing but
-// the C library and nlohmann-json.
+// The client's side of parqd's Unix sockets (request_server.h has the
+// server): one JSON request, one JSON reply.  The admission socket
+// (admission_socket.h has its protocol) is asked by parqctl and by libparq,
+// which applications link; so this depends on nothing but the C library
+// and nlohmann-json.  The status socket (status.h) is asked by parqctl.
 
 #ifndef PARQD_ADMISSION_CLIENT_H
 #define PARQD_ADMISSION_CLIENT_H
@@ -34,8 +35,21 @@ struct AdmissionError {
   std::string why;  // a sentence
 };
 
-// One request to the socket at `path` and its reply, a JSON object.  The
-// wait for it lasts `timeout_ms`; signals do not cut it short.
+// How a call's errors name the socket ("admission socket") and what to
+// check when nothing answers there.
+struct SocketNames {
+  const char* what;
+  const char* hint;
+};
+
+// One request to the socket at `path` and its reply, a JSON object of any
+// size.  The wait for it lasts `timeout_ms`; signals do not cut it short.
+Result<nlohmann::json, AdmissionError> SocketCall(const std::string& path,
+                                                  const nlohmann::json& request,
+                                                  int timeout_ms,
+                                                  const SocketNames& names);
+
+// SocketCall() to parqd's admission socket.
 Result<nlohmann::json, AdmissionError> AdmissionCall(
     const std::string& path, const nlohmann::json& request,
     int timeout_ms = 30000);

@@ -21,9 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxConns = 64;
-constexpr uint64_t kConnWaitNs = 2'000'000'000;
-
 json Error(const std::string& why) {
   return json{{"ok", false}, {"error", why}};
 }
@@ -141,86 +138,19 @@ Requester RequesterOf(uid_t uid, gid_t gid) {
 
 Result<AdmissionServer, std::string> AdmissionServer::Open(
     const std::string& path) {
-  sockaddr_un a;
-  if (!AdmissionSockaddr(path, &a))
-    return Err{"admission socket \"" + path + "\": give a path of 1 to " +
-               std::to_string(sizeof(a.sun_path) - 1) + " characters"};
-  const int fd =
-      socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return Err{"socket(AF_UNIX): " + std::string(std::strerror(errno))};
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
-    unlink(path.c_str());  // a stale socket of an earlier parqd
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      chmod(path.c_str(), 0666) != 0 || listen(fd, 64) != 0) {
-    const std::string why = std::strerror(errno);
-    close(fd);
-    return Err{"admission socket " + path + ": " + why};
-  }
-  return AdmissionServer(fd, path);
-}
-
-AdmissionServer::AdmissionServer(AdmissionServer&& o) noexcept
-    : fd_(o.fd_),
-      path_(std::move(o.path_)),
-      conns_(std::move(o.conns_)),
-      incoming_(o.incoming_) {
-  o.fd_ = -1;
-  o.conns_.clear();
-}
-
-AdmissionServer::~AdmissionServer() {
-  for (const Conn& c : conns_)
-    close(c.fd);
-  if (fd_ >= 0) {
-    close(fd_);
-    unlink(path_.c_str());
-  }
-}
-
-std::vector<int> AdmissionServer::fds() const {
-  std::vector<int> out = {fd_};
-  for (const Conn& c : conns_)
-    out.push_back(c.fd);
-  return out;
+  auto s = RequestServer::Open(path, 0666, "admission socket");
+  if (!s.ok())
+    return Err{s.error()};
+  return AdmissionServer(std::move(s.value()));
 }
 
 void AdmissionServer::Serve(AdmissionAgent& agent, uint64_t now) {
-  for (;;) {
-    const int c = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (c < 0)
-      break;
-    ucred cred{};
-    socklen_t len = sizeof(cred);
-    if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-      close(c);
-      continue;
-    }
-    if (conns_.size() >= kMaxConns) {  // the longest waiting goes
-      close(conns_.front().fd);
-      conns_.erase(conns_.begin());
-    }
-    conns_.push_back({c, cred.uid, cred.gid, now});
-  }
-  std::vector<char> buf(kAdmissionMessageMax);
-  for (auto it = conns_.begin(); it != conns_.end();) {
-    const ssize_t n = recv(it->fd, buf.data(), buf.size(), MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
-        now - it->since_ns < kConnWaitNs) {
-      ++it;
-      continue;
-    }
-    if (n > 0) {
-      const std::string reply = HandleAdmissionRequest(
-          agent, RequesterOf(it->uid, it->gid),
-          std::string_view(buf.data(), static_cast<size_t>(n)), incoming_);
-      (void)send(it->fd, reply.data(), reply.size(),
-                 MSG_DONTWAIT | MSG_NOSIGNAL);
-    }
-    close(it->fd);
-    it = conns_.erase(it);
-  }
+  server_.Serve(
+      [this, &agent](const Asker& who, std::string_view request) {
+        return HandleAdmissionRequest(agent, RequesterOf(who.uid, who.gid),
+                                      request, incoming_);
+      },
+      now);
 }
 
 }  // namespace parq::parqd

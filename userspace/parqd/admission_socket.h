@@ -36,6 +36,7 @@
 #include "admission_agent.h"
 #include "admission_client.h"
 #include "incoming.h"
+#include "request_server.h"
 #include "result.h"
 
 namespace parq::parqd {
@@ -52,19 +53,16 @@ std::string HandleAdmissionRequest(
 // it has no entry).
 Requester RequesterOf(uid_t uid, gid_t gid);
 
-// The listening socket and the connections that have not asked yet.
+// The admission socket: a RequestServer that answers through
+// HandleAdmissionRequest().
 class AdmissionServer {
  public:
   // Binds `path` (replacing a stale socket; its directory must exist),
   // mode 0666, and listens.
   static Result<AdmissionServer, std::string> Open(const std::string& path);
-  AdmissionServer(AdmissionServer&& o) noexcept;
-  AdmissionServer& operator=(AdmissionServer&&) = delete;
-  AdmissionServer(const AdmissionServer&) = delete;
-  ~AdmissionServer();
 
   // The descriptors to poll for input: the listener, then connections.
-  std::vector<int> fds() const;
+  std::vector<int> fds() const { return server_.fds(); }
   // Accepts, answers what has arrived, and closes connections that asked
   // or that waited longer than 2 s.  `now_ns`: monotonic.
   void Serve(AdmissionAgent& agent, uint64_t now_ns);
@@ -74,17 +72,9 @@ class AdmissionServer {
   }
 
  private:
-  struct Conn {
-    int fd;
-    uid_t uid;
-    gid_t gid;
-    uint64_t since_ns;
-  };
-  AdmissionServer(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  explicit AdmissionServer(RequestServer s) : server_(std::move(s)) {}
 
-  int fd_ = -1;
-  std::string path_;
-  std::vector<Conn> conns_;
+  RequestServer server_;
   const IncomingReservations* incoming_ = nullptr;
 };
 

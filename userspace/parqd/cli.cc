@@ -163,6 +163,16 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       "configuration, counters and per-source table");
   json_flag(monitor);
 
+  CLI::App* peers = app.add_subcommand(
+      "peers",
+      "parqd's peers: for each, the newest message accepted from it, the "
+      "datagrams dropped by reason, the credit its grants hold and whether "
+      "this host grants it credit (from parqd's status socket)");
+  peers->add_option("--socket", a.status_socket,
+                    std::string("parqd's status socket (default ") +
+                        kDefaultStatusSocket + ")");
+  json_flag(peers);
+
   CLI::App* qdisc = app.add_subcommand("qdisc", "The parq qdisc");
   qdisc->require_subcommand(1);
   CLI::App* qshow = qdisc->add_subcommand(
@@ -391,6 +401,8 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kQdiscShow;
   } else if (*monitor) {
     a.cmd = CtlArgs::Cmd::kMonitor;
+  } else if (*peers) {
+    a.cmd = CtlArgs::Cmd::kPeers;
   } else if (*jadd) {
     a.cmd = CtlArgs::Cmd::kJobAdd;
   } else if (*jdel) {

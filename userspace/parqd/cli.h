@@ -50,7 +50,8 @@ struct CtlArgs {
     kChange,
     kRelease,
     kKeyDerive,
-    kMonitor
+    kMonitor,
+    kPeers
   };
   Cmd cmd = Cmd::kCreditShow;
   bool json = false;
@@ -67,6 +68,7 @@ struct CtlArgs {
   std::string etcd_prefix = "/parq/v1/";
   EtcdTls etcd_tls;                                  // --cacert, --cert, --key
   std::string socket = "/run/parqd/admission.sock";  // reserve, change, ...
+  std::string status_socket = kDefaultStatusSocket;  // peers
   std::string id;                                    // change, release
   uint64_t rate = 0;                                 // reserve, change: bits/s
   std::string match;                                 // reserve

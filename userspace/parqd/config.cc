@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <ifaddrs.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <linux/parq.h>
 #include <toml++/toml.h>
 
+#include "admission_client.h"
 #include "dscp.h"
 #include "grant.h"
 #include "satmath.h"
@@ -564,6 +566,30 @@ const ConfigKey kKeys[] = {
        return ReadDuration(r, v, "metrics-period", 10 * kNsPerMs,
                            3600 * kNsPerSec, "a period from 10ms to 1h",
                            c.metrics_period_ns);
+     })},
+    {{"status-socket", ConfigType::kString, false, false, true,
+      "status-socket = \"/run/parqd/status.sock\"",
+      "Unix socket that parqctl peers asks (\"\": none)"},
+     {},
+     PARQD_READ({
+       if (const auto* e = v.as_string(); e && e->get().empty()) {
+         c.status_socket.clear();
+         return std::nullopt;
+       }
+       auto s = r.String(v, "status-socket");
+       if (!s.ok())
+         return s.error();
+       sockaddr_un a;
+       if (s.value().text.front() != '/' ||
+           !AdmissionSockaddr(s.value().text, &a))
+         return r.Err(v, "status-socket",
+                      "\"" + s.value().text +
+                          "\" is not a socket path; give an absolute path "
+                          "of at most " +
+                          std::to_string(sizeof(a.sun_path) - 1) +
+                          " characters, or \"\" for none");
+       c.status_socket = s.value().text;
+       return std::nullopt;
      })},
     {{"peer", ConfigType::kPeers, false, false, false,
       "[[peer]]\nid = 2\naddresses = [\"192.0.2.2\"]",

@@ -75,6 +75,8 @@ struct Identity {
 // The system's: gethostname() and getifaddrs().
 Identity SystemIdentity();
 
+inline constexpr const char* kDefaultStatusSocket = "/run/parqd/status.sock";
+
 struct Config {
   std::string interface;              // required
   std::string listen_address = "::";  // "::" also takes IPv4 (mapped)
@@ -105,6 +107,8 @@ struct Config {
   uint64_t parallel_dscp = PARQ_DSCP_DEFAULT;
   std::string metrics_file;  // empty: no metrics file
   uint64_t metrics_period_ns = 10 * kNsPerSec;
+  // parqd's status socket (status.h); empty: none.
+  std::string status_socket = kDefaultStatusSocket;
   std::optional<AdmissionConfig> admission;  // none: no admission role
 
   bool operator==(const Config&) const = default;

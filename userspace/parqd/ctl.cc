@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "admission_client.h"
 #include "admission_socket.h"
 #include "cluster_admission.h"
 #include "config.h"
@@ -430,6 +431,60 @@ std::string FormatMonitor(const MonitorState& s,
   return o.str();
 }
 
+Result<Output, std::string> FormatPeers(const json& reply, bool as_json) {
+  if (!reply.is_object() || !reply.contains("peers") ||
+      !reply["peers"].is_array())
+    return Err{std::string("parqd's status reply has no list of peers")};
+  if (as_json)
+    return Output{reply.dump() + "\n"};
+  const bool receiver = reply.value("receiver", false);
+  const json& peers = reply["peers"];
+  std::ostringstream o;
+  o << "node " << reply.value("node", uint64_t{0}) << ": " << peers.size()
+    << " peer(s), receiving role " << (receiver ? "on" : "off") << "\n";
+  if (peers.empty())
+    return Output{o.str()};
+  // "grant 12ms ago", or "-".
+  auto last = [](const json& l) -> std::string {
+    if (!l.is_object())
+      return "-";
+    return l.value("type", std::string("?")) + " " +
+           Human(l.value("age_ns", uint64_t{0})) + " ago";
+  };
+  o << "\n"
+    << std::left << std::setw(8) << "PEER" << std::setw(12) << "NAME"
+    << std::right << std::setw(10) << "ACCEPTED"
+    << "  " << std::left << std::setw(20) << "LAST-ACCEPTED" << std::setw(28)
+    << "HELD";
+  if (receiver)
+    o << std::setw(9) << "GRANTED" << std::setw(20) << "LAST-SENT";
+  o << "DROPPED\n";
+  for (const json& p : peers) {
+    const json name = p.value("name", json(nullptr));
+    std::string held = "-";
+    if (const json h = p.value("held", json::array());
+        h.is_array() && !h.empty())
+      held = std::to_string(h[0].value("credit", uint64_t{0})) + " B/" +
+             Human(h[0].value("epoch_ns", uint64_t{0})) + " for " +
+             Human(h[0].value("expires_in_ns", uint64_t{0}));
+    std::string dropped;
+    const json drops = p.value("dropped", json::object());
+    for (const auto& [reason, n] : drops.items())
+      if (n.is_number_unsigned() && n.get<uint64_t>() > 0)
+        dropped += (dropped.empty() ? "" : ", ") + reason + " " + n.dump();
+    o << std::left << std::setw(8) << p.value("id", uint64_t{0})
+      << std::setw(12) << (name.is_string() ? name.get<std::string>() : "-")
+      << std::right << std::setw(10) << p.value("accepted", uint64_t{0}) << "  "
+      << std::left << std::setw(20)
+      << last(p.value("last_accepted", json(nullptr))) << std::setw(28) << held;
+    if (receiver)
+      o << std::setw(9) << (p.value("granted", false) ? "yes" : "no")
+        << std::setw(20) << last(p.value("last_sent", json(nullptr)));
+    o << (dropped.empty() ? "-" : dropped) << "\n";
+  }
+  return Output{o.str()};
+}
+
 Result<Output, std::string> FormatQdisc(const std::string& tc_json,
                                         const std::string& dev, bool as_json) {
   const json all = json::parse(tc_json, nullptr, /*allow_exceptions=*/false);
@@ -510,6 +565,21 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
     }
     default:
       break;
+  }
+  if (a.cmd == CtlArgs::Cmd::kPeers) {
+    auto r = SocketCall(
+        a.status_socket, {{"op", "peers"}}, 5000,
+        {"status socket", "is parqd running, with this status-socket?"});
+    if (!r.ok())
+      return Fail(a, out, err, r.error().why, 0);
+    if (!r.value().value("ok", false))
+      return Fail(a, out, err,
+                  r.value().value("error", std::string("parqd refused")), 0);
+    auto f = FormatPeers(r.value(), a.json);
+    if (!f.ok())
+      return Fail(a, out, err, f.error(), 0);
+    out << f.value().text;
+    return 0;
   }
   if (a.cmd == CtlArgs::Cmd::kMonitor) {
     if (!open_monitor)

@@ -13,6 +13,8 @@
 #include <ostream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli.h"
 #include "jobs.h"
 #include "kernel.h"
@@ -50,6 +52,11 @@ std::string FormatEntries(const std::vector<KernelEntry>& e, bool json);
 // the last, "-" for none).
 std::string FormatMonitor(const MonitorState& s,
                           const std::vector<PeerSample>& sources, bool json);
+
+// parqd's status reply to "peers" (status.h) as `parqctl peers` prints
+// it: the reply itself with `json`, else a line per peer.  Errors: a reply
+// without a list of peers.
+Result<Output, std::string> FormatPeers(const nlohmann::json& reply, bool json);
 
 }  // namespace parq::parqd
 

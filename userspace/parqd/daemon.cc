@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -34,8 +36,10 @@
 #include "key.h"
 #include "metrics.h"
 #include "receiving_role.h"
+#include "request_server.h"
 #include "reserved_classes.h"
 #include "sending_role.h"
+#include "status.h"
 #include "subprocess.h"
 #include "topology.h"
 #include "wire.h"
@@ -451,6 +455,18 @@ Config Reload(const Config& running, const ConfigLoader& load,
   return c;
 }
 
+// The status socket at `path`, mode 0660 (root and parqd's group).  Its
+// directory is made when missing (parqd run by hand; systemd makes
+// /run/parqd for the unit).
+Result<RequestServer, std::string> OpenStatusSocket(const std::string& path) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return Err{"status socket " + path + ": cannot make " + dir.string() +
+               ": " + std::strerror(errno) +
+               " (set status-socket, or \"\" for none)"};
+  return RequestServer::Open(path, 0660, "status socket");
+}
+
 std::string StatusLine(const Config& c, bool receiving) {
   return "node " + std::to_string(c.node_id) + ", " +
          std::to_string(c.peers.size()) + " peer(s), " +
@@ -562,6 +578,23 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
   }
 
   ReceivingRole* role_ptr = role ? &*role : nullptr;
+  StatusSources status{c.node_id, {}, &sender.inbox(), role_ptr};
+  for (const HostConfig& h : c.hosts)
+    if (!h.name.empty())
+      status.names[h.id] = h.name;
+  std::optional<RequestServer> status_server;
+  if (!c.status_socket.empty()) {
+    auto s = OpenStatusSocket(c.status_socket);
+    if (!s.ok()) {
+      spdlog::error("{}", s.error());
+      return 1;
+    }
+    status_server.emplace(std::move(s.value()));
+  }
+  const RequestHandler answer_status = [&status](const Asker&,
+                                                 std::string_view request) {
+    return HandleStatusRequest(status, request, MonotonicNs());
+  };
   WriteMetrics(c, sender, role_ptr, adm.get());
   manager.Ready(StatusLine(c, role_ptr != nullptr));
   const uint64_t watchdog_ns = manager.watchdog_period_ns();
@@ -601,6 +634,7 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
       next_metrics = now + c.metrics_period_ns;
     }
     if (role && now >= next_epoch) {
+      role->Ran(now - next_epoch);
       role->Tick(now, RealtimeNs());
       // Every epoch while busy; once a second otherwise (lost reports).
       next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
@@ -617,6 +651,9 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
     std::vector<pollfd> p = {{sock.get(), POLLIN, 0},
                              {signal_fd, POLLIN, 0},
                              {role ? monitor->event_fd() : -1, POLLIN, 0}};
+    if (status_server)
+      for (int fd : status_server->fds())
+        p.push_back({fd, POLLIN, 0});
     const int n = ppoll(p.data(), p.size(), &timeout, nullptr);
     if (n < 0) {
       if (errno == EINTR)
@@ -645,6 +682,10 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
       role->OnEvents(now, RealtimeNs());
       next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
     }
+    if (status_server &&
+        std::any_of(p.begin() + 3, p.end(),
+                    [](const pollfd& f) { return f.revents != 0; }))
+      status_server->Serve(answer_status, MonotonicNs());
     if (!(p[0].revents & POLLIN))
       continue;
     if (auto r = reader.Drain(sock.get(), kMaxPerWake, handle); !r.ok())

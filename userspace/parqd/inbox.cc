@@ -78,7 +78,9 @@ Result<Inbox, std::string> Inbox::Create(KeyRing keys,
                                        : "peer " + std::to_string(it->second) +
                                              " and " + name)};
     }
-    if (!table.try_emplace(p.id, Peer{std::move(p.addresses), {}, {}}).second)
+    Peer peer;
+    peer.addresses = std::move(p.addresses);
+    if (!table.try_emplace(p.id, std::move(peer)).second)
       return Err{name + " is configured twice"};
   }
   return Inbox(std::move(keys), std::move(table), fresh, std::move(log));
@@ -95,6 +97,9 @@ Outcome Inbox::Drop(DropReason r, std::optional<wire::WireError> e,
                     const Address& from, std::optional<uint64_t> sender,
                     uint64_t now) {
   counters_.drop(r)++;
+  if (sender)
+    if (auto it = peers_.find(*sender); it != peers_.end())
+      it->second.dropped[static_cast<size_t>(r)]++;
   if (r == DropReason::kMalformed && e)
     counters_.malformed[static_cast<size_t>(*e)]++;
   uint64_t suppressed = 0;
@@ -111,6 +116,23 @@ Outcome Inbox::Drop(DropReason r, std::optional<wire::WireError> e,
     log_(line);
   }
   return Outcome{false, r, e, std::nullopt};
+}
+
+std::vector<PeerStatus> Inbox::Peers(uint64_t now) const {
+  std::vector<PeerStatus> out;
+  for (const auto& [id, p] : peers_) {
+    PeerStatus s;
+    s.id = id;
+    s.addresses = p.addresses;
+    s.accepted = p.accepted;
+    s.last = p.last;
+    s.dropped = p.dropped;
+    for (const Address& a : p.addresses)
+      if (auto e = table_.Lookup(a, now))
+        s.held.emplace_back(a, *e);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 Outcome Inbox::Receive(std::span<const uint8_t> bytes, const Address& from,
@@ -178,6 +200,8 @@ Outcome Inbox::Receive(std::span<const uint8_t> bytes, const Address& from,
   peer.window.Accept(m.sequence);
   peer.newest = std::max(peer.newest.value_or(0), m.time_ns);
   table_.Apply(m, now);
+  peer.accepted++;
+  peer.last = PeerStatus::Last{m.type, m.sequence, m.time_ns, now};
   counters_.accepted++;
   (m.type == wire::Type::kGrant ? counters_.grants : counters_.releases)++;
   return Outcome{true, DropReason::kMalformed, std::nullopt, m};

@@ -109,6 +109,28 @@ struct Freshness {
   bool operator==(const Freshness&) const = default;
 };
 
+// What a sending host knows of one peer (parqctl peers).
+struct PeerStatus {
+  // The newest message accepted from the peer.
+  struct Last {
+    wire::Type type = wire::Type::kGrant;
+    uint64_t sequence = 0;
+    uint64_t time_ns = 0;  // its timestamp (the peer's CLOCK_REALTIME)
+    uint64_t at = 0;       // when it was accepted (CLOCK_MONOTONIC ns)
+  };
+  uint64_t id = 0;
+  std::vector<Address> addresses;
+  uint64_t accepted = 0;
+  std::optional<Last> last;
+  // The datagrams dropped that named this peer as their sender, by
+  // reason.  Until the MAC is checked (kBadMac) that name is a claim:
+  // anyone who can reach the port can make it.
+  std::array<uint64_t, kDropReasonCount> dropped{};
+  // The credit the peer's grants hold on this host now: its addresses'
+  // entries of the credit table.
+  std::vector<std::pair<Address, CreditEntry>> held;
+};
+
 struct Outcome {
   bool accepted = false;
   DropReason reason = DropReason::kMalformed;  // when !accepted
@@ -150,12 +172,17 @@ class Inbox {
 
   const Counters& counters() const { return counters_; }
   const CreditTable& table() const { return table_; }
+  // Every configured peer, by id, at `now` (CLOCK_MONOTONIC ns).
+  std::vector<PeerStatus> Peers(uint64_t now) const;
 
  private:
   struct Peer {
     std::vector<Address> addresses;
     ReplayWindow window;
     std::optional<uint64_t> newest;  // the newest timestamp accepted
+    uint64_t accepted = 0;
+    std::optional<PeerStatus::Last> last;
+    std::array<uint64_t, kDropReasonCount> dropped{};
   };
 
   Inbox(KeyRing keys, std::map<uint64_t, Peer> peers, Freshness fresh,

@@ -66,12 +66,29 @@ void ReceivingRole::Observe(const std::vector<PeerSample>& samples,
   }
 }
 
+uint64_t ReceivingRole::restate_ns() const {
+  const uint64_t lease = cfg_.policy.lease;
+  return std::max<uint64_t>(1, (lease - 1) / 2) * epoch_ns();
+}
+
+bool ReceivingRole::Restates(const GrantDecision& d, uint64_t now) const {
+  if (d.type != wire::Type::kGrant)
+    return false;
+  auto it = sent_.find(d.peer);
+  return it != sent_.end() && it->second.type == wire::Type::kGrant &&
+         it->second.credit == d.credit && now - it->second.at < restate_ns();
+}
+
 void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
                          uint64_t realtime_ns) {
   for (const GrantDecision& d : ds) {
     auto to = send_to_.find(d.peer);
     if (to == send_to_.end())
       continue;
+    if (Restates(d, now)) {
+      ++counters_.restatements_skipped;
+      continue;
+    }
     const Stamp stamp{cfg_.node_id, keys_.send_id(), realtime_ns,
                       SatAdd(sequence_, 1)};
     const wire::Message m =
@@ -98,6 +115,7 @@ void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
       continue;
     }
     (grant ? counters_.grants_sent : counters_.releases_sent)++;
+    sent_[d.peer] = {m.type, m.sequence, m.credit, now};
   }
 }
 
@@ -185,6 +203,26 @@ void ReceivingRole::Metrics(PromText& out) const {
               counters_.monitor_errors);
   out.Gauge("parqd_peers_granted", "Peers holding a grant now.",
             granter_.granted().size());
+  out.Counter("parqd_epochs_total",
+              "Epochs run: reads of the receive monitor's table.",
+              counters_.epochs);
+  out.Counter("parqd_grants_unchanged_total",
+              "GRANTs not sent: the same credit was sent to the peer less "
+              "than (lease - 1) / 2 epochs before.",
+              counters_.restatements_skipped);
+  out.Counter("parqd_epochs_late_total",
+              "Epochs run more than one epoch after their time.",
+              counters_.epochs_late);
+  out.Gauge("parqd_epoch_lateness_max_microseconds",
+            "The longest an epoch has run after its time, since parqd "
+            "started.",
+            counters_.lateness_max_ns / 1000);
+}
+
+void ReceivingRole::Ran(uint64_t late_ns) {
+  if (late_ns > epoch_ns())
+    ++counters_.epochs_late;
+  counters_.lateness_max_ns = std::max(counters_.lateness_max_ns, late_ns);
 }
 
 }  // namespace parq::parqd

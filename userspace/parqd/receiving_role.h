@@ -12,7 +12,9 @@
 //               holds a grant (and once a second otherwise, in case a
 //               report was lost): dumps the monitor's table, feeds the
 //               Granter (grant.h) with every source host's last parallel
-//               and local arrival, and sends its decisions.
+//               and local arrival, and sends its decisions; a GRANT that
+//               restates the credit a peer holds goes out every
+//               restate_ns() only.
 //   Stop()      releases every peer holding a grant.
 //
 // A source host counts as sending local traffic when its last local packet
@@ -62,11 +64,22 @@ struct ReceivingRoleConfig {
 struct GrantRoleCounters {
   uint64_t grants_sent = 0;
   uint64_t releases_sent = 0;
-  uint64_t send_errors = 0;     // the datagram could not be sent
-  uint64_t monitor_starts = 0;  // start reports
-  uint64_t monitor_stops = 0;   // stop reports
-  uint64_t monitor_errors = 0;  // failed dumps, lost reports
-  uint64_t epochs = 0;          // Tick()s that dumped the table
+  uint64_t send_errors = 0;           // the datagram could not be sent
+  uint64_t monitor_starts = 0;        // start reports
+  uint64_t monitor_stops = 0;         // stop reports
+  uint64_t monitor_errors = 0;        // failed dumps, lost reports
+  uint64_t epochs = 0;                // Tick()s that dumped the table
+  uint64_t restatements_skipped = 0;  // GRANTs not sent (Restates())
+  uint64_t epochs_late = 0;           // run more than an epoch after their time
+  uint64_t lateness_max_ns = 0;       // the most an epoch ran after its time
+};
+
+// The newest message sent to a peer (parqctl peers).
+struct SentRecord {
+  wire::Type type = wire::Type::kGrant;
+  uint64_t sequence = 0;
+  uint64_t credit = 0;  // GRANT: bytes per epoch
+  uint64_t at = 0;      // CLOCK_MONOTONIC ns
 };
 
 class ReceivingRole {
@@ -91,8 +104,16 @@ class ReceivingRole {
   // outstanding) rather than once a second.
   bool busy(uint64_t now) const;
   uint64_t epoch_ns() const { return uint64_t{cfg_.policy.epoch_us} * 1000; }
+  // How often a GRANT of unchanged credit is restated: every
+  // max(1, (lease - 1) / 2) epochs, so that one lost restatement still
+  // leaves the next before the lease ends (every epoch with lease 3).
+  uint64_t restate_ns() const;
+  // The daemon's loop ran the epoch due at T at T + `late_ns`.
+  void Ran(uint64_t late_ns);
   const std::set<uint64_t>& granted() const { return granter_.granted(); }
   const GrantRoleCounters& counters() const { return counters_; }
+  // The newest message sent to each peer that was sent one, by peer id.
+  const std::map<uint64_t, SentRecord>& sent() const { return sent_; }
   uint64_t last_sequence() const { return sequence_; }
   // A reload: the next messages are made with `keys`' send key; the
   // sequence numbers go on.
@@ -108,6 +129,9 @@ class ReceivingRole {
   void Decide(uint64_t now, uint64_t realtime_ns);
   void Send(const std::vector<GrantDecision>& ds, uint64_t now,
             uint64_t realtime_ns);
+  // Whether `d` is a GRANT of the credit last sent to its peer, sent less
+  // than restate_ns() ago: not sent again.
+  bool Restates(const GrantDecision& d, uint64_t now) const;
   void Log(uint64_t now, const std::string& line);
 
   ReceivingRoleConfig cfg_;
@@ -121,6 +145,7 @@ class ReceivingRole {
   std::map<Address, uint64_t> last_loc_bytes_;  // per source address
   uint64_t sequence_;
   GrantRoleCounters counters_;
+  std::map<uint64_t, SentRecord> sent_;
   RateLimiter log_limit_{Inbox::kLogBurst, Inbox::kLogIntervalNs};
 };
 

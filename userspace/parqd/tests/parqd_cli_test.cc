@@ -93,7 +93,9 @@ TEST(ParqdCliTest, EveryOverride) {
                           "--lease",
                           "4",
                           "--receiver",
-                          "true"});
+                          "true",
+                          "--status-socket",
+                          "/tmp/s.sock"});
   const auto& a = std::get<ParqdArgs>(r.parqd);
   EXPECT_EQ(a.config, "x.toml");
   EXPECT_TRUE(a.check_config);
@@ -115,7 +117,8 @@ TEST(ParqdCliTest, EveryOverride) {
       {"epoch", "2ms"},
       {"hold", "5ms"},
       {"lease", "4"},
-      {"receiver", "true"}};
+      {"receiver", "true"},
+      {"status-socket", "/tmp/s.sock"}};
   EXPECT_EQ(a.overrides.values, want);
   // Every key with an option was given once above.
   size_t options = 0;
@@ -232,6 +235,17 @@ TEST(CtlCliTest, CreditClearAndQdiscShow) {
   a = std::get<CtlArgs>(r.ctl);
   EXPECT_EQ(a.cmd, CtlArgs::Cmd::kQdiscShow);
   EXPECT_EQ(a.dev, "eth0");
+  EXPECT_TRUE(a.json);
+}
+
+TEST(CtlCliTest, Peers) {
+  Parsed r = Ctl({"peers"});
+  CtlArgs a = std::get<CtlArgs>(r.ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kPeers);
+  EXPECT_EQ(a.status_socket, "/run/parqd/status.sock");
+  EXPECT_FALSE(a.json);
+  a = std::get<CtlArgs>(Ctl({"peers", "--socket", "/tmp/s", "--json"}).ctl);
+  EXPECT_EQ(a.status_socket, "/tmp/s");
   EXPECT_TRUE(a.json);
 }
 

@@ -88,6 +88,7 @@ TEST(ConfigTest, MinimalFileTakesTheDefaults) {
   EXPECT_EQ(c.max_clock_skew_ns, 500'000'000u);
   EXPECT_EQ(c.metrics_file, "");
   EXPECT_EQ(c.metrics_period_ns, 10'000'000'000u);
+  EXPECT_EQ(c.status_socket, "/run/parqd/status.sock");
   EXPECT_EQ(c.parallel_dscp, PARQ_DSCP_DEFAULT);
 }
 
@@ -196,6 +197,11 @@ TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
       {"lease", "\"3\"", "'lease': must be an integer"},
       {"metrics-file", "\"/var/lib/\"", "is a directory"},
       {"metrics-period", "\"1ms\"", "give a period from 10ms to 1h"},
+      {"status-socket", "\"run/s.sock\"",
+       "'status-socket': \"run/s.sock\" is not a socket path; give an "
+       "absolute path of at most 107 characters"},
+      {"status-socket", "\"/" + std::string(120, 's') + "\"",
+       "is not a socket path"},
       {"parallel-dscp", "[]", "'parallel-dscp': must be a list of 1 to 64"},
       {"parallel-dscp", "\"ef\"", "'parallel-dscp': must be a list"},
       {"parallel-dscp", "[\"ef\", \"xx\"]", "or numbers 0..63"},

@@ -481,6 +481,50 @@ TEST_F(ReceiverTest, CountersAddUp) {
   EXPECT_EQ(c.received, c.accepted + c.dropped_total());
 }
 
+// parqctl peers: what each peer sent that was accepted, the drops that
+// named it, and the credit its grants hold; a datagram naming no peer
+// counts for none.
+TEST_F(ReceiverTest, PeerStatusByPeer) {
+  const auto g = Grant(1, 100, 7, 1500, {A("10.0.0.1")});
+  ASSERT_TRUE(Rx(g, A("10.0.0.1"), 2 * kMs).accepted);
+  Rx(g, A("10.0.0.1"), 3 * kMs);  // duplicate
+  rx_->Receive(Bytes(g, MakeKey(42)), A("10.0.0.1"), 3 * kMs, kT0);  // bad MAC
+  Rx(Grant(2, 100, 1, 1, {A("10.0.0.2")}), A("10.0.0.1"), 3 * kMs);  // source
+  Rx(Grant(3, 100, 1, 1, {A("10.0.0.1")}), A("10.0.0.1"), 3 * kMs);  // peer 3
+
+  const std::vector<PeerStatus> ps = rx_->Peers(4 * kMs);
+  ASSERT_EQ(ps.size(), 2u);
+  const PeerStatus& one = ps[0];
+  EXPECT_EQ(one.id, 1u);
+  EXPECT_EQ(one.addresses.size(), 2u);
+  EXPECT_EQ(one.accepted, 1u);
+  ASSERT_TRUE(one.last.has_value());
+  EXPECT_EQ(one.last->type, wire::Type::kGrant);
+  EXPECT_EQ(one.last->sequence, 7u);
+  EXPECT_EQ(one.last->time_ns, kT0 + 100);
+  EXPECT_EQ(one.last->at, 2 * kMs);
+  EXPECT_EQ(one.dropped[size_t(DropReason::kDuplicate)], 1u);
+  EXPECT_EQ(one.dropped[size_t(DropReason::kBadMac)], 1u);
+  uint64_t total = 0;
+  for (uint64_t n : one.dropped)
+    total += n;
+  EXPECT_EQ(total, 2u);
+  ASSERT_EQ(one.held.size(), 1u);
+  EXPECT_EQ(one.held[0].first, A("10.0.0.1"));
+  EXPECT_EQ(one.held[0].second.credit, 1500u);
+
+  const PeerStatus& two = ps[1];
+  EXPECT_EQ(two.id, 2u);
+  EXPECT_EQ(two.accepted, 0u);
+  EXPECT_FALSE(two.last.has_value());
+  EXPECT_EQ(two.dropped[size_t(DropReason::kWrongSource)], 1u);
+  EXPECT_TRUE(two.held.empty());
+  EXPECT_EQ(rx_->counters().drop(DropReason::kUnknownPeer), 1u);
+
+  // Once the lease ends, nothing is held.
+  EXPECT_TRUE(rx_->Peers(10 * kSec)[0].held.empty());
+}
+
 TEST_F(ReceiverTest, LogsDropsAtALimitedRate) {
   const std::vector<uint8_t> junk(5, 0);
   for (int i = 0; i < 100; i++)

@@ -151,6 +151,13 @@ TEST_F(RoleTest, GrantsTheLocalSenderWhileParallelArrives) {
   EXPECT_TRUE(role_.busy(100 * kMs));
   EXPECT_EQ(role_.granted(), std::set<uint64_t>{3});
   EXPECT_EQ(role_.counters().grants_sent, 1u);
+  // parqctl peers: the newest message sent to each peer that got one.
+  ASSERT_EQ(role_.sent().size(), 1u);
+  const SentRecord& r = role_.sent().at(3);
+  EXPECT_EQ(r.type, kG);
+  EXPECT_EQ(r.sequence, kRealtime + 1);
+  EXPECT_EQ(r.credit, 3000u);
+  EXPECT_EQ(r.at, 100 * kMs);
 }
 
 TEST_F(RoleTest, RestatesEveryEpochWithIncreasingSequenceAndTime) {
@@ -279,6 +286,62 @@ TEST_F(RoleTest, StopReleasesEveryGrantedPeer) {
   EXPECT_EQ(Take(), (Types{{2, kG}, {3, kG}}));
   role_.Stop(101 * kMs, kRealtime);
   EXPECT_EQ(Take(), (Types{{2, kR}, {3, kR}}));
+}
+
+// With a lease of 7 epochs a GRANT of unchanged credit goes out every 3
+// epochs ((7 - 1) / 2: one lost restatement leaves time for the next); a
+// change of credit goes out at once.
+TEST(RoleRestatement, UnchangedCreditEveryHalfLease) {
+  FakeMonitor mon;
+  std::vector<wire::Message> sent;
+  ReceivingRoleConfig c;
+  c.node_id = 1;
+  c.policy = {3000, kHold, kEpochUs, 7};
+  c.policy.floor_bytes = 12000;
+  c.own_addresses = {A("10.0.0.1")};
+  c.peers = {{2, {A("10.0.0.2")}}, {3, {A("10.0.0.3")}}};
+  c.peer_port = kPort;
+  ReceivingRole role(
+      c, TestKeys(), mon,
+      [&sent](const Address&, uint16_t, std::span<const uint8_t> b) {
+        auto m = wire::Decode(b, TestKey());
+        EXPECT_TRUE(m.ok());
+        if (m.ok())
+          sent.push_back(m.value());
+        return true;
+      },
+      kRealtime);
+  EXPECT_EQ(role.restate_ns(), 3 * kEpochUs * 1000);
+  std::vector<size_t> per_epoch;
+  std::vector<uint64_t> credits;
+  for (int i = 0; i < 8; i++) {
+    const uint64_t now = 100 * kMs + i * kMs;
+    mon.peers = {Source("10.0.0.2", 0,
+                        i >= 5 ? std::optional<uint64_t>(0) : std::nullopt),
+                 Source("10.0.0.3", std::nullopt, 0)};
+    role.Tick(now, kRealtime + now);
+    per_epoch.push_back(sent.size());
+    for (const wire::Message& m : sent)
+      credits.push_back(m.credit);
+    sent.clear();
+  }
+  // Epoch 0: peer 3 alone gets the whole floor; 3 and 6: restated; 5: peer
+  // 2 starts sending local traffic too, both get half at once.
+  EXPECT_EQ(per_epoch, (std::vector<size_t>{1, 0, 0, 1, 0, 2, 0, 0}));
+  EXPECT_EQ(credits, (std::vector<uint64_t>{12000, 12000, 6000, 6000}));
+  EXPECT_EQ(role.counters().restatements_skipped, 7u);
+  EXPECT_EQ(role.counters().grants_sent, 4u);
+}
+
+// The daemon reports how late each epoch ran: late means more than one
+// epoch after its time.
+TEST_F(RoleTest, LatenessCounted) {
+  role_.Ran(0);
+  role_.Ran(kEpochUs * 1000);
+  role_.Ran(kEpochUs * 1000 + 1);
+  role_.Ran(5 * kMs);
+  EXPECT_EQ(role_.counters().epochs_late, 2u);
+  EXPECT_EQ(role_.counters().lateness_max_ns, 5 * kMs);
 }
 
 TEST_F(RoleTest, MetricsCountWhatWasSent) {

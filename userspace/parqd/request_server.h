@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The server's side of parqd's Unix sockets (admission_client.h has the
+// client's): a listening socket of type SOCK_SEQPACKET, one request per
+// connection and one reply, served from an event loop without blocking.
+// The admission socket (admission_socket.h) and the status socket
+// (status.h) are two of them, each with its own handler.
+
+#ifndef PARQD_REQUEST_SERVER_H
+#define PARQD_REQUEST_SERVER_H
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "result.h"
+
+namespace parq::parqd {
+
+// Who asked: the connection's SO_PEERCRED.
+struct Asker {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// The reply to one request.
+using RequestHandler =
+    std::function<std::string(const Asker& who, std::string_view request)>;
+
+class RequestServer {
+ public:
+  // Binds `path` (replacing a stale socket; its directory must exist),
+  // gives it `mode` and listens.  Errors name the socket as `what`.
+  static Result<RequestServer, std::string> Open(const std::string& path,
+                                                 mode_t mode,
+                                                 std::string_view what);
+  RequestServer(RequestServer&& o) noexcept;
+  RequestServer& operator=(RequestServer&&) = delete;
+  RequestServer(const RequestServer&) = delete;
+  ~RequestServer();
+
+  // The descriptors to poll for input: the listener, then connections.
+  std::vector<int> fds() const;
+  // Accepts, answers what has arrived through `handle`, and closes
+  // connections that asked or that waited longer than 2 s.  `now_ns`:
+  // monotonic.  A reply too long for the socket's send buffer is sent as
+  // an error reply instead.
+  void Serve(const RequestHandler& handle, uint64_t now_ns);
+
+ private:
+  struct Conn {
+    int fd;
+    Asker who;
+    uint64_t since_ns;
+  };
+  RequestServer(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+  int fd_ = -1;
+  std::string path_;
+  std::vector<Conn> conns_;
+};
+
+}  // namespace parq::parqd
+
+#endif
