@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <variant>
@@ -67,6 +68,75 @@ std::string Errno(const char* what) {
 }
 
 }  // namespace
+
+// The SHA-256 states after (key XOR ipad) and (key XOR opad), RFC 2104.
+struct Key::Pads {
+  static constexpr size_t kBlock = 64;  // SHA-256's block size
+
+  Pads() = default;
+  Pads(const Pads&) = delete;
+  Pads& operator=(const Pads&) = delete;
+  ~Pads() {
+    EVP_MD_CTX_free(inner);  // wipes the state
+    EVP_MD_CTX_free(outer);
+  }
+
+  // Null when the crypto library failed.
+  static std::shared_ptr<const Pads> Make(std::span<const uint8_t> key) {
+    std::array<uint8_t, kBlock> block{};
+    unsigned int n = 0;
+    if (key.size() > kBlock) {  // a long key is hashed first
+      if (!EVP_Digest(key.data(), key.size(), block.data(), &n, EVP_sha256(),
+                      nullptr))
+        return nullptr;
+    } else {
+      std::copy(key.begin(), key.end(), block.begin());
+    }
+    auto p = std::make_shared<Pads>();
+    p->inner = EVP_MD_CTX_new();
+    p->outer = EVP_MD_CTX_new();
+    std::array<uint8_t, kBlock> pad{};
+    bool ok = p->inner && p->outer;
+    for (auto [ctx, x] : {std::pair{p->inner, uint8_t{0x36}},
+                          std::pair{p->outer, uint8_t{0x5c}}}) {
+      for (size_t i = 0; i < kBlock; ++i)
+        pad[i] = block[i] ^ x;
+      ok = ok && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) &&
+           EVP_DigestUpdate(ctx, pad.data(), pad.size());
+    }
+    OPENSSL_cleanse(block.data(), block.size());
+    OPENSSL_cleanse(pad.data(), pad.size());
+    return ok ? p : nullptr;
+  }
+
+  EVP_MD_CTX* inner = nullptr;
+  EVP_MD_CTX* outer = nullptr;
+};
+
+Key::Key(std::vector<uint8_t> bytes)
+    : bytes_(std::move(bytes)), pads_(Pads::Make(bytes_)) {}
+
+bool Key::Hmac(std::span<const uint8_t> data,
+               std::span<uint8_t, 32> mac) const {
+  if (!pads_)
+    return false;
+  // One working state per thread, reused: copying a pad into it is the
+  // whole cost of the key.
+  thread_local const std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> work(
+      EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  std::array<uint8_t, 32> inner{};
+  unsigned int n = 0;
+  unsigned int m = 0;
+  const bool ok =
+      work && EVP_MD_CTX_copy_ex(work.get(), pads_->inner) &&
+      EVP_DigestUpdate(work.get(), data.data(), data.size()) &&
+      EVP_DigestFinal_ex(work.get(), inner.data(), &n) && n == inner.size() &&
+      EVP_MD_CTX_copy_ex(work.get(), pads_->outer) &&
+      EVP_DigestUpdate(work.get(), inner.data(), inner.size()) &&
+      EVP_DigestFinal_ex(work.get(), mac.data(), &m) && m == mac.size();
+  OPENSSL_cleanse(inner.data(), inner.size());
+  return ok;
+}
 
 Key::~Key() {
   if (!bytes_.empty())

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -39,9 +40,17 @@ class Key {
 
   std::span<const uint8_t> bytes() const { return bytes_; }
 
+  // HMAC-SHA-256 of `data` under this key into `mac` (32 bytes); false
+  // when the crypto library failed.  The two hash states after the key's
+  // inner and outer pads are computed once, when the key is made, and
+  // shared by its copies: a MAC then costs the message's hashing only.
+  bool Hmac(std::span<const uint8_t> data, std::span<uint8_t, 32> mac) const;
+
  private:
-  explicit Key(std::vector<uint8_t> bytes) : bytes_(std::move(bytes)) {}
+  struct Pads;  // key.cc
+  explicit Key(std::vector<uint8_t> bytes);
   std::vector<uint8_t> bytes_;
+  std::shared_ptr<const Pads> pads_;  // null: the crypto library failed
 };
 
 // The keys credit messages are made and checked with, by key id (the

@@ -3,8 +3,6 @@
 #include "wire.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <algorithm>
 
@@ -140,11 +138,7 @@ std::string_view Name(WireError e) {
 Result<Mac, WireError> ComputeMac(const Key& key,
                                   std::span<const uint8_t> data) {
   Mac mac{};
-  unsigned int len = 0;
-  const auto k = key.bytes();
-  if (!HMAC(EVP_sha256(), k.data(), static_cast<int>(k.size()), data.data(),
-            data.size(), mac.data(), &len) ||
-      len != mac.size())
+  if (!key.Hmac(data, mac))
     return Err{WireError::kCryptoFailure};
   return mac;
 }

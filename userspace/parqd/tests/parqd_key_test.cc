@@ -4,9 +4,12 @@
 // file checks with their messages.
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -275,6 +278,37 @@ TEST(PairKeyText, RefusesItself) {
   EXPECT_EQ(PairKeysText(Secret(), 1, 7, {1, 7}).error(),
             "peer 7 is this node");
   EXPECT_EQ(PairKeysText(Secret(), 0, 7, {1}).error(), "key ids start at 1");
+}
+
+// Key::Hmac (the pads computed once) against OpenSSL's one-shot HMAC(),
+// for keys shorter than, as long as and longer than SHA-256's block (the
+// long ones hashed first), messages from empty to several blocks, and a
+// copy of the key.
+TEST(KeyHmac, MatchesOneShotHmac) {
+  for (size_t klen : {32, 63, 64, 65, 200, 1024}) {
+    std::vector<uint8_t> kb(klen);
+    for (size_t i = 0; i < klen; ++i)
+      kb[i] = static_cast<uint8_t>(i * 31 + klen);
+    const Key key = Key::FromBytes(kb).value();
+    // A copy shares the pads.
+    // NOLINTNEXTLINE(performance-unnecessary-copy-initialization)
+    const Key copy = key;
+    for (size_t dlen : {0, 1, 55, 56, 64, 119, 1000}) {
+      std::vector<uint8_t> d(dlen);
+      for (size_t i = 0; i < dlen; ++i)
+        d[i] = static_cast<uint8_t>(i ^ 0xa5);
+      std::array<uint8_t, 32> want{};
+      unsigned int n = 0;
+      ASSERT_TRUE(HMAC(EVP_sha256(), kb.data(), static_cast<int>(kb.size()),
+                       d.data(), d.size(), want.data(), &n));
+      std::array<uint8_t, 32> got{};
+      ASSERT_TRUE(key.Hmac(d, got)) << klen << " " << dlen;
+      EXPECT_EQ(got, want) << "key " << klen << " bytes, data " << dlen;
+      std::array<uint8_t, 32> again{};
+      ASSERT_TRUE(copy.Hmac(d, again));
+      EXPECT_EQ(again, want);
+    }
+  }
 }
 
 }  // namespace
