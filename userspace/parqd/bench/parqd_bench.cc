@@ -106,6 +106,26 @@ Address PeerAddress(uint64_t id) {
   return Address::Parse("127.0.1." + std::to_string(id)).value();
 }
 
+// The monitor's table while parallel traffic arrives from peer n + 1 and
+// peers 1..n send local traffic, all of it just now.
+std::vector<PeerSample> BusyTable(uint64_t n) {
+  std::vector<PeerSample> t;
+  for (uint64_t i = 1; i <= n; ++i) {
+    PeerSample s;
+    s.address = PeerAddress(i);
+    s.loc_packets = 1;
+    s.loc_bytes = 1500;
+    s.loc_age_ns = 0;
+    t.push_back(s);
+  }
+  PeerSample par;
+  par.address = PeerAddress(n + 1);
+  par.par_packets = 1;
+  par.par_age_ns = 0;
+  t.push_back(par);
+  return t;
+}
+
 // A UDP socket bound to 127.0.0.1 that nobody reads: where GRANTs go.
 int SinkSocket(uint16_t* port) {
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -153,19 +173,7 @@ void ReceivingRoleCost(int n, uint16_t lease, int epochs) {
                errno == EAGAIN;
       },
       RealNs());
-  for (int i = 1; i <= n; ++i) {
-    PeerSample s;
-    s.address = PeerAddress(i);
-    s.loc_packets = 1;
-    s.loc_bytes = 1500;
-    s.loc_age_ns = 0;
-    mon.peers.push_back(s);
-  }
-  PeerSample par;
-  par.address = PeerAddress(n + 1);
-  par.par_packets = 1;
-  par.par_age_ns = 0;
-  mon.peers.push_back(par);
+  mon.peers = BusyTable(n);
   uint64_t now = 100 * kMs;
   role.Tick(now, RealNs());  // the first GRANTs, not counted
   sent = 0;
@@ -289,19 +297,7 @@ bool Flood(const std::filesystem::path& dir, int seconds, bool flood,
 
   FakeKernel kernel;
   FakeMonitor mon;
-  for (uint64_t i = 1; i <= 16; ++i) {
-    PeerSample s;
-    s.address = PeerAddress(i);
-    s.loc_packets = 1;
-    s.loc_bytes = 1500;
-    s.loc_age_ns = 0;
-    mon.peers.push_back(s);
-  }
-  PeerSample par;
-  par.address = PeerAddress(17);
-  par.par_packets = 1;
-  par.par_age_ns = 0;
-  mon.peers.push_back(par);
+  mon.peers = BusyTable(16);
 
   const ServiceManager manager = ServiceManager::FromEnvironment();
   int rc = -1;
