@@ -18,8 +18,8 @@ parqlab.credits, which follows Documentation/parqd-protocol.md byte by byte
     the newest message accepted, the credit held, drops by reason;
   - parqctl credit set / show / clear, errors with the kernel's message,
     and parqctl qdisc show, all with --json output that parses;
-  - a parqd whose admission role cannot start exits with the error and
-    leaves the kernel's receive monitor off; an etcd that never answers
+  - a parqd whose admission role or status socket cannot start exits
+    with the error and leaves the kernel's receive monitor off; an etcd that never answers
     stalls nothing but admission (in B, which runs no other parqd);
   - parqd speaks to its service manager as sd_notify(3) says (READY=1
     with a STATUS= line once it runs, WATCHDOG=1 at half WATCHDOG_USEC,
@@ -526,6 +526,30 @@ topology-file = "{tmp}/no-such-topology.toml"
         check_eq(g.mon_get()["enabled"], 0, "B's monitor after")
 
 
+def t_status_socket_failure_leaves_monitor_off():
+    """A parqd whose status socket cannot be made (its directory's parent
+    does not exist) exits with the error and leaves the kernel's receive
+    monitor off: the socket is opened before the receiving role starts.
+    Run in B, where no parqd runs."""
+    cfg = write_config("status-fails.toml", "b", "b.prom",
+                       keys=f'receiver = true\naddresses = ["{topo.ip_b()}"]'
+                       '\nlink-rate = 1000000000')
+    with open(cfg) as f:
+        text = f.read()
+    bad = os.path.join(tmp, "no-such-dir", "sub", "status.sock")
+    with open(cfg, "w") as f:
+        f.write(text.replace(f'status-socket = "{tmp}/status-fails.toml.sock"',
+                             f'status-socket = "{bad}"'))
+    r = topo.b.run([PARQD, "-c", cfg], check=False,
+                   timeout=20 * ktap.slowdown())
+    diag(*r.stderr.strip().splitlines()[-2:])
+    check_eq(r.returncode, 1, "parqd's exit status")
+    check("status socket" in r.stderr and "no-such-dir" in r.stderr,
+          "the error names the socket")
+    with ParqGenl(topo.b) as g:
+        check_eq(g.mon_get()["enabled"], 0, "B's monitor after")
+
+
 def t_silent_etcd_stalls_nothing():
     """An etcd that accepts connections and never answers holds each of
     parqd's etcd calls for etcd-timeout (4 s).  The calls run on the
@@ -722,6 +746,8 @@ def main():
     suite.case("parqctl_qdisc", t_parqctl_qdisc, timeout=30)
     suite.case("a failed admission role leaves the monitor off",
                t_admission_failure_leaves_monitor_off, timeout=30)
+    suite.case("a status socket that cannot be made leaves the monitor off",
+               t_status_socket_failure_leaves_monitor_off, timeout=30)
     suite.case("an etcd that never answers stalls nothing",
                t_silent_etcd_stalls_nothing, timeout=60,
                speed="rewrites every 100 ms, judged against a 2 s gap")

@@ -516,6 +516,21 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
       return 1;
   }
 
+  // The status socket too, for the same reason.
+  StatusSources status{c.node_id, {}, &sender.inbox(), nullptr};
+  for (const HostConfig& h : c.hosts)
+    if (!h.name.empty())
+      status.names[h.id] = h.name;
+  std::optional<RequestServer> status_server;
+  if (!c.status_socket.empty()) {
+    auto s = OpenStatusSocket(c.status_socket);
+    if (!s.ok()) {
+      spdlog::error("{}", s.error());
+      return 1;
+    }
+    status_server.emplace(std::move(s.value()));
+  }
+
   std::optional<ReceivingRole> role;
   if (c.receiver && monitor) {
     const int family = SocketFamily(sock.get());
@@ -578,19 +593,7 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
   }
 
   ReceivingRole* role_ptr = role ? &*role : nullptr;
-  StatusSources status{c.node_id, {}, &sender.inbox(), role_ptr};
-  for (const HostConfig& h : c.hosts)
-    if (!h.name.empty())
-      status.names[h.id] = h.name;
-  std::optional<RequestServer> status_server;
-  if (!c.status_socket.empty()) {
-    auto s = OpenStatusSocket(c.status_socket);
-    if (!s.ok()) {
-      spdlog::error("{}", s.error());
-      return 1;
-    }
-    status_server.emplace(std::move(s.value()));
-  }
+  status.role = role_ptr;
   const RequestHandler answer_status = [&status](const Asker&,
                                                  std::string_view request) {
     return HandleStatusRequest(status, request, MonotonicNs());
