@@ -21,10 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-json Error(const std::string& why) {
-  return json{{"ok", false}, {"error", why}};
-}
-
 // A rate as a tc rate string or a number of bits/s.
 Result<uint64_t, std::string> RateOf(const json& j) {
   if (j.is_number_unsigned())
@@ -54,7 +50,7 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
                                    const IncomingReservations* incoming) {
   const json req = json::parse(request, nullptr, false);
   if (req.is_discarded() || !req.is_object())
-    return Error("the request is not a JSON object").dump();
+    return ErrorReply("the request is not a JSON object");
   const std::string op = StringOf(req, "op");
   Result<Reservation, std::string> r = Err{std::string()};
   if (op == "list") {
@@ -64,10 +60,9 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
     return json{{"ok", true}, {"reservations", all}}.dump();
   } else if (op == "incoming") {
     if (!incoming)
-      return Error(
-                 "this parqd does not watch the reservations toward its "
-                 "host")
-          .dump();
+      return ErrorReply(
+          "this parqd does not watch the reservations toward its "
+          "host");
     const IncomingReservations::View v = incoming->Snapshot();
     json all = json::array();
     for (const Reservation& x : v.reservations)
@@ -78,33 +73,33 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
     return reply.dump();
   } else if (op == "reserve" || op == "change") {
     if (!req.contains("rate"))
-      return Error("\"" + op + "\" needs \"rate\"").dump();
+      return ErrorReply("\"" + op + "\" needs \"rate\"");
     auto rate = RateOf(req["rate"]);
     if (!rate.ok())
-      return Error(rate.error()).dump();
+      return ErrorReply(rate.error());
     if (op == "reserve") {
       const std::string to = StringOf(req, "to");
       if (to.empty())
-        return Error("\"reserve\" needs \"to\": the destination host").dump();
+        return ErrorReply("\"reserve\" needs \"to\": the destination host");
       r = agent.Reserve(who, to, rate.value(), StringOf(req, "match"));
     } else {
       const std::string id = StringOf(req, "id");
       if (id.empty())
-        return Error("\"change\" needs \"id\"").dump();
+        return ErrorReply("\"change\" needs \"id\"");
       r = agent.Change(who, id, rate.value());
     }
   } else if (op == "release") {
     const std::string id = StringOf(req, "id");
     if (id.empty())
-      return Error("\"release\" needs \"id\"").dump();
+      return ErrorReply("\"release\" needs \"id\"");
     r = agent.Release(who, id);
   } else {
-    return Error("unknown \"op\" \"" + op +
-                 "\"; the ops are reserve, change, release, list and incoming")
-        .dump();
+    return ErrorReply(
+        "unknown \"op\" \"" + op +
+        "\"; the ops are reserve, change, release, list and incoming");
   }
   if (!r.ok())
-    return Error(r.error()).dump();
+    return ErrorReply(r.error());
   return json{{"ok", true}, {"reservation", ReservationJson(r.value())}}.dump();
 }
 

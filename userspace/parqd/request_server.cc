@@ -22,6 +22,10 @@ constexpr uint64_t kConnWaitNs = 2'000'000'000;
 
 }  // namespace
 
+std::string ErrorReply(const std::string& why) {
+  return nlohmann::json{{"ok", false}, {"error", why}}.dump();
+}
+
 Result<RequestServer, std::string> RequestServer::Open(const std::string& path,
                                                        mode_t mode,
                                                        std::string_view what) {
@@ -99,11 +103,8 @@ void RequestServer::Serve(const RequestHandler& handle, uint64_t now) {
                MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
           errno == EMSGSIZE) {
         const std::string e =
-            nlohmann::json{
-                {"ok", false},
-                {"error", "parqd's reply of " + std::to_string(reply.size()) +
-                              " bytes is too long for the socket"}}
-                .dump();
+            ErrorReply("parqd's reply of " + std::to_string(reply.size()) +
+                       " bytes is too long for the socket");
         (void)send(it->fd, e.data(), e.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       }
     }

@@ -22,6 +22,10 @@
 
 namespace parq::parqd {
 
+// The reply that refuses a request: {"ok": false, "error": why}, the one
+// error shape of every socket a RequestServer serves.
+std::string ErrorReply(const std::string& why);
+
 // Who asked: the connection's SO_PEERCRED.
 struct Asker {
   uid_t uid = 0;

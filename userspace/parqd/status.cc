@@ -6,6 +6,7 @@
 #include <string>
 
 #include "address.h"
+#include "request_server.h"
 #include "wire.h"
 
 namespace parq::parqd {
@@ -64,10 +65,6 @@ json PeerJson(const StatusSources& s, const PeerStatus& p, uint64_t now) {
           {"last_sent", sent}};
 }
 
-json Error(const std::string& why) {
-  return json{{"ok", false}, {"error", why}};
-}
-
 }  // namespace
 
 json PeersJson(const StatusSources& s, uint64_t now) {
@@ -85,15 +82,14 @@ std::string HandleStatusRequest(const StatusSources& s,
                                 std::string_view request, uint64_t now) {
   const json r = json::parse(request, nullptr, /*allow_exceptions=*/false);
   if (r.is_discarded() || !r.is_object())
-    return Error("the request is not a JSON object").dump();
+    return ErrorReply("the request is not a JSON object");
   const auto op = r.find("op");
   if (op == r.end() || !op->is_string())
-    return Error("the request has no \"op\"").dump();
+    return ErrorReply("the request has no \"op\"");
   if (*op == "peers")
     return PeersJson(s, now).dump();
-  return Error("unknown op \"" + op->get<std::string>() +
-               "\"; the status socket answers \"peers\"")
-      .dump();
+  return ErrorReply("unknown op \"" + op->get<std::string>() +
+                    "\"; the status socket answers \"peers\"");
 }
 
 }  // namespace parq::parqd
