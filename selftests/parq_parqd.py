@@ -440,6 +440,22 @@ def t_parqctl_peers():
     p = wait_for("peers: the RELEASE", lambda: (lambda p: p if p[
         "last_accepted"]["type"] == "release" else None)(peers()))
     check_eq(p["held"], [], "nothing held after the RELEASE")
+    # A connection that asks nothing is closed after 2 s (parqd.md), also
+    # when nothing else arrives at the socket.
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        silent.connect(os.path.join(tmp, "parqd.toml.sock"))
+        silent.settimeout(6 * ktap.slowdown())
+        t0 = time.monotonic()
+        try:
+            got = silent.recv(4096)
+        except socket.timeout:
+            raise AssertionError("a silent connection was still open after "
+                                 f"{6 * ktap.slowdown()} s")
+        check_eq(got, b"", "a silent connection is closed without a reply")
+        diag(f"silent connection closed after {time.monotonic() - t0:.1f} s")
+    finally:
+        silent.close()
     r = ctl_json("peers", "--socket", os.path.join(tmp, "none.sock"),
                  check_rc=False)
     check(r.get("ok") is False and "cannot reach parqd's status socket"

@@ -685,9 +685,13 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
       role->OnEvents(now, RealtimeNs());
       next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
     }
+    // On input, and at every wake-up while connections wait, so that one
+    // that asks nothing is closed after its 2 s (the loop wakes at least
+    // every tick).
     if (status_server &&
-        std::any_of(p.begin() + 3, p.end(),
-                    [](const pollfd& f) { return f.revents != 0; }))
+        (status_server->waiting() ||
+         std::any_of(p.begin() + 3, p.end(),
+                     [](const pollfd& f) { return f.revents != 0; })))
       status_server->Serve(answer_status, MonotonicNs());
     if (!(p[0].revents & POLLIN))
       continue;

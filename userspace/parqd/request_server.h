@@ -55,6 +55,9 @@ class RequestServer {
   // monotonic.  A reply too long for the socket's send buffer is sent as
   // an error reply instead.
   void Serve(const RequestHandler& handle, uint64_t now_ns);
+  // Whether connections wait for an answer or for their 2 s to pass: the
+  // caller's loop must call Serve() now and then, not only on input.
+  bool waiting() const { return !conns_.empty(); }
 
  private:
   struct Conn {
