@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -140,6 +141,10 @@ void LogRoleLine(int level, const std::string& line) {
 
 // The admission role's parts, which refer to each other.
 struct AdmissionStack {
+  // At parqd's stop, each ends the etcd call in flight of its side (the
+  // agent's, the watch's) within about a second.
+  std::atomic<bool> agent_stop{false};
+  std::atomic<bool> watch_stop{false};
   Topology topology;
   EtcdClient etcd;
   ClusterAdmission admission;
@@ -156,7 +161,7 @@ struct AdmissionStack {
         etcd(
             c.admission->etcd_endpoints,
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
-            CurlPost(c.admission->etcd_tls)),
+            CurlPost(c.admission->etcd_tls, &agent_stop)),
         admission(topology, etcd, c.admission->etcd_prefix),
         classes(
             c.interface,
@@ -172,7 +177,7 @@ struct AdmissionStack {
         watch_etcd(
             c.admission->etcd_endpoints,
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
-            CurlPost(c.admission->etcd_tls)),
+            CurlPost(c.admission->etcd_tls, &watch_stop)),
         incoming(
             host, c.admission->etcd_prefix, watch_etcd,
             c.admission->etcd_endpoints, CurlStream(c.admission->etcd_tls),
@@ -230,16 +235,19 @@ class AdmissionThread {
   AdmissionThread& operator=(const AdmissionThread&) = delete;
 
   // Ends the thread's loop, which then revokes the lease (every
-  // reservation freed at once), and waits for it.
+  // reservation freed at once), and waits for it; the watch thread stops
+  // meanwhile.  Their etcd calls in flight give up at once: a stop waits
+  // for the revocation alone, not for etcd-timeout twice over.
   void Stop() {
     if (!thread_.joinable())
       return;
+    stack_->agent_stop = true;
+    stack_->watch_stop = true;
     const uint64_t one = 1;
     if (write(stop_.get(), &one, sizeof(one)) != sizeof(one))
       spdlog::error("admission: cannot wake its thread to stop it: {}",
                     std::strerror(errno));
     thread_.join();
-    watch_stop_ = true;
     watch_thread_.join();
   }
 
@@ -257,7 +265,8 @@ class AdmissionThread {
       : stack_(std::move(stack)), stop_(stop) {
     Snapshot();
     thread_ = std::thread([this] { Run(); });
-    watch_thread_ = std::thread([this] { stack_->incoming.Run(watch_stop_); });
+    watch_thread_ =
+        std::thread([this] { stack_->incoming.Run(stack_->watch_stop); });
   }
 
   void Run() {
@@ -284,6 +293,8 @@ class AdmissionThread {
         break;
       stack_->server.Serve(agent, MonotonicNs());
     }
+    // The revocation is a call of its own, within etcd-timeout.
+    stack_->agent_stop = false;
     agent.Stop();
     Snapshot();
   }
@@ -302,7 +313,6 @@ class AdmissionThread {
   std::string metrics_;
   std::thread thread_;
   // The watch of the reservations toward this host (IncomingReservations).
-  std::atomic<bool> watch_stop_{false};
   std::thread watch_thread_;
 };
 

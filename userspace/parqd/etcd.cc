@@ -364,6 +364,10 @@ size_t StreamWrite(char* data, size_t size, size_t n, void* p) {
   return size * n;
 }
 
+int AbortProgress(void* p, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(p)->load() ? 1 : 0;
+}
+
 int StreamProgress(void* p, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* st = static_cast<StreamState*>(p);
   if ((*st->keep_going)())
@@ -374,10 +378,10 @@ int StreamProgress(void* p, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 
 }  // namespace
 
-EtcdClient::Post CurlPost(EtcdTls tls) {
+EtcdClient::Post CurlPost(EtcdTls tls, const std::atomic<bool>* abort) {
   CurlInit();
   return
-      [tls = std::move(tls)](
+      [tls = std::move(tls), abort](
           const std::string& url, const std::string& body,
           std::chrono::milliseconds timeout) -> Result<EtcdBody, std::string> {
         CurlJsonPost post(url, body, tls);
@@ -388,7 +392,17 @@ EtcdClient::Post CurlPost(EtcdTls tls) {
                          static_cast<long>(timeout.count()));
         curl_easy_setopt(post.get(), CURLOPT_WRITEFUNCTION, &Append);
         curl_easy_setopt(post.get(), CURLOPT_WRITEDATA, &out);
+        if (abort) {
+          curl_easy_setopt(post.get(), CURLOPT_NOPROGRESS, 0L);
+          curl_easy_setopt(post.get(), CURLOPT_XFERINFOFUNCTION,
+                           &AbortProgress);
+          // libcurl's type for it is void*; AbortProgress only reads.
+          curl_easy_setopt(post.get(), CURLOPT_XFERINFODATA,
+                           const_cast<std::atomic<bool>*>(abort));
+        }
         const CURLcode rc = curl_easy_perform(post.get());
+        if (rc == CURLE_ABORTED_BY_CALLBACK)
+          return Err{std::string("stopped")};
         if (rc != CURLE_OK)
           return Err{post.Error(rc)};
         // The gateway answers errors with a JSON body too: Call() reads it.

@@ -16,6 +16,7 @@
 #ifndef PARQD_ETCD_H
 #define PARQD_ETCD_H
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -138,8 +139,11 @@ EtcdTlsProblem CheckEtcdTls(const EtcdTls& tls,
                             const std::vector<std::string>& endpoints);
 
 // libcurl's POST of application/json, with a total timeout; over TLS for
-// https:// URLs, with `tls`'s files.
-EtcdClient::Post CurlPost(EtcdTls tls = {});
+// https:// URLs, with `tls`'s files.  With `abort`, a call in flight gives
+// up within about a second of *abort becoming true (parqd's stop, which
+// must not wait out etcd-timeout), with the error "stopped".
+EtcdClient::Post CurlPost(EtcdTls tls = {},
+                          const std::atomic<bool>* abort = nullptr);
 
 // A watch's transport: POSTs `body` to `url` and hands each line of the
 // streamed answer to `on_line`, until `on_line` or `keep_going` (asked at

@@ -5,11 +5,16 @@
 // not skip, without it): the client's calls, leases, a refusal for each
 // of admission's three conditions, changes and releases, 16 reservations
 // raced from 4 threads over one shared port that fits exactly k of them
-// (exactly k admitted, 20 times), an unreachable etcd, etcd over TLS
-// with client certificates, watches (events from a revision, compaction),
-// and the destination's view of the reservations toward it (incoming.h).
+// (exactly k admitted, 20 times), an unreachable etcd, a call that gives
+// up when told (parqd's stop), etcd over TLS with client certificates,
+// watches (events from a revision, compaction), and the destination's
+// view of the reservations toward it (incoming.h).
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -204,6 +209,39 @@ TEST_F(EtcdTest, AWatchOfCompactedRevisionsOrNoEtcdSaysSo) {
       << end.why;
   EXPECT_NE(end.why.find("; http://127.0.0.1:2: "), std::string::npos)
       << end.why;
+}
+
+// parqd's stop: a call to an etcd that never answers gives up when told,
+// not when etcd-timeout (10 s here) passes.
+TEST(EtcdCurlTest, AbortEndsACallInFlight) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  // Listening, never accepting: connections complete, no answer comes.
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(fd, 8), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string url =
+      "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/v3/kv/range";
+  std::atomic<bool> abort{false};
+  const auto post = CurlPost({}, &abort);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread stopper([&abort] {
+    std::this_thread::sleep_for(300ms);
+    abort = true;
+  });
+  const auto r = post(url, "{}", 10s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  stopper.join();
+  close(fd);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), "stopped");
+  // About a second after the abort (libcurl's progress interval); the
+  // timeout is 10 s.
+  EXPECT_LT(took, 5s);
 }
 
 TEST(EtcdTlsTest, ClientCertificatesAndTheirErrors) {
