@@ -31,7 +31,8 @@ parqlab.credits, which follows Documentation/parqd-protocol.md byte by byte
     a configuration that does not parse changes nothing;
   - parqd stops cleanly on SIGTERM.
 
-The binaries come from $PARQ_USERSPACE_BUILD (default build/userspace, what
+The binaries come from $PARQ_SBIN (scripts/deb-test: what the package
+installed), else $PARQ_USERSPACE_BUILD (default build/userspace, what
 `make userspace` builds): parqd/parqd and parqd/parqctl.
 """
 import json
@@ -47,15 +48,13 @@ import time
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(REPO, "scripts"))
-from parqlab import credits, ktap, lab  # noqa: E402
+from parqlab import credits, ktap, lab, sbin  # noqa: E402
 from parqlab.parqd import read_metrics  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 
-BUILD = os.path.join(REPO, os.environ.get("PARQ_USERSPACE_BUILD",
-                                          "build/userspace"))
-PARQD = os.path.join(BUILD, "parqd", "parqd")
-PARQCTL = os.path.join(BUILD, "parqd", "parqctl")
+PARQD = str(sbin("parqd"))
+PARQCTL = str(sbin("parqctl"))
 PORT = 7207
 ME, PEER, STRANGER = 1, 2, 3
 EPOCH_US = 10000			# 10 ms

@@ -36,6 +36,16 @@ def repo_path(*parts):
     return REPO.joinpath(*parts)
 
 
+def sbin(name):
+    """Path of parqd or parqctl: in $PARQ_SBIN when it is set (what a
+    package installed, scripts/deb-test), else in the build tree
+    $PARQ_USERSPACE_BUILD (default build/userspace)."""
+    if os.environ.get("PARQ_SBIN"):
+        return Path(os.environ["PARQ_SBIN"]) / name
+    return repo_path(os.environ.get("PARQ_USERSPACE_BUILD", "build/userspace"),
+                     "parqd", name)
+
+
 def _tc_lib_dir():
     # tc dlopen()s $TC_LIB_DIR/q_parq.so: prefer the freshly built plugin
     # unless the caller chose another directory.

@@ -1,18 +1,16 @@
 """parqctl job in the namespaces: the cgroup2 tree and parqctl's path.
 
 `ip netns exec` mounts a /sys of its own, without /sys/fs/cgroup, so every
-command here mounts cgroup2 there again first.  parqctl comes from
-$PARQ_USERSPACE_BUILD (default build/userspace).
+command here mounts cgroup2 there again first.  parqctl is parqlab.sbin()'s:
+$PARQ_SBIN, else $PARQ_USERSPACE_BUILD/parqd (default build/userspace).
 """
 import os
 
-from . import repo_path
+from . import sbin
 
 CG = "/sys/fs/cgroup"
 MOUNT = f"mountpoint -q {CG} || mount -t cgroup2 none {CG}"
-PARQCTL = os.path.realpath(
-    repo_path(os.environ.get("PARQ_USERSPACE_BUILD", "build/userspace"),
-              "parqd", "parqctl"))
+PARQCTL = os.path.realpath(sbin("parqctl"))
 
 
 def sh(ns, script, check_rc=True):

@@ -20,7 +20,8 @@ positions in the Star, from 1.  The defaults of Settings are those that
 converge under QEMU/TCG with a 24 ms FIFO in front of the receiver
 (selftests/parq_receiver.py says why).
 
-The binary is $PARQ_USERSPACE_BUILD/parqd/parqd (default build/userspace).
+The binaries are parqlab.sbin()'s: $PARQ_SBIN, else
+$PARQ_USERSPACE_BUILD/parqd (default build/userspace).
 """
 import os
 import signal
@@ -28,11 +29,10 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from . import ktap, repo_path
+from . import ktap, sbin
 
-BUILD = repo_path(os.environ.get("PARQ_USERSPACE_BUILD", "build/userspace"))
-PARQD = BUILD / "parqd" / "parqd"
-PARQCTL = BUILD / "parqd" / "parqctl"
+PARQD = sbin("parqd")
+PARQCTL = sbin("parqctl")
 PORT = 7207
 
 
