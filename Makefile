@@ -56,7 +56,7 @@ $(error no release for KERNEL=$(KERNEL))
 endif
 KMOD        := $(BUILD)/kmod/$(KVER)
 export PARQ_KO := $(CURDIR)/$(KMOD)/sch_parq.ko
-KMOD_ARGS   := KVER=$(KVER) KDIR=$(KDIR)
+KMOD_ARGS   := KVER=$(KVER) KDIR=$(KDIR) PARQ_VERSION=$(VERSION)
 # The debug kernel's module has the fault injection points the stress tests
 # use (kmod/Kbuild); no other build has them.
 ifeq ($(KERNEL),debug)
@@ -65,7 +65,7 @@ endif
 else
 KVER        ?= $(shell scripts/kver 2>/dev/null)
 KMOD        := kmod
-KMOD_ARGS   := KVER=$(KVER)
+KMOD_ARGS   := KVER=$(KVER) PARQ_VERSION=$(VERSION)
 endif
 KMOD_LINT_LOG := $(BUILD)/kmod-lint$(if $(KERNEL),-$(KVER)).log
 USERSPACE   := $(BUILD)/userspace

@@ -142,5 +142,8 @@ module_init(parq_module_init);
 module_exit(parq_module_exit);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("parq developers");
+#ifdef PARQ_VERSION
+MODULE_VERSION(PARQ_VERSION);
+#endif
 MODULE_DESCRIPTION("parq: parallel/local packet scheduler with reserved flows, receiver-side credits and a receive monitor");
 PARQ_MODULE_ALIAS();
