@@ -20,8 +20,11 @@
 #                   on etcd (one member and three, disjoint and shared paths)
 #   make bench-parqd  what parqd costs a host: CPU per epoch (1, 16, 128
 #                   peers) and per datagram, its epochs under a flood
-#   make install    install module (updates/), tc plugin, parqd, parqctl,
+#   make install    install the module (DKMS), tc plugin, parqd, parqctl,
 #                   their systemd units, example configuration and man pages
+#   make deb        the Debian packages parq and parq-dkms, in build/deb
+#                   (Documentation/install.md); make deb-test installs them
+#                   (in the VM), tests what they installed, removes them
 #
 # The module is built for `scripts/kver` (the running kernel when its headers
 # are installed, else the newest installed Debian kernel: the one the VM
@@ -73,8 +76,15 @@ FUZZ        := $(BUILD)/fuzz
 # The build tree without tests and sanitizers, for what measures time:
 # the tools of the demo and the experiments, and bench-core's programs.
 RELEASE     := $(BUILD)/release
+# With Debian's hardening flags (dpkg-buildflags, hardening=+all), as
+# the packages are built from this tree (make deb).
+BUILDFLAG = $(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get $(1) 2>/dev/null)
 RELEASE_CMAKE := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARQ_BUILD_TESTS=OFF \
-		 -DPARQ_SANITIZE=OFF -DPARQ_WERROR=ON
+		 -DPARQ_SANITIZE=OFF -DPARQ_WERROR=ON \
+		 -DCMAKE_C_FLAGS="$(call BUILDFLAG,CPPFLAGS) $(call BUILDFLAG,CFLAGS)" \
+		 -DCMAKE_CXX_FLAGS="$(call BUILDFLAG,CPPFLAGS) $(call BUILDFLAG,CXXFLAGS)" \
+		 -DCMAKE_EXE_LINKER_FLAGS="$(call BUILDFLAG,LDFLAGS)" \
+		 -DCMAKE_SHARED_LINKER_FLAGS="$(call BUILDFLAG,LDFLAGS)"
 BENCH_MIN_TIME ?= 0.2
 FUZZ_TIME   ?= 60
 DESTDIR     ?=
@@ -137,10 +147,10 @@ userspace:
 # would build them: the demo and the experiments time them (the default
 # tree's are built with ASan and UBSan for the tests, which slows them, and
 # under QEMU/TCG much more).
+TOOLS_TARGETS ?= parqd parqctl parq-bench parq parq-reserve
 tools:
 	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
-	cmake --build $(RELEASE) -j2 --target parqd parqctl parq-bench parq \
-		parq-reserve
+	cmake --build $(RELEASE) -j2 --target $(TOOLS_TARGETS)
 
 unit: userspace
 	ctest --test-dir $(USERSPACE) --output-on-failure
@@ -264,8 +274,10 @@ experiments:
 deps:
 	scripts/install-deps check
 
-# The whole suite on 6.1 but the stress tests and the netlink fuzzer, which
-# run on 6.1 under the debug kernel instead (at a sixteenth and 4 000
+# The Debian packages, installed in the VM on 6.1: DEB_TESTS run there
+# against what they installed (make deb-test), not again from the tree.
+# The whole suite on 6.1 but those, the stress tests and the netlink
+# fuzzer, which run on 6.1 under the debug kernel instead (at a sixteenth and 4 000
 # messages: KASAN, lockdep and kmemleak judge each step there, where each
 # step is several times slower); on 6.12 every test of the module's
 # interfaces (the fuzzer at 2x10^4, the stress tests at a quarter), but not
@@ -290,9 +302,10 @@ check:
 	@$(call PHASE,build unit tests lint tidy fuzz) \
 		$(MAKE) all unit plugin-test man-lint unit-lint spec-lint \
 		format-check tidy fuzz FUZZ_TIME=30
+	@$(call PHASE,the packages on 6.1) $(MAKE) deb-test
 	@$(call PHASE,selftests on 6.1) \
 		$(MAKE) selftest \
-		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_61_EXCEPT))"
+		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_61_EXCEPT) $(DEB_TESTS))"
 	@$(call PHASE,selftests on 6.12) \
 		PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=20000 \
 		$(MAKE) selftest KERNEL=6.12 \
@@ -314,13 +327,43 @@ check-debug:
 	$(MAKE) all
 	$(MAKE) selftest KERNEL=debug SELFTEST_ARGS=--kmemleak
 
-# make install: the module (updates/ of KVER's modules), the tc plugin
-# and tc-parq(8), and install-user's part.  DESTDIR= stages it all.
-install: kmod plugin install-user
+# make install: the module through DKMS (built now for KVER, and by DKMS
+# for every kernel installed later), the tc plugin and tc-parq(8), and
+# install-user's part.  DESTDIR= stages it all (the module's source in
+# /usr/src, as parq-dkms installs it).  make install-module: the module
+# built here into KVER's updates/, for a host without DKMS.
+install: install-preflight plugin install-user install-dkms
+	$(MAKE) -C tc-plugin DESTDIR=$(DESTDIR) install
+
+# Before anything is installed: what would stop it halfway.
+install-preflight:
 	@[ -z "$(KERNEL)" ] || { echo "make install: not with KERNEL= (that kernel is not installed)" >&2; exit 1; }
+	@[ -n "$(DESTDIR)" ] || command -v dkms >/dev/null || { echo "make install: dkms is missing (apt-get install dkms), or make install-module" >&2; exit 1; }
+
+DKMS_SRC = $(abspath $(DESTDIR)/usr/src/parq-$(VERSION))
+install-dkms-source:
+	rm -rf $(DKMS_SRC)
+	install -d $(DKMS_SRC)/kmod
+	cd kmod && cp --parents Makefile Kbuild \
+		$$(find . -name '*.[ch]' ! -name '*.mod.c') $(DKMS_SRC)/kmod/
+	install -D -m 755 scripts/kver $(DKMS_SRC)/scripts/kver
+	sed 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' dkms.conf \
+		>$(DKMS_SRC)/dkms.conf
+
+install-dkms: install-preflight
+	[ -z "$(DESTDIR)" ] || $(MAKE) install-dkms-source
+	if [ -z "$(DESTDIR)" ]; then \
+		if [ -n "$$(dkms status -m parq -v $(VERSION))" ]; then \
+			dkms remove -m parq -v $(VERSION) --all || exit 1; \
+		fi; \
+		$(MAKE) install-dkms-source && \
+		dkms install -m parq -v $(VERSION) -k $(KVER); \
+	fi
+
+install-module: kmod
+	@[ -z "$(KERNEL)" ] || { echo "make install-module: not with KERNEL= (that kernel is not installed)" >&2; exit 1; }
 	$(MAKE) -C kmod KVER=$(KVER) INSTALL_MOD_PATH=$(DESTDIR) modules_install
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
-	$(MAKE) -C tc-plugin DESTDIR=$(DESTDIR) install
 
 # What runs in user space, from the release build (make tools): parqd and
 # parqctl, their systemd units and user, the example configuration, the
@@ -352,13 +395,31 @@ install-user: tools
 		{ [ ! -d /run/systemd/system ] || systemctl daemon-reload; }; \
 	fi
 
-# Build and install the module for every kernel with DKMS.
-dkms-install:
-	rm -rf /usr/src/parq-$(VERSION)
-	mkdir -p /usr/src/parq-$(VERSION)
-	git archive HEAD dkms.conf kmod scripts/kver | tar -x -C /usr/src/parq-$(VERSION)
-	sed -i 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' /usr/src/parq-$(VERSION)/dkms.conf
-	dkms install -m parq -v $(VERSION)
+# Debian packages, parq (tools) and parq-dkms (the module's source),
+# built with debhelper (debian/) from this tree: the release build (make
+# tools) is theirs, and the packages, .buildinfo and .changes go to
+# build/deb.  Any error or warning of lintian's fails the build.  make
+# check installs them in the VM, runs selftests against what they
+# installed and removes them (make deb-test).
+DEB := $(abspath $(BUILD)/deb)
+DEB_ARCH = $(shell dpkg-architecture -qDEB_HOST_ARCH)
+deb:
+	scripts/install-deps deb
+	rm -rf $(DEB) && mkdir -p $(DEB)
+	PARQ_DEB_DIR=$(DEB) dpkg-buildpackage -b -us -uc --no-pre-clean \
+		--buildinfo-option=-u$(DEB) --changes-option=-u$(DEB) \
+		--buildinfo-file=$(DEB)/parq_$(VERSION)_$(DEB_ARCH).buildinfo \
+		--changes-file=$(DEB)/parq_$(VERSION)_$(DEB_ARCH).changes \
+		>$(DEB)/build.log 2>&1 || { tail -n 40 $(DEB)/build.log; exit 1; }
+	lintian --allow-root --fail-on error,warning \
+		$(DEB)/parq_$(VERSION)_$(DEB_ARCH).changes
+	@ls $(DEB)/*.deb
+
+# Install the packages, run DEB_TESTS against what they installed, remove
+# them (scripts/deb-test): in the VM, whose root is a throw-away overlay.
+DEB_TESTS ?= parq_config parq_parqd
+deb-test: deb
+	$(IN_KERNEL) scripts/deb-test $(DEB) $(DEB_TESTS)
 
 clean:
 	$(MAKE) -C kmod KVER=$(KVER) clean
@@ -367,5 +428,5 @@ clean:
 
 .PHONY: all kmod kmod-tree kmod-lint plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
 	selftest bench bench-core bench-admission bench-parqd tools demo experiments deps check install \
-	install-user unit-lint \
-	dkms-install clean fuzz kernel-debug selftest-stress check-debug
+	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \
+	clean fuzz kernel-debug selftest-stress check-debug
