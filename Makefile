@@ -346,19 +346,15 @@ install-dkms-source:
 	install -d $(DKMS_SRC)/kmod
 	cd kmod && cp --parents Makefile Kbuild \
 		$$(find . -name '*.[ch]' ! -name '*.mod.c') $(DKMS_SRC)/kmod/
-	install -D -m 755 scripts/kver $(DKMS_SRC)/scripts/kver
 	sed 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' dkms.conf \
 		>$(DKMS_SRC)/dkms.conf
 
 install-dkms: install-preflight
-	[ -z "$(DESTDIR)" ] || $(MAKE) install-dkms-source
-	if [ -z "$(DESTDIR)" ]; then \
-		if [ -n "$$(dkms status -m parq -v $(VERSION))" ]; then \
-			dkms remove -m parq -v $(VERSION) --all || exit 1; \
-		fi; \
-		$(MAKE) install-dkms-source && \
-		dkms install -m parq -v $(VERSION) -k $(KVER); \
+	if [ -z "$(DESTDIR)" ] && [ -n "$$(dkms status -m parq -v $(VERSION))" ]; then \
+		dkms remove -m parq -v $(VERSION) --all; \
 	fi
+	$(MAKE) install-dkms-source
+	[ -n "$(DESTDIR)" ] || dkms install -m parq -v $(VERSION) -k $(KVER)
 
 install-module: kmod
 	@[ -z "$(KERNEL)" ] || { echo "make install-module: not with KERNEL= (that kernel is not installed)" >&2; exit 1; }
