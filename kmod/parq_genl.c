@@ -60,6 +60,7 @@ static const struct nla_policy parq_genl_policy[PARQ_A_MAX + 1] = {
 	[PARQ_A_MON_HOLD]	= NLA_POLICY_FULL_RANGE(NLA_U64,
 							&parq_hold_range),
 	[PARQ_A_MON_PEERS]	= NLA_POLICY_NESTED(parq_peer_policy),
+	[PARQ_A_MON_REPORT_LOCAL] = NLA_POLICY_MAX(NLA_U8, 1),
 };
 
 static const struct genl_ops parq_genl_ops[] = {

@@ -38,6 +38,15 @@
  * for PARQ_A_MON_HOLD), is reported to the family's "events" group.  The
  * reports are edge-triggered: one start, then one stop at least a hold
  * later, so there are at most two per hold period.
+ *
+ * With PARQ_A_MON_REPORT_LOCAL on, a local packet that arrives while
+ * parallel traffic does, from a source counted in the table whose last
+ * local packet is a hold old or more (or that has sent none), is reported
+ * too (PARQ_CMD_MON_LOCAL, with the source's address).  So a reader that
+ * dumps the table when parallel traffic starts learns every later local
+ * sender from the reports, with no dump while nothing changes: at most
+ * one report per source per hold (two CPUs racing may both report), and
+ * only for the sources the table admits.
  */
 #include <linux/debugfs.h>
 #include <linux/delay.h>
@@ -111,6 +120,8 @@ struct parq_mon_net {
 	u64			last_parallel;	/* ns */
 	u64			evicted;
 	u64			events;
+	atomic64_t		local_events;	/* PARQ_CMD_MON_LOCAL sent */
+	bool			report_local;
 	u32			seed;
 	u32			admit;		/* new sources/s per CPU */
 	struct parq_mon_pcpu __percpu *pcpu;
@@ -397,6 +408,33 @@ static void parq_mon_event(struct parq_mon_net *mn, bool active,
 }
 
 /*
+ * A local packet from @src arrived at @now (softirq, under RCU), after
+ * none since @prev (0: never): report it if it is the source's first in a
+ * hold and parallel traffic is arriving.
+ */
+static void parq_mon_local(struct parq_mon_net *mn,
+			   const struct parq_addr *src, u64 prev, u64 now)
+{
+	struct sk_buff *skb;
+	void *hdr;
+
+	if (!READ_ONCE(mn->report_local) || !READ_ONCE(mn->active) ||
+	    (prev && now - prev < READ_ONCE(mn->hold)))
+		return;
+	atomic64_inc(&mn->local_events);
+	skb = genlmsg_new(NLMSG_GOODSIZE, GFP_ATOMIC);
+	if (!skb)
+		return;
+	hdr = parq_genl_put(skb, 0, 0, 0, PARQ_CMD_MON_LOCAL);
+	if (!hdr || parq_genl_put_addr(skb, src)) {
+		nlmsg_free(skb);
+		return;
+	}
+	genlmsg_end(skb, hdr);
+	parq_genl_notify(mn->net, skb, GFP_ATOMIC);
+}
+
+/*
  * A parallel packet from @src arrived at @now (softirq).
  *
  * last_parallel only moves forward: a CPU that read the clock before
@@ -480,7 +518,7 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 	struct parq_peer *p;
 	unsigned int len;
 	int cls, dscp;
-	u64 now;
+	u64 now, prev;
 
 	if (!READ_ONCE(mn->enabled))
 		return NF_ACCEPT;
@@ -516,7 +554,10 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 	if (p) {
 		atomic64_inc(&p->packets[cls]);
 		atomic64_add(len, &p->bytes[cls]);
+		prev = READ_ONCE(p->last[cls]);
 		WRITE_ONCE(p->last[cls], now);
+		if (cls == PARQ_LOC)
+			parq_mon_local(mn, &src, prev, now);
 		if (time_after(jiffies, READ_ONCE(p->moved) + HZ)) {
 			spin_lock_bh(&mn->lock);
 			if (!hlist_unhashed(&p->node)) {
@@ -708,6 +749,9 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 		mn->hold = nla_get_u64(a[PARQ_A_MON_HOLD]);
 	if (a[PARQ_A_MON_PEERS])
 		parq_mon_peers_set(mn, peers);
+	if (a[PARQ_A_MON_REPORT_LOCAL])
+		WRITE_ONCE(mn->report_local,
+			   nla_get_u8(a[PARQ_A_MON_REPORT_LOCAL]));
 	WRITE_ONCE(mn->enabled, enable);
 	spin_unlock_bh(&mn->lock);
 	return 0;
@@ -744,7 +788,10 @@ int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
 	    nla_put_u64_64bit(msg, PARQ_A_MON_UNCOUNTED, uncounted,
 			      PARQ_A_PAD) ||
 	    nla_put_u32(msg, PARQ_A_MON_NPEERS, ps ? ps->n : 0) ||
-	    nla_put_u64_64bit(msg, PARQ_A_MON_FOREIGN, foreign, PARQ_A_PAD)) {
+	    nla_put_u64_64bit(msg, PARQ_A_MON_FOREIGN, foreign, PARQ_A_PAD) ||
+	    nla_put_u8(msg, PARQ_A_MON_REPORT_LOCAL, mn->report_local) ||
+	    nla_put_u64_64bit(msg, PARQ_A_MON_LOCAL_EVENTS,
+			      atomic64_read(&mn->local_events), PARQ_A_PAD)) {
 		spin_unlock_bh(&mn->lock);
 		goto nospace;
 	}

@@ -122,9 +122,9 @@ def t_defaults():
     with genl() as g:
         m = g.mon_get()
     check_eq((m["enabled"], m["size"], m["dscp"], m["hold_ns"],
-              m["sources"], m["active"]),
+              m["sources"], m["active"], m["report_local"]),
              (0, uapi.PARQ_MON_SIZE_DEFAULT, uapi.PARQ_DSCP_DEFAULT,
-              uapi.PARQ_MON_HOLD_DEFAULT, 0, 0), "monitor defaults")
+              uapi.PARQ_MON_HOLD_DEFAULT, 0, 0, 0), "monitor defaults")
 
 
 UNPRIV = r"""
@@ -152,6 +152,9 @@ def t_refusals():
          [nla_u64(uapi.PARQ_A_MON_HOLD, uapi.PARQ_MON_HOLD_MAX + 1)]),
         ("enabled 2", [nla(uapi.PARQ_A_MON_ENABLED, b"\x02")]),
         ("read-only sources", [nla_u32(uapi.PARQ_A_MON_SOURCES, 1)]),
+        ("report-local 2", [nla(uapi.PARQ_A_MON_REPORT_LOCAL, b"\x02")]),
+        ("read-only local-events",
+         [nla_u64(uapi.PARQ_A_MON_LOCAL_EVENTS, 1)]),
         ("size with a valid enable",
          [nla(uapi.PARQ_A_MON_ENABLED, b"\x01"),
           nla_u32(uapi.PARQ_A_MON_SIZE, 0)]),
@@ -353,6 +356,61 @@ def t_events():
           "last packet")
 
 
+def local_reports_during_burst(g, listener):
+    """B2 sends local packets before a parallel burst from B1 (not
+    reported: no parallel traffic), then twice during it, the first more
+    than a hold after its last (reported if asked), the second 50 ms later
+    (not reported: within a hold).  The events and the MON_GET before and
+    after."""
+    m0 = g.mon_get()
+    send(B2, 2, 0)
+    sk = topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, TOS_EF)
+    sk.bind((B1, 0))
+    t_start = time.monotonic()
+    local_at = [0.4, 0.45]
+    try:
+        while (t := time.monotonic() - t_start) < 0.8:
+            sk.sendto(bytes(PAYLOAD), (A1, PORT))
+            if local_at and t >= local_at[0]:
+                send(B2, 1, 0)
+                local_at.pop(0)
+            time.sleep(0.005)
+    finally:
+        sk.close()
+    ev = listener.events(1.0)
+    return ev, m0, g.mon_get()
+
+
+def t_local_reports():
+    hold = 200 * MS
+    with genl() as g, genl() as listener:
+        ok(g.mon_set(enabled=1, size=1024, hold_ns=hold, report_local=1),
+           "hold 200 ms, report local senders")
+        listener.subscribe()
+        time.sleep(0.3)		# any stop report of earlier cases is out
+        listener.events(0.1)
+        ev, m0, m = local_reports_during_burst(g, listener)
+        diag(f"reported: {[(e['cmd'], e.get('active'), e.get('addr')) for e in ev]}")
+        check_eq(m["report_local"], 1, "report-local in MON_GET")
+        check_eq([(e["cmd"], e.get("active"), e.get("addr")) for e in ev],
+                 [(uapi.PARQ_CMD_MON_EVENT, 1, B1),
+                  (uapi.PARQ_CMD_MON_LOCAL, None, B2),
+                  (uapi.PARQ_CMD_MON_EVENT, 0, None)],
+                 "start, B2's first local packet in a hold, stop")
+        check_eq(m["local_events"] - m0["local_events"], 1,
+                 "local reports counted")
+        ok(g.mon_set(report_local=0), "report-local off")
+        time.sleep(0.3)
+        ev, m0, m = local_reports_during_burst(g, listener)
+        check_eq([(e["cmd"], e.get("active")) for e in ev],
+                 [(uapi.PARQ_CMD_MON_EVENT, 1), (uapi.PARQ_CMD_MON_EVENT, 0)],
+                 "with report-local off: a start and a stop only")
+        check_eq(m["local_events"], m0["local_events"],
+                 "local reports counted with report-local off")
+        ok(g.mon_set(hold_ns=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
+
+
 def t_peers():
     peers_nla = uapi.PARQ_A_MON_PEERS | NLA_F_NESTED
     many = b"".join(addr_attr(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}")
@@ -481,6 +539,8 @@ def main():
                t_bounded)
     suite.case("one start and one stop report per parallel stream",
                t_events)
+    suite.case("local senders reported during parallel traffic, if asked",
+               t_local_reports)
     suite.case("a peer set: only peers are counted", t_peers)
     suite.case("disable forgets; other namespaces untouched",
                t_disable_and_netns)

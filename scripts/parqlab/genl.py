@@ -7,7 +7,7 @@ by hand so that tests can also send what a correct client never would.
         g.get("10.0.0.2")   # one entry dict, or raises GenlError
         g.delete("10.0.0.2"); g.delete()                  # one, or all
         g.mon_set(enabled=1, size=16); g.mon_get(); g.peers()
-        g.subscribe(); g.events(timeout=1.0)   # monitor start/stop reports
+        g.subscribe(); g.events(timeout=1.0)   # monitor reports
 
 Attribute numbers and limits come from the UAPI header (parqlab.uapi).
 """
@@ -73,7 +73,9 @@ FIELDS = (("credit", "PARQ_A_CREDIT", "=I"),
           ("loc_age_ns", "PARQ_A_LOC_AGE", "=Q"),
           ("uncounted", "PARQ_A_MON_UNCOUNTED", "=Q"),
           ("npeers", "PARQ_A_MON_NPEERS", "=I"),
-          ("foreign", "PARQ_A_MON_FOREIGN", "=Q"))
+          ("foreign", "PARQ_A_MON_FOREIGN", "=Q"),
+          ("report_local", "PARQ_A_MON_REPORT_LOCAL", "=B"),
+          ("local_events", "PARQ_A_MON_LOCAL_EVENTS", "=Q"))
 
 NLA_F_NESTED = 1 << 15
 
@@ -152,7 +154,7 @@ class ParqGenl(Netlink):
     # --- the receive monitor ---
 
     def mon_set(self, enabled=None, size=None, dscp=None, hold_ns=None,
-                peers=None):
+                peers=None, report_local=None):
         """PARQ_CMD_MON_SET; @peers: a list of address strings (the peer
         set; [] counts every source again)."""
         attrs = []
@@ -165,6 +167,9 @@ class ParqGenl(Netlink):
             attrs.append(nla_u64(uapi.PARQ_A_MON_DSCP, dscp))
         if hold_ns is not None:
             attrs.append(nla_u64(uapi.PARQ_A_MON_HOLD, hold_ns))
+        if report_local is not None:
+            attrs.append(nla(uapi.PARQ_A_MON_REPORT_LOCAL,
+                             struct.pack("=B", report_local)))
         if peers is not None:
             attrs.append(nla(uapi.PARQ_A_MON_PEERS | NLA_F_NESTED,
                              b"".join(addr_attr(a) for a in peers)))

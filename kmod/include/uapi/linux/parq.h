@@ -225,6 +225,10 @@ enum parq_genl_cmd {
 	PARQ_CMD_MON_EVENT,	/* to "events": parallel traffic started
 				 * (PARQ_A_MON_ACTIVE 1, the source that
 				 * started it) or stopped (0) arriving */
+	PARQ_CMD_MON_LOCAL,	/* to "events", with PARQ_A_MON_REPORT_LOCAL
+				 * on: while parallel traffic arrives, a
+				 * source host sent local traffic, its first
+				 * in a hold (its address) */
 	__PARQ_CMD_MAX
 };
 #define PARQ_CMD_MAX (__PARQ_CMD_MAX - 1)
@@ -273,6 +277,11 @@ enum parq_genl_attr {
 				 * every source is counted */
 	PARQ_A_MON_FOREIGN,	/* u64 (get): packets from sources outside
 				 * the peer set, not counted */
+	PARQ_A_MON_REPORT_LOCAL, /* u8: report local senders
+				 * (PARQ_CMD_MON_LOCAL), so that a reader
+				 * needs no dump while nothing changes */
+	PARQ_A_MON_LOCAL_EVENTS, /* u64 (get): PARQ_CMD_MON_LOCAL reports
+				 * sent */
 	__PARQ_A_MAX
 };
 #define PARQ_A_MAX (__PARQ_A_MAX - 1)
