@@ -100,7 +100,14 @@ sending role only.
       parqd restarted one at a time at each of the three steps (keys 1
       and 2 held; sending under 2; key 1 dropped).  After each step L
       applies R's GRANTs again, and no parqd ever drops a message for its
-      key (bad_mac, unknown_key).
+      key (bad_mac, unknown_key);
+  (h) a late local sender: P's paced parallel traffic to R runs first, and
+      L starts its bulk to R only then (the parqd of (d)).  R's kernel
+      monitor reports L's first local packet (PARQ_CMD_MON_LOCAL), and R
+      grants L from that report: L holds R's credit within LATE_GRANT_S,
+      R's parqd counted a local-sender report, and it read its monitor's
+      table only when P's traffic started and then once a second, not
+      every epoch (Documentation/parqd.md, "The receiving role").
 hold must be longer than the gaps between the parallel job's packets while
 it is unprotected: a ping-pong sends one message per round trip, and with
 the FIFO full that is the FIFO's delay.  With hold shorter than that
@@ -642,6 +649,62 @@ def t_two_receivers():
         wide.stop()
 
 
+LATE_GRANT_S = 3		# (h): s from L's start to R's credit, at most
+
+
+def t_late_local_sender():
+    """(h): see the module doc."""
+    wide.start()
+    to_r = threading.Thread(target=paced, args=(10, "r"), daemon=True)
+    b = None
+    try:
+        m0 = wide.metrics("r")
+        to_r.start()
+        time.sleep(2)
+        check(not l_credit(), "a credit entry before L sent anything")
+        m1 = wide.metrics("r")
+        tm1 = time.monotonic()
+        check(m1.get('parqd_monitor_events_total{kind="start"}', 0) >
+              m0.get('parqd_monitor_events_total{kind="start"}', 0),
+              "R's parqd saw no start report")
+        b = bulk(20)
+        t0 = time.monotonic()
+        while star.ip("r") not in l_credit():
+            check(time.monotonic() - t0 < LATE_GRANT_S,
+                  f"L without R's credit {LATE_GRANT_S} s after it started")
+            time.sleep(0.01)
+        diag(f"L held back by R {time.monotonic() - t0:.2f} s after its "
+             "bulk started")
+        t1 = time.monotonic()
+        time.sleep(2)
+        check(to_r.is_alive(), "P's traffic ended too early")
+        m2 = wide.metrics("r")
+        t2 = time.monotonic()
+    finally:
+        if b:
+            b.stop()
+        to_r.join(30)
+        wide.stop()
+
+    def d(k, a, z):
+        return z.get(k, 0) - a.get(k, 0)
+
+    local = d('parqd_monitor_events_total{kind="local"}', m1, m2)
+    starts = d('parqd_monitor_events_total{kind="start"}', m1, m2)
+    reads = d("parqd_epochs_total", m1, m2)
+    ticks = d("parqd_ticks_total", m1, m2)
+    window = t2 - tm1 + 0.2		# the metrics are written every 100 ms
+    diag(f"R's parqd in the {window:.1f} s from before L started to 2 s "
+         f"after R's grant ({window * 1000 / EPOCH_MS:.0f} epochs): {local} "
+         f"local-sender reports, {starts} start reports, {reads} table "
+         f"reads, {ticks} ticks")
+    check(local >= 1, "R's parqd counted no local-sender report")
+    # Once a second, and at each start (a pause of P's traffic longer than
+    # hold); every epoch would be hundreds.
+    ktap.check_le(reads, int(window) + 1 + starts,
+                  "table reads while the kernel reports")
+
+
 def t_floor():
     """(e): while P's parallel traffic arrives at R, L, the one local
     sender, still gets the local floor at R."""
@@ -842,6 +905,9 @@ def main():
     suite.case("two receivers throttle L each for its own address",
                t_two_receivers, timeout=150,
                speed="GRANTs every epoch, rates against L's free rate")
+    suite.case("a local sender that starts during parallel traffic is "
+               "granted from the monitor's report", t_late_local_sender,
+               timeout=90)
     suite.case("the local floor: L keeps a fifth of R's link under "
                "parallel traffic", t_floor, timeout=150,
                speed="L's rate against a fifth of R's link")

@@ -395,6 +395,8 @@ std::string FormatMonitor(const MonitorState& s,
                     {"uncounted", s.uncounted},
                     {"peers", s.peers},
                     {"foreign", s.foreign},
+                    {"report_local", s.report_local},
+                    {"local_events", s.local_events},
                     {"table", arr}};
     return j.dump() + "\n";
   }
@@ -410,7 +412,10 @@ std::string FormatMonitor(const MonitorState& s,
     << (s.peers ? std::to_string(s.peers) + " peer address(es)"
                 : std::string("every source"))
     << "; foreign " << s.foreign << ", uncounted " << s.uncounted
-    << ", evicted " << s.evicted << ", events " << s.events << "\n";
+    << ", evicted " << s.evicted << ", events " << s.events;
+  if (s.report_local)
+    o << ", local-sender events " << s.local_events;
+  o << "\n";
   if (sources.empty())
     return o.str();
   auto text_age = [](const std::optional<uint64_t>& a) {

@@ -569,17 +569,14 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
     rc.parallel_dscp = c.parallel_dscp;
     role.emplace(
         std::move(rc), std::move(keys.value()), *monitor,
-        [fd, family](const Address& to, uint16_t port,
-                     std::span<const uint8_t> bytes) {
-          sockaddr_storage ss{};
-          const socklen_t sl = ToSockaddr(to, port, family, &ss);
-          if (sl == 0) {
-            errno = EAFNOSUPPORT;
-            return false;
+        [fd, family](std::span<const Outgoing> batch) {
+          std::vector<OutDatagram> out(batch.size());
+          for (size_t i = 0; i < batch.size(); i++) {
+            out[i].to_len =
+                ToSockaddr(batch[i].to, batch[i].port, family, &out[i].to);
+            out[i].bytes = batch[i].bytes;
           }
-          return sendto(fd, bytes.data(), bytes.size(), MSG_DONTWAIT,
-                        reinterpret_cast<sockaddr*>(&ss),
-                        sl) == static_cast<ssize_t>(bytes.size());
+          return SendBatch(fd, out);
         },
         RealtimeNs(),
         [](const std::string& line) { spdlog::info("{}", line); });
@@ -649,8 +646,7 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
     if (role && now >= next_epoch) {
       role->Ran(now - next_epoch);
       role->Tick(now, RealtimeNs());
-      // Every epoch while busy; once a second otherwise (lost reports).
-      next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
+      next_epoch = role->NextTick(now);
     }
     uint64_t wake =
         std::min(next_tick, c.metrics_file.empty() ? next_tick : next_metrics);
@@ -693,7 +689,7 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
     if (role && (p[2].revents & (POLLIN | POLLERR))) {
       now = MonotonicNs();
       role->OnEvents(now, RealtimeNs());
-      next_epoch = now + (role->busy(now) ? role->epoch_ns() : kTickNs);
+      next_epoch = role->NextTick(now);
     }
     // On input, and at every wake-up while connections wait, so that one
     // that asks nothing is closed after its 2 s (the loop wakes at least

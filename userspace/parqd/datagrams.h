@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Reading a UDP socket's queue in batches.  Drain() takes up to kBatch
-// datagrams per recvmmsg() call and at most `max` per call of its own,
-// so that a flood at the port costs one system call per kBatch datagrams
-// and cannot keep the caller from its timers: the caller returns to its
-// poll loop, services what is due, and drains again.
+// A UDP socket's datagrams in batches.  Reading: Drain() takes up to
+// kBatch datagrams per recvmmsg() call and at most `max` per call of its
+// own, so that a flood at the port costs one system call per kBatch
+// datagrams and cannot keep the caller from its timers: the caller returns
+// to its poll loop, services what is due, and drains again.  Sending:
+// SendBatch() sends the messages of one decision (every GRANT of an epoch)
+// with one sendmmsg() call.
 
 #ifndef PARQD_DATAGRAMS_H
 #define PARQD_DATAGRAMS_H
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "result.h"
 
@@ -47,6 +50,21 @@ class DatagramReader {
   std::array<iovec, kBatch> iov_{};
   std::array<mmsghdr, kBatch> msgs_{};
 };
+
+// One datagram for SendBatch().
+struct OutDatagram {
+  sockaddr_storage to{};
+  socklen_t to_len = 0;  // 0: no address; not sent
+  std::span<const uint8_t> bytes;
+};
+
+// Sends `out` on the socket `fd` without blocking, in order, with one
+// sendmmsg() call per kMaxBatch datagrams (more only when one is refused:
+// it is skipped and the rest go on).  Returns whether each was sent whole.
+std::vector<bool> SendBatch(int fd, std::span<const OutDatagram> out);
+
+// The most datagrams one sendmmsg() call takes (the kernel's UIO_MAXIOV).
+inline constexpr size_t kMaxSendBatch = 1024;
 
 }  // namespace parq::parqd
 

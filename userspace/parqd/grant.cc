@@ -36,7 +36,7 @@ bool Granter::Recent(uint64_t now, uint64_t t) const {
 }
 
 bool Granter::parallel_active(uint64_t now) const {
-  return last_parallel_ && Recent(now, *last_parallel_);
+  return reported_ || (last_parallel_ && Recent(now, *last_parallel_));
 }
 
 std::vector<GrantDecision> Granter::Tick(uint64_t now) {

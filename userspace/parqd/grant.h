@@ -66,15 +66,25 @@ class Granter {
 
   void SawParallel(uint64_t t);
   void SawLocal(uint64_t peer, uint64_t t);
+  // The kernel's monitor reported that parallel traffic started arriving:
+  // it counts as arriving until the monitor reports that it stopped,
+  // whatever the last arrival observed.
+  void ParallelStarted() { reported_ = true; }
   // The kernel's monitor reported that parallel traffic stopped arriving
-  // (no parallel packet for `hold`): forget the last parallel arrival, so
-  // the next Tick releases at once instead of waiting for `hold` again.
-  void ParallelStopped() { last_parallel_.reset(); }
+  // (no parallel packet for `hold`): forget the report and the last
+  // parallel arrival, so the next Tick releases at once instead of
+  // waiting for `hold` again.
+  void ParallelStopped() {
+    reported_ = false;
+    last_parallel_.reset();
+  }
 
   // The decisions for the epoch starting at `now`, by peer id.
   std::vector<GrantDecision> Tick(uint64_t now);
 
   bool parallel_active(uint64_t now) const;
+  // Started by a report and not stopped by one since.
+  bool parallel_reported() const { return reported_; }
   const std::set<uint64_t>& granted() const { return granted_; }
 
  private:
@@ -82,6 +92,7 @@ class Granter {
 
   GrantPolicy policy_;
   std::optional<uint64_t> last_parallel_;
+  bool reported_ = false;
   std::map<uint64_t, uint64_t> last_local_;  // peer -> last local arrival
   std::set<uint64_t> granted_;               // peers holding a grant
 };

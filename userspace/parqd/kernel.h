@@ -79,24 +79,33 @@ struct PeerSample {
 // The monitor's configuration and counters (PARQ_CMD_MON_GET).
 struct MonitorState {
   bool enabled = false;
-  uint32_t size = 0;       // source hosts kept at most
-  uint64_t dscp_mask = 0;  // DSCPs of parallel traffic (PARQ_DSCP_BIT)
-  uint64_t hold_ns = 0;    // without parallel traffic: stopped
-  uint32_t sources = 0;    // source hosts in the table now
-  bool active = false;     // parallel traffic is arriving
-  uint64_t evicted = 0;    // sources evicted to make room
-  uint64_t events = 0;     // start and stop reports sent
-  uint64_t uncounted = 0;  // packets of new sources that found it full
-  uint32_t peers = 0;      // addresses in the peer set; 0: all counted
-  uint64_t foreign = 0;    // packets from outside the peer set
+  uint32_t size = 0;          // source hosts kept at most
+  uint64_t dscp_mask = 0;     // DSCPs of parallel traffic (PARQ_DSCP_BIT)
+  uint64_t hold_ns = 0;       // without parallel traffic: stopped
+  uint32_t sources = 0;       // source hosts in the table now
+  bool active = false;        // parallel traffic is arriving
+  uint64_t evicted = 0;       // sources evicted to make room
+  uint64_t events = 0;        // start and stop reports sent
+  uint64_t uncounted = 0;     // packets of new sources that found it full
+  uint32_t peers = 0;         // addresses in the peer set; 0: all counted
+  uint64_t foreign = 0;       // packets from outside the peer set
+  bool report_local = false;  // local senders are reported (kLocal)
+  uint64_t local_events = 0;  // local-sender reports sent
 
   bool operator==(const MonitorState&) const = default;
 };
 
-// A report of the family's "events" group (PARQ_CMD_MON_EVENT).
+// A report of the family's "events" group.
 struct MonitorEvent {
-  bool active = false;            // parallel traffic started (true) or stopped
-  std::optional<Address> source;  // start: the first packet's source
+  enum class Kind : uint8_t {
+    kStop,   // parallel traffic stopped arriving (PARQ_CMD_MON_EVENT 0)
+    kStart,  // parallel traffic started arriving (PARQ_CMD_MON_EVENT 1)
+    kLocal,  // while it arrives, a source sent local traffic, its first in
+             // a hold (PARQ_CMD_MON_LOCAL; with MonitorSettings::report_local)
+  };
+  Kind kind = Kind::kStop;
+  // kStart: the first packet's source; kLocal: the local sender.
+  std::optional<Address> source;
 
   bool operator==(const MonitorEvent&) const = default;
 };
@@ -106,6 +115,7 @@ struct MonitorSettings {
   uint64_t hold_ns = 0;
   std::optional<uint64_t> dscp_mask;  // parallel DSCPs; none: the kernel's
   std::vector<Address> peers;         // the only sources counted; none: all
+  bool report_local = false;          // report local senders (kLocal)
 
   bool operator==(const MonitorSettings&) const = default;
 };

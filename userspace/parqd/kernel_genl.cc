@@ -190,6 +190,8 @@ int OnMonitor(nl_msg* msg, void* arg) {
   s.uncounted = U64(tb, PARQ_A_MON_UNCOUNTED);
   s.peers = U32(tb, PARQ_A_MON_NPEERS);
   s.foreign = U64(tb, PARQ_A_MON_FOREIGN);
+  s.report_local = U8(tb, PARQ_A_MON_REPORT_LOCAL);
+  s.local_events = U64(tb, PARQ_A_MON_LOCAL_EVENTS);
   r->monitor = s;
   return NL_OK;
 }
@@ -399,14 +401,22 @@ class GenlMonitor final : public KernelMonitor {
     auto* out = static_cast<std::vector<MonitorEvent>*>(arg);
     const nlmsghdr* h = nlmsg_hdr(msg);
     const auto* g = static_cast<const genlmsghdr*>(nlmsg_data(h));
-    if (g->cmd != PARQ_CMD_MON_EVENT)
+    if (g->cmd != PARQ_CMD_MON_EVENT && g->cmd != PARQ_CMD_MON_LOCAL)
       return NL_SKIP;
     nlattr* tb[PARQ_A_MAX + 1] = {};
-    if (genlmsg_parse(const_cast<nlmsghdr*>(h), 0, tb, PARQ_A_MAX, nullptr) <
-            0 ||
-        !tb[PARQ_A_MON_ACTIVE])
+    if (genlmsg_parse(const_cast<nlmsghdr*>(h), 0, tb, PARQ_A_MAX, nullptr) < 0)
       return NL_SKIP;
-    out->push_back({nla_get_u8(tb[PARQ_A_MON_ACTIVE]) != 0, AddressOf(tb)});
+    using Kind = MonitorEvent::Kind;
+    if (g->cmd == PARQ_CMD_MON_LOCAL) {
+      if (auto a = AddressOf(tb))
+        out->push_back({Kind::kLocal, a});
+      return NL_OK;
+    }
+    if (!tb[PARQ_A_MON_ACTIVE])
+      return NL_SKIP;
+    out->push_back(
+        {nla_get_u8(tb[PARQ_A_MON_ACTIVE]) ? Kind::kStart : Kind::kStop,
+         AddressOf(tb)});
     return NL_OK;
   }
 
@@ -425,6 +435,7 @@ class GenlMonitor final : public KernelMonitor {
       ok = nla_put_u64(msg, PARQ_A_MON_HOLD, s->hold_ns) == 0 &&
            (!s->dscp_mask ||
             nla_put_u64(msg, PARQ_A_MON_DSCP, *s->dscp_mask) == 0) &&
+           nla_put_u8(msg, PARQ_A_MON_REPORT_LOCAL, s->report_local) == 0 &&
            PutPeers(msg, s->peers);
     if (!ok) {
       nlmsg_free(msg);

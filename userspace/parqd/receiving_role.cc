@@ -27,7 +27,7 @@ ReceivingRole::ReceivingRole(ReceivingRoleConfig c, KeyRing keys,
 }
 
 std::optional<KernelError> ReceivingRole::Start() {
-  MonitorSettings s{cfg_.policy.hold_ns, cfg_.parallel_dscp, {}};
+  MonitorSettings s{cfg_.policy.hold_ns, cfg_.parallel_dscp, {}, true};
   // Only the cluster's hosts are counted: a host outside it cannot make
   // this one throttle its senders.
   for (const PeerConfig& p : cfg_.peers)
@@ -71,21 +71,38 @@ uint64_t ReceivingRole::restate_ns() const {
   return std::max<uint64_t>(1, (lease - 1) / 2) * epoch_ns();
 }
 
-bool ReceivingRole::Restates(const GrantDecision& d, uint64_t now) const {
+bool ReceivingRole::Restates(const GrantDecision& d, uint64_t now,
+                             uint64_t early) const {
   if (d.type != wire::Type::kGrant)
     return false;
   auto it = sent_.find(d.peer);
   return it != sent_.end() && it->second.type == wire::Type::kGrant &&
-         it->second.credit == d.credit && now - it->second.at < restate_ns();
+         it->second.credit == d.credit &&
+         now - it->second.at + early < restate_ns();
 }
 
 void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
                          uint64_t realtime_ns) {
+  std::vector<Outgoing> batch;
+  std::vector<wire::Message> messages;  // of the batch, in its order
+  std::vector<uint64_t> peers;
+  auto failed = [&](uint64_t peer, bool grant, const std::string& why) {
+    ++counters_.send_errors;
+    Log(now, std::string("cannot send ") + (grant ? "GRANT" : "RELEASE") +
+                 " to peer " + std::to_string(peer) + why);
+  };
+  // When some message goes out, so do the restatements due within half a
+  // period: the peers' restatements fall into step, and one batch (one
+  // wake-up of the loop) serves them all.
+  const bool sending = std::any_of(ds.begin(), ds.end(), [&](const auto& d) {
+    return send_to_.count(d.peer) && !Restates(d, now, 0);
+  });
+  const uint64_t early = sending ? restate_ns() / 2 : 0;
   for (const GrantDecision& d : ds) {
     auto to = send_to_.find(d.peer);
     if (to == send_to_.end())
       continue;
-    if (Restates(d, now)) {
+    if (Restates(d, now, early)) {
       ++counters_.restatements_skipped;
       continue;
     }
@@ -97,40 +114,93 @@ void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
     const bool grant = d.type == wire::Type::kGrant;
     const Key* key = keys_.SendKey(d.peer);
     if (!key) {
-      ++counters_.send_errors;
-      Log(now, std::string("cannot send ") + (grant ? "GRANT" : "RELEASE") +
-                   " to peer " + std::to_string(d.peer) + ": no key of id " +
-                   std::to_string(keys_.send_id()) + " for it");
+      failed(d.peer, grant,
+             ": no key of id " + std::to_string(keys_.send_id()) + " for it");
       continue;
     }
     auto bytes = wire::Encode(m, *key);
-    if (!bytes.ok() || !send_(to->second, cfg_.peer_port, bytes.value())) {
-      ++counters_.send_errors;
-      Log(now, std::string("cannot send ") + (grant ? "GRANT" : "RELEASE") +
-                   " to peer " + std::to_string(d.peer) + " at " +
-                   to->second.ToString() +
-                   (bytes.ok() ? ""
-                               : std::string(": ") +
-                                     std::string(wire::Name(bytes.error()))));
+    if (!bytes.ok()) {
+      failed(d.peer, grant,
+             " at " + to->second.ToString() + ": " +
+                 std::string(wire::Name(bytes.error())));
+      continue;
+    }
+    batch.push_back({to->second, cfg_.peer_port, std::move(bytes.value())});
+    messages.push_back(m);
+    peers.push_back(d.peer);
+  }
+  if (batch.empty())
+    return;
+  const std::vector<bool> ok = send_(batch);
+  for (size_t i = 0; i < batch.size(); i++) {
+    const wire::Message& m = messages[i];
+    const bool grant = m.type == wire::Type::kGrant;
+    if (i >= ok.size() || !ok[i]) {
+      failed(peers[i], grant, " at " + batch[i].to.ToString());
       continue;
     }
     (grant ? counters_.grants_sent : counters_.releases_sent)++;
-    sent_[d.peer] = {m.type, m.sequence, m.credit, now};
+    sent_[peers[i]] = {m.type, m.sequence, m.credit, now};
   }
 }
 
-void ReceivingRole::Tick(uint64_t now, uint64_t realtime_ns) {
+void ReceivingRole::Read(uint64_t now, bool check_state) {
+  last_read_ = now;
+  if (check_state) {
+    // A lost stop report would keep the grants forever, a lost start
+    // would make every epoch read the table: the monitor's state says
+    // whether parallel traffic arrives.
+    auto st = monitor_.State();
+    if (!st.ok()) {
+      ++counters_.monitor_errors;
+      Log(now, "receive monitor: cannot read its state: " + st.error().Text());
+    } else if (st.value().active != granter_.parallel_reported()) {
+      ++counters_.monitor_resyncs;
+      Log(now, std::string("receive monitor: parallel traffic ") +
+                   (st.value().active ? "started" : "stopped") +
+                   " without a report");
+      if (st.value().active) {
+        granter_.ParallelStarted();
+        granter_.SawParallel(now);
+      } else {
+        granter_.ParallelStopped();
+      }
+    }
+  }
   auto samples = monitor_.Peers();
   if (!samples.ok()) {
     ++counters_.monitor_errors;
     Log(now, "receive monitor: cannot read the source table: " +
                  samples.error().Text());
     // Without observations the Granter still releases when hold passes.
-  } else {
-    ++counters_.epochs;
-    Observe(samples.value(), now);
+    return;
   }
+  ++counters_.epochs;
+  Observe(samples.value(), now);
+}
+
+void ReceivingRole::Tick(uint64_t now, uint64_t realtime_ns) {
+  ++counters_.ticks;
+  // While the kernel reports, a report says what changes: the table is
+  // read only to resynchronize.
+  if (!granter_.parallel_reported() || now - last_read_ >= kResyncNs)
+    Read(now, true);
   Decide(now, realtime_ns);
+}
+
+uint64_t ReceivingRole::NextTick(uint64_t now) const {
+  if (!busy(now))
+    return now + kIdleNs;
+  if (!granter_.parallel_reported())
+    return now + epoch_ns();
+  uint64_t next = last_read_ + kResyncNs;
+  for (uint64_t peer : granter_.granted()) {
+    auto it = sent_.find(peer);
+    if (it == sent_.end() || it->second.type != wire::Type::kGrant)
+      return now + epoch_ns();  // a failed send: again next epoch
+    next = std::min(next, it->second.at + restate_ns());
+  }
+  return std::max(next, now);
 }
 
 void ReceivingRole::Decide(uint64_t now, uint64_t realtime_ns) {
@@ -154,30 +224,43 @@ void ReceivingRole::OnEvents(uint64_t now, uint64_t realtime_ns) {
     // Reports were lost: the table tells the state.
     ++counters_.monitor_errors;
     Log(now, "receive monitor: " + evs.error().Text() +
-                 "; reading the source table instead");
-    Tick(now, realtime_ns);
+                 "; reading its state and table instead");
+    Read(now, true);
+    Decide(now, realtime_ns);
     return;
   }
   if (evs.value().empty())
     return;
+  // Whether the reports end with parallel traffic starting: then the
+  // table tells who sends local traffic already.
+  bool started = false;
   for (const MonitorEvent& e : evs.value()) {
-    if (e.active) {
-      ++counters_.monitor_starts;
-      granter_.SawParallel(now);
-    } else {
-      ++counters_.monitor_stops;
-      granter_.ParallelStopped();
+    switch (e.kind) {
+      case MonitorEvent::Kind::kStart:
+        ++counters_.monitor_starts;
+        granter_.ParallelStarted();
+        granter_.SawParallel(now);
+        started = true;
+        break;
+      case MonitorEvent::Kind::kStop:
+        ++counters_.monitor_stops;
+        granter_.ParallelStopped();
+        started = false;
+        break;
+      case MonitorEvent::Kind::kLocal:
+        ++counters_.monitor_locals;
+        if (e.source)
+          if (auto peer = peer_of_.find(*e.source); peer != peer_of_.end())
+            granter_.SawLocal(peer->second, now);
+        break;
     }
   }
-  // The last report is the current state.  A stop releases without a
-  // table dump: releasing needs no observation, and the dump (1-2 ms under
-  // QEMU/TCG) would delay the RELEASEs that end the senders' wait.
-  if (!evs.value().back().active) {
-    granter_.ParallelStopped();
-    Decide(now, realtime_ns);
-    return;
-  }
-  Tick(now, realtime_ns);
+  // A stop releases without a table dump: releasing needs no observation,
+  // and the dump (1-2 ms under QEMU/TCG) would delay the RELEASEs that end
+  // the senders' wait.  A local sender's report needs none either.
+  if (started)
+    Read(now, false);
+  Decide(now, realtime_ns);
 }
 
 void ReceivingRole::Stop(uint64_t now, uint64_t realtime_ns) {
@@ -198,13 +281,21 @@ void ReceivingRole::Metrics(PromText& out) const {
   out.Family(events, "counter", "Receive monitor reports, by kind.");
   out.Sample(events, counters_.monitor_starts, "kind", "start");
   out.Sample(events, counters_.monitor_stops, "kind", "stop");
+  out.Sample(events, counters_.monitor_locals, "kind", "local");
   out.Counter("parqd_monitor_errors_total",
               "Failed reads of the receive monitor (dumps, lost reports).",
               counters_.monitor_errors);
+  out.Counter("parqd_monitor_resyncs_total",
+              "Times the monitor's state differed from its reports (a "
+              "report was lost).",
+              counters_.monitor_resyncs);
+  out.Counter("parqd_ticks_total",
+              "Runs of the receiving role's timer (every epoch only while "
+              "parallel traffic is seen in the table alone).",
+              counters_.ticks);
   out.Gauge("parqd_peers_granted", "Peers holding a grant now.",
             granter_.granted().size());
-  out.Counter("parqd_epochs_total",
-              "Epochs run: reads of the receive monitor's table.",
+  out.Counter("parqd_epochs_total", "Reads of the receive monitor's table.",
               counters_.epochs);
   out.Counter("parqd_grants_unchanged_total",
               "GRANTs not sent: the same credit was sent to the peer less "

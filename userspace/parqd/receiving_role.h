@@ -4,18 +4,25 @@
 // kernel's receive monitor and grants credit to the hosts sending it local
 // traffic while parallel traffic arrives (Documentation/parqd.md).
 //
-//   Start()     enables the monitor (PARQ_CMD_MON_SET, hold, DSCPs).
-//   OnEvents()  reads the monitor's start/stop reports: a start runs an
-//               epoch at once (grants go out without waiting for the next
-//               epoch), a stop releases at once (without a table dump).
-//   Tick()      once per epoch while parallel traffic is active or a peer
-//               holds a grant (and once a second otherwise, in case a
-//               report was lost): dumps the monitor's table, feeds the
-//               Granter (grant.h) with every source host's last parallel
-//               and local arrival, and sends its decisions; a GRANT that
-//               restates the credit a peer holds goes out every
-//               restate_ns() only.
+//   Start()     enables the monitor (PARQ_CMD_MON_SET: hold, DSCPs, the
+//               peer set, and reports of local senders).
+//   OnEvents()  reads the monitor's reports.  A start dumps the table
+//               (the hosts sending local traffic already) and grants at
+//               once; a local sender's report grants it at once, without
+//               a dump; a stop releases at once, without a dump.
+//   Tick()      when NextTick() says: decides and sends what is due.
+//               Between reports nothing changes but the restatements, so
+//               while the kernel has reported parallel traffic the table
+//               is dumped only once a second (kResyncNs, with the
+//               monitor's state, in case a report was lost).  Otherwise
+//               (parallel traffic seen only in the table, or none) it
+//               dumps the table, feeds the Granter (grant.h) with every
+//               source host's last parallel and local arrival, and sends
+//               its decisions.  A GRANT that restates the credit a peer
+//               holds goes out every restate_ns() only.
 //   Stop()      releases every peer holding a grant.
+//
+// The messages of one decision go out together (SendFn: one sendmmsg()).
 //
 // A source host counts as sending local traffic when its last local packet
 // is less than `hold` old or its local byte count grew since the previous
@@ -67,8 +74,11 @@ struct GrantRoleCounters {
   uint64_t send_errors = 0;           // the datagram could not be sent
   uint64_t monitor_starts = 0;        // start reports
   uint64_t monitor_stops = 0;         // stop reports
+  uint64_t monitor_locals = 0;        // local-sender reports
   uint64_t monitor_errors = 0;        // failed dumps, lost reports
+  uint64_t monitor_resyncs = 0;       // the state differed from the reports
   uint64_t epochs = 0;                // Tick()s that dumped the table
+  uint64_t ticks = 0;                 // Tick()s
   uint64_t restatements_skipped = 0;  // GRANTs not sent (Restates())
   uint64_t epochs_late = 0;           // run more than an epoch after their time
   uint64_t lateness_max_ns = 0;       // the most an epoch ran after its time
@@ -82,12 +92,25 @@ struct SentRecord {
   uint64_t at = 0;      // CLOCK_MONOTONIC ns
 };
 
+// One datagram of the role's.
+struct Outgoing {
+  Address to;
+  uint16_t port = 0;
+  std::vector<uint8_t> bytes;
+};
+
 class ReceivingRole {
  public:
   using LogSink = std::function<void(const std::string&)>;
-  // Sends one datagram to `to`:`port`; false when it failed.
-  using SendFn = std::function<bool(const Address& to, uint16_t port,
-                                    std::span<const uint8_t> bytes)>;
+  // Sends the datagrams of one decision; whether each was sent.
+  using SendFn =
+      std::function<std::vector<bool>(std::span<const Outgoing> batch)>;
+
+  // While the kernel has reported parallel traffic, the table is read
+  // (with the monitor's state) this often.
+  static constexpr uint64_t kResyncNs = 1'000'000'000;
+  // Without parallel traffic or a grant: how often Tick() runs.
+  static constexpr uint64_t kIdleNs = 1'000'000'000;
 
   // `monitor` must outlive the role.  `realtime_ns`: CLOCK_REALTIME now,
   // the seed of the sequence numbers.
@@ -100,9 +123,14 @@ class ReceivingRole {
   void Tick(uint64_t now, uint64_t realtime_ns);
   void Stop(uint64_t now, uint64_t realtime_ns);
 
-  // Whether Tick() is due every epoch (parallel traffic active or a grant
-  // outstanding) rather than once a second.
+  // Whether parallel traffic is active or a grant outstanding.
   bool busy(uint64_t now) const;
+  // When Tick() must run next (CLOCK_MONOTONIC ns), `now` being the time
+  // of the last Tick() or OnEvents(): every epoch while parallel traffic
+  // is seen only in the table; while the kernel has reported it, when the
+  // next restatement (or a failed send's retry) or resync is due; in
+  // kIdleNs otherwise.
+  uint64_t NextTick(uint64_t now) const;
   uint64_t epoch_ns() const { return uint64_t{cfg_.policy.epoch_us} * 1000; }
   // How often a GRANT of unchanged credit is restated: every
   // max(1, (lease - 1) / 2) epochs, so that one lost restatement still
@@ -125,13 +153,17 @@ class ReceivingRole {
 
  private:
   void Observe(const std::vector<PeerSample>& samples, uint64_t now);
+  // Dumps the table into the Granter; with `check_state`, first sets the
+  // reported state of parallel traffic from the monitor's (a report may
+  // have been lost).
+  void Read(uint64_t now, bool check_state);
   // The Granter's decisions at `now`, logged and sent.
   void Decide(uint64_t now, uint64_t realtime_ns);
   void Send(const std::vector<GrantDecision>& ds, uint64_t now,
             uint64_t realtime_ns);
   // Whether `d` is a GRANT of the credit last sent to its peer, sent less
-  // than restate_ns() ago: not sent again.
-  bool Restates(const GrantDecision& d, uint64_t now) const;
+  // than restate_ns() - `early` ago: not sent again.
+  bool Restates(const GrantDecision& d, uint64_t now, uint64_t early) const;
   void Log(uint64_t now, const std::string& line);
 
   ReceivingRoleConfig cfg_;
@@ -143,6 +175,7 @@ class ReceivingRole {
   std::map<Address, uint64_t> peer_of_;         // address -> peer id
   std::map<uint64_t, Address> send_to_;         // peer id -> where to send
   std::map<Address, uint64_t> last_loc_bytes_;  // per source address
+  uint64_t last_read_ = 0;                      // the last Read()
   uint64_t sequence_;
   GrantRoleCounters counters_;
   std::map<uint64_t, SentRecord> sent_;

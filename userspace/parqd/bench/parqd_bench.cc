@@ -5,16 +5,22 @@
 // are made; nothing is asserted.
 //
 //   receiving role   the CPU time (user and system, CLOCK_PROCESS_CPUTIME_ID)
-//                    of one epoch of the receiving role while parallel
-//                    traffic arrives and N peers (1, 16, 128) send local
-//                    traffic: the monitor's table (N + 1 sources, from a
-//                    fake: the kernel's dump is not included), the
-//                    Granter, and a GRANT per peer due, made with
-//                    HMAC-SHA-256 and sent with sendto() to a UDP socket on
-//                    127.0.0.1 that nobody reads.  With the default lease
-//                    (3 epochs: a GRANT per peer per epoch) and a lease of
-//                    41 (restated every 20 epochs).  As a share of a core
-//                    at 1 ms epochs.
+//                    of the receiving role per epoch of 1 ms while
+//                    parallel traffic arrives and N peers (1, 16, 128) send
+//                    local traffic, run when its NextTick() says, as
+//                    parqd's loop runs it: the monitor's table when read
+//                    (N + 1 sources, from a fake: the kernel's dump is not
+//                    included), the Granter, and the GRANTs due, made with
+//                    HMAC-SHA-256 and sent with one sendmmsg() to a UDP
+//                    socket on 127.0.0.1 that nobody reads; and per
+//                    wake-up, what parqd's loop adds (a ppoll() and two
+//                    clock reads).  Parallel traffic known from the
+//                    kernel's start report (the table read once a second)
+//                    or from the table alone (read every epoch: a kernel
+//                    without reports of local senders, as before them).
+//                    With the default lease (3 epochs: a GRANT per peer per
+//                    epoch) and a lease of 41 (restated every 20 epochs).
+//                    As a share of a core.
 //   sending role     the CPU time of one datagram through the inbox:
 //                    accepted (a GRANT, applied to a fake kernel table),
 //                    forged (a configured peer's id and address, a wrong
@@ -30,6 +36,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -59,6 +66,7 @@
 #include "../tests/fake_kernel.h"
 #include "config.h"
 #include "daemon.h"
+#include "datagrams.h"
 #include "inbox.h"
 #include "key.h"
 #include "notify.h"
@@ -142,9 +150,20 @@ int SinkSocket(uint16_t* port) {
   return fd;
 }
 
+// What parqd's loop does per wake-up besides the role: a ppoll() that
+// finds nothing and two reads of the clock.
+void LoopWakeUp(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  const timespec zero{0, 0};
+  ppoll(&p, 1, &zero, nullptr);
+  (void)RealNs();
+  (void)CpuNs();
+}
+
 // The receiving role, N local senders and one parallel sender (peer N+1),
 // `epochs` epochs of 1 ms: CPU ns per epoch and messages sent per epoch.
-void ReceivingRoleCost(int n, uint16_t lease, int epochs) {
+// `reported`: parallel traffic known from the kernel's start report.
+void ReceivingRoleCost(int n, uint16_t lease, int epochs, bool reported) {
   uint16_t port = 0;
   const int sink = SinkSocket(&port);
   const int out = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -160,33 +179,49 @@ void ReceivingRoleCost(int n, uint16_t lease, int epochs) {
   uint64_t sent = 0;
   ReceivingRole role(
       c, Ring(), mon,
-      [out, &sent](const Address&, uint16_t p, std::span<const uint8_t> b) {
+      [out, &sent](std::span<const Outgoing> batch) {
         // Every peer's address is 127.0.1.x: send to the sink instead.
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(p);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ++sent;
-        return sendto(out, b.data(), b.size(), MSG_DONTWAIT,
-                      reinterpret_cast<sockaddr*>(&a),
-                      sizeof(a)) == static_cast<ssize_t>(b.size()) ||
-               errno == EAGAIN;
+        std::vector<OutDatagram> d(batch.size());
+        for (size_t i = 0; i < batch.size(); ++i) {
+          auto* a = reinterpret_cast<sockaddr_in*>(&d[i].to);
+          a->sin_family = AF_INET;
+          a->sin_port = htons(batch[i].port);
+          a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+          d[i].to_len = sizeof(sockaddr_in);
+          d[i].bytes = batch[i].bytes;
+        }
+        sent += batch.size();
+        return SendBatch(out, d);
       },
       RealNs());
   mon.peers = BusyTable(n);
+  mon.state.active = reported;
   uint64_t now = 100 * kMs;
-  role.Tick(now, RealNs());  // the first GRANTs, not counted
-  sent = 0;
-  const uint64_t t0 = CpuNs();
-  for (int e = 0; e < epochs; ++e) {
-    now += kEpochNs;
+  if (reported) {
+    mon.events = {{MonitorEvent::Kind::kStart, PeerAddress(n + 1)}};
+    role.OnEvents(now, RealNs());  // the first GRANTs, not counted
+  } else {
     role.Tick(now, RealNs());
+  }
+  sent = 0;
+  const uint64_t end = now + uint64_t(epochs) * kEpochNs;
+  uint64_t wakes = 0;
+  const uint64_t t0 = CpuNs();
+  for (;;) {
+    now = role.NextTick(now);
+    if (now > end)
+      break;
+    LoopWakeUp(out);
+    role.Tick(now, RealNs());
+    ++wakes;
   }
   const double per_epoch = static_cast<double>(CpuNs() - t0) / epochs;
   std::printf(
-      "receiving role: %3d local senders, lease %2u: %8.1f us per epoch, "
-      "%6.2f messages per epoch, %6.2f%% of a core at 1 ms epochs\n",
-      n, lease, per_epoch / 1000, static_cast<double>(sent) / epochs,
+      "receiving role: %3d local senders, lease %2u, parallel %s: %8.2f us "
+      "per epoch, %6.2f messages per epoch, %6.1f wake-ups per s, %6.2f%% "
+      "of a core at 1 ms epochs\n",
+      n, lease, reported ? "reported" : "in table", per_epoch / 1000,
+      static_cast<double>(sent) / epochs, wakes * 1000.0 / epochs,
       per_epoch / 1e6 * 100);
   close(out);
   close(sink);
@@ -350,7 +385,9 @@ bool Flood(const std::filesystem::path& dir, int seconds, bool flood,
     auto it = m.find(k);
     return it == m.end() ? 0.0 : it->second;
   };
-  const double epochs = get("parqd_epochs_total");
+  // The fake monitor reports nothing: parallel traffic is in its table
+  // alone, and the role runs every epoch.
+  const double epochs = get("parqd_ticks_total");
   const double late = get("parqd_epochs_late_total");
   std::printf(
       "flood: %-8s %2d s: %6.0f epochs run (%5.1f%% of 1 ms epochs), %5.0f "
@@ -390,9 +427,10 @@ int Run(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   const int signal_fd = signalfd(-1, &set, SFD_CLOEXEC);
 
-  for (int n : {1, 16, 128})
-    for (uint16_t lease : {3, 41})
-      ReceivingRoleCost(n, lease, epochs);
+  for (bool reported : {true, false})
+    for (int n : {1, 16, 128})
+      for (uint16_t lease : {3, 41})
+        ReceivingRoleCost(n, lease, epochs, reported);
   SendingRoleCost(datagrams);
 
   const std::filesystem::path dir =

@@ -43,6 +43,7 @@ class FakeMonitor : public KernelMonitor {
     hold = s.hold_ns;
     mask = s.dscp_mask;
     counted = s.peers;
+    report_local = s.report_local;
     return enable_error;
   }
   std::optional<KernelError> Disable() override {
@@ -61,6 +62,7 @@ class FakeMonitor : public KernelMonitor {
     MonitorState s = state;
     s.enabled = enabled;
     s.hold_ns = hold;
+    s.report_local = report_local;
     return s;
   }
   int event_fd() const override { return -1; }
@@ -76,6 +78,7 @@ class FakeMonitor : public KernelMonitor {
   uint64_t hold = 0;
   std::optional<uint64_t> mask;
   std::vector<Address> counted;  // the peer set Enable passed
+  bool report_local = false;
   std::optional<KernelError> enable_error, peers_error, events_error,
       state_error;
   MonitorState state;  // State() but enabled and hold

@@ -165,6 +165,7 @@ TEST(CtlMonitorTest, StateAndSources) {
   FakeMonitor m;
   m.enabled = true;
   m.hold = 10'000'000;
+  m.report_local = true;
   m.state = {.size = 1024,
              .dscp_mask = (uint64_t{1} << 40) | (uint64_t{1} << 46),
              .sources = 2,
@@ -173,7 +174,8 @@ TEST(CtlMonitorTest, StateAndSources) {
              .events = 4,
              .uncounted = 5,
              .peers = 3,
-             .foreign = 7};
+             .foreign = 7,
+             .local_events = 9};
   PeerSample p;
   p.address = A("10.0.0.2");
   p.par_packets = 10;
@@ -188,7 +190,7 @@ TEST(CtlMonitorTest, StateAndSources) {
             "monitor: enabled, parallel traffic arriving\n"
             "parallel DSCPs cs5,ef, hold 10ms, 2 of 1024 sources kept\n"
             "counting 3 peer address(es); foreign 7, uncounted 5, evicted 1, "
-            "events 4\n\n"
+            "events 4, local-sender events 9\n\n"
             "SOURCE                                      PAR-PKTS     "
             "PAR-BYTES   PAR-AGE    LOC-PKTS     LOC-BYTES   LOC-AGE\n"
             "10.0.0.2                                          10           "
@@ -199,6 +201,8 @@ TEST(CtlMonitorTest, StateAndSources) {
   EXPECT_EQ(j["dscp"], json({"cs5", "ef"}));
   EXPECT_EQ(j["hold_ns"], 10'000'000);
   EXPECT_EQ(j["foreign"], 7);
+  EXPECT_EQ(j["report_local"], true);
+  EXPECT_EQ(j["local_events"], 9);
   ASSERT_EQ(j["table"].size(), 1u);
   EXPECT_EQ(j["table"][0]["addr"], "10.0.0.2");
   EXPECT_EQ(j["table"][0]["par_age_ns"], 2'000'000);

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "datagrams.h"
@@ -19,6 +20,8 @@
 namespace {
 
 using parq::parqd::DatagramReader;
+using parq::parqd::OutDatagram;
+using parq::parqd::SendBatch;
 
 class DatagramsTest : public ::testing::Test {
  protected:
@@ -98,6 +101,30 @@ TEST_F(DatagramsTest, ALongDatagramArrivesCut) {
                              const sockaddr_storage&) { len = b.size(); })
                   .ok());
   EXPECT_EQ(len, DatagramReader::kMaxBytes);
+}
+
+// SendBatch: in order; one without an address is skipped, not the rest;
+// so is one the kernel refuses (too long for UDP).
+TEST_F(DatagramsTest, SendBatchSendsInOrderAndSkipsWhatFails) {
+  const std::vector<uint8_t> a{1}, b{2}, c{3}, d{4};
+  const std::vector<uint8_t> huge(70000, 5);
+  std::vector<OutDatagram> out(5);
+  for (auto& o : out) {
+    std::memcpy(&o.to, &to_, sizeof(to_));
+    o.to_len = sizeof(to_);
+  }
+  out[0].bytes = a;
+  out[1].bytes = b;
+  out[1].to_len = 0;
+  out[2].bytes = huge;
+  out[3].bytes = c;
+  out[4].bytes = d;
+  EXPECT_EQ(SendBatch(tx_, out),
+            (std::vector<bool>{true, false, false, true, true}));
+  EXPECT_EQ(Drain(10), (std::vector<uint8_t>{1, 3, 4}));
+  EXPECT_EQ(SendBatch(-1, out),
+            (std::vector<bool>{false, false, false, false, false}));
+  EXPECT_TRUE(SendBatch(tx_, {}).empty());
 }
 
 TEST_F(DatagramsTest, AnErrorIsReturned) {

@@ -192,6 +192,21 @@ TEST(Granter, ParallelStoppedReleasesAtOnce) {
   EXPECT_EQ(g.Tick(6 * kMs), Ds{G(1)});
 }
 
+// A start report holds until the stop report, however long ago the last
+// parallel arrival the Granter observed.
+TEST(Granter, ReportedParallelLastsUntilTheStopReport) {
+  Granter g(Policy());
+  g.ParallelStarted();
+  g.SawLocal(1, 0);
+  EXPECT_TRUE(g.parallel_reported());
+  EXPECT_EQ(g.Tick(0), Ds{G(1)});
+  EXPECT_TRUE(g.parallel_active(500 * kMs));
+  EXPECT_EQ(g.Tick(500 * kMs), Ds{G(1)});
+  g.ParallelStopped();
+  EXPECT_FALSE(g.parallel_reported());
+  EXPECT_EQ(g.Tick(500 * kMs + 1), Ds{R(1)});
+}
+
 TEST(Granter, NeverGrantedLocalSenderIsForgottenWithoutRelease) {
   Granter g(Policy());
   g.SawLocal(1, 0);

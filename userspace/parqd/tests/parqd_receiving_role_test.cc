@@ -38,6 +38,16 @@ struct Sent {
   wire::Message m;
 };
 
+// A SendFn from what sends one datagram.
+ReceivingRole::SendFn EachOf(std::function<bool(const Outgoing&)> one) {
+  return [one = std::move(one)](std::span<const Outgoing> batch) {
+    std::vector<bool> ok;
+    for (const Outgoing& o : batch)
+      ok.push_back(one(o));
+    return ok;
+  };
+}
+
 PeerSample Source(const char* addr, std::optional<uint64_t> par_age,
                   std::optional<uint64_t> loc_age, uint64_t loc_bytes = 0) {
   PeerSample s;
@@ -56,15 +66,19 @@ class RoleTest : public ::testing::Test {
   RoleTest()
       : role_(
             Config(), TestKeys(), mon_,
-            [this](const Address& to, uint16_t port,
-                   std::span<const uint8_t> b) {
-              if (fail_send_)
-                return false;
-              auto m = wire::Decode(b, TestKey());
-              EXPECT_TRUE(m.ok());
-              if (m.ok())
-                sent_.push_back({to, port, m.value()});
-              return true;
+            [this](std::span<const Outgoing> batch) {
+              ++batches_;
+              std::vector<bool> ok;
+              for (const Outgoing& o : batch) {
+                ok.push_back(!fail_send_);
+                if (fail_send_)
+                  continue;
+                auto m = wire::Decode(o.bytes, TestKey());
+                EXPECT_TRUE(m.ok());
+                if (m.ok())
+                  sent_.push_back({o.to, o.port, m.value()});
+              }
+              return ok;
             },
             kRealtime) {}
 
@@ -90,6 +104,7 @@ class RoleTest : public ::testing::Test {
   FakeMonitor mon_;
   std::vector<Sent> sent_;
   bool fail_send_ = false;
+  int batches_ = 0;  // calls of the SendFn
   ReceivingRole role_;
 };
 
@@ -116,10 +131,8 @@ TEST(RoleDscpTest, StartGivesTheMonitorTheConfiguredDscps) {
   c.node_id = 1;
   c.policy = {3000, kHold, kEpochUs, 3};
   c.parallel_dscp = uint64_t{1} << 34;  // AF41
-  ReceivingRole role(
-      c, TestKeys(), mon,
-      [](const Address&, uint16_t, std::span<const uint8_t>) { return true; },
-      kRealtime);
+  ReceivingRole role(c, TestKeys(), mon,
+                     EachOf([](const Outgoing&) { return true; }), kRealtime);
   EXPECT_FALSE(role.Start());
   EXPECT_EQ(mon.mask, uint64_t{1} << 34);
 }
@@ -207,7 +220,7 @@ TEST_F(RoleTest, StopReportReleasesAtOnce) {
   // The kernel says parallel stopped; its table still shows a young age
   // (a dump would race the report): the report wins, and the release goes
   // out without a dump first.
-  mon_.events = {{false, std::nullopt}};
+  mon_.events = {{MonitorEvent::Kind::kStop, std::nullopt}};
   mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
                 Source("10.0.0.3", std::nullopt, 0, 2000)};
   const int dumps = mon_.dumps;
@@ -223,11 +236,86 @@ TEST_F(RoleTest, StartReportGrantsWithoutWaitingForAnEpoch) {
   mon_.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
   role_.Tick(100 * kMs, kRealtime);
   EXPECT_EQ(Take(), Types{});
+  mon_.state.active = true;
   // The report comes before the table shows any parallel packet's age.
-  mon_.events = {{true, A("10.0.0.2")}};
+  mon_.events = {{MonitorEvent::Kind::kStart, A("10.0.0.2")}};
   role_.OnEvents(100 * kMs + 1, kRealtime);
   EXPECT_EQ(Take(), (Types{{3, kG}}));
   EXPECT_EQ(role_.counters().monitor_starts, 1u);
+}
+
+// While the kernel reports, a local sender's report grants it at once,
+// without reading the table; all the GRANTs of a decision go out in one
+// batch.
+TEST_F(RoleTest, LocalSenderReportGrantsWithoutADump) {
+  mon_.state.active = true;
+  mon_.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
+  mon_.events = {{MonitorEvent::Kind::kStart, A("10.0.0.2")}};
+  role_.OnEvents(100 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));
+  EXPECT_EQ(mon_.dumps, 1);
+  mon_.events = {{MonitorEvent::Kind::kLocal, A("10.0.0.2")},
+                 {MonitorEvent::Kind::kLocal, A("192.0.2.9")}};  // no peer
+  role_.OnEvents(100 * kMs + 300'000, kRealtime);
+  // The credit is the same (the floor is 0: threshold-recv each): peer 3
+  // is not restated yet.
+  EXPECT_EQ(Take(), (Types{{2, kG}}));
+  EXPECT_EQ(mon_.dumps, 1);
+  batches_ = 0;
+  role_.Tick(role_.NextTick(100 * kMs + 300'000), kRealtime);
+  EXPECT_EQ(Take(), (Types{{2, kG}, {3, kG}}));
+  EXPECT_EQ(batches_, 1);
+  EXPECT_EQ(mon_.dumps, 1);
+  EXPECT_EQ(role_.granted(), (std::set<uint64_t>{2, 3}));
+  EXPECT_EQ(role_.counters().monitor_locals, 2u);
+}
+
+// While the kernel reports, the role runs when a restatement is due (every
+// epoch with lease 3) and reads the table and the monitor's state once a
+// second; a state that says parallel traffic stopped (the stop report was
+// lost) releases.
+TEST_F(RoleTest, ReportedParallelReadsTheTableOnceASecond) {
+  mon_.state.active = true;
+  mon_.peers = {Source("10.0.0.2", 0, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 0, 1000)};
+  mon_.events = {{MonitorEvent::Kind::kStart, A("10.0.0.2")}};
+  uint64_t now = 100 * kMs;
+  role_.OnEvents(now, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));
+  // The table would say parallel traffic stopped long ago: not read.
+  mon_.peers = {Source("10.0.0.2", 500 * kMs, std::nullopt),
+                Source("10.0.0.3", std::nullopt, 500 * kMs, 1000)};
+  int ticks = 0;
+  while ((now = role_.NextTick(now)) < 100 * kMs + ReceivingRole::kResyncNs) {
+    role_.Tick(now, kRealtime);
+    ++ticks;
+  }
+  EXPECT_EQ(ticks, 999);  // one per epoch (lease 3), after the first
+  EXPECT_EQ(mon_.dumps, 1);
+  EXPECT_EQ(role_.granted(), std::set<uint64_t>{3});
+  EXPECT_EQ(Take().size(), 999u);
+  mon_.state.active = false;
+  role_.Tick(now, kRealtime);
+  EXPECT_EQ(mon_.dumps, 2);
+  EXPECT_EQ(Take(), (Types{{3, kR}}));
+  EXPECT_EQ(role_.counters().monitor_resyncs, 1u);
+  EXPECT_EQ(role_.NextTick(now), now + ReceivingRole::kIdleNs);
+}
+
+// Lost reports: the monitor's state says parallel traffic arrives, so the
+// role trusts it (and stops reading the table every epoch).
+TEST_F(RoleTest, LostReportsTakeTheMonitorsState) {
+  mon_.state.active = true;
+  mon_.events_error = KernelError{ENOBUFS, "overrun"};
+  mon_.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
+  role_.OnEvents(100 * kMs, kRealtime);
+  EXPECT_EQ(Take(), (Types{{3, kG}}));
+  EXPECT_EQ(role_.counters().monitor_resyncs, 1u);
+  EXPECT_EQ(role_.NextTick(100 * kMs), 101 * kMs);  // the restatement
+  mon_.events_error.reset();
+  for (uint64_t t = 101 * kMs; t < 200 * kMs; t += kMs)
+    role_.Tick(t, kRealtime);
+  EXPECT_EQ(mon_.dumps, 1);
 }
 
 TEST_F(RoleTest, HoldWithoutParallelReleasesEvenWithoutAReport) {
@@ -301,16 +389,14 @@ TEST(RoleRestatement, UnchangedCreditEveryHalfLease) {
   c.own_addresses = {A("10.0.0.1")};
   c.peers = {{2, {A("10.0.0.2")}}, {3, {A("10.0.0.3")}}};
   c.peer_port = kPort;
-  ReceivingRole role(
-      c, TestKeys(), mon,
-      [&sent](const Address&, uint16_t, std::span<const uint8_t> b) {
-        auto m = wire::Decode(b, TestKey());
-        EXPECT_TRUE(m.ok());
-        if (m.ok())
-          sent.push_back(m.value());
-        return true;
-      },
-      kRealtime);
+  ReceivingRole role(c, TestKeys(), mon, EachOf([&sent](const Outgoing& o) {
+                       auto m = wire::Decode(o.bytes, TestKey());
+                       EXPECT_TRUE(m.ok());
+                       if (m.ok())
+                         sent.push_back(m.value());
+                       return true;
+                     }),
+                     kRealtime);
   EXPECT_EQ(role.restate_ns(), 3 * kEpochUs * 1000);
   std::vector<size_t> per_epoch;
   std::vector<uint64_t> credits;
@@ -331,6 +417,16 @@ TEST(RoleRestatement, UnchangedCreditEveryHalfLease) {
   EXPECT_EQ(credits, (std::vector<uint64_t>{12000, 12000, 6000, 6000}));
   EXPECT_EQ(role.counters().restatements_skipped, 7u);
   EXPECT_EQ(role.counters().grants_sent, 4u);
+  // Parallel traffic seen in the table alone: every epoch.
+  EXPECT_EQ(role.NextTick(107 * kMs), 108 * kMs);
+  // Reported: when the next restatement is due (the last GRANTs went out
+  // at 105 ms, restated every 3 epochs).
+  mon.state.active = true;
+  role.Tick(107 * kMs, kRealtime);
+  EXPECT_EQ(role.counters().monitor_resyncs, 1u);
+  EXPECT_EQ(role.NextTick(107 * kMs), 108 * kMs);
+  role.Tick(108 * kMs, kRealtime);
+  EXPECT_EQ(role.NextTick(108 * kMs), 111 * kMs);
 }
 
 // The daemon reports how late each epoch ran: late means more than one
