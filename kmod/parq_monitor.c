@@ -418,8 +418,9 @@ static void parq_mon_local(struct parq_mon_net *mn,
 	struct sk_buff *skb;
 	void *hdr;
 
+	/* prev may be a little after now: another CPU's clock read. */
 	if (!READ_ONCE(mn->report_local) || !READ_ONCE(mn->active) ||
-	    (prev && now - prev < READ_ONCE(mn->hold)))
+	    (prev && now < prev + READ_ONCE(mn->hold)))
 		return;
 	atomic64_inc(&mn->local_events);
 	skb = genlmsg_new(NLMSG_GOODSIZE, GFP_ATOMIC);

@@ -193,7 +193,8 @@ struct tc_parq_class_xstats {
  * PARQ_A_CREDIT bytes per epoch of PARQ_A_EPOCH ns, until its lease runs
  * out.  The receive monitor counts, per source host, the parallel and
  * local traffic that arrives, and reports to the multicast group "events"
- * when parallel traffic starts and stops arriving.  All of it is per
+ * when parallel traffic starts and stops arriving (and, if asked, each
+ * host that starts sending local traffic meanwhile).  All of it is per
  * network namespace; every write needs CAP_NET_ADMIN.
  * Documentation/netlink/specs/parq.yaml describes the family.
  */
