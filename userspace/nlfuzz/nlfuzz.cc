@@ -44,6 +44,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
@@ -720,6 +721,8 @@ int Fuzzer::send_genl(Bytes* payload, uint8_t* cmd) {
       if (chance(50))
         attrs.push_back(random_leaf(
             PARQ_A_MON_HOLD, 8, edge(PARQ_MON_HOLD_MIN, PARQ_MON_HOLD_MAX)));
+      if (chance(30))
+        attrs.push_back(random_leaf(PARQ_A_MON_REPORT_LOCAL, 1, edge(0, 1)));
       if (chance(25)) {  // a peer set: a few addresses, rarely too many
         std::vector<Attr> top = std::move(attrs);
         attrs.clear();
@@ -852,14 +855,16 @@ Fuzzer::Gstate Fuzzer::gstate() {
   auto size = Get<uint32_t>(a, PARQ_A_MON_SIZE);
   auto dscp = Get<uint64_t>(a, PARQ_A_MON_DSCP);
   auto hold = Get<uint64_t>(a, PARQ_A_MON_HOLD);
+  auto local = Get<uint8_t>(a, PARQ_A_MON_REPORT_LOCAL);
   auto npeers = Get<uint32_t>(a, PARQ_A_MON_NPEERS);
-  if (!en || !size || !dscp || !hold || !npeers || *en > 1 || *size < 1 ||
-      *size > PARQ_MON_SIZE_MAX || *hold < PARQ_MON_HOLD_MIN ||
-      *hold > PARQ_MON_HOLD_MAX || *npeers > PARQ_MON_PEERS_MAX)
+  if (!en || !size || !dscp || !hold || !local || !npeers || *en > 1 ||
+      *size < 1 || *size > PARQ_MON_SIZE_MAX || *hold < PARQ_MON_HOLD_MIN ||
+      *hold > PARQ_MON_HOLD_MAX || *local > 1 || *npeers > PARQ_MON_PEERS_MAX)
     fail("the monitor's configuration is missing or out of range", out[0]);
-  // The peer count last: the read-back below walks the first four.
-  for (auto b : {a[PARQ_A_MON_ENABLED], a[PARQ_A_MON_SIZE], a[PARQ_A_MON_DSCP],
-                 a[PARQ_A_MON_HOLD], a[PARQ_A_MON_NPEERS]})
+  // The peer count last: the read-back below walks the first five.
+  for (auto b :
+       {a[PARQ_A_MON_ENABLED], a[PARQ_A_MON_SIZE], a[PARQ_A_MON_DSCP],
+        a[PARQ_A_MON_HOLD], a[PARQ_A_MON_REPORT_LOCAL], a[PARQ_A_MON_NPEERS]})
     s.mon.insert(s.mon.end(), b.begin(), b.end());
   return s;
 }
@@ -1033,9 +1038,9 @@ Fuzzer::Gstate Fuzzer::check_genl(int err, uint8_t cmd, const Bytes& payload,
   } else {
     size_t off = 0;
     uint16_t types[] = {PARQ_A_MON_ENABLED, PARQ_A_MON_SIZE, PARQ_A_MON_DSCP,
-                        PARQ_A_MON_HOLD};
-    size_t sizes[] = {1, 4, 8, 8};
-    for (size_t i = 0; i < 4; i++) {
+                        PARQ_A_MON_HOLD, PARQ_A_MON_REPORT_LOCAL};
+    size_t sizes[] = {1, 4, 8, 8, 1};
+    for (size_t i = 0; i < std::size(types); i++) {
       auto it = a.find(types[i]);
       if (it != a.end() && it->second.size() == sizes[i] &&
           !std::equal(it->second.begin(), it->second.end(),
