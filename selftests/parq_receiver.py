@@ -219,6 +219,14 @@ def paced(seconds, to):
                           timeout=seconds + 60)
 
 
+def paced_bg(seconds, to):
+    """paced() in the background: a bench.Exchange, to stop once the
+    test is done."""
+    return bench.Exchange(star.ns["p"], f"{star.ip(to)}:{PACED_PORT}",
+                          count=seconds * 1_000_000 // PACE_US, tos=EF,
+                          prefix=PROBE_PRIO, interval_us=PACE_US, udp=True)
+
+
 def measure(kind):
     if kind == "on":
         cluster.start()
@@ -655,11 +663,11 @@ LATE_GRANT_S = 3		# (h): s from L's start to R's credit, at most
 def t_late_local_sender():
     """(h): see the module doc."""
     wide.start()
-    to_r = threading.Thread(target=paced, args=(10, "r"), daemon=True)
+    to_r = None
     b = None
     try:
         m0 = wide.metrics("r")
-        to_r.start()
+        to_r = paced_bg(20, "r")
         time.sleep(2)
         check(not l_credit(), "a credit entry before L sent anything")
         m1 = wide.metrics("r")
@@ -683,7 +691,8 @@ def t_late_local_sender():
     finally:
         if b:
             b.stop()
-        to_r.join(30)
+        if to_r:
+            to_r.stop()
         wide.stop()
 
     def d(k, a, z):
@@ -787,7 +796,8 @@ def t_parallel_dscp():
         cluster.stop()
 
 
-ROTATION_S = 120		# P's traffic: long enough for nine restarts
+ROTATION_S = 120		# P's traffic at most: long enough for nine
+				# restarts; stopped when they are done
 
 
 def t_key_rotation():
@@ -821,10 +831,8 @@ def t_key_rotation():
 
     c.start()
     b = bulk(ROTATION_S + 30)
-    to_r = threading.Thread(target=paced, args=(ROTATION_S, "r"),
-                            daemon=True)
+    to_r = paced_bg(ROTATION_S, "r")
     try:
-        to_r.start()
         wait_throttled(to_r, by="r")
         grants_flow("pair keys of id 1")
         c.add_key(2)
@@ -838,9 +846,10 @@ def t_key_rotation():
         check_eq(seen, {h: 0 for h in c.hosts()},
                  "messages dropped for their key (bad_mac, unknown_key)")
         b.check_running("early (bulk)")
+        check(to_r.is_alive(), "P's traffic ended before the rotation did")
     finally:
         b.stop()
-        to_r.join(ROTATION_S + 60)
+        to_r.stop()
         c.close()
 
 

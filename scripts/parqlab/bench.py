@@ -81,6 +81,15 @@ class Server:
         return False
 
 
+def _exchange_argv(peer, size=64, count=100, tos=None, prefix=(),
+                   interval_us=0, udp=False):
+    return list(prefix) + [str(PARQ_BENCH), "run", "--pattern",
+                           "one-to-one", "--peers", peer, "--size",
+                           str(size), "--count", str(count),
+                           "--interval", str(interval_us)] + \
+        _marking(tos) + _transport(udp)
+
+
 def exchange(ns, peer, size=64, count=100, tos=None, timeout=120,
              prefix=(), interval_us=0, udp=False):
     """A one-to-one exchange from @ns to the Server at @peer
@@ -88,13 +97,24 @@ def exchange(ns, peer, size=64, count=100, tos=None, timeout=120,
     for the previous reply) or, with @interval_us, one every @interval_us
     whatever the replies; over UDP if @udp.  Returns parq-bench's JSON.
     @prefix: argv to run it under (e.g. traffic.realtime_prefix())."""
-    argv = list(prefix) + [str(PARQ_BENCH), "run", "--pattern",
-                           "one-to-one", "--peers", peer, "--size",
-                           str(size), "--count", str(count),
-                           "--interval", str(interval_us)] + \
-        _marking(tos) + _transport(udp)
+    argv = _exchange_argv(peer, size, count, tos, prefix, interval_us, udp)
     p = ns.run(argv, timeout=timeout, check=False)
     return _parse(argv, p.stdout, p.stderr, p.returncode)
+
+
+class Exchange:
+    """exchange() in the background, for traffic that must run while a
+    test does something else: is_alive() until it has sent its @count
+    messages, stop() ends it at once.  The arguments are exchange()'s."""
+
+    def __init__(self, ns, peer, **kw):
+        self.proc = ns.popen(_exchange_argv(peer, **kw))
+
+    def is_alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        _stop(self.proc)
 
 
 def collective(nss, ips, port, pattern, size=64, count=100, tos=None,
