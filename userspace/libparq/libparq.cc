@@ -20,7 +20,7 @@
 using nlohmann::json;
 using parq::parqd::AdmissionCall;
 using parq::parqd::AdmissionError;
-using parq::parqd::AdmissionSockaddr;
+using parq::parqd::UnixSockaddr;
 
 struct parq_ctx {
   std::string socket;
@@ -141,7 +141,7 @@ parq_ctx* parq_open(const char* socket_path) {
                        : !Empty(env) ? env
                                      : PARQ_DEFAULT_SOCKET;
     sockaddr_un a;
-    if (!AdmissionSockaddr(path, &a))
+    if (!UnixSockaddr(path, &a))
       return nullptr;
     parq_ctx* p = new parq_ctx;
     p->socket = std::move(path);

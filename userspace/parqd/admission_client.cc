@@ -15,7 +15,7 @@ namespace parq::parqd {
 
 using nlohmann::json;
 
-bool AdmissionSockaddr(const std::string& path, sockaddr_un* a) {
+bool UnixSockaddr(const std::string& path, sockaddr_un* a) {
   if (path.empty() || path.size() >= sizeof(a->sun_path))
     return false;
   *a = {};
@@ -32,7 +32,7 @@ Result<json, AdmissionError> SocketCall(const std::string& path,
   };
   const std::string what = names.what;
   sockaddr_un a;
-  if (!AdmissionSockaddr(path, &a))
+  if (!UnixSockaddr(path, &a))
     return unreachable(what + " \"" + path + "\": not a socket path");
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0)

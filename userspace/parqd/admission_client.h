@@ -25,8 +25,9 @@ inline constexpr const char* kDefaultAdmissionSocket =
     "/run/parqd/admission.sock";
 inline constexpr size_t kAdmissionMessageMax = 65536;
 
-// `path` as a Unix socket address; false if it is empty or too long.
-bool AdmissionSockaddr(const std::string& path, sockaddr_un* a);
+// `path` as a Unix socket address (the admission and the status socket);
+// false if it is empty or too long.
+bool UnixSockaddr(const std::string& path, sockaddr_un* a);
 
 // Why a call got no answer to read: no parqd there or no answer in time
 // (kUnreachable), or an answer that is not a JSON object (kBadReply).

@@ -48,10 +48,11 @@ json ReservationJson(const Reservation& r) {
 std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
                                    std::string_view request,
                                    const IncomingReservations* incoming) {
-  const json req = json::parse(request, nullptr, false);
-  if (req.is_discarded() || !req.is_object())
-    return ErrorReply("the request is not a JSON object");
-  const std::string op = StringOf(req, "op");
+  auto parsed = ParseRequest(request);
+  if (!parsed.ok())
+    return parsed.error();
+  const json& req = parsed.value().body;
+  const std::string& op = parsed.value().op;
   Result<Reservation, std::string> r = Err{std::string()};
   if (op == "list") {
     json all = json::array();

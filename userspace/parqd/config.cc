@@ -580,8 +580,7 @@ const ConfigKey kKeys[] = {
        if (!s.ok())
          return s.error();
        sockaddr_un a;
-       if (s.value().text.front() != '/' ||
-           !AdmissionSockaddr(s.value().text, &a))
+       if (s.value().text.front() != '/' || !UnixSockaddr(s.value().text, &a))
          return r.Err(v, "status-socket",
                       "\"" + s.value().text +
                           "\" is not a socket path; give an absolute path "

@@ -26,11 +26,22 @@ std::string ErrorReply(const std::string& why) {
   return nlohmann::json{{"ok", false}, {"error", why}}.dump();
 }
 
+Result<Request, std::string> ParseRequest(std::string_view text) {
+  nlohmann::json body = nlohmann::json::parse(text, nullptr, false);
+  if (body.is_discarded() || !body.is_object())
+    return Err{ErrorReply("the request is not a JSON object")};
+  const auto op = body.find("op");
+  if (op == body.end() || !op->is_string())
+    return Err{ErrorReply("the request has no \"op\"")};
+  std::string name = op->get<std::string>();
+  return Request{std::move(body), std::move(name)};
+}
+
 Result<RequestServer, std::string> RequestServer::Open(const std::string& path,
                                                        mode_t mode,
                                                        std::string_view what) {
   sockaddr_un a;
-  if (!AdmissionSockaddr(path, &a))
+  if (!UnixSockaddr(path, &a))
     return Err{std::string(what) + " \"" + path + "\": give a path of 1 to " +
                std::to_string(sizeof(a.sun_path) - 1) + " characters"};
   const int fd =

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "result.h"
 
 namespace parq::parqd {
@@ -25,6 +27,16 @@ namespace parq::parqd {
 // The reply that refuses a request: {"ok": false, "error": why}, the one
 // error shape of every socket a RequestServer serves.
 std::string ErrorReply(const std::string& why);
+
+// A request of those sockets: a JSON object naming its "op".
+struct Request {
+  nlohmann::json body;  // the whole object
+  std::string op;       // its "op"
+};
+
+// `text` as a Request, or the ErrorReply() that refuses it: not a JSON
+// object, or without a string "op".
+Result<Request, std::string> ParseRequest(std::string_view text);
 
 // Who asked: the connection's SO_PEERCRED.
 struct Asker {

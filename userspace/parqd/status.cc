@@ -80,15 +80,12 @@ json PeersJson(const StatusSources& s, uint64_t now) {
 
 std::string HandleStatusRequest(const StatusSources& s,
                                 std::string_view request, uint64_t now) {
-  const json r = json::parse(request, nullptr, /*allow_exceptions=*/false);
-  if (r.is_discarded() || !r.is_object())
-    return ErrorReply("the request is not a JSON object");
-  const auto op = r.find("op");
-  if (op == r.end() || !op->is_string())
-    return ErrorReply("the request has no \"op\"");
-  if (*op == "peers")
+  auto r = ParseRequest(request);
+  if (!r.ok())
+    return r.error();
+  if (r.value().op == "peers")
     return PeersJson(s, now).dump();
-  return ErrorReply("unknown op \"" + op->get<std::string>() +
+  return ErrorReply("unknown op \"" + r.value().op +
                     "\"; the status socket answers \"peers\"");
 }
 

@@ -519,6 +519,8 @@ TEST_F(AgentTest, JsonRequests) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"not json", "the request is not a JSON object"},
       {"[1]", "the request is not a JSON object"},
+      {R"({"rate":"1mbit"})", "the request has no \"op\""},
+      {R"({"op":7})", "the request has no \"op\""},
       {R"({"op":"grant"})",
        "unknown \"op\" \"grant\"; the ops are reserve, change, release, list "
        "and incoming"},
@@ -836,7 +838,7 @@ TEST(Libparq, AnswersItCannotReadAreErrors) {
   const int l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   ASSERT_GE(l, 0);
   sockaddr_un a;
-  ASSERT_TRUE(AdmissionSockaddr(path, &a));
+  ASSERT_TRUE(UnixSockaddr(path, &a));
   ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
   ASSERT_EQ(listen(l, 8), 0);
   const std::vector<std::string> answers = {
