@@ -423,7 +423,8 @@ static void parq_mon_local(struct parq_mon_net *mn,
 	    (prev && now < prev + READ_ONCE(mn->hold)))
 		return;
 	atomic64_inc(&mn->local_events);
-	skb = genlmsg_new(NLMSG_GOODSIZE, GFP_ATOMIC);
+	/* One address: PARQ_A_ADDR6 at most. */
+	skb = genlmsg_new(nla_total_size(sizeof(struct in6_addr)), GFP_ATOMIC);
 	if (!skb)
 		return;
 	hdr = parq_genl_put(skb, 0, 0, 0, PARQ_CMD_MON_LOCAL);
@@ -747,7 +748,7 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 	if (a[PARQ_A_MON_DSCP])
 		WRITE_ONCE(mn->dscp, nla_get_u64(a[PARQ_A_MON_DSCP]));
 	if (a[PARQ_A_MON_HOLD])
-		mn->hold = nla_get_u64(a[PARQ_A_MON_HOLD]);
+		WRITE_ONCE(mn->hold, nla_get_u64(a[PARQ_A_MON_HOLD]));
 	if (a[PARQ_A_MON_PEERS])
 		parq_mon_peers_set(mn, peers);
 	if (a[PARQ_A_MON_REPORT_LOCAL])
