@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// The receiving host's side: whom to grant credit, once per epoch.
+// The receiving host's side: whom to grant credit, at each decision.
 //
-// While parallel traffic is arriving (some arrived less than `hold` ago),
+// While parallel traffic is arriving (some arrived less than `hold` ago, or
+// the kernel's monitor reported its start and not yet its stop),
 // every host that is sending this host local traffic (some arrived less
-// than `hold` ago) is granted credit, restated every epoch: its share of
-// `floor_bytes` (what the local senders get together per epoch, divided
-// evenly among the hosts granted in that epoch, rounded up), or
+// than `hold` ago) is granted credit (restated as receiving_role.h says): its
+// share of `floor_bytes` (what the local senders get together per epoch,
+// divided evenly among the hosts granted in that epoch, rounded up), or
 // `threshold_recv` bytes if that is more.  With both 0 a granted host
 // sends nothing: strict priority, which an operator must ask for.  A host keeps
 // its grant for as long as parallel traffic arrives, whether or not its local
