@@ -211,20 +211,24 @@ def pingpong(seconds, to="r"):
                              prefix=PROBE_PRIO, extra=["--tos", str(EF)])
 
 
+def paced_args(seconds, to):
+    """The namespace, peer and options of P's paced traffic to @to."""
+    return (star.ns["p"], f"{star.ip(to)}:{PACED_PORT}"), dict(
+        count=seconds * 1_000_000 // PACE_US, tos=EF, prefix=PROBE_PRIO,
+        interval_us=PACE_US, udp=True)
+
+
 def paced(seconds, to):
     """P's paced parallel traffic to @to for @seconds (see (d))."""
-    return bench.exchange(star.ns["p"], f"{star.ip(to)}:{PACED_PORT}",
-                          count=seconds * 1_000_000 // PACE_US, tos=EF,
-                          prefix=PROBE_PRIO, interval_us=PACE_US, udp=True,
-                          timeout=seconds + 60)
+    args, kw = paced_args(seconds, to)
+    return bench.exchange(*args, timeout=seconds + 60, **kw)
 
 
 def paced_bg(seconds, to):
     """paced() in the background: a bench.Exchange, to stop once the
     test is done."""
-    return bench.Exchange(star.ns["p"], f"{star.ip(to)}:{PACED_PORT}",
-                          count=seconds * 1_000_000 // PACE_US, tos=EF,
-                          prefix=PROBE_PRIO, interval_us=PACE_US, udp=True)
+    args, kw = paced_args(seconds, to)
+    return bench.Exchange(*args, **kw)
 
 
 def measure(kind):

@@ -84,8 +84,8 @@ bool ReceivingRole::Restates(const GrantDecision& d, uint64_t now,
 void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
                          uint64_t realtime_ns) {
   std::vector<Outgoing> batch;
-  std::vector<wire::Message> messages;  // of the batch, in its order
-  std::vector<uint64_t> peers;
+  // The peer and message of each datagram of the batch, in its order.
+  std::vector<std::pair<uint64_t, wire::Message>> queued;
   auto failed = [&](uint64_t peer, bool grant, const std::string& why) {
     ++counters_.send_errors;
     Log(now, std::string("cannot send ") + (grant ? "GRANT" : "RELEASE") +
@@ -126,21 +126,20 @@ void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
       continue;
     }
     batch.push_back({to->second, cfg_.peer_port, std::move(bytes.value())});
-    messages.push_back(m);
-    peers.push_back(d.peer);
+    queued.emplace_back(d.peer, m);
   }
   if (batch.empty())
     return;
   const std::vector<bool> ok = send_(batch);
   for (size_t i = 0; i < batch.size(); i++) {
-    const wire::Message& m = messages[i];
+    const auto& [peer, m] = queued[i];
     const bool grant = m.type == wire::Type::kGrant;
     if (i >= ok.size() || !ok[i]) {
-      failed(peers[i], grant, " at " + batch[i].to.ToString());
+      failed(peer, grant, " at " + batch[i].to.ToString());
       continue;
     }
     (grant ? counters_.grants_sent : counters_.releases_sent)++;
-    sent_[peers[i]] = {m.type, m.sequence, m.credit, now};
+    sent_[peer] = {m.type, m.sequence, m.credit, now};
   }
 }
 

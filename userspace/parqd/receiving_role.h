@@ -77,7 +77,7 @@ struct GrantRoleCounters {
   uint64_t monitor_locals = 0;        // local-sender reports
   uint64_t monitor_errors = 0;        // failed dumps, lost reports
   uint64_t monitor_resyncs = 0;       // the state differed from the reports
-  uint64_t epochs = 0;                // Tick()s that dumped the table
+  uint64_t epochs = 0;                // reads of the table (Read())
   uint64_t ticks = 0;                 // Tick()s
   uint64_t restatements_skipped = 0;  // GRANTs not sent (Restates())
   uint64_t epochs_late = 0;           // run more than an epoch after their time

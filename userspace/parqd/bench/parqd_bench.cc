@@ -181,13 +181,11 @@ void ReceivingRoleCost(int n, uint16_t lease, int epochs, bool reported) {
       c, Ring(), mon,
       [out, &sent](std::span<const Outgoing> batch) {
         // Every peer's address is 127.0.1.x: send to the sink instead.
+        static const Address sink_address = Address::Parse("127.0.0.1").value();
         std::vector<OutDatagram> d(batch.size());
         for (size_t i = 0; i < batch.size(); ++i) {
-          auto* a = reinterpret_cast<sockaddr_in*>(&d[i].to);
-          a->sin_family = AF_INET;
-          a->sin_port = htons(batch[i].port);
-          a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-          d[i].to_len = sizeof(sockaddr_in);
+          d[i].to_len =
+              ToSockaddr(sink_address, batch[i].port, AF_INET, &d[i].to);
           d[i].bytes = batch[i].bytes;
         }
         sent += batch.size();
