@@ -117,6 +117,8 @@ TEST_F(RoleTest, StartEnablesTheMonitorWithHold) {
   EXPECT_TRUE(mon_.enabled);
   EXPECT_EQ(mon_.hold, kHold);
   EXPECT_FALSE(mon_.mask);
+  // Local senders come as reports: no table read every epoch.
+  EXPECT_TRUE(mon_.report_local);
   // Every address of every configured peer, and nobody else.
   EXPECT_EQ(mon_.counted, (std::vector<Address>{A("10.0.0.2"), A("10.0.0.3"),
                                                 A("10.0.1.3")}));
