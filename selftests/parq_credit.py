@@ -89,28 +89,28 @@ def t_family_autoload():
 def t_round_trip():
     with genl() as g:
         ok(g.delete(), "flush")
-        ok(g.set(A4, credit=3000, lease_ns=5 * SEC, epoch_ns=2 * MS),
+        ok(g.set(A4, credit=3000, lease=5 * SEC, epoch=2 * MS),
            "set v4")
-        ok(g.set(A6, credit=0, lease_ns=5 * SEC), "set v6")
+        ok(g.set(A6, credit=0, lease=5 * SEC), "set v6")
         t = entries(g)
         check_eq(sorted(t), sorted([A4, A6]), "dumped addresses")
         e = t[A4]
-        check_eq((e["credit"], e["epoch_ns"], e["used"], e["passed"],
+        check_eq((e["credit"], e["epoch"], e["used"], e["passed"],
                   e["held"]), (3000, 2 * MS, 0, 0, 0), f"{A4} entry")
-        check(0 < e["lease_ns"] <= 5 * SEC, f"lease left {e['lease_ns']}")
-        check_eq((t[A6]["credit"], t[A6]["epoch_ns"]),
+        check(0 < e["lease"] <= 5 * SEC, f"lease left {e['lease']}")
+        check_eq((t[A6]["credit"], t[A6]["epoch"]),
                  (0, uapi.PARQ_EPOCH_DEFAULT), f"{A6} credit, default epoch")
         check_eq(g.get(A4)["credit"], 3000, "get v4")
 
         # A repeated set (parqd resends every epoch) refreshes the lease.
         time.sleep(0.3)
-        before = g.get(A4)["lease_ns"]
-        ok(g.set(A4, credit=3000, lease_ns=5 * SEC, epoch_ns=2 * MS),
+        before = g.get(A4)["lease"]
+        ok(g.set(A4, credit=3000, lease=5 * SEC, epoch=2 * MS),
            "set again")
-        after = g.get(A4)["lease_ns"]
+        after = g.get(A4)["lease"]
         check(after > before, f"lease not refreshed: {before} -> {after}")
         # A new credit replaces the old one (absolute, not added).
-        ok(g.set(A4, credit=100, lease_ns=5 * SEC, epoch_ns=2 * MS),
+        ok(g.set(A4, credit=100, lease=5 * SEC, epoch=2 * MS),
            "set new credit")
         check_eq(g.get(A4)["credit"], 100, "credit replaced")
         check_eq(len(g.dump()), 2, "still two entries")
@@ -185,9 +185,9 @@ def bad_requests(g):
 def t_refusals():
     with genl() as g:
         ok(g.delete(), "flush")
-        ok(g.set(A4, credit=3000, lease_ns=60 * SEC), "set")
-        ok(g.set(A6, credit=0, lease_ns=60 * SEC), "set")
-        snap = {k: {f: v for f, v in e.items() if f != "lease_ns"}
+        ok(g.set(A4, credit=3000, lease=60 * SEC), "set")
+        ok(g.set(A6, credit=0, lease=60 * SEC), "set")
+        snap = {k: {f: v for f, v in e.items() if f != "lease"}
                 for k, e in entries(g).items()}
         for name, attrs, cmd, want, msg in bad_requests(g):
             r = g.cmd(cmd, *attrs)
@@ -199,7 +199,7 @@ def t_refusals():
             elif msg is None:
                 check(r.msg, f"{name}: no extack message")
             diag(f"{name}: {r.errname} {r.msg!r}")
-            now = {k: {f: v for f, v in e.items() if f != "lease_ns"}
+            now = {k: {f: v for f, v in e.items() if f != "lease"}
                    for k, e in entries(g).items()}
             check_eq(now, snap, f"table after the refused {name}")
         ok(g.delete(), "flush")
@@ -210,7 +210,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from parqlab.genl import ParqGenl
 g = ParqGenl()
-print(g.set("10.77.0.5", credit=1, lease_ns=10**9).errname)
+print(g.set("10.77.0.5", credit=1, lease=10**9).errname)
 print(g.delete().errname)
 try:
     print(len(g.dump()))
@@ -222,7 +222,7 @@ except PermissionError:
 def t_admin_perm():
     with genl() as g:
         ok(g.delete(), "flush")
-        ok(g.set(A4, credit=1, lease_ns=60 * SEC), "set")
+        ok(g.set(A4, credit=1, lease=60 * SEC), "set")
     scripts = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
                            "scripts")
     p = topo.a.run(["setpriv", "--reuid=65534", "--regid=65534",
@@ -240,8 +240,8 @@ def t_netns():
     with genl(topo.a) as ga, genl(topo.b) as gb:
         ok(ga.delete(), "flush a")
         ok(gb.delete(), "flush b")
-        ok(ga.set(A4, credit=1, lease_ns=60 * SEC), "set in a")
-        ok(gb.set(B4, credit=2, lease_ns=60 * SEC), "set in b")
+        ok(ga.set(A4, credit=1, lease=60 * SEC), "set in a")
+        ok(gb.set(B4, credit=2, lease=60 * SEC), "set in b")
         check_eq(sorted(entries(ga)), [A4], "a's table")
         check_eq(sorted(entries(gb)), [B4], "b's table")
         ok(gb.delete(), "flush b")
@@ -252,7 +252,7 @@ def t_netns():
     try:
         with genl(tmp) as g:
             for i in range(100):
-                ok(g.set(f"10.78.0.{i}", credit=i, lease_ns=60 * SEC), "set")
+                ok(g.set(f"10.78.0.{i}", credit=i, lease=60 * SEC), "set")
             check_eq(len(g.dump()), 100, "entries in the temporary namespace")
     finally:
         tmp.delete()
@@ -261,13 +261,13 @@ def t_netns():
 def t_lease():
     with genl() as g:
         ok(g.delete(), "flush")
-        ok(g.set(A4, credit=1, lease_ns=200 * MS), "set, lease 200 ms")
-        ok(g.set(B4, credit=1, lease_ns=60 * SEC), "set, lease 60 s")
-        check(0 < g.get(A4)["lease_ns"] <= 200 * MS, "lease left")
+        ok(g.set(A4, credit=1, lease=200 * MS), "set, lease 200 ms")
+        ok(g.set(B4, credit=1, lease=60 * SEC), "set, lease 60 s")
+        check(0 < g.get(A4)["lease"] <= 200 * MS, "lease left")
         time.sleep(0.4)
         e = entries(g)
         if A4 in e:		# not swept yet: it reads as expired
-            check_eq(e[A4]["lease_ns"], 0, "lease left after expiry")
+            check_eq(e[A4]["lease"], 0, "lease left after expiry")
         deadline = time.monotonic() + 5
         while A4 in entries(g) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -313,11 +313,11 @@ def t_full():
         diag(f"{n} entries set in {time.monotonic() - t0:.1f}s "
              f"({errors} error answers; the dump listed {len(entries)})")
         check_eq((n, errors), (N, 0), "entries, error answers")
-        r = g.set("12.0.0.1", credit=1, lease_ns=SEC)
+        r = g.set("12.0.0.1", credit=1, lease=SEC)
         check_eq((r.errname, r.msg), ("ENOSPC", "parq: credit table full"),
                  "one more")
         # Replacing an entry of a full table is fine.
-        ok(g.set("11.0.0.5", credit=7, lease_ns=SEC), "replace in full table")
+        ok(g.set("11.0.0.5", credit=7, lease=SEC), "replace in full table")
         check_eq(g.get("11.0.0.5")["credit"], 7, "replaced")
         ok(g.delete(), "flush")
         check_eq(g.dump(), [], "table after flush")
@@ -326,8 +326,8 @@ def t_full():
 def t_rmmod_with_entries():
     with genl(topo.a) as ga, genl(topo.b) as gb:
         for i in range(50):
-            ok(ga.set(f"10.79.0.{i}", credit=i, lease_ns=60 * SEC), "set a")
-            ok(gb.set(f"fd00:79::{i:x}", credit=i, lease_ns=60 * SEC),
+            ok(ga.set(f"10.79.0.{i}", credit=i, lease=60 * SEC), "set a")
+            ok(gb.set(f"fd00:79::{i:x}", credit=i, lease=60 * SEC),
                "set b")
     r = module.rmmod()
     check(r.returncode == 0, f"rmmod with credit entries: {r.stderr.strip()}")
@@ -439,7 +439,7 @@ def t_stop_and_lease():
         with genl() as g:
             ok(g.delete(), "flush")
             lease = 2.0
-            ok(g.set(D1, credit=0, lease_ns=int(lease * SEC)),
+            ok(g.set(D1, credit=0, lease=int(lease * SEC)),
                "credit 0 for D1")
             t_set = time.monotonic()
             tx = Sender([D1, D2])
@@ -486,7 +486,7 @@ def t_delete_releases():
     try:
         with genl() as g:
             ok(g.delete(), "flush")
-            ok(g.set(D1, credit=0, lease_ns=60 * SEC), "credit 0 for D1")
+            ok(g.set(D1, credit=0, lease=60 * SEC), "credit 0 for D1")
             tx = Sender([D1])
             try:
                 time.sleep(1.0)
@@ -518,7 +518,7 @@ def t_parallel_not_held():
     try:
         with genl() as g:
             ok(g.delete(), "flush")
-            ok(g.set(D1, credit=0, lease_ns=60 * SEC), "credit 0 for D1")
+            ok(g.set(D1, credit=0, lease=60 * SEC), "credit 0 for D1")
             sk = udp_socket(topo.a, tos=TOS_EF)
             try:
                 for i in range(N):
@@ -556,7 +556,7 @@ def t_no_lost_turns():
             return time.monotonic(), c["1:1"], c["1:2"], xs(), par.sent[D1]
 
         ok(g.delete(), "flush")
-        ok(g.set(D1, credit=0, lease_ns=60 * SEC), "credit 0 for D1")
+        ok(g.set(D1, credit=0, lease=60 * SEC), "credit 0 for D1")
         par = Sender([D1], tos=TOS_EF)
         loc = Sender([D1])
         try:
@@ -609,7 +609,7 @@ def t_credit_rate():
 
         with genl() as g:
             ok(g.delete(), "flush")
-            ok(g.set(D1, credit=credit, lease_ns=60 * SEC, epoch_ns=epoch),
+            ok(g.set(D1, credit=credit, lease=60 * SEC, epoch=epoch),
                "credit for D1")
             tx = Sender([D1], burst=10, period=0.003)	# several x that
             try:

@@ -211,7 +211,7 @@ def setup(t, k):
     dev = t.dev_a()
     tc(t.a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq")
     with ParqGenl(t.b) as g:
-        r = g.mon_set(enabled=1, size=16)
+        r = g.mon_set(mon_enabled=1, mon_size=16)
         check(not r.error, f"monitor: {r.msg}")
     t.b.run(["ip", "neigh", "replace", t.ip_a(), "lladdr", t.mac_a(),
              "dev", t.dev_b(), "nud", "permanent"])

@@ -121,8 +121,8 @@ def settle():
 def t_defaults():
     with genl() as g:
         m = g.mon_get()
-    check_eq((m["enabled"], m["size"], m["dscp"], m["hold_ns"],
-              m["sources"], m["active"], m["report_local"]),
+    check_eq((m["mon_enabled"], m["mon_size"], m["mon_dscp"], m["mon_hold"],
+              m["mon_sources"], m["mon_active"], m["mon_report_local"]),
              (0, uapi.PARQ_MON_SIZE_DEFAULT, uapi.PARQ_DSCP_DEFAULT,
               uapi.PARQ_MON_HOLD_DEFAULT, 0, 0, 0), "monitor defaults")
 
@@ -132,7 +132,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from parqlab.genl import ParqGenl, GenlError
 g = ParqGenl()
-print(g.mon_set(enabled=1).errname)
+print(g.mon_set(mon_enabled=1).errname)
 try:
     g.mon_get()
     print("read")
@@ -181,7 +181,7 @@ def t_refusals():
 
 def t_counts():
     with genl() as g:
-        ok(g.mon_set(enabled=1, size=1024, dscp=uapi.PARQ_DSCP_DEFAULT),
+        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_dscp=uapi.PARQ_DSCP_DEFAULT),
            "enable")
         send(B1, 10, TOS_EF)
         send(B1, 5, TOS_AF11)
@@ -197,9 +197,9 @@ def t_counts():
               b1["loc_bytes"]), (10, 10 * ip4, 5, 5 * ip4), f"{B1} counts")
     check_eq((b2["par_packets"], b2["loc_packets"], b2["loc_bytes"]),
              (0, 20, 20 * ip4), f"{B2} counts")
-    check("par_age_ns" not in b2, f"{B2} has a parallel age: {b2}")
-    check(0 < b1["par_age_ns"] < 5 * 10**9, f"{B1} par age {b1}")
-    check_eq((m["enabled"], m["sources"]), (1, 2), "enabled, sources")
+    check("par_age" not in b2, f"{B2} has a parallel age: {b2}")
+    check(0 < b1["par_age"] < 5 * 10**9, f"{B1} par age {b1}")
+    check_eq((m["mon_enabled"], m["mon_sources"]), (1, 2), "enabled, sources")
     # parqctl monitor says the same as the kernel (no traffic since).
     if not os.access(PARQCTL, os.X_OK):
         return diag(f"parqctl monitor not checked: {PARQCTL} not built")
@@ -207,14 +207,14 @@ def t_counts():
     check_eq(r.returncode, 0, f"parqctl monitor --json: {r.stderr}")
     j = json.loads(r.stdout)
     check_eq((j["enabled"], j["sources"], j["size"], j["hold_ns"], j["dscp"]),
-             (True, 2, 1024, m["hold_ns"], ["cs5", "ef"]),
+             (True, 2, 1024, m["mon_hold"], ["cs5", "ef"]),
              "parqctl monitor: state")
     t = {e["addr"]: e for e in j["table"]}
     check_eq({a: (e["par_packets"], e["par_bytes"], e["loc_packets"],
                   e["loc_bytes"], e["par_age_ns"] is None)
               for a, e in t.items()},
              {a: (v["par_packets"], v["par_bytes"], v["loc_packets"],
-                  v["loc_bytes"], "par_age_ns" not in v)
+                  v["loc_bytes"], "par_age" not in v)
               for a, v in p.items()}, "parqctl monitor: the table")
     r = topo.a.run([PARQCTL, "monitor"], check=False)
     diag(*r.stdout.splitlines())
@@ -236,13 +236,13 @@ def t_ipv6():
 
 def t_dscp():
     with genl() as g:
-        ok(g.mon_set(dscp=uapi.PARQ_DSCP_BIT(8)), "dscp CS1 only")
+        ok(g.mon_set(mon_dscp=uapi.PARQ_DSCP_BIT(8)), "dscp CS1 only")
         before = g.peers()[B1]
         send(B1, 4, TOS_EF)
         send(B1, 6, TOS_CS1)
         settle()
         after = g.peers()[B1]
-        ok(g.mon_set(dscp=uapi.PARQ_DSCP_DEFAULT), "dscp back")
+        ok(g.mon_set(mon_dscp=uapi.PARQ_DSCP_DEFAULT), "dscp back")
     check_eq((after["par_packets"] - before["par_packets"],
               after["loc_packets"] - before["loc_packets"]), (6, 4),
              "parallel (CS1), local (EF) under dscp CS1")
@@ -258,7 +258,7 @@ def t_mark():
         tos_at_a.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
         tos_at_a.bind((A1, PORT + 1))
         with genl() as g:
-            ok(g.mon_set(enabled=1, dscp=uapi.PARQ_DSCP_DEFAULT),
+            ok(g.mon_set(mon_enabled=1, mon_dscp=uapi.PARQ_DSCP_DEFAULT),
                "monitor on, the default DSCP set")
             before = g.peers()
             send(B1, 6, 0, prio=par)		# parallel: leaves EF
@@ -296,18 +296,18 @@ def t_mark():
 def t_bounded():
     spoofed = [f"10.88.{i // 250}.{i % 250 + 1}" for i in range(102)]
     with genl() as g:
-        ok(g.mon_set(enabled=0), "disable (forget)")
-        ok(g.mon_set(enabled=1, size=16), "enable, size 16")
+        ok(g.mon_set(mon_enabled=0), "disable (forget)")
+        ok(g.mon_set(mon_enabled=1, mon_size=16), "enable, size 16")
         m0 = g.mon_get()
         send_spoofed(spoofed[:100])
         settle()
         p = g.peers()
         m = g.mon_get()
-        diag(f"{len(p)} sources kept, {m['evicted'] - m0['evicted']} "
-             f"evicted, {m['uncounted'] - m0['uncounted']} packets uncounted")
-        check_eq((m["sources"], len(p)), (16, 16), "sources kept")
-        check_eq(m["evicted"] - m0["evicted"], 0, "evictions")
-        check_eq(m["uncounted"] - m0["uncounted"], 84, "uncounted packets")
+        diag(f"{len(p)} sources kept, {m['mon_evicted'] - m0['mon_evicted']} "
+             f"evicted, {m['mon_uncounted'] - m0['mon_uncounted']} packets uncounted")
+        check_eq((m["mon_sources"], len(p)), (16, 16), "sources kept")
+        check_eq(m["mon_evicted"] - m0["mon_evicted"], 0, "evictions")
+        check_eq(m["mon_uncounted"] - m0["mon_uncounted"], 84, "uncounted packets")
         check_eq(sorted(p), sorted(spoofed[:16]), "the first 16 are kept")
         # Idle for 2 s now: two new sources replace the two oldest (the
         # budget, 16 / (4 x CPUs) a second per CPU, is at least one each
@@ -319,7 +319,7 @@ def t_bounded():
         settle()
         p = g.peers()
         m2 = g.mon_get()
-    check_eq(m2["evicted"] - m["evicted"], 2, "evictions of idle sources")
+    check_eq(m2["mon_evicted"] - m["mon_evicted"], 2, "evictions of idle sources")
     check_eq(sorted(p), sorted(spoofed[2:16] + spoofed[100:]),
              "the two seen longest ago made room")
 
@@ -327,7 +327,7 @@ def t_bounded():
 def t_events():
     hold = 50 * MS
     with genl() as g, genl() as listener:
-        ok(g.mon_set(enabled=1, size=1024, hold_ns=hold), "hold 50 ms")
+        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=hold), "hold 50 ms")
         listener.subscribe()
         sk = topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, TOS_EF)
@@ -341,9 +341,9 @@ def t_events():
         finally:
             sk.close()
         ev = listener.events(1.0)
-        ok(g.mon_set(hold_ns=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
-    diag(f"events: {[(e['active'], e.get('addr'), round(e['t'] - t_start, 3)) for e in ev]}")
-    check_eq([(e["cmd"], e["active"]) for e in ev],
+        ok(g.mon_set(mon_hold=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
+    diag(f"events: {[(e['mon_active'], e.get('addr'), round(e['t'] - t_start, 3)) for e in ev]}")
+    check_eq([(e["cmd"], e["mon_active"]) for e in ev],
              [(uapi.PARQ_CMD_MON_EVENT, 1), (uapi.PARQ_CMD_MON_EVENT, 0)],
              "one start and one stop")
     check_eq(ev[0].get("addr"), B1, "the source that started it")
@@ -385,30 +385,30 @@ def local_reports_during_burst(g, listener):
 def t_local_reports():
     hold = 200 * MS
     with genl() as g, genl() as listener:
-        ok(g.mon_set(enabled=1, size=1024, hold_ns=hold, report_local=1),
+        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=hold, mon_report_local=1),
            "hold 200 ms, report local senders")
         listener.subscribe()
         time.sleep(0.3)		# any stop report of earlier cases is out
         listener.events(0.1)
         ev, m0, m = local_reports_during_burst(g, listener)
-        diag(f"reported: {[(e['cmd'], e.get('active'), e.get('addr')) for e in ev]}")
-        check_eq(m["report_local"], 1, "report-local in MON_GET")
-        check_eq([(e["cmd"], e.get("active"), e.get("addr")) for e in ev],
+        diag(f"reported: {[(e['cmd'], e.get('mon_active'), e.get('addr')) for e in ev]}")
+        check_eq(m["mon_report_local"], 1, "report-local in MON_GET")
+        check_eq([(e["cmd"], e.get("mon_active"), e.get("addr")) for e in ev],
                  [(uapi.PARQ_CMD_MON_EVENT, 1, B1),
                   (uapi.PARQ_CMD_MON_LOCAL, None, B2),
                   (uapi.PARQ_CMD_MON_EVENT, 0, None)],
                  "start, B2's first local packet in a hold, stop")
-        check_eq(m["local_events"] - m0["local_events"], 1,
+        check_eq(m["mon_local_events"] - m0["mon_local_events"], 1,
                  "local reports counted")
-        ok(g.mon_set(report_local=0), "report-local off")
+        ok(g.mon_set(mon_report_local=0), "report-local off")
         time.sleep(0.3)
         ev, m0, m = local_reports_during_burst(g, listener)
-        check_eq([(e["cmd"], e.get("active")) for e in ev],
+        check_eq([(e["cmd"], e.get("mon_active")) for e in ev],
                  [(uapi.PARQ_CMD_MON_EVENT, 1), (uapi.PARQ_CMD_MON_EVENT, 0)],
                  "with report-local off: a start and a stop only")
-        check_eq(m["local_events"], m0["local_events"],
+        check_eq(m["mon_local_events"], m0["mon_local_events"],
                  "local reports counted with report-local off")
-        ok(g.mon_set(hold_ns=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
+        ok(g.mon_set(mon_hold=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
 
 
 def t_peers():
@@ -425,13 +425,13 @@ def t_peers():
          "EINVAL"),
     ]
     with genl() as g, genl() as listener:
-        ok(g.mon_set(enabled=1, size=1024, hold_ns=50 * MS), "enable")
+        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=50 * MS), "enable")
         send(B2, 3, 0)
         settle()
         check(B2 in g.peers(), "B2 counted before the peer set")
-        ok(g.mon_set(peers=[B1, B6, B1]), "peers B1, B6 (B1 twice)")
+        ok(g.mon_set(mon_peers=[B1, B6, B1]), "peers B1, B6 (B1 twice)")
         m0 = g.mon_get()
-        check_eq(m0["npeers"], 2, "peers in the set")
+        check_eq(m0["mon_npeers"], 2, "peers in the set")
         check(set(g.peers()) <= {B1, B6},
               f"sources outside the set stayed: {sorted(g.peers())}")
         for name, attrs, err in bad:
@@ -446,7 +446,7 @@ def t_peers():
         settle()
         m = g.mon_get()
         ev = listener.events(0.3)
-        check_eq(m["foreign"] - m0["foreign"], 20, "foreign packets")
+        check_eq(m["mon_foreign"] - m0["mon_foreign"], 20, "foreign packets")
         check(B2 not in g.peers(), "B2 (not a peer) is in the table")
         check_eq(ev, [], "reports for a host outside the peer set")
         b1 = g.peers().get(B1, {}).get("par_packets", 0)
@@ -454,27 +454,27 @@ def t_peers():
         settle()
         ev = listener.events(0.3)
         check_eq(g.peers()[B1]["par_packets"] - b1, 10, "a peer's packets")
-        check_eq([(e["active"], e.get("addr")) for e in ev][:1], [(1, B1)],
+        check_eq([(e["mon_active"], e.get("addr")) for e in ev][:1], [(1, B1)],
                  "a peer starts parallel traffic")
-        ok(g.mon_set(peers=[]), "an empty set")
-        check_eq(g.mon_get()["npeers"], 0, "peers after the empty set")
+        ok(g.mon_set(mon_peers=[]), "an empty set")
+        check_eq(g.mon_get()["mon_npeers"], 0, "peers after the empty set")
         send(B2, 4, 0)
         settle()
         check_eq(g.peers()[B2]["loc_packets"], 4, "B2 counted again")
-        ok(g.mon_set(hold_ns=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
+        ok(g.mon_set(mon_hold=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
 
 
 def t_disable_and_netns():
     with genl() as g, genl(topo.b) as gb:
-        ok(g.mon_set(enabled=0), "disable")
+        ok(g.mon_set(mon_enabled=0), "disable")
         m = g.mon_get()
-        check_eq((m["enabled"], m["sources"], m["active"]), (0, 0, 0),
+        check_eq((m["mon_enabled"], m["mon_sources"], m["mon_active"]), (0, 0, 0),
                  "after disable")
         send(B1, 5, TOS_EF)
         settle()
         check_eq(g.peers(), {}, "sources counted while disabled")
-        ok(g.mon_set(enabled=1), "enable")
-        check_eq(gb.mon_get()["enabled"], 0, "B's monitor")
+        ok(g.mon_set(mon_enabled=1), "enable")
+        check_eq(gb.mon_get()["mon_enabled"], 0, "B's monitor")
         send(B1, 2, TOS_EF)
         settle()
         check_eq(g.peers()[B1]["par_packets"], 2, "counts after re-enable")
@@ -483,7 +483,7 @@ def t_disable_and_netns():
 
 def t_rmmod():
     with genl() as g:
-        ok(g.mon_set(enabled=1), "enable")
+        ok(g.mon_set(mon_enabled=1), "enable")
     send(B1, 3, TOS_EF)
     r = module.rmmod()
     check(r.returncode == 0, f"rmmod with the monitor on: {r.stderr.strip()}")
@@ -491,7 +491,7 @@ def t_rmmod():
     send(B1, 3, TOS_EF)		# no hook left behind
     with genl() as g:
         m = g.mon_get()
-        check_eq((m["enabled"], m["sources"]), (0, 0),
+        check_eq((m["mon_enabled"], m["mon_sources"]), (0, 0),
                  "monitor of a fresh module")
 
 

@@ -186,7 +186,7 @@ def setup(t, k):
     topo = t
     hosts = [(t.a, t.ip_a()), (t.b, t.ip_b())]
     with ParqGenl(t.b) as g:
-        r = g.mon_set(enabled=1, size=16)
+        r = g.mon_set(mon_enabled=1, mon_size=16)
         check(not r.error, f"monitor: {r.msg}")
     sh(t.a, f"mkdir -p {CG}/{JOB}")
     for ns in (t.a, t.b):

@@ -532,14 +532,14 @@ etcd-endpoints = ["http://127.0.0.1:9"]
 topology-file = "{tmp}/no-such-topology.toml"
 """)
     with ParqGenl(topo.b) as g:
-        check_eq(g.mon_get()["enabled"], 0, "B's monitor before")
+        check_eq(g.mon_get()["mon_enabled"], 0, "B's monitor before")
     r = topo.b.run([PARQD, "-c", cfg], check=False,
                    timeout=20 * ktap.slowdown())
     diag(*r.stderr.strip().splitlines()[-3:])
     check_eq(r.returncode, 1, "parqd's exit status")
     check("no-such-topology.toml" in r.stderr, "the error names the file")
     with ParqGenl(topo.b) as g:
-        check_eq(g.mon_get()["enabled"], 0, "B's monitor after")
+        check_eq(g.mon_get()["mon_enabled"], 0, "B's monitor after")
 
 
 def t_status_socket_failure_leaves_monitor_off():
@@ -563,7 +563,7 @@ def t_status_socket_failure_leaves_monitor_off():
     check("status socket" in r.stderr and "no-such-dir" in r.stderr,
           "the error names the socket")
     with ParqGenl(topo.b) as g:
-        check_eq(g.mon_get()["enabled"], 0, "B's monitor after")
+        check_eq(g.mon_get()["mon_enabled"], 0, "B's monitor after")
 
 
 def t_silent_etcd_stalls_nothing():

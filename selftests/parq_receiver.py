@@ -188,7 +188,7 @@ def l_credit():
     """L's live credit entries by destination address (an expired entry
     is dumped, with no lease left, until the kernel's sweep frees it)."""
     with ParqGenl(star.ns["l"]) as g:
-        return {e["addr"]: e for e in g.dump() if e.get("lease_ns", 0) > 0}
+        return {e["addr"]: e for e in g.dump() if e.get("lease", 0) > 0}
 
 
 def l_drops():
@@ -316,7 +316,7 @@ class Watch:
             peers = self.g.peers()
             t = time.monotonic()
             le, pe = peers.get(lip, {}), peers.get(pip, {})
-            age = pe.get("par_age_ns")
+            age = pe.get("par_age")
             # The byte count is stamped after the dump (it had arrived by
             # then), P's last packet from before it (it was no later):
             # both err toward a longer recovery.
@@ -335,7 +335,7 @@ class Watch:
                 e = next((x for x in self.lg.dump()
                           if x["addr"] == self.addr), None)
                 state = "absent" if e is None else \
-                    "live" if e.get("lease_ns", 0) > 0 else "lapsed"
+                    "live" if e.get("lease", 0) > 0 else "lapsed"
                 self.entry.append((t, time.monotonic(), state))
                 if state == "absent":
                     released = p
@@ -563,7 +563,7 @@ def t_kill_receiver():
         while (entry := l_credit().get(star.ip("r"))) is None and \
                 time.monotonic() < deadline:
             time.sleep(0.005)
-        left = (entry or {}).get("lease_ns", 0) / 1e6
+        left = (entry or {}).get("lease", 0) / 1e6
         t_kill = time.monotonic()	# before: kill() also reaps it
         cluster.kill("r")
         time.sleep(1.0)
@@ -575,7 +575,7 @@ def t_kill_receiver():
         b.stop()
         cluster.stop()
         with ParqGenl(star.ns["r"]) as g:	# what parqd would have done
-            g.mon_set(enabled=0)
+            g.mon_set(mon_enabled=0)
     lease = LEASE * EPOCH_MS
     check(entry is not None, "L had no live credit entry for R in the 2 s "
           "before the kill")
@@ -687,7 +687,6 @@ def t_late_local_sender():
             time.sleep(0.01)
         diag(f"L held back by R {time.monotonic() - t0:.2f} s after its "
              "bulk started")
-        t1 = time.monotonic()
         time.sleep(2)
         check(to_r.is_alive(), "P's traffic ended too early")
         m2 = wide.metrics("r")
@@ -764,7 +763,7 @@ def t_parallel_dscp():
     """(f): the monitor's DSCPs and peers follow R's configuration."""
     def monitor_dscp():
         with ParqGenl(star.ns["r"]) as g:
-            return g.mon_get()["dscp"]
+            return g.mon_get()["mon_dscp"]
     c = parqd.Cluster(star, RECEIVERS, SENDERS,
                       tempfile.mkdtemp(prefix="parq-receiver-dscp-"),
                       parqd.Settings(EPOCH_MS, THRESHOLD, HOLD_MS, LEASE,
@@ -780,12 +779,12 @@ def t_parallel_dscp():
             time.sleep(0.3)
             m1 = g.mon_get()
             sources = g.peers()
-        diag(f"R's monitor: {m1['npeers']} peers; Q's 20 EF datagrams: "
-             f"{m1['foreign'] - m0['foreign']} foreign; sources "
+        diag(f"R's monitor: {m1['mon_npeers']} peers; Q's 20 EF datagrams: "
+             f"{m1['mon_foreign'] - m0['mon_foreign']} foreign; sources "
              f"{sorted(sources)}")
-        check(m1["npeers"] == len(SENDERS), f"R's monitor has "
-              f"{m1['npeers']} peers, want {len(SENDERS)} (P and L)")
-        check(m1["foreign"] - m0["foreign"] == 20 and
+        check(m1["mon_npeers"] == len(SENDERS), f"R's monitor has "
+              f"{m1['mon_npeers']} peers, want {len(SENDERS)} (P and L)")
+        check(m1["mon_foreign"] - m0["mon_foreign"] == 20 and
               star.ip("q") not in sources,
               "Q, not R's peer, was counted by R's monitor")
     finally:

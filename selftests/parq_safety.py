@@ -153,7 +153,7 @@ def t_vlan_credit():
     sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         with ParqGenl(a) as g:
-            check_eq(g.set(VLAN_B, credit=0, lease_ns=60 * SEC).error, 0,
+            check_eq(g.set(VLAN_B, credit=0, lease=60 * SEC).error, 0,
                      "credit 0 for B's VLAN address")
             for _ in range(20):
                 sk.sendto(bytes(200), (VLAN_B, 9))
@@ -218,7 +218,7 @@ def word(f):
     except OSError as e:
         import errno
         return errno.errorcode.get(e.errno, str(e.errno))
-print(word(lambda: g.set("10.77.0.9", credit=1, lease_ns=10**9)))
+print(word(lambda: g.set("10.77.0.9", credit=1, lease=10**9)))
 print(word(lambda: g.dump()))
 print(word(lambda: g.mon_get()))
 print(word(lambda: g.subscribe()))
@@ -305,12 +305,12 @@ def t_memcg():
         os.mkdir(CG)
     with ParqGenl(topo.a) as g:
         check_eq(g.delete().error, 0, "flush")
-        check_eq(g.mon_set(enabled=0).error, 0, "monitor off")
+        check_eq(g.mon_set(mon_enabled=0).error, 0, "monitor off")
         before = slab(CG)
         with InCgroup(CG):
             for i in range(CG_CREDITS):
                 res = g.set(f"10.{80 + i // 65536}.{i // 256 % 256}.{i % 256}",
-                            credit=1000, lease_ns=60 * SEC)
+                            credit=1000, lease=60 * SEC)
                 if res.error:
                     check_eq(res.error, 0, f"credit {i}")
         after = slab(CG)
@@ -322,7 +322,7 @@ def t_memcg():
         check_eq(g.delete().error, 0, "flush")
 
         with InCgroup(CG):
-            check_eq(g.mon_set(enabled=1, size=2 * CG_SOURCES).error, 0,
+            check_eq(g.mon_set(mon_enabled=1, mon_size=2 * CG_SOURCES).error, 0,
                      "monitor on, from inside the cgroup")
         before = slab(CG)
         spoof(topo.b, topo.ip_a(),
@@ -334,7 +334,7 @@ def t_memcg():
         check(n >= CG_SOURCES * 9 // 10, f"{n} of {CG_SOURCES} sources seen")
         check(after - before >= n * 64,
               f"monitor sources charged: {after - before} bytes for {n}")
-        check_eq(g.mon_set(enabled=0).error, 0, "monitor off")
+        check_eq(g.mon_set(mon_enabled=0).error, 0, "monitor off")
 
 
 ERR_HAMMER = r"""

@@ -135,27 +135,27 @@ ROUNDS = max(2, round(16 * SCALE))
 def t_monitor_flood():
     module.ensure_loaded()
     with mon() as g:
-        ok(g.mon_set(enabled=1, size=8192), "enable")
+        ok(g.mon_set(mon_enabled=1, mon_size=8192), "enable")
     t0 = time.monotonic()
     evicted = 0
     with Flood(topo) as f:
         for i in range(ROUNDS):
             with mon() as g:
-                ok(g.mon_set(enabled=1, size=8192), f"round {i}: size 8192")
+                ok(g.mon_set(mon_enabled=1, mon_size=8192), f"round {i}: size 8192")
                 time.sleep(1.3)
                 m = g.mon_get()
-                check(m["sources"] <= 8192, f"{m['sources']} sources")
+                check(m["mon_sources"] <= 8192, f"{m['mon_sources']} sources")
                 if i % 4 == 3:
-                    ok(g.mon_set(enabled=0), f"round {i}: disable")
+                    ok(g.mon_set(mon_enabled=0), f"round {i}: disable")
                 else:
-                    ok(g.mon_set(size=2), f"round {i}: size 2")
+                    ok(g.mon_set(mon_size=2), f"round {i}: size 2")
                     m = g.mon_get()
-                    check(m["sources"] <= 2,
-                          f"{m['sources']} sources in a table of 2")
-                    evicted = m["evicted"]
+                    check(m["mon_sources"] <= 2,
+                          f"{m['mon_sources']} sources in a table of 2")
+                    evicted = m["mon_evicted"]
         sent = f.stop()
     with mon() as g:
-        ok(g.mon_set(enabled=0, size=1024), "disable, size 1024")
+        ok(g.mon_set(mon_enabled=0, mon_size=1024), "disable, size 1024")
     diag(f"{ROUNDS} rounds in {time.monotonic() - t0:.1f}s: {sent} spoofed "
          f"packets, {evicted} sources evicted")
     check(sent > ROUNDS * Flood.RATE // 4, f"the flood sent only {sent}")
@@ -178,8 +178,8 @@ def t_monitor_admission():
     arrived (a fresh-clone run, 2026-11-26)."""
     module.ensure_loaded()
     with mon() as g:
-        ok(g.mon_set(enabled=0), "reset")
-        ok(g.mon_set(enabled=1, size=ADMIT_SIZE), "enable, size 64")
+        ok(g.mon_set(mon_enabled=0), "reset")
+        ok(g.mon_set(mon_enabled=1, mon_size=ADMIT_SIZE), "enable, size 64")
         base = g.mon_get()
     b = topo.ip_b()
     # Until stopped (SIGINT: it prints its summary): under the debug
@@ -212,14 +212,14 @@ def t_monitor_admission():
         if pinger.poll() is None:
             pinger.kill()
     with mon() as g:
-        ok(g.mon_set(enabled=0, size=1024), "disable, size 1024")
+        ok(g.mon_set(mon_enabled=0, mon_size=1024), "disable, size 1024")
     words = out.split()
     pings = int(words[words.index("packets") - 1]) if "packets" in words \
         else -1
     answered = int(words[words.index("received,") - 1]) \
         if "received," in words else -1
-    evicted = m["evicted"] - base["evicted"]
-    uncounted = m.get("uncounted", 0) - base.get("uncounted", 0)
+    evicted = m["mon_evicted"] - base["mon_evicted"]
+    uncounted = m.get("mon_uncounted", 0) - base.get("mon_uncounted", 0)
     # Per CPU size / (4 x CPUs) a second, once full; windows may straddle.
     budget = ADMIT_SIZE / 4 * (elapsed + 2)
     diag(f"{sent} spoofed packets in {elapsed:.1f}s at a table of "
@@ -365,7 +365,7 @@ def t_rmmod_loop():
     for i in range(RMMOD_CYCLES):
         module.ensure_loaded()
         with mon() as g:
-            ok(g.mon_set(enabled=1, size=64), f"cycle {i}: enable")
+            ok(g.mon_set(mon_enabled=1, mon_size=64), f"cycle {i}: enable")
         with Flood(topo, tos=0xb8, rate=RMMOD_RATE, count=count) as f:
             time.sleep(0.3)
             before = f.sent()
@@ -399,10 +399,10 @@ def t_netns_delete():
             tc(t.a, "qdisc", "add", "dev", t.dev_a(), "root", "handle", "1:",
                "parq", "rate", "100mbit")
             with ParqGenl(t.a) as g:
-                ok(g.set(t.ip_b(), credit=3000, lease_ns=60 * SEC),
+                ok(g.set(t.ip_b(), credit=3000, lease=60 * SEC),
                    "credit")
             with ParqGenl(t.b) as g:
-                ok(g.mon_set(enabled=1, size=16), "monitor")
+                ok(g.mon_set(mon_enabled=1, mon_size=16), "monitor")
             srv = Iperf3Server(t.b, t.ip_b(), 5201)
             Iperf3Client(t.a, t.ip_b(), 5201, 900, parallel=2, tos=0xb8)
             Iperf3Client(t.a, t.ip_b(), 5201, 900, parallel=2)
@@ -451,7 +451,7 @@ def t_stop_race():
     sent = []
     try:
         with mon() as g, mon() as listener:
-            ok(g.mon_set(enabled=1, size=64, hold_ns=int(hold * SEC)),
+            ok(g.mon_set(mon_enabled=1, mon_size=64, mon_hold=int(hold * SEC)),
                "monitor on, hold 200 ms")
             listener.subscribe()
             th = threading.Thread(target=listen, args=(listener,),
@@ -475,13 +475,13 @@ def t_stop_race():
                 time.sleep(hold)
                 done.set()
                 th.join(5)
-            ok(g.mon_set(enabled=0, hold_ns=uapi.PARQ_MON_HOLD_DEFAULT),
+            ok(g.mon_set(mon_enabled=0, mon_hold=uapi.PARQ_MON_HOLD_DEFAULT),
                "monitor off")
     finally:
         with open(FAULT_STOP_DELAY, "w") as f:
             f.write("0")
-    starts = [e["t"] for e in events if e.get("active") == 1]
-    stops = [e["t"] for e in events if e.get("active") == 0]
+    starts = [e["t"] for e in events if e.get("mon_active") == 1]
+    stops = [e["t"] for e in events if e.get("mon_active") == 0]
     check_eq(len(starts), len(stops), "start and stop reports pair up")
     hits, late = 0, []
     for i, (s1, s2) in enumerate(sent):

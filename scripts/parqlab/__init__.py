@@ -5,7 +5,9 @@ Modules:
   netns    network namespaces joined by veth pairs, static neighbours, cleanup
   tc       tc(8) with the repository's q_parq.so, parsed output, snapshots
   rtnl     hand-built netlink requests (tc messages bypassing the plugin)
-  genl     the parq generic netlink family (the credit table), by hand
+  ynl      a generic netlink client built from a YNL spec (Documentation/
+           netlink/specs/*.yaml): attributes by name, dicts in and out
+  genl     the parq generic netlink family (credits, monitor) through ynl
   traffic  UDP sockets inside a netns, iperf3, sockperf, class counter sampler
   module   sch_parq module state (loaded, installed, autoload, rmmod)
   kmsg     kernel log snapshots and the scripts/check-kmsg verdict
