@@ -105,13 +105,27 @@ Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a) {
 
 AdmissionAgent::AdmissionAgent(AgentConfig config, const Topology& topology,
                                ClusterAdmission& admission, EtcdClient& etcd,
-                               ReservedClasses& classes, Log log)
+                               ReservedClasses& classes, Log log,
+                               EtcdClient::Clock clock)
     : config_(std::move(config)),
       topology_(topology),
       admission_(admission),
       etcd_(etcd),
       classes_(classes),
-      log_(std::move(log)) {}
+      log_(std::move(log)),
+      clock_(std::move(clock)) {}
+
+uint64_t AdmissionAgent::DemoteAt() const {
+  const uint64_t ttl = static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
+  return renewed_ns_ + ttl / 4 * 3;
+}
+
+void AdmissionAgent::Renewed(uint64_t now) {
+  const uint64_t ttl = static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
+  renewed_ns_ = now;
+  next_keepalive_ns_ = now + ttl / 4;
+  etcd_.set_deadline(DemoteAt(), clock_);
+}
 
 void AdmissionAgent::Tick(uint64_t now) {
   const uint64_t ttl = static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
@@ -129,8 +143,7 @@ void AdmissionAgent::Tick(uint64_t now) {
       return;
     }
     lease_ = g.value().id;
-    renewed_ns_ = now;
-    next_keepalive_ns_ = now + ttl / 4;
+    Renewed(now);
     counters_.lease_grants++;
     warned_ = false;
     etcd_error_.clear();
@@ -143,8 +156,7 @@ void AdmissionAgent::Tick(uint64_t now) {
   if (now >= next_keepalive_ns_) {
     auto k = etcd_.LeaseKeepAlive(lease_);
     if (k.ok() && k.value().ttl_s > 0) {
-      renewed_ns_ = now;
-      next_keepalive_ns_ = now + ttl / 4;
+      Renewed(now);
       if (warned_)
         log_(kInfo, "admission: etcd answers again; lease " +
                         std::to_string(lease_) + " renewed");
@@ -162,10 +174,12 @@ void AdmissionAgent::Tick(uint64_t now) {
       warned_ = true;
       next_keepalive_ns_ = now + std::min(kRetryNs, ttl / 4);
     }
+    // The call took time (up to the deadline, when etcd did not answer).
+    now = std::max(now, clock_());
   }
   // Demote before etcd could let the lease go (it counts the TTL from a
   // renewal it received, which was sent no earlier than renewed_ns_).
-  if (now >= renewed_ns_ + ttl / 4 * 3) {
+  if (now >= DemoteAt()) {
     Demote("lease " + std::to_string(lease_) + " not renewed for " +
            std::to_string((now - renewed_ns_) / 1'000'000) + " ms (" +
            etcd_error_ + ")");
@@ -202,8 +216,7 @@ void AdmissionAgent::RevokeStale() {
 uint64_t AdmissionAgent::NextTick() const {
   if (lease_ == 0)
     return next_keepalive_ns_;
-  const uint64_t ttl = static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
-  return std::min(next_keepalive_ns_, renewed_ns_ + ttl / 4 * 3);
+  return std::min(next_keepalive_ns_, DemoteAt());
 }
 
 void AdmissionAgent::Demote(const std::string& why) {
@@ -215,6 +228,7 @@ void AdmissionAgent::Demote(const std::string& why) {
   unreleased_.clear();
   stale_lease_ = lease_;
   lease_ = 0;
+  etcd_.clear_deadline();
   next_keepalive_ns_ = 0;  // a new lease at the next tick
   counters_.demotions++;
   counters_.demoted += n;

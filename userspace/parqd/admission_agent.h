@@ -102,14 +102,18 @@ class AdmissionAgent {
   using Log = std::function<void(int level, const std::string& line)>;
   enum LogLevel { kInfo, kWarn, kError };
 
-  // Everything given must outlive the agent.
+  // Everything given must outlive the agent.  `clock`: monotonic
+  // nanoseconds, the time Tick() and `etcd`'s deadline are in.
   AdmissionAgent(AgentConfig config, const Topology& topology,
                  ClusterAdmission& admission, EtcdClient& etcd,
-                 ReservedClasses& classes, Log log);
+                 ReservedClasses& classes, Log log, EtcdClient::Clock clock);
 
   // Grants the lease when there is none (retrying each second), renews it
   // every TTL / 4, and demotes everything once 3/4 of the TTL has passed
-  // since the last renewal that etcd answered.  `now_ns`: monotonic.
+  // since the last renewal that etcd answered.  While it holds a lease,
+  // every call of `etcd` ends by that moment (EtcdClient::set_deadline):
+  // a call that etcd does not answer, a renewal's or a request's, cannot
+  // hold the classes past it.  `now_ns`: the clock's.
   void Tick(uint64_t now_ns);
   // When Tick() has something to do next.
   uint64_t NextTick() const;
@@ -155,6 +159,9 @@ class AdmissionAgent {
   std::string NoLease() const;
   void Demote(const std::string& why);
   void RevokeStale();
+  // A renewal answered at `now`: the next one, and the deadline.
+  void Renewed(uint64_t now);
+  uint64_t DemoteAt() const;
 
   AgentConfig config_;
   const Topology& topology_;
@@ -162,6 +169,7 @@ class AdmissionAgent {
   EtcdClient& etcd_;
   ReservedClasses& classes_;
   Log log_;
+  EtcdClient::Clock clock_;
   std::map<std::string, Held> held_;
   // Released here but not yet in etcd (it did not answer): retried.
   std::vector<std::string> unreleased_;

@@ -172,7 +172,7 @@ struct AdmissionStack {
                           static_cast<int64_t>(c.admission->lease_ns /
                                                1'000'000'000),
                           c.admission->allow},
-              topology, admission, etcd, classes, LogRoleLine),
+              topology, admission, etcd, classes, LogRoleLine, MonotonicNs),
         server(std::move(s)),
         watch_etcd(
             c.admission->etcd_endpoints,

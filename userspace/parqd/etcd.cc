@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <array>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -166,7 +167,19 @@ Result<EtcdBody, std::string> EtcdClient::Call(const std::string& path,
   std::string tried;
   for (size_t n = 0; n < endpoints_.size(); n++) {
     const size_t i = (current_ + n) % endpoints_.size();
-    auto r = post_(endpoints_[i] + path, body, timeout_);
+    std::chrono::milliseconds timeout = timeout_;
+    if (deadline_ns_ != 0) {
+      const uint64_t now = clock_();
+      if (now >= deadline_ns_) {
+        tried += (tried.empty() ? "" : "; ") +
+                 std::string("no time left before the deadline");
+        break;
+      }
+      timeout =
+          std::min(timeout, std::chrono::milliseconds(static_cast<int64_t>(
+                                (deadline_ns_ - now + 999'999) / 1'000'000)));
+    }
+    auto r = post_(endpoints_[i] + path, body, timeout);
     if (!r.ok()) {
       tried += (tried.empty() ? "" : "; ") + endpoints_[i] + ": " + r.error();
       continue;

@@ -96,6 +96,17 @@ class EtcdClient {
   Result<EtcdTxn, std::string> Txn(const std::vector<EtcdCompare>& compare,
                                    const std::vector<EtcdOp>& success,
                                    const std::vector<EtcdOp>& failure = {});
+  // Calls end by `deadline_ns` of `clock` (monotonic nanoseconds): each
+  // endpoint's timeout is cut to the time left, and no endpoint is tried
+  // once it has passed.  The admission role sets it to the moment it
+  // must demote, so that no call outlasts a lease etcd may let go.
+  using Clock = std::function<uint64_t()>;
+  void set_deadline(uint64_t deadline_ns, Clock clock) {
+    deadline_ns_ = deadline_ns;
+    clock_ = std::move(clock);
+  }
+  void clear_deadline() { deadline_ns_ = 0; }
+
   Result<EtcdLease, std::string> LeaseGrant(int64_t ttl_s);
   Result<EtcdLease, std::string> LeaseKeepAlive(int64_t id);
   // Not an error when the lease is already gone.
@@ -113,6 +124,8 @@ class EtcdClient {
   std::chrono::milliseconds timeout_;
   Post post_;
   size_t current_ = 0;
+  uint64_t deadline_ns_ = 0;  // none
+  Clock clock_;
 };
 
 // TLS toward etcd (https:// endpoints): PEM files, as etcdctl's --cacert,

@@ -53,6 +53,7 @@ using test::TomlHost;
 using test::TomlSwitch;
 
 constexpr uint64_t kSec = 1'000'000'000;
+constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kMbit = 1'000'000;
 
 // n1 and n2 (1 Gbit/s NICs) on switch s1: 800 Mbit/s reservable each way.
@@ -92,6 +93,13 @@ class FakeClasses : public ReservedClasses {
   std::map<uint32_t, std::vector<Address>> dests;
 };
 
+uint64_t MonotonicNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
 const Requester kRoot{0, "root", {"root"}};
 const Requester kAlice{1001, "alice", {"alice", "hpc"}};
 const Requester kBob{1002, "bob", {"bob"}};
@@ -104,7 +112,8 @@ class AgentTest : public EtcdTest {
     auto t = Topology::Parse(Text(), "test.toml");
     ASSERT_TRUE(t.ok()) << t.error();
     topology_.emplace(std::move(t.value()));
-    // The transport fails while `down_`: etcd stops answering.
+    // The transport fails while `down_`: etcd stops answering, at once,
+    // or (`silent_`) after the whole timeout, which passes on now_.
     if (endpoints_.empty())
       endpoints_ = {server->endpoint()};
     etcd_.emplace(endpoints_, 2s,
@@ -112,6 +121,10 @@ class AgentTest : public EtcdTest {
                                             const std::string& body,
                                             std::chrono::milliseconds timeout)
                       -> Result<EtcdBody, std::string> {
+                    if (silent_) {
+                      now_ += static_cast<uint64_t>(timeout.count()) * kMs;
+                      return Err{std::string("Operation timed out")};
+                    }
                     if (down_)
                       return Err{std::string("Couldn't connect to server")};
                     return post(url, body, timeout);
@@ -123,10 +136,12 @@ class AgentTest : public EtcdTest {
                   {{"alice", "", 300 * kMbit},
                    {"", "hpc", 100 * kMbit},
                    {RequesterOf(getuid(), getgid()).user, "", 800 * kMbit}}};
-    agent_.emplace(c, *topology_, *admission_, *etcd_, classes_,
-                   [this](int level, const std::string& line) {
-                     log_.push_back(std::to_string(level) + " " + line);
-                   });
+    agent_.emplace(
+        c, *topology_, *admission_, *etcd_, classes_,
+        [this](int level, const std::string& line) {
+          log_.push_back(std::to_string(level) + " " + line);
+        },
+        [this] { return real_clock_ ? MonotonicNs() : now_; });
     agent_->Tick(now_);
     ASSERT_TRUE(agent_->leased()) << (log_.empty() ? "" : log_.back());
   }
@@ -179,17 +194,12 @@ class AgentTest : public EtcdTest {
   FakeClasses classes_;
   std::vector<std::string> log_;
   std::atomic<bool> down_{false};
+  bool silent_ = false;
+  bool real_clock_ = false;  // the agent's clock: now_, or the real one
   uint64_t now_ = 1000 * kSec;
   std::vector<std::string> endpoints_;  // empty: the test program's etcd
   int64_t ttl_s_ = 4;
 };
-
-uint64_t MonotonicNs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 // A cluster of three members and the agent on the real clock, with a
 // lease of 6 s: it keeps its lease while one member is down (etcd's
@@ -203,6 +213,7 @@ class QuorumAgentTest : public AgentTest {
     endpoints_ = cluster_.endpoints();
     ttl_s_ = 6;
     now_ = MonotonicNs();
+    real_clock_ = true;
     AgentTest::SetUp();
   }
 
@@ -444,6 +455,46 @@ TEST_F(AgentTest, WithoutEtcdTheClassesAreDemotedBeforeTheLeaseCouldExpire) {
   EXPECT_EQ(InEtcd(), 0u);
   EXPECT_TRUE(agent_->Reserve(kRoot, "n2", kMbit, "").ok());
   EXPECT_EQ(InEtcd(), 1u);
+}
+
+// etcd stops answering and each call waits its whole timeout (2 s, half
+// the TTL): no call may hold the classes past 3/4 of the TTL after the last
+// renewal.  The keepalive at TTL / 4 is cut at that deadline and the
+// classes go then; before the deadline, a request is cut there too.
+TEST_F(AgentTest, ACallEtcdDoesNotAnswerEndsByTheDeadline) {
+  ASSERT_TRUE(agent_->Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+  const uint64_t deadline = now_ + 3 * kSec;
+  silent_ = true;
+  now_ += kSec;
+  agent_->Tick(now_);  // the keepalive: it would have taken 2 s
+  EXPECT_EQ(now_, deadline);
+  EXPECT_TRUE(classes_.rates.empty());
+  EXPECT_EQ(agent_->counters().demotions, 1u);
+  // Without a lease there is no deadline, and no request reaches etcd.
+  auto r = agent_->Reserve(kRoot, "n2", kMbit, "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(now_, deadline);
+}
+
+TEST_F(AgentTest, ARequestEtcdDoesNotAnswerEndsByTheDeadline) {
+  ASSERT_TRUE(agent_->Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+  const uint64_t deadline = now_ + 3 * kSec;
+  silent_ = true;
+  now_ += 2500 * kMs;
+  // Its first call gets the half second left, not 2 s.
+  auto r = agent_->Reserve(kRoot, "n2", kMbit, "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(now_, deadline);
+  // The next one calls nothing.
+  r = agent_->Reserve(kRoot, "n2", kMbit, "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("no time left before the deadline"),
+            std::string::npos)
+      << r.error();
+  EXPECT_EQ(now_, deadline);
+  ASSERT_LE(agent_->NextTick(), now_);
+  agent_->Tick(now_);
+  EXPECT_TRUE(classes_.rates.empty());
 }
 
 TEST_F(QuorumAgentTest, OneMemberDownIsNothingTwoDownDemote) {
