@@ -281,17 +281,19 @@ deps:
 # messages: KASAN, lockdep and kmemleak judge each step there, where each
 # step is several times slower); on 6.12 every test of the module's
 # interfaces (the fuzzer at 2x10^4, the stress tests at a quarter), but not
-# the six that time user space and the scheduling policy (CHECK_612_EXCEPT:
+# the seven that time user space and the scheduling policy (CHECK_612_EXCEPT:
 # parqd's protocol over netlink calls that parq_credit and parq_monitor
-# test there, and latency and rate shares decided by kmod/core, the same
-# code on both kernels; parq_mpi's job marking is parq_jobs' on 6.12).
+# test there, parqd's admission over etcd, which installs its classes with
+# tc as parq_resv does there, and latency and rate shares decided by
+# kmod/core, the same code on both kernels; parq_mpi's job marking is
+# parq_jobs' on 6.12).
 # make check-debug runs it all under the debug kernel in full.  libFuzzer
 # gets 30 s.  All this to stay within 75 of CI's 90 minutes
 # (Documentation/kernels.md, Durations); each phase prints its time
 # ("check: ... s").
 CHECK_61_EXCEPT := parq_stress parq_nlfuzz
 CHECK_612_EXCEPT := parq_receiver parq_parqd parq_experiments \
-		    parq_isolation parq_share parq_mpi
+		    parq_isolation parq_share parq_mpi parq_cluster
 PHASE = t0=$$(date +%s); trap 'echo "check: $(1): $$(( $$(date +%s) - t0 )) s"' EXIT;
 check:
 	@$(call PHASE,packages) scripts/install-deps check

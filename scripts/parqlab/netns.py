@@ -265,6 +265,20 @@ class Star(_Namespaces):
     def port(self, h):
         return f"s-{h}"
 
+    def cut(self, h):
+        """Partition host @h from every other: the switch drops whatever
+        its port toward @h receives or would send (tc matchall on clsact;
+        the link stays up, so @h's own qdisc stays as it is)."""
+        p = self.port(h)
+        self.s.run(["tc", "qdisc", "add", "dev", p, "clsact"])
+        for d in ("ingress", "egress"):
+            self.s.run(["tc", "filter", "add", "dev", p, d, "matchall",
+                        "action", "drop"])
+
+    def heal(self, h):
+        """Undo cut(@h)."""
+        self.s.run(["tc", "qdisc", "del", "dev", self.port(h), "clsact"])
+
     def _attach(self, i, h):
         ns = self.ns[h]
         self.s.run(["ip", "link", "add", self.port(h), "type", "veth",

@@ -81,11 +81,13 @@ class Settings:
 
 class Cluster:
     """parqd on @receivers and @senders (host names of @star); files
-    (key, configurations, metrics, logs) in @workdir."""
+    (key, configurations, metrics, logs) in @workdir; @sections: {host:
+    text} appended to that host's configuration (e.g. [admission])."""
 
     def __init__(self, star, receivers, senders, workdir,
-                 settings=None, port=PORT, pair_keys=False):
+                 settings=None, port=PORT, pair_keys=False, sections=None):
         self.star = star
+        self.sections = dict(sections or {})	# host: text after [[peer]]
         self.receivers, self.senders = list(receivers), list(senders)
         self.workdir = str(workdir)
         self.settings = settings or Settings()
@@ -219,6 +221,7 @@ link-rate = {s.link_rate}
 id = {self.node_id(o)}
 addresses = ["{self.star.ip(o)}"]
 """
+        text += self.sections.get(h, "")
         path = os.path.join(self.workdir, f"{h}.toml")
         with open(path, "w") as f:
             f.write(text)

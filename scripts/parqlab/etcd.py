@@ -1,0 +1,118 @@
+"""An etcd cluster of Debian's etcd-server, one member in each of some hosts
+of a netns.Star, on the hosts' addresses: the store of parqd's admission
+role, as a cluster runs it, with the switch between its members.
+
+    members = etcd.Cluster(star, ["a", "b", "c"], workdir)
+    members.start()                   # waits until every member answers
+    members.endpoints()               # ["http://10.90.0.1:2379", ...]
+    star.cut("c"); members.healthy("a")   # which members answer, from a
+    members.stop()
+
+Raft's timers are etcd's defaults (a heartbeat of 100 ms, an election
+after 1 s) times ktap.slowdown(), so that a member of a debug kernel's
+slow guest does not call elections it need not.  Data directories and
+logs are in @workdir/etcd-NAME.
+"""
+import json
+import os
+import time
+
+from . import ktap
+
+ETCD = "/usr/bin/etcd"
+ETCDCTL = "/usr/bin/etcdctl"
+CLIENT_PORT = 2379
+PEER_PORT = 2380
+
+
+def available():
+    return os.access(ETCD, os.X_OK) and os.access(ETCDCTL, os.X_OK)
+
+
+class Cluster:
+    def __init__(self, star, hosts, workdir):
+        self.star = star
+        self.hosts = list(hosts)
+        self.workdir = str(workdir)
+        self.procs = {}
+
+    def client_url(self, h):
+        return f"http://{self.star.ip(h)}:{CLIENT_PORT}"
+
+    def peer_url(self, h):
+        return f"http://{self.star.ip(h)}:{PEER_PORT}"
+
+    def endpoints(self, first=None):
+        """The members' client URLs, @first's (a member's host) first: a
+        client tries them in order, so a host asks its own member first."""
+        hosts = self.hosts
+        if first in hosts:
+            i = hosts.index(first)
+            hosts = hosts[i:] + hosts[:i]
+        return [self.client_url(h) for h in hosts]
+
+    def log(self, h, tail=800):
+        try:
+            with open(os.path.join(self.workdir, f"etcd-{h}.log")) as f:
+                return f.read()[-tail:]
+        except FileNotFoundError:
+            return ""
+
+    def start(self, timeout=30):
+        """Start every member, then wait (@timeout seconds times
+        ktap.slowdown()) until each answers a linearizable read."""
+        initial = ",".join(f"{h}={self.peer_url(h)}" for h in self.hosts)
+        beat = 100 * ktap.slowdown()
+        for h in self.hosts:
+            d = os.path.join(self.workdir, f"etcd-{h}")
+            os.makedirs(d, exist_ok=True)
+            with open(d + ".log", "w") as log:
+                self.procs[h] = self.star.ns[h].popen(
+                    [ETCD, f"--name={h}", f"--data-dir={d}",
+                     f"--listen-client-urls={self.client_url(h)}",
+                     f"--advertise-client-urls={self.client_url(h)}",
+                     f"--listen-peer-urls={self.peer_url(h)}",
+                     f"--initial-advertise-peer-urls={self.peer_url(h)}",
+                     f"--initial-cluster={initial}",
+                     "--initial-cluster-state=new",
+                     f"--heartbeat-interval={beat}",
+                     f"--election-timeout={10 * beat}"],
+                    stdout=log, stderr=log)
+        deadline = time.monotonic() + timeout * ktap.slowdown()
+        while set(self.healthy(self.hosts[0])) != set(self.hosts):
+            for h, p in self.procs.items():
+                if p.poll() is not None:
+                    raise RuntimeError(f"etcd {h} exited: {self.log(h)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("etcd: the members did not all answer: " +
+                                   " | ".join(self.log(h, 300)
+                                              for h in self.hosts))
+            time.sleep(0.2)
+
+    def healthy(self, frm):
+        """The members that answer a linearizable read (one that needs a
+        quorum) when asked from host @frm."""
+        r = self.star.ns[frm].run(
+            [ETCDCTL, "--endpoints", ",".join(self.endpoints()),
+             "--command-timeout", f"{2 * ktap.slowdown()}s",
+             "endpoint", "health", "-w", "json"],
+            check=False, timeout=30 * ktap.slowdown())
+        try:
+            rows = json.loads(r.stdout or "[]")
+        except ValueError:
+            return []
+        return [h for h in self.hosts for e in rows
+                if e.get("endpoint") == self.client_url(h) and
+                e.get("health")]
+
+    def stop(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs.values():
+            try:
+                p.wait(10)
+            except Exception:  # noqa: BLE001 - then it is killed
+                p.kill()
+                p.wait(5)
+        self.procs = {}

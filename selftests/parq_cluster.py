@@ -1,0 +1,327 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Cluster admission across a real network: three etcd members in three
+hosts' namespaces, partitions cut at the switch, parqd's admission role
+against a real parq qdisc.
+
+Hosts A, B and C are joined through a switch namespace S (netns.Star);
+each runs an etcd member (Debian's etcd-server) on its own address, so
+that etcd's traffic crosses the switch like any other.  A cut (Star.cut)
+drops everything the switch's port toward a host receives or sends; the
+link stays up, so the host's own qdisc stays as it is.  parqd runs on A
+(sending role) and B (receiving role), each with an [admission] section
+naming the three members and a topology of A, B, C (100 Mbit/s NICs and
+switch ports).  A's root qdisc is parq.
+
+  (a) a reservation from A to B is admitted through the three members and
+      installed on A's qdisc (a reserved class at its rate and a flower
+      filter for B's address); B's parqd sees it through its watch
+      (`parqctl reservations --incoming`), `parqctl links` read from C
+      shows it on A's NIC, the port toward B and B's NIC; a request
+      beyond what is left is refused naming the link, and changes
+      nothing;
+  (b) C cut off (one member of three): admissions and releases go on;
+  (c) A cut off (its member alone, no quorum): its class stays on the
+      qdisc at first, since the lease is not lost yet; a new request is
+      refused with etcd's error; before the lease could expire in etcd
+      (at most 3/4 of the lease after the cut, though each etcd call that
+      gets no answer waits etcd-timeout per endpoint) parqd demotes: the
+      class and filter are gone from A's qdisc.  On
+      the majority's side (B and C) the lease expires and B's view of
+      the reservations toward it empties;
+  (d) the cut healed: A takes a new lease, holds no reservation it lost,
+      admits again, and etcd, A's qdisc and B's view agree;
+  (e) parqd on A stopped: its classes go from the qdisc and its
+      reservations from etcd at once (the lease revoked, not expired).
+
+Waits scale with ktap.slowdown().  Needs parqd and parqctl (make
+userspace) and etcd-server and etcd-client.
+"""
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "scripts"))
+from parqlab import etcd, ktap, lab, parqd  # noqa: E402
+from parqlab.ktap import check, check_eq, diag  # noqa: E402
+from parqlab.netns import Star  # noqa: E402
+
+HOSTS = ["a", "b", "c"]
+LEASE_S = 8 * ktap.slowdown()		# parqd's etcd lease
+ETCD_TIMEOUT_S = 1 * ktap.slowdown()	# each etcd call, per endpoint
+RATE = "10mbit"
+
+star = None
+members = None
+daemons = None
+work = None
+
+
+def topology_text():
+    text = ""
+    for h in HOSTS:
+        text += (f'[[host]]\nname = "{h}"\naddresses = ["{star.ip(h)}"]\n'
+                 f'nic = "100mbit"\n\n')
+    text += '[[switch]]\nname = "s"\n\n'
+    for h in HOSTS:
+        for a, b in ((h, "s"), ("s", h)):
+            text += (f'[[link]]\nfrom = "{a}"\nto = "{b}"\n'
+                     f'capacity = "100mbit"\n\n')
+    return text
+
+
+def admission(h):
+    eps = ", ".join(f'"{e}"' for e in members.endpoints(first=h))
+    return f"""
+[admission]
+etcd-endpoints = [{eps}]
+etcd-timeout = "{ETCD_TIMEOUT_S}s"
+topology-file = "{work}/topology.toml"
+host = "{h}"
+lease = "{LEASE_S}s"
+socket = "{sock(h)}"
+"""
+
+
+def sock(h):
+    return os.path.join(work, f"{h}-admission.sock")
+
+
+def ctl(h, *args, timeout=30):
+    """parqctl ARGS --json in host @h: (exit status, parsed stdout)."""
+    r = star.ns[h].run([str(parqd.PARQCTL), *args, "--json"], check=False,
+                       timeout=timeout * ktap.slowdown())
+    try:
+        out = json.loads(r.stdout)
+    except ValueError:
+        out = {"unparsed": r.stdout, "stderr": r.stderr}
+    return r.returncode, out
+
+
+def reserve(rate, match="proto=udp,dport=5001"):
+    return ctl("a", "reserve", "--to", "b", "--rate", rate, "--match", match,
+               "--socket", sock("a"))
+
+
+def incoming():
+    """The ids in B's view of the reservations toward it (parqctl prints
+    them as a list), or None if it cannot be read."""
+    rc, out = ctl("b", "reservations", "--incoming", "--socket", sock("b"))
+    return {r["id"] for r in out} if rc == 0 and isinstance(out, list) \
+        else None
+
+
+def in_etcd(frm="c"):
+    """The ids etcd holds, read from @frm; None if it cannot be read."""
+    rc, out = ctl(frm, "reservations", "--topology",
+                  f"{work}/topology.toml", "--etcd",
+                  ",".join(members.endpoints(first=frm)))
+    return {r["id"] for r in out} if rc == 0 else None
+
+
+def links(frm="c"):
+    rc, out = ctl(frm, "links", "--topology", f"{work}/topology.toml",
+                  "--etcd", ",".join(members.endpoints(first=frm)))
+    check_eq(rc, 0, f"parqctl links: {out}")
+    return {x["id"]: x for x in out}
+
+
+def classes():
+    """A's parqd classes (minor 1000 hex and up) and flower filters."""
+    r = star.ns["a"].run(["tc", "class", "show", "dev", "eth0"])
+    cls = [ln for ln in r.stdout.splitlines()
+           if ln.startswith("class parq 1:") and
+           int(ln.split()[2].split(":")[1], 16) >= 0x1000]
+    r = star.ns["a"].run(["tc", "filter", "show", "dev", "eth0"])
+    flt = [ln for ln in r.stdout.splitlines() if "dst_ip" in ln]
+    return cls, flt
+
+
+def metric(name):
+    return daemons.metrics("a").get(name, 0)
+
+
+def wait_for(what, pred, timeout):
+    deadline = time.monotonic() + timeout * ktap.slowdown()
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out ({timeout * ktap.slowdown():.0f}"
+                                 f" s) waiting for {what}")
+        time.sleep(0.2)
+
+
+held = {}
+
+
+def t_members():
+    check_eq(sorted(members.healthy("a")), HOSTS,
+             "members answering from A")
+    check_eq(metric("parqd_admission_lease_held"), 1, "A holds a lease")
+
+
+def t_admitted():
+    rc, out = reserve(RATE)
+    check_eq(rc, 0, f"reserve {RATE}: {out}")
+    r = out["reservation"]
+    held["first"] = r["id"]
+    diag(f"admitted {r['id']}: {r['rate_bps']} bit/s, {r['resources']}")
+    cls, flt = classes()
+    diag(*cls, *flt)
+    check(len(cls) == 1 and "rate 10Mbit" in cls[0],
+          f"one reserved class at 10 Mbit/s on A's qdisc: {cls}")
+    check(len(flt) == 1 and star.ip("b") in flt[0],
+          f"one flower filter for B's address: {flt}")
+    wait_for("B's view of the reservation",
+             lambda: incoming() == {r["id"]}, 10)
+    ls = links()
+    for rid in ("host/a/send", "link/s/b", "host/b/receive"):
+        check_eq(ls[rid]["reserved_bps"], 10_000_000, f"{rid} reserved")
+    check_eq(ls["link/s/c"]["reserved_bps"], 0, "link/s/c reserved")
+
+    rc, out = reserve("95mbit")
+    diag(out.get("error"))
+    check(rc == 1 and "a's NIC (sending) is full" in out.get("error", ""),
+          f"95 Mbit/s more refused, naming A's NIC: {rc} {out}")
+    check_eq(in_etcd(), {r["id"]}, "etcd after the refusal")
+    check_eq(len(classes()[0]), 1, "A's classes after the refusal")
+
+
+def t_one_member_cut():
+    star.cut("c")
+    try:
+        rc, out = reserve("5mbit", "proto=udp,dport=5002")
+        check_eq(rc, 0, f"reserve with C cut off: {out}")
+        rid = out["reservation"]["id"]
+        check_eq(len(classes()[0]), 2, "A's classes")
+        rc, out = ctl("a", "release", rid, "--socket", sock("a"))
+        check_eq(rc, 0, f"release with C cut off: {out}")
+        check_eq(len(classes()[0]), 1, "A's classes after the release")
+        check_eq(in_etcd("a"), {held["first"]}, "etcd, read from A")
+    finally:
+        star.heal("c")
+    wait_for("C back in the cluster",
+             lambda: sorted(members.healthy("a")) == HOSTS, 30)
+
+
+def t_quorum_lost():
+    demotions = metric("parqd_admission_demotions_total")
+    star.cut("a")
+    t0 = time.monotonic()
+    try:
+        # The last renewal was answered at most a quarter of the lease
+        # ago, and parqd demotes at three quarters: half a lease at least.
+        cls, flt = classes()
+        check((len(cls), len(flt)) == (1, 1),
+              f"A's class enforced right after the cut: {cls} {flt}")
+        rc, out = reserve("1mbit", "proto=udp,dport=5003")
+        diag(out.get("error"))
+        check(rc == 1 and "etcd" in out.get("error", ""),
+              f"no admission without a quorum: {rc} {out}")
+        wait_for("A's demotion",
+                 lambda: metric("parqd_admission_demotions_total") >
+                 demotions, LEASE_S / ktap.slowdown() + 10)
+        took = time.monotonic() - t0
+        diag(f"A demoted {took:.1f} s after the cut (lease {LEASE_S} s)")
+        # etcd lets the lease go a whole lease after the last renewal it
+        # received; parqd demotes at 3/4 of it after sending that renewal
+        # (its log says how long it was), and no etcd call holds it past
+        # that.  The cut came after that renewal, so the demotion is seen
+        # within the lease of the cut too.
+        with open(daemons.log_file("a")) as f:
+            m = re.findall(r"not renewed for (\d+) ms", f.read())
+        check(m, "A's log says how long its lease went unrenewed")
+        check(int(m[-1]) <= LEASE_S * 750 + 500 * ktap.slowdown(),
+              f"A demoted {m[-1]} ms after its last renewal: later than 3/4 "
+              f"of its {LEASE_S} s lease")
+        check(took < LEASE_S, f"A demoted {took:.1f} s after the cut, its "
+              f"lease being {LEASE_S} s")
+        check_eq(classes(), ([], []), "A's qdisc after the demotion")
+        check_eq(metric("parqd_admission_lease_held"), 0, "A's lease")
+        # The majority expires A's lease; B's watch sees its keys go.
+        wait_for("B's view without A's reservation",
+                 lambda: incoming() == set(), LEASE_S / ktap.slowdown() + 20)
+        diag(f"B's view empty {time.monotonic() - t0:.1f} s after the cut")
+        check_eq(in_etcd("b"), set(), "etcd, read from B")
+    finally:
+        star.heal("a")
+
+
+def t_healed():
+    wait_for("A's new lease", lambda: metric("parqd_admission_lease_held"),
+             30)
+    wait_for("all members", lambda: sorted(members.healthy("a")) == HOSTS,
+             30)
+    rc, out = ctl("a", "reservations", "--socket", sock("a"))
+    check_eq((rc, out), (0, []), "A holds no reservation it lost")
+    rc, out = reserve(RATE)
+    check_eq(rc, 0, f"reserve after the heal: {out}")
+    rid = out["reservation"]["id"]
+    held["second"] = rid
+    check_eq(in_etcd(), {rid}, "etcd")
+    check_eq(len(classes()[0]), 1, "A's classes")
+    wait_for("B's view", lambda: incoming() == {rid}, 10)
+    check_eq(links()["link/s/b"]["reserved_bps"], 10_000_000,
+             "link/s/b reserved")
+
+
+def t_stopped():
+    daemons.stop()
+    check_eq(classes(), ([], []), "A's qdisc after parqd stopped")
+    check_eq(in_etcd(), set(), "etcd right after parqd stopped")
+
+
+class _Stop:
+    def stop(self):
+        daemons.close()
+        members.stop()
+
+
+def setup(t, k):
+    global star, members, daemons, work
+    star = t
+    check(parqd.available(), f"{parqd.PARQD} missing: run make userspace")
+    work = tempfile.mkdtemp(prefix="parq-cluster-")
+    members = etcd.Cluster(star, HOSTS, work)
+    members.start()
+    with open(os.path.join(work, "topology.toml"), "w") as f:
+        f.write(topology_text())
+    star.ns["a"].run(["tc", "qdisc", "replace", "dev", "eth0", "root",
+                      "handle", "1:", "parq", "linkrate", "100mbit"])
+    daemons = parqd.Cluster(star, ["b"], ["a"], work,
+                            sections={h: admission(h) for h in ("a", "b")})
+    daemons.start()
+    wait_for("A's lease", lambda: metric("parqd_admission_lease_held"), 30)
+    return [_Stop()]
+
+
+def topology(tag):
+    return Star(tag, hosts=HOSTS)
+
+
+def main():
+    suite = ktap.Suite("parq_cluster")
+    suite.case("three etcd members, one in each host, answer", t_members,
+               timeout=30)
+    suite.case("a reservation is admitted through them and installed on "
+               "A's qdisc", t_admitted, timeout=90)
+    suite.case("one member cut off: admissions go on", t_one_member_cut,
+               timeout=120)
+    suite.case("A cut off from the quorum: refused, then demoted before "
+               "its lease expires", t_quorum_lost, timeout=150)
+    suite.case("the cut healed: a new lease, and etcd, qdisc and view "
+               "agree", t_healed, timeout=120)
+    suite.case("parqd stopped: its classes and reservations go at once",
+               t_stopped, timeout=60)
+    return lab.run(suite, "clu", tools=("etcd", "etcdctl"), setup=setup,
+                   topology=topology)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
