@@ -58,7 +58,8 @@ def positive(row, key):
 def expected_rows(mod):
     p = mod.PARAMS[PRESET]
     per_step = (len(p.parallel_sizes)
-                if mod.NAME in ("exp1", "exp2", "exp5") else 1)
+                if mod.NAME in ("exp1", "exp2", "exp5") else
+                getattr(mod, "ROWS_PER_STEP", 1))
     return len(sess.steps[mod.NAME]) * per_step
 
 
@@ -70,9 +71,11 @@ def t_experiment(mod):
         check(not failed, f"failed steps: {failed}")
         rows = rows_of(mod.NAME)
         check_eq(len(rows), expected_rows(mod), f"{mod.NAME}.csv rows")
+        values = getattr(mod, "VALUES", (getattr(mod, "VALUE",
+                                                 "completion_ms"), "slowdown"))
         for r in rows:
-            positive(r, getattr(mod, "VALUE", "completion_ms"))
-            positive(r, "slowdown")
+            for v in values:
+                positive(r, v)
         png = (out / f"{mod.NAME}.png").read_bytes()
         check(png.startswith(PNG_MAGIC) and len(png) > 10000,
               f"{mod.NAME}.png: not a PNG of a plot ({len(png)} bytes)")
@@ -112,6 +115,38 @@ def t_mpi_receiver():
               "for the MPI job")
 
 
+def t_admission_across_port():
+    """exp6 (60 + 60 Mbit/s toward a port of 100, reservable 80%): the
+    cluster admitted A1 and refused A2, naming the port toward R; each
+    host's own qdisc admitted both."""
+    rows = {(r["admission"], r["app"]): r for r in rows_of("exp6")}
+    for k, r in sorted(rows.items()):
+        diag(f"{k[0]} {k[1]}: reserved {r['reserved_mbit']} Mbit/s, "
+             f"admitted {r['admitted']}, got {float(r['got_mbit']):.1f} "
+             f"Mbit/s {r['refusal']}")
+    check_eq([rows[("cluster", h)]["admitted"] for h in ("a1", "a2")],
+             ["1", "0"], "the cluster's admissions of A1, A2")
+    check("link s -> r is full" in rows[("cluster", "a2")]["refusal"],
+          "A2's refusal names the port toward R")
+    check_eq([rows[("host-local", h)]["admitted"] for h in ("a1", "a2")],
+             ["1", "1"], "the hosts' own admissions of A1, A2")
+
+
+def t_over_admitted():
+    """exp6: host-locally over-admitted (120 Mbit/s of reservations at a
+    100 Mbit/s port), an application misses its rate by more than 10%;
+    the cluster's admitted A1 gets at least 90% of its rate."""
+    rows = {(r["admission"], r["app"]): float(r["ratio"])
+            for r in rows_of("exp6")}
+    local = min(rows[("host-local", "a1")], rows[("host-local", "a2")])
+    diag(f"host-local: the lower ratio {local:.3f}; cluster A1 "
+         f"{rows[('cluster', 'a1')]:.3f}")
+    check(local < 0.9, "over-admitted, both applications got 90% of "
+          "their rates: the port is not the bottleneck")
+    check(rows[("cluster", "a1")] >= 0.9, "the cluster's admitted A1 got "
+          "less than 90% of its rate")
+
+
 def t_summary():
     path = sess.summary("selftests/parq_experiments.py")
     text = path.read_text()
@@ -144,6 +179,11 @@ def main():
                speed="the bulk stream must fill the FIFO")
     suite.case("exp5: at the receiver parqd engages for the MPI job",
                t_mpi_receiver)
+    suite.case("exp6: the cluster refuses what the port cannot carry, "
+               "each host alone admits it", t_admission_across_port)
+    suite.case("exp6: over-admitted, the applications miss their rates",
+               t_over_admitted,
+               speed="rates of TCP streams against the port's capacity")
     suite.case("summary.md lists every experiment", t_summary)
     why = driver.preflight(driver.load([]))
     if why:

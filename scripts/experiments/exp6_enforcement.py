@@ -1,0 +1,408 @@
+#!/usr/bin/python3
+"""Experiment 6, reservations across a shared switch port (the seed's
+Fig. 13): two applications on hosts A1 and A2 with reservations toward
+one receiver R, best-effort bulk toward R from hosts B1 and B2, and the
+switch port in front of R shared by all of it.
+
+Hosts joined through a switch namespace (netns.Star).  The port toward R
+is what the network must provide for a reservation to hold across a
+shared port (Documentation/admission.md, "What the network must
+provide"): a 100 Mbit/s port (tbf) whose queue serves the reserved
+traffic's DSCP first (prio: AF41 in band 1, everything else in band 2,
+300 kB each).  A1 and A2 run parq (linkrate 100mbit, dscp-mark af41: a
+reserved class's packets leave marked); B1 and B2 run pfifo and send
+best effort, two parq-bench bulk streams each.  Each application is one
+parq-bench bulk stream to its own port on R.
+
+The reservations are a pair of rates (R1, R2), asked in turn by A1 and
+A2, admitted in one of two ways:
+  - cluster: parqd's admission role on A1 and A2 (an etcd member on host
+    E, a topology of the six hosts with 100 Mbit/s NICs and ports,
+    reservable 80%), as `parqctl reserve --to r --rate R --match
+    proto=tcp,dport=PORT`; a refused request leaves that application best
+    effort, and its row says so;
+  - host-local: each host's own qdisc admits its class against its own
+    link (`tc class add ... parq rate R` and a flower filter), which is
+    all a host can see.
+Every application's rate is measured at R (its bytes at R's ingress, with
+the Ethernet header, over MEASURE seconds after a settling time), and
+compared with its reservation.  A pair that fits the port is admitted
+either way and holds; a pair that does not (60 + 60 Mbit/s toward a port
+of 100) is over-admitted host-locally, and neither application gets its
+rate, while the cluster refuses the second and the first gets its own.
+
+    scripts/experiments/exp6_enforcement.py [--quick] [--out DIR]
+"""
+import json
+import math
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import common
+from common import Params, Step
+from parqlab import bench, etcd, parqd
+from parqlab import tc as tclib
+from parqlab.netns import Star
+
+NAME = "exp6"
+TITLE = "Experiment 6: reservations across a shared switch port"
+HOSTS = ("a1", "a2", "b1", "b2", "r", "e")
+APPS = ("a1", "a2")
+BULK = ("b1", "b2")
+PORTS = {"a1": 7101, "a2": 7102}
+BULK_SIZE = 16384
+ETH = 14			# Ethernet header: counted by the qdisc's rate
+MBIT = 1_000_000
+RESERVABLE = 80			# percent
+TOLERANCE = 0.02		# the issue's bound on each application's rate
+SETTLE = 2.0
+MEASURE = 8.0
+ADMISSIONS = ("cluster", "host-local")
+PAIRS = ((50, 20), (30, 40), (60, 60))	# Mbit/s, A1's and A2's
+PARAMS = {
+    "full": Params(reps=3, extra={"pairs": PAIRS}),
+    "quick": Params(reps=1, extra={"pairs": PAIRS}),
+    "smoke": Params(reps=1, extra={"pairs": ((60, 60),)}),
+}
+# What parq_experiments checks of each row (finite and positive), the rows
+# of one step (one per application), and the smoke run's time limit.
+VALUES = ("got_mbit", "reserved_mbit")
+ROWS_PER_STEP = len(APPS)
+SMOKE_TIMEOUT = 300
+FIELDS = ["rep", "admission", "pair", "app", "reserved_mbit", "admitted",
+          "got_mbit", "ratio", "bulk_mbit", "refusal"]
+
+
+def unavailable():
+    if not etcd.available():
+        return "etcd-server and etcd-client are not installed"
+    return None
+
+
+def pair_label(pair):
+    return f"{pair[0]}+{pair[1]}"
+
+
+def steps(p):
+    out = []
+    for rep in range(1, p.reps + 1):
+        for pair in p.extra["pairs"]:
+            for adm in ADMISSIONS:
+                out.append(Step(
+                    f"{NAME} {adm} {pair_label(pair)} Mbit/s rep "
+                    f"{rep}/{p.reps}", SETTLE + MEASURE + 6,
+                    common.measuring(adm, pair),
+                    {"rep": rep, "admission": adm,
+                     "pair": pair_label(pair)}))
+    return out
+
+
+def topology_text(star):
+    text = f"reservable = {RESERVABLE}\n\n"
+    for h in HOSTS:
+        text += (f'[[host]]\nname = "{h}"\naddresses = ["{star.ip(h)}"]\n'
+                 f'nic = "100mbit"\n\n')
+    text += '[[switch]]\nname = "s"\n\n'
+    for h in HOSTS:
+        for a, b in ((h, "s"), ("s", h)):
+            text += (f'[[link]]\nfrom = "{a}"\nto = "{b}"\n'
+                     f'capacity = "100mbit"\n\n')
+    return text
+
+
+def admission_section(star, members, tmp, h):
+    return f"""
+[admission]
+etcd-endpoints = ["{members.client_url('e')}"]
+topology-file = "{tmp}/topology.toml"
+host = "{h}"
+lease = "10s"
+socket = "{tmp}/{h}-admission.sock"
+"""
+
+
+def priority_port(star):
+    """The port toward R: 100 Mbit/s, AF41 (the reserved classes' mark)
+    before everything else."""
+    s, dev = star.s, star.port("r")
+    tclib.tc(s, "qdisc", "replace", "dev", dev, "root", "handle", "1:",
+             "tbf", "rate", "100mbit", "burst", "32k", "limit", "600kb")
+    tclib.tc(s, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:",
+             "prio", "bands", "2", "priomap", *["1"] * 16)
+    for band in ("1", "2"):
+        tclib.tc(s, "qdisc", "add", "dev", dev, "parent", f"10:{band}",
+                 "bfifo", "limit", "300kb")
+    # DSCP AF41 (34): TOS 0x88 under the mask 0xfc.
+    tclib.tc(s, "filter", "add", "dev", dev, "parent", "10:", "protocol",
+             "ip", "prio", "1", "u32", "match", "ip", "tos", "0x88", "0xfc",
+             "flowid", "10:1")
+
+
+def counters(star):
+    """R's ingress counters: one flower filter per sending host."""
+    r = star.ns["r"]
+    tclib.tc(r, "qdisc", "add", "dev", "eth0", "clsact")
+    for i, h in enumerate(APPS + BULK, 1):
+        tclib.tc(r, "filter", "add", "dev", "eth0", "ingress", "protocol",
+                 "ip", "pref", str(i), "flower", "src_ip", star.ip(h),
+                 "action", "pass")
+
+
+def read_counters(star):
+    """{host: bytes with Ethernet headers} at R's ingress."""
+    out = tclib.tc(star.ns["r"], "-s", "-j", "filter", "show", "dev", "eth0",
+                   "ingress").stdout
+    by_pref = {}
+    for f in json.loads(out):
+        opts = f.get("options", {})
+        for a in opts.get("actions", []):
+            st = a.get("stats", {})
+            by_pref[f["pref"]] = st.get("bytes", 0) + \
+                ETH * st.get("packets", 0)
+    return {h: by_pref.get(i, 0) for i, h in enumerate(APPS + BULK, 1)}
+
+
+class Reservations:
+    """The applications' reservations for one measurement, made one way
+    or the other, removed by close()."""
+
+    def __init__(self, env, adm, pair):
+        self.env, self.adm = env, adm
+        self.ids, self.rows = {}, {}
+        for h, mbit in zip(APPS, pair):
+            self.rows[h] = {"reserved_mbit": mbit, "admitted": 0,
+                            "refusal": ""}
+            if adm == "cluster":
+                self._cluster(h, mbit)
+            else:
+                self._local(h, mbit)
+
+    def _cluster(self, h, mbit):
+        r = self.env.star.ns[h].run(
+            [str(parqd.PARQCTL), "reserve", "--to", "r", "--rate",
+             f"{mbit}mbit", "--match", f"proto=tcp,dport={PORTS[h]}",
+             "--socket", f"{self.env.tmp}/{h}-admission.sock", "--json"],
+            check=False, timeout=60)
+        out = json.loads(r.stdout or "{}")
+        if r.returncode == 0:
+            self.ids[h] = out["reservation"]["id"]
+            self.rows[h]["admitted"] = 1
+        else:
+            self.rows[h]["refusal"] = out.get("error", r.stderr.strip())
+
+    def _local(self, h, mbit):
+        ns = self.env.star.ns[h]
+        tclib.tc(ns, "class", "add", "dev", "eth0", "parent", "1:",
+                 "classid", "1:16", "parq", "rate", f"{mbit}mbit")
+        tclib.tc(ns, "filter", "add", "dev", "eth0", "parent", "1:",
+                 "protocol", "ip", "prio", "1", "flower", "dst_ip",
+                 self.env.star.ip("r"), "ip_proto", "tcp", "dst_port",
+                 str(PORTS[h]), "classid", "1:16")
+        self.rows[h]["admitted"] = 1
+
+    def close(self):
+        for h, rid in self.ids.items():
+            self.env.star.ns[h].run(
+                [str(parqd.PARQCTL), "release", rid, "--socket",
+                 f"{self.env.tmp}/{h}-admission.sock"], check=False,
+                timeout=60)
+        if self.adm == "host-local":
+            for h in APPS:
+                ns = self.env.star.ns[h]
+                tclib.tc(ns, "filter", "del", "dev", "eth0", "parent", "1:",
+                         check=False)
+                tclib.tc(ns, "class", "del", "dev", "eth0", "classid",
+                         "1:16", check=False)
+
+
+@contextmanager
+def lab(p, group=None):
+    with Star(NAME, hosts=HOSTS) as star, \
+            tempfile.TemporaryDirectory(prefix="parq-exp6-") as tmp:
+        members = etcd.Cluster(star, ["e"], tmp)
+        members.start()
+        cluster = None
+        try:
+            with open(f"{tmp}/topology.toml", "w") as f:
+                f.write(topology_text(star))
+            priority_port(star)
+            counters(star)
+            for h in APPS:
+                tclib.tc(star.ns[h], "qdisc", "replace", "dev", "eth0",
+                         "root", "handle", "1:", "parq", "linkrate",
+                         "100mbit", "dscp-mark", "af41")
+            # parqd's admission role on the applications' hosts; R is
+            # their peer in the configuration but runs no parqd, so that
+            # nothing but the switch's priority and the admission acts.
+            cluster = parqd.Cluster(
+                star, ["r"], list(APPS), tmp,
+                sections={h: admission_section(star, members, tmp, h)
+                          for h in APPS})
+            cluster.start(hosts=APPS)
+            for h in APPS:
+                _wait_lease(cluster, h)
+            ip = star.ip("r")
+            servers = [bench.Server(star.ns["r"], ip, port)
+                       for port in list(PORTS.values()) +
+                       [common.BULK_PORT]]
+            env = SimpleNamespace(star=star, tmp=tmp, p=p)
+            env.measure = lambda adm, pair: _measure(env, adm, pair)
+            try:
+                yield env
+            finally:
+                for s in servers:
+                    s.stop()
+        finally:
+            if cluster:
+                cluster.close()
+            members.stop()
+
+
+def _wait_lease(cluster, h, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not cluster.metrics(h).get("parqd_admission_lease_held"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"parqd on {h}: no etcd lease: "
+                               f"{cluster.log(h)}")
+        time.sleep(0.2)
+
+
+def _measure(env, adm, pair):
+    star, ip = env.star, env.star.ip("r")
+    res = Reservations(env, adm, pair)
+    jobs = []
+    try:
+        for h in APPS:
+            jobs.append(bench.Bulk(star.ns[h], f"{ip}:{PORTS[h]}",
+                                   BULK_SIZE))
+        for h in BULK:
+            jobs.append(bench.Bulk(star.ns[h], f"{ip}:{common.BULK_PORT}",
+                                   BULK_SIZE, streams=2))
+        time.sleep(SETTLE)
+        c0, t0 = read_counters(star), time.monotonic()
+        time.sleep(MEASURE)
+        c1, t1 = read_counters(star), time.monotonic()
+        for j in jobs:
+            j.check_running("during the measurement")
+    finally:
+        for j in jobs:
+            j.stop()
+        res.close()
+
+    def mbit(h):
+        return (c1[h] - c0[h]) * 8 / (t1 - t0) / MBIT
+    bulk = sum(mbit(h) for h in BULK)
+    rows = []
+    for h in APPS:
+        row = dict(res.rows[h], app=h, got_mbit=mbit(h), bulk_mbit=bulk)
+        row["ratio"] = row["got_mbit"] / row["reserved_mbit"]
+        rows.append(row)
+    return rows
+
+
+def _stat(rows, admitted_only=False, **match):
+    vals = [r["ratio"] for r in rows
+            if all(r[k] == v for k, v in match.items())
+            and not math.isnan(r["ratio"])
+            and (r["admitted"] or not admitted_only)]
+    if not vals:
+        return None
+    vals.sort()
+    return (vals[len(vals) // 2], vals[0], vals[-1], len(vals))
+
+
+def held(stat):
+    """An admitted reservation holds: its median rate within TOLERANCE."""
+    return stat is not None and stat[0] >= 1 - TOLERANCE
+
+
+def report(rows, p, out):
+    common.write_csv(out / f"{NAME}.csv", rows, FIELDS)
+    pairs = [pair_label(x) for x in p.extra["pairs"]]
+    series = {}
+    for adm in ADMISSIONS:
+        for h in APPS:
+            pts = {}
+            for i, pl in enumerate(pairs):
+                # A refused application has no rate to hold: not plotted.
+                s = _stat(rows, True, admission=adm, app=h, pair=pl)
+                if s:
+                    pts[i] = s
+            series[f"{h}, {adm}"] = pts
+    common.plot(out / f"{NAME}.png", TITLE, [
+        common.Panel("each admitted application's rate at R over its "
+                     "reservation",
+                     "reservations A1+A2 (Mbit/s)", "rate / reserved",
+                     pairs, series, hline=1 - TOLERANCE)])
+    table = []
+    for pl in pairs:
+        for adm in ADMISSIONS:
+            cells = [pl, adm]
+            for h in APPS:
+                rs = [r for r in rows if r["pair"] == pl and
+                      r["admission"] == adm and r["app"] == h]
+                adm_n = sum(r["admitted"] for r in rs)
+                s = _stat(rows, admission=adm, app=h, pair=pl)
+                if not rs:
+                    cells.append("-")
+                    continue
+                got = sorted(r["got_mbit"] for r in rs)
+                text = f"{got[len(got) // 2]:.1f}: {common.cell(s, 3)}"
+                if adm_n < len(rs):
+                    text += f", refused {len(rs) - adm_n}/{len(rs)}"
+                cells.append(text)
+            bulk = sorted(r["bulk_mbit"] for r in rows
+                          if r["pair"] == pl and r["admission"] == adm)
+            cells.append(f"{bulk[len(bulk) // 2]:.1f}" if bulk else "-")
+            table.append(cells)
+    refusals = sorted({r["refusal"] for r in rows if r["refusal"]})
+    worst = pairs[-1]
+    head = []
+    for adm in ADMISSIONS:
+        a1 = _stat(rows, admission=adm, app="a1", pair=worst)
+        a2 = _stat(rows, admission=adm, app="a2", pair=worst)
+        head.append(f"{adm}: A1 {common.cell(a1, 3)}, A2 "
+                    f"{common.cell(a2, 3)}")
+    admitted_held = all(
+        held(_stat(rows, admission=adm, app=h, pair=pl))
+        for pl in pairs for adm in ADMISSIONS for h in APPS
+        if any(r["admitted"] for r in rows if r["pair"] == pl and
+               r["admission"] == adm and r["app"] == h) and
+        not (adm == "host-local" and _over(pl)))
+    headline = (f"{NAME}: rate at R over the reservation for {worst} Mbit/s "
+                f"toward a 100 Mbit/s port, median (min-max): "
+                + "; ".join(head) +
+                f"; every reservation the cluster admitted held within "
+                f"{TOLERANCE:.0%}: {'yes' if admitted_held else 'no'}.")
+    common.write_md(out / f"{NAME}.md", TITLE, f"""\
+Applications on A1 and A2 (one parq-bench bulk stream each, {common.kib(
+BULK_SIZE)} messages) send to R with reservations of R1 and R2 Mbit/s,
+while B1 and B2 send best-effort bulk to R (two streams each), all through
+the switch port toward R: 100 Mbit/s, AF41 first (prio).  A1 and A2 run
+parq with dscp-mark af41.  "cluster": parqd's admission role (etcd, the
+six hosts' topology, reservable {RESERVABLE}%) admits each request;
+"host-local": each host's qdisc admits its own class.  Rates are measured
+at R's ingress, Ethernet headers included, over {MEASURE:.0f} s;
+{p.reps} repetitions.  Documentation/experiments.md has the details.
+""", [
+        ("Rates", "A1's and A2's rate at R in Mbit/s (median), then over "
+         "their reservations, median (min-max); the best-effort hosts' "
+         "sum in Mbit/s.  A refused application sent best effort.\n\n" +
+         common.md_table(
+             ["R1+R2", "admission", "A1", "A2", "best effort"], table)),
+        ("Refusals", "\n".join(f"- {x}" for x in refusals) or "none"),
+        ("Headline", headline)])
+    return [headline]
+
+
+def _over(pair_lbl):
+    a, b = (int(x) for x in pair_lbl.split("+"))
+    return a + b > RESERVABLE
+
+
+if __name__ == "__main__":
+    import driver
+    sys.exit(driver.standalone(sys.modules[__name__], __file__))
