@@ -38,7 +38,7 @@ def t_fuzz():
     t0 = time.monotonic()
     r = topo.a.run([str(NLFUZZ), "--dev", topo.dev_a(), "--iterations",
                     str(MESSAGES), "--seed", str(SEED)],
-                   timeout=3000, check=False)
+                   timeout=3000 * ktap.slowdown(), check=False)
     for line in (r.stdout + r.stderr).splitlines():
         diag(line)
     check_eq(r.returncode, 0, "parq-nlfuzz's exit status")
