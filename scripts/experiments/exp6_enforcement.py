@@ -100,19 +100,6 @@ def steps(p):
     return out
 
 
-def topology_text(star):
-    text = f"reservable = {RESERVABLE}\n\n"
-    for h in HOSTS:
-        text += (f'[[host]]\nname = "{h}"\naddresses = ["{star.ip(h)}"]\n'
-                 f'nic = "100mbit"\n\n')
-    text += '[[switch]]\nname = "s"\n\n'
-    for h in HOSTS:
-        for a, b in ((h, "s"), ("s", h)):
-            text += (f'[[link]]\nfrom = "{a}"\nto = "{b}"\n'
-                     f'capacity = "100mbit"\n\n')
-    return text
-
-
 def admission_section(star, members, tmp, h):
     return f"""
 [admission]
@@ -227,7 +214,8 @@ def lab(p, group=None):
         cluster = None
         try:
             with open(f"{tmp}/topology.toml", "w") as f:
-                f.write(topology_text(star))
+                f.write(parqd.star_topology(star, HOSTS,
+                                            reservable=RESERVABLE))
             priority_port(star)
             counters(star)
             for h in APPS:
@@ -333,9 +321,9 @@ def report(rows, p, out):
                     pts[i] = s
             series[f"{h}, {adm}"] = pts
     common.plot(out / f"{NAME}.png", TITLE, [
-        common.Panel("each admitted application's rate at R over its "
-                     "reservation",
-                     "reservations A1+A2 (Mbit/s)", "rate / reserved",
+        common.Panel("admitted applications",
+                     "reservations A1+A2 (Mbit/s)",
+                     "rate at R / reserved rate",
                      pairs, series, hline=1 - TOLERANCE)])
     table = []
     for pl in pairs:
