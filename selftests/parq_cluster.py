@@ -61,19 +61,6 @@ daemons = None
 work = None
 
 
-def topology_text():
-    text = ""
-    for h in HOSTS:
-        text += (f'[[host]]\nname = "{h}"\naddresses = ["{star.ip(h)}"]\n'
-                 f'nic = "100mbit"\n\n')
-    text += '[[switch]]\nname = "s"\n\n'
-    for h in HOSTS:
-        for a, b in ((h, "s"), ("s", h)):
-            text += (f'[[link]]\nfrom = "{a}"\nto = "{b}"\n'
-                     f'capacity = "100mbit"\n\n')
-    return text
-
-
 def admission(h):
     eps = ", ".join(f'"{e}"' for e in members.endpoints(first=h))
     return f"""
@@ -146,15 +133,7 @@ def metric(name):
 
 
 def wait_for(what, pred, timeout):
-    deadline = time.monotonic() + timeout * ktap.slowdown()
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out ({timeout * ktap.slowdown():.0f}"
-                                 f" s) waiting for {what}")
-        time.sleep(0.2)
+    return ktap.wait_for(what, pred, timeout, interval=0.2)
 
 
 held = {}
@@ -291,7 +270,7 @@ def setup(t, k):
     members = etcd.Cluster(star, HOSTS, work)
     members.start()
     with open(os.path.join(work, "topology.toml"), "w") as f:
-        f.write(topology_text())
+        f.write(parqd.star_topology(star, HOSTS))
     star.ns["a"].run(["tc", "qdisc", "replace", "dev", "eth0", "root",
                       "handle", "1:", "parq", "linkrate", "100mbit"])
     daemons = parqd.Cluster(star, ["b"], ["a"], work,

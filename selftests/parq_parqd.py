@@ -127,14 +127,7 @@ def metrics():
 
 
 def wait_for(what, pred, timeout=5.0):
-    deadline = time.monotonic() + timeout * ktap.slowdown()
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    return ktap.wait_for(what, pred, timeout)
 
 
 def drops(reason):

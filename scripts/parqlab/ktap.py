@@ -194,3 +194,19 @@ def check_within(got, want, tol, what):
     if abs(got - want) > tol:
         raise AssertionError(
             f"{what}: {got:.4f} is not within {tol:.4f} of {want:.4f}")
+
+
+def wait_for(what, pred, timeout, interval=0.05):
+    """pred()'s first true value, asked every @interval seconds for at
+    most @timeout seconds times slowdown(); AssertionError naming @what
+    when the time runs out."""
+    limit = timeout * slowdown()
+    deadline = time.monotonic() + limit
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out ({limit:.0f} s) waiting for "
+                                 f"{what}")
+        time.sleep(interval)

@@ -79,6 +79,24 @@ class Settings:
         return int(500 * ktap.slowdown())
 
 
+def star_topology(star, hosts, capacity="100mbit", reservable=None):
+    """The text of a topology file (Documentation/admission.md) for @hosts
+    of netns.Star @star: each host with its address and a NIC of
+    @capacity, the switch "s" and a link of @capacity each way between it
+    and every host; @reservable: the percentage, when not parqd's
+    default."""
+    text = "" if reservable is None else f"reservable = {reservable}\n\n"
+    for h in hosts:
+        text += (f'[[host]]\nname = "{h}"\naddresses = ["{star.ip(h)}"]\n'
+                 f'nic = "{capacity}"\n\n')
+    text += '[[switch]]\nname = "s"\n\n'
+    for h in hosts:
+        for a, b in ((h, "s"), ("s", h)):
+            text += (f'[[link]]\nfrom = "{a}"\nto = "{b}"\n'
+                     f'capacity = "{capacity}"\n\n')
+    return text
+
+
 class Cluster:
     """parqd on @receivers and @senders (host names of @star); files
     (key, configurations, metrics, logs) in @workdir; @sections: {host:
