@@ -22,11 +22,13 @@ other three kinds of that round measured the host rather than a queue (a
 fresh-clone run on a new host of 2026-11-28 had idle p99s of 4.1, 15.4
 and 1.2 ms in its three rounds, and parq's p99 followed them).  At least
 the quietest round is always judged.  Under
-QEMU/TCG (lab.emulated()) the first is a printed target and the bounds
-are parq p50 <= pfifo p50 / 4 and parq p99 <= pfifo p99 / 2: there parq's
-p99 is the emulated CPU's (busy's p99 is as high), and the fresh-clone
-run of 6934d7e measured a ratio of 5.2 whose rounds ranged from 2.6 to
-8.2 (p50: 29 times).  parq's
+QEMU/TCG (lab.emulated()) the first is a printed figure and the bound is
+parq p50 <= pfifo p50 / 4: there parq's p99 is the emulated CPU's
+(busy's p99 is as high).  The fresh-clone run of 6934d7e measured a p99
+ratio of 5.2 whose rounds ranged from 2.6 to 8.2 (p50: 29 times); on
+this session's new host (2026-11-28) two runs measured 1.3 and 1.7, with
+busy's p99 at 9 to 87 ms and the p50 ratio at 46, so the p99 / 2 bound
+asserted until then held by the host's grace.  parq's
 p99 against idle's (target: at most 5x) is printed as a figure, not
 asserted: under QEMU/TCG the bulk job's CPU time alone moves the probe's
 p99 by that much (CI saw 5.03 once), which is the machine, not the
@@ -200,11 +202,10 @@ def t_vs_pfifo():
          f"{med('pfifo', 'avg'):.0f} us; median p50: parq "
          f"{med('parq', 'p50'):.0f} us, pfifo {med('pfifo', 'p50'):.0f} us")
     if lab.emulated():
-        diag("under QEMU/TCG the p99 target is a figure; the bounds are "
-             "p50 / 4 and p99 / 2")
+        diag("under QEMU/TCG the p99 is a figure (the emulated CPU's: "
+             "see busy); the bound is p50 / 4")
         ktap.check_le(med("parq", "p50"), med("pfifo", "p50") / 4,
                       "parq p50 vs pfifo p50 / 4")
-        ktap.check_le(parq, pfifo / 2, "parq p99 vs pfifo p99 / 2")
     else:
         ktap.check_le(parq, pfifo / 4, "parq p99 vs pfifo p99 / 4")
 
