@@ -24,24 +24,26 @@ SPEC = Spec.load("parq")
 ATTRS = SPEC.sets["credit"]
 
 
+def _kind(addr):
+    """The attribute an address string goes in: "addr4" or "addr6"."""
+    return "addr4" if ipaddress.ip_address(addr).version == 4 else "addr6"
+
+
 def addr_attr(addr):
     """The addr4 or addr6 attribute of an address string, encoded."""
-    ip = ipaddress.ip_address(addr)
-    return ATTRS.attr("addr4" if ip.version == 4 else "addr6").encode(addr)
+    return ATTRS.attr(_kind(addr)).encode(addr)
 
 
 def _addrs(addrs):
     """{"addr4": [...], "addr6": [...]} of a list of address strings."""
-    out = {"addr4": [], "addr6": []}
+    out = {}
     for a in addrs:
-        out["addr4" if ipaddress.ip_address(a).version == 4
-            else "addr6"].append(a)
-    return {k: v for k, v in out.items() if v}
+        out.setdefault(_kind(a), []).append(a)
+    return out
 
 
 def _one_addr(addr):
-    return {"addr4" if ipaddress.ip_address(addr).version == 4 else "addr6":
-            addr}
+    return {_kind(addr): addr}
 
 
 def entry(e):

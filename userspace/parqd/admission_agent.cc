@@ -115,20 +115,21 @@ AdmissionAgent::AdmissionAgent(AgentConfig config, const Topology& topology,
       log_(std::move(log)),
       clock_(std::move(clock)) {}
 
+uint64_t AdmissionAgent::TtlNs() const {
+  return static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
+}
+
 uint64_t AdmissionAgent::DemoteAt() const {
-  const uint64_t ttl = static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
-  return renewed_ns_ + ttl / 4 * 3;
+  return renewed_ns_ + TtlNs() / 4 * 3;
 }
 
 void AdmissionAgent::Renewed(uint64_t now) {
-  const uint64_t ttl = static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
   renewed_ns_ = now;
-  next_keepalive_ns_ = now + ttl / 4;
+  next_keepalive_ns_ = now + TtlNs() / 4;
   etcd_.set_deadline(DemoteAt(), clock_);
 }
 
 void AdmissionAgent::Tick(uint64_t now) {
-  const uint64_t ttl = static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
   if (lease_ == 0) {
     if (now < next_keepalive_ns_)
       return;
@@ -172,7 +173,7 @@ void AdmissionAgent::Tick(uint64_t now) {
         log_(kWarn, "admission: cannot renew lease " + std::to_string(lease_) +
                         ": " + etcd_error_);
       warned_ = true;
-      next_keepalive_ns_ = now + std::min(kRetryNs, ttl / 4);
+      next_keepalive_ns_ = now + std::min(kRetryNs, TtlNs() / 4);
     }
     // The call took time (up to the deadline, when etcd did not answer).
     now = std::max(now, clock_());

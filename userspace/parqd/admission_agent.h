@@ -161,6 +161,7 @@ class AdmissionAgent {
   void RevokeStale();
   // A renewal answered at `now`: the next one, and the deadline.
   void Renewed(uint64_t now);
+  uint64_t TtlNs() const;
   uint64_t DemoteAt() const;
 
   AgentConfig config_;
