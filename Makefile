@@ -85,6 +85,21 @@ RELEASE_CMAKE := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARQ_BUILD_TESTS=OFF \
 		 -DCMAKE_CXX_FLAGS="$(call BUILDFLAG,CPPFLAGS) $(call BUILDFLAG,CXXFLAGS)" \
 		 -DCMAKE_EXE_LINKER_FLAGS="$(call BUILDFLAG,LDFLAGS)" \
 		 -DCMAKE_SHARED_LINKER_FLAGS="$(call BUILDFLAG,LDFLAGS)"
+# What a build can reuse from an earlier one, in any clone: ccache's objects
+# (when ccache is installed; every CMake tree, the packages' too) and the
+# stamps of the files clang-tidy passed (scripts/tidy-cached says what a
+# stamp's hash covers).  PARQ_CACHE= turns both off.
+PARQ_CACHE  ?= $(if $(filter 0,$(shell id -u)),/var/cache/parq,$(HOME)/.cache/parq)
+ifneq ($(PARQ_CACHE),)
+ifneq ($(shell command -v ccache 2>/dev/null),)
+export CMAKE_C_COMPILER_LAUNCHER := ccache
+export CMAKE_CXX_COMPILER_LAUNCHER := ccache
+export CCACHE_DIR := $(PARQ_CACHE)/ccache
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+export CCACHE_MAXSIZE := 4G
+endif
+endif
 BENCH_MIN_TIME ?= 0.2
 FUZZ_TIME   ?= 60
 DESTDIR     ?=
@@ -164,8 +179,8 @@ format:
 format-check:
 	clang-format --dry-run -Werror $(USERSPACE_SOURCES)
 tidy: userspace
-	run-clang-tidy -quiet -p $(USERSPACE) -j2 '$(CURDIR)/userspace/' >$(BUILD)/tidy.log 2>&1 || \
-		{ grep -E -A3 'error:|warning:' $(BUILD)/tidy.log; exit 1; }
+	scripts/tidy-cached -p $(USERSPACE) -j2 --log $(BUILD)/tidy.log \
+		$(if $(PARQ_CACHE),--cache $(PARQ_CACHE)/tidy) '$(CURDIR)/userspace/'
 
 # libFuzzer on parqd's credit message decoder and receive path, built with
 # clang (ASan+UBSan) in its own build tree, for FUZZ_TIME seconds from the
