@@ -35,14 +35,20 @@ sending role only.
       and its credit entry for R (L's table, read in the same thread) was
       live until hold had passed: R did not release L early.  The median
       of five bursts is judged against RECOVERY_MS, issue 4's target, on
-      real hardware.  Under QEMU/TCG (lab.emulated()) that is a figure
-      and the bound is half of (b)'s lease: CI measured medians of 54.2
-      and 54.0 ms there (bursts from 33 to 56 ms: L's entry was gone
-      23-33 ms after P's last packet, of which hold is 16), and a
+      real hardware.  Under QEMU/TCG (lab.emulated()) that is a figure,
+      and what is judged is what parqd decides: the median time at which
+      L's entry for R was gone is at most half of (b)'s lease (a
       recovery that waited for the lease instead of R's RELEASE would
-      take the whole lease after hold.  The median, because in a
-      fresh-clone run one single burst took longer (the emulated machine
-      stalled), which says nothing of parqd.  Two kinds of burst
+      come after the whole lease), and L's rate is back, in the median,
+      within the lease.  CI measured medians of 54.2 and 54.0 ms there
+      (bursts from 33 to 56 ms: L's entry was gone 23-33 ms after P's
+      last packet, of which hold is 16); on the host of 2026-11-27, in
+      two runs of the whole file, L's rate came back in a median of
+      120.8 ms, 34-36 ms in runs of (b) alone: what follows RELEASE
+      there is the emulated TCP's ramp, on a CPU the other tests share.
+      The median, because in a fresh-clone run one single burst took
+      longer (the emulated machine stalled), which says nothing of
+      parqd.  Two kinds of burst
       are void and repeated, up to VOID_BURSTS voids in all:
       - P's ping-pong paused for longer than hold while L was sampled (a
         lost message waits for TCP's retransmission timeout): R released
@@ -430,6 +436,7 @@ def t_recovery():
     b = bulk(120)
     w = Watch(l_entry=True)
     times = []
+    gone = []
     try:
         time.sleep(WARMUP)
         free = free_rate(w)
@@ -441,9 +448,10 @@ def t_recovery():
             check(attempts <= BURSTS + VOID_BURSTS,
                   f"{attempts - 1 - len(times)} of {attempts - 1} bursts "
                   "void")
-            ms = burst(w, len(times) + 1, free)
-            if ms is not None:
-                times.append(ms)
+            got = burst(w, len(times) + 1, free)
+            if got is not None:
+                times.append(got[0])
+                gone.append(got[1])
             b.check_running("early (bulk)")
     finally:
         w.stop()
@@ -454,19 +462,22 @@ def t_recovery():
     diag(f"median recovery of {BURSTS} bursts: {ms:.1f} ms (target "
          f"{RECOVERY_MS} ms: {'met' if ms <= RECOVERY_MS else 'missed'})")
     if lab.emulated():
-        # Half the lease: a recovery that waited for L's lease to lapse
-        # instead of R's RELEASE would take the whole lease after hold.
-        bound = RECOVERY_LEASE * EPOCH_MS / 2
-        diag(f"under QEMU/TCG the target is a figure; the bound is half "
-             f"the lease, {bound:.0f} ms")
+        lease = RECOVERY_LEASE * EPOCH_MS
+        diag(f"under QEMU/TCG the target is a figure; L's entry for R "
+             f"must be gone within half the lease ({lease / 2:.0f} ms), "
+             f"its rate back within the lease ({lease} ms)")
+        # A recovery that waited for L's lease to lapse instead of R's
+        # RELEASE would come the whole lease after P's last GRANT.
+        ktap.check_le(statistics.median(gone), lease / 2,
+                      "median time L's entry for R was gone, ms")
+        ktap.check_le(ms, lease, "median recovery time, ms")
     else:
-        bound = RECOVERY_MS
-    ktap.check_le(ms, bound, "median recovery time, ms")
+        ktap.check_le(ms, RECOVERY_MS, "median recovery time, ms")
 
 
 def burst(w, i, free):
-    """P's burst @i: L's recovery time in ms after it, or None if the
-    burst is void."""
+    """P's burst @i: L's recovery time in ms after it and the time its
+    entry for R was seen gone, or None if the burst is void."""
     sp = threading.Thread(target=pingpong, args=(4,), daemon=True)
     sp.start()
     wait_throttled(sp)
@@ -526,7 +537,7 @@ def burst(w, i, free):
     diag(f"burst {i}: L back to half its free rate {ms:.1f} ms after P's "
          f"last packet (upper bound: end of a {WINDOW * 1000:.0f} ms window;"
          f" hold {HOLD_MS} ms)")
-    return ms
+    return ms, after
 
 
 def burst_end(w, since):
