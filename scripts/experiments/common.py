@@ -391,7 +391,8 @@ def write_md(path, title, intro, sections):
 
 
 COLOURS = {"pfifo": "#555555", "prio": "#1f77b4", "ets": "#2ca02c",
-           "fq_codel": "#ff7f0e", "parq": "#d62728", PARQD: "#9467bd"}
+           "fq_codel": "#ff7f0e", "cake": "#8c564b", "parq": "#d62728",
+           PARQD: "#9467bd"}
 
 
 @dataclass

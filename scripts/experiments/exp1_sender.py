@@ -31,7 +31,7 @@ answered by a 32-byte reply) and a local job (one parq-bench bulk stream
 of {lsizes} messages, DSCP 0) leave host A through one interface with a
 100 Mbit/s bottleneck: parq's shaper, or an htb class above each baseline
 (pfifo, prio and ets with the parallel job in their strict band,
-fq_codel).  T1: the exchange alone; slowdown: with the local job over T1,
+fq_codel), or cake's own shaper (diffserv4: EF in its Voice tin).  T1: the exchange alone; slowdown: with the local job over T1,
 same scheduler, same repetition.  Documentation/experiments.md has the
 details.
 """

@@ -11,8 +11,10 @@ message 28 ms at the reservation, so that the per-message cost of the
 round trip (0.3-0.5 ms under QEMU/TCG, where a 16 KiB message takes 7 ms)
 does not stand in for the scheduler.  Its share: under parq a reserved
 class of RESERVED_MBIT (20 Mbit/s); under prio and ets, a filter putting it in
-the strict band (the closest those schedulers come to a guarantee);
-pfifo and fq_codel have no way to express one.  The background: 2 or 3
+the strict band (the closest those schedulers come to a guarantee),
+under cake (diffserv4) a filter putting it in its Voice tin (a quarter
+of the rate before it yields); pfifo and fq_codel have no way to express
+one.  The background: 2 or 3
 parq-bench bulk flows (16 KiB messages) from A to B.  Figure: the
 exchange's completion time, and its ratio to the run without background,
 same scheduler, same repetition; parq's must stay within 5%.
@@ -25,7 +27,7 @@ from types import SimpleNamespace
 
 import common
 from common import Panel, Params, Step, kib
-from parqlab import bench
+from parqlab import bench, scenarios
 from parqlab import tc as tclib
 from parqlab.netns import Topology
 
@@ -70,6 +72,13 @@ def reserve(ns, dev, cfg):
         to("1:16")
     elif cfg in ("prio", "ets"):
         to("10:1")
+    elif cfg == "cake":
+        # cake takes the tin from the packet's priority (its handle and
+        # the tin); a filter's classid would choose a flow queue.
+        tclib.tc(ns, "filter", "add", "dev", dev, "parent", "10:",
+                 "protocol", "ip", "prio", "1", "u32", "match", "ip",
+                 "dport", str(APP_PORT), "0xffff", "action", "skbedit",
+                 "priority", f"10:{scenarios.CAKE_VOICE}")
 
 
 @contextmanager
@@ -132,7 +141,8 @@ with a server on B (each answered by 32 bytes, DSCP 0) while 0 to
 through the same interface, behind a 100 Mbit/s bottleneck.  parq gives
 the application a reserved class of {RESERVED_MBIT} Mbit/s (so without
 background it is slower than under the baselines, which let it use the
-whole link); prio and ets put it in their strict band; pfifo and fq_codel
+whole link); prio and ets put it in their strict band, cake in its Voice
+tin; pfifo and fq_codel
 cannot single it out.  Medians over {p.reps} repetitions (min-max); the
 ratio is to the run without background of the same scheduler and
 repetition.  "Within

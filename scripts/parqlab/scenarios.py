@@ -1,6 +1,6 @@
 """Measurement scenarios shared by the selftests, the demo and experiments.
 
-Scheduler installers (install_pfifo, _prio, _ets, _fq_codel, _parq: a 100
+Scheduler installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _parq: a 100
 Mbit/s bottleneck on a device, the parallel stream in a class of its own
 where the scheduler has classes; SCHEDULERS for the demo, ALL_SCHEDULERS
 for the experiments).
@@ -75,6 +75,23 @@ def install_fq_codel(ns, dev, rate=RATE):
     _baseline(ns, dev, rate, "fq_codel")
 
 
+# cake's tins under diffserv4, as a packet's priority (cake's handle, then
+# the tin: `action skbedit priority 10:4`) names them and `tc -s qdisc`
+# lists them: Bulk, Best Effort, Video, Voice.
+CAKE_VOICE = "4"
+
+
+def install_cake(ns, dev, rate=RATE):
+    """cake, diffserv4, with its own shaper at @rate (a Linux user's
+    likeliest choice instead of parq: its shaper splits GSO, and EF goes
+    to its Voice tin, which may take up to a quarter of the rate before it
+    yields); with @rate None, unlimited.  The parallel stream carries EF:
+    no filter."""
+    shaper = ["unlimited"] if rate is None else ["bandwidth", rate]
+    tclib.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "10:",
+             "cake", *shaper, "diffserv4")
+
+
 def install_parq(ns, dev, rate=RATE):
     """parq with its own shaper; EF marks the parallel stream, the u32
     filter classifies it too (either would do).  With @rate None: no
@@ -93,6 +110,7 @@ ALL_SCHEDULERS = {
     "prio": install_prio,
     "ets": install_ets,
     "fq_codel": install_fq_codel,
+    "cake": install_cake,
     "parq": install_parq,
 }
 # The demo's.
