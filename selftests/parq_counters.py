@@ -23,7 +23,6 @@ import json
 import os
 import re
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
@@ -76,12 +75,8 @@ def fresh(*args):
 
 
 def wait_empty(timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        q = tclib.parq_qdisc(A, DEV)
-        if q["qlen"] == 0 or time.monotonic() > deadline:
-            return q
-        time.sleep(0.1)
+    return ktap.poll(lambda: tclib.parq_qdisc(A, DEV),
+                     lambda q: q["qlen"] == 0, timeout, 0.1)
 
 
 def send(spec):

@@ -26,7 +26,6 @@ parqctl comes from $PARQ_USERSPACE_BUILD (default build/userspace).
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
@@ -86,13 +85,8 @@ def expect(what, cgroup, tos, parallel):
     before = counts()
     send_from(cgroup, tos)
     # The last datagrams may still be on their way to B's monitor.
-    deadline = time.monotonic() + 5
-    while True:
-        d = [a - b for a, b in zip(counts(), before)]
-        if (d[0] + d[1] >= K and d[2] + d[3] >= K) or \
-                time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    d = ktap.poll(lambda: [a - b for a, b in zip(counts(), before)],
+                  lambda d: d[0] + d[1] >= K and d[2] + d[3] >= K, 5)
     diag(f"{what}: A parallel {d[0]}, local {d[1]}; B counted A's "
          f"parallel {d[2]}, local {d[3]}")
     want = (K, 0, K, 0) if parallel else (0, K, 0, K)

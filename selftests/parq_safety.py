@@ -63,13 +63,6 @@ def outq(sk):
                                           b"\0" * 4))[0]
 
 
-def wait_for(cond, secs):
-    deadline = time.monotonic() + secs
-    while not cond() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return cond()
-
-
 def t_limit_frees():
     # At 8 bit/s the shaper sends the first packet and holds every other one
     # for hours, however slowly this CPU sends them (at 1 Mbit/s, a debug
@@ -96,7 +89,7 @@ def t_limit_frees():
         q = tclib.parq_qdisc(topo.a, dev())
         check(q["qlen"] <= 10, f"{q['qlen']} packets held after limit 10")
         tc(topo.a, "qdisc", "del", "dev", dev(), "root")
-        drained = wait_for(lambda: outq(sk) == 0, 3.0)
+        drained = ktap.poll(lambda: outq(sk), lambda n: n == 0, 3.0) == 0
         diag(f"socket write memory after the delete: {outq(sk)} bytes")
         check(drained, f"{outq(sk)} bytes of the socket's packets were "
               "never freed")
@@ -122,11 +115,8 @@ def t_split_gso_backlog():
          f"{segs} segments of split GSO packets")
     check(segs > 0, "no GSO packet was split")
 
-    def settled():
-        p = tclib.root_qdisc(topo.a, dev())
-        return p["qlen"] == 0 and p["backlog"] == 0
-    wait_for(settled, 3.0)
-    p = tclib.root_qdisc(topo.a, dev())
+    p = ktap.poll(lambda: tclib.root_qdisc(topo.a, dev()),
+                  lambda p: p["qlen"] == 0 and p["backlog"] == 0, 3.0)
     diag(f"prio after the drain: qlen {p['qlen']}, backlog {p['backlog']}")
     check_eq((p["qlen"], p["backlog"]), (0, 0),
              "prio's qlen and backlog once parq is empty")

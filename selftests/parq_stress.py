@@ -245,13 +245,9 @@ def bulk(i=0, seconds=900):
 
 
 def drained(dev):
-    deadline = time.monotonic() + 5
-    while True:
-        qs = tclib.qdiscs(topo.a, dev)
-        if all(q["qlen"] == 0 and q["backlog"] == 0 for q in qs) or \
-                time.monotonic() > deadline:
-            return qs
-        time.sleep(0.1)
+    return ktap.poll(lambda: tclib.qdiscs(topo.a, dev),
+                     lambda qs: all(q["qlen"] == 0 and q["backlog"] == 0
+                                    for q in qs), 5, 0.1)
 
 
 LIMIT_CYCLES = max(2, round(60 * SCALE))

@@ -196,17 +196,25 @@ def check_within(got, want, tol, what):
             f"{what}: {got:.4f} is not within {tol:.4f} of {want:.4f}")
 
 
+def poll(read, done, timeout, interval=0.05):
+    """read()'s value, read every @interval seconds until done(value)
+    holds or @timeout seconds times slowdown() have passed: the value that
+    satisfied done(), else the last one read (the caller's check says what
+    it lacks)."""
+    deadline = time.monotonic() + timeout * slowdown()
+    while True:
+        v = read()
+        if done(v) or time.monotonic() > deadline:
+            return v
+        time.sleep(interval)
+
+
 def wait_for(what, pred, timeout, interval=0.05):
     """pred()'s first true value, asked every @interval seconds for at
     most @timeout seconds times slowdown(); AssertionError naming @what
     when the time runs out."""
-    limit = timeout * slowdown()
-    deadline = time.monotonic() + limit
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out ({limit:.0f} s) waiting for "
-                                 f"{what}")
-        time.sleep(interval)
+    v = poll(pred, bool, timeout, interval)
+    if not v:
+        raise AssertionError(f"timed out ({timeout * slowdown():.0f} s) "
+                             f"waiting for {what}")
+    return v
