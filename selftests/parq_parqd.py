@@ -49,7 +49,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from parqlab import credits, ktap, lab, sbin  # noqa: E402
-from parqlab.parqd import read_metrics  # noqa: E402
+from parqlab.parqd import read_metrics, topology_text  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 
@@ -570,39 +570,8 @@ def t_silent_etcd_stalls_nothing():
     hole.listen(64)
     topology = os.path.join(tmp, "topology.toml")
     with open(topology, "w") as f:
-        f.write(f"""[[host]]
-name = "a"
-addresses = ["{topo.ip_a()}"]
-nic = "1gbit"
-
-[[host]]
-name = "b"
-addresses = ["{topo.ip_b()}"]
-nic = "1gbit"
-
-[[switch]]
-name = "s"
-
-[[link]]
-from = "a"
-to = "s"
-capacity = "1gbit"
-
-[[link]]
-from = "s"
-to = "a"
-capacity = "1gbit"
-
-[[link]]
-from = "b"
-to = "s"
-capacity = "1gbit"
-
-[[link]]
-from = "s"
-to = "b"
-capacity = "1gbit"
-""")
+        f.write(topology_text({"a": topo.ip_a(), "b": topo.ip_b()},
+                              capacity="1gbit"))
     prom = os.path.join(tmp, "b.prom")
     cfg = b_config("silent-etcd.toml", f"""\
 etcd-endpoints = ["http://127.0.0.1:{hole.getsockname()[1]}"]

@@ -80,15 +80,22 @@ class Settings:
 
 
 def star_topology(star, hosts, capacity="100mbit", reservable=None):
-    """The text of a topology file (Documentation/admission.md) for @hosts
-    of netns.Star @star: each host with its address and a NIC of
-    @capacity, the switch "s" and a link of @capacity each way between it
-    and every host; @reservable: the percentage, when not parqd's
-    default."""
+    """topology_text() for @hosts of netns.Star @star."""
+    return topology_text({h: star.ip(h) for h in hosts}, capacity,
+                         reservable)
+
+
+def topology_text(addresses, capacity="100mbit", reservable=None):
+    """The text of a topology file (Documentation/admission.md) for the
+    hosts of @addresses ({name: address}): each host with its address and
+    a NIC of @capacity, the switch "s" and a link of @capacity each way
+    between it and every host; @reservable: the percentage, when not
+    parqd's default."""
+    hosts = list(addresses)
     text = "" if reservable is None else f"reservable = {reservable}\n\n"
     for h in hosts:
-        text += (f'[[host]]\nname = "{h}"\naddresses = ["{star.ip(h)}"]\n'
-                 f'nic = "{capacity}"\n\n')
+        text += (f'[[host]]\nname = "{h}"\naddresses = ["{addresses[h]}"]'
+                 f'\nnic = "{capacity}"\n\n')
     text += '[[switch]]\nname = "s"\n\n'
     for h in hosts:
         for a, b in ((h, "s"), ("s", h)):
