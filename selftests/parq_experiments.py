@@ -13,13 +13,16 @@ Nothing here judges performance, except two ratios that hold by a wide
 margin:
   - in experiment 1, a 64-byte exchange through a FIFO that a bulk stream
     fills is at least twice as slow as alone (measured: 20 to 60 times
-    with the parallel job pinned to one CPU);
+    with the parallel job pinned to one CPU, 10 to 26 times on the slower
+    host of 2026-11-27 on);
   - in experiment 5, on the receiving side under the local job (issue 14's
     real MPI through a switch port): R's parqd sent grants, so it engaged
     for the MPI job, whose packets are the only parallel traffic there.
     Its one-way time against pfifo's is not judged at this size: two
     smoke runs measured pfifo / parq+parqd 3.3 and 1.8 (50 round trips a
     trial, one repetition), the committed full run 7.4 to 22.
+Experiment 7 must also have measured, in every step, the jobs that step
+ran: the parallel job's round trips, the local job's throughput.
 """
 import csv
 import math
@@ -148,6 +151,19 @@ def t_over_admitted():
           "their rates: the port is not the bottleneck")
 
 
+def t_heavy_rows():
+    """exp7: each step measured its jobs: the parallel job's round trips
+    where it ran, the local job's throughput where that ran."""
+    for r in rows_of("exp7"):
+        if r["mode"] in ("parallel", "both"):
+            for v in ("p50_us", "p99_us", "mean_us", "messages"):
+                positive(r, v)
+        if r["mode"] in ("local", "both"):
+            positive(r, "local_mbit")
+        diag(f"{r['scheduler']} {r['mode']}: p50 {r['p50_us'] or '-'} us, "
+             f"local {r['local_mbit'] or '-'} Mbit/s")
+
+
 def t_summary():
     path = sess.summary("selftests/parq_experiments.py")
     text = path.read_text()
@@ -184,6 +200,7 @@ def main():
                "each host alone admits it", t_admission_across_port)
     suite.case("exp6: over-admitted, the applications miss their rates",
                t_over_admitted)
+    suite.case("exp7: both jobs measured in every step", t_heavy_rows)
     suite.case("summary.md lists every experiment", t_summary)
     why = driver.preflight(driver.load([]))
     if why:
