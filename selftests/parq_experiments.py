@@ -13,8 +13,9 @@ Nothing here judges performance, except two ratios that hold by a wide
 margin:
   - in experiment 1, a 64-byte exchange through a FIFO that a bulk stream
     fills is at least twice as slow as alone (measured: 20 to 60 times
-    with the parallel job pinned to one CPU, 10 to 26 times on the slower
-    host of 2026-11-27 on);
+    with the parallel job pinned to one CPU; on the slower host of
+    2026-11-27 on, where the exchange alone takes five times as long,
+    3.5 to 6.3 times in four smoke runs and 10 to 26 in the full run);
   - in experiment 5, on the receiving side under the local job (issue 14's
     real MPI through a switch port): R's parqd sent grants, so it engaged
     for the MPI job, whose packets are the only parallel traffic there.
