@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from parqlab import bench, parqd, scenarios, traffic  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
+from parqlab.netns import Topology  # noqa: E402
 
 EF = traffic.TOS_EF
 PAR_PORT = scenarios.PING_PORT		# the parallel job's server
@@ -261,6 +262,21 @@ def probe_prefix(ns):
     a wake-up across vCPUs can wait for the host's scheduler: unpinned,
     idle round trips were 0.3 or 8 ms at random; pinned, 0.3 ms."""
     return ["taskset", "-c", "0"] + traffic.realtime_prefix(ns)
+
+
+@contextmanager
+def sender_lab(name):
+    """Experiment 1's lab (7's too): namespaces A and B (netns.Topology
+    @name), on B a parq-bench server for the parallel job (EF, under
+    probe_prefix()) and one for the local job, the scheduler under test on
+    A's veth.  Yields (topo, Configurations, the probe prefix)."""
+    with Topology(name) as topo:
+        prefix = probe_prefix(topo.a)
+        ip = topo.ip_b()
+        with bench.Server(topo.b, ip, PAR_PORT, tos=EF, prefix=prefix), \
+                bench.Server(topo.b, ip, BULK_PORT), \
+                Configurations([(topo.a, topo.dev_a())]) as confs:
+            yield topo, confs, prefix
 
 
 def switch_fifo(star, host):

@@ -19,8 +19,6 @@ from types import SimpleNamespace
 
 import common
 import sweep
-from parqlab import bench
-from parqlab.netns import Topology
 
 NAME = "exp1"
 TITLE = "Experiment 1: sending side"
@@ -45,15 +43,9 @@ def steps(p):
 
 @contextmanager
 def lab(p, group=None):
-    with Topology(NAME) as topo:
-        prefix = common.probe_prefix(topo.a)
-        ip = topo.ip_b()
-        with bench.Server(topo.b, ip, common.PAR_PORT, tos=common.EF,
-                          prefix=prefix), \
-                bench.Server(topo.b, ip, common.BULK_PORT), \
-                common.Configurations([(topo.a, topo.dev_a())]) as confs:
-            yield SimpleNamespace(measure=lambda cfg, local: _measure(
-                topo, confs, prefix, p, cfg, local))
+    with common.sender_lab(NAME) as (topo, confs, prefix):
+        yield SimpleNamespace(measure=lambda cfg, local: _measure(
+            topo, confs, prefix, p, cfg, local))
 
 
 def _measure(topo, confs, prefix, p, cfg, local):

@@ -30,7 +30,6 @@ from types import SimpleNamespace
 import common
 from common import Panel, Params, Step, kib
 from parqlab import bench
-from parqlab.netns import Topology
 
 NAME = "exp7"
 TITLE = "Experiment 7: a heavy parallel job"
@@ -72,15 +71,9 @@ def steps(p):
 
 @contextmanager
 def lab(p, group=None):
-    with Topology(NAME) as topo:
-        prefix = common.probe_prefix(topo.a)
-        ip = topo.ip_b()
-        with bench.Server(topo.b, ip, common.PAR_PORT, tos=common.EF,
-                          prefix=prefix), \
-                bench.Server(topo.b, ip, common.BULK_PORT), \
-                common.Configurations([(topo.a, topo.dev_a())]) as confs:
-            yield SimpleNamespace(measure=lambda cfg, mode, load: _measure(
-                topo, confs, prefix, p, cfg, mode, load))
+    with common.sender_lab(NAME) as (topo, confs, prefix):
+        yield SimpleNamespace(measure=lambda cfg, mode, load: _measure(
+            topo, confs, prefix, p, cfg, mode, load))
 
 
 def _bulk(ns, peer, seconds):
