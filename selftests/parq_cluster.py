@@ -61,19 +61,6 @@ daemons = None
 work = None
 
 
-def admission(h):
-    eps = ", ".join(f'"{e}"' for e in members.endpoints(first=h))
-    return f"""
-[admission]
-etcd-endpoints = [{eps}]
-etcd-timeout = "{ETCD_TIMEOUT_S}s"
-topology-file = "{work}/topology.toml"
-host = "{h}"
-lease = "{LEASE_S}s"
-socket = "{sock(h)}"
-"""
-
-
 def sock(h):
     return os.path.join(work, f"{h}-admission.sock")
 
@@ -274,7 +261,12 @@ def setup(t, k):
     star.ns["a"].run(["tc", "qdisc", "replace", "dev", "eth0", "root",
                       "handle", "1:", "parq", "linkrate", "100mbit"])
     daemons = parqd.Cluster(star, ["b"], ["a"], work,
-                            sections={h: admission(h) for h in ("a", "b")})
+                            sections={h: parqd.admission_section(
+                                h, members.endpoints(first=h),
+                                f"{work}/topology.toml", sock(h),
+                                lease=LEASE_S,
+                                etcd_timeout=ETCD_TIMEOUT_S)
+                                for h in ("a", "b")})
     daemons.start()
     wait_for("A's lease", lambda: metric("parqd_admission_lease_held"), 30)
     return [_Stop()]

@@ -100,17 +100,6 @@ def steps(p):
     return out
 
 
-def admission_section(star, members, tmp, h):
-    return f"""
-[admission]
-etcd-endpoints = ["{members.client_url('e')}"]
-topology-file = "{tmp}/topology.toml"
-host = "{h}"
-lease = "10s"
-socket = "{tmp}/{h}-admission.sock"
-"""
-
-
 def priority_port(star):
     """The port toward R: 100 Mbit/s, AF41 (the reserved classes' mark)
     before everything else."""
@@ -227,8 +216,10 @@ def lab(p, group=None):
             # nothing but the switch's priority and the admission acts.
             cluster = parqd.Cluster(
                 star, ["r"], list(APPS), tmp,
-                sections={h: admission_section(star, members, tmp, h)
-                          for h in APPS})
+                sections={h: parqd.admission_section(
+                    h, [members.client_url("e")], f"{tmp}/topology.toml",
+                    f"{tmp}/{h}-admission.sock", lease=10)
+                    for h in APPS})
             cluster.start(hosts=APPS)
             for h in APPS:
                 _wait_lease(cluster, h)

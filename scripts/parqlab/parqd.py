@@ -104,6 +104,23 @@ def topology_text(addresses, capacity="100mbit", reservable=None):
     return text
 
 
+def admission_section(host, endpoints, topology, socket, lease=None,
+                      etcd_timeout=None):
+    """The [admission] section of host @host's parqd configuration
+    (Documentation/admission.md): etcd at @endpoints (URLs, the first
+    tried first), the topology file @topology, the control socket
+    @socket; @lease and @etcd_timeout in seconds, when not parqd's
+    defaults."""
+    eps = ", ".join(f'"{e}"' for e in endpoints)
+    text = f'\n[admission]\netcd-endpoints = [{eps}]\n'
+    if etcd_timeout is not None:
+        text += f'etcd-timeout = "{etcd_timeout}s"\n'
+    text += f'topology-file = "{topology}"\nhost = "{host}"\n'
+    if lease is not None:
+        text += f'lease = "{lease}s"\n'
+    return text + f'socket = "{socket}"\n'
+
+
 class Cluster:
     """parqd on @receivers and @senders (host names of @star); files
     (key, configurations, metrics, logs) in @workdir; @sections: {host:
