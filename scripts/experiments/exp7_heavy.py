@@ -21,7 +21,6 @@ not.
 
     scripts/experiments/exp7_heavy.py [--quick] [--out DIR]
 """
-import json
 import sys
 import time
 from contextlib import contextmanager
@@ -76,20 +75,6 @@ def lab(p, group=None):
             topo, confs, prefix, p, cfg, mode, load))
 
 
-def _bulk(ns, peer, seconds):
-    """The local job, started: parq-bench bulk for @seconds."""
-    return ns.popen([str(bench.PARQ_BENCH), "bulk", "--to", peer, "--size",
-                     str(LOCAL_SIZE), "--seconds", f"{seconds:.3f}"])
-
-
-def _bulk_mbit(proc, timeout):
-    out, err = proc.communicate(timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"parq-bench bulk: exit {proc.returncode}: "
-                           f"{err.strip()[-300:]}")
-    return json.loads(out)["bytes_per_second"] * 8 / 1e6
-
-
 def _measure(topo, confs, prefix, p, cfg, mode, load):
     a, ip = topo.a, topo.ip_b()
     confs.use(cfg)
@@ -98,7 +83,8 @@ def _measure(topo, confs, prefix, p, cfg, mode, load):
     bulk = None
     if mode in ("local", "both"):
         # The local job covers the parallel job's stream and its settle.
-        bulk = _bulk(a, f"{ip}:{common.BULK_PORT}", measure + p.settle)
+        bulk = bench.Bulk(a, f"{ip}:{common.BULK_PORT}", LOCAL_SIZE,
+                          seconds=f"{measure + p.settle:.3f}")
         time.sleep(p.settle)
     try:
         if mode in ("parallel", "both"):
@@ -113,12 +99,11 @@ def _measure(topo, confs, prefix, p, cfg, mode, load):
         elif bulk is not None:
             time.sleep(measure)
         if bulk is not None:
-            row["local_mbit"] = _bulk_mbit(bulk, measure + 30)
-            bulk = None
+            (res,) = bulk.results(measure + 30)
+            row["local_mbit"] = res["bytes_per_second"] * 8 / 1e6
     finally:
         if bulk is not None:
-            bulk.kill()
-            bulk.wait()
+            bulk.stop()
     return [row]
 
 

@@ -144,7 +144,8 @@ def collective(nss, ips, port, pattern, size=64, count=100, tos=None,
 class Bulk:
     """A local job: @streams parq-bench bulk connections from @ns to the
     Server at @peer, @size-byte messages back to back, until stop() (or
-    @seconds).  A context manager."""
+    @seconds; then results() has each stream's rate).  A context
+    manager."""
 
     def __init__(self, ns, peer, size, streams=1, seconds=600, tos=None):
         self.argv = [str(PARQ_BENCH), "bulk", "--to", peer, "--size",
@@ -158,6 +159,16 @@ class Bulk:
                 out, err = p.communicate(timeout=5)
                 raise AssertionError(f"bulk stream ended {what}: exit "
                                      f"{p.returncode}: {err[-300:].strip()}")
+
+    def results(self, timeout):
+        """Wait up to @timeout seconds for every stream to end by itself
+        (its @seconds) and return their JSON results, in order; raises
+        with its error text if one failed."""
+        out = []
+        for p in self.procs:
+            o, e = p.communicate(timeout=timeout)
+            out.append(_parse(self.argv, o, e, p.returncode))
+        return out
 
     def stop(self):
         for p in self.procs:
