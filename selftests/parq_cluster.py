@@ -55,18 +55,14 @@ LEASE_S = 8 * ktap.slowdown()		# parqd's etcd lease
 ETCD_TIMEOUT_S = 1 * ktap.slowdown()	# each etcd call, per endpoint
 RATE = "10mbit"
 
-star = None
-members = None
-daemons = None
-work = None
+
+def sock(env, h):
+    return os.path.join(env.work, f"{h}-admission.sock")
 
 
-def sock(h):
-    return os.path.join(work, f"{h}-admission.sock")
-
-
-def ctl(h, *args, timeout=30):
+def ctl(env, h, *args, timeout=30):
     """parqctl ARGS --json in host @h: (exit status, parsed stdout)."""
+    star = env.topo
     r = star.ns[h].run([str(parqd.PARQCTL), *args, "--json"], check=False,
                        timeout=timeout * ktap.slowdown())
     try:
@@ -76,36 +72,39 @@ def ctl(h, *args, timeout=30):
     return r.returncode, out
 
 
-def reserve(rate, match="proto=udp,dport=5001"):
-    return ctl("a", "reserve", "--to", "b", "--rate", rate, "--match", match,
-               "--socket", sock("a"))
+def reserve(env, rate, match="proto=udp,dport=5001"):
+    return ctl(env, "a", "reserve", "--to", "b", "--rate", rate, "--match",
+               match, "--socket", sock(env, "a"))
 
 
-def incoming():
+def incoming(env):
     """The ids in B's view of the reservations toward it (parqctl prints
     them as a list), or None if it cannot be read."""
-    rc, out = ctl("b", "reservations", "--incoming", "--socket", sock("b"))
+    rc, out = ctl(env, "b", "reservations", "--incoming", "--socket",
+                  sock(env, "b"))
     return {r["id"] for r in out} if rc == 0 and isinstance(out, list) \
         else None
 
 
-def in_etcd(frm="c"):
+def in_etcd(env, frm="c"):
     """The ids etcd holds, read from @frm; None if it cannot be read."""
-    rc, out = ctl(frm, "reservations", "--topology",
-                  f"{work}/topology.toml", "--etcd",
-                  ",".join(members.endpoints(first=frm)))
+    rc, out = ctl(env, frm, "reservations", "--topology",
+                  f"{env.work}/topology.toml", "--etcd",
+                  ",".join(env.members.endpoints(first=frm)))
     return {r["id"] for r in out} if rc == 0 else None
 
 
-def links(frm="c"):
-    rc, out = ctl(frm, "links", "--topology", f"{work}/topology.toml",
-                  "--etcd", ",".join(members.endpoints(first=frm)))
+def links(env, frm="c"):
+    rc, out = ctl(env, frm, "links", "--topology",
+                  f"{env.work}/topology.toml",
+                  "--etcd", ",".join(env.members.endpoints(first=frm)))
     check_eq(rc, 0, f"parqctl links: {out}")
     return {x["id"]: x for x in out}
 
 
-def classes():
+def classes(env):
     """A's parqd classes (minor 1000 hex and up) and flower filters."""
+    star = env.topo
     r = star.ns["a"].run(["tc", "class", "show", "dev", "eth0"])
     cls = [ln for ln in r.stdout.splitlines()
            if ln.startswith("class parq 1:") and
@@ -115,83 +114,83 @@ def classes():
     return cls, flt
 
 
-def metric(name):
-    return daemons.metrics("a").get(name, 0)
+def metric(env, name):
+    return env.daemons.metrics("a").get(name, 0)
 
 
 def wait_for(what, pred, timeout):
     return ktap.wait_for(what, pred, timeout, interval=0.2)
 
 
-held = {}
-
-
-def t_members():
-    check_eq(sorted(members.healthy("a")), HOSTS,
+def t_members(env):
+    check_eq(sorted(env.members.healthy("a")), HOSTS,
              "members answering from A")
-    check_eq(metric("parqd_admission_lease_held"), 1, "A holds a lease")
+    check_eq(metric(env, "parqd_admission_lease_held"), 1, "A holds a lease")
 
 
-def t_admitted():
-    rc, out = reserve(RATE)
+def t_admitted(env):
+    star = env.topo
+    rc, out = reserve(env, RATE)
     check_eq(rc, 0, f"reserve {RATE}: {out}")
     r = out["reservation"]
-    held["first"] = r["id"]
+    env.held["first"] = r["id"]
     diag(f"admitted {r['id']}: {r['rate_bps']} bit/s, {r['resources']}")
-    cls, flt = classes()
+    cls, flt = classes(env)
     diag(*cls, *flt)
     check(len(cls) == 1 and "rate 10Mbit" in cls[0],
           f"one reserved class at 10 Mbit/s on A's qdisc: {cls}")
     check(len(flt) == 1 and star.ip("b") in flt[0],
           f"one flower filter for B's address: {flt}")
     wait_for("B's view of the reservation",
-             lambda: incoming() == {r["id"]}, 10)
-    ls = links()
+             lambda: incoming(env) == {r["id"]}, 10)
+    ls = links(env)
     for rid in ("host/a/send", "link/s/b", "host/b/receive"):
         check_eq(ls[rid]["reserved_bps"], 10_000_000, f"{rid} reserved")
     check_eq(ls["link/s/c"]["reserved_bps"], 0, "link/s/c reserved")
 
-    rc, out = reserve("95mbit")
+    rc, out = reserve(env, "95mbit")
     diag(out.get("error"))
     check(rc == 1 and "a's NIC (sending) is full" in out.get("error", ""),
           f"95 Mbit/s more refused, naming A's NIC: {rc} {out}")
-    check_eq(in_etcd(), {r["id"]}, "etcd after the refusal")
-    check_eq(len(classes()[0]), 1, "A's classes after the refusal")
+    check_eq(in_etcd(env), {r["id"]}, "etcd after the refusal")
+    check_eq(len(classes(env)[0]), 1, "A's classes after the refusal")
 
 
-def t_one_member_cut():
+def t_one_member_cut(env):
+    star = env.topo
     star.cut("c")
     try:
-        rc, out = reserve("5mbit", "proto=udp,dport=5002")
+        rc, out = reserve(env, "5mbit", "proto=udp,dport=5002")
         check_eq(rc, 0, f"reserve with C cut off: {out}")
         rid = out["reservation"]["id"]
-        check_eq(len(classes()[0]), 2, "A's classes")
-        rc, out = ctl("a", "release", rid, "--socket", sock("a"))
+        check_eq(len(classes(env)[0]), 2, "A's classes")
+        rc, out = ctl(env, "a", "release", rid, "--socket", sock(env, "a"))
         check_eq(rc, 0, f"release with C cut off: {out}")
-        check_eq(len(classes()[0]), 1, "A's classes after the release")
-        check_eq(in_etcd("a"), {held["first"]}, "etcd, read from A")
+        check_eq(len(classes(env)[0]), 1, "A's classes after the release")
+        check_eq(in_etcd(env, "a"), {env.held["first"]}, "etcd, read from A")
     finally:
         star.heal("c")
     wait_for("C back in the cluster",
-             lambda: sorted(members.healthy("a")) == HOSTS, 30)
+             lambda: sorted(env.members.healthy("a")) == HOSTS, 30)
 
 
-def t_quorum_lost():
-    demotions = metric("parqd_admission_demotions_total")
+def t_quorum_lost(env):
+    star = env.topo
+    demotions = metric(env, "parqd_admission_demotions_total")
     star.cut("a")
     t0 = time.monotonic()
     try:
         # The last renewal was answered at most a quarter of the lease
         # ago, and parqd demotes at three quarters: half a lease at least.
-        cls, flt = classes()
+        cls, flt = classes(env)
         check((len(cls), len(flt)) == (1, 1),
               f"A's class enforced right after the cut: {cls} {flt}")
-        rc, out = reserve("1mbit", "proto=udp,dport=5003")
+        rc, out = reserve(env, "1mbit", "proto=udp,dport=5003")
         diag(out.get("error"))
         check(rc == 1 and "etcd" in out.get("error", ""),
               f"no admission without a quorum: {rc} {out}")
         wait_for("A's demotion",
-                 lambda: metric("parqd_admission_demotions_total") >
+                 lambda: metric(env, "parqd_admission_demotions_total") >
                  demotions, LEASE_S / ktap.slowdown() + 10)
         took = time.monotonic() - t0
         diag(f"A demoted {took:.1f} s after the cut (lease {LEASE_S} s)")
@@ -200,7 +199,7 @@ def t_quorum_lost():
         # (its log says how long it was), and no etcd call holds it past
         # that.  The cut came after that renewal, so the demotion is seen
         # within the lease of the cut too.
-        with open(daemons.log_file("a")) as f:
+        with open(env.daemons.log_file("a")) as f:
             m = re.findall(r"not renewed for (\d+) ms", f.read())
         check(m, "A's log says how long its lease went unrenewed")
         check(int(m[-1]) <= LEASE_S * 750 + 500 * ktap.slowdown(),
@@ -208,53 +207,60 @@ def t_quorum_lost():
               f"of its {LEASE_S} s lease")
         check(took < LEASE_S, f"A demoted {took:.1f} s after the cut, its "
               f"lease being {LEASE_S} s")
-        check_eq(classes(), ([], []), "A's qdisc after the demotion")
-        check_eq(metric("parqd_admission_lease_held"), 0, "A's lease")
+        check_eq(classes(env), ([], []), "A's qdisc after the demotion")
+        check_eq(metric(env, "parqd_admission_lease_held"), 0, "A's lease")
         # The majority expires A's lease; B's watch sees its keys go.
         wait_for("B's view without A's reservation",
-                 lambda: incoming() == set(), LEASE_S / ktap.slowdown() + 20)
+                 lambda: incoming(env) == set(),
+                 LEASE_S / ktap.slowdown() + 20)
         diag(f"B's view empty {time.monotonic() - t0:.1f} s after the cut")
-        check_eq(in_etcd("b"), set(), "etcd, read from B")
+        check_eq(in_etcd(env, "b"), set(), "etcd, read from B")
     finally:
         star.heal("a")
 
 
-def t_healed():
-    wait_for("A's new lease", lambda: metric("parqd_admission_lease_held"),
-             30)
-    wait_for("all members", lambda: sorted(members.healthy("a")) == HOSTS,
-             30)
-    rc, out = ctl("a", "reservations", "--socket", sock("a"))
+def t_healed(env):
+    wait_for("A's new lease",
+             lambda: metric(env, "parqd_admission_lease_held"), 30)
+    wait_for("all members",
+             lambda: sorted(env.members.healthy("a")) == HOSTS, 30)
+    rc, out = ctl(env, "a", "reservations", "--socket", sock(env, "a"))
     check_eq((rc, out), (0, []), "A holds no reservation it lost")
-    rc, out = reserve(RATE)
+    rc, out = reserve(env, RATE)
     check_eq(rc, 0, f"reserve after the heal: {out}")
     rid = out["reservation"]["id"]
-    held["second"] = rid
-    check_eq(in_etcd(), {rid}, "etcd")
-    check_eq(len(classes()[0]), 1, "A's classes")
-    wait_for("B's view", lambda: incoming() == {rid}, 10)
-    check_eq(links()["link/s/b"]["reserved_bps"], 10_000_000,
+    env.held["second"] = rid
+    check_eq(in_etcd(env), {rid}, "etcd")
+    check_eq(len(classes(env)[0]), 1, "A's classes")
+    wait_for("B's view", lambda: incoming(env) == {rid}, 10)
+    check_eq(links(env)["link/s/b"]["reserved_bps"], 10_000_000,
              "link/s/b reserved")
 
 
-def t_stopped():
-    daemons.stop()
-    check_eq(classes(), ([], []), "A's qdisc after parqd stopped")
-    check_eq(in_etcd(), set(), "etcd right after parqd stopped")
+def t_stopped(env):
+    env.daemons.stop()
+    check_eq(classes(env), ([], []), "A's qdisc after parqd stopped")
+    check_eq(in_etcd(env), set(), "etcd right after parqd stopped")
 
 
 class _Stop:
+    def __init__(self, env):
+        self.env = env
+
     def stop(self):
-        daemons.close()
-        members.stop()
+        self.env.daemons.close()
+        self.env.members.stop()
 
 
-def setup(t, k):
-    global star, members, daemons, work
-    star = t
+def setup(env):
+    """The etcd members, the topology file, A's parq and the parqds, on
+    @env: .members, .work (their files), .daemons and .held (the ids the
+    cases reserved)."""
+    star = env.topo
+    env.held = {}
     check(parqd.available(), f"{parqd.PARQD} missing: run make userspace")
-    work = tempfile.mkdtemp(prefix="parq-cluster-")
-    members = etcd.Cluster(star, HOSTS, work)
+    env.work = work = tempfile.mkdtemp(prefix="parq-cluster-")
+    env.members = members = etcd.Cluster(star, HOSTS, work)
     members.start()
     with open(os.path.join(work, "topology.toml"), "w") as f:
         f.write(parqd.star_topology(star, HOSTS))
@@ -263,13 +269,15 @@ def setup(t, k):
     daemons = parqd.Cluster(star, ["b"], ["a"], work,
                             sections={h: parqd.admission_section(
                                 h, members.endpoints(first=h),
-                                f"{work}/topology.toml", sock(h),
+                                f"{work}/topology.toml", sock(env, h),
                                 lease=LEASE_S,
                                 etcd_timeout=ETCD_TIMEOUT_S)
                                 for h in ("a", "b")})
+    env.daemons = daemons
     daemons.start()
-    wait_for("A's lease", lambda: metric("parqd_admission_lease_held"), 30)
-    return [_Stop()]
+    wait_for("A's lease",
+             lambda: metric(env, "parqd_admission_lease_held"), 30)
+    return [_Stop(env)]
 
 
 def topology(tag):

@@ -25,9 +25,6 @@ from parqlab.netns import run  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import TOS_EF, udp_burst  # noqa: E402
 
-topo = None
-A = None
-DEV = None
 DISCARD_PORT = 9
 
 DEFAULTS = {
@@ -52,14 +49,14 @@ BASE_OPTS = {
 }
 
 
-def options():
-    q = tclib.parq_qdisc(A, DEV, stats=False)
-    check(q is not None, f"no parq qdisc on {DEV}")
+def options(env):
+    q = tclib.parq_qdisc(env.a, env.dev, stats=False)
+    check(q is not None, f"no parq qdisc on {env.dev}")
     return q.get("options", {})
 
 
-def check_options(want):
-    got = options()
+def check_options(env, want):
+    got = options(env)
     for k, v in want.items():
         check_eq(got.get(k, "<missing>"), v, f"option {k}")
     extra = set(got) - KNOWN_KEYS
@@ -68,19 +65,21 @@ def check_options(want):
     return got
 
 
-def link_speed():
+def link_speed(env):
     """The veth's speed in bytes/s as ethtool reports it, 0 if none."""
-    r = A.run(["ethtool", DEV], check=False)
+    r = env.a.run(["ethtool", env.dev], check=False)
     m = re.search(r"Speed: (\d+)Mb/s", r.stdout)
     return int(m.group(1)) * 1000000 // 8 if m else 0
 
 
-def del_root(ns=None, dev=None):
-    tc(ns or A, "qdisc", "del", "dev", dev or DEV, "root", check=False)
+def del_root(env, ns=None, dev=None):
+    tc(ns or env.a, "qdisc", "del", "dev", dev or env.dev, "root",
+       check=False)
 
 
-def add_parq(*args, verb="add"):
-    tc(A, "qdisc", verb, "dev", DEV, "root", "handle", "1:", "parq", *args)
+def add_parq(env, *args, verb="add"):
+    tc(env.a, "qdisc", verb, "dev", env.dev, "root", "handle", "1:", "parq",
+       *args)
 
 
 def loaded_check():
@@ -90,7 +89,7 @@ def loaded_check():
 
 # --- configuration --------------------------------------------------------
 
-def t_autoload():
+def t_autoload(env):
     if not module.installed():
         raise Skip("module not installed")
     if module.loaded():
@@ -100,113 +99,120 @@ def t_autoload():
         r = module.rmmod()
         check(r.returncode == 0, f"rmmod sch_parq: {r.stderr.strip()}")
     check(not module.loaded(), "sch_parq still loaded after rmmod")
-    del_root()
-    add_parq()
+    del_root(env)
+    add_parq(env)
     lsmod = run(["lsmod"]).stdout.split("\n")
     check(any(line.split()[:1] == ["sch_parq"] for line in lsmod),
           "tc qdisc add ... parq did not load sch_parq (lsmod)")
     diag(f"autoloaded {module.installed_path()}")
-    del_root()
+    del_root(env)
 
 
-def t_defaults():
+def t_defaults(env):
+    a, dev = env.a, env.dev
     loaded_check()
-    del_root()
-    add_parq()
-    got = check_options(DEFAULTS)
+    del_root(env)
+    add_parq(env)
+    got = check_options(env, DEFAULTS)
     # linkrate auto, no rate: admission control divides the link speed.
-    check_eq(got.get("linkrate"), link_speed(),
+    check_eq(got.get("linkrate"), link_speed(env),
              "linkrate (auto, no rate: the link speed)")
-    q = tclib.parq_qdisc(A, DEV, stats=False)
+    q = tclib.parq_qdisc(a, dev, stats=False)
     check_eq(q.get("handle"), "1:", "handle")
     check(q.get("root") is True, "parq is not the root qdisc")
 
 
-def t_every_parameter():
-    del_root()
-    add_parq("threshold", "9", "unit", "packets", "rate", "123mbit",
+def t_every_parameter(env):
+    a, dev = env.a, env.dev
+    del_root(env)
+    add_parq(env, "threshold", "9", "unit", "packets", "rate", "123mbit",
              "overhead", "-4", "no-split-gso", "limit", "777",
              "flow-limit", "77", "dscp-parallel", "AF41,EF,7",
              "default", "parallel", "linkrate", "1gbit", "reservable", "50",
              "dscp-mark", "7")
-    check_options({"threshold": 9, "unit": "packets",
-                   "rate": 123000000 // 8, "overhead": -4,
-                   "split_gso": False, "limit": 777, "flow_limit": 77,
-                   "dscp_parallel": [7, "AF41", "EF"],
-                   "default": "parallel", "linkrate": 10**9 // 8,
-                   "reservable": 50, "dscp_mark": 7})
-    del_root()
+    check_options(env, {"threshold": 9, "unit": "packets",
+                        "rate": 123000000 // 8, "overhead": -4,
+                        "split_gso": False, "limit": 777, "flow_limit": 77,
+                        "dscp_parallel": [7, "AF41", "EF"],
+                        "default": "parallel", "linkrate": 10**9 // 8,
+                        "reservable": 50, "dscp_mark": 7})
+    del_root(env)
     # linkrate auto with a rate: admission control divides the rate.
-    add_parq("threshold", "inf", "rate", "10gbit", "split-gso",
+    add_parq(env, "threshold", "inf", "rate", "10gbit", "split-gso",
              "dscp-parallel", "none", "overhead", "256")
-    check_options(dict(DEFAULTS, threshold="inf", rate=10**10 // 8,
-                       split_gso=True, dscp_parallel=[], overhead=256,
-                       linkrate=10**10 // 8))
+    check_options(env, dict(DEFAULTS, threshold="inf", rate=10**10 // 8,
+                            split_gso=True, dscp_parallel=[], overhead=256,
+                            linkrate=10**10 // 8))
     # split-gso follows the shaper unless forced: on with a rate ...
-    del_root()
-    add_parq("rate", "1gbit")
-    check_options(dict(DEFAULTS, rate=10**9 // 8, split_gso=True))
+    del_root(env)
+    add_parq(env, "rate", "1gbit")
+    check_options(env, dict(DEFAULTS, rate=10**9 // 8, split_gso=True))
     # ... and back off when the shaper is turned off.
-    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "rate", "unlimited")
-    check_options(DEFAULTS)
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "rate", "unlimited")
+    check_options(env, DEFAULTS)
 
 
-def t_change_subset():
-    del_root()
-    add_parq(*BASE_ARGS)
-    check_options(BASE_OPTS)
-    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "threshold", "3",
+def t_change_subset(env):
+    a, dev = env.a, env.dev
+    del_root(env)
+    add_parq(env, *BASE_ARGS)
+    check_options(env, BASE_OPTS)
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "threshold", "3",
        "limit", "900")
-    check_options(dict(BASE_OPTS, threshold=3, limit=900))
-    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "unit", "bytes",
+    check_options(env, dict(BASE_OPTS, threshold=3, limit=900))
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "unit", "bytes",
        "default", "parallel", "dscp-parallel", "CS1")
-    check_options(dict(BASE_OPTS, threshold=3, limit=900, unit="bytes",
-                       default="parallel", dscp_parallel=["CS1"]))
+    check_options(env, dict(BASE_OPTS, threshold=3, limit=900, unit="bytes",
+                            default="parallel", dscp_parallel=["CS1"]))
     # An empty change changes nothing.
-    tc(A, "qdisc", "change", "dev", DEV, "root", "parq")
-    check_options(dict(BASE_OPTS, threshold=3, limit=900, unit="bytes",
-                       default="parallel", dscp_parallel=["CS1"]))
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq")
+    check_options(env, dict(BASE_OPTS, threshold=3, limit=900, unit="bytes",
+                            default="parallel", dscp_parallel=["CS1"]))
 
 
-def t_replace():
-    del_root()
+def t_replace(env):
+    a, dev = env.a, env.dev
+    del_root(env)
     # replace creates when there is nothing ...
-    add_parq("threshold", "5", verb="replace")
-    check_options(dict(DEFAULTS, threshold=5))
+    add_parq(env, "threshold", "5", verb="replace")
+    check_options(env, dict(DEFAULTS, threshold=5))
     # ... on a parq qdisc it changes only what is given (as for fq) ...
-    add_parq("limit", "2000", verb="replace")
-    check_options(dict(DEFAULTS, threshold=5, limit=2000))
+    add_parq(env, "limit", "2000", verb="replace")
+    check_options(env, dict(DEFAULTS, threshold=5, limit=2000))
     # ... and another kind replaces parq altogether (without a handle: the
     # kernel refuses a kind change of handle 1: as "Invalid qdisc name").
-    tc(A, "qdisc", "replace", "dev", DEV, "root", "pfifo")
-    check_eq(tclib.root_qdisc(A, DEV)["kind"], "pfifo", "root kind")
-    check(tclib.parq_qdisc(A, DEV) is None, "parq left after replace")
-    add_parq(verb="replace")
-    check_options(DEFAULTS)
+    tc(a, "qdisc", "replace", "dev", dev, "root", "pfifo")
+    check_eq(tclib.root_qdisc(a, dev)["kind"], "pfifo", "root kind")
+    check(tclib.parq_qdisc(a, dev) is None, "parq left after replace")
+    add_parq(env, verb="replace")
+    check_options(env, DEFAULTS)
 
 
-def t_delete():
-    del_root()
-    add_parq()
-    tc(A, "qdisc", "del", "dev", DEV, "root")
-    check(tclib.parq_qdisc(A, DEV) is None, "parq still there after del")
-    r = tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
+def t_delete(env):
+    a, dev = env.a, env.dev
+    del_root(env)
+    add_parq(env)
+    tc(a, "qdisc", "del", "dev", dev, "root")
+    check(tclib.parq_qdisc(a, dev) is None, "parq still there after del")
+    r = tc(a, "qdisc", "del", "dev", dev, "root", check=False)
     check(r.returncode != 0, "deleting a missing root qdisc succeeded")
 
 
-def t_classes():
-    del_root()
-    add_parq()
-    cls = tclib.classes(A, DEV, stats=False)
+def t_classes(env):
+    a, dev = env.a, env.dev
+    del_root(env)
+    add_parq(env)
+    cls = tclib.classes(a, dev, stats=False)
     check_eq(sorted(cls), ["1:1", "1:2"], "classes")
     for cid in cls:
         check_eq(cls[cid].get("class"), "parq", f"class {cid} kind")
         check(cls[cid].get("root") is True, f"class {cid} is not at root")
 
 
-def t_help():
-    del_root()
-    r = tc(A, "qdisc", "add", "dev", DEV, "root", "parq", "help",
+def t_help(env):
+    a, dev = env.a, env.dev
+    del_root(env)
+    r = tc(a, "qdisc", "add", "dev", dev, "root", "parq", "help",
            check=False)
     check(r.returncode != 0, "tc ... parq help exited 0")
     text = r.stderr + r.stdout
@@ -214,65 +220,67 @@ def t_help():
     for kw in ("threshold", "unit", "rate", "overhead", "split-gso",
                "limit", "flow-limit", "dscp-parallel", "default"):
         check(kw in text, f"usage does not mention {kw}")
-    check(tclib.parq_qdisc(A, DEV) is None, "help created a qdisc")
+    check(tclib.parq_qdisc(a, dev) is None, "help created a qdisc")
 
 
 # --- rejected input: nothing changes -------------------------------------
 
-def queued_fixture():
+def queued_fixture(env):
     """Fresh parq (BASE_ARGS, 1 byte/s) with packets of both classes queued.
     Returns the snapshot of everything."""
+    a, dev, topo = env.a, env.dev, env.topo
     loaded_check()
-    del_root()
-    add_parq(*BASE_ARGS)
+    del_root(env)
+    add_parq(env, *BASE_ARGS)
     ip = topo.ip_b()
     # The first packet leaves at once and closes the shaper for 242 s.
-    udp_burst(A, ip, DISCARD_PORT, 200, 1)
-    udp_burst(A, ip, DISCARD_PORT, 200, 3)
-    udp_burst(A, ip, DISCARD_PORT, 100, 4, tos=TOS_EF)
-    snap = tclib.snapshot(A, DEV)
+    udp_burst(a, ip, DISCARD_PORT, 200, 1)
+    udp_burst(a, ip, DISCARD_PORT, 200, 3)
+    udp_burst(a, ip, DISCARD_PORT, 100, 4, tos=TOS_EF)
+    snap = tclib.snapshot(a, dev)
     cls = snap["classes"]
     check_eq((cls["1:1"]["qlen"], cls["1:2"]["qlen"]), (4, 3),
              "queued packets (parallel, local)")
     return snap
 
 
-def check_unchanged(before, what):
-    after = tclib.snapshot(A, DEV)
+def check_unchanged(env, before, what):
+    after = tclib.snapshot(env.a, env.dev)
     d = tclib.diff(before, after)
     check(not d, f"{what} changed the qdisc: " + "; ".join(d[:8]))
 
 
 def reject_case(args, names, cmd=("qdisc", "change")):
-    def fn():
-        before = queued_fixture()
-        argv = list(cmd) + ["dev", DEV, "root", "parq"] + list(args)
-        r = tc(A, *argv, check=False)
+    def fn(env):
+        before = queued_fixture(env)
+        argv = list(cmd) + ["dev", env.dev, "root", "parq"] + list(args)
+        r = tc(env.a, *argv, check=False)
         msg = (r.stderr + r.stdout).strip()
         diag(f"tc {' '.join(argv)} -> exit {r.returncode}: "
              f"{msg.splitlines()[0] if msg else ''}")
         check(r.returncode != 0, f"tc {' '.join(argv)} succeeded")
         check(any(n in msg for n in names),
               f"error message does not name {names}: {msg!r}")
-        check_unchanged(before, f"rejected 'tc {' '.join(argv)}'")
+        check_unchanged(env, before, f"rejected 'tc {' '.join(argv)}'")
     return fn
 
 
 def reject_tc(argv, names):
     """A rejected tc command other than qdisc change; "@" in @argv stands
     for the device."""
-    def fn():
-        args = [DEV if a == "@" else a for a in argv]
-        before = queued_fixture()
-        r = tc(A, *args, check=False)
+    def fn(env):
+        ns, dev = env.a, env.dev
+        args = [dev if a == "@" else a for a in argv]
+        before = queued_fixture(env)
+        r = tc(ns, *args, check=False)
         msg = (r.stderr + r.stdout).strip()
         diag(f"tc {' '.join(args)} -> exit {r.returncode}: "
              f"{msg.splitlines()[0] if msg else ''}")
         check(r.returncode != 0, f"tc {' '.join(args)} succeeded")
         check(any(n in msg for n in names),
               f"error message does not say {names}: {msg!r}")
-        check_unchanged(before, f"rejected 'tc {' '.join(args)}'")
-        check(not tclib.filters(A, DEV), "a filter was added")
+        check_unchanged(env, before, f"rejected 'tc {' '.join(args)}'")
+        check(not tclib.filters(ns, dev), "a filter was added")
     return fn
 
 
@@ -321,10 +329,11 @@ RAW_CASES = [
 
 
 def raw_case(name, options, word):
-    def fn():
-        before = queued_fixture()
-        with nl.Rtnl(A) as sock:
-            res = sock.qdisc(sock.ifindex(DEV), options, create=False)
+    def fn(env):
+        topo = env.topo
+        before = queued_fixture(env)
+        with nl.Rtnl(env.a) as sock:
+            res = sock.qdisc(sock.ifindex(env.dev), options, create=False)
         diag(f"change: {res.errname} extack={res.msg!r}")
         check(res.error < 0, f"raw change with {name} was accepted")
         check(res.errname in ("EINVAL", "ERANGE"),
@@ -334,7 +343,7 @@ def raw_case(name, options, word):
                   f"extack message does not name {word}: {res.msg!r}")
         elif res.msg is not None:
             check(res.msg.strip() != "", "empty extack message")
-        check_unchanged(before, f"rejected raw change ({name})")
+        check_unchanged(env, before, f"rejected raw change ({name})")
 
         # The same attributes when creating: refused, nothing created.
         bdev = topo.dev_b()
@@ -351,14 +360,15 @@ def raw_case(name, options, word):
     return fn
 
 
-def t_raw_valid():
+def t_raw_valid(env):
     """The hand-built messages are right: the same encoding with a valid
     value is accepted (so the rejections above are about the values)."""
+    a, dev = env.a, env.dev
     loaded_check()
-    del_root()
-    add_parq()
-    with nl.Rtnl(A) as sock:
-        res = sock.qdisc(sock.ifindex(DEV), opts(
+    del_root(env)
+    add_parq(env)
+    with nl.Rtnl(a) as sock:
+        res = sock.qdisc(sock.ifindex(dev), opts(
             nl.nla_u32(T.TCA_PARQ_THRESHOLD, 11),
             nl.nla_u8(T.TCA_PARQ_UNIT, T.PARQ_UNIT_PACKETS),
             nl.nla_u64(T.TCA_PARQ_RATE, 12500000),
@@ -368,24 +378,18 @@ def t_raw_valid():
             nl.nla_u64(T.TCA_PARQ_DSCP_PARALLEL, 1 << 46),
             nl.nla_u8(T.TCA_PARQ_DEFAULT_CLASS, T.PARQ_CLASS_PARALLEL)))
     check_eq(res.error, 0, f"valid raw change refused ({res.msg})")
-    check_options({"threshold": 11, "unit": "packets", "rate": 12500000,
-                   "overhead": -64, "split_gso": True, "limit": 600,
-                   "flow_limit": 60, "dscp_parallel": ["EF"],
-                   "default": "parallel"})
-    with nl.Rtnl(A) as sock:
-        res = sock.qdisc(sock.ifindex(DEV), opts(
+    check_options(env, {"threshold": 11, "unit": "packets", "rate": 12500000,
+                        "overhead": -64, "split_gso": True, "limit": 600,
+                        "flow_limit": 60, "dscp_parallel": ["EF"],
+                        "default": "parallel"})
+    with nl.Rtnl(a) as sock:
+        res = sock.qdisc(sock.ifindex(dev), opts(
             nl.nla_u32(T.TCA_PARQ_THRESHOLD, T.PARQ_THRESHOLD_INF),
             nl.nla_u64(T.TCA_PARQ_RATE, T.PARQ_RATE_UNLIMITED)))
     check_eq(res.error, 0, f"raw change to inf/unlimited refused "
              f"({res.msg})")
-    check_options({"threshold": "inf", "rate": "unlimited",
-                   "split_gso": False})
-
-
-def setup(t, k):
-    global topo, A, DEV
-    topo = t
-    A, DEV = topo.a, topo.dev_a()
+    check_options(env, {"threshold": "inf", "rate": "unlimited",
+                        "split_gso": False})
 
 
 def main():
@@ -443,8 +447,7 @@ def main():
         suite.case(f"raw netlink reject {name}",
                    raw_case(name, options_, word))
 
-    return lab.run(suite, "cfg", tools=("tc", "ip", "ss"), load_module=False,
-                   setup=setup)
+    return lab.run(suite, "cfg", tools=("tc", "ip", "ss"), load_module=False)
 
 
 if __name__ == "__main__":

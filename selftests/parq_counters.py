@@ -37,10 +37,6 @@ TOS_EF, TOS_CS5, TOS_CS6, TOS_CS7 = 46 << 2, 40 << 2, 48 << 2, 56 << 2
 TOS_AF41 = 34 << 2
 PAR, LOC = "1:1", "1:2"
 
-topo = None
-A = None
-DEV = None
-
 # Classic BPF, run on the packet from its Ethernet header (egress):
 #   ldh [12]; jne #0x800 -> no; ldb [23]; jne #17 -> no;
 #   ldh [36] (UDP dport, IHL 5); jne #PORT -> no; ret #-1 (use classid);
@@ -65,26 +61,28 @@ def xstats(q):
     return {k: q[k] for k in xstats_keys() if k in q}
 
 
-def fresh(*args):
+def fresh(env, *args):
     """A new parq root qdisc (all counters zero) with @args."""
-    tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
-    tc(A, "qdisc", "add", "dev", DEV, "root", "handle", "1:", "parq", *args)
-    q = tclib.parq_qdisc(A, DEV)
+    a, dev = env.a, env.dev
+    tc(a, "qdisc", "del", "dev", dev, "root", check=False)
+    tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq", *args)
+    q = tclib.parq_qdisc(a, dev)
     check_eq((q["packets"], q["bytes"], q["drops"], q["qlen"]), (0, 0, 0, 0),
              "counters of the new qdisc")
 
 
-def wait_empty(timeout=5.0):
-    return ktap.poll(lambda: tclib.parq_qdisc(A, DEV),
+def wait_empty(env, timeout=5.0):
+    return ktap.poll(lambda: tclib.parq_qdisc(env.a, env.dev),
                      lambda q: q["qlen"] == 0, timeout, 0.1)
 
 
-def send(spec):
+def send(env, spec):
     """@spec: [(count, payload, tos, priority, port)]; each line from its own
     socket.  Returns the L2 lengths sent, line by line."""
+    a, topo = env.a, env.topo
     out = []
     for count, payload, tos, prio, port in spec:
-        s = udp_socket(A, tos=tos, priority=prio)
+        s = udp_socket(a, tos=tos, priority=prio)
         try:
             out.append(send_udp(s, topo.ip_b(), port, payload, count))
         finally:
@@ -92,20 +90,20 @@ def send(spec):
     return out
 
 
-def run_and_check(spec, xs_want=None):
+def run_and_check(env, spec, xs_want=None):
     """@spec: [(count, payload, tos, priority, port, where)], where is PAR,
     LOC or "drop" (dropped by a filter).  Checks every counter."""
     want = {PAR: [0, 0], LOC: [0, 0]}
     filtered = 0
     for (count, payload, tos, prio, port, where), l2 in zip(
-            spec, send([line[:5] for line in spec])):
+            spec, send(env, [line[:5] for line in spec])):
         if where == "drop":
             filtered += count
         else:
             want[where][0] += count
             want[where][1] += count * l2
-    q = wait_empty()
-    cls = tclib.class_stats(A, DEV)
+    q = wait_empty(env)
+    cls = tclib.class_stats(env.a, env.dev)
     for cid in (PAR, LOC):
         got = cls[cid]
         diag(f"class {cid}: {got['packets']} packets {got['bytes']} bytes "
@@ -128,9 +126,9 @@ def run_and_check(spec, xs_want=None):
 
 # --- classification --------------------------------------------------------
 
-def t_dscp():
-    fresh()
-    run_and_check([
+def t_dscp(env):
+    fresh(env)
+    run_and_check(env, [
         (K, 300, TOS_EF, None, 9, PAR),
         (5, 301, TOS_CS5, None, 9, PAR),
         (5, 302, TOS_CS6, None, 9, LOC),
@@ -139,19 +137,19 @@ def t_dscp():
         (5, 101, TOS_AF41, None, 9, LOC),
     ])
     # Another DSCP set and the other default class.
-    fresh("dscp-parallel", "AF41", "default", "parallel")
-    run_and_check([
+    fresh(env, "dscp-parallel", "AF41", "default", "parallel")
+    run_and_check(env, [
         (K, 300, TOS_AF41, None, 9, PAR),
         (K, 100, None, None, 9, PAR),
         (5, 200, TOS_EF, None, 9, PAR),
     ])
-    fresh("dscp-parallel", "none")
-    run_and_check([(K, 300, TOS_EF, None, 9, LOC)])
+    fresh(env, "dscp-parallel", "none")
+    run_and_check(env, [(K, 300, TOS_EF, None, 9, LOC)])
 
 
-def t_priority():
-    fresh()
-    run_and_check([
+def t_priority(env):
+    fresh(env)
+    run_and_check(env, [
         (K, 300, None, 0x10001, 9, PAR),
         (K, 100, TOS_EF, 0x10002, 9, LOC),	# priority beats DSCP
         (5, 200, TOS_EF, 0x20001, 9, PAR),	# other major: DSCP decides
@@ -160,19 +158,19 @@ def t_priority():
     ], xs_want={"unknown_class": 5})
 
 
-def filter_add(*args):
-    tc(A, "filter", "add", "dev", DEV, "parent", "1:", *args)
+def filter_add(env, *args):
+    tc(env.a, "filter", "add", "dev", env.dev, "parent", "1:", *args)
 
 
-def t_u32():
-    fresh()
-    filter_add("protocol", "ip", "prio", "1", "u32", "match", "ip", "dport",
-               "5001", "0xffff", "flowid", PAR)
-    filter_add("protocol", "ip", "prio", "2", "u32", "match", "ip", "dport",
-               "5002", "0xffff", "flowid", LOC)
-    filter_add("protocol", "ip", "prio", "3", "u32", "match", "ip", "dport",
-               "5009", "0xffff", "action", "drop")
-    run_and_check([
+def t_u32(env):
+    fresh(env)
+    filter_add(env, "protocol", "ip", "prio", "1", "u32", "match", "ip",
+                    "dport", "5001", "0xffff", "flowid", PAR)
+    filter_add(env, "protocol", "ip", "prio", "2", "u32", "match", "ip",
+                    "dport", "5002", "0xffff", "flowid", LOC)
+    filter_add(env, "protocol", "ip", "prio", "3", "u32", "match", "ip",
+                    "dport", "5009", "0xffff", "action", "drop")
+    run_and_check(env, [
         (K, 300, None, None, 5001, PAR),
         (K, 100, TOS_EF, None, 5002, LOC),
         (5, 200, TOS_EF, None, 5003, PAR),	# no match: DSCP
@@ -181,13 +179,13 @@ def t_u32():
     ])
 
 
-def t_flower():
-    fresh()
-    filter_add("protocol", "ip", "prio", "1", "flower", "ip_proto", "udp",
-               "dst_port", "5001", "classid", PAR)
-    filter_add("protocol", "ip", "prio", "2", "flower", "ip_proto", "udp",
-               "dst_port", "5002", "classid", LOC)
-    run_and_check([
+def t_flower(env):
+    fresh(env)
+    filter_add(env, "protocol", "ip", "prio", "1", "flower", "ip_proto", "udp",
+                    "dst_port", "5001", "classid", PAR)
+    filter_add(env, "protocol", "ip", "prio", "2", "flower", "ip_proto", "udp",
+                    "dst_port", "5002", "classid", LOC)
+    run_and_check(env, [
         (K, 300, None, None, 5001, PAR),
         (K, 100, TOS_EF, None, 5002, LOC),
         (5, 200, TOS_EF, None, 5003, PAR),
@@ -195,24 +193,24 @@ def t_flower():
     ])
 
 
-def t_matchall():
-    fresh()
-    filter_add("prio", "1", "matchall", "classid", PAR)
-    run_and_check([(K, 300, None, None, 5001, PAR),
-                   (K, 100, TOS_EF, None, 5002, PAR)])
-    fresh()
-    filter_add("prio", "1", "matchall", "classid", LOC)
-    run_and_check([(K, 300, None, None, 5001, LOC),
-                   (K, 100, TOS_EF, None, 5002, LOC)])
+def t_matchall(env):
+    fresh(env)
+    filter_add(env, "prio", "1", "matchall", "classid", PAR)
+    run_and_check(env, [(K, 300, None, None, 5001, PAR),
+                        (K, 100, TOS_EF, None, 5002, PAR)])
+    fresh(env)
+    filter_add(env, "prio", "1", "matchall", "classid", LOC)
+    run_and_check(env, [(K, 300, None, None, 5001, LOC),
+                        (K, 100, TOS_EF, None, 5002, LOC)])
 
 
-def t_bpf():
-    fresh()
-    filter_add("protocol", "ip", "prio", "1", "bpf", "bytecode",
-               BPF_UDP_DPORT.format(port=5001), "classid", PAR)
-    filter_add("protocol", "ip", "prio", "2", "bpf", "bytecode",
-               BPF_UDP_DPORT.format(port=5002), "classid", LOC)
-    run_and_check([
+def t_bpf(env):
+    fresh(env)
+    filter_add(env, "protocol", "ip", "prio", "1", "bpf", "bytecode",
+                    BPF_UDP_DPORT.format(port=5001), "classid", PAR)
+    filter_add(env, "protocol", "ip", "prio", "2", "bpf", "bytecode",
+                    BPF_UDP_DPORT.format(port=5002), "classid", LOC)
+    run_and_check(env, [
         (K, 300, None, None, 5001, PAR),
         (K, 100, TOS_EF, None, 5002, LOC),
         (5, 200, TOS_EF, None, 5003, PAR),
@@ -220,31 +218,32 @@ def t_bpf():
     ])
 
 
-def t_unknown_class():
+def t_unknown_class(env):
     # Accepted by the kernel (see the header), counted at classification.
-    fresh()
-    filter_add("protocol", "ip", "prio", "1", "u32", "match", "ip", "dport",
-               "5007", "0xffff", "flowid", "1:7")
-    run_and_check([
+    fresh(env)
+    filter_add(env, "protocol", "ip", "prio", "1", "u32", "match", "ip",
+                    "dport", "5007", "0xffff", "flowid", "1:7")
+    run_and_check(env, [
         (K, 300, TOS_EF, None, 5007, LOC),	# the filter's verdict, not DSCP
         (5, 100, None, None, 5001, LOC),
     ], xs_want={"unknown_class": K})
-    fresh("default", "parallel")
-    filter_add("protocol", "ip", "prio", "1", "u32", "match", "ip", "dport",
-               "5007", "0xffff", "flowid", "1:7")
-    run_and_check([(K, 300, None, None, 5007, PAR)],
-                  xs_want={"unknown_class": K})
+    fresh(env, "default", "parallel")
+    filter_add(env, "protocol", "ip", "prio", "1", "u32", "match", "ip",
+                    "dport", "5007", "0xffff", "flowid", "1:7")
+    run_and_check(env, [(K, 300, None, None, 5007, PAR)],
+                       xs_want={"unknown_class": K})
 
 
 # --- statistics output ----------------------------------------------------
 
-def t_xstats_json():
-    fresh()
-    filter_add("protocol", "ip", "prio", "1", "u32", "match", "ip", "dport",
-               "5007", "0xffff", "flowid", "1:7")
-    send([(3, 100, None, None, 5007)])
-    wait_empty()
-    raw = tc(A, "-s", "-j", "qdisc", "show", "dev", DEV).stdout
+def t_xstats_json(env):
+    a, dev = env.a, env.dev
+    fresh(env)
+    filter_add(env, "protocol", "ip", "prio", "1", "u32", "match", "ip",
+                    "dport", "5007", "0xffff", "flowid", "1:7")
+    send(env, [(3, 100, None, None, 5007)])
+    wait_empty(env)
+    raw = tc(a, "-s", "-j", "qdisc", "show", "dev", dev).stdout
     try:
         qs = json.loads(raw)
     except json.JSONDecodeError as e:
@@ -258,7 +257,7 @@ def t_xstats_json():
     check_eq(xs["unknown_class"], 3, "unknown_class")
     # The text output names the same fields with the same values; the
     # sojourn times print as NAME_pkts N NAME_mean TIME NAME_hist H.
-    text = tc(A, "-s", "qdisc", "show", "dev", DEV).stdout
+    text = tc(a, "-s", "qdisc", "show", "dev", dev).stdout
     for c in SOJOURN:
         m = re.search(rf"{c}_pkts (\d+) {c}_mean (\S+) {c}_hist (\S+)", text)
         check(m, f"{c} in tc -s qdisc show")
@@ -292,18 +291,18 @@ def t_xstats_json():
     diag("xstats: " + " ".join(f"{k}={v}" for k, v in xs.items()))
     # tc 6.1 has no JSON output for "class show" (it prints text even with
     # -j); if this tc does, it must be valid JSON too.
-    raw = tc(A, "-s", "-j", "class", "show", "dev", DEV).stdout
+    raw = tc(a, "-s", "-j", "class", "show", "dev", dev).stdout
     if raw.lstrip().startswith("["):
         json.loads(raw)
         diag("tc -s -j class show: valid JSON")
     else:
         diag("tc -s -j class show: text (this tc has no JSON for classes)")
-        cls = tclib.classes_text(A, DEV)
+        cls = tclib.classes_text(a, dev)
         check_eq(sorted(cls), [PAR, LOC], "classes in tc -s class show")
         check_eq(cls[LOC]["packets"], 3, "class 1:2 packets (text)")
 
 
-def t_sojourn():
+def t_sojourn(env):
     """Sojourn times: every packet sent is timed once, in its class, and
     under the threshold rule local packets wait longer than parallel ones.
     The shaper first runs at 8 bit/s: one parallel packet leaves at once
@@ -312,15 +311,16 @@ def t_sojourn():
     longer than a packet's time at 1 Mbit/s, and a burst sent into a
     running shaper did not queue); a change to 1 Mbit/s then releases
     it, four parallel packets to one local while both wait."""
-    fresh("rate", "8bit", "threshold", "4", "unit", "packets")
-    send([(1, 100, TOS_EF, None, 9), (12, 100, None, None, 9),
-          (12, 100, TOS_EF, None, 9)])
-    check_eq(tclib.parq_qdisc(A, DEV)["qlen"], 24,
+    a, dev = env.a, env.dev
+    fresh(env, "rate", "8bit", "threshold", "4", "unit", "packets")
+    send(env, [(1, 100, TOS_EF, None, 9), (12, 100, None, None, 9),
+               (12, 100, TOS_EF, None, 9)])
+    check_eq(tclib.parq_qdisc(a, dev)["qlen"], 24,
              "packets held by the shaper")
-    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "rate", "1mbit")
-    q = wait_empty()
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "rate", "1mbit")
+    q = wait_empty(env)
     check_eq(q["qlen"], 0, "packets left after the release")
-    cls = tclib.class_stats(A, DEV)
+    cls = tclib.class_stats(a, dev)
     xs = xstats(q)
     for c, cid, n in zip(SOJOURN, (PAR, LOC), (13, 12)):
         diag(f"{c}: {xs[f'{c}_pkts']} packets, mean "
@@ -338,24 +338,24 @@ def t_sojourn():
 
 # --- limits ---------------------------------------------------------------
 
-def qstate():
-    q = tclib.parq_qdisc(A, DEV)
-    cls = tclib.class_stats(A, DEV)
+def qstate(env):
+    q = tclib.parq_qdisc(env.a, env.dev)
+    cls = tclib.class_stats(env.a, env.dev)
     return q, cls
 
 
-def t_limit_evicts_local():
+def t_limit_evicts_local(env):
     for attempt in range(1, 4):
         # Shaper at 1 byte/s: the primer leaves at once, then nothing for
         # 242 s.  limit 20, flow-limit 20: only the limit can bite.
-        fresh("limit", "20", "flow-limit", "20", "rate", "8bit")
-        send([(1, 200, None, None, 9)])
-        send([(15, 100, None, None, 9)])
-        q, cls = qstate()
+        fresh(env, "limit", "20", "flow-limit", "20", "rate", "8bit")
+        send(env, [(1, 200, None, None, 9)])
+        send(env, [(15, 100, None, None, 9)])
+        q, cls = qstate(env)
         check_eq((cls[LOC]["packets"], cls[LOC]["qlen"]), (1, 15),
                  "local (sent, queued) after the primer and 15 more")
-        send([(10, 100, TOS_EF, None, 9)])
-        q, cls = qstate()
+        send(env, [(10, 100, TOS_EF, None, 9)])
+        q, cls = qstate(env)
         xs = xstats(q)
         diag(f"after 10 parallel: local queued {cls[LOC]['qlen']} dropped "
              f"{cls[LOC]['drops']}, parallel queued {cls[PAR]['qlen']} "
@@ -371,8 +371,8 @@ def t_limit_evicts_local():
                  "qdisc (qlen, backlog, drops)")
         # A second parallel flow: 10 more evict the last local packets,
         # then with no local packet left, parallel ones are dropped.
-        send([(12, 100, TOS_EF, None, 9)])
-        q, cls = qstate()
+        send(env, [(12, 100, TOS_EF, None, 9)])
+        q, cls = qstate(env)
         xs = xstats(q)
         if xs["flows_active"] != 2:
             diag(f"attempt {attempt}: both sockets hashed to one flow "
@@ -393,8 +393,8 @@ def t_limit_evicts_local():
                  "xstats (local_evicted, parallel_full, local_full, "
                  "flow_limit)")
         # Now the qdisc is full of parallel packets: a local one is refused.
-        send([(3, 100, None, None, 9)])
-        q, cls = qstate()
+        send(env, [(3, 100, None, None, 9)])
+        q, cls = qstate(env)
         xs = xstats(q)
         check_eq((cls[LOC]["qlen"], cls[LOC]["drops"], xs["drop_local_full"]),
                  (0, 18, 3), "local refused when full (queued, dropped, "
@@ -404,17 +404,17 @@ def t_limit_evicts_local():
     raise AssertionError("flow hash collisions in 3 attempts")
 
 
-def t_flow_limit():
+def t_flow_limit(env):
     for attempt in range(1, 4):
-        fresh("limit", "100", "flow-limit", "5", "rate", "8bit")
-        send([(1, 200, None, None, 9)])
-        send([(8, 100, TOS_EF, None, 9)])		# one flow: 3 over
-        q, cls = qstate()
+        fresh(env, "limit", "100", "flow-limit", "5", "rate", "8bit")
+        send(env, [(1, 200, None, None, 9)])
+        send(env, [(8, 100, TOS_EF, None, 9)])		# one flow: 3 over
+        q, cls = qstate(env)
         xs = xstats(q)
         check_eq((cls[PAR]["qlen"], cls[PAR]["drops"], xs["drop_flow_limit"]),
                  (5, 3, 3), "parallel (queued, dropped, drop_flow_limit)")
-        send([(3, 100, TOS_EF, None, 9)])		# another flow
-        q, cls = qstate()
+        send(env, [(3, 100, TOS_EF, None, 9)])		# another flow
+        q, cls = qstate(env)
         xs = xstats(q)
         if xs["flows_active"] != 2:
             diag(f"attempt {attempt}: both sockets hashed to one flow "
@@ -431,14 +431,8 @@ def t_flow_limit():
     raise AssertionError("flow hash collisions in 3 attempts")
 
 
-def del_root():
-    tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
-
-
-def setup(t, k):
-    global topo, A, DEV
-    topo = t
-    A, DEV = topo.a, topo.dev_a()
+def del_root(env):
+    tc(env.a, "qdisc", "del", "dev", env.dev, "root", check=False)
 
 
 def main():
@@ -454,7 +448,7 @@ def main():
     suite.case("sojourn times by class", t_sojourn)
     suite.case("limit evicts local before parallel", t_limit_evicts_local)
     suite.case("flow-limit drops", t_flow_limit)
-    return lab.run(suite, "cnt", setup=setup, before_kmsg=del_root)
+    return lab.run(suite, "cnt", before_kmsg=del_root)
 
 
 if __name__ == "__main__":

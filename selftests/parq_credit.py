@@ -57,11 +57,9 @@ D1, D2 = "10.77.0.2", "10.77.0.3"	# B's two addresses
 PORT = 6001
 PAYLOAD = 972				# 1014 bytes on the wire
 
-topo = None
 
-
-def genl(ns=None):
-    return ParqGenl(ns if ns is not None else topo.a)
+def genl(env, ns=None):
+    return ParqGenl(ns if ns is not None else env.a)
 
 
 def entries(g):
@@ -72,7 +70,7 @@ def ok(res, what):
     check(res.error == 0, f"{what}: {res}")
 
 
-def t_family_autoload():
+def t_family_autoload(env):
     # Nothing may hold the module: no parq qdisc exists in this test.
     if module.loaded():
         r = module.rmmod()
@@ -81,13 +79,13 @@ def t_family_autoload():
     if not module.installed():
         module.ensure_loaded()
         raise Skip("sch_parq not installed: the kernel cannot autoload it")
-    with genl() as g:
+    with genl(env) as g:
         check(g.family > 0, f"family id {g.family}")
     check(module.loaded(), "resolving the parq family did not load sch_parq")
 
 
-def t_round_trip():
-    with genl() as g:
+def t_round_trip(env):
+    with genl(env) as g:
         ok(g.delete(), "flush")
         ok(g.set(A4, credit=3000, lease=5 * SEC, epoch=2 * MS),
            "set v4")
@@ -182,8 +180,8 @@ def bad_requests(g):
     ]
 
 
-def t_refusals():
-    with genl() as g:
+def t_refusals(env):
+    with genl(env) as g:
         ok(g.delete(), "flush")
         ok(g.set(A4, credit=3000, lease=60 * SEC), "set")
         ok(g.set(A6, credit=0, lease=60 * SEC), "set")
@@ -219,8 +217,9 @@ except PermissionError:
 """
 
 
-def t_admin_perm():
-    with genl() as g:
+def t_admin_perm(env):
+    topo = env.topo
+    with genl(env) as g:
         ok(g.delete(), "flush")
         ok(g.set(A4, credit=1, lease=60 * SEC), "set")
     scripts = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
@@ -231,13 +230,14 @@ def t_admin_perm():
     check(p.returncode == 0, f"unprivileged client: {p.stderr.strip()}")
     check_eq(p.stdout.split(), ["EPERM", "EPERM", "EPERM"],
              "unprivileged set, delete all, dump")
-    with genl() as g:
+    with genl(env) as g:
         check_eq(sorted(entries(g)), [A4], "table after unprivileged writes")
         ok(g.delete(), "flush")
 
 
-def t_netns():
-    with genl(topo.a) as ga, genl(topo.b) as gb:
+def t_netns(env):
+    topo = env.topo
+    with genl(env, topo.a) as ga, genl(env, topo.b) as gb:
         ok(ga.delete(), "flush a")
         ok(gb.delete(), "flush b")
         ok(ga.set(A4, credit=1, lease=60 * SEC), "set in a")
@@ -250,7 +250,7 @@ def t_netns():
     # A namespace's entries are freed with it.
     tmp = Netns("parqcr-tmp")
     try:
-        with genl(tmp) as g:
+        with genl(env, tmp) as g:
             for i in range(100):
                 ok(g.set(f"10.78.0.{i}", credit=i, lease=60 * SEC), "set")
             check_eq(len(g.dump()), 100, "entries in the temporary namespace")
@@ -258,8 +258,8 @@ def t_netns():
         tmp.delete()
 
 
-def t_lease():
-    with genl() as g:
+def t_lease(env):
+    with genl(env) as g:
         ok(g.delete(), "flush")
         ok(g.set(A4, credit=1, lease=200 * MS), "set, lease 200 ms")
         ok(g.set(B4, credit=1, lease=60 * SEC), "set, lease 60 s")
@@ -284,9 +284,9 @@ def set_msg(family, seq, addr_u32, credit):
     return struct.pack("=IHHII", 16 + len(body), family, 1, seq, 0) + body
 
 
-def t_full():
+def t_full(env):
     N = uapi.PARQ_CREDIT_ENTRIES_MAX
-    with genl() as g:
+    with genl(env) as g:
         ok(g.delete(), "flush")
         t0 = time.monotonic()
         # Many requests per send, without acks (errors still come back).
@@ -323,8 +323,9 @@ def t_full():
         check_eq(g.dump(), [], "table after flush")
 
 
-def t_rmmod_with_entries():
-    with genl(topo.a) as ga, genl(topo.b) as gb:
+def t_rmmod_with_entries(env):
+    topo = env.topo
+    with genl(env, topo.a) as ga, genl(env, topo.b) as gb:
         for i in range(50):
             ok(ga.set(f"10.79.0.{i}", credit=i, lease=60 * SEC), "set a")
             ok(gb.set(f"fd00:79::{i:x}", credit=i, lease=60 * SEC),
@@ -333,7 +334,7 @@ def t_rmmod_with_entries():
     check(r.returncode == 0, f"rmmod with credit entries: {r.stderr.strip()}")
     check(not module.loaded(), "sch_parq still loaded")
     module.ensure_loaded()
-    with genl(topo.a) as ga:
+    with genl(env, topo.a) as ga:
         check_eq(ga.dump(), [], "table of a fresh module")
 
 
@@ -342,10 +343,10 @@ def t_rmmod_with_entries():
 class Receiver:
     """UDP sockets in B on D1 and D2; records (time, destination, bytes)."""
 
-    def __init__(self):
+    def __init__(self, env):
         self.socks = {}
         for d in (D1, D2):
-            sk = topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sk = env.topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
             sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
             sk.bind((d, PORT))
             sk.setblocking(False)
@@ -388,10 +389,10 @@ class Sender:
     that a held destination never blocks its sender: what parq holds back
     is queued (or dropped at flow-limit), and the offered load stays."""
 
-    def __init__(self, dsts, burst=8, period=0.004, tos=None):
+    def __init__(self, env, dsts, burst=8, period=0.004, tos=None):
         self.socks = {}
         for d in dsts:
-            sk = udp_socket(topo.a, tos=tos)
+            sk = udp_socket(env.a, tos=tos)
             resv.big_sndbuf(sk)
             sk.setblocking(False)
             self.socks[d] = sk
@@ -421,31 +422,33 @@ class Sender:
             sk.close()
 
 
-def qdisc_setup(*args):
+def qdisc_setup(env, *args):
     """A fresh parq qdisc (zeroed counters) as the root of A's veth."""
+    topo = env.topo
     tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root", check=False)
     tc(topo.a, "qdisc", "add", "dev", topo.dev_a(), "root", "handle", "1:",
        "parq", *args)
 
 
-def xs():
-    return tclib.parq_qdisc(topo.a, topo.dev_a())
+def xs(env):
+    return tclib.parq_qdisc(env.a, env.dev)
 
 
-def t_stop_and_lease():
-    qdisc_setup("flow-limit", "200")
-    rx = Receiver()
+def t_stop_and_lease(env):
+    topo = env.topo
+    qdisc_setup(env, "flow-limit", "200")
+    rx = Receiver(env)
     try:
-        with genl() as g:
+        with genl(env) as g:
             ok(g.delete(), "flush")
             lease = 2.0
             ok(g.set(D1, credit=0, lease=int(lease * SEC)),
                "credit 0 for D1")
             t_set = time.monotonic()
-            tx = Sender([D1, D2])
+            tx = Sender(env, [D1, D2])
             try:
                 time.sleep(1.0)
-                mid = xs()
+                mid = xs(env)
                 time.sleep(lease + 1.0)
             finally:
                 tx.close()
@@ -480,14 +483,15 @@ def t_stop_and_lease():
     tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
 
 
-def t_delete_releases():
-    qdisc_setup()
-    rx = Receiver()
+def t_delete_releases(env):
+    topo = env.topo
+    qdisc_setup(env)
+    rx = Receiver(env)
     try:
-        with genl() as g:
+        with genl(env) as g:
             ok(g.delete(), "flush")
             ok(g.set(D1, credit=0, lease=60 * SEC), "credit 0 for D1")
-            tx = Sender([D1])
+            tx = Sender(env, [D1])
             try:
                 time.sleep(1.0)
                 # The receiver stamps a batch of datagrams with the time
@@ -511,12 +515,13 @@ def t_delete_releases():
     tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
 
 
-def t_parallel_not_held():
-    qdisc_setup()
-    rx = Receiver()
+def t_parallel_not_held(env):
+    topo = env.topo
+    qdisc_setup(env)
+    rx = Receiver(env)
     N = 300
     try:
-        with genl() as g:
+        with genl(env) as g:
             ok(g.delete(), "flush")
             ok(g.set(D1, credit=0, lease=60 * SEC), "credit 0 for D1")
             sk = udp_socket(topo.a, tos=TOS_EF)
@@ -533,12 +538,12 @@ def t_parallel_not_held():
         rx.close()
     got = sum(1 for _, d, _ in rx.log if d == D1)
     check_eq(got, N, "EF datagrams D1 received under credit 0")
-    q = xs()
+    q = xs(env)
     check_eq(q["credit_waits"], 0, "credit_waits (no local traffic)")
     tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
 
 
-def t_no_lost_turns():
+def t_no_lost_turns(env):
     """With threshold 1 the local class would take half of a saturated
     8 Mbit/s shaper.  While its only destination waits for credit, the
     parallel class gets the whole rate and no threshold turn goes to
@@ -547,18 +552,19 @@ def t_no_lost_turns():
     sender on a loaded emulated CPU can fall short of the shaper (it
     offered too little once: parallel got 6.97 Mbit/s, local 0, no
     threshold turn lost)."""
-    qdisc_setup("rate", "8mbit", "threshold", "1")
-    with Rtnl(topo.a) as nl, genl() as g:
+    topo = env.topo
+    qdisc_setup(env, "rate", "8mbit", "threshold", "1")
+    with Rtnl(topo.a) as nl, genl(env) as g:
         idx = nl.ifindex(topo.dev_a())
 
         def snap():
             c = {k["handle"]: k["bytes"] for k in nl.classes(idx)}
-            return time.monotonic(), c["1:1"], c["1:2"], xs(), par.sent[D1]
+            return time.monotonic(), c["1:1"], c["1:2"], xs(env), par.sent[D1]
 
         ok(g.delete(), "flush")
         ok(g.set(D1, credit=0, lease=60 * SEC), "credit 0 for D1")
-        par = Sender([D1], tos=TOS_EF)
-        loc = Sender([D1])
+        par = Sender(env, [D1], tos=TOS_EF)
+        loc = Sender(env, [D1])
         try:
             time.sleep(1.0)
             t0, p0, l0, q0, s0 = snap()
@@ -592,11 +598,12 @@ def t_no_lost_turns():
     tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
 
 
-def t_credit_rate():
+def t_credit_rate(env):
     """Bytes are read from the local class's counter (what parq sent, L2
     lengths, as credits count them) by netlink, with the time taken before
     and after each read, so the bound holds whatever the clocks' jitter."""
-    qdisc_setup()
+    topo = env.topo
+    qdisc_setup(env)
     credit, epoch = 4000, 10 * MS		# 3.2 Mbit/s of wire bytes
     with Rtnl(topo.a) as nl:
         idx = nl.ifindex(topo.dev_a())
@@ -607,11 +614,11 @@ def t_credit_rate():
                      if c["handle"] == "1:2")
             return t, b, time.monotonic()
 
-        with genl() as g:
+        with genl(env) as g:
             ok(g.delete(), "flush")
             ok(g.set(D1, credit=credit, lease=60 * SEC, epoch=epoch),
                "credit for D1")
-            tx = Sender([D1], burst=10, period=0.003)	# several x that
+            tx = Sender(env, [D1], burst=10, period=0.003)	# several x that
             try:
                 time.sleep(1.0)
                 ta, b0, tb = local_bytes()
@@ -631,7 +638,7 @@ def t_credit_rate():
     check(offered > 2 * credit * per_s,
           f"offered {offered * 8 / 1e6:.1f} Mbit/s: under twice the credit, "
           "so the credit was not what limited the rate")
-    check(xs()["credit_waits"] > 0, "credit_waits not counted")
+    check(xs(env)["credit_waits"] > 0, "credit_waits not counted")
     check(got <= bound, f"D1 got {got} B: more than (epochs + 2) x {credit} "
           f"= {bound:.0f}")
     check(got >= 0.5 * floor,
@@ -640,10 +647,9 @@ def t_credit_rate():
     tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
 
 
-def setup(t, k):
-    """Globals, and B's second address D2 (A knows its MAC)."""
-    global topo
-    topo = t
+def setup(env):
+    """B's second address D2 (A knows its MAC)."""
+    topo = env.topo
     topo.b.run(["ip", "addr", "add", f"{D2}/24", "dev", topo.dev_b()])
     topo.a.run(["ip", "neigh", "replace", D2, "lladdr", topo.mac_b(), "dev",
                 topo.dev_a(), "nud", "permanent"])

@@ -44,12 +44,10 @@ import driver  # noqa: E402
 
 PRESET = "smoke"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-out = None
-sess = None
 
 
-def rows_of(name):
-    with open(out / f"{name}.csv", newline="") as f:
+def rows_of(env, name):
+    with open(env.out / f"{name}.csv", newline="") as f:
         return list(csv.DictReader(f))
 
 
@@ -59,22 +57,23 @@ def positive(row, key):
     return v
 
 
-def expected_rows(mod):
+def expected_rows(env, mod):
     p = mod.PARAMS[PRESET]
     per_step = (len(p.parallel_sizes)
                 if mod.NAME in ("exp1", "exp2", "exp5") else
                 getattr(mod, "ROWS_PER_STEP", 1))
-    return len(sess.steps[mod.NAME]) * per_step
+    return len(env.sess.steps[mod.NAME]) * per_step
 
 
 def t_experiment(mod):
-    def case():
+    def case(env):
+        out, sess = env.out, env.sess
         p = mod.PARAMS[PRESET]
         sess.run(mod, p)
         failed = [k for k in sess.failures if k.startswith(mod.NAME + " ")]
         check(not failed, f"failed steps: {failed}")
-        rows = rows_of(mod.NAME)
-        check_eq(len(rows), expected_rows(mod), f"{mod.NAME}.csv rows")
+        rows = rows_of(env, mod.NAME)
+        check_eq(len(rows), expected_rows(env, mod), f"{mod.NAME}.csv rows")
         values = getattr(mod, "VALUES", (getattr(mod, "VALUE",
                                                  "completion_ms"), "slowdown"))
         for r in rows:
@@ -90,9 +89,9 @@ def t_experiment(mod):
     return case
 
 
-def t_interference():
+def t_interference(env):
     """pfifo, 64 B, against the local job: at least twice T1."""
-    rows = [r for r in rows_of("exp1") if r["scheduler"] == "pfifo"
+    rows = [r for r in rows_of(env, "exp1") if r["scheduler"] == "pfifo"
             and r["parallel_size"] == "64" and r["local_size"] != "0"]
     check(rows, "no pfifo row with the local job in exp1.csv")
     for r in rows:
@@ -101,10 +100,10 @@ def t_interference():
               " the experiment measures nothing")
 
 
-def t_mpi_receiver():
+def t_mpi_receiver(env):
     """exp5, receiving side, under the local job: R's parqd engaged for the
     MPI job (it sent grants)."""
-    rows = [r for r in rows_of("exp5") if r["side"] == "recv" and
+    rows = [r for r in rows_of(env, "exp5") if r["side"] == "recv" and
             r["scheduler"] == common.PARQD and r["local_size"] != "0"]
     check(rows, "no parq+parqd row with the local job on exp5's "
           "receiving side")
@@ -119,11 +118,11 @@ def t_mpi_receiver():
               "for the MPI job")
 
 
-def t_admission_across_port():
+def t_admission_across_port(env):
     """exp6 (60 + 60 Mbit/s toward a port of 100, reservable 80%): the
     cluster admitted A1 and refused A2, naming the port toward R; each
     host's own qdisc admitted both."""
-    rows = {(r["admission"], r["app"]): r for r in rows_of("exp6")}
+    rows = {(r["admission"], r["app"]): r for r in rows_of(env, "exp6")}
     for k, r in sorted(rows.items()):
         diag(f"{k[0]} {k[1]}: reserved {r['reserved_mbit']} Mbit/s, "
              f"admitted {r['admitted']}, got {float(r['got_mbit']):.1f} "
@@ -136,7 +135,7 @@ def t_admission_across_port():
              ["1", "1"], "the hosts' own admissions of A1, A2")
 
 
-def t_over_admitted():
+def t_over_admitted(env):
     """exp6: host-locally over-admitted (120 Mbit/s of reservations at a
     100 Mbit/s port), an application misses its rate by more than 10%:
     the port is the bottleneck, which it must be for the experiment to
@@ -144,7 +143,7 @@ def t_over_admitted():
     cluster's A1 is a figure: a fresh-clone run measured 0.777, the full
     run's three 0.378 to 0.957 (Documentation/results/README.md)."""
     rows = {(r["admission"], r["app"]): float(r["ratio"])
-            for r in rows_of("exp6")}
+            for r in rows_of(env, "exp6")}
     local = min(rows[("host-local", "a1")], rows[("host-local", "a2")])
     diag(f"host-local: the lower ratio {local:.3f}; cluster A1 "
          f"{rows[('cluster', 'a1')]:.3f}")
@@ -152,10 +151,10 @@ def t_over_admitted():
           "their rates: the port is not the bottleneck")
 
 
-def t_heavy_rows():
+def t_heavy_rows(env):
     """exp7: each step measured its jobs: the parallel job's round trips
     where it ran, the local job's throughput where that ran."""
-    for r in rows_of("exp7"):
+    for r in rows_of(env, "exp7"):
         if r["mode"] in ("parallel", "both"):
             for v in ("p50_us", "p99_us", "mean_us", "messages"):
                 positive(r, v)
@@ -165,7 +164,8 @@ def t_heavy_rows():
              f"local {r['local_mbit'] or '-'} Mbit/s")
 
 
-def t_summary():
+def t_summary(env):
+    sess = env.sess
     path = sess.summary("selftests/parq_experiments.py")
     text = path.read_text()
     for mod, _ in sess.plans:
@@ -174,16 +174,18 @@ def t_summary():
 
 
 class Cleanup:
+    def __init__(self, out):
+        self.out = out
+
     def stop(self):
-        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(self.out, ignore_errors=True)
 
 
-def setup(topo, k):
-    global out, sess
-    out = Path(tempfile.mkdtemp(prefix="parq-experiments-"))
-    sess = driver.Session(driver.load([]), PRESET, out)
-    diag(f"{sess.progress.total} steps into {out}")
-    return [Cleanup()]
+def setup(env):
+    env.out = Path(tempfile.mkdtemp(prefix="parq-experiments-"))
+    env.sess = driver.Session(driver.load([]), PRESET, env.out)
+    diag(f"{env.sess.progress.total} steps into {env.out}")
+    return [Cleanup(env.out)]
 
 
 def main():

@@ -70,65 +70,59 @@ WARMUP = 2
 ROUNDS = 3
 BULK_STREAMS = 4
 SP_PORT, BULK_PORT = 11111, 5201
-
-topo = None
-A = None
-DEV = None
-PROBE_PRIO = []		# argv prefix of sockperf: chrt -f 50, if it works
-results = {"parq": [], "pfifo": [], "idle": [], "busy": []}
 NOISY = 3
-judged = []		# the rounds (indices) the medians are taken over
-pfifo_limit = []
 
 
-def setup_parq(dev=None):
+def setup_parq(env, dev=None):
     """parq on @dev (default: the probe's link, with the probe's filter)."""
-    tc(A, "qdisc", "replace", "dev", dev or DEV, "root", "handle", "1:",
-       "parq", "rate", RATE)
+    tc(env.a, "qdisc", "replace", "dev", dev or env.dev, "root", "handle",
+       "1:", "parq", "rate", RATE)
     if dev is None:
-        tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
-           "prio", "1", "u32", "match", "ip", "dport", SP_PORT, "0xffff",
-           "flowid", "1:1")
+        tc(env.a, "filter", "add", "dev", env.dev, "parent", "1:",
+           "protocol", "ip", "prio", "1", "u32", "match", "ip", "dport",
+           SP_PORT, "0xffff", "flowid", "1:1")
 
 
-def setup_pfifo():
-    tc(A, "qdisc", "add", "dev", DEV, "root", "handle", "1:", "htb",
+def setup_pfifo(env):
+    a, dev = env.a, env.dev
+    tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
        "default", "1")
-    tc(A, "class", "add", "dev", DEV, "parent", "1:", "classid", "1:1",
+    tc(a, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1",
        "htb", "rate", RATE)
-    tc(A, "qdisc", "add", "dev", DEV, "parent", "1:1", "handle", "10:",
+    tc(a, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:",
        "pfifo")
-    if not pfifo_limit:
+    if not env.pfifo_limit:
         # pfifo's default limit is the device's tx_queue_len.
-        leaf = [q for q in tclib.qdiscs(A, DEV) if q["kind"] == "pfifo"][0]
-        pfifo_limit.append(leaf["options"]["limit"])
-        txq = A.run(["cat", f"/sys/class/net/{DEV}/tx_queue_len"]).stdout
-        diag(f"pfifo default limit: {pfifo_limit[0]} packets "
-             f"(tx_queue_len of {DEV}: {txq.strip()})")
+        leaf = [q for q in tclib.qdiscs(a, dev) if q["kind"] == "pfifo"][0]
+        env.pfifo_limit.append(leaf["options"]["limit"])
+        txq = a.run(["cat", f"/sys/class/net/{dev}/tx_queue_len"]).stdout
+        diag(f"pfifo default limit: {env.pfifo_limit[0]} packets "
+             f"(tx_queue_len of {dev}: {txq.strip()})")
 
 
-def leaf_backlog():
+def leaf_backlog(env):
     """(qlen, backlog bytes) of the qdisc that holds the packets."""
-    for q in tclib.qdiscs(A, DEV):
+    for q in tclib.qdiscs(env.a, env.dev):
         if q["kind"] in ("pfifo", "parq"):
             return q["qlen"], q["backlog"]
     return 0, 0
 
 
-def measure(kind):
-    tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
-    setup_parq() if kind != "pfifo" else setup_pfifo()
+def measure(env, kind):
+    a, dev, topo = env.a, env.dev, env.topo
+    tc(a, "qdisc", "del", "dev", dev, "root", check=False)
+    setup_parq(env) if kind != "pfifo" else setup_pfifo(env)
     bulk = None
     backlog = []
     stop = threading.Event()
 
     def watch():
         while not stop.wait(1.0):
-            backlog.append(leaf_backlog())
+            backlog.append(leaf_backlog(env))
     try:
         if kind != "idle":
             link = 1 if kind == "busy" else 0
-            bulk = Iperf3Client(A, topo.ip_b(link), BULK_PORT + link,
+            bulk = Iperf3Client(a, topo.ip_b(link), BULK_PORT + link,
                                 WARMUP + SECONDS + 15,
                                 parallel=BULK_STREAMS)
             time.sleep(WARMUP)
@@ -136,18 +130,18 @@ def measure(kind):
         t = threading.Thread(target=watch, daemon=True)
         t.start()
         try:
-            st = sockperf_pingpong(A, topo.ip_b(), SP_PORT, SECONDS,
-                                   prefix=PROBE_PRIO)
+            st = sockperf_pingpong(a, topo.ip_b(), SP_PORT, SECONDS,
+                                   prefix=env.probe_prio)
         finally:
             stop.set()
             t.join(10)
         if bulk is not None:
             bulk.check_running("early (bulk)")
-        q = tclib.root_qdisc(A, DEV)
+        q = tclib.root_qdisc(a, dev)
     finally:
         if bulk is not None:
             bulk.stop()
-        tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
+        tc(a, "qdisc", "del", "dev", dev, "root", check=False)
     qlens = [b[0] for b in backlog]
     nbytes = [b[1] for b in backlog]
     st["qlen_med"] = statistics.median(qlens) if qlens else 0
@@ -163,13 +157,14 @@ def fmt(st):
             f"{st['backlog_med'] / 1000:.0f} kB")
 
 
-def t_measure():
+def t_measure(env):
     """All four, round-robin, so slow phases of the machine hit all."""
-    diag("sockperf runs under chrt -f 50 (SCHED_FIFO)" if PROBE_PRIO else
+    results, judged = env.results, env.judged
+    diag("sockperf runs under chrt -f 50 (SCHED_FIFO)" if env.probe_prio else
          "chrt -f 50 refused: sockperf runs at normal priority")
     for rnd in range(1, ROUNDS + 1):
         for kind in ("idle", "busy", "parq", "pfifo"):
-            st = measure(kind)
+            st = measure(env, kind)
             results[kind].append(st)
             diag(f"round {rnd} {kind:5}: {fmt(st)}")
     quiet = min(s["p99"] for s in results["idle"])
@@ -187,32 +182,33 @@ def t_measure():
           f"bytes): no bulk backlog to isolate from")
 
 
-def med(kind, key="p99"):
+def med(env, kind, key="p99"):
     """The median over the judged rounds."""
-    return statistics.median(results[kind][i][key] for i in judged)
+    return statistics.median(env.results[kind][i][key] for i in env.judged)
 
 
-def t_vs_pfifo():
-    check(all(results.values()), "no measurements")
-    parq, pfifo = med("parq"), med("pfifo")
+def t_vs_pfifo(env):
+    check(all(env.results.values()), "no measurements")
+    parq, pfifo = med(env, "parq"), med(env, "pfifo")
     diag(f"median p99: parq {parq:.0f} us, pfifo {pfifo:.0f} us, ratio "
          f"pfifo/parq {pfifo / parq:.1f} (target >= 4: "
          f"{'met' if parq <= pfifo / 4 else 'missed'})")
-    diag(f"median mean: parq {med('parq', 'avg'):.0f} us, pfifo "
-         f"{med('pfifo', 'avg'):.0f} us; median p50: parq "
-         f"{med('parq', 'p50'):.0f} us, pfifo {med('pfifo', 'p50'):.0f} us")
+    diag(f"median mean: parq {med(env, 'parq', 'avg'):.0f} us, pfifo "
+         f"{med(env, 'pfifo', 'avg'):.0f} us; median p50: parq "
+         f"{med(env, 'parq', 'p50'):.0f} us, pfifo "
+         f"{med(env, 'pfifo', 'p50'):.0f} us")
     if lab.emulated():
         diag("under QEMU/TCG the p99 is a figure (the emulated CPU's: "
              "see busy); the bound is p50 / 4")
-        ktap.check_le(med("parq", "p50"), med("pfifo", "p50") / 4,
+        ktap.check_le(med(env, "parq", "p50"), med(env, "pfifo", "p50") / 4,
                       "parq p50 vs pfifo p50 / 4")
     else:
         ktap.check_le(parq, pfifo / 4, "parq p99 vs pfifo p99 / 4")
 
 
-def t_vs_busy():
-    check(all(results.values()), "no measurements")
-    parq, idle, busy = med("parq"), med("idle"), med("busy")
+def t_vs_busy(env):
+    check(all(env.results.values()), "no measurements")
+    parq, idle, busy = med(env, "parq"), med(env, "idle"), med(env, "busy")
     r = parq / idle
     diag(f"median p99: parq {parq:.0f} us, idle {idle:.0f} us, ratio "
          f"{r:.2f} (target <= 5: {'met' if r <= 5 else 'missed'})")
@@ -221,14 +217,17 @@ def t_vs_busy():
     ktap.check_le(parq, 5 * busy, "parq p99 vs 5 x busy p99")
 
 
-def setup(t, k):
-    """Globals, the probe's priority, and the servers in B."""
-    global topo, A, DEV
-    topo = t
-    A, DEV = topo.a, topo.dev_a()
-    PROBE_PRIO.extend(realtime_prefix(A))
-    setup_parq(topo.dev_a(1))	# the busy case's bulk link, for good
-    return [SockperfServer(topo.b, topo.ip_b(), SP_PORT, prefix=PROBE_PRIO),
+def setup(env):
+    """The probe's priority, the measurements' state, the servers in B."""
+    topo = env.topo
+    # argv prefix of sockperf: chrt -f 50, if it works
+    env.probe_prio = realtime_prefix(env.a)
+    env.results = {"parq": [], "pfifo": [], "idle": [], "busy": []}
+    env.judged = []	# the rounds (indices) the medians are taken over
+    env.pfifo_limit = []
+    setup_parq(env, topo.dev_a(1))	# the busy case's bulk link, for good
+    return [SockperfServer(topo.b, topo.ip_b(), SP_PORT,
+                           prefix=env.probe_prio),
             Iperf3Server(topo.b, topo.ip_b(), BULK_PORT),
             Iperf3Server(topo.b, topo.ip_b(1), BULK_PORT + 1)]
 

@@ -45,19 +45,17 @@ CG = joblib.CG
 TOP = "parqjobs"		# below CG: the test's cgroups
 PAR, LOC = "1:1", "1:2"
 
-topo = None
 
-
-def sh(script, check_rc=True):
+def sh(env, script, check_rc=True):
     """@script in A, with the cgroup2 root mounted at CG."""
-    return joblib.sh(topo.a, script, check_rc)
+    return joblib.sh(env.a, script, check_rc)
 
 
-def parqctl(*args):
-    return joblib.parqctl(topo.a, *args)
+def parqctl(env, *args):
+    return joblib.parqctl(env.a, *args)
 
 
-def send_from(cgroup, tos=None):
+def send_from(env, cgroup, tos=None):
     """K datagrams to B from a process in @cgroup (below CG)."""
     opt = "" if tos is None else \
         f"s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, {tos})\n"
@@ -65,14 +63,15 @@ def send_from(cgroup, tos=None):
             "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
             f"{opt}"
             f"for _ in range({K}):\n"
-            f"    s.sendto(b'x' * 100, ('{topo.ip_b()}', {PORT}))\n")
-    sh(f"echo $$ > {CG}/{cgroup}/cgroup.procs\n"
-       f"exec python3 -c \"{prog}\"")
+            f"    s.sendto(b'x' * 100, ('{env.topo.ip_b()}', {PORT}))\n")
+    sh(env, f"echo $$ > {CG}/{cgroup}/cgroup.procs\n"
+            f"exec python3 -c \"{prog}\"")
 
 
-def counts():
+def counts(env):
     """(A's parallel packets, A's local packets, B's parallel packets from
     A, B's local packets from A)."""
+    topo = env.topo
     st = tclib.class_stats(topo.a, topo.dev_a())
     with ParqGenl(topo.b) as g:
         peer = g.peers().get(topo.ip_a(), {})
@@ -81,11 +80,11 @@ def counts():
             peer.get("par_packets", 0), peer.get("loc_packets", 0))
 
 
-def expect(what, cgroup, tos, parallel):
-    before = counts()
-    send_from(cgroup, tos)
+def expect(env, what, cgroup, tos, parallel):
+    before = counts(env)
+    send_from(env, cgroup, tos)
     # The last datagrams may still be on their way to B's monitor.
-    d = ktap.poll(lambda: [a - b for a, b in zip(counts(), before)],
+    d = ktap.poll(lambda: [a - b for a, b in zip(counts(env), before)],
                   lambda d: d[0] + d[1] >= K and d[2] + d[3] >= K, 5)
     diag(f"{what}: A parallel {d[0]}, local {d[1]}; B counted A's "
          f"parallel {d[2]}, local {d[3]}")
@@ -93,116 +92,115 @@ def expect(what, cgroup, tos, parallel):
     check_eq(tuple(d), want, f"{what}: (A par, A loc, B par, B loc)")
 
 
-def add(path):
-    r = parqctl("job", "add", path)
+def add(env, path):
+    r = parqctl(env, "job", "add", path)
     check(r.returncode == 0, f"job add {path}: {r.stderr.strip()}")
 
 
-def t_job_parallel():
-    add(f"{CG}/{TOP}/job_1")
-    expect("job_1, no DSCP", f"{TOP}/job_1", None, True)
-    expect("job_1/step_0 (a child), no DSCP", f"{TOP}/job_1/step_0", None,
-           True)
-    expect("outside, no DSCP", f"{TOP}/other", None, False)
+def t_job_parallel(env):
+    add(env, f"{CG}/{TOP}/job_1")
+    expect(env, "job_1, no DSCP", f"{TOP}/job_1", None, True)
+    expect(env, "job_1/step_0 (a child), no DSCP", f"{TOP}/job_1/step_0",
+           None, True)
+    expect(env, "outside, no DSCP", f"{TOP}/other", None, False)
 
 
-def t_anti_spoof():
-    expect("outside, EF", f"{TOP}/other", TOS_EF, False)
-    r = parqctl("job", "policy", "--anti-spoof", "off")
+def t_anti_spoof(env):
+    expect(env, "outside, EF", f"{TOP}/other", TOS_EF, False)
+    r = parqctl(env, "job", "policy", "--anti-spoof", "off")
     check(r.returncode == 0, f"job policy: {r.stderr.strip()}")
     try:
-        expect("outside, EF, anti-spoofing off", f"{TOP}/other", TOS_EF,
-               True)
+        expect(env, "outside, EF, anti-spoofing off", f"{TOP}/other",
+               TOS_EF, True)
     finally:
-        r = parqctl("job", "policy")
+        r = parqctl(env, "job", "policy")
         check(r.returncode == 0, f"job policy: {r.stderr.strip()}")
-    expect("outside, EF, anti-spoofing on again", f"{TOP}/other", TOS_EF,
-           False)
+    expect(env, "outside, EF, anti-spoofing on again", f"{TOP}/other",
+           TOS_EF, False)
 
 
-def jobs():
-    r = parqctl("job", "list", "--json")
+def jobs(env):
+    r = parqctl(env, "job", "list", "--json")
     check(r.returncode == 0, f"job list: {r.stderr.strip()}")
     return json.loads(r.stdout)
 
 
-def t_del():
-    r = parqctl("job", "del", f"{CG}/{TOP}/job_1", "--json")
+def t_del(env):
+    r = parqctl(env, "job", "del", f"{CG}/{TOP}/job_1", "--json")
     check(r.returncode == 0, f"job del: {r.stderr.strip()}")
     check_eq(json.loads(r.stdout).get("removed"), True, "removed")
-    expect("job_1 after job del", f"{TOP}/job_1", None, False)
-    r = parqctl("job", "del", f"{CG}/{TOP}/job_1", "--json")
+    expect(env, "job_1 after job del", f"{TOP}/job_1", None, False)
+    r = parqctl(env, "job", "del", f"{CG}/{TOP}/job_1", "--json")
     check(r.returncode == 0, f"job del twice: {r.stderr.strip()}")
     check_eq(json.loads(r.stdout).get("removed"), False, "removed twice")
 
 
-def t_gone():
-    sh(f"mkdir -p {CG}/{TOP}/job_2")
-    add(f"{CG}/{TOP}/job_2")
-    check_eq([j["path"] for j in jobs()["jobs"]], [f"{CG}/{TOP}/job_2"],
+def t_gone(env):
+    sh(env, f"mkdir -p {CG}/{TOP}/job_2")
+    add(env, f"{CG}/{TOP}/job_2")
+    check_eq([j["path"] for j in jobs(env)["jobs"]], [f"{CG}/{TOP}/job_2"],
              "jobs")
-    sh(f"rmdir {CG}/{TOP}/job_2")
-    listed = jobs()
+    sh(env, f"rmdir {CG}/{TOP}/job_2")
+    listed = jobs(env)
     diag(f"after rmdir: {listed}")
     check_eq((listed["jobs"], len(listed["gone"])), ([], 1), "jobs, gone")
-    r = parqctl("job", "sweep", "--json")
+    r = parqctl(env, "job", "sweep", "--json")
     check(r.returncode == 0, f"job sweep: {r.stderr.strip()}")
     check_eq(json.loads(r.stdout).get("removed"), 1, "swept")
-    check_eq(jobs(), {"jobs": [], "gone": []}, "jobs after the sweep")
+    check_eq(jobs(env), {"jobs": [], "gone": []}, "jobs after the sweep")
 
 
 SLURM = f"{TOP}/system.slice/slurmstepd.scope"	# below CG, as Slurm's
 
 
-def slurm(script, job):
-    """scripts/slurm/@script run as slurmd runs it, for job @job."""
+def slurm(a, script, job):
+    """scripts/slurm/@script run as slurmd runs it in namespace @a, for job
+    @job."""
     env = {"SLURM_JOB_ID": str(job), "SLURM_JOB_USER": "nobody",
            "SLURM_JOB_UID": "65534", "SLURM_CLUSTER_NAME": "parq",
            "SLURM_SCRIPT_CONTEXT": f"{script.split('-')[1]}_slurmd",
            "PARQ_SLURM_CGROUP": f"{CG}/{SLURM}", "PARQCTL": PARQCTL,
            "PARQ_SLURM_STRICT": "1"}
     exe = os.path.join(REPO, "scripts", "slurm", script)
-    r = joblib.run_mounted(topo.a, ["env"] + [f"{k}={v}" for k, v in
-                                              env.items()] + [exe])
+    r = joblib.run_mounted(a, ["env"] + [f"{k}={v}" for k, v in
+                                         env.items()] + [exe])
     check(r.returncode == 0, f"{script} for job {job}: exit {r.returncode}: "
           f"{r.stderr.strip()}")
 
 
-def t_slurm():
+def t_slurm(env):
     # Slurm's cgroup/v2 layout: job_N/step_M/user/task_K below the scope.
     task = f"{SLURM}/job_42/step_0/user/task_0"
-    sh(f"mkdir -p {CG}/{task}")
-    slurm("parq-prolog", 42)
-    check_eq([j["path"] for j in jobs()["jobs"]], [f"{CG}/{SLURM}/job_42"],
-             "jobs after the prolog")
-    expect("Slurm job 42's task", task, None, True)
-    slurm("parq-epilog", 42)
-    check_eq(jobs()["jobs"], [], "jobs after the epilog")
-    expect("Slurm job 42's task after the epilog", task, None, False)
+    sh(env, f"mkdir -p {CG}/{task}")
+    slurm(env.a, "parq-prolog", 42)
+    check_eq([j["path"] for j in jobs(env)["jobs"]],
+             [f"{CG}/{SLURM}/job_42"], "jobs after the prolog")
+    expect(env, "Slurm job 42's task", task, None, True)
+    slurm(env.a, "parq-epilog", 42)
+    check_eq(jobs(env)["jobs"], [], "jobs after the epilog")
+    expect(env, "Slurm job 42's task after the epilog", task, None, False)
 
 
-def ruleset():
-    return topo.a.run(["nft", "list", "ruleset"]).stdout
+def ruleset(env):
+    return env.a.run(["nft", "list", "ruleset"]).stdout
 
 
-def t_bad_input():
-    before = ruleset()
+def t_bad_input(env):
+    before = ruleset(env)
     for path, want in ((f"{CG}/{TOP}/nope", "no such cgroup"),
                        (CG, "the root cgroup"),
                        ("/tmp", f"not below {CG}"),
                        (f"{CG}/{TOP}/job_1/cgroup.procs",
                         "is not a directory")):
-        r = parqctl("job", "add", path)
+        r = parqctl(env, "job", "add", path)
         diag(f"job add {path}: exit {r.returncode}: {r.stderr.strip()}")
         check_eq(r.returncode, 1, f"job add {path}: exit status")
         check(want in r.stderr, f"job add {path}: message {r.stderr!r}")
-    check_eq(ruleset(), before, "the ruleset after refused commands")
+    check_eq(ruleset(env), before, "the ruleset after refused commands")
 
 
-def setup(t, k):
-    global topo
-    topo = t
-    dev = t.dev_a()
+def setup(env):
+    t, dev = env.topo, env.dev
     tc(t.a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq")
     with ParqGenl(t.b) as g:
         r = g.mon_set(mon_enabled=1, mon_size=16)
@@ -211,14 +209,19 @@ def setup(t, k):
              "dev", t.dev_b(), "nud", "permanent"])
     t.a.run(["ip", "neigh", "replace", t.ip_b(), "lladdr", t.mac_b(),
              "dev", dev, "nud", "permanent"])
-    sh(f"mkdir -p {CG}/{TOP}/job_1/step_0 {CG}/{TOP}/other")
-    return [Cleanup()]
+    sh(env, f"mkdir -p {CG}/{TOP}/job_1/step_0 {CG}/{TOP}/other")
+    return [Cleanup(env)]
 
 
 class Cleanup:
+    def __init__(self, env):
+        self.env = env
+
     def stop(self):
-        topo.a.run(["nft", "delete", "table", "inet", "parq"], check=False)
-        sh(f"for d in $(find {CG}/{TOP} -depth -type d); do rmdir $d; done",
+        self.env.a.run(["nft", "delete", "table", "inet", "parq"],
+                       check=False)
+        sh(self.env,
+           f"for d in $(find {CG}/{TOP} -depth -type d); do rmdir $d; done",
            check_rc=False)
 
 

@@ -57,24 +57,21 @@ PAYLOAD = 100
 TOS_AF11 = 10 << 2
 TOS_CS1 = 8 << 2
 
-topo = None
-sinks = []
 
-
-def genl(ns=None):
-    return ParqGenl(ns if ns is not None else topo.a)
+def genl(env, ns=None):
+    return ParqGenl(ns if ns is not None else env.a)
 
 
 def ok(res, what):
     check(res.error == 0, f"{what}: {res}")
 
 
-def send(src, n, tos=0, dst=A1, family=socket.AF_INET, prio=None,
+def send(env, src, n, tos=0, dst=A1, family=socket.AF_INET, prio=None,
          port=PORT):
     """@n datagrams of PAYLOAD bytes from B's address @src to A (with
     SO_PRIORITY @prio if given: after IP_TOS, which sets the priority
     too)."""
-    sk = topo.b.socket(family, socket.SOCK_DGRAM)
+    sk = env.topo.b.socket(family, socket.SOCK_DGRAM)
     try:
         if family == socket.AF_INET:
             sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
@@ -98,9 +95,9 @@ def csum(data):
     return ~s & 0xffff
 
 
-def send_spoofed(sources, tos=0):
+def send_spoofed(env, sources, tos=0):
     """One UDP datagram to A from each of @sources (IPv4, raw socket)."""
-    sk = topo.b.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    sk = env.topo.b.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     try:
         for src in sources:
             udp = struct.pack("!HHHH", 40000, PORT, 8 + PAYLOAD, 0) + \
@@ -118,8 +115,8 @@ def settle():
     time.sleep(0.3)
 
 
-def t_defaults():
-    with genl() as g:
+def t_defaults(env):
+    with genl(env) as g:
         m = g.mon_get()
     check_eq((m["mon_enabled"], m["mon_size"], m["mon_dscp"], m["mon_hold"],
               m["mon_sources"], m["mon_active"], m["mon_report_local"]),
@@ -141,7 +138,8 @@ except GenlError as e:
 """
 
 
-def t_refusals():
+def t_refusals(env):
+    topo = env.topo
     bad = [
         ("size 0", [nla_u32(uapi.PARQ_A_MON_SIZE, 0)]),
         ("size above maximum",
@@ -159,7 +157,7 @@ def t_refusals():
          [nla(uapi.PARQ_A_MON_ENABLED, b"\x01"),
           nla_u32(uapi.PARQ_A_MON_SIZE, 0)]),
     ]
-    with genl() as g:
+    with genl(env) as g:
         before = g.mon_get()
         for name, attrs in bad:
             r = g.cmd(uapi.PARQ_CMD_MON_SET, *attrs)
@@ -175,17 +173,17 @@ def t_refusals():
     check(p.returncode == 0, f"unprivileged client: {p.stderr.strip()}")
     check_eq(p.stdout.split(), ["EPERM", "EPERM"],
              "unprivileged enable, read")
-    with genl() as g:
+    with genl(env) as g:
         check_eq(g.mon_get(), before, "monitor after the unprivileged enable")
 
 
-def t_counts():
-    with genl() as g:
+def t_counts(env):
+    with genl(env) as g:
         ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_dscp=uapi.PARQ_DSCP_DEFAULT),
            "enable")
-        send(B1, 10, TOS_EF)
-        send(B1, 5, TOS_AF11)
-        send(B2, 20, 0)
+        send(env, B1, 10, TOS_EF)
+        send(env, B1, 5, TOS_AF11)
+        send(env, B2, 20, 0)
         settle()
         p = g.peers()
         m = g.mon_get()
@@ -203,7 +201,7 @@ def t_counts():
     # parqctl monitor says the same as the kernel (no traffic since).
     if not os.access(PARQCTL, os.X_OK):
         return diag(f"parqctl monitor not checked: {PARQCTL} not built")
-    r = topo.a.run([PARQCTL, "monitor", "--json"], check=False)
+    r = env.a.run([PARQCTL, "monitor", "--json"], check=False)
     check_eq(r.returncode, 0, f"parqctl monitor --json: {r.stderr}")
     j = json.loads(r.stdout)
     check_eq((j["enabled"], j["sources"], j["size"], j["hold_ns"], j["dscp"]),
@@ -216,16 +214,16 @@ def t_counts():
              {a: (v["par_packets"], v["par_bytes"], v["loc_packets"],
                   v["loc_bytes"], "par_age" not in v)
               for a, v in p.items()}, "parqctl monitor: the table")
-    r = topo.a.run([PARQCTL, "monitor"], check=False)
+    r = env.a.run([PARQCTL, "monitor"], check=False)
     diag(*r.stdout.splitlines())
     check(r.returncode == 0 and "monitor: enabled" in r.stdout and
           B1 in r.stdout, f"parqctl monitor (text): {r.stdout!r}")
 
 
-def t_ipv6():
-    with genl() as g:
-        send(B6, 7, TOS_EF, dst=A6, family=socket.AF_INET6)
-        send(B6, 3, 0, dst=A6, family=socket.AF_INET6)
+def t_ipv6(env):
+    with genl(env) as g:
+        send(env, B6, 7, TOS_EF, dst=A6, family=socket.AF_INET6)
+        send(env, B6, 3, 0, dst=A6, family=socket.AF_INET6)
         settle()
         p = g.peers()
     ip6 = 40 + 8 + PAYLOAD
@@ -234,12 +232,12 @@ def t_ipv6():
               p[B6]["loc_bytes"]), (7, 7 * ip6, 3, 3 * ip6), f"{B6} counts")
 
 
-def t_dscp():
-    with genl() as g:
+def t_dscp(env):
+    with genl(env) as g:
         ok(g.mon_set(mon_dscp=uapi.PARQ_DSCP_BIT(8)), "dscp CS1 only")
         before = g.peers()[B1]
-        send(B1, 4, TOS_EF)
-        send(B1, 6, TOS_CS1)
+        send(env, B1, 4, TOS_EF)
+        send(env, B1, 6, TOS_CS1)
         settle()
         after = g.peers()[B1]
         ok(g.mon_set(mon_dscp=uapi.PARQ_DSCP_DEFAULT), "dscp back")
@@ -248,7 +246,8 @@ def t_dscp():
              "parallel (CS1), local (EF) under dscp CS1")
 
 
-def t_mark():
+def t_mark(env):
+    topo = env.topo
     par, loc = 0x10001, 0x10002		# SO_PRIORITY of 1:1 and 1:2
     dev = topo.dev_b()
     tc(topo.b, "qdisc", "replace", "dev", dev, "root", "handle", "1:",
@@ -257,19 +256,20 @@ def t_mark():
     try:
         tos_at_a.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
         tos_at_a.bind((A1, PORT + 1))
-        with genl() as g:
+        with genl(env) as g:
             ok(g.mon_set(mon_enabled=1, mon_dscp=uapi.PARQ_DSCP_DEFAULT),
                "monitor on, the default DSCP set")
             before = g.peers()
-            send(B1, 6, 0, prio=par)		# parallel: leaves EF
-            send(B1, 4, TOS_EF, prio=loc)	# local: leaves CS0
-            send(B1, 3, TOS_EF)			# parallel by DSCP: EF
-            send(B1, 2, TOS_AF11)		# local, not parallel: AF11
-            send(B6, 5, 0, dst=A6, family=socket.AF_INET6, prio=par)
-            send(B6, 2, TOS_EF, dst=A6, family=socket.AF_INET6, prio=loc)
+            send(env, B1, 6, 0, prio=par)	# parallel: leaves EF
+            send(env, B1, 4, TOS_EF, prio=loc)	# local: leaves CS0
+            send(env, B1, 3, TOS_EF)		# parallel by DSCP: EF
+            send(env, B1, 2, TOS_AF11)		# local, not parallel: AF11
+            send(env, B6, 5, 0, dst=A6, family=socket.AF_INET6, prio=par)
+            send(env, B6, 2, TOS_EF, dst=A6, family=socket.AF_INET6,
+                 prio=loc)
             for tos in (0x01, 0x02):		# ECT(1), ECT(0)
-                send(B1, 1, tos, prio=par, port=PORT + 1)
-            send(B1, 1, TOS_EF | 0x03, prio=loc, port=PORT + 1)	# CE
+                send(env, B1, 1, tos, prio=par, port=PORT + 1)
+            send(env, B1, 1, TOS_EF | 0x03, prio=loc, port=PORT + 1)	# CE
             settle()
             after = g.peers()
         tos_at_a.settimeout(2)
@@ -293,13 +293,13 @@ def t_mark():
              "TOS at A of ECT(1) and ECT(0) parallel, CE local")
 
 
-def t_bounded():
+def t_bounded(env):
     spoofed = [f"10.88.{i // 250}.{i % 250 + 1}" for i in range(102)]
-    with genl() as g:
+    with genl(env) as g:
         ok(g.mon_set(mon_enabled=0), "disable (forget)")
         ok(g.mon_set(mon_enabled=1, mon_size=16), "enable, size 16")
         m0 = g.mon_get()
-        send_spoofed(spoofed[:100])
+        send_spoofed(env, spoofed[:100])
         settle()
         p = g.peers()
         m = g.mon_get()
@@ -313,9 +313,9 @@ def t_bounded():
         # budget, 16 / (4 x CPUs) a second per CPU, is at least one each
         # on the CPU that receives them, so they go one a second).
         time.sleep(2.2)
-        send_spoofed(spoofed[100:101])
+        send_spoofed(env, spoofed[100:101])
         time.sleep(1.1)
-        send_spoofed(spoofed[101:102])
+        send_spoofed(env, spoofed[101:102])
         settle()
         p = g.peers()
         m2 = g.mon_get()
@@ -324,12 +324,12 @@ def t_bounded():
              "the two seen longest ago made room")
 
 
-def t_events():
+def t_events(env):
     hold = 50 * MS
-    with genl() as g, genl() as listener:
+    with genl(env) as g, genl(env) as listener:
         ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=hold), "hold 50 ms")
         listener.subscribe()
-        sk = topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sk = env.topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, TOS_EF)
         sk.bind((B1, 0))
         t_start = time.monotonic()
@@ -356,15 +356,15 @@ def t_events():
           "last packet")
 
 
-def local_reports_during_burst(g, listener):
+def local_reports_during_burst(env, g, listener):
     """B2 sends local packets before a parallel burst from B1 (not
     reported: no parallel traffic), then twice during it, the first more
     than a hold after its last (reported if asked), the second 50 ms later
     (not reported: within a hold).  The events and the MON_GET before and
     after."""
     m0 = g.mon_get()
-    send(B2, 2, 0)
-    sk = topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    send(env, B2, 2, 0)
+    sk = env.topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, TOS_EF)
     sk.bind((B1, 0))
     t_start = time.monotonic()
@@ -373,7 +373,7 @@ def local_reports_during_burst(g, listener):
         while (t := time.monotonic() - t_start) < 0.8:
             sk.sendto(bytes(PAYLOAD), (A1, PORT))
             if local_at and t >= local_at[0]:
-                send(B2, 1, 0)
+                send(env, B2, 1, 0)
                 local_at.pop(0)
             time.sleep(0.005)
     finally:
@@ -382,15 +382,15 @@ def local_reports_during_burst(g, listener):
     return ev, m0, g.mon_get()
 
 
-def t_local_reports():
+def t_local_reports(env):
     hold = 200 * MS
-    with genl() as g, genl() as listener:
+    with genl(env) as g, genl(env) as listener:
         ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=hold, mon_report_local=1),
            "hold 200 ms, report local senders")
         listener.subscribe()
         time.sleep(0.3)		# any stop report of earlier cases is out
         listener.events(0.1)
-        ev, m0, m = local_reports_during_burst(g, listener)
+        ev, m0, m = local_reports_during_burst(env, g, listener)
         diag(f"reported: {[(e['cmd'], e.get('mon_active'), e.get('addr')) for e in ev]}")
         check_eq(m["mon_report_local"], 1, "report-local in MON_GET")
         check_eq([(e["cmd"], e.get("mon_active"), e.get("addr")) for e in ev],
@@ -402,7 +402,7 @@ def t_local_reports():
                  "local reports counted")
         ok(g.mon_set(mon_report_local=0), "report-local off")
         time.sleep(0.3)
-        ev, m0, m = local_reports_during_burst(g, listener)
+        ev, m0, m = local_reports_during_burst(env, g, listener)
         check_eq([(e["cmd"], e.get("mon_active")) for e in ev],
                  [(uapi.PARQ_CMD_MON_EVENT, 1), (uapi.PARQ_CMD_MON_EVENT, 0)],
                  "with report-local off: a start and a stop only")
@@ -411,7 +411,7 @@ def t_local_reports():
         ok(g.mon_set(mon_hold=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
 
 
-def t_peers():
+def t_peers(env):
     peers_nla = uapi.PARQ_A_MON_PEERS | NLA_F_NESTED
     many = b"".join(addr_attr(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}")
                     for i in range(uapi.PARQ_MON_PEERS_MAX + 1))
@@ -424,9 +424,9 @@ def t_peers():
         ("not flagged nested", [nla(uapi.PARQ_A_MON_PEERS, addr_attr(B1))],
          "EINVAL"),
     ]
-    with genl() as g, genl() as listener:
+    with genl(env) as g, genl(env) as listener:
         ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=50 * MS), "enable")
-        send(B2, 3, 0)
+        send(env, B2, 3, 0)
         settle()
         check(B2 in g.peers(), "B2 counted before the peer set")
         ok(g.mon_set(mon_peers=[B1, B6, B1]), "peers B1, B6 (B1 twice)")
@@ -442,7 +442,7 @@ def t_peers():
         listener.subscribe()
         time.sleep(0.2)		# any stop report of earlier cases is out
         listener.events(0.1)
-        send(B2, 20, TOS_EF)
+        send(env, B2, 20, TOS_EF)
         settle()
         m = g.mon_get()
         ev = listener.events(0.3)
@@ -450,7 +450,7 @@ def t_peers():
         check(B2 not in g.peers(), "B2 (not a peer) is in the table")
         check_eq(ev, [], "reports for a host outside the peer set")
         b1 = g.peers().get(B1, {}).get("par_packets", 0)
-        send(B1, 10, TOS_EF)
+        send(env, B1, 10, TOS_EF)
         settle()
         ev = listener.events(0.3)
         check_eq(g.peers()[B1]["par_packets"] - b1, 10, "a peer's packets")
@@ -458,48 +458,47 @@ def t_peers():
                  "a peer starts parallel traffic")
         ok(g.mon_set(mon_peers=[]), "an empty set")
         check_eq(g.mon_get()["mon_npeers"], 0, "peers after the empty set")
-        send(B2, 4, 0)
+        send(env, B2, 4, 0)
         settle()
         check_eq(g.peers()[B2]["loc_packets"], 4, "B2 counted again")
         ok(g.mon_set(mon_hold=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
 
 
-def t_disable_and_netns():
-    with genl() as g, genl(topo.b) as gb:
+def t_disable_and_netns(env):
+    with genl(env) as g, genl(env, env.topo.b) as gb:
         ok(g.mon_set(mon_enabled=0), "disable")
         m = g.mon_get()
         check_eq((m["mon_enabled"], m["mon_sources"], m["mon_active"]), (0, 0, 0),
                  "after disable")
-        send(B1, 5, TOS_EF)
+        send(env, B1, 5, TOS_EF)
         settle()
         check_eq(g.peers(), {}, "sources counted while disabled")
         ok(g.mon_set(mon_enabled=1), "enable")
         check_eq(gb.mon_get()["mon_enabled"], 0, "B's monitor")
-        send(B1, 2, TOS_EF)
+        send(env, B1, 2, TOS_EF)
         settle()
         check_eq(g.peers()[B1]["par_packets"], 2, "counts after re-enable")
         check_eq(gb.peers(), {}, "B's table")
 
 
-def t_rmmod():
-    with genl() as g:
+def t_rmmod(env):
+    with genl(env) as g:
         ok(g.mon_set(mon_enabled=1), "enable")
-    send(B1, 3, TOS_EF)
+    send(env, B1, 3, TOS_EF)
     r = module.rmmod()
     check(r.returncode == 0, f"rmmod with the monitor on: {r.stderr.strip()}")
     module.ensure_loaded()
-    send(B1, 3, TOS_EF)		# no hook left behind
-    with genl() as g:
+    send(env, B1, 3, TOS_EF)	# no hook left behind
+    with genl(env) as g:
         m = g.mon_get()
         check_eq((m["mon_enabled"], m["mon_sources"]), (0, 0),
                  "monitor of a fresh module")
 
 
-def setup(t, k):
-    """Globals; B2 on B; IPv6 between A and B; sockets in A that take the
-    datagrams (no ICMP back)."""
-    global topo
-    topo = t
+def setup(env, sinks):
+    """B2 on B; IPv6 between A and B; sockets in A that take the datagrams
+    (no ICMP back), into @sinks, which main() closes last."""
+    topo = env.topo
     topo.b.run(["ip", "addr", "add", f"{B2}/24", "dev", topo.dev_b()])
     for ns in (topo.a, topo.b):
         for key in ("net.ipv6.conf.all.disable_ipv6",
@@ -545,8 +544,9 @@ def main():
     suite.case("disable forgets; other namespaces untouched",
                t_disable_and_netns)
     suite.case("rmmod with the monitor on", t_rmmod)
+    sinks = []
     try:
-        return lab.run(suite, "mon", setup=setup)
+        return lab.run(suite, "mon", setup=lambda env: setup(env, sinks))
     finally:
         for sk in sinks:
             sk.close()

@@ -62,12 +62,6 @@ BULK_WRITE = "16K"
 BULK_PORT = 5201
 PAR = "1:1"
 KINDS = ("parq", "fq_codel", "pfifo")
-idle_us = []
-
-topo = None
-hosts = None
-results = {k: [] for k in KINDS}
-in_parq = []			# (mean, p99 bound) ns of the job's packets
 
 
 sh = joblib.sh
@@ -79,7 +73,8 @@ def parqctl(ns, *args):
           f"{r.stderr.strip()}")
 
 
-def qdisc(kind):
+def qdisc(env, kind):
+    topo = env.topo
     dev = topo.dev_a()
     tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
     if kind == "parq":
@@ -94,23 +89,25 @@ def qdisc(kind):
        kind)
 
 
-def netpipe():
-    return mpi.netpipe_latency(hosts, size=SIZE, reps=REPS, cgroup=JOB)
+def netpipe(env):
+    return mpi.netpipe_latency(env.hosts, size=SIZE, reps=REPS, cgroup=JOB)
 
 
-def monitor_par():
+def monitor_par(env):
+    topo = env.topo
     with ParqGenl(topo.b) as g:
         return g.peers().get(topo.ip_a(), {}).get("par_packets", 0)
 
 
-def t_classified():
-    qdisc("parq")
-    par0 = monitor_par()
-    us = netpipe()
-    idle_us.append(us)
+def t_classified(env):
+    topo = env.topo
+    qdisc(env, "parq")
+    par0 = monitor_par(env)
+    us = netpipe(env)
+    env.idle_us.append(us)
     st = tclib.class_stats(topo.a, topo.dev_a())
     par, loc = (st.get(c, {}).get("packets", 0) for c in (PAR, "1:2"))
-    bpar = monitor_par() - par0
+    bpar = monitor_par(env) - par0
     diag(f"idle NetPIPE {SIZE} B: {us:.1f} us one way; A's parq: parallel "
          f"{par} packets, local {loc}; B's monitor: {bpar} parallel "
          f"packets from A")
@@ -120,8 +117,9 @@ def t_classified():
     ktap.check_ge(bpar, 3 * REPS, "B's monitor: A's parallel packets")
 
 
-def measure(kind):
-    qdisc(kind)
+def measure(env, kind):
+    topo = env.topo
+    qdisc(env, kind)
     bulk = None
     try:
         bulk = Iperf3Client(topo.a, topo.ip_b(), BULK_PORT,
@@ -129,22 +127,24 @@ def measure(kind):
                             length=BULK_WRITE)
         time.sleep(WARMUP)
         bulk.check_running("early (bulk)")
-        us, soj = tclib.with_sojourn(topo.a, topo.dev_a(), netpipe)
+        us, soj = tclib.with_sojourn(topo.a, topo.dev_a(),
+                                     lambda: netpipe(env))
         bulk.check_running("early (bulk)")
         if soj is not None:
-            in_parq.append(soj[1:])
+            env.in_parq.append(soj[1:])
         return us
     finally:
         if bulk is not None:
             bulk.stop()
 
 
-def t_measure():
+def t_measure(env):
+    in_parq = env.in_parq
     for rnd in range(1, ROUNDS + 1):
         line = []
         for kind in KINDS:
-            us = measure(kind)
-            results[kind].append(us)
+            us = measure(env, kind)
+            env.results[kind].append(us)
             line.append(f"{kind} {us:.0f}")
             if kind == "parq":
                 line[-1] += (f" (its packets in A's parq: mean "
@@ -158,13 +158,14 @@ def fmt_bound(ns):
     return "inf" if ns is None else f"{ns / 1000:.0f}"
 
 
-def med(kind):
-    return statistics.median(results[kind])
+def med(env, kind):
+    return statistics.median(env.results[kind])
 
 
-def t_bounds():
-    check(all(results.values()), "no measurements")
-    parq, pfifo, fq = (med(k) for k in ("parq", "pfifo", "fq_codel"))
+def t_bounds(env):
+    in_parq, idle_us = env.in_parq, env.idle_us
+    check(all(env.results.values()), "no measurements")
+    parq, pfifo, fq = (med(env, k) for k in ("parq", "pfifo", "fq_codel"))
     idle = idle_us[0] if idle_us else float("nan")
     diag(f"medians (us): idle {idle:.0f}, parq {parq:.0f}, fq_codel "
          f"{fq:.0f}, pfifo {pfifo:.0f}; pfifo/parq {pfifo / parq:.1f} "
@@ -181,21 +182,27 @@ def t_bounds():
     ktap.check_le(parq, pfifo / 1.5, "parq vs pfifo / 1.5")
 
 
-def setup(t, k):
-    global topo, hosts
-    topo = t
-    hosts = [(t.a, t.ip_a()), (t.b, t.ip_b())]
+def setup(env):
+    t = env.topo
+    env.hosts = [(t.a, t.ip_a()), (t.b, t.ip_b())]
+    env.idle_us = []
+    env.results = {k: [] for k in KINDS}
+    env.in_parq = []		# (mean, p99 bound) ns of the job's packets
     with ParqGenl(t.b) as g:
         r = g.mon_set(mon_enabled=1, mon_size=16)
         check(not r.error, f"monitor: {r.msg}")
     sh(t.a, f"mkdir -p {CG}/{JOB}")
     for ns in (t.a, t.b):
         parqctl(ns, "job", "add", f"{CG}/{JOB}")
-    return [Iperf3Server(t.b, t.ip_b(), BULK_PORT), Cleanup()]
+    return [Iperf3Server(t.b, t.ip_b(), BULK_PORT), Cleanup(t)]
 
 
 class Cleanup:
+    def __init__(self, topo):
+        self.topo = topo
+
     def stop(self):
+        topo = self.topo
         for ns in (topo.a, topo.b):
             ns.run(["nft", "delete", "table", "inet", "parq"], check=False)
         sh(topo.a, f"rmdir {CG}/{JOB} {CG}/{os.path.dirname(JOB)}",

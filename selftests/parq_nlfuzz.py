@@ -29,16 +29,13 @@ SEED = int(os.environ.get("PARQ_NLFUZZ_SEED", str(random.getrandbits(32))))
 LINE = re.compile(r"^(qdisc|class|genl): (\d+) sent, (\d+) accepted, "
                   r"(\d+) refused, (\d+) mutated$")
 
-topo = None
-kwatch = None
 
-
-def t_fuzz():
+def t_fuzz(env):
     check(NLFUZZ.exists(), f"{NLFUZZ} is built (make userspace)")
     t0 = time.monotonic()
-    r = topo.a.run([str(NLFUZZ), "--dev", topo.dev_a(), "--iterations",
-                    str(MESSAGES), "--seed", str(SEED)],
-                   timeout=3000 * ktap.slowdown(), check=False)
+    r = env.a.run([str(NLFUZZ), "--dev", env.dev, "--iterations",
+                   str(MESSAGES), "--seed", str(SEED)],
+                  timeout=3000 * ktap.slowdown(), check=False)
     for line in (r.stdout + r.stderr).splitlines():
         diag(line)
     check_eq(r.returncode, 0, "parq-nlfuzz's exit status")
@@ -57,19 +54,14 @@ def t_fuzz():
               f"{mutated} mutated: each must be > 0")
     diag(f"{MESSAGES} messages, seed {SEED}, in "
          f"{time.monotonic() - t0:.0f} s")
-    kwatch.assert_clean()
-
-
-def setup(t, k):
-    global topo, kwatch
-    topo, kwatch = t, k
+    env.kwatch.assert_clean()
 
 
 def main():
     suite = ktap.Suite("parq_nlfuzz")
     suite.case(f"{MESSAGES} random and mutated netlink messages, the "
                "configuration checked after each", t_fuzz, timeout=3000)
-    return lab.run(suite, "nlf", setup=setup)
+    return lab.run(suite, "nlf")
 
 
 if __name__ == "__main__":

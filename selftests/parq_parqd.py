@@ -66,13 +66,6 @@ GRANT_LEASE = 500 * LEASE_SCALE		# epochs: 5 s, 80 s under debug
 CTL_LEASE_S = 10 * LEASE_SCALE
 MS = 1000000
 
-topo = None
-tmp = None
-key = None
-parqd = None
-notify = None	# the NOTIFY_SOCKET parqd writes to
-started = None	# time.time() when parqd started
-seq = 0
 # systemd's WatchdogSec: parqd pings every half of it.
 WATCHDOG_S = 1.0 * ktap.slowdown()
 # parqd's max-clock-skew: the time a message may take from B's
@@ -84,14 +77,14 @@ WATCHDOG_S = 1.0 * ktap.slowdown()
 SKEW_S = 2 * ktap.slowdown()
 
 
-def nxt():
+def nxt(env):
     """The time stamp (now) and next sequence number of peer 2."""
-    global seq
-    seq += 1
-    return time.time_ns(), seq
+    env.seq += 1
+    return time.time_ns(), env.seq
 
 
-def send(data, ns=None):
+def send(env, data, ns=None):
+    topo = env.topo
     s = (ns or topo.b).socket()
     try:
         s.sendto(data, (topo.ip_a(), PORT))
@@ -99,8 +92,8 @@ def send(data, ns=None):
         s.close()
 
 
-def ctl(*args, check_rc=True):
-    r = topo.a.run([PARQCTL] + list(args), check=False)
+def ctl(env, *args, check_rc=True):
+    r = env.a.run([PARQCTL] + list(args), check=False)
     if check_rc:
         check(r.returncode == 0,
               f"parqctl {' '.join(args)}: exit {r.returncode}: "
@@ -108,8 +101,8 @@ def ctl(*args, check_rc=True):
     return r
 
 
-def ctl_json(*args, check_rc=True):
-    r = ctl(*args, "--json", check_rc=check_rc)
+def ctl_json(env, *args, check_rc=True):
+    r = ctl(env, *args, "--json", check_rc=check_rc)
     try:
         return json.loads(r.stdout)
     except ValueError as e:
@@ -117,32 +110,33 @@ def ctl_json(*args, check_rc=True):
                              f"({e}): {r.stdout!r} {r.stderr!r}")
 
 
-def table():
-    return {e["addr"]: e for e in ctl_json("credit", "show")}
+def table(env):
+    return {e["addr"]: e for e in ctl_json(env, "credit", "show")}
 
 
-def metrics():
+def metrics(env):
     """parqd's metrics file as {'name{labels}': value}."""
-    return read_metrics(os.path.join(tmp, "parqd.prom"))
+    return read_metrics(os.path.join(env.tmp, "parqd.prom"))
 
 
 def wait_for(what, pred, timeout=5.0):
     return ktap.wait_for(what, pred, timeout)
 
 
-def drops(reason):
-    return metrics().get(f'parqd_messages_dropped_total{{reason="{reason}"}}',
-                         0)
+def drops(env, reason):
+    return metrics(env).get(
+        f'parqd_messages_dropped_total{{reason="{reason}"}}', 0)
 
 
-def write_config(name, side, metrics_file, keys="", sections="",
+def write_config(env, name, side, metrics_file, keys="", sections="",
                  key_file=None, skew_ms=None, cluster=False):
     """parqd.toml for host @side ("a": node 1, peer B; "b": node 2, peer
-    A), with its metrics file @metrics_file in tmp, top-level @keys and,
-    after the [[peer]] section, @sections; @key_file (default
-    tmp/cluster.key), @skew_ms (default SKEW_S); @cluster: a cluster
+    A), with its metrics file @metrics_file in env.tmp, top-level @keys
+    and, after the [[peer]] section, @sections; @key_file (default
+    env.tmp/cluster.key), @skew_ms (default SKEW_S); @cluster: a cluster
     file ([[host]] sections for both, no node-id: parqd finds itself by
     address); returns its path."""
+    topo, tmp = env.topo, env.tmp
     me, peer = (ME, PEER) if side == "a" else (PEER, ME)
     dev, ip = ((topo.dev_a(), topo.ip_a()) if side == "a"
                else (topo.dev_b(), topo.ip_b()))
@@ -172,9 +166,9 @@ max-clock-skew = "{skew_ms or int(SKEW_S * 1000)}ms"
     return cfg
 
 
-def write_key(name, k):
-    fd = os.open(os.path.join(tmp, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                 0o600)
+def write_key(env, name, k):
+    fd = os.open(os.path.join(env.tmp, name),
+                 os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(fd, k.hex().encode() + b"\n")
     os.close(fd)
 
@@ -221,23 +215,26 @@ class Notes:
                 self.cv.wait(left)
 
 
-def notes(until, timeout=5.0):
-    return notify.until(until, timeout)
+def notes(env, until, timeout=5.0):
+    return env.notify.until(until, timeout)
 
 
-def drain_notes():
-    return notify.take()
+def drain_notes(env):
+    return env.notify.take()
 
 
-def setup(t, kwatch):
-    global topo, tmp, key, parqd, notify, started
-    topo = t
-    tmp = tempfile.mkdtemp(prefix="parq-parqd-")
-    key = os.urandom(32)
-    write_key("cluster.key", key)
-    notify = Notes(os.path.join(tmp, "notify.sock"))
+def setup(env):
+    """Adds .tmp, .key (the cluster key), .seq (peer 2's last sequence
+    number), .notify (the NOTIFY_SOCKET parqd writes to), .parqd and
+    .started (time.time() when parqd started) to @env."""
+    topo = env.topo
+    env.seq = 0
+    env.tmp = tmp = tempfile.mkdtemp(prefix="parq-parqd-")
+    env.key = os.urandom(32)
+    write_key(env, "cluster.key", env.key)
+    env.notify = Notes(os.path.join(tmp, "notify.sock"))
     # A cluster file: A finds its own [[host]] by its address.
-    cfg = write_config("parqd.toml", "a", "parqd.prom", cluster=True)
+    cfg = write_config(env, "parqd.toml", "a", "parqd.prom", cluster=True)
     r = topo.a.run([PARQD, "-c", cfg, "--check-config"], check=False)
     diag(f"parqd --check-config: {r.stdout.strip()} {r.stderr.strip()}")
     check_eq(r.returncode, 0, "parqd --check-config")
@@ -245,31 +242,38 @@ def setup(t, kwatch):
           f"A found its [[host]] by address: {r.stdout!r}")
     with ParqGenl(topo.a) as g:
         g.delete()
-    env = dict(os.environ, NOTIFY_SOCKET=os.path.join(tmp, "notify.sock"),
-               WATCHDOG_USEC=str(int(WATCHDOG_S * 1e6)))
-    parqd = topo.a.popen([PARQD, "-c", cfg, "--log-level", "debug"], env=env)
-    started = time.time()
+    penv = dict(os.environ, NOTIFY_SOCKET=os.path.join(tmp, "notify.sock"),
+                WATCHDOG_USEC=str(int(WATCHDOG_S * 1e6)))
+    env.parqd = topo.a.popen([PARQD, "-c", cfg, "--log-level", "debug"],
+                             env=penv)
+    env.started = time.time()
     wait_for("parqd's first metrics file",
-             lambda: "parqd_messages_received_total" in metrics())
-    check(parqd.poll() is None, "parqd exited at start")
+             lambda: "parqd_messages_received_total" in metrics(env))
+    check(env.parqd.poll() is None, "parqd exited at start")
     # It started before its first metrics: messages stamped from now
     # plus its skew on are after its start plus the skew.
     time.sleep(SKEW_S)
-    return [Stopper()]
+    return [Stopper(env)]
 
 
 class Stopper:
+    def __init__(self, env):
+        self.env = env
+
     def stop(self):
+        parqd = self.env.parqd
         if parqd is not None and parqd.poll() is None:
             parqd.kill()
             parqd.wait(5)
 
 
-def t_grant_release():
-    e, s = nxt()
-    send(credits.grant(key, PEER, e, s, credit=3000, addrs=[topo.ip_b()],
-                       epoch_us=EPOCH_US, lease=GRANT_LEASE))
-    t = wait_for("the GRANT's kernel entry", lambda: table().get(topo.ip_b()))
+def t_grant_release(env):
+    topo, key = env.topo, env.key
+    e, s = nxt(env)
+    send(env, credits.grant(key, PEER, e, s, credit=3000, addrs=[topo.ip_b()],
+                            epoch_us=EPOCH_US, lease=GRANT_LEASE))
+    t = wait_for("the GRANT's kernel entry",
+                 lambda: table(env).get(topo.ip_b()))
     check_eq((t["credit"], t["epoch_ns"]), (3000, EPOCH_US * 1000),
              "credit, epoch from the GRANT")
     check(0 < t["lease_ns"] <= GRANT_LEASE * EPOCH_US * 1000,
@@ -277,65 +281,66 @@ def t_grant_release():
     with ParqGenl(topo.a) as g:
         check_eq(g.get(topo.ip_b())["credit"], 3000, "parqlab.genl get")
     # A restatement with a new credit replaces it (absolute credits).
-    e, s = nxt()
-    send(credits.grant(key, PEER, e, s, credit=0, addrs=[topo.ip_b()],
-                       epoch_us=EPOCH_US, lease=GRANT_LEASE))
-    wait_for("credit 0", lambda: table()[topo.ip_b()]["credit"] == 0)
-    e, s = nxt()
-    send(credits.release(key, PEER, e, s, addrs=[topo.ip_b()],
-                         epoch_us=EPOCH_US))
-    wait_for("the RELEASE", lambda: topo.ip_b() not in table())
+    e, s = nxt(env)
+    send(env, credits.grant(key, PEER, e, s, credit=0, addrs=[topo.ip_b()],
+                            epoch_us=EPOCH_US, lease=GRANT_LEASE))
+    wait_for("credit 0", lambda: table(env)[topo.ip_b()]["credit"] == 0)
+    e, s = nxt(env)
+    send(env, credits.release(key, PEER, e, s, addrs=[topo.ip_b()],
+                              epoch_us=EPOCH_US))
+    wait_for("the RELEASE", lambda: topo.ip_b() not in table(env))
     with ParqGenl(topo.a) as g:
         check_eq(g.dump(), [], "kernel table after RELEASE")
     m = wait_for("metrics", lambda: (lambda m: m if m.get(
-        "parqd_releases_applied_total") == 1 else None)(metrics()))
+        "parqd_releases_applied_total") == 1 else None)(metrics(env)))
     check_eq((m["parqd_grants_applied_total"],
               m['parqd_kernel_requests_total{cmd="credit_set"}'],
               m['parqd_kernel_errors_total{cmd="credit_set"}']),
              (2, 2, 0), "grants applied, kernel sets, kernel errors")
 
 
-def t_bad_messages_change_nothing():
-    e, s = nxt()
+def t_bad_messages_change_nothing(env):
+    topo, key = env.topo, env.key
+    e, s = nxt(env)
     good = credits.grant(key, PEER, e, s, credit=1000, addrs=[topo.ip_b()],
                          epoch_us=EPOCH_US, lease=GRANT_LEASE)
-    send(good)
-    wait_for("the GRANT", lambda: topo.ip_b() in table())
-    before = metrics()
+    send(env, good)
+    wait_for("the GRANT", lambda: topo.ip_b() in table(env))
+    before = metrics(env)
     accepted = before["parqd_messages_accepted_total"]
     bad = []
-    e, s = nxt()
+    e, s = nxt(env)
     bad.append(("bad_mac", credits.grant(os.urandom(32), PEER, e, s, 5,
                                          [topo.ip_b()], EPOCH_US, 500)))
     bad.append(("duplicate", good))
-    e2, s2 = nxt()
+    e2, s2 = nxt(env)
     bad.append(("time_behind", credits.grant(key, PEER, e2 - 60 * 10**9, s2,
                                              6, [topo.ip_b()], EPOCH_US,
                                              500)))
-    e6, s6 = nxt()
+    e6, s6 = nxt(env)
     bad.append(("unknown_key", credits.grant(key, PEER, e6, s6, 11,
                                              [topo.ip_b()], EPOCH_US, 500,
                                              key_id=7)))
     bad.append(("malformed", good[:60]))
-    e3, s3 = nxt()
+    e3, s3 = nxt(env)
     bad.append(("unknown_peer", credits.grant(key, STRANGER, e3, s3, 7,
                                               [topo.ip_b()], EPOCH_US, 500)))
-    e4, s4 = nxt()
+    e4, s4 = nxt(env)
     bad.append(("malformed", credits.encode(key, credits.GRANT, PEER, e4, s4,
                                             8, EPOCH_US, 500, [topo.ip_b()],
                                             flags=1)))
-    e5, s5 = nxt()
+    e5, s5 = nxt(env)
     bad.append(("foreign_address", credits.grant(key, PEER, e5, s5, 9,
                                                  ["10.9.9.9"], EPOCH_US,
                                                  500)))
     for _, data in bad:
-        send(data)
+        send(env, data)
     expect = {}
     for reason, _ in bad:
         expect[reason] = expect.get(reason, 0) + 1
 
     def counted():
-        m = metrics()
+        m = metrics(env)
         return all(m.get(f'parqd_messages_dropped_total{{reason="{r}"}}', 0)
                    - before.get(f'parqd_messages_dropped_total{{reason="{r}"}}',
                                 0) == n for r, n in expect.items()) and m
@@ -352,23 +357,24 @@ def t_bad_messages_change_nothing():
              sum(v for k, v in m.items()
                  if k.startswith("parqd_messages_dropped_total")),
              "received = accepted + dropped")
-    t = table()
+    t = table(env)
     check_eq(sorted(t), [topo.ip_b()], "table after bad messages")
     check_eq(t[topo.ip_b()]["credit"], 1000, "credit after bad messages")
     # The replay window did not move: the next good message is accepted.
-    e, s = nxt()
-    send(credits.release(key, PEER, e, s, [topo.ip_b()], EPOCH_US))
+    e, s = nxt(env)
+    send(env, credits.release(key, PEER, e, s, [topo.ip_b()], EPOCH_US))
     wait_for("the RELEASE after bad messages",
-             lambda: topo.ip_b() not in table())
+             lambda: topo.ip_b() not in table(env))
 
 
-def t_wrong_source():
+def t_wrong_source(env):
     """The right key and peer id from an address that is not the peer's."""
+    topo, key = env.topo, env.key
     topo.b.run(["ip", "addr", "add", "10.77.0.9/24", "dev", topo.dev_b()])
     topo.a.run(["ip", "neigh", "replace", "10.77.0.9", "lladdr",
                 topo.mac_b(), "dev", topo.dev_a(), "nud", "permanent"])
-    before = drops("wrong_source")
-    e, s = nxt()
+    before = drops(env, "wrong_source")
+    e, s = nxt(env)
     data = credits.grant(key, PEER, e, s, 10, [topo.ip_b()], EPOCH_US, 500)
     sock = topo.b.socket()
     try:
@@ -376,32 +382,36 @@ def t_wrong_source():
         sock.sendto(data, (topo.ip_a(), PORT))
     finally:
         sock.close()
-    wait_for("wrong_source counted", lambda: drops("wrong_source") == before + 1)
-    check_eq(table(), {}, "table after a wrong-source message")
+    wait_for("wrong_source counted",
+             lambda: drops(env, "wrong_source") == before + 1)
+    check_eq(table(env), {}, "table after a wrong-source message")
 
 
-def peers():
+def peers(env):
     """parqctl peers --json: peer 2's entry, checked against the reply's
     shape."""
-    r = ctl_json("peers", "--socket", os.path.join(tmp, "parqd.toml.sock"))
+    tmp = env.tmp
+    r = ctl_json(env, "peers", "--socket",
+                 os.path.join(tmp, "parqd.toml.sock"))
     check_eq((r.get("ok"), r.get("node"), r.get("receiver")),
              (True, ME, False), f"peers reply {r}")
     check_eq([p["id"] for p in r["peers"]], [PEER], "one peer, node 2")
     return r["peers"][0]
 
 
-def t_parqctl_peers():
+def t_parqctl_peers(env):
     """What parqd's status socket says of peer 2 follows what it sends: a
     GRANT accepted (sequence, credit held), then a forgery and a replay
     counted by reason, a RELEASE; the text form lists the peer."""
-    before = peers()
-    e, s = nxt()
+    topo, key, tmp = env.topo, env.key, env.tmp
+    before = peers(env)
+    e, s = nxt(env)
     good = credits.grant(key, PEER, e, s, credit=2500, addrs=[topo.ip_b()],
                          epoch_us=EPOCH_US, lease=GRANT_LEASE)
-    send(good)
+    send(env, good)
     p = wait_for("peers: the GRANT accepted",
                  lambda: (lambda p: p if p["accepted"] == before["accepted"]
-                          + 1 else None)(peers()))
+                          + 1 else None)(peers(env)))
     check_eq((p["last_accepted"]["type"], p["last_accepted"]["sequence"],
               p["last_accepted"]["time_ns"]), ("grant", s, e),
              "last accepted: type, sequence, timestamp")
@@ -409,29 +419,29 @@ def t_parqctl_peers():
              [(topo.ip_b(), 2500, EPOCH_US * 1000)], "credit held")
     check(p["granted"] is None and p["last_sent"] is None,
           "no receiving role: nothing granted, nothing sent")
-    e2, s2 = nxt()
-    send(credits.grant(os.urandom(32), PEER, e2, s2, 5, [topo.ip_b()],
-                       EPOCH_US, 500))
-    send(good)
+    e2, s2 = nxt(env)
+    send(env, credits.grant(os.urandom(32), PEER, e2, s2, 5, [topo.ip_b()],
+                            EPOCH_US, 500))
+    send(env, good)
     want = {"bad_mac": before["dropped"]["bad_mac"] + 1,
             "duplicate": before["dropped"]["duplicate"] + 1}
     p = wait_for("peers: a forgery and a replay counted",
                  lambda: (lambda p: p if all(
                      p["dropped"][k] == v for k, v in want.items())
-                     else None)(peers()))
+                     else None)(peers(env)))
     check_eq(p["accepted"], before["accepted"] + 1, "accepted")
     check_eq(sorted(k for k, v in p["dropped"].items()
                     if v != before["dropped"][k]),
              ["bad_mac", "duplicate"], "no other drop reason moved")
-    text = ctl("peers", "--socket", os.path.join(tmp, "parqd.toml.sock"))
+    text = ctl(env, "peers", "--socket", os.path.join(tmp, "parqd.toml.sock"))
     diag(*text.stdout.splitlines())
     check("node 1: 1 peer(s), receiving role off" in text.stdout and
           "grant " in text.stdout and "bad_mac" in text.stdout,
           "text form")
-    e, s = nxt()
-    send(credits.release(key, PEER, e, s, [topo.ip_b()], EPOCH_US))
+    e, s = nxt(env)
+    send(env, credits.release(key, PEER, e, s, [topo.ip_b()], EPOCH_US))
     p = wait_for("peers: the RELEASE", lambda: (lambda p: p if p[
-        "last_accepted"]["type"] == "release" else None)(peers()))
+        "last_accepted"]["type"] == "release" else None)(peers(env)))
     check_eq(p["held"], [], "nothing held after the RELEASE")
     # A connection that asks nothing is closed after 2 s (parqd.md), also
     # when nothing else arrives at the socket.
@@ -449,78 +459,81 @@ def t_parqctl_peers():
         diag(f"silent connection closed after {time.monotonic() - t0:.1f} s")
     finally:
         silent.close()
-    r = ctl_json("peers", "--socket", os.path.join(tmp, "none.sock"),
+    r = ctl_json(env, "peers", "--socket", os.path.join(tmp, "none.sock"),
                  check_rc=False)
     check(r.get("ok") is False and "cannot reach parqd's status socket"
           in r.get("error", ""), f"no parqd there: {r}")
 
 
-def t_parqctl_credit():
-    check_eq(ctl_json("credit", "set", "10.9.9.9", "--credit", "1500",
+def t_parqctl_credit(env):
+    check_eq(ctl_json(env, "credit", "set", "10.9.9.9", "--credit", "1500",
                       "--epoch", "2ms", "--lease", f"{CTL_LEASE_S}s"),
              {"ok": True},
              "set --json")
-    check_eq(ctl_json("credit", "set", "fd00:9::9", "--credit", "0",
+    check_eq(ctl_json(env, "credit", "set", "fd00:9::9", "--credit", "0",
                       "--lease", f"{CTL_LEASE_S}s"), {"ok": True},
              "set v6 --json")
-    t = table()
+    t = table(env)
     check_eq(sorted(t), ["10.9.9.9", "fd00:9::9"], "show --json")
     check_eq((t["10.9.9.9"]["credit"], t["10.9.9.9"]["epoch_ns"]),
              (1500, 2 * MS), "10.9.9.9 entry")
     check(0 < t["10.9.9.9"]["lease_ns"] <= CTL_LEASE_S * 1000 * MS, "lease")
-    with ParqGenl(topo.a) as g:
+    with ParqGenl(env.a) as g:
         check_eq(g.get("10.9.9.9")["credit"], 1500, "parqlab.genl agrees")
-    text = ctl("credit", "show").stdout
+    text = ctl(env, "credit", "show").stdout
     diag(*text.splitlines())
     check("10.9.9.9" in text and "ADDRESS" in text, "show text")
-    check_eq(ctl_json("credit", "clear", "10.9.9.9"), {"ok": True},
+    check_eq(ctl_json(env, "credit", "clear", "10.9.9.9"), {"ok": True},
              "clear one")
-    r = ctl_json("credit", "clear", "10.9.9.9", check_rc=False)
+    r = ctl_json(env, "credit", "clear", "10.9.9.9", check_rc=False)
     check_eq(r.get("ok"), False, f"clear a missing entry: {r}")
     check("no credit entry" in r.get("error", ""),
           f"the kernel's extack message is shown: {r}")
-    r = ctl("credit", "clear", "10.9.9.9", check_rc=False)
+    r = ctl(env, "credit", "clear", "10.9.9.9", check_rc=False)
     check(r.returncode == 1 and "no credit entry" in r.stderr,
           f"text error: {r.returncode} {r.stderr!r}")
     # An error the kernel's policy finds (lease above PARQ_LEASE_MAX is
     # refused by parqctl itself; a credit set in an unprivileged process
     # is not tried here).
-    check_eq(ctl_json("credit", "clear"), {"ok": True}, "clear all")
-    check_eq(ctl_json("credit", "show"), [], "empty table")
+    check_eq(ctl_json(env, "credit", "clear"), {"ok": True}, "clear all")
+    check_eq(ctl_json(env, "credit", "show"), [], "empty table")
 
 
-def t_parqctl_qdisc():
-    r = ctl_json("qdisc", "show", topo.dev_a(), check_rc=False)
+def t_parqctl_qdisc(env):
+    topo = env.topo
+    r = ctl_json(env, "qdisc", "show", topo.dev_a(), check_rc=False)
     check(r.get("ok") is False and "no parq qdisc" in r.get("error", ""),
           f"no parq qdisc yet: {r}")
     topo.a.run(["tc", "qdisc", "add", "dev", topo.dev_a(), "root", "handle",
                 "1:", "parq"])
-    q = ctl_json("qdisc", "show", topo.dev_a())
+    q = ctl_json(env, "qdisc", "show", topo.dev_a())
     check(isinstance(q, list) and len(q) == 1, f"one parq qdisc: {q}")
     check_eq((q[0]["kind"], q[0]["dev"]), ("parq", topo.dev_a()),
              "kind, dev")
-    diag(*ctl("qdisc", "show", topo.dev_a()).stdout.splitlines()[:8])
+    diag(*ctl(env, "qdisc", "show", topo.dev_a()).stdout.splitlines()[:8])
     topo.a.run(["tc", "qdisc", "del", "dev", topo.dev_a(), "root"])
 
 
 ETCD_TIMEOUT_S = 4
 
 
-def b_config(name, admission):
+def b_config(env, name, admission):
     """A configuration of B's own (the receiving role on) with
     `admission`, the body of its [admission] section; returns its
     path."""
-    return write_config(name, "b", "b.prom",
+    topo = env.topo
+    return write_config(env, name, "b", "b.prom",
                         keys=f'receiver = true\naddresses = ["{topo.ip_b()}"]',
                         sections="\n[admission]\n" + admission)
 
 
-def t_admission_failure_leaves_monitor_off():
+def t_admission_failure_leaves_monitor_off(env):
     """A parqd whose admission role cannot start (here: no topology file)
     exits with its error and leaves the kernel's receive monitor as it
     found it, off: parqd starts that role before the receiving role.  Run
     in B, where no parqd runs."""
-    cfg = b_config("admission-fails.toml", f"""\
+    topo, tmp = env.topo, env.tmp
+    cfg = b_config(env, "admission-fails.toml", f"""\
 etcd-endpoints = ["http://127.0.0.1:9"]
 topology-file = "{tmp}/no-such-topology.toml"
 """)
@@ -535,12 +548,13 @@ topology-file = "{tmp}/no-such-topology.toml"
         check_eq(g.mon_get()["mon_enabled"], 0, "B's monitor after")
 
 
-def t_status_socket_failure_leaves_monitor_off():
+def t_status_socket_failure_leaves_monitor_off(env):
     """A parqd whose status socket cannot be made (its directory's parent
     does not exist) exits with the error and leaves the kernel's receive
     monitor off: the socket is opened before the receiving role starts.
     Run in B, where no parqd runs."""
-    cfg = write_config("status-fails.toml", "b", "b.prom",
+    topo, tmp = env.topo, env.tmp
+    cfg = write_config(env, "status-fails.toml", "b", "b.prom",
                        keys=f'receiver = true\naddresses = ["{topo.ip_b()}"]'
                        '\nlink-rate = 1000000000')
     with open(cfg) as f:
@@ -559,12 +573,13 @@ def t_status_socket_failure_leaves_monitor_off():
         check_eq(g.mon_get()["mon_enabled"], 0, "B's monitor after")
 
 
-def t_silent_etcd_stalls_nothing():
+def t_silent_etcd_stalls_nothing(env):
     """An etcd that accepts connections and never answers holds each of
     parqd's etcd calls for etcd-timeout (4 s).  The calls run on the
     admission role's thread: the daemon's loop goes on rewriting its
     metrics file every 100 ms (in one loop, a gap of 4 s per attempt), and
     parqd admits nothing, says why, and stops promptly on SIGTERM."""
+    topo, tmp = env.topo, env.tmp
     hole = topo.b.socket(type=socket.SOCK_STREAM)
     hole.bind(("127.0.0.1", 0))
     hole.listen(64)
@@ -573,7 +588,7 @@ def t_silent_etcd_stalls_nothing():
         f.write(topology_text({"a": topo.ip_a(), "b": topo.ip_b()},
                               capacity="1gbit"))
     prom = os.path.join(tmp, "b.prom")
-    cfg = b_config("silent-etcd.toml", f"""\
+    cfg = b_config(env, "silent-etcd.toml", f"""\
 etcd-endpoints = ["http://127.0.0.1:{hole.getsockname()[1]}"]
 etcd-timeout = "{ETCD_TIMEOUT_S}s"
 topology-file = "{topology}"
@@ -628,45 +643,46 @@ socket = "{tmp}/admission.sock"
             p.wait(5)
 
 
-def t_notify():
+def t_notify(env):
     """READY=1 once parqd runs, with its status; then WATCHDOG=1 every
     half WATCHDOG_USEC: between 2 and 8 in 3 periods of the watchdog."""
-    got = notes("READY=1")
+    got = notes(env, "READY=1")
     ready = got[-1].split("\n")
     diag(f"parqd's notifications: {got}")
     check_eq([x for x in ready if x.startswith("STATUS=")],
              ["STATUS=node 1, 1 peer(s), sending role, key id 1"], "STATUS")
-    drain_notes()
+    drain_notes(env)
     time.sleep(3 * WATCHDOG_S)
-    pings = sum(m.split("\n").count("WATCHDOG=1") for m in drain_notes())
+    pings = sum(m.split("\n").count("WATCHDOG=1") for m in drain_notes(env))
     diag(f"{pings} WATCHDOG=1 in {3 * WATCHDOG_S:.1f} s "
          f"(WATCHDOG_USEC {int(WATCHDOG_S * 1e6)})")
     check(2 <= pings <= 8, f"{pings} watchdog pings in 3 watchdog periods")
 
 
-def t_sighup_reload():
+def t_sighup_reload(env):
     """Key 1 to key 2 by SIGHUP, with the replay window kept."""
-    e, s = nxt()
-    send(credits.grant(key, PEER, e, s, credit=1200, addrs=[topo.ip_b()],
-                       epoch_us=EPOCH_US, lease=GRANT_LEASE))
+    topo, key, tmp, parqd = env.topo, env.key, env.tmp, env.parqd
+    e, s = nxt(env)
+    send(env, credits.grant(key, PEER, e, s, credit=1200, addrs=[topo.ip_b()],
+                            epoch_us=EPOCH_US, lease=GRANT_LEASE))
     wait_for("the GRANT under key 1",
-             lambda: table().get(topo.ip_b(), {}).get("credit") == 1200)
+             lambda: table(env).get(topo.ip_b(), {}).get("credit") == 1200)
     key2 = os.urandom(32)
-    write_key("cluster2.key", key2)
+    write_key(env, "cluster2.key", key2)
     # A relative key-file: beside the configuration (no credentials).  A
     # larger skew, so that the window of sequence s is not forgotten (at
     # its newest timestamp + skew) before the duplicate below arrives; but
     # half the time parqd has run at most: it drops what is stamped before
     # its start + skew, the new skew once reloaded.
-    skew_s = min(60, max(SKEW_S, (time.time() - started) / 2))
+    skew_s = min(60, max(SKEW_S, (time.time() - env.started) / 2))
     diag(f"reloading with max-clock-skew {skew_s:.1f} s, "
-         f"{time.time() - started:.1f} s after parqd's start")
-    write_config("parqd.toml", "a", "parqd.prom", keys="key-id = 2",
+         f"{time.time() - env.started:.1f} s after parqd's start")
+    write_config(env, "parqd.toml", "a", "parqd.prom", keys="key-id = 2",
                  key_file="cluster2.key", skew_ms=int(skew_s * 1000),
                  cluster=True)
-    drain_notes()
+    drain_notes(env)
     parqd.send_signal(signal.SIGHUP)
-    got = notes("READY=1")
+    got = notes(env, "READY=1")
     diag(f"after SIGHUP: {got}")
     check(any("RELOADING=1" in m.split("\n") for m in got[:-1]),
           "RELOADING=1 before READY=1")
@@ -674,37 +690,38 @@ def t_sighup_reload():
           in got[-1].split("\n"), f"STATUS after the reload: {got[-1]!r}")
 
     def grant2(sq, credit, k=key2, key_id=2):
-        send(credits.grant(k, PEER, time.time_ns(), sq, credit=credit,
-                           addrs=[topo.ip_b()], epoch_us=EPOCH_US,
-                           lease=GRANT_LEASE, key_id=key_id))
+        send(env, credits.grant(k, PEER, time.time_ns(), sq, credit=credit,
+                                addrs=[topo.ip_b()], epoch_us=EPOCH_US,
+                                lease=GRANT_LEASE, key_id=key_id))
 
-    dup, unk = drops("duplicate"), drops("unknown_key")
+    dup, unk = drops(env, "duplicate"), drops(env, "unknown_key")
     grant2(s, 5)
     wait_for("sequence s under key 2 dropped as a duplicate",
-             lambda: drops("duplicate") == dup + 1)
-    _, s1 = nxt()
+             lambda: drops(env, "duplicate") == dup + 1)
+    _, s1 = nxt(env)
     grant2(s1, 6, k=key, key_id=1)
     wait_for("key 1 unknown after the reload",
-             lambda: drops("unknown_key") == unk + 1)
-    _, s2 = nxt()
+             lambda: drops(env, "unknown_key") == unk + 1)
+    _, s2 = nxt(env)
     grant2(s2, 2400)
     wait_for("a GRANT under key 2",
-             lambda: table().get(topo.ip_b(), {}).get("credit") == 2400)
+             lambda: table(env).get(topo.ip_b(), {}).get("credit") == 2400)
     # A file that does not parse: parqd goes on with key 2.
     with open(os.path.join(tmp, "parqd.toml"), "a") as f:
         f.write("node-id = \n")
-    drain_notes()
+    drain_notes(env)
     parqd.send_signal(signal.SIGHUP)
-    notes("READY=1")
+    notes(env, "READY=1")
     check(parqd.poll() is None, "parqd runs after a failed reload")
-    _, s3 = nxt()
+    _, s3 = nxt(env)
     grant2(s3, 3600)
     wait_for("a GRANT under key 2 after the failed reload",
-             lambda: table().get(topo.ip_b(), {}).get("credit") == 3600)
+             lambda: table(env).get(topo.ip_b(), {}).get("credit") == 3600)
 
 
-def t_sigterm():
-    drain_notes()
+def t_sigterm(env):
+    parqd = env.parqd
+    drain_notes(env)
     parqd.send_signal(signal.SIGTERM)
     try:
         rc = parqd.wait(5)
@@ -716,7 +733,7 @@ def t_sigterm():
     check("stopping" in err, "parqd logged its stop")
     check("reload: " in err and "the running configuration stays" in err,
           "parqd logged the failed reload")
-    check(any("STOPPING=1" in m.split("\n") for m in drain_notes()),
+    check(any("STOPPING=1" in m.split("\n") for m in drain_notes(env)),
           "STOPPING=1")
 
 

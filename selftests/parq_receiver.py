@@ -184,25 +184,19 @@ PAUSED = 0.005			# s: P's traffic may have ended (Watch)
 # of queue at S in one burst, every 21 epochs at this credit.
 SENDER_PARQ = ("split-gso",)
 
-star = None
-PROBE_PRIO = []
-cluster = None
-recovery = None			# (b)'s parqd: lease RECOVERY_LEASE
-wide = None			# (d)'s parqd: hold WIDE_HOLD_MS, lease WIDE_LEASE
-floor = None			# (e)'s parqd: local-floor FLOOR_PCT
-results = {"off": [], "on": []}
 
-
-def l_credit():
+def l_credit(env):
     """L's live credit entries by destination address (an expired entry
     is dumped, with no lease left, until the kernel's sweep frees it)."""
+    star = env.topo
     with ParqGenl(star.ns["l"]) as g:
         return {e["addr"]: e for e in g.dump() if e.get("lease", 0) > 0}
 
 
-def l_drops():
+def l_drops(env):
     """L's parq drops so far, total and by reason (non-zero only).  A drop
     tells L's TCP to back off, which slows its recovery."""
+    star = env.topo
     q = parq_qdisc(star.ns["l"], "eth0") or {}
     x = q.get("xstats", {})
     why = ", ".join(f"{k} {v}" for k, v in x.items()
@@ -210,75 +204,78 @@ def l_drops():
     return f"{q.get('drops', 0)}" + (f" ({why})" if why else "")
 
 
-def bulk(seconds, to="r"):
+def bulk(env, seconds, to="r"):
+    star = env.topo
     return Iperf3Client(star.ns["l"], star.ip(to), BULK_PORT, seconds,
                         parallel=4)
 
 
-def pingpong(seconds, to="r"):
+def pingpong(env, seconds, to="r"):
+    star = env.topo
     return sockperf_pingpong(star.ns["p"], star.ip(to), SP_PORT, seconds,
-                             prefix=PROBE_PRIO, extra=["--tos", str(EF)])
+                             prefix=env.probe_prio, extra=["--tos", str(EF)])
 
 
-def paced_args(seconds, to):
+def paced_args(env, seconds, to):
     """The namespace, peer and options of P's paced traffic to @to."""
+    star = env.topo
     return (star.ns["p"], f"{star.ip(to)}:{PACED_PORT}"), dict(
-        count=seconds * 1_000_000 // PACE_US, tos=EF, prefix=PROBE_PRIO,
+        count=seconds * 1_000_000 // PACE_US, tos=EF, prefix=env.probe_prio,
         interval_us=PACE_US, udp=True)
 
 
-def paced(seconds, to):
+def paced(env, seconds, to):
     """P's paced parallel traffic to @to for @seconds (see (d))."""
-    args, kw = paced_args(seconds, to)
+    args, kw = paced_args(env, seconds, to)
     return bench.exchange(*args, timeout=seconds + 60, **kw)
 
 
-def paced_bg(seconds, to):
+def paced_bg(env, seconds, to):
     """paced() in the background: a bench.Exchange, to stop once the
     test is done."""
-    args, kw = paced_args(seconds, to)
+    args, kw = paced_args(env, seconds, to)
     return bench.Exchange(*args, **kw)
 
 
-def measure(kind):
+def measure(env, kind):
     if kind == "on":
-        cluster.start()
-    b = bulk(WARMUP + SECONDS + 15)
+        env.cluster.start()
+    b = bulk(env, WARMUP + SECONDS + 15)
     try:
         time.sleep(WARMUP)
         b.check_running("early (bulk)")
-        st = pingpong(SECONDS)
+        st = pingpong(env, SECONDS)
         b.check_running("early (bulk)")
         if kind == "on":
-            m = cluster.metrics("r")
+            m = env.cluster.metrics("r")
             st["grants"] = m.get("parqd_grants_sent_total", 0)
     finally:
         b.stop()
         if kind == "on":
-            cluster.stop()
+            env.cluster.stop()
     return st
 
 
-def t_measure():
-    diag("sockperf runs under chrt -f 50 (SCHED_FIFO)" if PROBE_PRIO else
+def t_measure(env):
+    diag("sockperf runs under chrt -f 50 (SCHED_FIFO)" if env.probe_prio else
          "chrt -f 50 refused: sockperf runs at normal priority")
     for rnd in range(1, ROUNDS + 1):
         for kind in ("off", "on"):
-            st = measure(kind)
-            results[kind].append(st)
+            st = measure(env, kind)
+            env.results[kind].append(st)
             diag(f"round {rnd} parqd {kind:3}: p50 {st['p50']:.0f} p99 "
                  f"{st['p99']:.0f} max {st.get('max', 0):.0f} us "
                  f"({st['observations']} obs)"
                  + (f"; R sent {st['grants']} GRANTs" if kind == "on"
                     else ""))
-    check(all(s["grants"] > 0 for s in results["on"]),
+    check(all(s["grants"] > 0 for s in env.results["on"]),
           "R's parqd sent no GRANT in some round")
 
 
-def t_ratio():
-    check(all(results.values()), "no measurements")
+def t_ratio(env):
+    check(all(env.results.values()), "no measurements")
     med = {q: {k: statistics.median(s[q] for s in v)
-               for k, v in results.items()} for q in ("p50", "p99")}
+               for k, v in env.results.items()} for q in ("p50", "p99")}
     for q in ("p50", "p99"):
         off, on = med[q]["off"], med[q]["on"]
         diag(f"median {q}: without parqd {off:.0f} us, with parqd "
@@ -306,7 +303,8 @@ class Watch:
     until the entry is gone: (the first dump's end, the second's, "live",
     "lapsed" (no lease left) or "absent" (released, or swept))."""
 
-    def __init__(self, h="r", period=0.002, l_entry=False):
+    def __init__(self, env, h="r", period=0.002, l_entry=False):
+        self.star = star = env.topo
         self.period = period
         self.samples = []
         self.entry = []
@@ -318,6 +316,7 @@ class Watch:
         self.t.start()
 
     def run(self):
+        star = self.star
         lip, pip = star.ip("l"), star.ip("p")
         released = None		# P's last packet when L's entry was gone
         while not self.stop_ev.is_set():
@@ -393,7 +392,7 @@ def free_rate(w, seconds=1.0):
     return w.rate(t0, time.monotonic())
 
 
-def wait_throttled(sp, timeout=15.0, by="r", steady=0.5, gap=0.15):
+def wait_throttled(env, sp, timeout=15.0, by="r", steady=0.5, gap=0.15):
     """Wait until L has held a credit entry for @by for @steady seconds
     while P's traffic runs, with no gap longer than @gap.  P's first
     messages meet a full FIFO at S and may be lost; TCP then waits its
@@ -403,12 +402,13 @@ def wait_throttled(sp, timeout=15.0, by="r", steady=0.5, gap=0.15):
     lapsed for a moment (a GRANT late by a stall under TCG; it happens a
     few times a second on 6.12), not a release: it does not restart the
     wait."""
+    star = env.topo
     deadline = time.monotonic() + timeout
     since = None
     seen = None
     while True:
         now = time.monotonic()
-        if l_credit().get(star.ip(by)) is not None:
+        if l_credit(env).get(star.ip(by)) is not None:
             seen = now
             if since is None:
                 since = now
@@ -434,10 +434,10 @@ def paused_in(w, t0, t1):
     return max(ages) if ages else None
 
 
-def t_recovery():
-    recovery.start()
-    b = bulk(120)
-    w = Watch(l_entry=True)
+def t_recovery(env):
+    env.recovery.start()
+    b = bulk(env, 120)
+    w = Watch(env, l_entry=True)
     times = []
     gone = []
     try:
@@ -451,7 +451,7 @@ def t_recovery():
             check(attempts <= BURSTS + VOID_BURSTS,
                   f"{attempts - 1 - len(times)} of {attempts - 1} bursts "
                   "void")
-            got = burst(w, len(times) + 1, free)
+            got = burst(env, w, len(times) + 1, free)
             if got is not None:
                 times.append(got[0])
                 gone.append(got[1])
@@ -459,8 +459,8 @@ def t_recovery():
     finally:
         w.stop()
         b.stop()
-        recovery.stop()
-    diag(f"L's parq drops: {l_drops()}")
+        env.recovery.stop()
+    diag(f"L's parq drops: {l_drops(env)}")
     ms = statistics.median(times)
     diag(f"median recovery of {BURSTS} bursts: {ms:.1f} ms (target "
          f"{RECOVERY_MS} ms: {'met' if ms <= RECOVERY_MS else 'missed'})")
@@ -478,12 +478,13 @@ def t_recovery():
         ktap.check_le(ms, RECOVERY_MS, "median recovery time, ms")
 
 
-def burst(w, i, free):
+def burst(env, w, i, free):
     """P's burst @i: L's recovery time in ms after it and the time its
     entry for R was seen gone, or None if the burst is void."""
-    sp = threading.Thread(target=pingpong, args=(4,), daemon=True)
+    star = env.topo
+    sp = threading.Thread(target=pingpong, args=(env, 4), daemon=True)
     sp.start()
-    wait_throttled(sp)
+    wait_throttled(env, sp)
     t0 = time.monotonic()
     # A lease can lapse for a moment under TCG (a GRANT late by a
     # stall): sample the table through the burst, not once.
@@ -491,7 +492,7 @@ def burst(w, i, free):
     samples = 0
     while time.monotonic() - t0 < 0.5:
         samples += 1
-        live += l_credit().get(star.ip("r")) is not None
+        live += l_credit(env).get(star.ip("r")) is not None
         time.sleep(0.05)
     t1 = time.monotonic()
     sp.join(30)
@@ -516,7 +517,7 @@ def burst(w, i, free):
           "paused for hold")
     held = w.rate(last - 0.2, last)
     if held >= free / 2:
-        drops = {k: v for k, v in recovery.metrics("l").items()
+        drops = {k: v for k, v in env.recovery.metrics("l").items()
                  if k.startswith("parqd_messages_dropped_total") and v}
         check(False, f"burst {i}: L was not throttled when P's burst ended "
               f"({held * 8 / 1e6:.1f} Mbit/s); L's parqd dropped {drops}")
@@ -556,16 +557,17 @@ def burst_end(w, since):
     return None
 
 
-def t_kill_receiver():
-    cluster.start()
-    b = bulk(30)
-    sp = threading.Thread(target=pingpong, args=(10,), daemon=True)
-    w = Watch()
+def t_kill_receiver(env):
+    star = env.topo
+    env.cluster.start()
+    b = bulk(env, 30)
+    sp = threading.Thread(target=pingpong, args=(env, 10), daemon=True)
+    w = Watch(env)
     try:
         time.sleep(WARMUP)
         free = free_rate(w)
         sp.start()
-        wait_throttled(sp)
+        wait_throttled(env, sp)
         t0 = time.monotonic()
         time.sleep(0.3)
         check(w.rate(t0, time.monotonic()) < free / 2,
@@ -574,12 +576,12 @@ def t_kill_receiver():
         # later than the lease now and then (see (d)), and a lapse just
         # before the kill would measure nothing.
         deadline = time.monotonic() + 2
-        while (entry := l_credit().get(star.ip("r"))) is None and \
+        while (entry := l_credit(env).get(star.ip("r"))) is None and \
                 time.monotonic() < deadline:
             time.sleep(0.005)
         left = (entry or {}).get("lease", 0) / 1e6
         t_kill = time.monotonic()	# before: kill() also reaps it
-        cluster.kill("r")
+        env.cluster.kill("r")
         time.sleep(1.0)
         check(sp.is_alive(), "P stopped before the measurement ended")
         b.check_running("early (bulk)")
@@ -587,7 +589,7 @@ def t_kill_receiver():
         w.stop()
         sp.join(30)
         b.stop()
-        cluster.stop()
+        env.cluster.stop()
         with ParqGenl(star.ns["r"]) as g:	# what parqd would have done
             g.mon_set(mon_enabled=0)
     lease = LEASE * EPOCH_MS
@@ -606,27 +608,28 @@ def t_kill_receiver():
     # kill, so the bound is three leases.
     diag(f"L back to half its free rate {ms:.1f} ms after the kill "
          f"(bound: three leases, {3 * lease} ms)")
-    diag(f"L's parq drops: {l_drops()}")
+    diag(f"L's parq drops: {l_drops(env)}")
     ktap.check_le(ms, 3 * lease, "resume after the receiver died, ms")
 
 
-def t_two_receivers():
+def t_two_receivers(env):
     """R and Q both receive L's bulk; P's parallel traffic goes first to R,
     then to Q as well, then to Q only.  Each receiver's credit limits L's
     traffic to that receiver alone, and one's release leaves the other's
     credit in place."""
-    wide.start()
-    bulks = [bulk(60, "r"), bulk(60, "q")]
-    w = {h: Watch(h, period=0.02) for h in RECEIVERS}
-    to_r = threading.Thread(target=paced, args=(16, "r"), daemon=True)
-    to_q = threading.Thread(target=paced, args=(36, "q"), daemon=True)
+    star = env.topo
+    env.wide.start()
+    bulks = [bulk(env, 60, "r"), bulk(env, 60, "q")]
+    w = {h: Watch(env, h, period=0.02) for h in RECEIVERS}
+    to_r = threading.Thread(target=paced, args=(env, 16, "r"), daemon=True)
+    to_q = threading.Thread(target=paced, args=(env, 36, "q"), daemon=True)
 
     def rates(what, seconds=0.5):
         t0 = time.monotonic()
         time.sleep(seconds)
         t1 = time.monotonic()
         got = {h: w[h].rate(t0, t1) for h in RECEIVERS}
-        cr = l_credit()
+        cr = l_credit(env)
         diag(f"{what}: L to R {got['r'] * 8 / 1e6:.1f}, to Q "
              f"{got['q'] * 8 / 1e6:.1f} Mbit/s; L's credit entries: "
              + (", ".join(h.upper() for h in RECEIVERS
@@ -639,14 +642,14 @@ def t_two_receivers():
         check(min(free.values()) * 8 > 30e6, "L's bulk does not reach both")
         check(not entries, "a credit entry without parallel traffic")
         to_r.start()
-        wait_throttled(to_r, by="r")
+        wait_throttled(env, to_r, by="r")
         got, entries = rates("P to R")
         check(entries == {"r"}, f"entries {entries} while P sends to R only")
         check(got["r"] < free["r"] / 2, "L to R is not throttled")
         check(got["q"] > free["q"] / 2, "R's credit held back L's "
               "traffic to Q")
         to_q.start()
-        wait_throttled(to_q, by="q")
+        wait_throttled(env, to_q, by="q")
         got, entries = rates("P to R and Q")
         check(entries == {"r", "q"}, f"entries {entries} while P sends to "
               "both")
@@ -654,7 +657,7 @@ def t_two_receivers():
               "L not throttled toward both")
         to_r.join(30)
         deadline = time.monotonic() + 2
-        while star.ip("r") in l_credit():
+        while star.ip("r") in l_credit(env):
             check(time.monotonic() < deadline, "R's entry stayed after P "
                   "stopped sending to R")
             time.sleep(0.02)
@@ -672,30 +675,31 @@ def t_two_receivers():
             b.stop()
         if to_q.ident is not None:  # not started when a check failed early
             to_q.join(40)
-        wide.stop()
+        env.wide.stop()
 
 
 LATE_GRANT_S = 3		# (h): s from L's start to R's credit, at most
 
 
-def t_late_local_sender():
+def t_late_local_sender(env):
     """(h): see the module doc."""
-    wide.start()
+    star = env.topo
+    env.wide.start()
     to_r = None
     b = None
     try:
-        m0 = wide.metrics("r")
-        to_r = paced_bg(20, "r")
+        m0 = env.wide.metrics("r")
+        to_r = paced_bg(env, 20, "r")
         time.sleep(2)
-        check(not l_credit(), "a credit entry before L sent anything")
-        m1 = wide.metrics("r")
+        check(not l_credit(env), "a credit entry before L sent anything")
+        m1 = env.wide.metrics("r")
         tm1 = time.monotonic()
         check(m1.get('parqd_monitor_events_total{kind="start"}', 0) >
               m0.get('parqd_monitor_events_total{kind="start"}', 0),
               "R's parqd saw no start report")
-        b = bulk(20)
+        b = bulk(env, 20)
         t0 = time.monotonic()
-        while star.ip("r") not in l_credit():
+        while star.ip("r") not in l_credit(env):
             check(time.monotonic() - t0 < LATE_GRANT_S,
                   f"L without R's credit {LATE_GRANT_S} s after it started")
             time.sleep(0.01)
@@ -703,14 +707,14 @@ def t_late_local_sender():
              "bulk started")
         time.sleep(2)
         check(to_r.is_alive(), "P's traffic ended too early")
-        m2 = wide.metrics("r")
+        m2 = env.wide.metrics("r")
         t2 = time.monotonic()
     finally:
         if b:
             b.stop()
         if to_r:
             to_r.stop()
-        wide.stop()
+        env.wide.stop()
 
     def d(k, a, z):
         return z.get(k, 0) - a.get(k, 0)
@@ -731,24 +735,26 @@ def t_late_local_sender():
                   "table reads while the kernel reports")
 
 
-def t_floor():
+def t_floor(env):
     """(e): while P's parallel traffic arrives at R, L, the one local
     sender, still gets the local floor at R."""
+    star = env.topo
     want = LINK_BPS * FLOOR_PCT / 100 / 8		# bytes/s
     credit = round(want * EPOCH_MS / 1000)
-    floor.start()
-    b = bulk(FLOOR_S + 30)
-    w = Watch("r", period=0.02)
-    to_r = threading.Thread(target=paced, args=(FLOOR_S, "r"), daemon=True)
+    env.floor.start()
+    b = bulk(env, FLOOR_S + 30)
+    w = Watch(env, "r", period=0.02)
+    to_r = threading.Thread(target=paced, args=(env, FLOOR_S, "r"),
+                            daemon=True)
     try:
         time.sleep(WARMUP)
         free = free_rate(w)
         diag(f"L's free rate at R: {free * 8 / 1e6:.1f} Mbit/s")
         t0 = time.monotonic()
         to_r.start()
-        wait_throttled(to_r, by="r")
+        wait_throttled(env, to_r, by="r")
         t1 = time.monotonic()
-        e = l_credit().get(star.ip("r"), {})
+        e = l_credit(env).get(star.ip("r"), {})
         diag(f"L throttled {t1 - t0:.1f} s after P started; its credit "
              f"for R: {e.get('credit')} bytes per {EPOCH_MS} ms epoch")
         check(e.get("credit") == credit, f"L's credit for R is "
@@ -770,11 +776,13 @@ def t_floor():
         w.stop()
         b.stop()
         to_r.join(FLOOR_S + 60)
-        floor.stop()
+        env.floor.stop()
 
 
-def t_parallel_dscp():
+def t_parallel_dscp(env):
     """(f): the monitor's DSCPs and peers follow R's configuration."""
+    star = env.topo
+
     def monitor_dscp():
         with ParqGenl(star.ns["r"]) as g:
             return g.mon_get()["mon_dscp"]
@@ -804,20 +812,21 @@ def t_parallel_dscp():
     finally:
         c.stop()
         c.close()
-    cluster.start(["r"])
+    env.cluster.start(["r"])
     try:
         check(monitor_dscp() == uapi.PARQ_DSCP_DEFAULT,
               f"R's monitor by default: {monitor_dscp():#x}, want CS5 and "
               "EF")
     finally:
-        cluster.stop()
+        env.cluster.stop()
 
 
 ROTATION_S = 120		# P's traffic at most: long enough for nine
 				# restarts; stopped when they are done
 
 
-def t_key_rotation():
+def t_key_rotation(env):
+    star = env.topo
     c = parqd.Cluster(star, RECEIVERS, SENDERS,
                       tempfile.mkdtemp(prefix="parq-receiver-keys-"),
                       parqd.Settings(EPOCH_MS, THRESHOLD, WIDE_HOLD_MS,
@@ -847,10 +856,10 @@ def t_key_rotation():
         grants_flow(step)
 
     c.start()
-    b = bulk(ROTATION_S + 30)
-    to_r = paced_bg(ROTATION_S, "r")
+    b = bulk(env, ROTATION_S + 30)
+    to_r = paced_bg(env, ROTATION_S, "r")
     try:
-        wait_throttled(to_r, by="r")
+        wait_throttled(env, to_r, by="r")
         grants_flow("pair keys of id 1")
         c.add_key(2)
         restart_all("keys 1 and 2 held, sending under 1")
@@ -870,9 +879,16 @@ def t_key_rotation():
         c.close()
 
 
-def setup(t, k):
-    global star, cluster, recovery, wide, floor
-    star = t
+def setup(env):
+    """Adds to @env what the cases share: .probe_prio (the prefix of
+    sockperf and of P's parq-bench: chrt -f 50 if P may run SCHED_FIFO,
+    else none), .results (t_measure's rounds, for t_ratio) and the parqd
+    clusters .cluster, .recovery ((b)'s: lease RECOVERY_LEASE), .wide
+    ((d)'s: hold WIDE_HOLD_MS, lease WIDE_LEASE) and .floor ((e)'s:
+    local-floor FLOOR_PCT)."""
+    star = env.topo
+    env.probe_prio = []
+    env.results = {"off": [], "on": []}
     check(parqd.available(), f"{parqd.PARQD} missing: run make userspace")
     check(bench.available(), f"{bench.PARQ_BENCH} missing: run make "
           "userspace")
@@ -888,7 +904,7 @@ def setup(t, k):
            "1:", "parq", *SENDER_PARQ)
     rt = ["chrt", "-f", "50"]
     if star.ns["p"].run(rt + ["true"], check=False).returncode == 0:
-        PROBE_PRIO.extend(rt)
+        env.probe_prio.extend(rt)
     recovery = parqd.Cluster(star, RECEIVERS, SENDERS,
                            tempfile.mkdtemp(prefix="parq-receiver-recovery-"),
                            parqd.Settings(EPOCH_MS, THRESHOLD, HOLD_MS,
@@ -902,11 +918,15 @@ def setup(t, k):
                           parqd.Settings(EPOCH_MS, 0, WIDE_HOLD_MS,
                                          WIDE_LEASE, local_floor=FLOOR_PCT,
                                          link_rate=LINK_BPS))
+    env.cluster = cluster
+    env.recovery = recovery
+    env.wide = wide
+    env.floor = floor
     servers = [SimpleNamespace(stop=c.close)
                for c in (cluster, recovery, wide, floor)]
     for h in RECEIVERS:
         servers += [SockperfServer(star.ns[h], star.ip(h), SP_PORT,
-                                   prefix=PROBE_PRIO),
+                                   prefix=env.probe_prio),
                     Iperf3Server(star.ns[h], star.ip(h), BULK_PORT),
                     bench.Server(star.ns[h], star.ip(h), PACED_PORT, tos=EF,
                                  udp=True)]

@@ -82,10 +82,6 @@ BPF_UDP_DPORT = ("8,40 0 0 12,21 0 5 2048,48 0 0 23,21 0 3 17,"
 MSG_NO_LINKRATE = ("parq: no link rate known for admission control: "
                    "set linkrate (or rate) on the qdisc")
 
-topo = None
-A = None
-DEV = None
-
 
 def cid(m):
     return resv.classid(m)
@@ -95,25 +91,25 @@ def mbit(bps):
     return f"{bps / 1e6:.3f} Mbit/s"
 
 
-def del_root(dev=None, ns=None):
-    tc(ns or A, "qdisc", "del", "dev", dev or DEV, "root", check=False)
+def del_root(env, dev=None, ns=None):
+    tc(ns or env.a, "qdisc", "del", "dev", dev or env.dev, "root", check=False)
 
 
-def add_root(*args, dev=None, ns=None):
-    del_root(dev, ns)
-    tc(ns or A, "qdisc", "add", "dev", dev or DEV, "root", "handle", "1:",
-       "parq", *args)
+def add_root(env, *args, dev=None, ns=None):
+    del_root(env, dev, ns)
+    tc(ns or env.a, "qdisc", "add", "dev", dev or env.dev, "root", "handle",
+       "1:", "parq", *args)
 
 
-def add_class(m, *spec, dev=None, ns=None, check=True):
-    return tc(ns or A, "class", "add", "dev", dev or DEV, "parent", "1:",
-              "classid", cid(m), "parq", *spec, check=check)
+def add_class(env, m, *spec, dev=None, ns=None, check=True):
+    return tc(ns or env.a, "class", "add", "dev", dev or env.dev, "parent",
+              "1:", "classid", cid(m), "parq", *spec, check=check)
 
 
-def refused(argv, want_msg, ns=None):
+def refused(env, argv, want_msg, ns=None):
     """Run tc @argv, which must fail with the kernel's message @want_msg
     (tc prints it as "Error: <msg>.")."""
-    p = tc(ns or A, *argv, check=False)
+    p = tc(ns or env.a, *argv, check=False)
     err = (p.stderr + p.stdout).strip()
     check(p.returncode != 0, f"tc {' '.join(argv)} was accepted")
     check(f"Error: {want_msg}." in err,
@@ -121,38 +117,38 @@ def refused(argv, want_msg, ns=None):
     return err
 
 
-def qx(dev=None, ns=None):
+def qx(env, dev=None, ns=None):
     """The parq qdisc (options, counters and xstats) of @dev."""
-    return resv.qdisc(ns or A, dev or DEV)
+    return resv.qdisc(ns or env.a, dev or env.dev)
 
 
-def consistent_state(dev=None, ns=None, tries=20):
+def consistent_state(env, dev=None, ns=None, tries=20):
     """(qdisc dict, reserved classes) read while nothing was dequeued: the
     qdisc's packet counter is the same before and after the class dump."""
     for _ in range(tries):
-        q0 = qx(dev, ns)
-        cls = resv.classes(ns or A, dev or DEV)
-        q = qx(dev, ns)
+        q0 = qx(env, dev, ns)
+        cls = resv.classes(ns or env.a, dev or env.dev)
+        q = qx(env, dev, ns)
         if q["packets"] == q0["packets"]:
             return q, {k: c for k, c in cls.items() if "xs" in c}
         time.sleep(0.2)
     raise AssertionError("the qdisc kept sending: no consistent snapshot")
 
 
-def freeze(dev=None, ns=None):
+def freeze(env, dev=None, ns=None):
     """Stop all dequeues: the shaper at 1 byte/s (the linkrate kept), so
     that counters can be compared in a snapshot while classes are still
     backlogged.  One packet may leave at the change."""
-    q = qx(dev, ns)
-    tc(ns or A, "qdisc", "change", "dev", dev or DEV, "root", "parq",
+    q = qx(env, dev, ns)
+    tc(ns or env.a, "qdisc", "change", "dev", dev or env.dev, "root", "parq",
        "linkrate", f"{q['options']['linkrate'] * 8}bit", "rate", "8bit")
 
 
-def check_xstats(dev=None, ns=None, rejects=None, dispatches=True):
+def check_xstats(env, dev=None, ns=None, rejects=None, dispatches=True):
     """The resv_* xstats agree with the reserved classes: count, sum of
     reservations (each class's xstats rate), capacity (linkrate x
     reservable%), dispatches (sum of the classes' packets), backlogged."""
-    q, rc = consistent_state(dev, ns)
+    q, rc = consistent_state(env, dev, ns)
     opts = q["options"]
     check_eq(q["xstats_version"], uapi.PARQ_XSTATS_VERSION, "xstats_version")
     check_eq(q["resv_classes"], len(rc), "resv_classes")
@@ -234,12 +230,13 @@ class Sampler:
     lengths every second in between; @during() runs once after the first
     read (in this thread).  A StallWatch runs over the interval."""
 
-    def __init__(self, dev=None):
-        self.dev = dev or DEV
+    def __init__(self, env, dev=None):
+        self.a = env.a
+        self.dev = dev or env.dev
 
     def _read(self):
         t0 = time.monotonic()
-        c = resv.classes(A, self.dev)
+        c = resv.classes(self.a, self.dev)
         return (t0 + time.monotonic()) / 2, c
 
     def run(self, warmup, interval, during=None):
@@ -252,7 +249,7 @@ class Sampler:
             end = t0 + interval
             while end - time.monotonic() > 1.2:
                 time.sleep(1.0)
-                for k, c in resv.classes(A, self.dev).items():
+                for k, c in resv.classes(self.a, self.dev).items():
                     self.qlen.setdefault(k, []).append(c["qlen"])
             time.sleep(max(0.0, end - time.monotonic()))
             t1, after = self._read()
@@ -272,8 +269,9 @@ class Sampler:
         return min(self.qlen.get(k) or [0])
 
 
-def set_mtu(mtu):
-    A.run(["ip", "link", "set", DEV, "mtu", str(mtu)])
+def set_mtu(env, mtu):
+    a, dev, topo = env.a, env.dev, env.topo
+    a.run(["ip", "link", "set", dev, "mtu", str(mtu)])
     topo.b.run(["ip", "link", "set", topo.dev_b(), "mtu", str(mtu)])
 
 
@@ -301,19 +299,21 @@ class BigSocketBuffers:
         return False
 
 
-def setup_rates():
+def setup_rates(env):
     """parq rate 100mbit with the three reserved classes and their u32
     filters (UDP only: the iperf3 control connections stay best effort)."""
-    set_mtu(RATE_MTU)
-    add_root("rate", "100mbit")
+    a, dev = env.a, env.dev
+    set_mtu(env, RATE_MTU)
+    add_root(env, "rate", "100mbit")
     for m, bps, port in FLOWS:
-        add_class(m, "rate", f"{int(bps)}bit")
-        tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+        add_class(env, m, "rate", f"{int(bps)}bit")
+        tc(a, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
            "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
            "match", "ip", "dport", str(port), "0xffff", "flowid", cid(m))
 
 
-def start_servers(ports):
+def start_servers(env, ports):
+    topo = env.topo
     return [Iperf3Server(topo.b, topo.ip_b(), p) for p in ports]
 
 
@@ -322,11 +322,12 @@ def stop_all(procs):
         p.stop()
 
 
-def udp_client(port, bps, seconds, length=None, sockbuf=True):
+def udp_client(env, port, bps, seconds, length=None, sockbuf=True):
     """A UDP flow of the largest unfragmented datagrams, offered at 1.5x
     @bps (iperf3 -b counts payload alone); with @sockbuf, SOCKBUF socket
     buffers (inside BigSocketBuffers)."""
-    return Iperf3Client(A, topo.ip_b(), port, seconds, udp=True,
+    a, topo = env.a, env.topo
+    return Iperf3Client(a, topo.ip_b(), port, seconds, udp=True,
                         bitrate=f"{int(bps * 1.5)}",
                         length=length or RATE_MTU - 28,
                         extra=["-w", str(SOCKBUF)] if sockbuf else [])
@@ -340,27 +341,29 @@ def check_running(clients):
                                  f"{(err or out)[-300:]}")
 
 
-def rate_run(load, during=None):
+def rate_run(env, load, during=None):
     """One measurement of the three flows; @load adds the TCP bulk
     transfers.  Fresh iperf3 servers for every run (a server may still be
     winding down the previous test).  Returns (Sampler, qdisc dict)."""
+    a, topo = env.a, env.topo
     secs = int(WARMUP + INTERVAL + 20)
     # A fresh qdisc: a backlog left by the previous run would hold the
     # first datagram of the next iperf3 test for seconds.
-    setup_rates()
+    setup_rates(env)
     ports = [port for _, _, port in FLOWS]
-    servers = start_servers(ports + ([PORT_PAR, PORT_LOC] if load else []))
+    servers = start_servers(env,
+                            ports + ([PORT_PAR, PORT_LOC] if load else []))
     clients = []
     try:
-        clients = [udp_client(port, bps, secs) for _, bps, port in FLOWS]
+        clients = [udp_client(env, port, bps, secs) for _, bps, port in FLOWS]
         if load:
-            clients += [Iperf3Client(A, topo.ip_b(), PORT_PAR, secs,
+            clients += [Iperf3Client(a, topo.ip_b(), PORT_PAR, secs,
                                      parallel=2, tos=TOS_EF),
-                        Iperf3Client(A, topo.ip_b(), PORT_LOC, secs,
+                        Iperf3Client(a, topo.ip_b(), PORT_LOC, secs,
                                      parallel=2)]
-        s = Sampler().run(WARMUP, INTERVAL, during)
+        s = Sampler(env).run(WARMUP, INTERVAL, during)
         check_running(clients)
-        q = qx()
+        q = qx(env)
     finally:
         stop_all(clients)
         stop_all(servers)
@@ -385,12 +388,12 @@ def report_run(run_no, s, q, load):
     return errs, be, total
 
 
-def judge_rates(load, during=None):
+def judge_rates(env, load, during=None):
     """One run; if it misses, two more, and the median of the three is
     judged (never the mean of a miss and a hit)."""
     runs = []
     for run_no in range(1, RUNS + 1):
-        s, q = rate_run(load, during)
+        s, q = rate_run(env, load, during)
         errs, be, total = report_run(run_no, s, q, load)
         empty = [cid(m) for m, _, _ in FLOWS if s.min_qlen(cid(m)) == 0]
         diag(f"run {run_no}: VM: {s.stalls.summary()}" +
@@ -422,27 +425,28 @@ def judge_rates(load, during=None):
               f"best effort got {mbit(be)}, more than the 25 Mbit/s left")
 
 
-def t_rates_alone():
+def t_rates_alone(env):
+    a, dev = env.a, env.dev
     outcome = {}
 
     def refused_changes():
         # Sum 75 of 90 Mbit/s reservable: each of these would exceed it.
-        before = tclib.snapshot(A, DEV)
+        before = tclib.snapshot(a, dev)
         try:
-            refused(["class", "change", "dev", DEV, "classid", cid(0x16),
-                     "parq", "rate", "30mbit"],
+            refused(env, ["class", "change", "dev", dev, "classid", cid(0x16),
+                          "parq", "rate", "30mbit"],
                     "parq: reservation of 30000000 bit/s refused: 20000000 "
                     "bit/s free of 90000000 bit/s reservable, 75000000 bit/s "
                     "reserved")
-            refused(["qdisc", "change", "dev", DEV, "root", "parq",
-                     "reservable", "70"],
+            refused(env, ["qdisc", "change", "dev", dev, "root", "parq",
+                          "reservable", "70"],
                     "parq: 70000000 bit/s reservable (linkrate x reservable)"
                     " is below the 75000000 bit/s already reserved")
-            refused(["qdisc", "change", "dev", DEV, "root", "parq", "rate",
-                     "80mbit"],
+            refused(env, ["qdisc", "change", "dev", dev, "root", "parq",
+                          "rate", "80mbit"],
                     "parq: 72000000 bit/s reservable (linkrate x reservable)"
                     " is below the 75000000 bit/s already reserved")
-            after = tclib.snapshot(A, DEV)
+            after = tclib.snapshot(a, dev)
             outcome.setdefault("config", []).extend(
                 d for d in tclib.diff(before, after) if not _is_counter(d))
         except AssertionError as e:
@@ -450,17 +454,17 @@ def t_rates_alone():
 
     try:
         with BigSocketBuffers():
-            judge_rates(load=False, during=refused_changes)
+            judge_rates(env, load=False, during=refused_changes)
         check("error" not in outcome, outcome.get("error", ""))
         check(not outcome["config"], "a refused change altered the "
               f"configuration: {outcome['config']}")
         diag("refused during every run: class 1:16 to 30mbit, reservable "
              "70, rate 80mbit; configuration unchanged")
-        freeze()
-        check_xstats(rejects=3)	# 1 class, 2 qdisc changes
+        freeze(env)
+        check_xstats(env, rejects=3)	# 1 class, 2 qdisc changes
     finally:
-        del_root()
-        set_mtu(1500)
+        del_root(env)
+        set_mtu(env, 1500)
 
 
 _COUNTERS = ("bytes", "packets", "drops", "overlimits", "requeues",
@@ -478,15 +482,15 @@ def _is_counter(d):
     return path.rsplit(".", 1)[-1] in _COUNTERS
 
 
-def t_rates_load():
+def t_rates_load(env):
     try:
         with BigSocketBuffers():
-            judge_rates(load=True)
-        freeze()
-        check_xstats(rejects=0)
+            judge_rates(env, load=True)
+        freeze(env)
+        check_xstats(env, rejects=0)
     finally:
-        del_root()
-        set_mtu(1500)
+        del_root(env)
+        set_mtu(env, 1500)
 
 
 def lateness(s, k):
@@ -497,20 +501,22 @@ def lateness(s, k):
             (a["lateness_sum"] - b["lateness_sum"]) / max(1, n) / 1e3)
 
 
-def setup_idt(m, port):
+def setup_idt(env, m, port):
+    a, dev = env.a, env.dev
     # IDT pacing alone: no shaper; the linkrate only for admission.
-    add_root("linkrate", "100mbit")
-    add_class(m, "idt", "1ms")
-    tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+    add_root(env, "linkrate", "100mbit")
+    add_class(env, m, "idt", "1ms")
+    tc(a, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
        "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
        "match", "ip", "dport", str(port), "0xffff", "flowid", cid(m))
 
 
-def t_idt():
+def t_idt(env):
+    a, dev, topo = env.a, env.dev, env.topo
     m, port = 0x19, 5304
     k = cid(m)
-    setup_idt(m, port)
-    c = resv.classes(A, DEV)[k]
+    setup_idt(env, m, port)
+    c = resv.classes(a, dev)[k]
     mtu = 1500 + 14
     check_eq(c["xs"]["idt"], 1000000, "class xstats idt (ns)")
     check_eq(c["xs"]["rate"], -(-mtu * 10**9 // 10**6),
@@ -519,14 +525,14 @@ def t_idt():
     with BigSocketBuffers():
         for run_no in range(1, RUNS + 1):
             secs = int(WARMUP + INTERVAL + 20)
-            setup_idt(m, port)		# empty queues for every run
-            servers = start_servers([port])
+            setup_idt(env, m, port)		# empty queues for every run
+            servers = start_servers(env, [port])
             # 1000-byte UDP payloads offered at 1500 packets/s.
-            cli = Iperf3Client(A, topo.ip_b(), port, secs, udp=True,
+            cli = Iperf3Client(a, topo.ip_b(), port, secs, udp=True,
                                bitrate=str(1500 * 1000 * 8), length=1000,
                                extra=["-w", str(4 << 20)])
             try:
-                s = Sampler().run(WARMUP, INTERVAL)
+                s = Sampler(env).run(WARMUP, INTERVAL)
                 check_running([cli])
             finally:
                 cli.stop()
@@ -546,9 +552,9 @@ def t_idt():
     med = statistics.median(pps)
     check(abs(med - 1000) <= TOL * 1000,
           f"idt 1ms: {med:.2f} packets/s, want 1000 +- 2%")
-    freeze()
-    check_xstats(rejects=0)
-    del_root()
+    freeze(env)
+    check_xstats(env, rejects=0)
+    del_root(env)
 
 
 # --- admission -----------------------------------------------------------
@@ -558,136 +564,140 @@ def refusal(req, free, cap, reserved):
             f"of {cap} bit/s reservable, {reserved} bit/s reserved")
 
 
-def class_rates():
+def class_rates(env):
     """{classid: (dumped option, xstats rate)} of the reserved classes."""
+    a, dev = env.a, env.dev
     out = {}
-    for k, c in resv.classes(A, DEV).items():
+    for k, c in resv.classes(a, dev).items():
         if "xs" in c:
             out[k] = c["xs"]["rate"]
     return out
 
 
-def t_admission():
-    add_root("linkrate", "100mbit", "reservable", "90")
-    q = qx()
+def t_admission(env):
+    a, dev = env.a, env.dev
+    add_root(env, "linkrate", "100mbit", "reservable", "90")
+    q = qx(env)
     check_eq((q["options"]["linkrate"], q["options"]["reservable"]),
              (12500000, 90), "linkrate (bytes/s), reservable")
     check_eq(q["resv_capacity"], 11250000, "resv_capacity (bytes/s)")
     for m, bps in ((0x16, 5), (0x17, 20), (0x18, 50)):
-        add_class(m, "rate", f"{bps}mbit")
+        add_class(env, m, "rate", f"{bps}mbit")
     cap = 90000000
-    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:19",
-             "parq", "rate", "16mbit"],
+    refused(env, ["class", "add", "dev", dev, "parent", "1:", "classid",
+                  "1:19", "parq", "rate", "16mbit"],
             refusal(16000000, 15000000, cap, 75000000))
-    check(cid(0x19) not in class_rates(), "refused class 1:19 exists")
-    add_class(0x19, "rate", "15mbit")		# exactly the rest
-    check_eq(qx()["resv_sum_rate"], 11250000, "resv_sum_rate: all reserved")
-    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:1a",
-             "parq", "rate", "8bit"],
+    check(cid(0x19) not in class_rates(env), "refused class 1:19 exists")
+    add_class(env, 0x19, "rate", "15mbit")		# exactly the rest
+    check_eq(qx(env)["resv_sum_rate"], 11250000, "resv_sum_rate: all reserved")
+    refused(env, ["class", "add", "dev", dev, "parent", "1:", "classid",
+                  "1:1a", "parq", "rate", "8bit"],
             refusal(8, 0, cap, cap))
     # idt: one MTU (1500 + 14 bytes) per 10 s is ceil(151.4) = 152 bytes/s.
-    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:1a",
-             "parq", "idt", "10s"],
+    refused(env, ["class", "add", "dev", dev, "parent", "1:", "classid",
+                  "1:1a", "parq", "idt", "10s"],
             refusal(152 * 8, 0, cap, cap))
-    rates = class_rates()
+    rates = class_rates(env)
     want = {cid(0x16): 625000, cid(0x17): 2500000, cid(0x18): 6250000,
             cid(0x19): 1875000}
     check_eq(rates, want, "reserved class rates (bytes/s)")
 
     # Raising a class beyond the capacity: refused, the old rate stays.
-    refused(["class", "change", "dev", DEV, "classid", "1:16", "parq",
-             "rate", "6mbit"], refusal(6000000, 5000000, cap, cap))
-    check_eq(class_rates(), want, "rates after a refused class change")
-    text = tc(A, "class", "show", "dev", DEV, "classid", "1:16").stdout
+    refused(env, ["class", "change", "dev", dev, "classid", "1:16", "parq",
+                  "rate", "6mbit"], refusal(6000000, 5000000, cap, cap))
+    check_eq(class_rates(env), want, "rates after a refused class change")
+    text = tc(a, "class", "show", "dev", dev, "classid", "1:16").stdout
     check("rate 5Mbit" in text, f"tc class show 1:16: {text.strip()!r}")
     # Lowering then raising it back fits exactly.
-    tc(A, "class", "change", "dev", DEV, "classid", "1:16", "parq", "rate",
+    tc(a, "class", "change", "dev", dev, "classid", "1:16", "parq", "rate",
        "4mbit")
-    check_eq(qx()["resv_sum_rate"], 11125000, "sum after lowering 1:16")
-    tc(A, "class", "change", "dev", DEV, "classid", "1:16", "parq", "rate",
+    check_eq(qx(env)["resv_sum_rate"], 11125000, "sum after lowering 1:16")
+    tc(a, "class", "change", "dev", dev, "classid", "1:16", "parq", "rate",
        "5mbit")
     # A class may switch to idt mode within its old bandwidth.
-    refused(["class", "change", "dev", DEV, "classid", "1:16", "parq",
-             "idt", "100us"],
+    refused(env, ["class", "change", "dev", dev, "classid", "1:16", "parq",
+                  "idt", "100us"],
             refusal(-(-1514 * 10**9 // 100000) * 8, 5000000, cap, cap))
-    check_eq(class_rates(), want, "rates after a refused idt change")
+    check_eq(class_rates(env), want, "rates after a refused idt change")
 
     # The qdisc may not shrink the capacity below the sum.
-    opts = qx()["options"]
+    opts = qx(env)["options"]
     for args, got_cap in ((["reservable", "89"], 89000000),
                           (["linkrate", "99mbit"], 89100000),
                           (["linkrate", "auto", "rate", "50mbit"], 45000000)):
-        refused(["qdisc", "change", "dev", DEV, "root", "parq", *args],
+        refused(env, ["qdisc", "change", "dev", dev, "root", "parq", *args],
                 f"parq: {got_cap} bit/s reservable (linkrate x reservable) "
                 f"is below the {cap} bit/s already reserved")
-        check_eq(qx()["options"], opts, f"options after refused {args}")
-        check_eq(class_rates(), want, f"rates after refused {args}")
+        check_eq(qx(env)["options"], opts, f"options after refused {args}")
+        check_eq(class_rates(env), want, f"rates after refused {args}")
     # Raising it is fine, and makes room.
-    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "reservable", "100")
-    check_eq(qx()["resv_capacity"], 12500000, "capacity at reservable 100")
-    add_class(0x1a, "rate", "10mbit")
-    refused(["qdisc", "change", "dev", DEV, "root", "parq", "reservable",
-             "90"],
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "reservable", "100")
+    check_eq(qx(env)["resv_capacity"], 12500000, "capacity at reservable 100")
+    add_class(env, 0x1a, "rate", "10mbit")
+    refused(env, ["qdisc", "change", "dev", dev, "root", "parq", "reservable",
+                  "90"],
             "parq: 90000000 bit/s reservable (linkrate x reservable) is "
             "below the 100000000 bit/s already reserved")
-    tc(A, "class", "del", "dev", DEV, "classid", "1:1a")
-    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "reservable", "90")
+    tc(a, "class", "del", "dev", dev, "classid", "1:1a")
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "reservable", "90")
     # 5 refused class adds/changes and 4 refused qdisc changes.
-    check_xstats(rejects=9)
-    del_root()
+    check_xstats(env, rejects=9)
+    del_root(env)
 
 
-def t_no_link_speed():
+def t_no_link_speed(env):
+    a, dev = env.a, env.dev
     dummy = "parqdum0"
-    A.run(["ip", "link", "add", dummy, "type", "dummy"])
+    a.run(["ip", "link", "add", dummy, "type", "dummy"])
     try:
-        A.run(["ip", "link", "set", dummy, "up"])
-        r = A.run(["ethtool", dummy], check=False)
+        a.run(["ip", "link", "set", dummy, "up"])
+        r = a.run(["ethtool", dummy], check=False)
         speed = [ln.strip() for ln in r.stdout.splitlines()
                  if "Speed" in ln]
         diag(f"ethtool {dummy}: {speed or (r.stderr.strip() or 'no speed')}")
-        add_root(dev=dummy)
-        q = qx(dummy)
+        add_root(env, dev=dummy)
+        q = qx(env, dummy)
         check_eq(q["options"]["linkrate"], 0, "linkrate of a dummy (none)")
         check_eq(q["resv_capacity"], 0, "resv_capacity without a linkrate")
-        refused(["class", "add", "dev", dummy, "parent", "1:", "classid",
-                 "1:16", "parq", "rate", "1mbit"], MSG_NO_LINKRATE)
-        refused(["class", "add", "dev", dummy, "parent", "1:", "classid",
-                 "1:16", "parq", "idt", "1ms"], MSG_NO_LINKRATE)
-        check_xstats(dev=dummy, rejects=2)
-        tc(A, "qdisc", "change", "dev", dummy, "root", "parq", "linkrate",
+        refused(env, ["class", "add", "dev", dummy, "parent", "1:", "classid",
+                      "1:16", "parq", "rate", "1mbit"], MSG_NO_LINKRATE)
+        refused(env, ["class", "add", "dev", dummy, "parent", "1:", "classid",
+                      "1:16", "parq", "idt", "1ms"], MSG_NO_LINKRATE)
+        check_xstats(env, dev=dummy, rejects=2)
+        tc(a, "qdisc", "change", "dev", dummy, "root", "parq", "linkrate",
            "1gbit")
-        add_class(0x16, "rate", "1mbit", dev=dummy)
-        check_xstats(dev=dummy, rejects=2)
-        del_root(dummy)
+        add_class(env, 0x16, "rate", "1mbit", dev=dummy)
+        check_xstats(env, dev=dummy, rejects=2)
+        del_root(env, dummy)
         # The shaper rate is the linkrate when none is given.
-        add_root("rate", "10mbit", dev=dummy)
-        check_eq(qx(dummy)["options"]["linkrate"], 1250000,
+        add_root(env, "rate", "10mbit", dev=dummy)
+        check_eq(qx(env, dummy)["options"]["linkrate"], 1250000,
                  "linkrate auto = the shaper rate")
-        add_class(0x16, "rate", "9mbit", dev=dummy)
-        del_root(dummy)
+        add_class(env, 0x16, "rate", "9mbit", dev=dummy)
+        del_root(env, dummy)
     finally:
-        A.run(["ip", "link", "del", dummy], check=False)
+        a.run(["ip", "link", "del", dummy], check=False)
     # A veth reports 10000Mb/s: the linkrate without rate or linkrate.
-    r = A.run(["ethtool", DEV], check=False)
+    r = a.run(["ethtool", dev], check=False)
     speed = [ln.strip() for ln in r.stdout.splitlines() if "Speed" in ln]
-    diag(f"ethtool {DEV}: {speed}")
-    add_root()
-    check_eq(qx()["options"]["linkrate"], 10000 * 10**6 // 8,
+    diag(f"ethtool {dev}: {speed}")
+    add_root(env)
+    check_eq(qx(env)["options"]["linkrate"], 10000 * 10**6 // 8,
              "linkrate auto of a veth (its 10000Mb/s)")
-    add_class(0x16, "rate", "9gbit")
-    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:17",
-             "parq", "rate", "8bit"],
+    add_class(env, 0x16, "rate", "9gbit")
+    refused(env, ["class", "add", "dev", dev, "parent", "1:", "classid",
+                  "1:17", "parq", "rate", "8bit"],
             refusal(8, 0, 9000000000, 9000000000))
-    del_root()
+    del_root(env)
 
 
 # --- classification and deletion ---------------------------------------------
 
-def send(m_or_none, port, payload, count, tos=None):
+def send(env, m_or_none, port, payload, count, tos=None):
     """@count datagrams to B:@port, with SO_PRIORITY 1:@m if @m_or_none."""
+    a, topo = env.a, env.topo
     prio = resv.prio_of(m_or_none) if m_or_none is not None else None
-    s = udp_socket(A, tos=tos, priority=prio)
+    s = udp_socket(a, tos=tos, priority=prio)
     try:
         for _ in range(count):
             s.sendto(bytes(payload), (topo.ip_b(), port))
@@ -696,11 +706,12 @@ def send(m_or_none, port, payload, count, tos=None):
     return payload + UDP_OVERHEAD
 
 
-def check_counts(want):
+def check_counts(env, want):
     """@want: {classid: (packets, bytes)}; every other class must be 0."""
-    q = resv.wait_qlen(A, DEV, 0)
+    a, dev = env.a, env.dev
+    q = resv.wait_qlen(a, dev, 0)
     check_eq(q["qlen"], 0, "qdisc qlen after draining")
-    cls = resv.classes(A, DEV)
+    cls = resv.classes(a, dev)
     for k, c in sorted(cls.items()):
         got = (c["packets"], c["bytes"])
         diag(f"class {k}: {got[0]} packets {got[1]} bytes")
@@ -710,13 +721,14 @@ def check_counts(want):
     return q
 
 
-def t_filters():
-    add_root("linkrate", "1gbit")
+def t_filters(env):
+    a, dev = env.a, env.dev
+    add_root(env, "linkrate", "1gbit")
     for m in range(0x16, 0x1b):
-        add_class(m, "rate", "100mbit")
+        add_class(env, m, "rate", "100mbit")
 
     def flt(*args):
-        tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+        tc(a, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
            *args)
 
     flt("prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
@@ -732,34 +744,35 @@ def t_filters():
         p, b = want.get(k, (0, 0))
         want[k] = (p + n, b + n * l2)
 
-    sent("1:16", send(None, 6001, 100, K), K)
-    sent("1:17", send(None, 6002, 200, K, tos=TOS_EF), K)	# beats DSCP
-    sent("1:18", send(None, 6003, 300, K), K)
-    sent("1:19", send(0x19, 6004, 400, K), K)	# SO_PRIORITY, no filter
-    sent("1:16", send(0x19, 6001, 101, 5), 5)	# a filter beats priority
-    sent(LOC, send(None, 6005, 500, K), K)
-    check_counts(want)
+    sent("1:16", send(env, None, 6001, 100, K), K)
+    sent("1:17", send(env, None, 6002, 200, K, tos=TOS_EF), K)	# beats DSCP
+    sent("1:18", send(env, None, 6003, 300, K), K)
+    sent("1:19", send(env, 0x19, 6004, 400, K), K)	# SO_PRIORITY, no filter
+    sent("1:16", send(env, 0x19, 6001, 101, 5), 5)	# a filter beats priority
+    sent(LOC, send(env, None, 6005, 500, K), K)
+    check_counts(env, want)
     # matchall last: what nothing else matched goes to 1:1a.
     flt("prio", "9", "matchall", "classid", "1:1a")
-    sent("1:1a", send(None, 6005, 600, K), K)
-    sent("1:1a", send(0x19, 6004, 700, 7), 7)	# filters before priority
-    sent("1:18", send(None, 6003, 301, 3), 3)
-    q = check_counts(want)
+    sent("1:1a", send(env, None, 6005, 600, K), K)
+    sent("1:1a", send(env, 0x19, 6004, 700, 7), 7)	# filters before priority
+    sent("1:18", send(env, None, 6003, 301, 3), 3)
+    q = check_counts(env, want)
     check_eq(q["unknown_class"], 0, "unknown_class")
-    check_xstats(rejects=0)
-    del_root()
+    check_xstats(env, rejects=0)
+    del_root(env)
 
 
-def shown():
+def shown(env):
     """The classes `tc class show` lists, as a set of handles (text:
     bookworm's tc prints no JSON for classes)."""
-    out = tc(A, "class", "show", "dev", DEV).stdout
+    a, dev = env.a, env.dev
+    out = tc(a, "class", "show", "dev", dev).stdout
     got = re.findall(r"^class parq (\S+) ", out, flags=re.M)
     check_eq(len(got), len(set(got)), f"no class listed twice: {got}")
     return set(got)
 
 
-def t_show_after_change():
+def t_show_after_change(env):
     """parq skips the one class walk that sch_api.c makes after a class is
     added or deleted (tc_bind_tclass(): parq classes have no filter block,
     and visiting N classes made building N classes O(N^2)).  If the kernel
@@ -767,59 +780,63 @@ def t_show_after_change():
     `tc class show` right after every kind of class change must list every
     class, with and without filters, and filters added before their class
     must steer into it once it exists."""
-    add_root("linkrate", "100mbit")
+    a, dev = env.a, env.dev
+    add_root(env, "linkrate", "100mbit")
     base = {"1:1", "1:2"}
-    check_eq(shown(), base, "a new qdisc's classes")
-    add_class(0x16, "rate", "10mbit")
-    check_eq(shown(), base | {"1:16"}, "right after an add")
-    add_class(0x17, "idt", "1ms")
-    check_eq(shown(), base | {"1:16", "1:17"}, "right after a second add")
-    tc(A, "class", "change", "dev", DEV, "parent", "1:", "classid", "1:16",
+    check_eq(shown(env), base, "a new qdisc's classes")
+    add_class(env, 0x16, "rate", "10mbit")
+    check_eq(shown(env), base | {"1:16"}, "right after an add")
+    add_class(env, 0x17, "idt", "1ms")
+    check_eq(shown(env), base | {"1:16", "1:17"}, "right after a second add")
+    tc(a, "class", "change", "dev", dev, "parent", "1:", "classid", "1:16",
        "parq", "rate", "20mbit")
-    check_eq(shown(), base | {"1:16", "1:17"}, "right after a change")
-    check(add_class(0x18, "rate", "1gbit", check=False).returncode != 0,
+    check_eq(shown(env), base | {"1:16", "1:17"}, "right after a change")
+    check(add_class(env, 0x18, "rate", "1gbit", check=False).returncode != 0,
           "an add over the capacity is refused")
-    check_eq(shown(), base | {"1:16", "1:17"}, "right after a refused add")
-    p = tc(A, "class", "del", "dev", DEV, "classid", "1:1", check=False)
+    check_eq(shown(env), base | {"1:16", "1:17"}, "right after a refused add")
+    p = tc(a, "class", "del", "dev", dev, "classid", "1:1", check=False)
     check(p.returncode != 0, "deleting class 1:1 is refused")
-    check_eq(shown(), base | {"1:16", "1:17"}, "right after a refused delete")
-    tc(A, "class", "del", "dev", DEV, "classid", "1:16")
-    check_eq(shown(), base | {"1:17"}, "right after a delete")
+    check_eq(shown(env), base | {"1:16", "1:17"},
+             "right after a refused delete")
+    tc(a, "class", "del", "dev", dev, "classid", "1:16")
+    check_eq(shown(env), base | {"1:17"}, "right after a delete")
     # Filters: one steers into 1:20 before that class exists.
-    tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+    tc(a, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
        "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
        "match", "ip", "dport", "6020", "0xffff", "flowid", "1:20")
-    tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+    tc(a, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
        "prio", "2", "matchall", "classid", "1:17")
-    add_class(0x20, "rate", "10mbit")
-    check_eq(shown(), base | {"1:17", "1:20"}, "with filters, after an add")
-    add_class(0x21, "rate", "10mbit")
-    check_eq(shown(), base | {"1:17", "1:20", "1:21"},
+    add_class(env, 0x20, "rate", "10mbit")
+    check_eq(shown(env), base | {"1:17", "1:20"}, "with filters, after an add")
+    add_class(env, 0x21, "rate", "10mbit")
+    check_eq(shown(env), base | {"1:17", "1:20", "1:21"},
              "with filters, after a second add")
-    send(None, 6020, 100, 10)
-    send(None, 6021, 100, 10)
-    resv.wait_qlen(A, DEV, 0)
-    cls = resv.classes(A, DEV)
+    send(env, None, 6020, 100, 10)
+    send(env, None, 6021, 100, 10)
+    resv.wait_qlen(a, dev, 0)
+    cls = resv.classes(a, dev)
     check_eq(cls["1:20"]["packets"], 10, "the u32 filter steers into 1:20")
     check_eq(cls["1:17"]["packets"], 10, "matchall takes the rest")
-    tc(A, "class", "del", "dev", DEV, "classid", "1:21")
-    check_eq(shown(), base | {"1:17", "1:20"}, "with filters, after a delete")
+    tc(a, "class", "del", "dev", dev, "classid", "1:21")
+    check_eq(shown(env), base | {"1:17", "1:20"},
+             "with filters, after a delete")
     # The same in one tc process: the requests follow back to back.
     batch = "class add dev {d} parent 1: classid 1:22 parq rate 1mbit\n" \
             "class show dev {d}\n" \
             "class del dev {d} classid 1:22\n" \
-            "class show dev {d}\n".format(d=DEV)
-    out = A.run(["tc", "-batch", "-"], input=batch).stdout
+            "class show dev {d}\n".format(d=dev)
+    out = a.run(["tc", "-batch", "-"], input=batch).stdout
     check_eq(out.count("class parq 1:22"), 1,
              "tc -batch: an add then a show lists the new class once")
     check_eq(out.count("class parq 1:17"), 2,
              "tc -batch: both shows list the other classes")
-    del_root()
+    del_root(env)
 
 
-def qstate():
-    q = qx()
-    cls = resv.classes(A, DEV)
+def qstate(env):
+    a, dev = env.a, env.dev
+    q = qx(env)
+    cls = resv.classes(a, dev)
     return q, cls
 
 
@@ -830,16 +847,17 @@ def check_backlog_consistent(q, cls):
              "qdisc (qlen, backlog) vs the sum over its classes")
 
 
-def t_delete_queued():
+def t_delete_queued(env):
+    a, dev = env.a, env.dev
     # 1 byte/s: the first packet leaves, the rest stay queued.
-    add_root("rate", "8bit", "linkrate", "1gbit")
-    add_class(0x16, "rate", "10mbit")
-    add_class(0x17, "rate", "10mbit")
-    send(None, 9, 100, 1)				# arms the shaper
-    l16 = send(0x16, 9, 200, 10)
-    l17 = send(0x17, 9, 300, 15)
-    lloc = send(None, 9, 400, 5)
-    q, cls = qstate()
+    add_root(env, "rate", "8bit", "linkrate", "1gbit")
+    add_class(env, 0x16, "rate", "10mbit")
+    add_class(env, 0x17, "rate", "10mbit")
+    send(env, None, 9, 100, 1)				# arms the shaper
+    l16 = send(env, 0x16, 9, 200, 10)
+    l17 = send(env, 0x17, 9, 300, 15)
+    lloc = send(env, None, 9, 400, 5)
+    q, cls = qstate(env)
     check_eq((q["qlen"], q["backlog"]), (30, 10 * l16 + 15 * l17 + 5 * lloc),
              "queued (qlen, backlog)")
     check_backlog_consistent(q, cls)
@@ -847,8 +865,8 @@ def t_delete_queued():
              "class 1:16 (qlen, backlog)")
     check_eq(q["resv_backlogged"], 2, "resv_backlogged")
     drops0 = q["drops"]
-    tc(A, "class", "del", "dev", DEV, "classid", "1:16")
-    q, cls = qstate()
+    tc(a, "class", "del", "dev", dev, "classid", "1:16")
+    q, cls = qstate(env)
     check("1:16" not in cls, "class 1:16 still listed")
     check_eq(q["drops"] - drops0, 10, "qdisc drops: 1:16's queued packets")
     check_eq((q["qlen"], q["backlog"]), (20, 15 * l17 + 5 * lloc),
@@ -857,12 +875,12 @@ def t_delete_queued():
     check_eq((q["resv_backlogged"], q["resv_classes"]), (1, 1),
              "resv_backlogged, resv_classes after deleting 1:16")
     # Packets for the deleted class now go to the default class.
-    lnew = send(0x16, 9, 250, 2)
-    q, cls = qstate()
+    lnew = send(env, 0x16, 9, 250, 2)
+    q, cls = qstate(env)
     check_eq(q["unknown_class"], 2, "unknown_class")
     check_backlog_consistent(q, cls)
-    tc(A, "class", "del", "dev", DEV, "classid", "1:17")
-    q, cls = qstate()
+    tc(a, "class", "del", "dev", dev, "classid", "1:17")
+    q, cls = qstate(env)
     check_eq((q["qlen"], q["backlog"]), (7, 5 * lloc + 2 * lnew),
              "(qlen, backlog) after deleting 1:17")
     check_eq(q["drops"] - drops0, 25, "qdisc drops after deleting 1:17")
@@ -870,63 +888,65 @@ def t_delete_queued():
     check_eq((q["resv_backlogged"], q["resv_classes"], q["resv_sum_rate"]),
              (0, 0, 0), "resv_* after deleting both")
     # Open the shaper; one more packet kicks the queue out.
-    tc(A, "qdisc", "change", "dev", DEV, "root", "parq", "rate", "unlimited")
-    send(None, 9, 100, 1)
-    q = resv.wait_qlen(A, DEV, 0)
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "rate", "unlimited")
+    send(env, None, 9, 100, 1)
+    q = resv.wait_qlen(a, dev, 0)
     check_eq((q["qlen"], q["backlog"]), (0, 0), "(qlen, backlog) drained")
-    cls = resv.classes(A, DEV)
+    cls = resv.classes(a, dev)
     check_eq(cls[LOC]["packets"], 1 + 5 + 2 + 1, "local class packets")
-    del_root()
+    del_root(env)
 
 
-def t_delete_live():
+def t_delete_live(env):
     """Delete and re-add a reserved class while its UDP flow keeps it
     backlogged; afterwards every queue drains to exactly 0."""
-    add_root("rate", "100mbit")
+    a, dev, topo = env.a, env.dev, env.topo
+    add_root(env, "rate", "100mbit")
     m, port = 0x16, 5301
-    tc(A, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip",
+    tc(a, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
        "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
        "match", "ip", "dport", str(port), "0xffff", "flowid", cid(m))
-    add_class(m, "rate", "20mbit")
-    servers = start_servers([port, PORT_LOC])
-    clients = [udp_client(port, 40e6, 12, length=1472, sockbuf=False),
-               Iperf3Client(A, topo.ip_b(), PORT_LOC, 12)]
+    add_class(env, m, "rate", "20mbit")
+    servers = start_servers(env, [port, PORT_LOC])
+    clients = [udp_client(env, port, 40e6, 12, length=1472, sockbuf=False),
+               Iperf3Client(a, topo.ip_b(), PORT_LOC, 12)]
     cycles = 0
     try:
         time.sleep(2)
         deadline = time.monotonic() + 6
         while time.monotonic() < deadline:
-            tc(A, "class", "del", "dev", DEV, "classid", cid(m))
+            tc(a, "class", "del", "dev", dev, "classid", cid(m))
             time.sleep(0.1)
-            add_class(m, "rate", "20mbit")
+            add_class(env, m, "rate", "20mbit")
             time.sleep(0.2)
             cycles += 1
-        q, cls = qstate()
+        q, cls = qstate(env)
         check(cls[cid(m)]["packets"] > 0,
               "the re-added class sent nothing: no load")
     finally:
         stop_all(clients)
         stop_all(servers)
-    q = resv.wait_qlen(A, DEV, 0, timeout=15)
-    cls = resv.classes(A, DEV)
+    q = resv.wait_qlen(a, dev, 0, timeout=15)
+    cls = resv.classes(a, dev)
     diag(f"{cycles} delete/add cycles under load; unknown_class "
          f"{q['unknown_class']}")
     check_eq((q["qlen"], q["backlog"]), (0, 0), "(qlen, backlog) drained")
     check_backlog_consistent(q, cls)
-    check_xstats(dispatches=False)
-    del_root()
+    check_xstats(env, dispatches=False)
+    del_root(env)
 
 
-def t_xstats():
+def t_xstats(env):
     """Every resv_* field is dumped (tc -s -j and raw), with the numbers
     of a known configuration."""
-    add_root("rate", "100mbit", "reservable", "50")
-    add_class(0x16, "rate", "10mbit")
-    add_class(0x17, "idt", "1ms")
-    refused(["class", "add", "dev", DEV, "parent", "1:", "classid", "1:18",
-             "parq", "rate", "29mbit"],
+    a, dev = env.a, env.dev
+    add_root(env, "rate", "100mbit", "reservable", "50")
+    add_class(env, 0x16, "rate", "10mbit")
+    add_class(env, 0x17, "idt", "1ms")
+    refused(env, ["class", "add", "dev", dev, "parent", "1:", "classid",
+                  "1:18", "parq", "rate", "29mbit"],
             refusal(29000000, 27888000, 50000000, 22112000))
-    q = qx()
+    q = qx(env)
     names = [n for n, _ in uapi.XSTATS_FIELDS if n.startswith("resv_")]
     check_eq(sorted(names), sorted(["resv_dispatches", "resv_rejects",
                                     "resv_sum_rate", "resv_capacity",
@@ -939,19 +959,19 @@ def t_xstats():
             "resv_sum_rate": 1250000 + 1514000, "resv_capacity": 6250000,
             "resv_classes": 2, "resv_backlogged": 0, "resv_throttled": 0}
     check_eq({n: q[n] for n in names}, want, "resv_* xstats")
-    l16 = send(0x16, 9, 500, 10)
-    send(0x17, 9, 500, 4)
-    q = resv.wait_qlen(A, DEV, 0)
-    q, rc = check_xstats(rejects=1)
+    l16 = send(env, 0x16, 9, 500, 10)
+    send(env, 0x17, 9, 500, 4)
+    q = resv.wait_qlen(a, dev, 0)
+    q, rc = check_xstats(env, rejects=1)
     check_eq(q["resv_dispatches"], 14, "resv_dispatches")
     check_eq((rc["1:16"]["packets"], rc["1:16"]["bytes"]), (10, 10 * l16),
              "class 1:16 (packets, bytes)")
     check_eq(rc["1:17"]["xs"]["idt"], 10**6, "class 1:17 idt")
     check_eq(rc["1:16"]["xs"]["idt"], 0, "class 1:16 idt")
-    text = tc(A, "-s", "qdisc", "show", "dev", DEV).stdout
+    text = tc(a, "-s", "qdisc", "show", "dev", dev).stdout
     for n in names:
         check(n in text, f"tc -s qdisc show lacks {n}")
-    del_root()
+    del_root(env)
 
 
 # --- scale -------------------------------------------------------------------
@@ -959,10 +979,11 @@ def t_xstats():
 SCALE_NET = "10.99.{}.1/24"
 
 
-def scale_dummy(name, i):
-    A.run(["ip", "link", "add", name, "type", "dummy"])
-    A.run(["ip", "addr", "add", SCALE_NET.format(i), "dev", name])
-    A.run(["ip", "link", "set", name, "up"])
+def scale_dummy(env, name, i):
+    a = env.a
+    a.run(["ip", "link", "add", name, "type", "dummy"])
+    a.run(["ip", "addr", "add", SCALE_NET.format(i), "dev", name])
+    a.run(["ip", "link", "set", name, "up"])
 
 
 def settle_slab():
@@ -972,25 +993,26 @@ def settle_slab():
     return resv.slab_active(), resv.meminfo()
 
 
-def t_scale_10k():
+def t_scale_10k(env):
+    a = env.a
     N = 10000
     dev = "parqscale0"
-    del_root()
-    scale_dummy(dev, 0)
+    del_root(env)
+    scale_dummy(env, dev, 0)
     try:
         slab0, mem0 = settle_slab()
-        add_root("linkrate", "100gbit", dev=dev)
+        add_root(env, "linkrate", "100gbit", dev=dev)
         minors = range(resv.RESV_MIN, resv.RESV_MIN + N)
         # Two batches of N/2, to show how the cost of an add grows with
         # the classes already there.
         half = [minors[:N // 2], minors[N // 2:]]
-        t = [resv.tc_batch(A, resv.class_add_lines(dev, h, "rate 1mbit"))[0]
+        t = [resv.tc_batch(a, resv.class_add_lines(dev, h, "rate 1mbit"))[0]
              for h in half]
         secs = sum(t)
         diag(f"tc -batch: {N} class add in {secs:.1f}s "
              f"({secs / N * 1e3:.2f} ms per class; the first {N // 2} in "
              f"{t[0]:.1f}s, the next {N - N // 2} in {t[1]:.1f}s)")
-        q = qx(dev)
+        q = qx(env, dev)
         check_eq((q["resv_classes"], q["resv_sum_rate"]), (N, N * 125000),
                  "resv_classes, resv_sum_rate")
         slab1, mem1 = settle_slab()
@@ -1002,15 +1024,15 @@ def t_scale_10k():
 
         # Traffic through a sample of the classes (SO_PRIORITY 1:minor).
         sample = list(minors)[::N // 50]
-        s = udp_socket(A)
+        s = udp_socket(a)
         try:
             for m in sample:
-                resv.send_to_class(A, "10.99.0.2", 9, 100, 3, m, sock=s)
+                resv.send_to_class(a, "10.99.0.2", 9, 100, 3, m, sock=s)
         finally:
             s.close()
-        q = resv.wait_qlen(A, dev, 0)
+        q = resv.wait_qlen(a, dev, 0)
         check_eq(q["qlen"], 0, "qdisc drained")
-        cls = resv.classes(A, dev)
+        cls = resv.classes(a, dev)
         # Every class is listed (parq skips tc_bind_tclass's walk, never
         # a dump's: see parq_walk()).
         check_eq(len(cls), N + 2, "classes listed by tc class show")
@@ -1019,15 +1041,15 @@ def t_scale_10k():
         check(not bad, f"sampled classes without exactly 3 packets: {bad}")
         check_eq(q["resv_dispatches"], 3 * len(sample), "resv_dispatches")
 
-        secs, _ = resv.tc_batch(A, resv.class_del_lines(dev, minors))
+        secs, _ = resv.tc_batch(a, resv.class_del_lines(dev, minors))
         diag(f"tc -batch: {N} class del in {secs:.1f}s")
-        q = qx(dev)
+        q = qx(env, dev)
         check_eq((q["resv_classes"], q["resv_sum_rate"]), (0, 0),
                  "resv_classes, resv_sum_rate after deleting all")
-        del_root(dev)
+        del_root(env, dev)
     finally:
-        A.run(["ip", "link", "del", dev], check=False)
-    del_root()
+        a.run(["ip", "link", "del", dev], check=False)
+    del_root(env)
     users = module.refcnt()
     check_eq(users, 0, "sch_parq users after deleting every parq qdisc")
     r = module.rmmod()
@@ -1045,17 +1067,18 @@ def t_scale_10k():
           f"Slab grew by {dslab} bytes over {N} classes")
 
 
-def count_created(devs):
+def count_created(env, devs):
     n = 0
     for dev in devs:
         try:
-            n += qx(dev)["resv_classes"]
+            n += qx(env, dev)["resv_classes"]
         except (AssertionError, TcError, ValueError):
             pass
     return n
 
 
-def t_scale_100k():
+def t_scale_100k(env):
+    a = env.a
     N = 100000
     BOUND = 120.0
     devs = ["parqscale1", "parqscale2"]
@@ -1063,21 +1086,21 @@ def t_scale_100k():
     check(resv.RESV_MIN + per - 1 <= resv.RESV_MAX, "minors overflow")
     try:
         for i, dev in enumerate(devs, 1):
-            scale_dummy(dev, i)
+            scale_dummy(env, dev, i)
         slab0, mem0 = settle_slab()
         lines = []
         for dev in devs:
-            add_root("linkrate", "100gbit", dev=dev)
+            add_root(env, "linkrate", "100gbit", dev=dev)
             lines += resv.class_add_lines(
                 dev, range(resv.RESV_MIN, resv.RESV_MIN + per), "rate 1mbit")
         t0 = time.monotonic()
         timed_out = False
         try:
-            secs, _ = resv.tc_batch(A, lines, timeout=BOUND)
+            secs, _ = resv.tc_batch(a, lines, timeout=BOUND)
         except subprocess.TimeoutExpired:
             timed_out = True
             secs = time.monotonic() - t0
-        made = count_created(devs)
+        made = count_created(env, devs)
         slab1, mem1 = settle_slab()
         per_class = (mem1["Slab"] - mem0["Slab"]) / max(1, made)
         k256 = resv.grown_caches(slab0, slab1, int(made * 0.9))
@@ -1093,14 +1116,8 @@ def t_scale_100k():
         check(secs < BOUND, f"{N} classes took {secs:.1f}s")
     finally:
         for dev in devs:
-            del_root(dev)
-            A.run(["ip", "link", "del", dev], check=False)
-
-
-def setup(t, k):
-    global topo, A, DEV
-    topo = t
-    A, DEV = topo.a, topo.dev_a()
+            del_root(env, dev)
+            a.run(["ip", "link", "del", dev], check=False)
 
 
 def main():
@@ -1132,7 +1149,7 @@ def main():
     ]
     for name, fn, timeout, speed in cases:
         suite.case(name, fn, timeout, speed=speed)
-    return lab.run(suite, "resv", tools=("iperf3",), setup=setup)
+    return lab.run(suite, "resv", tools=("iperf3",))
 
 
 if __name__ == "__main__":

@@ -46,16 +46,11 @@ SIOCOUTQ = 0x5411		# TIOCOUTQ: a UDP socket's unfreed write memory
 SO_SNDBUFFORCE = 32
 SCRIPTS = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
                        "scripts")
-topo = None
 
 
-def dev():
-    return topo.dev_a()
-
-
-def root(*spec):
-    tc(topo.a, "qdisc", "del", "dev", dev(), "root", check=False)
-    tc(topo.a, "qdisc", "add", "dev", dev(), "root", *spec)
+def root(env, *spec):
+    tc(env.a, "qdisc", "del", "dev", env.dev, "root", check=False)
+    tc(env.a, "qdisc", "add", "dev", env.dev, "root", *spec)
 
 
 def outq(sk):
@@ -63,13 +58,14 @@ def outq(sk):
                                           b"\0" * 4))[0]
 
 
-def t_limit_frees():
+def t_limit_frees(env):
+    a, dev, topo = env.a, env.dev, env.topo
     # At 8 bit/s the shaper sends the first packet and holds every other one
     # for hours, however slowly this CPU sends them (at 1 Mbit/s, a debug
     # kernel under TCG took 5 s for the 1000 and parq held only 425).
-    root("handle", "1:", "parq", "rate", "8bit", "limit", "2000",
+    root(env, "handle", "1:", "parq", "rate", "8bit", "limit", "2000",
          "flow-limit", "2000")
-    sk = topo.a.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         sk.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
         sk.setblocking(False)
@@ -80,15 +76,15 @@ def t_limit_frees():
                 sent += 1
             except BlockingIOError:
                 break
-        q = tclib.parq_qdisc(topo.a, dev())
+        q = tclib.parq_qdisc(a, dev)
         diag(f"sent {sent}, parq holds {q['qlen']} packets; "
              f"socket write memory {outq(sk)} bytes")
         check(q["qlen"] > 500, f"parq holds only {q['qlen']} packets")
-        tc(topo.a, "qdisc", "change", "dev", dev(), "root", "handle", "1:",
+        tc(a, "qdisc", "change", "dev", dev, "root", "handle", "1:",
            "parq", "limit", "10", "flow-limit", "10")
-        q = tclib.parq_qdisc(topo.a, dev())
+        q = tclib.parq_qdisc(a, dev)
         check(q["qlen"] <= 10, f"{q['qlen']} packets held after limit 10")
-        tc(topo.a, "qdisc", "del", "dev", dev(), "root")
+        tc(a, "qdisc", "del", "dev", dev, "root")
         drained = ktap.poll(lambda: outq(sk), lambda n: n == 0, 3.0) == 0
         diag(f"socket write memory after the delete: {outq(sk)} bytes")
         check(drained, f"{outq(sk)} bytes of the socket's packets were "
@@ -97,25 +93,26 @@ def t_limit_frees():
         sk.close()
 
 
-def t_split_gso_backlog():
-    tc(topo.a, "qdisc", "del", "dev", dev(), "root", check=False)
-    tc(topo.a, "qdisc", "add", "dev", dev(), "root", "handle", "1:", "prio",
+def t_split_gso_backlog(env):
+    a, dev, topo = env.a, env.dev, env.topo
+    tc(a, "qdisc", "del", "dev", dev, "root", check=False)
+    tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "prio",
        "bands", "2", "priomap", *["0"] * 16)
     # flow-limit 2: most GSO packets find room for one segment or none.
-    tc(topo.a, "qdisc", "add", "dev", dev(), "parent", "1:1", "handle",
+    tc(a, "qdisc", "add", "dev", dev, "parent", "1:1", "handle",
        "10:", "parq", "rate", "20mbit", "flow-limit", "2")
     srv = Iperf3Server(topo.b, topo.ip_b(), 5201)
     try:
-        Iperf3Client(topo.a, topo.ip_b(), 5201, 3).result(timeout=30)
+        Iperf3Client(a, topo.ip_b(), 5201, 3).result(timeout=30)
     finally:
         srv.stop()
-    q = tclib.parq_qdisc(topo.a, dev())
+    q = tclib.parq_qdisc(a, dev)
     segs = q.get("xstats", q).get("gso_segments", 0)
     diag(f"parq: {q['packets']} packets sent, {q['drops']} dropped, "
          f"{segs} segments of split GSO packets")
     check(segs > 0, "no GSO packet was split")
 
-    p = ktap.poll(lambda: tclib.root_qdisc(topo.a, dev()),
+    p = ktap.poll(lambda: tclib.root_qdisc(a, dev),
                   lambda p: p["qlen"] == 0 and p["backlog"] == 0, 3.0)
     diag(f"prio after the drain: qlen {p['qlen']}, backlog {p['backlog']}")
     check_eq((p["qlen"], p["backlog"]), (0, 0),
@@ -125,12 +122,13 @@ def t_split_gso_backlog():
 VLAN_A, VLAN_B = "10.95.0.1", "10.95.0.2"
 
 
-def t_vlan_credit():
-    a, b = topo.a, topo.b
+def t_vlan_credit(env):
+    dev, topo = env.dev, env.topo
+    a, b = env.a, topo.b
     # Without VLAN offload the tag goes into the packet's data, and with
     # reorder_hdr off skb->protocol is 802.1Q when the packet meets parq.
-    a.run(["ethtool", "-K", dev(), "txvlan", "off"])
-    a.run(["ip", "link", "add", "link", dev(), "name", "va", "type", "vlan",
+    a.run(["ethtool", "-K", dev, "txvlan", "off"])
+    a.run(["ip", "link", "add", "link", dev, "name", "va", "type", "vlan",
            "id", "5", "reorder_hdr", "off"])
     b.run(["ip", "link", "add", "link", topo.dev_b(), "name", "vb", "type",
            "vlan", "id", "5"])
@@ -139,7 +137,7 @@ def t_vlan_credit():
         ns.run(["ip", "link", "set", d, "up"])
     a.run(["ip", "neigh", "replace", VLAN_B, "lladdr", topo.mac_b(), "dev",
            "va", "nud", "permanent"])
-    root("handle", "1:", "parq")
+    root(env, "handle", "1:", "parq")
     sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         with ParqGenl(a) as g:
@@ -149,7 +147,7 @@ def t_vlan_credit():
                 sk.sendto(bytes(200), (VLAN_B, 9))
             time.sleep(0.2)
             e = g.get(VLAN_B)
-            q = tclib.parq_qdisc(a, dev())
+            q = tclib.parq_qdisc(a, dev)
             diag(f"credit entry: passed {e['passed']}, held {e['held']}; "
                  f"parq holds {q['qlen']} packets")
             check(e["held"] > 0, "no tagged packet met the credit")
@@ -158,13 +156,13 @@ def t_vlan_credit():
     finally:
         sk.close()
         a.run(["ip", "link", "del", "va"], check=False)
-        a.run(["ethtool", "-K", dev(), "txvlan", "on"], check=False)
+        a.run(["ethtool", "-K", dev, "txvlan", "on"], check=False)
         b.run(["ip", "link", "del", "vb"], check=False)
-        tc(a, "qdisc", "del", "dev", dev(), "root", check=False)
+        tc(a, "qdisc", "del", "dev", dev, "root", check=False)
 
 
-def t_mq_admission():
-    a = topo.a
+def t_mq_admission(env):
+    a = env.a
     a.run(["ip", "link", "add", "mq0", "numtxqueues", "2", "numrxqueues",
            "2", "type", "veth", "peer", "name", "mq1", "numtxqueues", "2",
            "numrxqueues", "2"])
@@ -215,21 +213,22 @@ print(word(lambda: g.subscribe()))
 """
 
 
-def t_permissions():
-    with ParqGenl(topo.a) as g:
+def t_permissions(env):
+    a = env.a
+    with ParqGenl(a) as g:
         check_eq(g.delete().error, 0, "flush")
     # Root of a user namespace that does not own A's network namespace.
-    p = topo.a.run(["unshare", "--user", "--map-root-user",
-                    "/usr/bin/python3", "-c", USERNS, SCRIPTS], check=False)
+    p = a.run(["unshare", "--user", "--map-root-user",
+               "/usr/bin/python3", "-c", USERNS, SCRIPTS], check=False)
     check(p.returncode == 0, f"client in a user namespace: {p.stderr}")
     diag(f"another user namespace's root in A: {p.stdout.split()}")
     check_eq(p.stdout.split(), ["EPERM"] * 4,
              "set, dump, monitor get, join events")
-    with ParqGenl(topo.a) as g:
+    with ParqGenl(a) as g:
         check_eq(g.dump(), [], "A's table after the refused set")
     # Root of a user namespace that owns a fresh network namespace.
-    p = topo.a.run(["unshare", "--user", "--map-root-user", "--net",
-                    "/usr/bin/python3", "-c", USERNS, SCRIPTS], check=False)
+    p = a.run(["unshare", "--user", "--map-root-user", "--net",
+               "/usr/bin/python3", "-c", USERNS, SCRIPTS], check=False)
     check(p.returncode == 0, f"client in its own namespaces: {p.stderr}")
     diag(f"container root in its own namespace: {p.stdout.split()}")
     check_eq(p.stdout.split(), ["OK"] * 4,
@@ -286,14 +285,15 @@ CG_CREDITS = 16384
 CG_SOURCES = 8000
 
 
-def t_memcg():
+def t_memcg(env):
+    a, topo = env.a, env.topo
     with open(CGROOT + "/cgroup.controllers") as f:
         check("memory" in f.read().split(), "the memory controller exists")
     with open(CGROOT + "/cgroup.subtree_control", "w") as f:
         f.write("+memory")
     if not os.path.isdir(CG):
         os.mkdir(CG)
-    with ParqGenl(topo.a) as g:
+    with ParqGenl(a) as g:
         check_eq(g.delete().error, 0, "flush")
         check_eq(g.mon_set(mon_enabled=0).error, 0, "monitor off")
         before = slab(CG)
@@ -343,11 +343,12 @@ while True:
 ERR_SECS = 8
 
 
-def t_err_ring():
+def t_err_ring(env):
     """A's refusals carry A's numbers while B, in two processes, fails
     requests as fast as it can: with one ring for every namespace, B's
     texts overwrote A's between A's request and its acknowledgement."""
-    for ns, d, rate in ((topo.a, topo.dev_a(), "100mbit"),
+    a, dev, topo = env.a, env.dev, env.topo
+    for ns, d, rate in ((a, dev, "100mbit"),
                         (topo.b, topo.dev_b(), "300mbit")):
         tc(ns, "qdisc", "del", "dev", d, "root", check=False)
         tc(ns, "qdisc", "add", "dev", d, "root", "handle", "1:", "parq",
@@ -358,8 +359,8 @@ def t_err_ring():
     tries = bad = 0
     try:
         time.sleep(1)
-        with rtnl.Rtnl(topo.a) as nl:
-            ifindex = nl.ifindex(dev())
+        with rtnl.Rtnl(a) as nl:
+            ifindex = nl.ifindex(dev)
             body = (rtnl.tcmsg(ifindex, 0x10030, 0x10000) +
                     rtnl.nla_str(rtnl.TCA_KIND, "parq") +
                     rtnl.nest(rtnl.TCA_OPTIONS,
@@ -386,9 +387,8 @@ def t_err_ring():
     check_eq(bad, 0, f"garbled or foreign texts in {tries} refusals")
 
 
-def setup(t, k):
-    global topo
-    topo = t
+def setup(env):
+    topo = env.topo
     for ns in (topo.a, topo.b):
         ns.run(["ethtool", "-K", topo.dev_a() if ns is topo.a else
                 topo.dev_b(), "tso", "on", "gso", "on"], check=False)

@@ -39,23 +39,20 @@ PAR, LOC = "1:1", "1:2"
 PORT_PAR, PORT_LOC = 5201, 5202
 BACKLOGGED = "iperf3 must keep both classes backlogged at 100 Mbit/s"
 
-topo = None
-A = None
-DEV = None
 
-
-def measure(threshold, unit):
+def measure(env, threshold, unit):
     """One run: both classes saturated; returns the Sample."""
-    tc(A, "qdisc", "replace", "dev", DEV, "root", "handle", "1:", "parq",
+    a, dev, topo = env.a, env.dev, env.topo
+    tc(a, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "parq",
        "rate", RATE, "threshold", threshold, "unit", unit)
     servers = [Iperf3Server(topo.b, topo.ip_b(), PORT_PAR),
                Iperf3Server(topo.b, topo.ip_b(), PORT_LOC)]
     secs = WARMUP + INTERVAL + 10
-    clients = [Iperf3Client(A, topo.ip_b(), PORT_PAR, secs, parallel=4,
+    clients = [Iperf3Client(a, topo.ip_b(), PORT_PAR, secs, parallel=4,
                             tos=TOS_EF),
-               Iperf3Client(A, topo.ip_b(), PORT_LOC, secs, parallel=4)]
+               Iperf3Client(a, topo.ip_b(), PORT_LOC, secs, parallel=4)]
     try:
-        s = sample_classes(A, DEV, WARMUP, INTERVAL)
+        s = sample_classes(a, dev, WARMUP, INTERVAL)
         for c in clients:
             c.check_running("early")
     finally:
@@ -63,15 +60,15 @@ def measure(threshold, unit):
             c.stop()
         for srv in servers:
             srv.stop()
-        tc(A, "qdisc", "del", "dev", DEV, "root", check=False)
+        tc(a, "qdisc", "del", "dev", dev, "root", check=False)
     return s
 
 
 def share_case(threshold, unit, key, want=None, below=None):
-    def fn():
+    def fn(env):
         shares = []
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            s = measure(threshold, unit)
+            s = measure(env, threshold, unit)
             share = s.share(LOC, key)
             par, loc = s.rate_bps(PAR) / 1e6, s.rate_bps(LOC) / 1e6
             mq_par, mq_loc = s.min_qlen(PAR), s.min_qlen(LOC)
@@ -106,12 +103,6 @@ def share_case(threshold, unit, key, want=None, below=None):
     return fn
 
 
-def setup(t, k):
-    global topo, A, DEV
-    topo = t
-    A, DEV = topo.a, topo.dev_a()
-
-
 def main():
     suite = ktap.Suite("parq_share")
     suite.case("threshold 1 bytes: local share 1/2",
@@ -126,7 +117,7 @@ def main():
     suite.case("threshold 4 packets: local packet share 1/5",
                share_case(4, "packets", "packets", want=1 / 5),
                speed=BACKLOGGED)
-    return lab.run(suite, "shr", tools=("iperf3",), setup=setup)
+    return lab.run(suite, "shr", tools=("iperf3",))
 
 
 if __name__ == "__main__":

@@ -56,8 +56,6 @@ from parqlab.traffic import TOS_EF, Iperf3Client, Iperf3Server  # noqa: E402
 
 SEC = 10**9
 SCALE = float(os.environ.get("PARQ_STRESS_SCALE", "1"))
-topo = None
-kwatch = None
 PG = "/proc/net/pktgen"
 SOURCES = 4000			# spoofed source addresses, 10.98.x.y
 
@@ -72,7 +70,7 @@ class Flood:
     def __init__(self, t, tos=0, rate=RATE, count=0):
         self.ns = t.b
         run(["modprobe", "pktgen"])
-        dev = t.dev_b()
+        dev = self.dev = t.dev_b()
         last = f"10.98.{(SOURCES - 1) // 250}.{(SOURCES - 1) % 250 + 1}"
         cmds = []
         for cpu in (0, 1):
@@ -92,7 +90,7 @@ class Flood:
     def sent(self):
         n = 0
         for cpu in (0, 1):
-            r = self.ns.run(["cat", f"{PG}/{topo.dev_b()}@{cpu}"],
+            r = self.ns.run(["cat", f"{PG}/{self.dev}@{cpu}"],
                             check=False)
             words = r.stdout.split()
             if "pkts-sofar:" in words:
@@ -119,8 +117,8 @@ class Flood:
         return False
 
 
-def mon(ns=None):
-    return ParqGenl(ns if ns is not None else topo.a)
+def mon(env, ns=None):
+    return ParqGenl(ns if ns is not None else env.a)
 
 
 def ok(res, what):
@@ -132,15 +130,15 @@ def ok(res, what):
 ROUNDS = max(2, round(16 * SCALE))
 
 
-def t_monitor_flood():
+def t_monitor_flood(env):
     module.ensure_loaded()
-    with mon() as g:
+    with mon(env) as g:
         ok(g.mon_set(mon_enabled=1, mon_size=8192), "enable")
     t0 = time.monotonic()
     evicted = 0
-    with Flood(topo) as f:
+    with Flood(env.topo) as f:
         for i in range(ROUNDS):
-            with mon() as g:
+            with mon(env) as g:
                 ok(g.mon_set(mon_enabled=1, mon_size=8192), f"round {i}: size 8192")
                 time.sleep(1.3)
                 m = g.mon_get()
@@ -154,12 +152,12 @@ def t_monitor_flood():
                           f"{m['mon_sources']} sources in a table of 2")
                     evicted = m["mon_evicted"]
         sent = f.stop()
-    with mon() as g:
+    with mon(env) as g:
         ok(g.mon_set(mon_enabled=0, mon_size=1024), "disable, size 1024")
     diag(f"{ROUNDS} rounds in {time.monotonic() - t0:.1f}s: {sent} spoofed "
          f"packets, {evicted} sources evicted")
     check(sent > ROUNDS * Flood.RATE // 4, f"the flood sent only {sent}")
-    kwatch.assert_clean()
+    env.kwatch.assert_clean()
 
 
 ADMIT_SECONDS = 10
@@ -167,7 +165,7 @@ ADMIT_SIZE = 64
 ADMIT_RATE = 3000		# per pktgen thread: 6000 new sources a second
 
 
-def t_monitor_admission():
+def t_monitor_admission(env):
     """Before the admission budget, the flood's thousands of new sources a
     second evicted B within milliseconds of each of its packets.  B pings A
     every 50 ms (ping, not a Python thread, which the flood can starve):
@@ -176,8 +174,9 @@ def t_monitor_admission():
     those B sent.  The flood may drop a request before A's monitor sees
     it: under the debug kernel A's backlog overflowed and 4 of 195 never
     arrived (a fresh-clone run, 2026-11-26)."""
+    topo = env.topo
     module.ensure_loaded()
-    with mon() as g:
+    with mon(env) as g:
         ok(g.mon_set(mon_enabled=0), "reset")
         ok(g.mon_set(mon_enabled=1, mon_size=ADMIT_SIZE), "enable, size 64")
         base = g.mon_get()
@@ -189,7 +188,7 @@ def t_monitor_admission():
     seen, samples, last = 0, 0, 0
     try:
         time.sleep(0.5)
-        with Flood(topo, rate=ADMIT_RATE) as f, mon() as g:
+        with Flood(topo, rate=ADMIT_RATE) as f, mon(env) as g:
             t0 = time.monotonic()
             while time.monotonic() - t0 < ADMIT_SECONDS:
                 time.sleep(0.5)
@@ -205,13 +204,13 @@ def t_monitor_admission():
             elapsed = time.monotonic() - t0
         pinger.send_signal(signal.SIGINT)
         out, _ = pinger.communicate(timeout=30)
-        with mon() as g:
+        with mon(env) as g:
             m = g.mon_get()
             counted = g.peers().get(b, {}).get("loc_packets", 0)
     finally:
         if pinger.poll() is None:
             pinger.kill()
-    with mon() as g:
+    with mon(env) as g:
         ok(g.mon_set(mon_enabled=0, mon_size=1024), "disable, size 1024")
     words = out.split()
     pings = int(words[words.index("packets") - 1]) if "packets" in words \
@@ -235,17 +234,18 @@ def t_monitor_admission():
     check(evicted <= budget, f"{evicted} sources evicted in "
           f"{elapsed:.1f}s, budget {budget:.0f}")
     check(uncounted > sent // 2, f"{uncounted} of {sent} uncounted")
-    kwatch.assert_clean()
+    env.kwatch.assert_clean()
 
 
-def bulk(i=0, seconds=900):
+def bulk(env, i=0, seconds=900):
+    topo = env.topo
     srv = Iperf3Server(topo.b, topo.ip_b(i), 5201 + i)
     cli = Iperf3Client(topo.a, topo.ip_b(i), 5201 + i, seconds, parallel=4)
     return srv, cli
 
 
-def drained(dev):
-    return ktap.poll(lambda: tclib.qdiscs(topo.a, dev),
+def drained(env, dev):
+    return ktap.poll(lambda: tclib.qdiscs(env.a, dev),
                      lambda qs: all(q["qlen"] == 0 and q["backlog"] == 0
                                     for q in qs), 5, 0.1)
 
@@ -253,7 +253,8 @@ def drained(dev):
 LIMIT_CYCLES = max(2, round(60 * SCALE))
 
 
-def t_limit_loop():
+def t_limit_loop(env):
+    topo = env.topo
     dev = topo.dev_a()
     # (name, qdiscs to add, where parq is)
     setups = [
@@ -268,7 +269,7 @@ def t_limit_loop():
         tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
         for a in adds:
             tc(topo.a, "qdisc", "add", "dev", dev, *a)
-        srv, cli = bulk()
+        srv, cli = bulk(env)
         try:
             time.sleep(1)
             t0 = time.monotonic()
@@ -285,18 +286,19 @@ def t_limit_loop():
         finally:
             cli.stop()
             srv.stop()
-        qs = drained(dev)
+        qs = drained(env, dev)
         for q in qs:
             check_eq((q["qlen"], q["backlog"]), (0, 0),
                      f"{name}: {q['kind']} qlen and backlog after the drain")
     tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
-    kwatch.assert_clean()
+    env.kwatch.assert_clean()
 
 
 CLASS_CYCLES = max(2, round(40 * SCALE))
 
 
-def t_class_loop():
+def t_class_loop(env):
+    topo = env.topo
     dev = topo.dev_a()
     tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
     tc(topo.a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq",
@@ -304,7 +306,7 @@ def t_class_loop():
     tc(topo.a, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
        "prio", "1", "u32", "match", "ip", "dport", "5201", "0xffff",
        "flowid", "1:16")
-    srv, cli = bulk()
+    srv, cli = bulk(env)
     try:
         t0 = time.monotonic()
         for i in range(CLASS_CYCLES):
@@ -324,10 +326,10 @@ def t_class_loop():
     finally:
         cli.stop()
         srv.stop()
-    q = drained(dev)[0]
+    q = drained(env, dev)[0]
     check_eq((q["qlen"], q["backlog"]), (0, 0), "parq after the drain")
     tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
-    kwatch.assert_clean()
+    env.kwatch.assert_clean()
 
 
 RMMOD_CYCLES = max(2, round(8 * SCALE))
@@ -347,7 +349,8 @@ RMMOD_RATE = 2000
 RMMOD_FLOOD_S = 3
 
 
-def t_rmmod_loop():
+def t_rmmod_loop(env):
+    topo = env.topo
     # An nftables input chain keeps the kernel's LOCAL_IN static key on
     # while parq's hooks come and go: flipping it rewrites the code the
     # flood runs through, which QEMU's multi-threaded TCG mishandles
@@ -360,7 +363,7 @@ def t_rmmod_loop():
     count = RMMOD_RATE * RMMOD_FLOOD_S
     for i in range(RMMOD_CYCLES):
         module.ensure_loaded()
-        with mon() as g:
+        with mon(env) as g:
             ok(g.mon_set(mon_enabled=1, mon_size=64), f"cycle {i}: enable")
         with Flood(topo, tos=0xb8, rate=RMMOD_RATE, count=count) as f:
             time.sleep(0.3)
@@ -380,13 +383,13 @@ def t_rmmod_loop():
     diag(f"{RMMOD_CYCLES} rmmod/load cycles with the monitor's hooks under "
          f"floods of {sent} packets in all in {time.monotonic() - t0:.1f}s; "
          f"slowest rmmod {slowest:.1f}s")
-    kwatch.assert_clean()
+    env.kwatch.assert_clean()
 
 
 NETNS_CYCLES = max(2, round(6 * SCALE))
 
 
-def t_netns_delete():
+def t_netns_delete(env):
     module.ensure_loaded()
     t0 = time.monotonic()
     for i in range(NETNS_CYCLES):
@@ -412,13 +415,13 @@ def t_netns_delete():
     # unloads.
     time.sleep(1)
     check_eq(module.refcnt(), 0, "sch_parq users after the deletions")
-    kwatch.assert_clean()
+    env.kwatch.assert_clean()
 
 
 FAULT_STOP_DELAY = "/sys/kernel/debug/sch_parq/mon_stop_delay_us"
 
 
-def t_stop_race():
+def t_stop_race(env):
     """Each round: a parallel packet from CPU 0 (it arms the stop timer
     there), then, a hold and half the injected delay later, one from CPU 1
     (the sender moves to CPU 1 before it sleeps: CPU 0 is busy in the
@@ -432,6 +435,7 @@ def t_stop_race():
     early), send times before sendto (never late).  At least one round's
     second packet must land in the window (one start report that round),
     or the case tested nothing."""
+    topo = env.topo
     if not os.path.exists(FAULT_STOP_DELAY):
         raise ktap.Skip("no fault injection in this build "
                         "(make KERNEL=debug has it)")
@@ -446,7 +450,7 @@ def t_stop_race():
             events.extend(g.events(0.2))
     sent = []
     try:
-        with mon() as g, mon() as listener:
+        with mon(env) as g, mon(env) as listener:
             ok(g.mon_set(mon_enabled=1, mon_size=64, mon_hold=int(hold * SEC)),
                "monitor on, hold 200 ms")
             listener.subscribe()
@@ -494,12 +498,11 @@ def t_stop_race():
     check(hits > 0, "no second packet landed in the window: nothing tested")
     check(not late, "a parallel packet was sent less than a hold before "
           "the last stop report of its round")
-    kwatch.assert_clean()
+    env.kwatch.assert_clean()
 
 
-def setup(t, k):
-    global topo, kwatch
-    topo, kwatch = t, k
+def setup(env):
+    topo = env.topo
     for key in ("net.ipv4.conf.all.rp_filter",
                 f"net.ipv4.conf.{topo.dev_a()}.rp_filter"):
         topo.a.sysctl(key, "0")

@@ -26,40 +26,38 @@ from parqlab.netns import run  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import Iperf3Client, Iperf3Server  # noqa: E402
 
-topo = None
-A = None
 PORTS = (5201, 5202)
 MIN_BYTES = 100000	# a link counts as carrying traffic above this per s
 
 
-def dev(i=0):
-    return topo.dev_a(i)
+def dev(env, i=0):
+    return env.topo.dev_a(i)
 
 
-def tx_bytes(i=0):
-    r = A.run(["ip", "-s", "-j", "link", "show", "dev", dev(i)])
+def tx_bytes(env, i=0):
+    r = env.a.run(["ip", "-s", "-j", "link", "show", "dev", dev(env, i)])
     return json.loads(r.stdout)[0]["stats64"]["tx"]["bytes"]
 
 
-def flowing(i=0, secs=1.0):
+def flowing(env, i=0, secs=1.0):
     """Bytes per second A's veth i sent over about @secs."""
-    b0, t0 = tx_bytes(i), time.monotonic()
+    b0, t0 = tx_bytes(env, i), time.monotonic()
     time.sleep(secs)
-    b1, t1 = tx_bytes(i), time.monotonic()
+    b1, t1 = tx_bytes(env, i), time.monotonic()
     return (b1 - b0) / (t1 - t0)
 
 
-def check_flowing(i, what, within=15.0):
+def check_flowing(env, i, what, within=15.0):
     """Traffic on link i: a 1 s window with more than MIN_BYTES, within
     @within seconds (TCP may first have to retransmit what a deleted
     qdisc dropped).  Returns the bytes of that window."""
     deadline = time.monotonic() + within
     while True:
-        n = flowing(i)
+        n = flowing(env, i)
         if n > MIN_BYTES:
             return n
         check(time.monotonic() < deadline,
-              f"{what}: no traffic on {dev(i)} for {within:.0f}s "
+              f"{what}: no traffic on {dev(env, i)} for {within:.0f}s "
               f"(last: {n:.0f} bytes/s)")
 
 
@@ -70,9 +68,10 @@ class Bulk:
     in place and does not eat the CPU of a small (emulated) machine when
     no qdisc limits it."""
 
-    def __init__(self, i):
+    def __init__(self, env, i):
+        topo = env.topo
         self.server = Iperf3Server(topo.b, topo.ip_b(i), PORTS[i])
-        self.client = Iperf3Client(A, topo.ip_b(i), PORTS[i], 900,
+        self.client = Iperf3Client(env.a, topo.ip_b(i), PORTS[i], 900,
                                    parallel=2, bitrate="100M")
 
     def check_running(self, what):
@@ -90,65 +89,67 @@ class Bulk:
         return False
 
 
-def root_kind(i=0):
-    q = tclib.root_qdisc(A, dev(i))
+def root_kind(env, i=0):
+    q = tclib.root_qdisc(env.a, dev(env, i))
     return q["kind"] if q else None
 
 
-def add_parq(i=0, *args):
-    tc(A, "qdisc", "add", "dev", dev(i), "root", "handle", "1:", "parq",
-       *args)
+def add_parq(env, i=0, *args):
+    tc(env.a, "qdisc", "add", "dev", dev(env, i), "root", "handle", "1:",
+       "parq", *args)
 
 
-def del_root(i=0, check_=False):
-    return tc(A, "qdisc", "del", "dev", dev(i), "root", check=check_)
+def del_root(env, i=0, check_=False):
+    return tc(env.a, "qdisc", "del", "dev", dev(env, i), "root",
+              check=check_)
 
 
-def t_delete_under_traffic():
-    del_root()
-    add_parq(0, "rate", "100mbit")
-    with Bulk(0) as b:
+def t_delete_under_traffic(env):
+    del_root(env)
+    add_parq(env, 0, "rate", "100mbit")
+    with Bulk(env, 0) as b:
         time.sleep(2)
-        n = check_flowing(0, "through parq")
+        n = check_flowing(env, 0, "through parq")
         diag(f"through parq: {n * 8 / 1e6:.1f} Mbit/s")
-        del_root(0, check_=True)
-        check(tclib.parq_qdisc(A, dev()) is None, "parq still there")
-        diag(f"root qdisc after delete: {root_kind()}")
-        n = check_flowing(0, "after delete")
+        del_root(env, 0, check_=True)
+        check(tclib.parq_qdisc(env.a, dev(env)) is None, "parq still there")
+        diag(f"root qdisc after delete: {root_kind(env)}")
+        n = check_flowing(env, 0, "after delete")
         diag(f"after delete: {n * 8 / 1e6:.1f} Mbit/s")
         b.check_running("after the delete")
 
 
-def t_rmmod_in_use():
+def t_rmmod_in_use(env):
     if not module.loaded():
         module.ensure_loaded()
-    del_root(0)
-    del_root(1)
+    del_root(env, 0)
+    del_root(env, 1)
     if module.refcnt():
         raise Skip(f"sch_parq is in use outside this test "
                    f"({module.refcnt()} qdiscs)")
-    add_parq(0)
+    add_parq(env, 0)
     # Traffic on the other link, through a qdisc of another kind.
-    tc(A, "qdisc", "add", "dev", dev(1), "root", "handle", "1:", "fq_codel")
-    with Bulk(1) as b:
+    tc(env.a, "qdisc", "add", "dev", dev(env, 1), "root", "handle", "1:",
+       "fq_codel")
+    with Bulk(env, 1) as b:
         time.sleep(1)
         r = module.rmmod()
         diag(f"rmmod with parq in use: exit {r.returncode}: "
              f"{r.stderr.strip()}")
         check(r.returncode != 0, "rmmod sch_parq succeeded with a parq qdisc")
         check(module.loaded(), "sch_parq gone although rmmod failed")
-        check_eq(root_kind(0), "parq", "root qdisc of link 0")
-        del_root(0, check_=True)
+        check_eq(root_kind(env, 0), "parq", "root qdisc of link 0")
+        del_root(env, 0, check_=True)
         r = module.rmmod()
         check(r.returncode == 0, f"rmmod sch_parq: {r.stderr.strip()}")
         check(not module.loaded(), "sch_parq still loaded")
-        n = check_flowing(1, "fq_codel link after rmmod")
+        n = check_flowing(env, 1, "fq_codel link after rmmod")
         diag(f"fq_codel link after rmmod: {n * 8 / 1e6:.1f} Mbit/s")
         b.check_running("after rmmod")
-    del_root(1)
+    del_root(env, 1)
 
 
-def t_reload():
+def t_reload(env):
     if module.loaded():
         users = module.refcnt()
         if users:
@@ -157,74 +158,68 @@ def t_reload():
     if not module.installed():
         module.ensure_loaded()
         raise Skip("module not installed")
-    add_parq(0)
+    add_parq(env, 0)
     lsmod = run(["lsmod"]).stdout.splitlines()
     check(any(line.split()[:1] == ["sch_parq"] for line in lsmod),
           "tc qdisc add ... parq did not load sch_parq again")
-    check_eq(root_kind(0), "parq", "root qdisc")
-    del_root(0, check_=True)
+    check_eq(root_kind(env, 0), "parq", "root qdisc")
+    del_root(env, 0, check_=True)
 
 
 # Each cycle waits for traffic to flow again: about 11 s under TCG.
 CYCLES = 20
 
 
-def t_add_del_loop():
+def t_add_del_loop(env):
     module.ensure_loaded()
-    del_root(0)
+    del_root(env, 0)
     variants = [("rate", "100mbit"), (), ("rate", "50mbit", "threshold", "1"),
                 ("threshold", "inf", "no-split-gso", "rate", "1gbit"),
                 ("unit", "packets", "limit", "100", "flow-limit", "10",
                  "rate", "20mbit")]
-    with Bulk(0) as b:
+    with Bulk(env, 0) as b:
         time.sleep(1)
         t0 = time.monotonic()
         for i in range(CYCLES):
-            add_parq(0, *variants[i % len(variants)])
+            add_parq(env, 0, *variants[i % len(variants)])
             if i % 10 == 0:
                 time.sleep(0.2)
-            del_root(0, check_=True)
+            del_root(env, 0, check_=True)
             b.check_running(f"in cycle {i}")
             if i % 10 == 9:
                 diag(f"cycle {i + 1}: {time.monotonic() - t0:.1f}s")
         diag(f"{CYCLES} add/delete cycles in {time.monotonic() - t0:.1f}s")
         check(module.refcnt() == 0, f"module refcnt {module.refcnt()} "
               f"after the loop")
-        n = check_flowing(0, "after the loop")
+        n = check_flowing(env, 0, "after the loop")
         diag(f"after the loop: {n * 8 / 1e6:.1f} Mbit/s")
         b.check_running("after the loop")
 
 
-def t_replace_chain():
+def t_replace_chain(env):
     module.ensure_loaded()
-    del_root(0)
-    with Bulk(0) as b:
+    del_root(env, 0)
+    with Bulk(env, 0) as b:
         time.sleep(1)
         steps = [
-            (["replace", "dev", dev(), "root", "handle", "1:", "parq",
+            (["replace", "dev", dev(env), "root", "handle", "1:", "parq",
               "rate", "100mbit"], "parq"),
-            (["replace", "dev", dev(), "root", "fq_codel"], "fq_codel"),
-            (["replace", "dev", dev(), "root", "handle", "1:", "parq",
+            (["replace", "dev", dev(env), "root", "fq_codel"], "fq_codel"),
+            (["replace", "dev", dev(env), "root", "handle", "1:", "parq",
               "rate", "100mbit", "threshold", "2"], "parq"),
         ]
         for argv, kind in steps:
-            tc(A, "qdisc", *argv)
-            check_eq(root_kind(0), kind, f"root after 'tc qdisc {argv[0]} "
-                     f"... {kind}'")
+            tc(env.a, "qdisc", *argv)
+            check_eq(root_kind(env, 0), kind, f"root after 'tc qdisc "
+                     f"{argv[0]} ... {kind}'")
             time.sleep(0.5)
-            n = check_flowing(0, f"through {kind}")
+            n = check_flowing(env, 0, f"through {kind}")
             diag(f"through {kind}: {n * 8 / 1e6:.1f} Mbit/s")
-        q = tclib.parq_qdisc(A, dev())
+        q = tclib.parq_qdisc(env.a, dev(env))
         check_eq(q["options"]["threshold"], 2, "threshold of the new parq")
         check(q["packets"] > 0, "the new parq sent nothing")
         b.check_running("after the replacements")
-    del_root(0)
-
-
-def setup(t, k):
-    global topo, A
-    topo = t
-    A = topo.a
+    del_root(env, 0)
 
 
 def main():
@@ -236,7 +231,7 @@ def main():
                timeout=600)
     suite.case("replace parq -> fq_codel -> parq under traffic",
                t_replace_chain)
-    return lab.run(suite, "unl", tools=("iperf3",), links=2, setup=setup)
+    return lab.run(suite, "unl", tools=("iperf3",), links=2)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
 """KTAP output for kselftest-style tests.
 
     suite = Suite("parq_config")
-    suite.case("defaults", test_defaults)       # fn() -> None
-    sys.exit(suite.run())
+    suite.case("defaults", t_defaults)          # t_defaults(env) -> None
+    sys.exit(suite.run(env))
+
+Each case is called with the test's state, run()'s @env (lab.run() passes
+a lab.Env): a case reads what it works on from its argument, never from
+module globals, so that the order of the cases and the setup are visible in
+the call.
 
 run() prints "TAP version 13", the plan "1..N", then one line per case:
 "ok N name", "not ok N name" or "ok N name # SKIP reason", with diagnostics
@@ -86,7 +91,7 @@ class Suite:
         self.teardown = None
 
     def case(self, name, fn, timeout=300, speed=None):
-        """Add a case; fn() runs with at most @timeout seconds (times
+        """Add a case; fn(env) runs with at most @timeout seconds (times
         slowdown()).  @speed, if given, says why its verdict depends on the
         CPU's speed: it is not judged under a debug kernel."""
         only = os.environ.get("PARQ_CASES")
@@ -106,8 +111,9 @@ class Suite:
             print(f"ok {i} {name} # SKIP {reason}", flush=True)
         return KSFT_SKIP
 
-    def run(self):
-        """Run the cases in order; returns the kselftest exit status."""
+    def run(self, env=None):
+        """Run the cases in order, each as fn(@env); returns the kselftest
+        exit status."""
         if os.environ.get("PARQ_CASES") and not self.cases:
             return self.skip_all("PARQ_CASES matches no case")
         self._header()
@@ -118,7 +124,8 @@ class Suite:
         old = signal.signal(signal.SIGALRM, _alarm)
         try:
             for i, (name, fn, timeout, speed) in enumerate(self.cases, 1):
-                self.results.append(self._one(i, name, fn, timeout, speed))
+                self.results.append(self._one(i, name, lambda f=fn: f(env),
+                                              timeout, speed))
         finally:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
