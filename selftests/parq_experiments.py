@@ -23,7 +23,9 @@ margin:
     smoke runs measured pfifo / parq+parqd 3.3 and 1.8 (50 round trips a
     trial, one repetition), the committed full run 7.4 to 22.
 Experiment 7 must also have measured, in every step, the jobs that step
-ran: the parallel job's round trips, the local job's throughput.
+ran: the parallel job's round trips, the local job's throughput.  In
+experiments 1 and 7, every row of the parallel job under parq has its time
+in parq (tc -s: a positive mean and p99 bound), and no other row has one.
 """
 import csv
 import math
@@ -98,6 +100,27 @@ def t_interference(env):
         diag(f"pfifo slowdown {float(r['slowdown']):.1f} (want >= 2)")
         check(float(r["slowdown"]) >= 2, "the local job does not interfere:"
               " the experiment measures nothing")
+
+
+def t_in_parq(env):
+    """exp1 and exp7: a row of the parallel job under parq has its time in
+    parq (tc -s, a positive mean and p99 bound); under another scheduler,
+    none."""
+    seen = 0
+    for name in ("exp1", "exp7"):
+        for r in rows_of(env, name):
+            if name == "exp7" and r["mode"] == "local":
+                continue
+            what = f"{name} {r['scheduler']}"
+            if r["scheduler"].startswith("parq"):
+                positive(r, "parq_mean_us")
+                positive(r, "parq_p99_us")
+                seen += 1
+            else:
+                check_eq((r["parq_mean_us"], r["parq_p99_us"]), ("", ""),
+                         f"{what}: the time in parq")
+    check(seen, "no parq row in exp1 or exp7")
+    diag(f"{seen} rows under parq with the parallel job's time in parq")
 
 
 def t_mpi_receiver(env):
@@ -204,6 +227,7 @@ def main():
     suite.case("exp6: over-admitted, the applications miss their rates",
                t_over_admitted)
     suite.case("exp7: both jobs measured in every step", t_heavy_rows)
+    suite.case("exp1, exp7: the parallel job's time in parq", t_in_parq)
     suite.case("summary.md lists every experiment", t_summary)
     why = driver.preflight(driver.load([]))
     if why:

@@ -325,6 +325,24 @@ def exchange(ns, peer, size, count, prefix=()):
                                   prefix=prefix))
 
 
+def in_parq(ns, dev, run):
+    """run()'s row (a dict) with the parallel class's time in the parq
+    qdisc of @dev during the call added (tclib.sojourn(), tc -s):
+    parq_mean_us and parq_p99_us, the bound of the power-of-two bucket
+    that holds the 99th percentile.  Both None under another scheduler;
+    parq_p99_us None past the last bucket."""
+    row, soj = tclib.with_sojourn(ns, dev, run)
+    _, mean, p99 = soj or (0, None, None)
+    return dict(row, parq_mean_us=None if mean is None else mean / 1000,
+                parq_p99_us=None if p99 is None else p99 / 1000)
+
+
+# The target of the parallel class's time in parq (issue 15): one local
+# frame's serialization at the shaper's rate (a 1514-byte frame at
+# 100 Mbit/s), plus the timer's slack, which is not in it.
+SOJOURN_TARGET_US = 1514 * 8 / 100
+
+
 @contextmanager
 def local_job(ns, peer, size, p, streams=None):
     """A local job streaming @size-byte messages to @peer (@streams or

@@ -52,9 +52,9 @@ def _measure(topo, confs, prefix, p, cfg, local):
     a, ip = topo.a, topo.ip_b()
     confs.use(cfg)
     with common.local_job(a, f"{ip}:{common.BULK_PORT}", local, p):
-        return [dict(parallel_size=ps,
-                     **common.exchange(a, f"{ip}:{common.PAR_PORT}", ps,
-                                       p.count, prefix))
+        return [dict(parallel_size=ps, **common.in_parq(
+            a, topo.dev_a(), lambda ps=ps: common.exchange(
+                a, f"{ip}:{common.PAR_PORT}", ps, p.count, prefix)))
                 for ps in p.parallel_sizes]
 
 

@@ -33,7 +33,6 @@ import common
 from common import Params, Step, kib
 from parqlab import bench, mpi
 from parqlab import jobs as joblib
-from parqlab import tc as tclib
 from parqlab.netns import Star, Topology
 
 NAME = "exp5"
@@ -162,13 +161,10 @@ def _measure(p, confs, receivers, ranks, first, local_from, peer, cfg,
     def measure():
         rows = []
         for ps in p.parallel_sizes:
-            us, soj = tclib.with_sojourn(*first, lambda ps=ps: (
-                mpi.netpipe_latency(ranks, size=ps, reps=p.count,
-                                    cgroup=JOB)))
-            _, mean, p99 = soj or (0, None, None)
-            rows.append({"parallel_size": ps, "oneway_us": us,
-                         "parq_mean_us": None if soj is None else mean / 1000,
-                         "parq_p99_us": None if p99 is None else p99 / 1000})
+            rows.append(common.in_parq(*first, lambda ps=ps: {
+                "parallel_size": ps,
+                "oneway_us": mpi.netpipe_latency(ranks, size=ps,
+                                                 reps=p.count, cgroup=JOB)}))
         return rows
     with common.local_job(local_from, peer, local, p):
         return common.with_grants(confs, receivers, measure)

@@ -46,7 +46,7 @@ MODES = ("local", "parallel", "both")
 # What parq_experiments checks of each row (finite and positive).
 VALUES = ()
 FIELDS = ["rep", "scheduler", "mode", "load_mbit", "messages", "p50_us",
-          "p99_us", "mean_us", "local_mbit"]
+          "p99_us", "mean_us", "local_mbit", "parq_mean_us", "parq_p99_us"]
 
 
 def steps(p):
@@ -90,12 +90,14 @@ def _measure(topo, confs, prefix, p, cfg, mode, load):
         if mode in ("parallel", "both"):
             interval = SIZE * 8 / load		# us: bits / (Mbit/s)
             count = int(measure * 1e6 / interval)
-            res = bench.exchange(a, f"{ip}:{common.PAR_PORT}", size=SIZE,
-                                 count=count, tos=common.EF, prefix=prefix,
-                                 interval_us=int(interval))
+            res = common.in_parq(a, topo.dev_a(), lambda: bench.exchange(
+                a, f"{ip}:{common.PAR_PORT}", size=SIZE, count=count,
+                tos=common.EF, prefix=prefix, interval_us=int(interval)))
             lat = res["latency_ns"]
             row.update(messages=count, p50_us=lat["p50"] / 1e3,
-                       p99_us=lat["p99"] / 1e3, mean_us=lat["mean"] / 1e3)
+                       p99_us=lat["p99"] / 1e3, mean_us=lat["mean"] / 1e3,
+                       parq_mean_us=res["parq_mean_us"],
+                       parq_p99_us=res["parq_p99_us"])
         elif bulk is not None:
             time.sleep(measure)
         if bulk is not None:
@@ -113,12 +115,13 @@ def _stats(rows):
     keys = ("scheduler", "mode", "load_mbit")
     return (common.summarize(rows, keys, "p99_us"),
             common.summarize(rows, keys, "p50_us"),
-            common.summarize(rows, keys, "local_mbit"))
+            common.summarize(rows, keys, "local_mbit"),
+            common.summarize(rows, keys, "parq_p99_us"))
 
 
 def report(rows, p, out):
     common.write_csv(out / f"{NAME}.csv", rows, FIELDS)
-    p99, p50, mbit = _stats(rows)
+    p99, p50, mbit, inq = _stats(rows)
     loads, cfgs = list(p.extra["loads"]), list(p.schedulers)
     common.plot(out / f"{NAME}.png", TITLE, [
         Panel("the parallel job, with the local job", "offered load "
@@ -137,17 +140,25 @@ def report(rows, p, out):
                   common.cell(p99.get((c, "parallel", load)), 0),
                   common.cell(p99.get((c, "both", load)), 0),
                   common.cell(mbit.get((c, "local", 0)), 1),
-                  common.cell(mbit.get((c, "both", load)), 1)]
+                  common.cell(mbit.get((c, "both", load)), 1),
+                  common.cell(inq.get((c, "parallel", load)), 0),
+                  common.cell(inq.get((c, "both", load)), 0)]
                  for c in cfgs]
         sections.append((
             f"The parallel job at {load} Mbit/s",
             f"Medians over {p.reps} repetitions (min-max).  Round trips of "
             f"the parallel job's {kib(SIZE)} messages in us, alone and "
             f"with the local job; the local job's throughput in Mbit/s, "
-            f"alone and with the parallel job.\n\n" +
+            f"alone and with the parallel job.  Under parq, the 99th "
+            f"percentile of the time the parallel job's packets spent in "
+            f"parq, in us (the bound of its bucket of parq's sojourn "
+            f"histogram, tc -s; target: one local frame at 100 Mbit/s, "
+            f"{common.SOJOURN_TARGET_US:.0f} us, plus the timer's slack), "
+            f"alone and with the local job.\n\n" +
             common.md_table(["scheduler", "p50 alone", "p50 with local",
                              "p99 alone", "p99 with local", "local alone",
-                             "local with parallel"], table)))
+                             "local with parallel", "in parq p99 alone",
+                             "in parq p99 with local"], table)))
     top = max(loads)
     head = (f"{NAME}: the parallel job at {top} Mbit/s of {kib(SIZE)} "
             f"messages against a {kib(LOCAL_SIZE)} bulk stream, median "

@@ -10,7 +10,8 @@ import common
 from common import Panel, Params, Step, kib
 
 FIELDS = ["rep", "scheduler", "parallel_size", "local_size",
-          "completion_ms", "mean_us", "p99_us", "slowdown", "grants"]
+          "completion_ms", "mean_us", "p99_us", "slowdown", "grants",
+          "parq_mean_us", "parq_p99_us"]
 
 
 def presets(smoke_schedulers):
@@ -79,10 +80,39 @@ def report(name, title, rows, p, configs, out, intro):
             f"without the local job, in ms.\n\n" +
             common.md_table(["scheduler", "T1 (ms)"] +
                             [f"local {kib(s)}" for s in sizes], table)))
+    sections += sojourn_sections(rows, p, configs)
     head = headline(name, st, configs, p)
     sections.append(("Headline", head))
     common.write_md(out / f"{name}.md", title, intro, sections)
     return [head]
+
+
+def sojourn_sections(rows, p, configs):
+    """A section on the parallel class's time in parq (its p99 bound, tc
+    -s) when the rows have it (common.in_parq()), else none."""
+    soj = common.summarize(rows, ("scheduler", "parallel_size",
+                                  "local_size"), "parq_p99_us")
+    if not soj:
+        return []
+    cfgs = [c for c in configs if any(k[0] == c for k in soj)]
+    sizes = [0] + list(p.local_sizes)
+    out = []
+    for ps in p.parallel_sizes:
+        table = [[c] + [common.cell(soj.get((c, ps, s)), 0) for s in sizes]
+                 for c in cfgs]
+        out.append((
+            f"Parallel messages of {kib(ps)}: their time in parq",
+            f"The 99th percentile of the time the parallel job's packets "
+            f"spent in parq during the exchange, in us: the upper bound of "
+            f"the power-of-two bucket of parq's sojourn histogram (tc -s) "
+            f"that holds it, median over {p.reps} repetitions (min-max).  "
+            f"Target: one local frame's serialization at the shaper's "
+            f"rate, {common.SOJOURN_TARGET_US:.0f} us, plus the timer's "
+            f"slack.\n\n" +
+            common.md_table(["scheduler"] +
+                            [f"local {kib(s)}" if s else "alone"
+                             for s in sizes], table)))
+    return out
 
 
 def headline(name, st, configs, p):
