@@ -29,6 +29,12 @@ void BmPolicyDecideSent(benchmark::State& state) {
 }
 BENCHMARK(BmPolicyDecideSent);
 
+void BmPolicyDecideSentSojourn(benchmark::State& state) {
+  PolicyDecideSentSojourn op;
+  RunPackets(state, op);
+}
+BENCHMARK(BmPolicyDecideSentSojourn);
+
 void BmThreshPickCharge(benchmark::State& state) {
   ThreshPickCharge op;
   RunPackets(state, op);

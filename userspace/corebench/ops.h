@@ -59,6 +59,38 @@ class PolicyDecideSent {
   uint64_t now_ = 1000000000ULL;
 };
 
+// PolicyDecideSent with the sojourn times (parq_policy.h): the packet's
+// time in the qdisc (its enqueue stamp taken from the dequeue's clock, as
+// parq_sojourn() does) counted in its class's sum and bucket.  The
+// difference to PolicyDecideSent is what the timestamps cost the dequeue;
+// the enqueue's side is one store of the clock it reads.  The times cycle
+// through 64 fixed values that fall into every bucket.
+class PolicyDecideSentSojourn {
+ public:
+  PolicyDecideSentSojourn() {
+    parq_sched_init(&s_, 4, PARQ_UNIT_BYTES);
+    for (std::size_t i = 0; i < kTimes; i++)
+      enqueued_[i] = now_ - (uint64_t{1000} << (i % 26));
+  }
+  void Packet() {
+    const parq_view v{UINT64_MAX, UINT64_MAX, true, true};
+    const parq_decision d = parq_sched_decide(&s_, &v, now_);
+    parq_sched_sent(&s_, &d, now_, kLen);
+    if (parq_sojourn_counted(&d)) {
+      const uint64_t in = enqueued_[next_++ % kTimes];
+      parq_sched_sojourn(&s_, &d, now_ > in ? now_ - in : 0);
+    }
+    Keep(d);
+  }
+
+ private:
+  static constexpr std::size_t kTimes = 64;
+  parq_sched s_{};
+  uint64_t now_ = 1000000000000ULL;
+  uint64_t enqueued_[kTimes] = {};
+  std::size_t next_ = 0;
+};
+
 // THRESHOLD_send alone, the primitive under PolicyDecideSent: pick, then
 // the charge of the packet sent, with both classes backlogged, threshold
 // 4, unit bytes.

@@ -54,6 +54,11 @@ const Case kCases[] = {
        PolicyDecideSent op;
        Run(op, n);
      }},
+    {"PolicyDecideSentSojourn",
+     [](uint64_t n) {
+       PolicyDecideSentSojourn op;
+       Run(op, n);
+     }},
     {"ThreshPickCharge",
      [](uint64_t n) {
        ThreshPickCharge op;
