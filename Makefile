@@ -286,6 +286,15 @@ experiments:
 	PARQ_USERSPACE_BUILD=$(RELEASE) $(IN_KERNEL) scripts/experiments/run \
 		--out $(RESULTS)
 
+# The simulation at cluster scale (Documentation/simulation.md): on the
+# host, no VM; SIM_ARGS=--quick for 64 and 128 hosts only.
+sim:
+	scripts/install-deps experiments
+	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
+	cmake --build $(RELEASE) -j2 --target parq-sim
+	scripts/experiments/sim_scale.py --sim $(RELEASE)/sim/parq-sim \
+		--out $(BUILD)/sim $(SIM_ARGS)
+
 deps:
 	scripts/install-deps check
 
@@ -442,4 +451,4 @@ clean:
 .PHONY: all kmod kmod-tree kmod-lint plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
 	selftest bench bench-core bench-admission bench-parqd tools demo experiments deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \
-	clean fuzz kernel-debug selftest-stress check-debug
+	clean fuzz kernel-debug selftest-stress check-debug sim
