@@ -48,7 +48,7 @@ FIELDS = ["hosts", "job_hosts", "scheduler", "alltoall_slowdown",
           "incast_slowdown", "job_us", "job_alone_us", "local_gbps",
           "local_alone_gbps", "local_ratio", "control_per_host_s",
           "throttle_p50_us", "throttle_max_us", "release_p50_us",
-          "max_switch_queue", "events", "seconds"]
+          "max_switch_queue", "events"]
 # The 4-host case of experiment 3: 100 rounds of a 64-byte one-to-all then
 # all-to-one (parq-bench's barrier) across 4 hosts of one switch at
 # 100 Mbit/s, one local bulk flow each way between the root and host 1.

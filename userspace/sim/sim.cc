@@ -34,7 +34,8 @@ struct Packet {
   Kind kind = Kind::kLocal;
   uint32_t flow = 0;    // local: its flow; parallel: its phase
   uint64_t credit = 0;  // GRANT
-  uint64_t round = 0;   // GRANT/RELEASE: the receiver's report it answers
+  uint64_t round = 0;   // GRANT/RELEASE of a start or stop report: the
+                        // receiver's round it answers (0: other reports)
 };
 
 enum class Ev : uint8_t {
@@ -137,8 +138,9 @@ class Model {
   void StartPhase();
   void Monitor(uint32_t h, const Packet& p);
   void Report(uint32_t h, uint32_t kind);
-  void Decide(uint32_t h);
-  void SendControl(uint32_t from, uint32_t to, Kind k, uint64_t credit);
+  uint32_t Decide(uint32_t h, bool timed = false);
+  void SendControl(uint32_t from, uint32_t to, Kind k, uint64_t credit,
+                   bool timed);
   void ApplyControl(uint32_t h, const Packet& p);
   uint64_t SerNs(uint64_t bytes, uint64_t bps) const {
     return (bytes * 8 * 1'000'000'000ULL + bps - 1) / bps;
@@ -506,9 +508,7 @@ void Model::Report(uint32_t h, uint32_t kind) {
         if (t >= cutoff)
           g.SawLocal(src, t);
       host.round++;
-      const auto before = r_.control_messages;
-      Decide(h);
-      host.throttle_left = static_cast<uint32_t>(r_.control_messages - before);
+      host.throttle_left = Decide(h, true);
       break;
     }
     case kLocalSender:
@@ -521,9 +521,7 @@ void Model::Report(uint32_t h, uint32_t kind) {
       g.ParallelStopped();
       host.round++;
       host.release_from = host.last_par;
-      const auto before = r_.control_messages;
-      Decide(h);
-      host.release_left = static_cast<uint32_t>(r_.control_messages - before);
+      host.release_left = Decide(h, true);
       break;
     }
   }
@@ -533,8 +531,11 @@ void Model::Report(uint32_t h, uint32_t kind) {
   }
 }
 
-void Model::Decide(uint32_t h) {
+// parqd decides and sends; the messages of a start or stop report
+// (@timed) carry the report's round, and their number is returned.
+uint32_t Model::Decide(uint32_t h, bool timed) {
   Host& host = hosts_[h];
+  uint32_t sent = 0;
   const uint64_t restate =
       std::max<uint64_t>(1, (uint64_t{c_.lease} - 1) / 2) * EpochNs();
   for (const parqd::GrantDecision& d : host.granter->Tick(now_)) {
@@ -545,18 +546,21 @@ void Model::Decide(uint32_t h) {
           now_ - it->second.first < restate)
         continue;
       host.sent[peer] = {now_, d.credit};
-      SendControl(h, peer, Kind::kGrant, d.credit);
+      SendControl(h, peer, Kind::kGrant, d.credit, timed);
     } else {
       host.sent.erase(peer);
-      SendControl(h, peer, Kind::kRelease, 0);
+      SendControl(h, peer, Kind::kRelease, 0, timed);
     }
+    sent++;
   }
+  return sent;
 }
 
-void Model::SendControl(uint32_t from, uint32_t to, Kind k, uint64_t credit) {
+void Model::SendControl(uint32_t from, uint32_t to, Kind k, uint64_t credit,
+                        bool timed) {
   r_.control_messages++;
   HostEnqueue(from, NewPacket(Packet{from, to, kControlBytes, k, 0, credit,
-                                     hosts_[from].round}));
+                                     timed ? hosts_[from].round : 0}));
 }
 
 // The sending role applies a GRANT or RELEASE of receiver p.src.
@@ -572,11 +576,13 @@ void Model::ApplyControl(uint32_t h, const Packet& p) {
       cr.state = 0;
     }
     cr.expiry = parq_credit_expiry(now_, uint64_t{c_.lease} * EpochNs());
-    if (p.round == rcv.round && rcv.throttle_left && --rcv.throttle_left == 0)
+    if (p.round && p.round == rcv.round && rcv.throttle_left &&
+        --rcv.throttle_left == 0)
       r_.throttle_ns.push_back(now_ - rcv.throttle_from);
   } else {
     host.credits.erase(p.src);
-    if (p.round == rcv.round && rcv.release_left && --rcv.release_left == 0)
+    if (p.round && p.round == rcv.round && rcv.release_left &&
+        --rcv.release_left == 0)
       r_.release_ns.push_back(now_ - rcv.release_from);
     PortKick(host.port);
   }
