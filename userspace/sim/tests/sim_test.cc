@@ -13,21 +13,29 @@
 namespace parq::sim {
 namespace {
 
+// @hosts hosts under one switch at 1 Gbit/s (12 us per 1 500-byte
+// packet), 1 us per link, the job on all of them, one round of @phase of
+// @message bytes, no local flow.
+Config OneSwitch(uint32_t hosts, Phase phase, uint64_t message) {
+  Config c;
+  c.hosts = hosts;
+  c.rack = hosts;
+  c.job_hosts = hosts;
+  c.local = false;
+  c.phases = {phase};
+  c.rounds = 1;
+  c.message = message;
+  c.link_bps = 1'000'000'000;
+  c.prop_ns = 1000;
+  return c;
+}
+
 // Two hosts in one rack, one message from the job's first host to the
 // second, nothing else: its time is the serialization of its packets on
 // two links, pipelined, plus two propagation delays.
 TEST(SimTest, OneMessageTakesItsSerialization) {
-  Config c;
-  c.hosts = 2;
-  c.rack = 2;
-  c.job_hosts = 2;
-  c.local = false;
-  c.phases = {Phase::kIncast};  // host 1 sends to the root, host 0
-  c.rounds = 1;
-  c.message = 15000;  // 10 packets of 1 500 bytes
-  c.link_bps = 1'000'000'000;
-  c.prop_ns = 1000;
-  const Result r = Simulate(c);
+  // Host 1 sends 10 packets of 1 500 bytes to the root, host 0.
+  const Result r = Simulate(OneSwitch(2, Phase::kIncast, 15000));
   ASSERT_EQ(r.phase_ns.size(), 1u);
   // 11 serializations of 12 us (10 on the host's link, the last one
   // again on the switch's) and 2 propagation delays.
@@ -38,17 +46,7 @@ TEST(SimTest, OneMessageTakesItsSerialization) {
 // A broadcast: the root's link carries every copy, then each copy crosses
 // its own switch port.
 TEST(SimTest, BroadcastTakesTheRootsSerialization) {
-  Config c;
-  c.hosts = 3;
-  c.rack = 3;
-  c.job_hosts = 3;
-  c.local = false;
-  c.phases = {Phase::kBroadcast};
-  c.rounds = 1;
-  c.message = 1500;
-  c.link_bps = 1'000'000'000;
-  c.prop_ns = 1000;
-  const Result r = Simulate(c);
+  const Result r = Simulate(OneSwitch(3, Phase::kBroadcast, 1500));
   ASSERT_EQ(r.phase_ns.size(), 1u);
   // Two copies on the root's link (2 x 12 us), the second then on its
   // switch port (12 us), two propagation delays.
@@ -58,13 +56,10 @@ TEST(SimTest, BroadcastTakesTheRootsSerialization) {
 // One local flow alone, its window far above the path's bandwidth-delay
 // product: it fills the link.
 TEST(SimTest, LocalFlowFillsTheLink) {
-  Config c;
-  c.hosts = 2;
-  c.rack = 2;
-  c.job_hosts = 2;
+  Config c = OneSwitch(2, Phase::kIncast, 0);
   c.parallel = false;
+  c.local = true;
   c.local_flows = {{0, 1}};
-  c.link_bps = 1'000'000'000;
   c.local_only_ns = 10'000'000;
   ASSERT_EQ(CheckConfig(c), "");
   const Result r = Simulate(c);
