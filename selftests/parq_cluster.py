@@ -156,6 +156,14 @@ def t_admitted(env):
     check_eq(len(classes(env)[0]), 1, "A's classes after the refusal")
 
 
+def explain(env):
+    """What A's parqd did: its lease and demotions, its log's end (after
+    a failed check: a demotion takes every reserved class away)."""
+    diag(f"A: lease held {metric(env, 'parqd_admission_lease_held')}, "
+         f"demotions {metric(env, 'parqd_admission_demotions_total')}",
+         "A's parqd log, its end:", env.daemons.log("a", 1500))
+
+
 def t_one_member_cut(env):
     star = env.topo
     star.cut("c")
@@ -168,6 +176,9 @@ def t_one_member_cut(env):
         check_eq(rc, 0, f"release with C cut off: {out}")
         check_eq(len(classes(env)[0]), 1, "A's classes after the release")
         check_eq(in_etcd(env, "a"), {env.held["first"]}, "etcd, read from A")
+    except AssertionError:
+        explain(env)
+        raise
     finally:
         star.heal("c")
     wait_for("C back in the cluster",
@@ -183,6 +194,8 @@ def t_quorum_lost(env):
         # The last renewal was answered at most a quarter of the lease
         # ago, and parqd demotes at three quarters: half a lease at least.
         cls, flt = classes(env)
+        if (len(cls), len(flt)) != (1, 1):
+            explain(env)
         check((len(cls), len(flt)) == (1, 1),
               f"A's class enforced right after the cut: {cls} {flt}")
         rc, out = reserve(env, "1mbit", "proto=udp,dport=5003")
