@@ -34,7 +34,10 @@ switch ports).  A's root qdisc is parq.
   (e) parqd on A stopped: its classes go from the qdisc and its
       reservations from etcd at once (the lease revoked, not expired).
 
-Waits scale with ktap.slowdown().  Needs parqd and parqctl (make
+Waits scale with ktap.slowdown(); parqd's lease scales with etcd's Raft
+timers (etcd.timer_scale(), twice as long under QEMU/TCG), so that a
+re-election when C is cut off, slow on an emulated CPU, does not outlast
+3/4 of the lease and demote A.  Needs parqd and parqctl (make
 userspace) and etcd-server and etcd-client.
 """
 import json
@@ -51,7 +54,7 @@ from parqlab.ktap import check, check_eq, diag  # noqa: E402
 from parqlab.netns import Star  # noqa: E402
 
 HOSTS = ["a", "b", "c"]
-LEASE_S = 8 * ktap.slowdown()		# parqd's etcd lease
+LEASE_S = 8 * etcd.timer_scale()	# parqd's etcd lease
 ETCD_TIMEOUT_S = 1 * ktap.slowdown()	# each etcd call, per endpoint
 RATE = "10mbit"
 

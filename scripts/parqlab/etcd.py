@@ -9,20 +9,28 @@ role, as a cluster runs it, with the switch between its members.
     members.stop()
 
 Raft's timers are etcd's defaults (a heartbeat of 100 ms, an election
-after 1 s) times ktap.slowdown(), so that a member of a debug kernel's
-slow guest does not call elections it need not.  Data directories and
+after 1 s) times timer_scale(): ktap.slowdown(), and twice that under
+QEMU/TCG, so that a member of a slow guest does not call elections it need
+not (a leader's heartbeat held up for a second by an emulated CPU that is
+busy elsewhere makes the followers elect again, and no write, lease
+renewal included, goes through until they agree).  Data directories and
 logs are in @workdir/etcd-NAME.
 """
 import json
 import os
 import time
 
-from . import ktap
+from . import ktap, lab
 
 ETCD = "/usr/bin/etcd"
 ETCDCTL = "/usr/bin/etcdctl"
 CLIENT_PORT = 2379
 PEER_PORT = 2380
+
+
+def timer_scale():
+    """The factor on etcd's Raft timers (see above)."""
+    return ktap.slowdown() * (2 if lab.emulated() else 1)
 
 
 def available():
@@ -62,7 +70,7 @@ class Cluster:
         """Start every member, then wait (@timeout seconds times
         ktap.slowdown()) until each answers a linearizable read."""
         initial = ",".join(f"{h}={self.peer_url(h)}" for h in self.hosts)
-        beat = 100 * ktap.slowdown()
+        beat = 100 * timer_scale()
         for h in self.hosts:
             d = os.path.join(self.workdir, f"etcd-{h}")
             os.makedirs(d, exist_ok=True)
