@@ -827,8 +827,14 @@ def t_parallel_dscp(env):
         env.cluster.stop()
 
 
-ROTATION_S = 120		# P's traffic at most: long enough for nine
-				# restarts; stopped when they are done
+# P's traffic at most, stopped when the rotation is done.  The rotation
+# is slow under QEMU/TCG: each of its twelve restarts takes about 4 s (an
+# ASan parqd starting, then max-clock-skew), each 'parqctl key derive'
+# about 2 s; it took 81 to 130 s in four runs of this case alone on
+# 2026-11-28, and more than 120 s in CI's whole suite that day, where P's
+# traffic, then 120 s, ended before the last step (R then had nothing to
+# grant for).
+ROTATION_S = 300
 
 
 def t_key_rotation(env):
@@ -844,6 +850,30 @@ def t_key_rotation(env):
     def applied():
         return c.metrics("l").get("parqd_grants_applied_total", 0)
 
+    def state():
+        """What each parqd says of the credit protocol, P's traffic and
+        L's bulk: printed when GRANTs stop."""
+        keys = ("parqd_grants_sent_total", "parqd_peers_granted",
+                "parqd_monitor_events_total", "parqd_monitor_resyncs_total",
+                "parqd_messages_received_total",
+                "parqd_messages_accepted_total",
+                "parqd_grants_applied_total", "parqd_credit_entries",
+                "parqd_send_errors_total")
+        for h in c.hosts():
+            m = c.metrics(h)
+            diag(f"{h}: " + ", ".join(
+                f"{k[6:]} {v:g}" for k, v in sorted(m.items())
+                if k in keys or k.startswith("parqd_messages_dropped")))
+            for line in c.log(h, 400).splitlines()[-4:]:
+                diag(f"{h}: log: {line}")
+        diag(f"P's traffic {'runs' if to_r.is_alive() else 'ended'} "
+             f"after {time.monotonic() - t_start:.0f} s")
+        try:
+            b.check_running("at the failure")
+            diag("L's bulk runs")
+        except AssertionError as e:
+            diag(str(e))
+
     def grants_flow(step):
         """L applies R's GRANTs again after @step: 10 of them, about a
         second's restatements (one every 19 epochs of 5 ms).  The wait is
@@ -854,22 +884,32 @@ def t_key_rotation(env):
         t0 = time.monotonic()
         deadline = t0 + 15 * ktap.slowdown()
         while applied() < n + 10:
+            check(to_r.is_alive(), f"{step}: P's traffic ended after "
+                  f"{time.monotonic() - t_start:.0f} s, before L applied 10 "
+                  f"GRANTs (it sends for ROTATION_S, {ROTATION_S} s)")
+            if time.monotonic() >= deadline:
+                state()
             check(time.monotonic() < deadline, f"{step}: L applied "
                   f"{applied() - n} GRANTs in {15 * ktap.slowdown()} s")
             time.sleep(0.1)
         diag(f"{step}: L applies R's GRANTs ({time.monotonic() - t0:.1f} "
-             "s for 10)")
+             f"s for 10), {time.monotonic() - t_start:.1f} s into P's "
+             "traffic")
 
     def restart_all(step):
+        t0 = time.monotonic()
         for h in c.hosts():
             m = c.metrics(h)
             seen[h] += sum(m.get(k, 0) for k in key_drops)
             c.restart(h)
+            diag(f"{step}: {h} restarted after "
+                 f"{time.monotonic() - t0:.1f} s")
         grants_flow(step)
 
     c.start()
     b = bulk(env, ROTATION_S + 30)
     to_r = paced_bg(env, ROTATION_S, "r")
+    t_start = time.monotonic()
     try:
         wait_throttled(env, to_r, by="r")
         grants_flow("pair keys of id 1")
