@@ -43,7 +43,7 @@ from types import SimpleNamespace
 
 import common
 from common import Params, Step
-from parqlab import bench, etcd, parqd
+from parqlab import bench, etcd, parqd, resv, uapi
 from parqlab import tc as tclib
 from parqlab.netns import Star
 
@@ -60,6 +60,7 @@ RESERVABLE = 80			# percent
 TOLERANCE = 0.02		# the issue's bound on each application's rate
 SETTLE = 2.0
 MEASURE = 8.0
+SAMPLE_S = 0.2			# the reserved classes' queues, sampled
 ADMISSIONS = ("cluster", "host-local")
 PAIRS = ((50, 20), (30, 40), (60, 60))	# Mbit/s, A1's and A2's
 PARAMS = {
@@ -73,7 +74,9 @@ VALUES = ("got_mbit", "reserved_mbit")
 ROWS_PER_STEP = len(APPS)
 SMOKE_TIMEOUT = 300
 FIELDS = ["rep", "admission", "pair", "app", "reserved_mbit", "admitted",
-          "got_mbit", "ratio", "bulk_mbit", "refusal"]
+          "got_mbit", "ratio", "bulk_mbit", "refusal", "sent_mbit",
+          "empty_pct", "class_drops", "late_mean_us", "late_max_us",
+          "port_drops_resv", "port_drops_be"]
 
 
 def unavailable():
@@ -249,10 +252,46 @@ def _wait_lease(cluster, h, timeout=30):
         time.sleep(0.2)
 
 
+def reserved_classes(star):
+    """{app: {bytes, qlen, drops, dispatches, lateness_sum, lateness_max}}
+    summed (the maximum for lateness_max) over the reserved classes of the
+    app's parq (minor PARQ_RESV_MINOR_MIN and up); None for an app that
+    has none (refused)."""
+    out = {}
+    for h in APPS:
+        cls = [c for cid, c in resv.classes(star.ns[h], "eth0").items()
+               if int(cid.split(":")[1], 16) >= uapi.PARQ_RESV_MINOR_MIN]
+        if not cls:
+            out[h] = None
+            continue
+        out[h] = {k: sum(c.get(k, 0) for c in cls)
+                  for k in ("bytes", "qlen", "drops")}
+        for k in ("dispatches", "lateness_sum"):
+            out[h][k] = sum(c.get("xs", {}).get(k, 0) for c in cls)
+        out[h]["lateness_max"] = max(c.get("xs", {}).get("lateness_max", 0)
+                                     for c in cls)
+    return out
+
+
+def port_drops(star):
+    """Drops of the port toward R: (the reserved band's, best effort's)."""
+    by_parent = {q.get("parent"): q.get("drops", 0)
+                 for q in tclib.qdiscs(star.s, star.port("r"))}
+    return by_parent.get("10:1", 0), by_parent.get("10:2", 0)
+
+
 def _measure(env, adm, pair):
+    """One measurement: each application's rate at R, and where a
+    shortfall is: the rate its reserved class sent at (qdisc bytes, with
+    Ethernet headers, as R counts them), how often that class was found
+    empty (sampled every SAMPLE_S: an empty class is one the application
+    does not keep backlogged), and the drops of the switch port's two
+    bands."""
     star, ip = env.star, env.star.ip("r")
     res = Reservations(env, adm, pair)
     jobs = []
+    empty = {h: 0 for h in APPS}
+    samples = 0
     try:
         for h in APPS:
             jobs.append(bench.Bulk(star.ns[h], f"{ip}:{PORTS[h]}",
@@ -262,8 +301,14 @@ def _measure(env, adm, pair):
                                    BULK_SIZE, streams=2))
         time.sleep(SETTLE)
         c0, t0 = read_counters(star), time.monotonic()
-        time.sleep(MEASURE)
+        s0, d0 = reserved_classes(star), port_drops(star)
+        while time.monotonic() < t0 + MEASURE:
+            time.sleep(SAMPLE_S)
+            samples += 1
+            for h, v in reserved_classes(star).items():
+                empty[h] += v is not None and v["qlen"] == 0
         c1, t1 = read_counters(star), time.monotonic()
+        s1, d1 = reserved_classes(star), port_drops(star)
         for j in jobs:
             j.check_running("during the measurement")
     finally:
@@ -273,10 +318,30 @@ def _measure(env, adm, pair):
 
     def mbit(h):
         return (c1[h] - c0[h]) * 8 / (t1 - t0) / MBIT
+
+    def grew(h, k):
+        if s0[h] is None or s1[h] is None:
+            return math.nan
+        return s1[h][k] - s0[h][k]
+
+    def sent(h):
+        return grew(h, "bytes") * 8 / (t1 - t0) / MBIT
+
+    def late_mean_us(h):
+        n = grew(h, "dispatches")
+        return grew(h, "lateness_sum") / n / 1000 if n else math.nan
     bulk = sum(mbit(h) for h in BULK)
     rows = []
     for h in APPS:
-        row = dict(res.rows[h], app=h, got_mbit=mbit(h), bulk_mbit=bulk)
+        row = dict(res.rows[h], app=h, got_mbit=mbit(h), bulk_mbit=bulk,
+                   sent_mbit=sent(h), class_drops=grew(h, "drops"),
+                   late_mean_us=late_mean_us(h),
+                   late_max_us=(s1[h]["lateness_max"] / 1000
+                                if s1[h] is not None else math.nan),
+                   empty_pct=(100 * empty[h] / samples
+                              if s0[h] is not None else math.nan),
+                   port_drops_resv=d1[0] - d0[0],
+                   port_drops_be=d1[1] - d0[1])
         row["ratio"] = row["got_mbit"] / row["reserved_mbit"]
         rows.append(row)
     return rows
@@ -337,6 +402,23 @@ def report(rows, p, out):
                           if r["pair"] == pl and r["admission"] == adm)
             cells.append(f"{bulk[len(bulk) // 2]:.1f}" if bulk else "-")
             table.append(cells)
+    where = []
+    for pl in pairs:
+        for adm in ADMISSIONS:
+            for h in APPS:
+                rs = [r for r in rows if r["pair"] == pl and
+                      r["admission"] == adm and r["app"] == h and
+                      r["admitted"]]
+                if not rs:
+                    continue
+                where.append([pl, adm, h.upper()] + [
+                    _median_text(rs, k, fmt) for k, fmt in (
+                        ("reserved_mbit", ".0f"), ("sent_mbit", ".1f"),
+                        ("got_mbit", ".1f"), ("empty_pct", ".0f"),
+                        ("class_drops", ".0f"), ("late_mean_us", ".0f"),
+                        ("late_max_us", ".0f"),
+                        ("port_drops_resv", ".0f"),
+                        ("port_drops_be", ".0f"))])
     refusals = sorted({r["refusal"] for r in rows if r["refusal"]})
     worst = pairs[-1]
     head = []
@@ -372,9 +454,28 @@ at R's ingress, Ethernet headers included, over {MEASURE:.0f} s;
          "sum in Mbit/s.  A refused application sent best effort.\n\n" +
          common.md_table(
              ["R1+R2", "admission", "A1", "A2", "best effort"], table)),
+        ("Where a shortfall is", "For each admitted application, "
+         "medians: its reservation, the rate its reserved classes sent at "
+         "on its own host (the qdisc's bytes, Ethernet headers included), "
+         "its rate at R, how often its reserved classes were empty (of "
+         f"samples every {SAMPLE_S} s: the application did not keep them "
+         "backlogged), their drops (queue full), how late their packets "
+         "left after their departure times (mean over the measurement; "
+         "the maximum since the class was made), and the drops of the switch port's reserved band "
+         "and best-effort band during the measurement.\n\n" +
+         common.md_table(
+             ["R1+R2", "admission", "app", "reserved", "sent at A",
+              "at R", "empty %", "class drops", "lateness mean us",
+              "lateness max us", "port drops AF41", "port drops BE"],
+             where)),
         ("Refusals", "\n".join(f"- {x}" for x in refusals) or "none"),
         ("Headline", headline)])
     return [headline]
+
+
+def _median_text(rows, key, fmt):
+    vals = sorted(r[key] for r in rows if not math.isnan(r[key]))
+    return format(vals[len(vals) // 2], fmt) if vals else "-"
 
 
 def _over(pair_lbl):
