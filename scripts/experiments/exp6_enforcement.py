@@ -461,8 +461,9 @@ at R's ingress, Ethernet headers included, over {MEASURE:.0f} s;
          f"samples every {SAMPLE_S} s: the application did not keep them "
          "backlogged), their drops (queue full), how late their packets "
          "left after their departure times (mean over the measurement; "
-         "the maximum since the class was made), and the drops of the switch port's reserved band "
-         "and best-effort band during the measurement.\n\n" +
+         "the maximum since the class was made), and the drops of the "
+         "switch port's reserved band and best-effort band during the "
+         "measurement.\n\n" +
          common.md_table(
              ["R1+R2", "admission", "app", "reserved", "sent at A",
               "at R", "empty %", "class drops", "lateness mean us",
