@@ -46,6 +46,9 @@ import driver  # noqa: E402
 import exp6_enforcement as exp6  # noqa: E402
 
 PRESET = "smoke"
+# exp6: how far one step's rate can be off from the timing of its window
+# alone (t_admission_across_port).
+WINDOW_ERROR = 0.05
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -148,9 +151,14 @@ def t_admission_across_port(env):
     """exp6 (60 + 60 % of the port toward R, reservable 80%): the cluster
     admitted A1 and refused A2, naming the port toward R; each host's own
     qdisc admitted both; what the cluster admitted holds: A1's rate at R
-    within exp6.TOLERANCE (2%) of its reservation (quick runs at the port
-    of 20 Mbit/s: 0.993 to 1.003)."""
-    rows = {(r["admission"], r["app"]): r for r in rows_of(env, "exp6")}
+    within WINDOW_ERROR of its reservation.  The issue's 2% is judged on
+    the full run's medians (exp6.md's headline): one step's rate rests on
+    a window of 8 s timed by two `tc` reads in the emulated machine,
+    which the full run of ed6b123 put off by up to 2.4% (both
+    applications of a step agree to 0.1%, so the error is the window's,
+    not theirs)."""
+    rows = {(r["admission"], r["app"]): r for r in rows_of(env, "exp6")
+            if r["pair"] == "60+60"}
     for k, r in sorted(rows.items()):
         diag(f"{k[0]} {k[1]}: reserved {r['reserved_mbit']} Mbit/s, "
              f"admitted {r['admitted']}, got {float(r['got_mbit']):.1f} "
@@ -175,9 +183,28 @@ def t_admission_across_port(env):
     check(got > 0.95 * sent, "A1's rate at R is less than 95% of what "
           "its reserved class sent")
     ratio = float(a1["ratio"])
-    check(abs(ratio - 1) <= exp6.TOLERANCE,
+    diag(f"cluster A1: {ratio:.3f} of its reservation at R (the full "
+         f"run judges {exp6.TOLERANCE:.0%} on medians)")
+    check(abs(ratio - 1) <= WINDOW_ERROR,
           f"the cluster's A1 got {ratio:.3f} of its reservation at R, not "
-          f"within {exp6.TOLERANCE:.0%}")
+          f"within {WINDOW_ERROR:.0%}")
+
+
+def t_two_reservations(env):
+    """exp6 (50 + 20 % of the port, the seed's Fig. 13 case): the cluster
+    admitted both applications, and each got its own rate at R within
+    WINDOW_ERROR (as t_admission_across_port)."""
+    for r in rows_of(env, "exp6"):
+        if r["pair"] != "50+20" or r["admission"] != "cluster":
+            continue
+        ratio = float(r["ratio"])
+        diag(f"cluster {r['app']}: reserved {r['reserved_mbit']} Mbit/s, "
+             f"got {float(r['got_mbit']):.2f} at R ({ratio:.3f})")
+        check_eq(r["admitted"], "1", f"the cluster's admission of "
+                 f"{r['app']}")
+        check(abs(ratio - 1) <= WINDOW_ERROR,
+              f"{r['app']} got {ratio:.3f} of its reservation at R, not "
+              f"within {WINDOW_ERROR:.0%}")
 
 
 def t_over_admitted(env):
@@ -185,7 +212,7 @@ def t_over_admitted(env):
     reservations), an application misses its rate by more than 10%: the
     port cannot carry more than 50/60 of both."""
     rows = {(r["admission"], r["app"]): float(r["ratio"])
-            for r in rows_of(env, "exp6")}
+            for r in rows_of(env, "exp6") if r["pair"] == "60+60"}
     local = min(rows[("host-local", "a1")], rows[("host-local", "a2")])
     diag(f"host-local: the lower ratio {local:.3f}; cluster A1 "
          f"{rows[('cluster', 'a1')]:.3f}")
@@ -243,7 +270,9 @@ def main():
                t_mpi_receiver)
     suite.case("exp6: the cluster refuses what the port cannot carry, "
                "each host alone admits it, what the cluster admitted "
-               "holds within 2%", t_admission_across_port)
+               "holds", t_admission_across_port)
+    suite.case("exp6: two reservations at once, each gets its own rate",
+               t_two_reservations)
     suite.case("exp6: over-admitted, the applications miss their rates",
                t_over_admitted)
     suite.case("exp7: both jobs measured in every step", t_heavy_rows)

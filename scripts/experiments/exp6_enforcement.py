@@ -72,7 +72,7 @@ PAIRS = ((50, 20), (30, 40), (60, 60))	# % of LINK_MBIT, A1's and A2's
 PARAMS = {
     "full": Params(reps=3, extra={"pairs": PAIRS}),
     "quick": Params(reps=1, extra={"pairs": PAIRS}),
-    "smoke": Params(reps=1, extra={"pairs": ((60, 60),)}),
+    "smoke": Params(reps=1, extra={"pairs": ((50, 20), (60, 60))}),
 }
 # What parq_experiments checks of each row (finite and positive), the rows
 # of one step (one per application), and the smoke run's time limit.
