@@ -318,8 +318,8 @@ def _measure(env, adm, pair):
     shortfall is: the rate its reserved class sent at (qdisc bytes, with
     Ethernet headers, as R counts them), how often that class was found
     empty (sampled every SAMPLE_S: an empty class is one the application
-    does not keep backlogged), and the drops of the switch port's two
-    bands."""
+    does not keep backlogged), its drops and lateness (the class's
+    xstats), and the drops of the switch port's two bands."""
     star, ip = env.star, env.star.ip("r")
     # Best effort first, flowing before any reservation: where the
     # reservations over-fill the port's priority band (host-local, 60+60),
@@ -431,14 +431,14 @@ def report(rows, p, out):
                 if not rs:
                     cells.append("-")
                     continue
-                got = sorted(r["got_mbit"] for r in rs)
-                text = f"{got[len(got) // 2]:.1f}: {common.cell(s, 3)}"
+                text = (f"{_median_text(rs, 'got_mbit', '.1f')}: "
+                        f"{common.cell(s, 3)}")
                 if adm_n < len(rs):
                     text += f", refused {len(rs) - adm_n}/{len(rs)}"
                 cells.append(text)
-            bulk = sorted(r["bulk_mbit"] for r in rows
-                          if r["pair"] == pl and r["admission"] == adm)
-            cells.append(f"{bulk[len(bulk) // 2]:.1f}" if bulk else "-")
+            cells.append(_median_text(
+                [r for r in rows if r["pair"] == pl and
+                 r["admission"] == adm], "bulk_mbit", ".1f"))
             table.append(cells)
     where = []
     for pl in pairs:
@@ -516,6 +516,7 @@ at R's ingress, Ethernet headers included, over {MEASURE:.0f} s;
 
 
 def _median_text(rows, key, fmt):
+    """The median of @rows' @key (NaN left out) in format @fmt, or "-"."""
     vals = sorted(r[key] for r in rows if not math.isnan(r[key]))
     return format(vals[len(vals) // 2], fmt) if vals else "-"
 
