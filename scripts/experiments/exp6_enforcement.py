@@ -114,7 +114,8 @@ def priority_port(star):
     before everything else."""
     s, dev = star.s, star.port("r")
     tclib.tc(s, "qdisc", "replace", "dev", dev, "root", "handle", "1:",
-             "tbf", "rate", f"{LINK_MBIT}mbit", "burst", "32k", "limit", "600kb")
+             "tbf", "rate", f"{LINK_MBIT}mbit", "burst", "32k", "limit",
+             "600kb")
     tclib.tc(s, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:",
              "prio", "bands", "2", "priomap", *["1"] * 16)
     for band in ("1", "2"):
