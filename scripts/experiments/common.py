@@ -62,7 +62,7 @@ class Params:
     streams: int = 1			# TCP connections of a local job
     settle: float = 0.5			# s between starting it and measuring
     hosts: tuple = (4, 8)		# exp3
-    background: tuple = (0, 2, 3)	# exp4
+    background: int = 3		# exp4: bulk flows beside the apps
     extra: dict = field(default_factory=dict)
 
 

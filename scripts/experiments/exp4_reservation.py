@@ -1,28 +1,34 @@
 #!/usr/bin/python3
-"""Experiment 4, reservations: an application with a reserved rate runs
-its exchange while 0, 2 and 3 background bulk flows share its host's
-interface.
+"""Experiment 4, reservations, as seed 002's figure 13: two applications
+with different reserved rates on one host, at once, beside background
+bulk flows; each application's time against its time alone.
 
 Namespaces A and B (netns.Topology), the scheduler under test on A's veth
-behind a 100 Mbit/s bottleneck (as in experiment 1).  The application: 100
-messages of 64 KiB from A to a parq-bench server on B (port APP_PORT,
-DSCP 0), each answered by 32 bytes: a stream that lives by its rate, each
-message 28 ms at the reservation, so that the per-message cost of the
-round trip (0.3-0.5 ms under QEMU/TCG, where a 16 KiB message takes 7 ms)
-does not stand in for the scheduler.  Its share: under parq a reserved
-class of RESERVED_MBIT (20 Mbit/s); under prio and ets, a filter putting it in
-the strict band (the closest those schedulers come to a guarantee),
-under cake (diffserv4) a filter putting it in its Voice tin (a quarter
-of the rate before it yields); pfifo and fq_codel have no way to express
-one.  The background: 2 or 3
-parq-bench bulk flows (16 KiB messages) from A to B.  Figure: the
-exchange's completion time, and its ratio to the run without background,
-same scheduler, same repetition; parq's must stay within 5%.
+behind a 100 Mbit/s bottleneck (as in experiment 1).  Each application
+exchanges 64 KiB messages with its own parq-bench server on B (A1 on port
+7000, A2 on 7001, DSCP 0), each answered by 32 bytes: a stream that lives
+by its rate, each message 28 ms at A1's reservation, so that the
+per-message cost of the round trip (0.3-0.5 ms under QEMU/TCG, where a
+16 KiB message takes 7 ms) does not stand in for the scheduler.  A1
+reserves 20 Mbit/s and sends p.count messages, A2 10 Mbit/s and half as
+many: 2.6 s each at its rate.  Their shares: under parq a reserved class
+each; under prio and ets a filter putting both in the strict band (the
+closest those schedulers come to a guarantee), under cake (diffserv4) a
+filter putting both in its Voice tin (a quarter of the rate before it
+yields); pfifo and fq_codel have no way to express one.  Background:
+p.background parq-bench bulk flows (16 KiB messages) from A to B.
+
+Each step measures one application in one condition: alone; beside the
+background; beside the background and the other application (its
+exchange kept running for the whole step: seed 002's figure 13).
+Figure: each one's completion time over its time alone, same scheduler,
+same repetition; parq's must stay within 5% in every condition.
 
     scripts/experiments/exp4_reservation.py [--quick] [--out DIR]
 """
 import sys
-from contextlib import contextmanager
+import time
+from contextlib import contextmanager, nullcontext
 from types import SimpleNamespace
 
 import common
@@ -32,53 +38,66 @@ from parqlab import tc as tclib
 from parqlab.netns import Topology
 
 NAME = "exp4"
-TITLE = "Experiment 4: reservations"
-APP_PORT = 7000
+TITLE = "Experiment 4: two reservations at once (seed 002, Fig. 13)"
 APP_SIZE = 65536
-RESERVED_MBIT = 20
 BULK_SIZE = 16384
-BOUND = 1.05			# parq: within 5% of the run without background
+# name: (port, reserved Mbit/s, parq's class, share of p.count)
+APPS = {"a1": (7000, 20, "1:16", 1), "a2": (7001, 10, "1:17", 2)}
+CONDITIONS = ("alone", "background", "together")
+BOUND = 1.05			# parq: within 5% of the application alone
+# What the other application's exchange sends at most: it runs until the
+# step stops it (the slowest step, pfifo's, takes about 25 s).
+OTHER_COUNT = 100000
 PARAMS = {
-    "full": Params(),
+    "full": Params(reps=3),
     "quick": Params(reps=2),
     "smoke": Params(reps=1, count=20, schedulers=("pfifo", "parq"),
-                    background=(0, 2)),
+                    background=2),
 }
-FIELDS = ["rep", "scheduler", "background", "completion_ms", "mean_us",
-          "p99_us", "slowdown"]
+FIELDS = ["rep", "scheduler", "app", "condition", "reserved_mbit",
+          "completion_ms", "rate_mbit", "mean_us", "p99_us", "slowdown"]
+
+
+def count(p, app):
+    return max(1, p.count // APPS[app][3])
 
 
 def steps(p):
     out = []
     for rep in range(1, p.reps + 1):
         for cfg in p.schedulers:
-            for n in p.background:
-                out.append(Step(
-                    f"{NAME} {cfg} background={n} rep {rep}/{p.reps}",
-                    3.0 + n, common.measuring(cfg, n),
-                    {"rep": rep, "scheduler": cfg, "background": n}))
+            for app in APPS:
+                for cond in CONDITIONS:
+                    est = 3.0 + (p.background if cond != "alone" else 0)
+                    out.append(Step(
+                        f"{NAME} {cfg} {app} {cond} rep {rep}/{p.reps}",
+                        est, common.measuring(cfg, app, cond),
+                        {"rep": rep, "scheduler": cfg, "app": app,
+                         "condition": cond,
+                         "reserved_mbit": APPS[app][1]}))
     return out
 
 
 def reserve(ns, dev, cfg):
-    """The application's share, where scheduler @cfg can express one."""
-    def to(flowid):
+    """Each application's share, where scheduler @cfg can express one."""
+    def to(port, flowid):
         tclib.tc(ns, "filter", "add", "dev", dev, "parent", flowid.split(
             ":")[0] + ":", "protocol", "ip", "prio", "1", "u32", "match",
-            "ip", "dport", str(APP_PORT), "0xffff", "flowid", flowid)
-    if cfg == "parq":
-        tclib.tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid",
-                 "1:16", "parq", "rate", f"{RESERVED_MBIT}mbit")
-        to("1:16")
-    elif cfg in ("prio", "ets"):
-        to("10:1")
-    elif cfg == "cake":
-        # cake takes the tin from the packet's priority (its handle and
-        # the tin); a filter's classid would choose a flow queue.
-        tclib.tc(ns, "filter", "add", "dev", dev, "parent", "10:",
-                 "protocol", "ip", "prio", "1", "u32", "match", "ip",
-                 "dport", str(APP_PORT), "0xffff", "action", "skbedit",
-                 "priority", f"10:{scenarios.CAKE_VOICE}")
+            "ip", "dport", str(port), "0xffff", "flowid", flowid)
+    for port, mbit, classid, _ in APPS.values():
+        if cfg == "parq":
+            tclib.tc(ns, "class", "add", "dev", dev, "parent", "1:",
+                     "classid", classid, "parq", "rate", f"{mbit}mbit")
+            to(port, classid)
+        elif cfg in ("prio", "ets"):
+            to(port, "10:1")
+        elif cfg == "cake":
+            # cake takes the tin from the packet's priority (its handle
+            # and the tin); a filter's classid would choose a flow queue.
+            tclib.tc(ns, "filter", "add", "dev", dev, "parent", "10:",
+                     "protocol", "ip", "prio", "1", "u32", "match", "ip",
+                     "dport", str(port), "0xffff", "action", "skbedit",
+                     "priority", f"10:{scenarios.CAKE_VOICE}")
 
 
 @contextmanager
@@ -86,22 +105,48 @@ def lab(p, group=None):
     with Topology(NAME) as topo:
         prefix = common.probe_prefix(topo.a)
         ip = topo.ip_b()
-        with bench.Server(topo.b, ip, APP_PORT, prefix=prefix), \
+        with bench.Server(topo.b, ip, APPS["a1"][0], prefix=prefix), \
+                bench.Server(topo.b, ip, APPS["a2"][0], prefix=prefix), \
                 bench.Server(topo.b, ip, common.BULK_PORT), \
                 common.Configurations([(topo.a, topo.dev_a())],
                                       extra=reserve) as confs:
-            yield SimpleNamespace(measure=lambda cfg, n: _measure(
-                topo, confs, prefix, p, cfg, n))
+            yield SimpleNamespace(measure=lambda cfg, app, cond: _measure(
+                topo, confs, prefix, p, cfg, app, cond))
 
 
-def _measure(topo, confs, prefix, p, cfg, n):
+@contextmanager
+def other_app(ns, peer, p, prefix):
+    """The other application's exchange, running for the whole body."""
+    job = bench.Exchange(ns, peer, size=APP_SIZE, count=OTHER_COUNT,
+                         prefix=prefix)
+    try:
+        time.sleep(p.settle)
+        if not job.is_alive():
+            raise AssertionError("the other application's exchange ended "
+                                 "before the measurement")
+        yield
+        if not job.is_alive():
+            raise AssertionError("the other application's exchange ended "
+                                 "during the measurement")
+    finally:
+        job.stop()
+
+
+def _measure(topo, confs, prefix, p, cfg, app, cond):
     a, ip = topo.a, topo.ip_b()
+    other = next(k for k in APPS if k != app)
     confs.use(cfg)
+    n = 0 if cond == "alone" else p.background
+    together = other_app(a, f"{ip}:{APPS[other][0]}", p, prefix) \
+        if cond == "together" else nullcontext()
     with common.local_job(a, f"{ip}:{common.BULK_PORT}", BULK_SIZE, p,
-                          streams=n):
-        res = bench.exchange(a, f"{ip}:{APP_PORT}", size=APP_SIZE,
-                             count=p.count, prefix=prefix)
-    return [common.figures(res)]
+                          streams=n), together:
+        res = bench.exchange(a, f"{ip}:{APPS[app][0]}", size=APP_SIZE,
+                             count=count(p, app), prefix=prefix)
+    row = common.figures(res)
+    row["rate_mbit"] = count(p, app) * APP_SIZE * 8 / \
+        (row["completion_ms"] * 1e3)
+    return [row]
 
 
 def verdict(stat):
@@ -109,57 +154,74 @@ def verdict(stat):
         ("yes" if stat[0] <= BOUND else "no")
 
 
-def report(rows, p, out):
-    common.add_slowdowns(rows, ("scheduler", "rep"),
-                         lambda r: r["background"] == 0)
-    common.write_csv(out / f"{NAME}.csv", rows, FIELDS)
-    ct = common.summarize(rows, ("scheduler", "background"), "completion_ms")
-    sd = common.summarize(rows, ("scheduler", "background"))
-    xs, cfgs = list(p.background), list(p.schedulers)
-    key = (lambda c, n: (c, n))
-    common.plot(out / f"{NAME}.png", TITLE, [
-        Panel("the application's exchange", "background bulk flows",
-              f"completion of {p.count} messages (ms)", xs,
-              common.series(ct, cfgs, xs, key), logy=True),
-        Panel("against no background", "background bulk flows",
-              "T / T(0 flows)", xs, common.series(sd, cfgs, xs, key),
-              hline=BOUND, logy=True)])
-    worst = max(xs)
-    table = [[c] + [common.cell(ct.get((c, n)), 0) for n in xs] +
-             [common.cell(sd.get((c, n))) for n in xs if n] +
-             [verdict(_worst(sd, c, xs))] for c in cfgs]
-    head = (f"{NAME}: completion time of the application's exchange with "
-            f"{worst} background flows over that without, median (min-max):"
-            " " + ", ".join(f"{c} {common.cell(sd.get((c, worst)))}"
-                            for c in cfgs) +
-            f"; parq within {BOUND - 1:.0%}: "
-            f"{verdict(_worst(sd, 'parq', xs))}.")
-    common.write_md(out / f"{NAME}.md", TITLE, f"""\
-An application on host A exchanges {p.count} messages of {kib(APP_SIZE)}
-with a server on B (each answered by 32 bytes, DSCP 0) while 0 to
-{worst} background bulk flows ({kib(BULK_SIZE)} messages, DSCP 0) leave A
-through the same interface, behind a 100 Mbit/s bottleneck.  parq gives
-the application a reserved class of {RESERVED_MBIT} Mbit/s (so without
-background it is slower than under the baselines, which let it use the
-whole link); prio and ets put it in their strict band, cake in its Voice
-tin; pfifo and fq_codel
-cannot single it out.  Medians over {p.reps} repetitions (min-max); the
-ratio is to the run without background of the same scheduler and
-repetition.  "Within
-{BOUND - 1:.0%}": the largest median ratio is at most {BOUND}.
-Documentation/experiments.md has the details.
-""", [("Results", common.md_table(
-        ["scheduler"] + [f"T (ms), {n} flows" for n in xs] +
-        [f"T/T(0), {n} flows" for n in xs if n] +
-        [f"within {BOUND - 1:.0%}"], table)),
-          ("Headline", head)])
-    return [head]
-
-
-def _worst(sd, cfg, xs):
-    """The largest median ratio of @cfg over the background counts."""
-    stats = [sd[(cfg, n)] for n in xs if n and (cfg, n) in sd]
+def _worst(sd, cfg):
+    """The largest median ratio of @cfg over the applications and the
+    conditions with company."""
+    stats = [sd[(cfg, app, c)] for app in APPS for c in CONDITIONS[1:]
+             if (cfg, app, c) in sd]
     return max(stats, key=lambda s: s[0]) if stats else None
+
+
+def report(rows, p, out):
+    common.add_slowdowns(rows, ("scheduler", "app", "rep"),
+                         lambda r: r["condition"] == "alone")
+    common.write_csv(out / f"{NAME}.csv", rows, FIELDS)
+    keys = ("scheduler", "app", "condition")
+    ct = common.summarize(rows, keys, "completion_ms")
+    rt = common.summarize(rows, keys, "rate_mbit")
+    sd = common.summarize(rows, keys)
+    cfgs, n = list(p.schedulers), p.background
+    conds = list(CONDITIONS)
+    common.plot(out / f"{NAME}.png", TITLE, [
+        Panel(f"{app.upper()}: {APPS[app][1]} Mbit/s reserved",
+              f"condition ({n} background flows)",
+              "T / T(alone)", conds,
+              common.series(sd, cfgs, conds,
+                            lambda c, x, app=app: (c, app, x)),
+              hline=BOUND, logy=True)
+        for app in APPS])
+    sections = []
+    for app, (port, mbit, _, _) in APPS.items():
+        table = [[c] + [common.cell(ct.get((c, app, x)), 0) for x in conds]
+                 + [common.cell(rt.get((c, app, x)), 1) for x in conds]
+                 + [common.cell(sd.get((c, app, x))) for x in conds[1:]]
+                 for c in cfgs]
+        sections.append((
+            f"{app.upper()}: {count(p, app)} messages, {mbit} Mbit/s "
+            "reserved", common.md_table(
+                ["scheduler"] + [f"T (ms), {x}" for x in conds] +
+                [f"Mbit/s, {x}" for x in conds] +
+                [f"T/T(alone), {x}" for x in conds[1:]], table)))
+    verdicts = common.md_table(
+        ["scheduler", f"every ratio within {BOUND - 1:.0%}"],
+        [[c, verdict(_worst(sd, c))] for c in cfgs])
+    head = (f"{NAME}: each application's time beside the other and {n} "
+            f"background flows over its time alone, median (min-max): " +
+            "; ".join(f"{app.upper()} ({APPS[app][1]} Mbit/s) " +
+                      ", ".join(f"{c} {common.cell(sd.get(k))}"
+                                for c in cfgs
+                                for k in [(c, app, "together")])
+                      for app in APPS) +
+            f"; parq within {BOUND - 1:.0%}: "
+            f"{verdict(_worst(sd, 'parq'))}.")
+    common.write_md(out / f"{NAME}.md", TITLE, f"""\
+Two applications on host A exchange 64 KiB messages with servers on B
+(each answered by 32 bytes, DSCP 0): A1 {count(p, 'a1')} messages with
+{APPS['a1'][1]} Mbit/s reserved, A2 {count(p, 'a2')} with
+{APPS['a2'][1]} Mbit/s.  Each is measured alone, beside {n} background
+bulk flows ({kib(BULK_SIZE)} messages, DSCP 0), and beside those and the
+other application's exchange, which runs for the whole step (seed 002's
+figure 13).  Everything leaves A through one interface behind a 100
+Mbit/s bottleneck.  parq gives each application a reserved class of its
+rate (so alone it is slower than under the baselines, which let it use
+the whole link); prio and ets put both in their strict band, cake both
+in its Voice tin; pfifo and fq_codel cannot single them out.  Medians
+over {p.reps} repetitions (min-max); each ratio is to the application
+alone, same scheduler and repetition.  "Within {BOUND - 1:.0%}": every
+median ratio is at most {BOUND}.  Documentation/experiments.md has the
+details.
+""", sections + [("Verdict", verdicts), ("Headline", head)])
+    return [head]
 
 
 if __name__ == "__main__":
