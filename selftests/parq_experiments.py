@@ -123,8 +123,8 @@ def t_interference(env):
 def t_fig13(env):
     """exp4 (seed 002's Fig. 13): beside the background and the other
     application, each application under parq within 25% of its time
-    alone (the full run judges 5% on medians; one smoke step under TCG
-    has measured up to 1.05), and A1 under pfifo at least twice slower:
+    alone (the full run judges 5% on medians; a smoke step under TCG
+    has measured up to 1.07), and A1 under pfifo at least twice slower:
     else the company interferes with nothing and the check is empty."""
     rows = {(r["scheduler"], r["app"], r["condition"]): float(r["slowdown"])
             for r in rows_of(env, "exp4")}
