@@ -30,6 +30,7 @@ import sys
 import time
 from contextlib import contextmanager, nullcontext
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import common
 from common import Panel, Params, Step, kib
@@ -41,8 +42,16 @@ NAME = "exp4"
 TITLE = "Experiment 4: two reservations at once (seed 002, Fig. 13)"
 APP_SIZE = 65536
 BULK_SIZE = 16384
-# name: (port, reserved Mbit/s, parq's class, share of p.count)
-APPS = {"a1": (7000, 20, "1:16", 1), "a2": (7001, 10, "1:17", 2)}
+
+
+class App(NamedTuple):
+    port: int		# its server's on B
+    mbit: int		# its reservation
+    classid: str	# parq's reserved class
+    divisor: int	# it sends p.count // divisor messages
+
+
+APPS = {"a1": App(7000, 20, "1:16", 1), "a2": App(7001, 10, "1:17", 2)}
 CONDITIONS = ("alone", "background", "together")
 BOUND = 1.05			# parq: within 5% of the application alone
 # What the other application's exchange sends at most: it runs until the
@@ -59,7 +68,7 @@ FIELDS = ["rep", "scheduler", "app", "condition", "reserved_mbit",
 
 
 def count(p, app):
-    return max(1, p.count // APPS[app][3])
+    return max(1, p.count // APPS[app].divisor)
 
 
 def steps(p):
@@ -74,7 +83,7 @@ def steps(p):
                         est, common.measuring(cfg, app, cond),
                         {"rep": rep, "scheduler": cfg, "app": app,
                          "condition": cond,
-                         "reserved_mbit": APPS[app][1]}))
+                         "reserved_mbit": APPS[app].mbit}))
     return out
 
 
@@ -84,19 +93,19 @@ def reserve(ns, dev, cfg):
         tclib.tc(ns, "filter", "add", "dev", dev, "parent", flowid.split(
             ":")[0] + ":", "protocol", "ip", "prio", "1", "u32", "match",
             "ip", "dport", str(port), "0xffff", "flowid", flowid)
-    for port, mbit, classid, _ in APPS.values():
+    for a in APPS.values():
         if cfg == "parq":
             tclib.tc(ns, "class", "add", "dev", dev, "parent", "1:",
-                     "classid", classid, "parq", "rate", f"{mbit}mbit")
-            to(port, classid)
+                     "classid", a.classid, "parq", "rate", f"{a.mbit}mbit")
+            to(a.port, a.classid)
         elif cfg in ("prio", "ets"):
-            to(port, "10:1")
+            to(a.port, "10:1")
         elif cfg == "cake":
             # cake takes the tin from the packet's priority (its handle
             # and the tin); a filter's classid would choose a flow queue.
             tclib.tc(ns, "filter", "add", "dev", dev, "parent", "10:",
                      "protocol", "ip", "prio", "1", "u32", "match", "ip",
-                     "dport", str(port), "0xffff", "action", "skbedit",
+                     "dport", str(a.port), "0xffff", "action", "skbedit",
                      "priority", f"10:{scenarios.CAKE_VOICE}")
 
 
@@ -105,8 +114,8 @@ def lab(p, group=None):
     with Topology(NAME) as topo:
         prefix = common.probe_prefix(topo.a)
         ip = topo.ip_b()
-        with bench.Server(topo.b, ip, APPS["a1"][0], prefix=prefix), \
-                bench.Server(topo.b, ip, APPS["a2"][0], prefix=prefix), \
+        with bench.Server(topo.b, ip, APPS["a1"].port, prefix=prefix), \
+                bench.Server(topo.b, ip, APPS["a2"].port, prefix=prefix), \
                 bench.Server(topo.b, ip, common.BULK_PORT), \
                 common.Configurations([(topo.a, topo.dev_a())],
                                       extra=reserve) as confs:
@@ -137,11 +146,11 @@ def _measure(topo, confs, prefix, p, cfg, app, cond):
     other = next(k for k in APPS if k != app)
     confs.use(cfg)
     n = 0 if cond == "alone" else p.background
-    together = other_app(a, f"{ip}:{APPS[other][0]}", p, prefix) \
+    together = other_app(a, f"{ip}:{APPS[other].port}", p, prefix) \
         if cond == "together" else nullcontext()
     with common.local_job(a, f"{ip}:{common.BULK_PORT}", BULK_SIZE, p,
                           streams=n), together:
-        res = bench.exchange(a, f"{ip}:{APPS[app][0]}", size=APP_SIZE,
+        res = bench.exchange(a, f"{ip}:{APPS[app].port}", size=APP_SIZE,
                              count=count(p, app), prefix=prefix)
     row = common.figures(res)
     row["rate_mbit"] = count(p, app) * APP_SIZE * 8 / \
@@ -173,7 +182,7 @@ def report(rows, p, out):
     cfgs, n = list(p.schedulers), p.background
     conds = list(CONDITIONS)
     common.plot(out / f"{NAME}.png", TITLE, [
-        Panel(f"{app.upper()}: {APPS[app][1]} Mbit/s reserved",
+        Panel(f"{app.upper()}: {APPS[app].mbit} Mbit/s reserved",
               f"condition ({n} background flows)",
               "T / T(alone)", conds,
               common.series(sd, cfgs, conds,
@@ -181,13 +190,13 @@ def report(rows, p, out):
               hline=BOUND, logy=True)
         for app in APPS])
     sections = []
-    for app, (port, mbit, _, _) in APPS.items():
+    for app, a in APPS.items():
         table = [[c] + [common.cell(ct.get((c, app, x)), 0) for x in conds]
                  + [common.cell(rt.get((c, app, x)), 1) for x in conds]
                  + [common.cell(sd.get((c, app, x))) for x in conds[1:]]
                  for c in cfgs]
         sections.append((
-            f"{app.upper()}: {count(p, app)} messages, {mbit} Mbit/s "
+            f"{app.upper()}: {count(p, app)} messages, {a.mbit} Mbit/s "
             "reserved", common.md_table(
                 ["scheduler"] + [f"T (ms), {x}" for x in conds] +
                 [f"Mbit/s, {x}" for x in conds] +
@@ -195,20 +204,20 @@ def report(rows, p, out):
     verdicts = common.md_table(
         ["scheduler", f"every ratio within {BOUND - 1:.0%}"],
         [[c, verdict(_worst(sd, c))] for c in cfgs])
+    def together(app):
+        return ", ".join(f"{c} {common.cell(sd.get((c, app, 'together')))}"
+                         for c in cfgs)
     head = (f"{NAME}: each application's time beside the other and {n} "
             f"background flows over its time alone, median (min-max): " +
-            "; ".join(f"{app.upper()} ({APPS[app][1]} Mbit/s) " +
-                      ", ".join(f"{c} {common.cell(sd.get(k))}"
-                                for c in cfgs
-                                for k in [(c, app, "together")])
-                      for app in APPS) +
+            "; ".join(f"{app.upper()} ({a.mbit} Mbit/s) {together(app)}"
+                      for app, a in APPS.items()) +
             f"; parq within {BOUND - 1:.0%}: "
             f"{verdict(_worst(sd, 'parq'))}.")
     common.write_md(out / f"{NAME}.md", TITLE, f"""\
 Two applications on host A exchange 64 KiB messages with servers on B
 (each answered by 32 bytes, DSCP 0): A1 {count(p, 'a1')} messages with
-{APPS['a1'][1]} Mbit/s reserved, A2 {count(p, 'a2')} with
-{APPS['a2'][1]} Mbit/s.  Each is measured alone, beside {n} background
+{APPS['a1'].mbit} Mbit/s reserved, A2 {count(p, 'a2')} with
+{APPS['a2'].mbit} Mbit/s.  Each is measured alone, beside {n} background
 bulk flows ({kib(BULK_SIZE)} messages, DSCP 0), and beside those and the
 other application's exchange, which runs for the whole step (seed 002's
 figure 13).  Everything leaves A through one interface behind a 100
