@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
                 << std::endl;
       j = s.run(g_stop);
     } else if (c.role == Role::kBulk) {
-      j = RunBulk(c);
+      j = RunBulk(c, [](const json& sample) {
+        std::cout << sample.dump() << std::endl;  // flushed: read live
+      });
     } else {
       j = RunPattern(c);
     }

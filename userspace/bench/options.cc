@@ -232,6 +232,12 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   bulk->add_option("--seconds", c.seconds, "how long to send")
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
+  bulk->add_option("--progress-ms", c.progress_ms,
+                   "every so many ms, one line on stdout before the summary: "
+                   "{\"t_ns\": CLOCK_MONOTONIC, \"bytes_acked\": bytes the "
+                   "server has acknowledged} (0: none)")
+      ->check(CLI::Range(0u, 60000u))
+      ->capture_default_str();
   bulk->add_option("--connect-timeout", c.connect_timeout_ms,
                    "ms to wait for the server")
       ->check(CLI::Range(1u, 3600000u))

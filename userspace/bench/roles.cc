@@ -12,7 +12,9 @@
 // Ready; after the last the root sends End.
 #include "roles.h"
 
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -348,6 +350,9 @@ json RunOneToOne(const Config& c) {
   j["late"] = late;
   j["unexpected"] = unexpected + mesh->malformed();
   j["completion_ns"] = last_event >= first ? last_event - first : 0;
+  // CLOCK_MONOTONIC, as bulk's progress samples: where the run falls in a
+  // local job's stream (parq's experiments).
+  j["start_ns"] = first;
   j["latency_of"] = "message round trip";
   Summary s = Summarize(lat);
   j["latency_ns"] = SummaryJson(s);
@@ -500,6 +505,7 @@ json CollectiveRoot(const Config& c, Mesh& mesh) {
   j["late"] = stale;
   j["unexpected"] = unexpected + mesh.malformed();
   j["completion_ns"] = last_end - first;
+  j["start_ns"] = first;
   j["latency_of"] = "iteration";
   Summary s = Summarize(iters);
   j["latency_ns"] = SummaryJson(s);
@@ -659,7 +665,20 @@ json RunCollective(const Config& c) {
 
 // --- bulk ------------------------------------------------------------------
 
-json RunBulk(const Config& c) {
+namespace {
+
+// Bytes the server has acknowledged: written, less what the socket still
+// holds (unsent or unacknowledged).
+uint64_t BytesAcked(const TcpConn& conn) {
+  int queued = 0;
+  if (ioctl(conn.fd(), SIOCOUTQ, &queued))
+    ThrowErrno("ioctl SIOCOUTQ");
+  return conn.bytes_out() - uint64_t(std::max(queued, 0));
+}
+
+}  // namespace
+
+json RunBulk(const Config& c, const Progress& progress) {
   const uint64_t timeout = c.effective_timeout_ms() * kMs;
   SockOpts o = c.sock;
   o.nodelay = false;
@@ -667,7 +686,21 @@ json RunBulk(const Config& c) {
   TcpConn conn(TcpConnect(c.to, o, t0 + c.connect_timeout_ms * kMs));
   const uint64_t start = NowNs();
   const uint64_t stop = start + uint64_t(c.seconds * 1e9);
-  uint64_t messages = 0;
+  const uint64_t period = uint64_t(c.progress_ms) * kMs;
+  uint64_t messages = 0, next_sample = start;
+
+  // A sample when one is due; the time until the next bounds each wait,
+  // so that a stream held back (no room in the socket) is sampled too.
+  auto sample = [&] {
+    if (!period || !progress)
+      return stop;
+    const uint64_t now = NowNs();
+    if (now >= next_sample) {
+      progress(json{{"t_ns", now}, {"bytes_acked", BytesAcked(conn)}});
+      next_sample = std::max(next_sample + period, now + 1);
+    }
+    return std::min(stop, next_sample);
+  };
 
   auto wait = [&](short ev, uint64_t deadline) {
     std::vector<pollfd> p{{conn.fd(), ev, 0}};
@@ -681,12 +714,13 @@ json RunBulk(const Config& c) {
   };
 
   while (NowNs() < stop) {
+    const uint64_t until = sample();
     if (!conn.want_write()) {
       conn.queue(Make(Type::kBulk, 1, c.size, messages));
       messages++;
       continue;
     }
-    short rev = wait(POLLOUT, stop);
+    short rev = wait(POLLOUT, until);
     if (rev & (POLLERR | POLLHUP))
       server_gone();
     if (rev & POLLOUT)

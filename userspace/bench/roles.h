@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -39,8 +40,12 @@ json RunPattern(const Config& c);
 json RunOneToOne(const Config& c);
 json RunCollective(const Config& c);
 
-// bulk: a stream of --size messages to a server for --seconds.
-json RunBulk(const Config& c);
+// bulk: a stream of --size messages to a server for --seconds.  With
+// --progress-ms, @progress gets a sample every so many ms while it sends:
+// {"t_ns": CLOCK_MONOTONIC, "bytes_acked": what the server has
+// acknowledged}.
+using Progress = std::function<void(const json&)>;
+json RunBulk(const Config& c, const Progress& progress = {});
 
 // {"count", "mean", "min", "p50", "p99", "p999", "max"}; all null but count
 // when there are no samples.

@@ -19,6 +19,7 @@
 
 #include "options.h"
 #include "roles.h"
+#include "timing.h"
 
 using namespace parqbench;
 
@@ -152,6 +153,10 @@ TEST(EndToEnd, OneToOneTcpPingPong) {
   EXPECT_EQ(j["lost"], 0);
   EXPECT_EQ(j["latency_of"], "message round trip");
   ExpectLatency(j, 50);
+  // start_ns: the first message's CLOCK_MONOTONIC time, as NowNs().
+  const uint64_t start = j["start_ns"], now = NowNs();
+  EXPECT_GT(start, 0u);
+  EXPECT_LE(start + j["completion_ns"].get<uint64_t>(), now);
   json sj = s.finish();
   EXPECT_EQ(sj["mode"], "serve");
   EXPECT_EQ(sj["data_messages"], 50);
@@ -319,6 +324,39 @@ TEST(EndToEnd, BulkTcp) {
   json sj = s.finish();
   EXPECT_EQ(sj["bulk_messages"], messages);
   EXPECT_EQ(sj["bytes_received"], bytes);  // the server read every byte
+}
+
+TEST(EndToEnd, BulkTcpProgress) {
+  ServerThread s("--tcp");
+  std::vector<json> samples;
+  const uint64_t before = NowNs();
+  json j = RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--size",
+                           "8192", "--seconds", "0.3", "--progress-ms", "20"}),
+                   [&](const json& x) { samples.push_back(x); });
+  // One sample about every 20 ms of the 0.3 s: at least half of the 15 on
+  // a loaded machine; in order; what is acknowledged only grows, and
+  // never passes what was sent.
+  ASSERT_GE(samples.size(), 8u);
+  EXPECT_LE(samples.size(), 16u);
+  uint64_t t = before, acked = 0;
+  for (const json& x : samples) {
+    EXPECT_GE(x["t_ns"].get<uint64_t>(), t) << x.dump();
+    EXPECT_GE(x["bytes_acked"].get<uint64_t>(), acked) << x.dump();
+    t = x["t_ns"];
+    acked = x["bytes_acked"];
+  }
+  EXPECT_LE(acked, j["bytes"].get<uint64_t>());
+  EXPECT_GT(acked, 0u);
+  s.finish();
+}
+
+TEST(EndToEnd, BulkTcpNoProgressByDefault) {
+  ServerThread s("--tcp");
+  int calls = 0;
+  RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--seconds", "0.05"}),
+          [&](const json&) { calls++; });
+  EXPECT_EQ(calls, 0);
+  s.finish();
 }
 
 // --- the binary ------------------------------------------------------------

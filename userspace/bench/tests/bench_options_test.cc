@@ -98,6 +98,11 @@ TEST(Options, ServeAndBulk) {
   EXPECT_EQ(b.config->role, Role::kBulk);
   EXPECT_EQ(b.config->size, 65536u);
   EXPECT_DOUBLE_EQ(b.config->seconds, 2.5);
+  EXPECT_EQ(b.config->progress_ms, 0u);
+  ParseResult pr =
+      Parse({"bulk", "--to", "10.0.0.2:5001", "--progress-ms", "10"});
+  ASSERT_TRUE(pr.config) << pr.err;
+  EXPECT_EQ(pr.config->progress_ms, 10u);
 }
 
 TEST(Options, HelpExitsZeroAndDocumentsTheFigures) {
@@ -154,6 +159,10 @@ TEST(Options, Errors) {
   ExpectError({"serve", "--listen", "nowhere"}, {"nowhere"});
   ExpectError({"bulk", "--to", "1.2.3.4:1", "--seconds", "0"}, {"--seconds"});
   ExpectError({"bulk", "--to", "1.2.3.4:1", "--udp"}, {"--udp"});
+  ExpectError({"bulk", "--to", "1.2.3.4:1", "--progress-ms", "60001"},
+              {"--progress-ms"});
+  ExpectError({"bulk", "--to", "1.2.3.4:1", "--progress-ms", "-1"},
+              {"--progress-ms"});
 }
 
 TEST(Options, Priority) {
