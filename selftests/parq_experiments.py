@@ -26,6 +26,9 @@ Experiment 7 must also have measured, in every step, the jobs that step
 ran: the parallel job's round trips, the local job's throughput.  In
 experiments 1 and 7, every row of the parallel job under parq has its time
 in parq (tc -s: a positive mean and p99 bound), and no other row has one.
+In experiments 1 to 4, every step with the local job (exp4: the
+background) has its rate alone (positive) and beside the parallel job
+(finite, not judged), and no step without it has them.
 """
 import csv
 import math
@@ -43,6 +46,7 @@ from parqlab import ktap, lab  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 import common  # noqa: E402
 import driver  # noqa: E402
+import exp3_collective as exp3  # noqa: E402
 import exp4_reservation as exp4  # noqa: E402
 import exp6_enforcement as exp6  # noqa: E402
 
@@ -161,6 +165,34 @@ def t_in_parq(env):
                          f"{what}: the time in parq")
     check(seen, "no parq row in exp1 or exp7")
     diag(f"{seen} rows under parq with the parallel job's time in parq")
+
+
+def t_local_cost(env):
+    """exp1, exp2: every step with the local job measured its rate alone
+    and during each exchange (common.LocalMeter); exp3: each of its two
+    streams, during the barrier; exp4: the background, during the
+    application's exchange; none without the local job."""
+    names = [(n, "local") for n in ("exp1", "exp2")] + \
+        [("exp3", d) for d, *_ in exp3.DIRECTIONS] + [("exp4", "local")]
+    for name, job in names:
+        for r in rows_of(env, name):
+            if name == "exp4":
+                label = f"exp4 {r['scheduler']} {r['app']} {r['condition']}"
+                without = r["condition"] == "alone"
+            else:
+                label = (f"{name} {r['scheduler']} {r['parallel_size']} "
+                         f"B, {job} {r['local_size']}")
+                without = r["local_size"] == "0"
+            if without:
+                check_eq(r[f"{job}_kept"], "", f"{label}: {job}_kept")
+                continue
+            alone = positive(r, f"{job}_alone_mbit")
+            during = float(r[f"{job}_mbit"])
+            kept = float(r[f"{job}_kept"])
+            diag(f"{label}: {alone:.1f} Mbit/s alone, {during:.1f} during "
+                 f"the parallel job ({kept:.2f})")
+            check(math.isfinite(kept) and kept >= 0,
+                  f"{label}: {job}_kept = {r[f'{job}_kept']!r}")
 
 
 def t_mpi_receiver(env):
@@ -308,6 +340,8 @@ def main():
                t_over_admitted)
     suite.case("exp7: both jobs measured in every step", t_heavy_rows)
     suite.case("exp1, exp7: the parallel job's time in parq", t_in_parq)
+    suite.case("exp1 to exp4: the local job's rate alone and beside the "
+               "parallel job", t_local_cost)
     suite.case("summary.md lists every experiment", t_summary)
     why = driver.preflight(driver.load([]))
     if why:

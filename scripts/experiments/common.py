@@ -313,10 +313,13 @@ def with_grants(confs, receivers, measure):
 # --- measurements ------------------------------------------------------------
 
 def figures(res):
-    """completion_ms, mean_us, p99_us of a parq-bench run (root) JSON."""
+    """completion_ms, mean_us, p99_us of a parq-bench run (root) JSON, and
+    when it ran: start_ns, end_ns (CLOCK_MONOTONIC)."""
     lat = res["latency_ns"]
     return {"completion_ms": res["completion_ns"] / 1e6,
-            "mean_us": lat["mean"] / 1e3, "p99_us": lat["p99"] / 1e3}
+            "mean_us": lat["mean"] / 1e3, "p99_us": lat["p99"] / 1e3,
+            "start_ns": res["start_ns"],
+            "end_ns": res["start_ns"] + res["completion_ns"]}
 
 
 def exchange(ns, peer, size, count, prefix=()):
@@ -343,21 +346,65 @@ def in_parq(ns, dev, run):
 SOJOURN_TARGET_US = 1514 * 8 / 100
 
 
+# The local job's cost (local_job(meter=True)): its progress sampled every
+# LOCAL_PROGRESS_MS, its rate alone taken over the LOCAL_ALONE_S before the
+# measurement.  The settling time (p.settle, 0.5 s) is stretched until
+# every stream has been connected that long: a connection can come late
+# (under parqd a SYN can wait for credit; one full run saw a stream
+# connect 417 ms after it started), up to LOCAL_CONNECT_S.
+LOCAL_PROGRESS_MS = 10
+LOCAL_ALONE_S = 0.3
+LOCAL_CONNECT_S = 5.0
+
+
 @contextmanager
-def local_job(ns, peer, size, p, streams=None):
+def local_job(ns, peer, size, p, streams=None, meter=False):
     """A local job streaming @size-byte messages to @peer (@streams or
     p.streams connections, DSCP 0) for the body, started p.settle seconds
-    before it; nothing when @size or @streams is 0.  Fails if the job
-    ended early."""
+    before it; nothing (None) when @size or @streams is 0.  Fails if the
+    job ended early.  With @meter, yields a LocalMeter of it."""
     streams = p.streams if streams is None else streams
     if not size or not streams:
-        yield
+        yield None
         return
-    with bench.Bulk(ns, peer, size, streams=streams) as job:
+    with bench.Bulk(ns, peer, size, streams=streams,
+                    progress_ms=LOCAL_PROGRESS_MS if meter else 0) as job:
         time.sleep(p.settle)
+        if meter:
+            connected = job.first_ns(LOCAL_CONNECT_S) / 1e9
+            time.sleep(max(0.0, connected + LOCAL_ALONE_S -
+                           time.monotonic()))
         job.check_running("before the measurement")
-        yield
+        yield LocalMeter(job, time.monotonic_ns()) if meter else job
         job.check_running("during the measurement")
+
+
+class LocalMeter:
+    """The local job's cost: its rate (Mbit/s that the server
+    acknowledged) alone, over LOCAL_ALONE_S before the measurement began
+    at @ready_ns, and during each of the parallel job's runs."""
+
+    def __init__(self, job, ready_ns):
+        self.job = job
+        t0 = ready_ns - int(LOCAL_ALONE_S * 1e9)
+        if job.first_ns() > t0:
+            raise AssertionError(
+                f"the local job connected "
+                f"{(ready_ns - job.first_ns()) / 1e6:.0f} ms before the "
+                f"measurement: too late to measure it alone")
+        self.alone_mbit = job.mbit(t0, ready_ns)
+
+    def add(self, row, name="local"):
+        """@row (a parallel run's figures(), which has its start_ns and
+        end_ns) with @name_alone_mbit, @name_mbit (during the run) and
+        @name_kept (during over alone: 1, the parallel job cost the local
+        job nothing; 0, it stopped it)."""
+        during = self.job.mbit(row["start_ns"], row["end_ns"])
+        row.update({f"{name}_alone_mbit": self.alone_mbit,
+                    f"{name}_mbit": during,
+                    f"{name}_kept": during / self.alone_mbit
+                    if self.alone_mbit else math.nan})
+        return row
 
 
 # --- slowdowns and their spread ----------------------------------------------

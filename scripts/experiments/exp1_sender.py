@@ -51,11 +51,13 @@ def lab(p, group=None):
 def _measure(topo, confs, prefix, p, cfg, local):
     a, ip = topo.a, topo.ip_b()
     confs.use(cfg)
-    with common.local_job(a, f"{ip}:{common.BULK_PORT}", local, p):
-        return [dict(parallel_size=ps, **common.in_parq(
+    with common.local_job(a, f"{ip}:{common.BULK_PORT}", local, p,
+                          meter=True) as meter:
+        rows = [dict(parallel_size=ps, **common.in_parq(
             a, topo.dev_a(), lambda ps=ps: common.exchange(
                 a, f"{ip}:{common.PAR_PORT}", ps, p.count, prefix)))
                 for ps in p.parallel_sizes]
+        return [meter.add(r) for r in rows] if meter else rows
 
 
 def report(rows, p, out):

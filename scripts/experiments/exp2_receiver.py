@@ -72,13 +72,14 @@ def _measure(star, confs, prefix, p, cfg, local):
     confs.use(cfg)
 
     def measure():
-        return [dict(parallel_size=ps,
+        rows = [dict(parallel_size=ps,
                      **common.exchange(star.ns["p"],
                                        f"{ip}:{common.PAR_PORT}", ps,
                                        p.count, prefix))
                 for ps in p.parallel_sizes]
+        return [meter.add(r) for r in rows] if meter else rows
     with common.local_job(star.ns["l"], f"{ip}:{common.BULK_PORT}", local,
-                          p):
+                          p, meter=True) as meter:
         return common.with_grants(confs, ["r"], measure)
 
 

@@ -37,9 +37,16 @@ PARAMS = {
     "smoke": Params(reps=1, count=20, schedulers=("parq",),
                     parallel_sizes=(64,), local_sizes=(16384,), hosts=(4,)),
 }
-FIELDS = ["hosts", "rep", "scheduler", "parallel_size", "local_size",
-          "completion_ms", "mean_us", "p99_us", "slowdown", "grants"]
 ROOT, PEER = "h0", "h1"
+# The local job's two streams, each metered (common.LocalMeter): from the
+# root, where it shares the root's link with the one-to-all messages, and
+# to the root, where it shares the switch port with the answers.
+DIRECTIONS = (("local_send", ROOT, PEER, "root to h1"),
+              ("local_recv", PEER, ROOT, "h1 to root"))
+FIELDS = ["hosts", "rep", "scheduler", "parallel_size", "local_size",
+          "completion_ms", "mean_us", "p99_us", "slowdown", "grants"] + \
+    [f"{d}_{v}" for d, *_ in DIRECTIONS
+     for v in ("alone_mbit", "mbit", "kept")]
 
 
 def configs(p):
@@ -91,13 +98,15 @@ def _measure(star, confs, prefix, p, cfg, size):
                                [star.ip(h) for h in hosts], common.RANK_PORT,
                                "barrier", size=p.parallel_sizes[0],
                                count=p.count, tos=common.EF, prefix=prefix)
-        return [dict(parallel_size=p.parallel_sizes[0],
-                     **common.figures(res))]
+        row = dict(parallel_size=p.parallel_sizes[0], **common.figures(res))
+        for (name, *_), meter in zip(DIRECTIONS, meters):
+            if meter:
+                meter.add(row, name)
+        return [row]
     with ExitStack() as stack:
-        for src, dst in ((ROOT, PEER), (PEER, ROOT)):
-            stack.enter_context(common.local_job(
-                star.ns[src], f"{star.ip(dst)}:{common.BULK_PORT}", size,
-                p))
+        meters = [stack.enter_context(common.local_job(
+            star.ns[src], f"{star.ip(dst)}:{common.BULK_PORT}", size, p,
+            meter=True)) for _, src, dst, _ in DIRECTIONS]
         return common.with_grants(confs, [ROOT], measure)
 
 
@@ -112,13 +121,19 @@ def report(rows, p, out):
     t1 = common.summarize(idle, ("scheduler", "hosts"), "completion_ms")
     xs = list(p.hosts)
     key = (lambda c, n: (c, n))
+    kept = {d: common.summarize(loaded, ("scheduler", "hosts"),
+                                f"{d}_kept") for d, *_ in DIRECTIONS}
     common.plot(out / f"{NAME}.png", TITLE, [
         Panel(f"with the local job ({kib(p.local_sizes[0])} messages)",
               "hosts", "slowdown (T/T1)", xs,
               common.series(st, cfgs, xs, key), hline=1.0, logy=True),
         Panel("T1: without it", "hosts",
               f"completion of {p.count} iterations (ms)", xs,
-              common.series(t1, cfgs, xs, key))])
+              common.series(t1, cfgs, xs, key))] + [
+        Panel(f"the local job, {label}", "hosts",
+              "its rate during / alone", xs,
+              common.series(kept[d], cfgs, xs, key), hline=1.0)
+        for d, _, _, label in DIRECTIONS if kept[d]])
     table = [[c] + [common.cell(t1.get((c, n)), 0) for n in xs] +
              [common.cell(st.get((c, n))) for n in xs] for c in cfgs]
     n = max(xs)
@@ -127,6 +142,30 @@ def report(rows, p, out):
             f"root and a host, median (min-max): " +
             ", ".join(f"{c} {common.cell(st.get((c, n)))}" for c in cfgs) +
             ".")
+    heads = [head]
+    if any(kept.values()):
+        heads.append(
+            f"{NAME}: the {kib(p.local_sizes[0])} local job's rate during "
+            f"the barrier over its rate alone across {n} hosts, median "
+            f"(min-max): " + "; ".join(
+                f"{label}: " + ", ".join(
+                    f"{c} {common.cell(kept[d].get((c, n)))}" for c in cfgs)
+                for d, _, _, label in DIRECTIONS) + ".")
+    local = [("The local job's cost", f"""\
+Each of the local job's two streams: its rate (Mbit/s that the server
+acknowledged) while the barrier ran, over its rate alone (the
+{common.LOCAL_ALONE_S:g} s before), median over {p.reps} repetitions
+(min-max): 1, the parallel job cost it nothing; 0, it stopped it.  Root
+to h1 leaves through the root's scheduler beside the one-to-all
+messages; h1 to root arrives through the switch port beside the
+answers.
+
+""" + common.md_table(
+        ["scheduler"] + [f"{label}, {m} hosts"
+                         for _, _, _, label in DIRECTIONS for m in xs],
+        [[c] + [common.cell(kept[d].get((c, m)))
+                for d, *_ in DIRECTIONS for m in xs] for c in cfgs]))] \
+        if any(kept.values()) else []
     common.write_md(out / f"{NAME}.md", TITLE, f"""\
 {p.count} iterations of parq-bench's barrier (the root sends
 {kib(p.parallel_sizes[0])} to every rank, each answers with as much; DSCP
@@ -142,9 +181,9 @@ repetition; medians over {p.reps} repetitions (min-max).
 Documentation/experiments.md has the details.
 """, [("Results", common.md_table(
         ["scheduler"] + [f"T1 (ms), {n} hosts" for n in xs] +
-        [f"slowdown, {n} hosts" for n in xs], table)),
-          ("Headline", head)])
-    return [head]
+        [f"slowdown, {n} hosts" for n in xs], table))] + local +
+        [("Headline", "\n\n".join(heads))])
+    return heads
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ from common import Panel, Params, Step, kib
 
 FIELDS = ["rep", "scheduler", "parallel_size", "local_size",
           "completion_ms", "mean_us", "p99_us", "slowdown", "grants",
-          "parq_mean_us", "parq_p99_us"]
+          "parq_mean_us", "parq_p99_us", "local_alone_mbit", "local_mbit",
+          "local_kept"]
 
 
 def presets(smoke_schedulers):
@@ -65,6 +66,15 @@ def report(name, title, rows, p, configs, out, intro):
                                   lambda c, s, ps=ps: (c, ps, s)),
                     hline=1.0, logy=True)
               for ps in p.parallel_sizes]
+    kept = common.summarize(rows, ("scheduler", "parallel_size",
+                                   "local_size"), "local_kept")
+    panels += [Panel(f"the local job beside {kib(ps)} exchanges",
+                     "local message size", "its rate during / alone",
+                     [kib(s) for s in sizes],
+                     common.series(kept, configs, sizes,
+                                   lambda c, s, ps=ps: (c, ps, s)),
+                     hline=1.0)
+               for ps in p.parallel_sizes if kept]
     common.plot(out / f"{name}.png", title, panels)
     t1 = common.summarize([r for r in rows if r["local_size"] == 0],
                           ("scheduler", "parallel_size"), "completion_ms")
@@ -81,10 +91,51 @@ def report(name, title, rows, p, configs, out, intro):
             common.md_table(["scheduler", "T1 (ms)"] +
                             [f"local {kib(s)}" for s in sizes], table)))
     sections += sojourn_sections(rows, p, configs)
-    head = headline(name, st, configs, p)
-    sections.append(("Headline", head))
+    sections += local_sections(rows, kept, p, configs)
+    heads = [headline(name, st, configs, p)]
+    if kept:
+        heads.append(local_headline(name, kept, configs, p))
+    sections.append(("Headline", "\n\n".join(heads)))
     common.write_md(out / f"{name}.md", title, intro, sections)
-    return [head]
+    return heads
+
+
+def local_sections(rows, kept, p, configs):
+    """The local job's cost, when the rows have it (common.LocalMeter)."""
+    if not kept:
+        return []
+    alone = common.summarize(rows, ("scheduler", "local_size"),
+                             "local_alone_mbit")
+    sizes = list(p.local_sizes)
+    out = [("The local job alone",
+            f"The local job's rate alone (Mbit/s that the server "
+            f"acknowledged over the {common.LOCAL_ALONE_S:g} s before the "
+            f"parallel job ran), median over the repetitions and the "
+            f"parallel sizes (min-max).\n\n" +
+            common.md_table(["scheduler"] +
+                            [f"local {kib(s)}" for s in sizes],
+                            [[c] + [common.cell(alone.get((c, s)), 1)
+                                    for s in sizes] for c in configs]))]
+    for ps in p.parallel_sizes:
+        table = [[c] + [common.cell(kept.get((c, ps, s))) for s in sizes]
+                 for c in configs]
+        out.append((
+            f"The local job's cost beside {kib(ps)} exchanges",
+            f"The local job's rate while the parallel job's exchange ran "
+            f"over its rate alone, median over {p.reps} repetitions "
+            f"(min-max): 1, the parallel job cost it nothing; 0, it "
+            f"stopped it.\n\n" +
+            common.md_table(["scheduler"] +
+                            [f"local {kib(s)}" for s in sizes], table)))
+    return out
+
+
+def local_headline(name, kept, configs, p):
+    ps, ls = min(p.parallel_sizes), max(p.local_sizes)
+    figs = ", ".join(f"{c} {common.cell(kept.get((c, ps, ls)))}"
+                     for c in configs)
+    return (f"{name}: the {kib(ls)} local job's rate during the {kib(ps)} "
+            f"exchange over its rate alone, median (min-max): {figs}.")
 
 
 def sojourn_sections(rows, p, configs):

@@ -12,9 +12,11 @@ and collectives) and bulk streams, with their JSON results.
 The binary is $PARQ_USERSPACE_BUILD/bench/parq-bench (default
 build/userspace); Documentation/parq-bench.md says what it measures.
 """
+import bisect
 import json
 import os
 import subprocess
+import threading
 
 from . import repo_path
 from .traffic import wait_listen
@@ -144,21 +146,92 @@ def collective(nss, ips, port, pattern, size=64, count=100, tos=None,
 class Bulk:
     """A local job: @streams parq-bench bulk connections from @ns to the
     Server at @peer, @size-byte messages back to back, until stop() (or
-    @seconds; then results() has each stream's rate).  A context
+    @seconds; then results() has each stream's rate).  With @progress_ms,
+    each stream reports what the server has acknowledged every so many ms,
+    and mbit() reads the job's rate over any window of the run.  A context
     manager."""
 
-    def __init__(self, ns, peer, size, streams=1, seconds=600, tos=None):
+    def __init__(self, ns, peer, size, streams=1, seconds=600, tos=None,
+                 progress_ms=0):
         self.argv = [str(PARQ_BENCH), "bulk", "--to", peer, "--size",
                      str(size), "--seconds", str(seconds)] + _marking(tos)
+        if progress_ms:
+            self.argv += ["--progress-ms", str(progress_ms)]
         self.procs = [ns.popen(self.argv) for _ in range(streams)]
+        # Per stream: [(t_ns, bytes acked)], and the rest of its stdout
+        # (the summary), read by a thread while it runs.
+        self.samples = [[] for _ in self.procs]
+        self._rest = [[] for _ in self.procs]
+        self._cv = threading.Condition()
+        self._readers = [threading.Thread(target=self._read, args=(i,),
+                                          daemon=True)
+                         for i in range(len(self.procs))] \
+            if progress_ms else []
+        for t in self._readers:
+            t.start()
+
+    def _read(self, i):
+        for line in self.procs[i].stdout:
+            # A sample is one line of JSON; the summary spans several
+            # (its first is "{").
+            sample = None
+            if line.startswith('{"'):
+                try:
+                    sample = json.loads(line)
+                except json.JSONDecodeError:
+                    pass
+            with self._cv:
+                if not isinstance(sample, dict) or "t_ns" not in sample:
+                    self._rest[i].append(line)
+                else:
+                    self.samples[i].append((sample["t_ns"],
+                                            sample["bytes_acked"]))
+                    self._cv.notify_all()
+
+    def acked(self, t_ns, timeout=5.0):
+        """Bytes the server had acknowledged at CLOCK_MONOTONIC @t_ns,
+        summed over the streams (interpolated between samples); waits up to
+        @timeout s for every stream's first sample after @t_ns.  Raises if
+        a stream has none from before @t_ns, or none after."""
+        with self._cv:
+            if not self._cv.wait_for(
+                    lambda: all(s and s[-1][0] >= t_ns
+                                for s in self.samples), timeout):
+                raise AssertionError(
+                    f"bulk stream: no progress sample after {t_ns} ns")
+            return sum(_interpolate(s, t_ns) for s in self.samples)
+
+    def first_ns(self, timeout=5.0):
+        """When the last stream to connect took its first sample."""
+        with self._cv:
+            if not self._cv.wait_for(lambda: all(self.samples), timeout):
+                raise AssertionError("bulk stream: no progress sample")
+            return max(s[0][0] for s in self.samples)
+
+    def mbit(self, t0_ns, t1_ns):
+        """The job's rate (Mbit/s of what the server acknowledged) from
+        @t0_ns to @t1_ns, CLOCK_MONOTONIC (time.monotonic_ns(), parq-bench's
+        "start_ns")."""
+        return (self.acked(t1_ns) - self.acked(t0_ns)) * 8e3 / \
+            (t1_ns - t0_ns)
 
     def check_running(self, what=""):
         """Raise AssertionError (saying why) if a stream has ended."""
         for p in self.procs:
             if p.poll() is not None:
-                out, err = p.communicate(timeout=5)
+                out, err = self._finish(p)
                 raise AssertionError(f"bulk stream ended {what}: exit "
                                      f"{p.returncode}: {err[-300:].strip()}")
+
+    def _finish(self, p, timeout=5):
+        """stdout (the progress samples left out) and stderr of stream @p,
+        once it has ended."""
+        if not self._readers:
+            return p.communicate(timeout=timeout)
+        i = self.procs.index(p)
+        p.wait(timeout=timeout)
+        self._readers[i].join(timeout)
+        return "".join(self._rest[i]), p.stderr.read()
 
     def results(self, timeout):
         """Wait up to @timeout seconds for every stream to end by itself
@@ -166,7 +239,7 @@ class Bulk:
         with its error text if one failed."""
         out = []
         for p in self.procs:
-            o, e = p.communicate(timeout=timeout)
+            o, e = self._finish(p, timeout)
             out.append(_parse(self.argv, o, e, p.returncode))
         return out
 
@@ -175,7 +248,16 @@ class Bulk:
             if p.poll() is None:
                 p.terminate()
         for p in self.procs:
-            _stop(p)
+            if not self._readers:
+                _stop(p)
+                continue
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=5)
+        for t in self._readers:
+            t.join(5)
 
     def __enter__(self):
         return self
@@ -184,3 +266,18 @@ class Bulk:
         self.stop()
         return False
 
+
+def _interpolate(samples, t_ns):
+    """Bytes acked at @t_ns from one stream's [(t_ns, bytes)], linear
+    between the samples around it."""
+    i = bisect.bisect_left(samples, (t_ns,))
+    if i == len(samples) or (i == 0 and samples[0][0] > t_ns):
+        raise AssertionError(
+            f"bulk stream: no progress sample around {t_ns} ns (samples "
+            f"from {samples[0][0] if samples else '-'} to "
+            f"{samples[-1][0] if samples else '-'})")
+    t1, b1 = samples[i]
+    if t1 == t_ns:
+        return b1
+    t0, b0 = samples[i - 1]
+    return b0 + (b1 - b0) * (t_ns - t0) / (t1 - t0)
