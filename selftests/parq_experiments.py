@@ -26,7 +26,7 @@ Experiment 7 must also have measured, in every step, the jobs that step
 ran: the parallel job's round trips, the local job's throughput.  In
 experiments 1 and 7, every row of the parallel job under parq has its time
 in parq (tc -s: a positive mean and p99 bound), and no other row has one.
-In experiments 1 to 4, every step with the local job (exp4: the
+In experiments 1 to 5, every step with the local job (exp4: the
 background) has its rate alone (positive) and beside the parallel job
 (finite, not judged), and no step without it has them.
 """
@@ -171,17 +171,19 @@ def t_local_cost(env):
     """exp1, exp2: every step with the local job measured its rate alone
     and during each exchange (common.LocalMeter); exp3: each of its two
     streams, during the barrier; exp4: the background, during the
-    application's exchange; none without the local job."""
+    application's exchange; exp5: while mpirun ran; none without the
+    local job."""
     names = [(n, "local") for n in ("exp1", "exp2")] + \
-        [("exp3", d) for d, *_ in exp3.DIRECTIONS] + [("exp4", "local")]
+        [("exp3", d) for d, *_ in exp3.DIRECTIONS] + \
+        [(n, "local") for n in ("exp4", "exp5")]
     for name, job in names:
         for r in rows_of(env, name):
             if name == "exp4":
                 label = f"exp4 {r['scheduler']} {r['app']} {r['condition']}"
                 without = r["condition"] == "alone"
             else:
-                label = (f"{name} {r['scheduler']} {r['parallel_size']} "
-                         f"B, {job} {r['local_size']}")
+                label = (f"{name} {r.get('side', '')} {r['scheduler']} "
+                         f"{r['parallel_size']} B, {job} {r['local_size']}")
                 without = r["local_size"] == "0"
             if without:
                 check_eq(r[f"{job}_kept"], "", f"{label}: {job}_kept")
@@ -340,7 +342,7 @@ def main():
                t_over_admitted)
     suite.case("exp7: both jobs measured in every step", t_heavy_rows)
     suite.case("exp1, exp7: the parallel job's time in parq", t_in_parq)
-    suite.case("exp1 to exp4: the local job's rate alone and beside the "
+    suite.case("exp1 to exp5: the local job's rate alone and beside the "
                "parallel job", t_local_cost)
     suite.case("summary.md lists every experiment", t_summary)
     why = driver.preflight(driver.load([]))

@@ -26,6 +26,7 @@ repetition.
 """
 import sys
 import tempfile
+import time
 from contextlib import ExitStack, contextmanager
 from types import SimpleNamespace
 
@@ -51,7 +52,8 @@ PARAMS = {
 VALUE = "oneway_us"		# what a row measures (exp1-4: completion_ms)
 SMOKE_TIMEOUT = 300		# s, parq_experiments' bound on the smoke run
 FIELDS = ["rep", "side", "scheduler", "parallel_size", "local_size",
-          "oneway_us", "slowdown", "grants", "parq_mean_us", "parq_p99_us"]
+          "oneway_us", "slowdown", "grants", "parq_mean_us", "parq_p99_us",
+          "local_alone_mbit", "local_mbit", "local_kept"]
 INTRO = """\
 An Open MPI job, Debian's NetPIPE (NPopenmpi) ping-pong of {psizes}
 messages, {count} round trips per trial, runs in a cgroup that `parqctl
@@ -154,19 +156,23 @@ def lab(p, group):
 
 def _measure(p, confs, receivers, ranks, first, local_from, peer, cfg,
              local):
-    """A row per MPI message size: NetPIPE's one-way time, and the job's
-    time in the first rank's parq (exp5.csv's parq_mean_us, parq_p99_us)."""
+    """A row per MPI message size: NetPIPE's one-way time, the job's
+    time in the first rank's parq (exp5.csv's parq_mean_us, parq_p99_us),
+    and the local job's rate while mpirun ran over its rate alone."""
     confs.use(cfg)
 
     def measure():
         rows = []
         for ps in p.parallel_sizes:
-            rows.append(common.in_parq(*first, lambda ps=ps: {
+            start = time.monotonic_ns()
+            row = common.in_parq(*first, lambda ps=ps: {
                 "parallel_size": ps,
                 "oneway_us": mpi.netpipe_latency(ranks, size=ps,
-                                                 reps=p.count, cgroup=JOB)}))
+                                                 reps=p.count, cgroup=JOB)})
+            row.update(start_ns=start, end_ns=time.monotonic_ns())
+            rows.append(meter.add(row) if meter else row)
         return rows
-    with common.local_job(local_from, peer, local, p):
+    with common.local_job(local_from, peer, local, p, meter=True) as meter:
         return common.with_grants(confs, receivers, measure)
 
 
@@ -182,6 +188,8 @@ def report(rows, p, out):
                             r.get("parq_mean_us") is not None],
                            ("side", "scheduler", "parallel_size"),
                            "parq_mean_us")
+    kept = common.summarize(rows, ("side", "scheduler", "parallel_size"),
+                            "local_kept")
     common.write_csv(out / f"{NAME}.csv", rows, FIELDS)
     ls = max(p.local_sizes)
     psizes = list(p.parallel_sizes)
@@ -205,18 +213,22 @@ def report(rows, p, out):
                 table.append([c, kib(ps),
                               common.cell(t1.get((side, c, ps)), 0),
                               common.cell(st.get((side, c, ps, ls))),
-                              common.cell(inq.get((side, c, ps)), 0)])
+                              common.cell(inq.get((side, c, ps)), 0),
+                              common.cell(kept.get((side, c, ps)))])
         sections.append((
             f"{'Sending' if side == 'send' else 'Receiving'} side ({side})",
             f"NetPIPE's one-way time without the local job (T1, us), "
             f"its slowdown against {kib(ls)} local messages, and under "
             f"parq the mean time the job's packets spent in the first "
             f"rank's parq meanwhile (us; its sojourn times, tc -s), "
-            f"median over {p.reps} repetitions (min-max).\n\n" +
+            f"and the local job's rate while mpirun ran (NetPIPE's "
+            f"trials, and mpirun's start and end) over its rate alone "
+            f"(the {common.LOCAL_ALONE_S:g} s before), median over "
+            f"{p.reps} repetitions (min-max).\n\n" +
             common.md_table(["scheduler", "MPI message", "T1 (us)",
                              f"slowdown, local {kib(ls)}",
-                             "in parq (us)"], table)))
-    heads = [headline(side, st, p) for side in SIDES]
+                             "in parq (us)", "local job kept"], table)))
+    heads = [headline(side, st, kept, p) for side in SIDES]
     sections.append(("Headline", "\n".join(f"- {h}" for h in heads)))
     intro = INTRO.format(count=p.count, parqd=common.PARQD,
                          psizes=" and ".join(map(kib, psizes)),
@@ -225,13 +237,16 @@ def report(rows, p, out):
     return heads
 
 
-def headline(side, st, p):
+def headline(side, st, kept, p):
     ps, ls = min(p.parallel_sizes), max(p.local_sizes)
     figs = ", ".join(f"{c} {common.cell(st.get((side, c, ps, ls)))}"
                      for c in configs(p, side))
+    local = ", ".join(f"{c} {common.cell(kept.get((side, c, ps)))}"
+                      for c in configs(p, side))
     return (f"{NAME}: {side} side: slowdown of NetPIPE's {kib(ps)} "
             f"messages against {kib(ls)} local messages, median (min-max): "
-            f"{figs}.")
+            f"{figs}; the local job's rate meanwhile over its rate alone: "
+            f"{local}.")
 
 
 def unavailable():
