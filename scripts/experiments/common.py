@@ -347,8 +347,9 @@ SOJOURN_TARGET_US = 1514 * 8 / 100
 
 
 # The local job's cost (local_job(meter=True)): its progress sampled every
-# LOCAL_PROGRESS_MS, its rate alone taken over the LOCAL_ALONE_S before the
-# measurement.  The settling time (p.settle, 0.5 s) is stretched until
+# LOCAL_PROGRESS_MS (or the caller's period: sampling costs the emulated
+# CPUs, and a parallel run of seconds needs fewer), its rate alone taken
+# over the LOCAL_ALONE_S before the measurement.  The settling time (p.settle, 0.5 s) is stretched until
 # every stream has been connected that long: a connection can come late
 # (under parqd a SYN can wait for credit; one full run saw a stream
 # connect 417 ms after it started), up to LOCAL_CONNECT_S.
@@ -358,17 +359,19 @@ LOCAL_CONNECT_S = 5.0
 
 
 @contextmanager
-def local_job(ns, peer, size, p, streams=None, meter=False):
+def local_job(ns, peer, size, p, streams=None, meter=False,
+              progress_ms=LOCAL_PROGRESS_MS):
     """A local job streaming @size-byte messages to @peer (@streams or
     p.streams connections, DSCP 0) for the body, started p.settle seconds
     before it; nothing (None) when @size or @streams is 0.  Fails if the
-    job ended early.  With @meter, yields a LocalMeter of it."""
+    job ended early.  With @meter, yields a LocalMeter of it, sampled every
+    @progress_ms."""
     streams = p.streams if streams is None else streams
     if not size or not streams:
         yield None
         return
     with bench.Bulk(ns, peer, size, streams=streams,
-                    progress_ms=LOCAL_PROGRESS_MS if meter else 0) as job:
+                    progress_ms=progress_ms if meter else 0) as job:
         time.sleep(p.settle)
         if meter:
             connected = job.first_ns(LOCAL_CONNECT_S) / 1e9
