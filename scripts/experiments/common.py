@@ -349,10 +349,11 @@ SOJOURN_TARGET_US = 1514 * 8 / 100
 # The local job's cost (local_job(meter=True)): its progress sampled every
 # LOCAL_PROGRESS_MS (or the caller's period: sampling costs the emulated
 # CPUs, and a parallel run of seconds needs fewer), its rate alone taken
-# over the LOCAL_ALONE_S before the measurement.  The settling time (p.settle, 0.5 s) is stretched until
-# every stream has been connected that long: a connection can come late
-# (under parqd a SYN can wait for credit; one full run saw a stream
-# connect 417 ms after it started), up to LOCAL_CONNECT_S.
+# over the LOCAL_ALONE_S before the measurement.  The settling time
+# (p.settle, 0.5 s) is stretched until every stream has been connected
+# that long: a connection can come late (under parqd a SYN can wait for
+# credit; one full run saw a stream connect 417 ms after it started), up
+# to LOCAL_CONNECT_S.
 LOCAL_PROGRESS_MS = 10
 LOCAL_ALONE_S = 0.3
 LOCAL_CONNECT_S = 5.0
