@@ -131,11 +131,9 @@ def local_sections(rows, kept, p, configs):
 
 
 def local_headline(name, kept, configs, p):
-    ps, ls = min(p.parallel_sizes), max(p.local_sizes)
-    figs = ", ".join(f"{c} {common.cell(kept.get((c, ps, ls)))}"
-                     for c in configs)
-    return (f"{name}: the {kib(ls)} local job's rate during the {kib(ps)} "
-            f"exchange over its rate alone, median (min-max): {figs}.")
+    return _headline(name, kept, configs, p, lambda ps, ls: (
+        f"the {kib(ls)} local job's rate during the {kib(ps)} exchange "
+        f"over its rate alone"))
 
 
 def sojourn_sections(rows, p, configs):
@@ -167,8 +165,15 @@ def sojourn_sections(rows, p, configs):
 
 
 def headline(name, st, configs, p):
+    return _headline(name, st, configs, p, lambda ps, ls: (
+        f"slowdown of the {kib(ps)} parallel exchange against {kib(ls)} "
+        f"local messages"))
+
+
+def _headline(name, stats, configs, p, what):
+    """"@name: what(smallest parallel size, largest local size), median
+    (min-max): " and each configuration's figure there."""
     ps, ls = min(p.parallel_sizes), max(p.local_sizes)
-    figs = ", ".join(f"{c} {common.cell(st.get((c, ps, ls)))}"
+    figs = ", ".join(f"{c} {common.cell(stats.get((c, ps, ls)))}"
                      for c in configs)
-    return (f"{name}: slowdown of the {kib(ps)} parallel exchange against "
-            f"{kib(ls)} local messages, median (min-max): {figs}.")
+    return f"{name}: {what(ps, ls)}, median (min-max): {figs}."
