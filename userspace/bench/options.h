@@ -36,9 +36,9 @@ struct Config {
   uint64_t interval_us = 0;  // mean gap between starts; 0: back to back
   bool exponential = false;
   uint64_t seed = 0;
-  double seconds = 10;      // bulk
+  double seconds = 10;       // bulk
   uint32_t progress_ms = 0;  // bulk: 0, or a sample every so many ms
-  uint32_t timeout_ms = 0;  // 0: transport default
+  uint32_t timeout_ms = 0;   // 0: transport default
   uint32_t connect_timeout_ms = 10000;
   uint32_t idle_timeout_s = 60;
   SockOpts sock;

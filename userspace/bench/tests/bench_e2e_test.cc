@@ -330,8 +330,8 @@ TEST(EndToEnd, BulkTcpProgress) {
   ServerThread s("--tcp");
   std::vector<json> samples;
   const uint64_t before = NowNs();
-  json j = RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--size",
-                           "8192", "--seconds", "0.3", "--progress-ms", "20"}),
+  json j = RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--size", "8192",
+                           "--seconds", "0.3", "--progress-ms", "20"}),
                    [&](const json& x) { samples.push_back(x); });
   // One sample about every 20 ms of the 0.3 s: at least half of the 15 on
   // a loaded machine; in order; what is acknowledged only grows, and
