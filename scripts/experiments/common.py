@@ -346,40 +346,42 @@ def in_parq(ns, dev, run):
 SOJOURN_TARGET_US = 1514 * 8 / 100
 
 
-# The local job's cost (local_job(meter=True)): its progress sampled every
-# LOCAL_PROGRESS_MS (or the caller's period: sampling costs the emulated
-# CPUs, and a parallel run of seconds needs fewer), its rate alone taken
-# over the LOCAL_ALONE_S before the measurement.  The settling time
+# The local job's cost (local_job()'s LocalMeter): its progress sampled
+# every LOCAL_PROGRESS_MS, or LOCAL_PROGRESS_LONG_MS where the parallel
+# runs take seconds (exp4, exp5): sampling costs the emulated CPUs, and
+# every 10 ms the sampling of exp4's 3 background flows took enough from
+# the applications' round trips to take parq's A1 from 1.03 to 1.14 of
+# its time alone (one full run each).  Its rate alone is taken over the
+# LOCAL_ALONE_S before the measurement.  The settling time
 # (p.settle, 0.5 s) is stretched until every stream has been connected
 # that long: a connection can come late (under parqd a SYN can wait for
 # credit; one full run saw a stream connect 417 ms after it started), up
 # to LOCAL_CONNECT_S.
 LOCAL_PROGRESS_MS = 10
+LOCAL_PROGRESS_LONG_MS = 100
 LOCAL_ALONE_S = 0.3
 LOCAL_CONNECT_S = 5.0
 
 
 @contextmanager
-def local_job(ns, peer, size, p, streams=None, meter=False,
+def local_job(ns, peer, size, p, streams=None,
               progress_ms=LOCAL_PROGRESS_MS):
     """A local job streaming @size-byte messages to @peer (@streams or
     p.streams connections, DSCP 0) for the body, started p.settle seconds
-    before it; nothing (None) when @size or @streams is 0.  Fails if the
-    job ended early.  With @meter, yields a LocalMeter of it, sampled every
-    @progress_ms."""
+    before it; yields a LocalMeter of it, sampled every @progress_ms, or
+    None (and runs nothing) when @size or @streams is 0.  Fails if the job
+    ended early."""
     streams = p.streams if streams is None else streams
     if not size or not streams:
         yield None
         return
     with bench.Bulk(ns, peer, size, streams=streams,
-                    progress_ms=progress_ms if meter else 0) as job:
+                    progress_ms=progress_ms) as job:
         time.sleep(p.settle)
-        if meter:
-            connected = job.first_ns(LOCAL_CONNECT_S) / 1e9
-            time.sleep(max(0.0, connected + LOCAL_ALONE_S -
-                           time.monotonic()))
+        connected = job.first_ns(LOCAL_CONNECT_S) / 1e9
+        time.sleep(max(0.0, connected + LOCAL_ALONE_S - time.monotonic()))
         job.check_running("before the measurement")
-        yield LocalMeter(job, time.monotonic_ns()) if meter else job
+        yield LocalMeter(job, time.monotonic_ns())
         job.check_running("during the measurement")
 
 

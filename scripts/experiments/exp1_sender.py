@@ -29,8 +29,9 @@ answered by a 32-byte reply) and a local job (one parq-bench bulk stream
 of {lsizes} messages, DSCP 0) leave host A through one interface with a
 100 Mbit/s bottleneck: parq's shaper, or an htb class above each baseline
 (pfifo, prio and ets with the parallel job in their strict band,
-fq_codel), or cake's own shaper (diffserv4: EF in its Voice tin).  T1: the exchange alone; slowdown: with the local job over T1,
-same scheduler, same repetition.  Documentation/experiments.md has the
+fq_codel), or cake's own shaper (diffserv4: EF in its Voice tin).
+T1: the exchange alone; slowdown: with the local job over T1, same
+scheduler, same repetition.  Documentation/experiments.md has the
 details.
 """
 
@@ -51,8 +52,8 @@ def lab(p, group=None):
 def _measure(topo, confs, prefix, p, cfg, local):
     a, ip = topo.a, topo.ip_b()
     confs.use(cfg)
-    with common.local_job(a, f"{ip}:{common.BULK_PORT}", local, p,
-                          meter=True) as meter:
+    with common.local_job(a, f"{ip}:{common.BULK_PORT}", local,
+                          p) as meter:
         rows = [dict(parallel_size=ps, **common.in_parq(
             a, topo.dev_a(), lambda ps=ps: common.exchange(
                 a, f"{ip}:{common.PAR_PORT}", ps, p.count, prefix)))

@@ -79,7 +79,7 @@ def _measure(star, confs, prefix, p, cfg, local):
                 for ps in p.parallel_sizes]
         return [meter.add(r) for r in rows] if meter else rows
     with common.local_job(star.ns["l"], f"{ip}:{common.BULK_PORT}", local,
-                          p, meter=True) as meter:
+                          p) as meter:
         return common.with_grants(confs, ["r"], measure)
 
 

@@ -105,8 +105,8 @@ def _measure(star, confs, prefix, p, cfg, size):
         return [row]
     with ExitStack() as stack:
         meters = [stack.enter_context(common.local_job(
-            star.ns[src], f"{star.ip(dst)}:{common.BULK_PORT}", size, p,
-            meter=True)) for _, src, dst, _ in DIRECTIONS]
+            star.ns[src], f"{star.ip(dst)}:{common.BULK_PORT}", size,
+            p)) for _, src, dst, _ in DIRECTIONS]
         return common.with_grants(confs, [ROOT], measure)
 
 

@@ -54,11 +54,6 @@ class App(NamedTuple):
 APPS = {"a1": App(7000, 20, "1:16", 1), "a2": App(7001, 10, "1:17", 2)}
 CONDITIONS = ("alone", "background", "together")
 BOUND = 1.05			# parq: within 5% of the application alone
-# The background's samples (common.LocalMeter): an exchange takes seconds.
-# Every 10 ms, the sampling of 3 flows cost the applications' round trips
-# enough CPU under QEMU/TCG to take parq's A1 from 1.03 to 1.14 (one full
-# run each).
-PROGRESS_MS = 100
 # What the other application's exchange sends at most: it runs until the
 # step stops it (the slowest step, pfifo's, takes about 25 s).
 OTHER_COUNT = 100000
@@ -154,9 +149,10 @@ def _measure(topo, confs, prefix, p, cfg, app, cond):
     n = 0 if cond == "alone" else p.background
     together = other_app(a, f"{ip}:{APPS[other].port}", p, prefix) \
         if cond == "together" else nullcontext()
-    with common.local_job(a, f"{ip}:{common.BULK_PORT}", BULK_SIZE, p,
-                          streams=n, meter=True,
-                          progress_ms=PROGRESS_MS) as meter, together:
+    background = common.local_job(a, f"{ip}:{common.BULK_PORT}", BULK_SIZE,
+                                  p, streams=n,
+                                  progress_ms=common.LOCAL_PROGRESS_LONG_MS)
+    with background as meter, together:
         res = bench.exchange(a, f"{ip}:{APPS[app].port}", size=APP_SIZE,
                              count=count(p, app), prefix=prefix)
         row = common.figures(res)

@@ -172,10 +172,8 @@ def _measure(p, confs, receivers, ranks, first, local_from, peer, cfg,
             row.update(start_ns=start, end_ns=time.monotonic_ns())
             rows.append(meter.add(row) if meter else row)
         return rows
-    # mpirun runs for seconds: a sample every 100 ms is enough, and costs
-    # the ranks' vCPUs less than every 10 ms (see exp4's PROGRESS_MS).
-    with common.local_job(local_from, peer, local, p, meter=True,
-                          progress_ms=100) as meter:
+    with common.local_job(local_from, peer, local, p,
+                          progress_ms=common.LOCAL_PROGRESS_LONG_MS) as meter:
         return common.with_grants(confs, receivers, measure)
 
 

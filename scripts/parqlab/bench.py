@@ -33,16 +33,18 @@ def _marking(tos):
     return [] if tos is None else ["--tos", str(tos)]
 
 
-def _stop(proc, grace=5):
-    """SIGTERM, then SIGKILL after @grace seconds; returns stdout."""
+def _stop(proc, grace=5, read=True):
+    """SIGTERM, then SIGKILL after @grace seconds; returns stdout, or None
+    without @read (another thread reads it)."""
     if proc.poll() is None:
         proc.terminate()
+    wait = proc.communicate if read else proc.wait
     try:
-        out, _ = proc.communicate(timeout=grace)
+        out = wait(timeout=grace)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, _ = proc.communicate(timeout=5)
-    return out
+        out = wait(timeout=5)
+    return out[0] if read else None
 
 
 def _parse(argv, out, err, rc):
@@ -248,14 +250,7 @@ class Bulk:
             if p.poll() is None:
                 p.terminate()
         for p in self.procs:
-            if not self._readers:
-                _stop(p)
-                continue
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5)
+            _stop(p, read=not self._readers)
         for t in self._readers:
             t.join(5)
 
