@@ -132,19 +132,30 @@ def t_interference(env):
               " the experiment measures nothing")
 
 
+# exp4 at smoke size: what parq's applications may take beside company,
+# over their time alone.  The full run judges 5% on medians of three
+# (1.02 to 1.05 in the committed run).  A smoke step is one exchange of
+# 20 (A1) or 10 (A2) messages, about half a second, by the sanitized
+# binaries, every application process on CPU 0 at real-time priority:
+# 1.01 to 1.11 in most runs, 1.32 once (A1 beside A2, 2026-11-29).  A
+# strict band shared by both applications (prio, ets) measures 2.0 to
+# 2.6 there in the full run, and no reservation (pfifo) 20 or more: the
+# bound lies between a reservation that holds and none.
+FIG13_SMOKE_BOUND = 1.5
+
+
 def t_fig13(env):
     """exp4 (seed 002's Fig. 13): beside the background and the other
-    application, each application under parq within 25% of its time
-    alone (the full run judges 5% on medians; a smoke step under TCG
-    has measured up to 1.07), and A1 under pfifo at least twice slower:
-    else the company interferes with nothing and the check is empty."""
+    application, each application under parq within FIG13_SMOKE_BOUND of
+    its time alone, and A1 under pfifo at least twice slower: else the
+    company interferes with nothing and the check is empty."""
     rows = {(r["scheduler"], r["app"], r["condition"]): float(r["slowdown"])
             for r in rows_of(env, "exp4")}
     for k in sorted(rows):
         diag(f"{' '.join(k)}: {rows[k]:.2f} of its time alone")
     for app in exp4.APPS:
         for cond in exp4.CONDITIONS[1:]:
-            check(rows[("parq", app, cond)] <= 1.25,
+            check(rows[("parq", app, cond)] <= FIG13_SMOKE_BOUND,
                   f"parq: {app} {cond} took {rows[('parq', app, cond)]:.2f}"
                   " of its time alone: its reservation did not hold")
     check(rows[("pfifo", "a1", "together")] >= 2,
