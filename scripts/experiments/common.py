@@ -279,10 +279,11 @@ def sender_lab(name):
         with bench.Server(topo.b, ip, PAR_PORT, tos=EF, prefix=prefix), \
                 bench.Server(topo.b, ip, BULK_PORT), \
                 Configurations([(topo.a, topo.dev_a())]) as confs:
-            # Untimed: the first exchange of a lab pays for what is cold
-            # (the server's first message, the neighbour's entry), which
-            # would weigh on the first step's time alone only.
-            bench.exchange(topo.a, f"{ip}:{PAR_PORT}", count=WARM_UP)
+            # Untimed, as the parallel job's (exchange()): the first
+            # exchange of a lab pays for what is cold (the server's first
+            # message, the neighbour's entry), which would weigh on the
+            # first step's time alone only.
+            exchange(topo.a, f"{ip}:{PAR_PORT}", 64, WARM_UP, prefix)
             yield topo, confs, prefix
 
 
