@@ -315,7 +315,7 @@ addresses = ["{self.star.ip(o)}"]
         for h, p in list(self.daemons.items()):
             if p.poll() is None:
                 p.send_signal(sig)
-                p.wait(10)
+                p.wait(10 * ktap.slowdown())
             if sig == signal.SIGTERM and p.returncode != 0:
                 bad.append(f"parqd on {h}: exit {p.returncode}: "
                            f"{self.log(h)}")
