@@ -360,8 +360,9 @@ check-debug:
 		VM_TIMEOUT=14400 SELFTEST_ARGS="--kmemleak $(DEBUG_TESTS)"
 
 # The netlink fuzzer alone under the debug kernel at its full 10^5
-# messages, then a kmemleak scan.
-fuzz-debug: kmod plugin userspace
+# messages, then a kmemleak scan.  The sub-make builds the module and the
+# plugin for the debug kernel.
+fuzz-debug: userspace
 	$(MAKE) selftest KERNEL=debug VM_TIMEOUT=3600 \
 		SELFTEST_ARGS="--kmemleak --timeout 1200 parq_nlfuzz"
 
