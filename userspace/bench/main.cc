@@ -27,9 +27,10 @@ int main(int argc, char** argv) {
   if (!p.config)
     return p.exit_code;
   const Config& c = *p.config;
-  const char* role = c.role == Role::kServe  ? "serve"
-                     : c.role == Role::kBulk ? "bulk"
-                                             : "run";
+  const char* role = c.role == Role::kServe   ? "serve"
+                     : c.role == Role::kBulk  ? "bulk"
+                     : c.role == Role::kTimer ? "timer"
+                                              : "run";
   try {
     json j;
     if (c.role == Role::kServe) {
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
       j = RunBulk(c, [](const json& sample) {
         std::cout << sample.dump() << std::endl;  // flushed: read live
       });
+    } else if (c.role == Role::kTimer) {
+      j = RunTimer(c);
     } else {
       j = RunPattern(c);
     }

@@ -14,7 +14,7 @@
 
 namespace parqbench {
 
-enum class Role { kServe, kRun, kBulk };
+enum class Role { kServe, kRun, kBulk, kTimer };
 enum class Pattern { kOneToOne, kBarrier, kManyToOne, kAllToAll };
 enum class Transport { kTcp, kUdp };
 
@@ -41,6 +41,8 @@ struct Config {
   uint32_t timeout_ms = 0;   // 0: transport default
   uint32_t connect_timeout_ms = 10000;
   uint32_t idle_timeout_s = 60;
+  uint64_t slack_ns = 10000;  // timer: PR_SET_TIMERSLACK
+  bool realtime = false;      // timer: SCHED_FIFO
   SockOpts sock;
 
   uint32_t effective_timeout_ms() const {

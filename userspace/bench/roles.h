@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// The three roles of parq-bench.  Each returns its report as JSON; main()
+// The roles of parq-bench.  Each returns its report as JSON; main()
 // prints it.  Errors are exceptions whose message says what went wrong.
 #pragma once
 
@@ -46,6 +46,10 @@ json RunCollective(const Config& c);
 // acknowledged}.
 using Progress = std::function<void(const json&)>;
 json RunBulk(const Config& c, const Progress& progress = {});
+
+// timer: --count wake-ups at absolute deadlines --interval apart, each
+// one's lateness (timer.cc says what it measures).
+json RunTimer(const Config& c);
 
 // {"count", "mean", "min", "p50", "p99", "p999", "max"}; all null but count
 // when there are no samples.

@@ -426,6 +426,49 @@ TEST(Binary, ServeRunAndStop) {
   EXPECT_EQ(sj["data_messages"], 25);
 }
 
+// Every deadline is slept to (clock_nanosleep never returns early), so the
+// run takes at least count x interval, and every sample is a lateness.
+TEST(Timer, CountsEveryWakeUp) {
+  Config c = Parsed({"timer", "--count", "50", "--interval", "100"});
+  json j = RunTimer(c);
+  EXPECT_EQ(j["tool"], "parq-bench");
+  EXPECT_EQ(j["mode"], "timer");
+  EXPECT_EQ(j["count"], 50);
+  EXPECT_EQ(j["interval_us"], 100);
+  EXPECT_EQ(j["slack_ns"], 10000);
+  EXPECT_EQ(j["realtime"], false);
+  EXPECT_GE(j["elapsed_ns"].get<uint64_t>(), 50u * 100000u);
+  EXPECT_LE(j["overruns"].get<uint64_t>(), 50u);
+  const json& l = j["lateness_ns"];
+  EXPECT_EQ(l["count"], 50);
+  EXPECT_LE(l["min"].get<uint64_t>(), l["p50"].get<uint64_t>());
+  EXPECT_LE(l["p50"].get<uint64_t>(), l["p99"].get<uint64_t>());
+  EXPECT_LE(l["p99"].get<uint64_t>(), l["max"].get<uint64_t>());
+}
+
+// --realtime either runs under SCHED_FIFO or says what it lacks.
+TEST(Timer, RealtimeRunsOrSaysWhy) {
+  Config c = Parsed({"timer", "--count", "5", "--realtime"});
+  try {
+    json j = RunTimer(c);
+    EXPECT_EQ(j["realtime"], true);
+    EXPECT_EQ(j["lateness_ns"]["count"], 5);
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("CAP_SYS_NICE"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Binary, Timer) {
+  Child c =
+      Spawn({PARQ_BENCH_BINARY, "timer", "--count", "20", "--interval", "50"});
+  auto [out, code] = Reap(c);
+  ASSERT_EQ(code, 0) << out;
+  json j = json::parse(out);
+  EXPECT_EQ(j["mode"], "timer");
+  EXPECT_EQ(j["lateness_ns"]["count"], 20);
+}
+
 TEST(Binary, UsageErrorExits2) {
   Child c = Spawn({PARQ_BENCH_BINARY, "run", "--peers", "127.0.0.1"});
   auto [out, code] = Reap(c);

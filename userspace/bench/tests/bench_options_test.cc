@@ -105,6 +105,31 @@ TEST(Options, ServeAndBulk) {
   EXPECT_EQ(pr.config->progress_ms, 10u);
 }
 
+TEST(Options, Timer) {
+  ParseResult d = Parse({"timer"});
+  ASSERT_TRUE(d.config) << d.err;
+  EXPECT_EQ(d.config->role, Role::kTimer);
+  EXPECT_EQ(d.config->count, 1000u);
+  EXPECT_EQ(d.config->interval_us, 200u);
+  EXPECT_EQ(d.config->slack_ns, 10000u);
+  EXPECT_FALSE(d.config->realtime);
+  ParseResult t = Parse({"timer", "--count", "50", "--interval", "100",
+                         "--slack", "1", "--realtime"});
+  ASSERT_TRUE(t.config) << t.err;
+  EXPECT_EQ(t.config->count, 50u);
+  EXPECT_EQ(t.config->interval_us, 100u);
+  EXPECT_EQ(t.config->slack_ns, 1u);
+  EXPECT_TRUE(t.config->realtime);
+  ExpectError({"timer", "--interval", "0"}, {"--interval"});
+  ExpectError({"timer", "--count", "0"}, {"--count"});
+  ExpectError({"timer", "--slack", "0"}, {"--slack"});
+  ExpectError({"timer", "--peers", "1.2.3.4:1"}, {"--peers"});
+  ParseResult h = Parse({"timer", "--help"});
+  EXPECT_EQ(h.exit_code, 0);
+  for (const char* k : {"lateness_ns", "overruns", "--realtime", "watchdog"})
+    EXPECT_NE(h.out.find(k), std::string::npos) << k;
+}
+
 TEST(Options, HelpExitsZeroAndDocumentsTheFigures) {
   ParseResult r = Parse({"run", "--help"});
   EXPECT_FALSE(r.config);
@@ -117,13 +142,13 @@ TEST(Options, HelpExitsZeroAndDocumentsTheFigures) {
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
   ParseResult top = Parse({"--help"});
   EXPECT_EQ(top.exit_code, 0);
-  for (const char* sub : {"serve", "run", "bulk"})
+  for (const char* sub : {"serve", "run", "bulk", "timer"})
     EXPECT_NE(top.out.find(sub), std::string::npos) << sub;
 }
 
 TEST(Options, Errors) {
   ExpectError({}, {"subcommand"});
-  ExpectError({"frobnicate"}, {"frobnicate"});
+  ExpectError({"frobnicate"}, {"frobnicate", "timer"});
   ExpectError({"run"}, {"--peers"});
   ExpectError({"run", "--peers", "127.0.0.1"},
               {"127.0.0.1", "no port", "ADDR:PORT"});
