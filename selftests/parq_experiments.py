@@ -165,9 +165,12 @@ def t_fig13(env):
 
 def t_in_parq(env):
     """exp1 and exp7: a row of the parallel job under parq has its time in
-    parq (tc -s, a positive mean and p99 bound); under another scheduler,
-    none."""
+    parq (tc -s, a positive mean and p99 bound), the timer's lateness
+    measured in its step (parq-bench timer, positive), the target they
+    make (121 us plus it) and whether the p99 bound met it; under another
+    scheduler, none of these."""
     seen = 0
+    extra = ("timer_p99_us", "parq_target_us", "parq_within")
     for name in ("exp1", "exp7"):
         for r in rows_of(env, name):
             if name == "exp7" and r["mode"] == "local":
@@ -176,11 +179,22 @@ def t_in_parq(env):
             if r["scheduler"].startswith("parq"):
                 mean = positive(r, "parq_mean_us")
                 p99 = positive(r, "parq_p99_us")
+                late = positive(r, "timer_p99_us")
+                target = positive(r, "parq_target_us")
+                # The CSV keeps 6 significant digits.
+                check(abs(target - common.SOJOURN_TARGET_US - late) <
+                      1e-4 * target,
+                      f"{what}: target {target} is not "
+                      f"{common.SOJOURN_TARGET_US:.0f} + {late}")
+                check_eq(r["parq_within"], str(int(p99 <= target)),
+                         f"{what}: p99 {p99} within {target}")
                 diag(f"{what}: in parq mean {mean:.0f} us, p99 under "
-                     f"{p99:.0f} us")
+                     f"{p99:.0f} us; timer p99 late {late:.0f} us, "
+                     f"target {target:.0f} us")
                 seen += 1
             else:
-                check_eq((r["parq_mean_us"], r["parq_p99_us"]), ("", ""),
+                check_eq((r["parq_mean_us"], r["parq_p99_us"]) +
+                         tuple(r[k] for k in extra), ("",) * 5,
                          f"{what}: the time in parq")
     check(seen, "no parq row in exp1 or exp7")
     diag(f"{seen} rows under parq with the parallel job's time in parq")

@@ -350,8 +350,36 @@ def in_parq(ns, dev, run):
 
 # The target of the parallel class's time in parq (issue 15): one local
 # frame's serialization at the shaper's rate (a 1514-byte frame at
-# 100 Mbit/s), plus the timer's slack, which is not in it.
+# 100 Mbit/s), plus the timer's slack, which is not in it: that is
+# measured in the step itself (with_timer()).
 SOJOURN_TARGET_US = 1514 * 8 / 100
+# The timer's slack, as the parallel job sees it: parq-bench timer under
+# its prefix (CPU 0, SCHED_FIFO), TIMER_WAKEUPS wake-ups TIMER_INTERVAL_US
+# apart (0.1 s and whatever they are late), right after the exchange and
+# with the local job, if any, still running.  Its p99 lateness is an upper
+# estimate of how late parq's shaper watchdog fires
+# (Documentation/parq-bench.md).
+TIMER_WAKEUPS = 500
+TIMER_INTERVAL_US = 200
+
+
+def with_timer(ns, prefix, rows):
+    """@rows (in_parq()'s, of one step) with the timer's p99 lateness
+    measured now in @ns (timer_p99_us), the target it makes
+    (parq_target_us: SOJOURN_TARGET_US plus it) and whether the row's
+    time in parq met it (parq_within: 1 or 0; a p99 past the last bucket
+    did not), when they are parq's rows; as they are otherwise."""
+    if not rows or rows[0].get("parq_mean_us") is None:
+        return rows
+    res = bench.timer(ns, TIMER_WAKEUPS, TIMER_INTERVAL_US, prefix)
+    late = res["lateness_ns"]["p99"] / 1e3
+    out = []
+    for r in rows:
+        target = SOJOURN_TARGET_US + late
+        p99 = r.get("parq_p99_us")
+        out.append(dict(r, timer_p99_us=late, parq_target_us=target,
+                        parq_within=int(p99 is not None and p99 <= target)))
+    return out
 
 
 # The local job's cost (local_job()'s LocalMeter): its progress sampled
@@ -442,6 +470,18 @@ def summarize(rows, keys, value="slowdown"):
             groups.setdefault(tuple(r[k] for k in keys), []).append(v)
     return {k: (statistics.median(v), min(v), max(v), len(v))
             for k, v in groups.items()}
+
+
+def targets(rows, keys):
+    """{tuple of @keys: "T (lo-hi): k of n"}: the median (range) of the
+    rows' parq_target_us (with_timer()) and in how many of them the time
+    in parq met it, for the keys whose rows have one."""
+    out = {}
+    for k, stat in summarize(rows, keys, "parq_target_us").items():
+        within = sum(1 for r in rows if tuple(r[f] for f in keys) == k
+                     and r.get("parq_within") == 1)
+        out[k] = f"{cell(stat, 0)}: {within} of {stat[3]}"
+    return out
 
 
 def cell(stat, digits=2):

@@ -58,6 +58,7 @@ def _measure(topo, confs, prefix, p, cfg, local):
             a, topo.dev_a(), lambda ps=ps: common.exchange(
                 a, f"{ip}:{common.PAR_PORT}", ps, p.count, prefix)))
                 for ps in p.parallel_sizes]
+        rows = common.with_timer(a, prefix, rows)
         return [meter.add(r) for r in rows] if meter else rows
 
 

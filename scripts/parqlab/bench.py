@@ -106,6 +106,16 @@ def exchange(ns, peer, size=64, count=100, tos=None, timeout=120,
     return _parse(argv, p.stdout, p.stderr, p.returncode)
 
 
+def timer(ns, count=1000, interval_us=200, prefix=(), timeout=60):
+    """parq-bench timer in @ns under @prefix: @count wake-ups
+    @interval_us apart, and how late each came (its JSON,
+    "lateness_ns")."""
+    argv = list(prefix) + [str(PARQ_BENCH), "timer", "--count", str(count),
+                           "--interval", str(interval_us)]
+    p = ns.run(argv, timeout=timeout, check=False)
+    return _parse(argv, p.stdout, p.stderr, p.returncode)
+
+
 class Exchange:
     """exchange() in the background, for traffic that must run while a
     test does something else: is_alive() until it has sent its @count
