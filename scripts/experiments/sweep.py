@@ -141,18 +141,25 @@ def local_headline(name, kept, configs, p):
 
 
 def sojourn_sections(rows, p, configs):
-    """A section on the parallel class's time in parq (its p99 bound, tc
-    -s) when the rows have it (common.in_parq()), else none."""
-    soj = common.summarize(rows, ("scheduler", "parallel_size",
-                                  "local_size"), "parq_p99_us")
+    """Sections on the parallel class's time in parq (its p99 bound, tc
+    -s) and on its target (common.with_timer()) when the rows have them
+    (common.in_parq()), else none."""
+    keys = ("scheduler", "parallel_size", "local_size")
+    soj = common.summarize(rows, keys, "parq_p99_us")
     if not soj:
         return []
+    tgt = common.targets(rows, keys)
     cfgs = [c for c in configs if any(k[0] == c for k in soj)]
     sizes = [0] + list(p.local_sizes)
+    header = ["scheduler"] + [f"local {kib(s)}" if s else "alone"
+                              for s in sizes]
+
+    def table(ps, cell):
+        return common.md_table(header, [[c] + [cell((c, ps, s))
+                                               for s in sizes]
+                                        for c in cfgs])
     out = []
     for ps in p.parallel_sizes:
-        table = [[c] + [common.cell(soj.get((c, ps, s)), 0) for s in sizes]
-                 for c in cfgs]
         out.append((
             f"Parallel messages of {kib(ps)}: their time in parq",
             f"The 99th percentile of the time the parallel job's packets "
@@ -162,13 +169,7 @@ def sojourn_sections(rows, p, configs):
             f"Target: one local frame's serialization at the shaper's "
             f"rate, {common.SOJOURN_TARGET_US:.0f} us, plus the timer's "
             f"slack.\n\n" +
-            common.md_table(["scheduler"] +
-                            [f"local {kib(s)}" if s else "alone"
-                             for s in sizes], table)))
-        tgt = common.targets(rows, ("scheduler", "parallel_size",
-                                    "local_size"))
-        table = [[c] + [tgt.get((c, ps, s), "-") for s in sizes]
-                 for c in cfgs]
+            table(ps, lambda k: common.cell(soj.get(k), 0))))
         out.append((
             f"Parallel messages of {kib(ps)}: the target of their time "
             f"in parq",
@@ -180,9 +181,7 @@ def sojourn_sections(rows, p, configs):
             f"exchange, beside the local job): median over {p.reps} "
             f"repetitions (min-max), and in how many the time in parq's "
             f"p99 bound was within it.\n\n" +
-            common.md_table(["scheduler"] +
-                            [f"local {kib(s)}" if s else "alone"
-                             for s in sizes], table)))
+            table(ps, lambda k: tgt.get(k, "-"))))
     return out
 
 
