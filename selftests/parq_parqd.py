@@ -312,10 +312,13 @@ def t_bad_messages_change_nothing(env):
     e, s = nxt(env)
     good = credits.grant(key, PEER, e, s, credit=1000, addrs=[topo.ip_b()],
                          epoch_us=EPOCH_US, lease=GRANT_LEASE)
+    accepted = metrics(env)["parqd_messages_accepted_total"]
     send(env, good)
     # The duplicate of @good below must come within the skew of its stamp,
-    # or it is dropped as time_behind: wait for it without parqctl.
-    wait_for("the GRANT", lambda: topo.ip_b() in kernel_table(env))
+    # or it is dropped as time_behind: wait for it without parqctl, in the
+    # kernel's table and in the metrics file (rewritten every 100 ms).
+    wait_for("the GRANT", lambda: topo.ip_b() in kernel_table(env) and
+             metrics(env)["parqd_messages_accepted_total"] > accepted)
     before = metrics(env)
     accepted = before["parqd_messages_accepted_total"]
     bad = []
