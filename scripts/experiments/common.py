@@ -373,13 +373,11 @@ def with_timer(ns, prefix, rows):
         return rows
     res = bench.timer(ns, TIMER_WAKEUPS, TIMER_INTERVAL_US, prefix)
     late = res["lateness_ns"]["p99"] / 1e3
-    out = []
-    for r in rows:
-        target = SOJOURN_TARGET_US + late
-        p99 = r.get("parq_p99_us")
-        out.append(dict(r, timer_p99_us=late, parq_target_us=target,
-                        parq_within=int(p99 is not None and p99 <= target)))
-    return out
+    target = SOJOURN_TARGET_US + late
+    return [dict(r, timer_p99_us=late, parq_target_us=target,
+                 parq_within=int(r.get("parq_p99_us") is not None and
+                                 r["parq_p99_us"] <= target))
+            for r in rows]
 
 
 # The local job's cost (local_job()'s LocalMeter): its progress sampled
