@@ -340,11 +340,15 @@ def _measure(env, adm, pair):
         time.sleep(SETTLE)
         c0, t0 = timed_counters(star)
         s0, d0 = reserved_classes(star), port_drops(star)
-        while time.monotonic() < t0 + MEASURE:
+        # At least one sample: under a debug kernel the reads above can
+        # outlast the window, and a step with no sample would divide by 0.
+        while True:
             time.sleep(SAMPLE_S)
             samples += 1
             for h, v in reserved_classes(star).items():
                 empty[h] += v is not None and v["qlen"] == 0
+            if time.monotonic() >= t0 + MEASURE:
+                break
         c1, t1 = timed_counters(star)
         s1, d1 = reserved_classes(star), port_drops(star)
         for j in jobs:
