@@ -690,19 +690,26 @@ def t_late_local_sender(env):
     b = None
     try:
         m0 = env.wide.metrics("r")
-        to_r = paced_bg(env, 20, "r")
-        time.sleep(2)
+        # The waits scale with ktap.slowdown(): under the debug kernel P's
+        # first packets and R's start report came more than 2 s late.
+        slow = ktap.slowdown()
+        to_r = paced_bg(env, 20 * slow, "r")
+        tp = time.monotonic()
+        start = 'parqd_monitor_events_total{kind="start"}'
+        while env.wide.metrics("r").get(start, 0) <= m0.get(start, 0):
+            check(time.monotonic() - tp < 2 * slow,
+                  f"R's parqd saw no start report in {2 * slow} s")
+            time.sleep(0.05)
+        time.sleep(max(0.0, tp + 2 - time.monotonic()))
         check(not l_credit(env), "a credit entry before L sent anything")
         m1 = env.wide.metrics("r")
         tm1 = time.monotonic()
-        check(m1.get('parqd_monitor_events_total{kind="start"}', 0) >
-              m0.get('parqd_monitor_events_total{kind="start"}', 0),
-              "R's parqd saw no start report")
-        b = bulk(env, 20)
+        b = bulk(env, 20 * slow)
         t0 = time.monotonic()
         while star.ip("r") not in l_credit(env):
-            check(time.monotonic() - t0 < LATE_GRANT_S,
-                  f"L without R's credit {LATE_GRANT_S} s after it started")
+            check(time.monotonic() - t0 < LATE_GRANT_S * slow,
+                  f"L without R's credit {LATE_GRANT_S * slow} s after it "
+                  "started")
             time.sleep(0.01)
         diag(f"L held back by R {time.monotonic() - t0:.2f} s after its "
              "bulk started")
