@@ -47,7 +47,7 @@ MODES = ("local", "parallel", "both")
 VALUES = ()
 FIELDS = ["rep", "scheduler", "mode", "load_mbit", "messages", "p50_us",
           "p99_us", "mean_us", "local_mbit", "parq_mean_us", "parq_p99_us",
-          "timer_p99_us", "parq_target_us", "parq_within"]
+          "timer_p99_us", "timer_p50_us", "parq_target_us", "parq_within"]
 
 
 def steps(p):

@@ -11,8 +11,9 @@ from common import Panel, Params, Step, kib
 
 FIELDS = ["rep", "scheduler", "parallel_size", "local_size",
           "completion_ms", "mean_us", "p99_us", "slowdown", "grants",
-          "parq_mean_us", "parq_p99_us", "timer_p99_us", "parq_target_us",
-          "parq_within", "local_alone_mbit", "local_mbit", "local_kept"]
+          "parq_mean_us", "parq_p99_us", "timer_p99_us", "timer_p50_us",
+          "parq_target_us", "parq_within", "local_alone_mbit", "local_mbit",
+          "local_kept"]
 
 
 def presets(smoke_schedulers):
@@ -149,6 +150,8 @@ def sojourn_sections(rows, p, configs):
     if not soj:
         return []
     tgt = common.targets(rows, keys)
+    mean = common.summarize(rows, keys, "parq_mean_us")
+    late = common.summarize(rows, keys, "timer_p50_us")
     cfgs = [c for c in configs if any(k[0] == c for k in soj)]
     sizes = [0] + list(p.local_sizes)
     header = ["scheduler"] + [f"local {kib(s)}" if s else "alone"
@@ -170,6 +173,19 @@ def sojourn_sections(rows, p, configs):
             f"rate, {common.SOJOURN_TARGET_US:.0f} us, plus the timer's "
             f"slack.\n\n" +
             table(ps, lambda k: common.cell(soj.get(k), 0))))
+        out.append((
+            f"Parallel messages of {kib(ps)}: their mean time in parq",
+            f"The mean time the parallel job's packets spent in parq "
+            f"during the exchange (tc -s), in us, median over {p.reps} "
+            f"repetitions (min-max); after the semicolon, the median of "
+            f"the timer's median lateness in the same steps (parq-bench "
+            f"timer, as below).  A packet that waits for the shaper waits "
+            f"for its watchdog, which comes that late, unless the qdisc "
+            f"is backlogged and behind its schedule (Documentation/"
+            f"parq.md, the shaper).\n\n" +
+            table(ps, lambda k: "-" if k not in mean else
+                  f"{common.cell(mean[k], 0)}; "
+                  f"{common.cell(late.get(k), 0).split(' ')[0]}")))
         out.append((
             f"Parallel messages of {kib(ps)}: the target of their time "
             f"in parq",
