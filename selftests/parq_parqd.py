@@ -92,6 +92,18 @@ def send(env, data, ns=None):
         s.close()
 
 
+def send_accepted(env, data, what, also=lambda: True):
+    """Send @data and wait until parqd's metrics file (rewritten every
+    100 ms) counts one more accepted message and also() holds: a later
+    duplicate of @data must come within the skew of its stamp, or it is
+    dropped as time_behind, so the wait does not go through parqctl (10
+    to 12 s to start under the debug kernel)."""
+    accepted = metrics(env).get("parqd_messages_accepted_total", 0)
+    send(env, data)
+    wait_for(what, lambda: also() and metrics(env).get(
+        "parqd_messages_accepted_total", 0) > accepted)
+
+
 def ctl(env, *args, check_rc=True):
     r = env.a.run([PARQCTL] + list(args), check=False)
     if check_rc:
@@ -312,13 +324,8 @@ def t_bad_messages_change_nothing(env):
     e, s = nxt(env)
     good = credits.grant(key, PEER, e, s, credit=1000, addrs=[topo.ip_b()],
                          epoch_us=EPOCH_US, lease=GRANT_LEASE)
-    accepted = metrics(env)["parqd_messages_accepted_total"]
-    send(env, good)
-    # The duplicate of @good below must come within the skew of its stamp,
-    # or it is dropped as time_behind: wait for it without parqctl, in the
-    # kernel's table and in the metrics file (rewritten every 100 ms).
-    wait_for("the GRANT", lambda: topo.ip_b() in kernel_table(env) and
-             metrics(env)["parqd_messages_accepted_total"] > accepted)
+    send_accepted(env, good, "the GRANT",
+                  lambda: topo.ip_b() in kernel_table(env))
     before = metrics(env)
     accepted = before["parqd_messages_accepted_total"]
     bad = []
@@ -418,16 +425,10 @@ def t_parqctl_peers(env):
     counted by reason, a RELEASE; the text form lists the peer."""
     topo, key, tmp = env.topo, env.key, env.tmp
     before = peers(env)
-    accepted = metrics(env)["parqd_messages_accepted_total"]
     e, s = nxt(env)
     good = credits.grant(key, PEER, e, s, credit=2500, addrs=[topo.ip_b()],
                          epoch_us=EPOCH_US, lease=GRANT_LEASE)
-    send(env, good)
-    # Its replay below must come within the skew of its stamp, or it is
-    # dropped as time_behind: wait on the metrics file, not on parqctl
-    # (10 to 12 s to start under the debug kernel).
-    wait_for("the GRANT accepted", lambda: metrics(env).get(
-        "parqd_messages_accepted_total", 0) > accepted)
+    send_accepted(env, good, "the GRANT accepted")
     e2, s2 = nxt(env)
     send(env, credits.grant(os.urandom(32), PEER, e2, s2, 5, [topo.ip_b()],
                             EPOCH_US, 500))
