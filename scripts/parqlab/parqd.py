@@ -193,16 +193,19 @@ class Cluster:
         self.key_ids.remove(key_id)
         self.derive()
 
-    def restart(self, h):
+    def restart(self, h, timeout=30):
         """SIGTERM @h's parqd (raises unless it exits 0), start it again
-        with its configuration as it is now."""
+        with its configuration as it is now, waiting for it up to @timeout
+        s times ktap.slowdown(): a restart comes under traffic, and under
+        the debug kernel, with the receiver's link saturated, parqd on R
+        had not written its metrics after start()'s 10 s times 4."""
         p = self.daemons.pop(h)
         p.send_signal(signal.SIGTERM)
         p.wait(10 * ktap.slowdown())
         if p.returncode != 0:
             raise RuntimeError(f"parqd on {h}: exit {p.returncode}: "
                                f"{self.log(h)}")
-        self.start([h])
+        self.start([h], timeout)
 
     def hosts(self):
         return self.receivers + self.senders
