@@ -167,9 +167,8 @@ def t_in_parq(env):
     """exp1 and exp7: a row of the parallel job under parq has its time in
     parq (tc -s, a positive mean and p99 bound), the timer's lateness
     measured in its step (parq-bench timer, a positive median no larger
-    than its p99), the target they
-    make (121 us plus it) and whether the p99 bound met it; under another
-    scheduler, none of these."""
+    than its p99), the target they make (121 us plus it) and whether the
+    p99 bound met it; under another scheduler, none of these."""
     seen = 0
     extra = ("timer_p99_us", "timer_p50_us", "parq_target_us",
              "parq_within")

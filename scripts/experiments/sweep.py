@@ -184,8 +184,8 @@ def sojourn_sections(rows, p, configs):
             f"is backlogged and behind its schedule (Documentation/"
             f"parq.md, the shaper).\n\n" +
             table(ps, lambda k: "-" if k not in mean else
-                  f"{common.cell(mean[k], 0)}; "
-                  f"{common.cell(late.get(k), 0).split(' ')[0]}")))
+                  f"{common.cell(mean[k], 0)}; " +
+                  (f"{late[k][0]:.0f}" if k in late else "-"))))
         out.append((
             f"Parallel messages of {kib(ps)}: the target of their time "
             f"in parq",
