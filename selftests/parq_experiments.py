@@ -116,13 +116,14 @@ def t_experiment(mod):
 
 
 def t_interference(env):
-    """pfifo, 64 B, against the local job: at least twice T1."""
+    """pfifo, 64 B, against the local job's bulk stream: at least twice
+    T1."""
     pfifo = [r for r in rows_of(env, "exp1") if r["scheduler"] == "pfifo"
              and r["parallel_size"] == "64"]
     alone = {r["rep"]: r["completion_ms"] for r in pfifo
              if r["local_size"] == "0"}
-    rows = [r for r in pfifo if r["local_size"] != "0"]
-    check(rows, "no pfifo row with the local job in exp1.csv")
+    rows = [r for r in pfifo if r["local_kind"] == common.BULK]
+    check(rows, "no pfifo row with the local bulk stream in exp1.csv")
     for r in rows:
         diag(f"pfifo slowdown {float(r['slowdown']):.1f} (want >= 2): "
              f"{float(r['completion_ms']):.2f} ms beside the local job "
@@ -206,10 +207,11 @@ def t_in_parq(env):
 
 def t_local_cost(env):
     """exp1, exp2: every step with the local job measured its rate alone
-    and during each exchange (common.LocalMeter); exp3: each of its two
-    streams, during the barrier; exp4: the background, during the
-    application's exchange; exp5: while mpirun ran; none without the
-    local job."""
+    and during each exchange (common.LocalMeter), or for exp1's local
+    messages their round trip alone and beside the parallel job
+    (common.MessageMeter); exp3: each of its two streams, during the
+    barrier; exp4: the background, during the application's exchange;
+    exp5: while mpirun ran; none without the local job."""
     names = [(n, "local") for n in ("exp1", "exp2")] + \
         [("exp3", d) for d, *_ in exp3.DIRECTIONS] + \
         [(n, "local") for n in ("exp4", "exp5")]
@@ -225,6 +227,9 @@ def t_local_cost(env):
             if without:
                 check_eq(r[f"{job}_kept"], "", f"{label}: {job}_kept")
                 continue
+            if r.get("local_kind") == common.MESSAGES:
+                check_messages(r, label)
+                continue
             alone = positive(r, f"{job}_alone_mbit")
             during = float(r[f"{job}_mbit"])
             kept = float(r[f"{job}_kept"])
@@ -232,6 +237,18 @@ def t_local_cost(env):
                  f"the parallel job ({kept:.2f})")
             check(math.isfinite(kept) and kept >= 0,
                   f"{label}: {job}_kept = {r[f'{job}_kept']!r}")
+
+
+def check_messages(row, label):
+    """exp1's local messages: their mean round trip alone and beside the
+    parallel job, and kept, the one over the other."""
+    alone = positive(row, "local_alone_us")
+    beside = positive(row, "local_us")
+    kept = float(row["local_kept"])
+    diag(f"{label} messages: {alone:.0f} us alone, {beside:.0f} us beside "
+         f"the parallel job ({kept:.2f})")
+    check(abs(kept - alone / beside) < 1e-3 * kept,
+          f"{label}: local_kept {kept} is not {alone} / {beside}")
 
 
 def t_mpi_receiver(env):

@@ -59,6 +59,11 @@ class Params:
     schedulers: tuple = tuple(scenarios.ALL_SCHEDULERS)
     parallel_sizes: tuple = (64, 2048)
     local_sizes: tuple = (2048, 4096, 8192, 16384)
+    # The local job of local_sizes: bulk streams (BULK), or messages at a
+    # fixed rate (MESSAGES, experiment 1), then with one more column of a
+    # bulk stream of local_bulk-byte messages when that is not 0.
+    local_kind: str = "bulk"
+    local_bulk: int = 0
     streams: int = 1			# TCP connections of a local job
     settle: float = 0.5			# s between starting it and measuring
     hosts: tuple = (4, 8)		# exp3
@@ -448,6 +453,75 @@ class LocalMeter:
                     f"{name}_mbit": during,
                     f"{name}_kept": during / self.alone_mbit
                     if self.alone_mbit else math.nan})
+        return row
+
+
+# Experiment 1's local job at message level (issue 15): an open loop of
+# one message every LOCAL_MSG_INTERVAL_US, each answered by 32 bytes,
+# DSCP 0.  The rate is fixed and the size varies, as the seed's local
+# stream (its figure 8), so what the job puts in front of the qdisc grows
+# with its message size: 500 messages a second offer 8.2 Mbit/s of 2 KiB
+# messages and 65.5 of 16 KiB ones on a 100 Mbit/s link.  A bulk stream,
+# by contrast, fills the queue whatever its message size (TCP coalesces
+# its writes).  The job's cost is its messages' mean round trip beside
+# the parallel job against alone, LOCAL_MSG_COUNT messages each.
+BULK = "bulk"
+MESSAGES = "messages"
+LOCAL_MSG_INTERVAL_US = 2000
+LOCAL_MSG_COUNT = 200
+# A background job runs until it is stopped: this many messages are more
+# than any step lasts (the step's own time limit ends it first).
+BACKGROUND_COUNT = 10 ** 6
+
+
+def local_messages(ns, peer, size, count=LOCAL_MSG_COUNT):
+    """The message-level local job once: @count messages of @size bytes to
+    the Server at @peer, one every LOCAL_MSG_INTERVAL_US; figures()."""
+    return figures(bench.exchange(ns, peer, size=size, count=count,
+                                  interval_us=LOCAL_MSG_INTERVAL_US))
+
+
+@contextmanager
+def background(ns, peer, settle, **kw):
+    """bench.Exchange(@ns, @peer, count=BACKGROUND_COUNT, **kw) for the
+    body, started @settle seconds before it.  Fails if the job has ended
+    before the body does (it cannot have sent them all: it failed)."""
+    job = bench.Exchange(ns, peer, count=BACKGROUND_COUNT, **kw)
+    try:
+        time.sleep(settle)
+        _still_running(job, "before the measurement")
+        yield job
+        _still_running(job, "during the measurement")
+    finally:
+        job.stop()
+
+
+def _still_running(job, when):
+    if not job.is_alive():
+        err = job.proc.stderr.read() if job.proc.stderr else ""
+        raise AssertionError(f"a background exchange ended {when}: "
+                             f"{err[-300:].strip()}")
+
+
+class MessageMeter:
+    """The message-level local job's cost: its mean round trip alone, and
+    beside each parallel size's job running in the background (closed
+    loop, as the measured exchange)."""
+
+    def __init__(self, ns, peer, size):
+        self.ns, self.peer, self.size = ns, peer, size
+        self.alone_us = local_messages(ns, peer, size)["mean_us"]
+
+    def add(self, row, parallel):
+        """@row with local_alone_us, local_us (beside parallel(), a
+        context manager that runs the parallel job of @row's size) and
+        local_kept: alone over beside (1, the parallel job cost the local
+        job nothing; towards 0, its messages took ever longer)."""
+        with parallel():
+            beside = local_messages(self.ns, self.peer, self.size)
+        row.update(local_alone_us=self.alone_us,
+                   local_us=beside["mean_us"],
+                   local_kept=self.alone_us / beside["mean_us"])
         return row
 
 

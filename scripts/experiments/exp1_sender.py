@@ -6,10 +6,12 @@ Namespaces A and B joined by one veth pair (netns.Topology); the scheduler
 under test on A's veth behind a 100 Mbit/s bottleneck (parq's own shaper;
 an htb class above each baseline).  The parallel job: exchanges of 100
 messages of 64 B and of 2 KiB from A to a parq-bench server on B, DSCP EF
-(each message waits for the server's 32-byte reply).  The local job: a
-parq-bench bulk stream from A to B with 2, 4, 8 or 16 KiB messages,
-DSCP 0.  Slowdown: the exchange's completion time with the local job over
-the same without it (sweep.py).
+(each message waits for the server's 32-byte reply).  The local job, DSCP
+0: 2, 4, 8 or 16 KiB messages from A to B at 500 a second, each answered
+(common.MessageMeter: its cost is its round trips beside the parallel job
+against alone), and in one more column a parq-bench bulk stream of 16 KiB
+messages (common.LocalMeter: its rate).  Slowdown: the exchange's
+completion time with the local job over the same without it (sweep.py).
 
     scripts/experiments/exp1_sender.py [--quick] [--out DIR]
 """
@@ -22,11 +24,13 @@ import sweep
 
 NAME = "exp1"
 TITLE = "Experiment 1: sending side"
-PARAMS = sweep.presets(smoke_schedulers=("pfifo", "parq"))
+PARAMS = sweep.presets(smoke_schedulers=("pfifo", "parq"),
+                       local_kind=common.MESSAGES, local_bulk=16384)
 INTRO = """\
 A parallel job (exchanges of {count} messages of {psizes}, DSCP EF, each
-answered by a 32-byte reply) and a local job (one parq-bench bulk stream
-of {lsizes} messages, DSCP 0) leave host A through one interface with a
+answered by a 32-byte reply) and a local job (DSCP 0: {lsizes} messages
+at {rate} a second, each answered by 32 bytes, or one parq-bench bulk
+stream of {bulk} messages) leave host A through one interface with a
 100 Mbit/s bottleneck: parq's shaper, or an htb class above each baseline
 (pfifo, prio and ets with the parallel job in their strict band,
 fq_codel), or cake's own shaper (diffserv4: EF in its Voice tin).
@@ -37,29 +41,40 @@ details.
 
 
 def steps(p):
-    def est(cfg, local):
-        return 6.0 if local else 4.0
+    def est(cfg, local, kind):
+        return (8.0 if kind == common.MESSAGES else 6.0) if local else 4.0
     return sweep.steps(NAME, p, common.configurations(p), est)
 
 
 @contextmanager
 def lab(p, group=None):
     with common.sender_lab(NAME) as (topo, confs, prefix):
-        yield SimpleNamespace(measure=lambda cfg, local: _measure(
-            topo, confs, prefix, p, cfg, local))
+        yield SimpleNamespace(measure=lambda cfg, local, kind: _measure(
+            topo, confs, prefix, p, cfg, local, kind))
 
 
-def _measure(topo, confs, prefix, p, cfg, local):
+def _measure(topo, confs, prefix, p, cfg, local, kind):
     a, ip = topo.a, topo.ip_b()
+    par, sink = f"{ip}:{common.PAR_PORT}", f"{ip}:{common.BULK_PORT}"
     confs.use(cfg)
-    with common.local_job(a, f"{ip}:{common.BULK_PORT}", local,
-                          p) as meter:
+
+    def exchanges():
         rows = [dict(parallel_size=ps, **common.in_parq(
             a, topo.dev_a(), lambda ps=ps: common.exchange(
-                a, f"{ip}:{common.PAR_PORT}", ps, p.count, prefix)))
+                a, par, ps, p.count, prefix)))
                 for ps in p.parallel_sizes]
-        rows = common.with_timer(a, prefix, rows)
-        return [meter.add(r) for r in rows] if meter else rows
+        return common.with_timer(a, prefix, rows)
+    if kind != common.MESSAGES:
+        with common.local_job(a, sink, local, p) as meter:
+            rows = exchanges()
+            return [meter.add(r) for r in rows] if meter else rows
+    meter = common.MessageMeter(a, sink, local)
+    with common.background(a, sink, p.settle, size=local,
+                           interval_us=common.LOCAL_MSG_INTERVAL_US):
+        rows = exchanges()
+    return [meter.add(r, lambda r=r: common.background(
+        a, par, p.settle, size=r["parallel_size"], tos=common.EF,
+        prefix=prefix)) for r in rows]
 
 
 def report(rows, p, out):

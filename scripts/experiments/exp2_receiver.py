@@ -44,7 +44,7 @@ def configs(p):
 
 
 def steps(p):
-    def est(cfg, local):
+    def est(cfg, local, kind):
         return (6.5 if local else 4.0) + (1.0 if cfg == common.PARQD else 0)
     return sweep.steps(NAME, p, configs(p), est)
 
@@ -63,7 +63,7 @@ def lab(p, group=None):
                 bench.Server(r, ip, common.BULK_PORT), \
                 common.Configurations(senders, rate=None,
                                       cluster=cluster) as confs:
-            yield SimpleNamespace(measure=lambda cfg, local: _measure(
+            yield SimpleNamespace(measure=lambda cfg, local, kind: _measure(
                 star, confs, prefix, p, cfg, local))
 
 
