@@ -48,6 +48,10 @@ RANK_PORT = 12000			# every rank of a collective
 # (24 ms), as in selftests/parq_receiver.py.
 SWITCH_FIFO = ("tbf", "rate", "100mbit", "burst", "32k", "limit", "300kb")
 PARQD = "parq+parqd"			# parq on the senders, parqd everywhere
+# The kinds of a local job (Params.local_kind): a bulk stream
+# (local_job()), or messages at a fixed rate (MessageMeter).
+BULK = "bulk"
+MESSAGES = "messages"
 
 
 @dataclass
@@ -62,7 +66,7 @@ class Params:
     # The local job of local_sizes: bulk streams (BULK), or messages at a
     # fixed rate (MESSAGES, experiment 1), then with one more column of a
     # bulk stream of local_bulk-byte messages when that is not 0.
-    local_kind: str = "bulk"
+    local_kind: str = BULK
     local_bulk: int = 0
     streams: int = 1			# TCP connections of a local job
     settle: float = 0.5			# s between starting it and measuring
@@ -465,8 +469,6 @@ class LocalMeter:
 # by contrast, fills the queue whatever its message size (TCP coalesces
 # its writes).  The job's cost is its messages' mean round trip beside
 # the parallel job against alone, LOCAL_MSG_COUNT messages each.
-BULK = "bulk"
-MESSAGES = "messages"
 LOCAL_MSG_INTERVAL_US = 2000
 LOCAL_MSG_COUNT = 200
 # A background job runs until it is stopped: this many messages are more
@@ -489,18 +491,11 @@ def background(ns, peer, settle, **kw):
     job = bench.Exchange(ns, peer, count=BACKGROUND_COUNT, **kw)
     try:
         time.sleep(settle)
-        _still_running(job, "before the measurement")
+        job.check_running("before the measurement")
         yield job
-        _still_running(job, "during the measurement")
+        job.check_running("during the measurement")
     finally:
         job.stop()
-
-
-def _still_running(job, when):
-    if not job.is_alive():
-        err = job.proc.stderr.read() if job.proc.stderr else ""
-        raise AssertionError(f"a background exchange ended {when}: "
-                             f"{err[-300:].strip()}")
 
 
 class MessageMeter:
@@ -516,7 +511,7 @@ class MessageMeter:
         """@row with local_alone_us, local_us (beside parallel(), a
         context manager that runs the parallel job of @row's size) and
         local_kept: alone over beside (1, the parallel job cost the local
-        job nothing; towards 0, its messages took ever longer)."""
+        job nothing; 0, it stopped it)."""
         with parallel():
             beside = local_messages(self.ns, self.peer, self.size)
         row.update(local_alone_us=self.alone_us,

@@ -127,6 +127,15 @@ class Exchange:
     def is_alive(self):
         return self.proc.poll() is None
 
+    def check_running(self, what=""):
+        """Raise AssertionError (saying why) if the exchange has ended, as
+        Bulk's: for one whose @count outlasts what it runs beside."""
+        if not self.is_alive():
+            _, err = self.proc.communicate(timeout=5)
+            raise AssertionError(f"exchange ended {what}: exit "
+                                 f"{self.proc.returncode}: "
+                                 f"{err[-300:].strip()}")
+
     def stop(self):
         _stop(self.proc)
 
