@@ -36,6 +36,8 @@ nlohmann::json ToJson(const Config& c, const parq::sim::Result& r) {
   j["release_ns"] = r.release_ns;
   j["max_switch_queue"] = r.max_switch_queue;
   j["max_host_queue"] = r.max_host_queue;
+  j["cpus"] = c.cpus;
+  j["cpu_busy_ns"] = r.cpu_busy_ns;
   j["events"] = r.events;
   return j;
 }
@@ -114,6 +116,16 @@ int Main(int argc, char** argv) {
                  "with --no-parallel: how long to run")
       ->capture_default_str();
   app.add_option("--seed", c.seed, "the local flows' hosts")
+      ->capture_default_str();
+  app.add_option("--cpus", c.cpus,
+                 "CPUs shared by all hosts (0: no CPU model, the costs "
+                 "ignored)")
+      ->capture_default_str();
+  app.add_option("--message-cpu-ns", c.message_cpu_ns,
+                 "CPU time of receiving and answering one parallel message")
+      ->capture_default_str();
+  app.add_option("--local-cpu-ns", c.local_cpu_ns,
+                 "CPU time of delivering one local packet")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 

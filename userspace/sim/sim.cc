@@ -47,6 +47,7 @@ enum class Ev : uint8_t {
   kStopCheck,  // host a's monitor: has parallel traffic stopped?
   kReport,     // host a's parqd acts on a report: b = ReportKind
   kRestate,    // host a's parqd: restatements due
+  kCpuDone,    // the item running for CPU lane a ended
 };
 
 enum ReportKind : uint32_t { kStart, kLocalSender, kStop };
@@ -102,6 +103,21 @@ struct Host {
   uint32_t release_left = 0;
 };
 
+// CPU work (Config::cpus): a received parallel message of @bytes, or a
+// delivered local packet of flow @flow.
+struct Work {
+  bool local = false;
+  uint32_t flow = 0;
+  uint32_t bytes = 0;
+};
+
+// A CPU lane: one thread's items, in order; the front one is running
+// while @running.
+struct Lane {
+  std::deque<Work> q;
+  bool running = false;
+};
+
 struct Flow {
   uint32_t src = 0;
   uint32_t dst = 0;
@@ -135,6 +151,14 @@ class Model {
   void Arrive(uint32_t node, uint32_t id);
   void Deliver(uint32_t h, uint32_t id);
   void FillFlow(uint32_t f);
+  void ParallelReceived(uint64_t bytes);
+  void LocalDelivered(uint32_t flow, uint32_t bytes);
+  // A host's CPU lanes: its application's and its local receive path's.
+  uint32_t AppLane(uint32_t h) const { return 2 * h; }
+  uint32_t LocalLane(uint32_t h) const { return 2 * h + 1; }
+  void CpuSubmit(uint32_t lane, const Work& w);
+  void CpuKick();
+  void CpuDone(uint32_t lane);
   void StartPhase();
   void Monitor(uint32_t h, const Packet& p);
   void Report(uint32_t h, uint32_t kind);
@@ -169,6 +193,13 @@ class Model {
   bool job_done_ = false;
   bool ended_ = false;  // the job's time is taken: only control runs on
   parqd::GrantPolicy policy_{};
+  // The CPUs, if Config::cpus.
+  std::vector<Lane> lanes_;
+  uint32_t idle_cpus_ = 0;
+  uint32_t next_lane_ = 0;  // round-robin: where the next search starts
+  // Parallel bytes received of each (source, destination)'s message in
+  // this phase, while incomplete.
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> partial_;
 };
 
 void Model::Build() {
@@ -210,6 +241,8 @@ void Model::Build() {
     if (c_.scheduler == Scheduler::kParqd)
       h.granter.emplace(policy_);
   }
+  lanes_.resize(c_.cpus ? 2 * size_t{c_.hosts} : 0);
+  idle_cpus_ = c_.cpus;
 
   const uint32_t stride = std::max<uint32_t>(1, c_.hosts / c_.job_hosts);
   for (uint32_t i = 0; i < c_.job_hosts; i++)
@@ -385,30 +418,95 @@ void Model::Deliver(uint32_t h, uint32_t id) {
   const Packet p = pkts_[id];
   Free(id);
   switch (p.kind) {
-    case Kind::kParallel:
+    case Kind::kParallel: {
       Monitor(h, p);
-      phase_left_ -= p.bytes;
-      if (phase_left_ == 0) {
-        r_.phase_ns.push_back(now_ - phase_start_);
-        phase_++;
-        if (phase_ >= c_.phases.size() * c_.rounds) {
-          job_done_ = true;
-          r_.parallel_ns = now_ - job_start_;
-        } else {
-          At(now_ + c_.gap_ns, Ev::kPhase, 0);
-        }
+      if (!c_.cpus || !c_.message_cpu_ns) {
+        ParallelReceived(p.bytes);
+        break;
+      }
+      // The application receives the message when its last byte is
+      // there, and then spends its CPU time on it.
+      uint64_t& got = partial_[{p.src, h}];
+      got += p.bytes;
+      if (got == c_.message) {
+        partial_.erase({p.src, h});
+        CpuSubmit(AppLane(h),
+                  Work{false, 0, static_cast<uint32_t>(c_.message)});
       }
       break;
+    }
     case Kind::kLocal:
       Monitor(h, p);
-      r_.local_bytes += p.bytes;
-      At(now_ + flows_[p.flow].ack_ns, Ev::kAck, p.flow, p.bytes);
+      if (!c_.cpus || !c_.local_cpu_ns)
+        LocalDelivered(p.flow, p.bytes);
+      else
+        CpuSubmit(LocalLane(h), Work{true, p.flow, p.bytes});
       break;
     case Kind::kGrant:
     case Kind::kRelease:
       ApplyControl(h, p);
       break;
   }
+}
+
+// @bytes of the phase's parallel messages reached their application.
+void Model::ParallelReceived(uint64_t bytes) {
+  phase_left_ -= bytes;
+  if (phase_left_ != 0)
+    return;
+  r_.phase_ns.push_back(now_ - phase_start_);
+  phase_++;
+  if (phase_ >= c_.phases.size() * c_.rounds) {
+    job_done_ = true;
+    r_.parallel_ns = now_ - job_start_;
+  } else {
+    At(now_ + c_.gap_ns, Ev::kPhase, 0);
+  }
+}
+
+// A local packet reached its receiver's application: it counts, and its
+// acknowledgment leaves.
+void Model::LocalDelivered(uint32_t flow, uint32_t bytes) {
+  r_.local_bytes += bytes;
+  At(now_ + flows_[flow].ack_ns, Ev::kAck, flow, bytes);
+}
+
+void Model::CpuSubmit(uint32_t lane, const Work& w) {
+  lanes_[lane].q.push_back(w);
+  CpuKick();
+}
+
+// Each idle CPU takes the head item of the next lane, round-robin from
+// next_lane_, that has work and nothing running.
+void Model::CpuKick() {
+  const auto n = static_cast<uint32_t>(lanes_.size());
+  for (uint32_t looked = 0; idle_cpus_ && looked < n; looked++) {
+    const uint32_t l = next_lane_;
+    next_lane_ = (next_lane_ + 1) % n;
+    Lane& lane = lanes_[l];
+    if (lane.running || lane.q.empty())
+      continue;
+    lane.running = true;
+    idle_cpus_--;
+    looked = 0;  // every lane may be looked at again for the next CPU
+    const uint64_t cost =
+        lane.q.front().local ? c_.local_cpu_ns : c_.message_cpu_ns;
+    r_.cpu_busy_ns += cost;
+    At(now_ + cost, Ev::kCpuDone, l);
+  }
+}
+
+void Model::CpuDone(uint32_t lane) {
+  Lane& l = lanes_[lane];
+  const Work w = l.q.front();
+  l.q.pop_front();
+  l.running = false;
+  idle_cpus_++;
+  if (w.local)
+    LocalDelivered(w.flow, w.bytes);
+  else
+    ParallelReceived(w.bytes);
+  CpuKick();
 }
 
 void Model::FillFlow(uint32_t f) {
@@ -625,6 +723,9 @@ void Model::Handle(const Event& e) {
     }
     case Ev::kReport:
       Report(e.a, static_cast<uint32_t>(e.b));
+      break;
+    case Ev::kCpuDone:
+      CpuDone(e.a);
       break;
     case Ev::kRestate: {
       Host& host = hosts_[e.a];

@@ -31,6 +31,17 @@
 //     The root of round i is the job's host i (mod its size).
 //   - Packets carry `mtu` bytes at most; headers and the Ethernet preamble
 //     and gap are not modelled.
+//   - CPUs (off unless `cpus` > 0): one pool of `cpus` CPUs that every host
+//     shares, as the namespaces of one VM share its vCPUs.  Work items
+//     queue in lanes: each host's application (one thread: a received
+//     parallel message costs it `message_cpu_ns`, receiving and answering
+//     it) and each host's local receive path (every local packet delivered
+//     costs `local_cpu_ns`).  A lane is FIFO and runs one item at a time;
+//     a CPU that falls free takes the head of the next lane, in
+//     round-robin order, that has work and none running, and runs it to
+//     its end (no preemption).  A parallel message counts as received, and
+//     a local packet as delivered and acknowledged, when its item ends.
+//     Sending costs no CPU.
 
 #ifndef PARQ_SIM_SIM_H
 #define PARQ_SIM_SIM_H
@@ -85,6 +96,10 @@ struct Config {
   bool local = true;                   // run the local jobs
   uint64_t local_only_ns = 5'000'000;  // without the parallel job: run time
   uint64_t seed = 1;
+  // CPUs shared by all hosts; 0: no CPU model (the costs are ignored).
+  uint32_t cpus = 0;
+  uint64_t message_cpu_ns = 0;  // per parallel message received
+  uint64_t local_cpu_ns = 0;    // per local packet delivered
 };
 
 // Why a Config cannot run, or "".
@@ -104,6 +119,7 @@ struct Result {
                                       // arrival to the last RELEASE's
   uint64_t max_switch_queue = 0;      // bytes, any switch port
   uint64_t max_host_queue = 0;        // bytes, any host egress
+  uint64_t cpu_busy_ns = 0;           // CPU work done, all CPUs
   uint64_t events = 0;
 };
 

@@ -112,6 +112,118 @@ TEST(SimTest, ThrottlesAndReleases) {
             c.hold_ns);
 }
 
+// The CPU model: 2 hosts at 1 Gbit/s (512 ns per 64-byte packet), a
+// ping-pong of 64 bytes (the root's message, then the answer), one CPU
+// and 100 us of it per message received.
+Config PingPong() {
+  Config c = OneSwitch(2, Phase::kBroadcast, 64);
+  c.phases = {Phase::kBroadcast, Phase::kIncast};
+  c.gap_ns = 0;
+  c.cpus = 1;
+  c.message_cpu_ns = 100'000;
+  return c;
+}
+
+// Each way: two serializations, two propagation delays, then the
+// receiver's CPU time.
+TEST(SimTest, CpuPingPongTakesItsCost) {
+  const Result r = Simulate(PingPong());
+  ASSERT_EQ(r.phase_ns.size(), 2u);
+  EXPECT_EQ(r.phase_ns[0], 2 * 512 + 2 * 1000 + 100'000);
+  EXPECT_EQ(r.phase_ns[1], 2 * 512 + 2 * 1000 + 100'000);
+  EXPECT_EQ(r.cpu_busy_ns, 200'000u);
+}
+
+// Two receivers' messages on one CPU run one after the other; on two,
+// side by side.  The root's link sends the second copy 512 ns after the
+// first.
+TEST(SimTest, CpusServeMessagesInParallel) {
+  Config c = OneSwitch(3, Phase::kBroadcast, 64);
+  c.cpus = 1;
+  c.message_cpu_ns = 100'000;
+  Result r = Simulate(c);
+  ASSERT_EQ(r.phase_ns.size(), 1u);
+  EXPECT_EQ(r.phase_ns[0], 2 * 512 + 2 * 1000 + 2 * 100'000);
+  c.cpus = 2;
+  r = Simulate(c);
+  ASSERT_EQ(r.phase_ns.size(), 1u);
+  EXPECT_EQ(r.phase_ns[0], 3 * 512 + 2 * 1000 + 100'000);
+}
+
+// One application's messages run one after the other, whatever the
+// CPUs: the root's three answers on four CPUs take three costs.
+TEST(SimTest, OneApplicationIsOneThread) {
+  Config c = OneSwitch(4, Phase::kIncast, 64);
+  c.cpus = 4;
+  c.message_cpu_ns = 100'000;
+  const Result r = Simulate(c);
+  ASSERT_EQ(r.phase_ns.size(), 1u);
+  // The three answers arrive 512 ns apart at the root's switch port; the
+  // first is there after 2 x 512 ns and 2 us.
+  EXPECT_EQ(r.phase_ns[0], 2 * 512 + 2 * 1000 + 3 * 100'000);
+}
+
+// A local flow alone, its receiver's CPU slower than the link: the CPU
+// sets its rate, one packet per local_cpu_ns.
+TEST(SimTest, CpuLimitsALocalFlow) {
+  Config c = OneSwitch(2, Phase::kIncast, 0);
+  c.parallel = false;
+  c.local = true;
+  c.local_flows = {{0, 1}};
+  c.local_only_ns = 10'000'000;
+  c.cpus = 1;
+  c.local_cpu_ns = 50'000;  // 1 500 bytes per 50 us: 240 Mbit/s
+  const Result r = Simulate(c);
+  EXPECT_NEAR(r.local_gbps, 0.24, 0.005);
+}
+
+// A local flow into the answering host takes CPU turns from the
+// ping-pong: each message waits for the local packet running before it.
+TEST(SimTest, LocalCpuWorkLengthensTheRound) {
+  Config c = PingPong();
+  c.local = true;
+  c.local_flows = {{0, 1}};
+  c.local_cpu_ns = 50'000;
+  const Result r = Simulate(c);
+  ASSERT_EQ(r.phase_ns.size(), 2u);
+  EXPECT_GT(r.phase_ns[0], 2 * 512 + 2 * 1000 + 100'000);
+  EXPECT_LE(r.phase_ns[0], 2 * 512 + 2 * 1000 + 100'000 + 50'000 + 12'000);
+  EXPECT_GT(r.local_bytes, 0u);
+}
+
+// Without CPUs the costs are ignored: the old model, to the event.
+TEST(SimTest, NoCpusIsTheModelWithoutThem) {
+  Config c = Loaded(Scheduler::kParqd);
+  const Result plain = Simulate(c);
+  c.cpus = 0;
+  c.message_cpu_ns = 1'000'000;
+  c.local_cpu_ns = 1'000'000;
+  const Result r = Simulate(c);
+  EXPECT_EQ(r.phase_ns, plain.phase_ns);
+  EXPECT_EQ(r.local_bytes, plain.local_bytes);
+  EXPECT_EQ(r.control_messages, plain.control_messages);
+  EXPECT_EQ(r.events, plain.events);
+  EXPECT_EQ(r.cpu_busy_ns, 0u);
+}
+
+// sim_scale.py's 64-host parqd case gives what the committed
+// Documentation/results/sim.csv has from before the CPU model (job_us
+// 1563.85, events 387967).
+TEST(SimTest, CommittedRunUnchanged) {
+  Config c;
+  c.hosts = 64;
+  c.rack = 32;
+  c.job_hosts = 16;
+  c.rounds = 2;
+  c.message = 16384;
+  c.local_in = 2;
+  c.local_out = 1;
+  c.scheduler = Scheduler::kParqd;
+  const Result r = Simulate(c);
+  EXPECT_EQ(r.parallel_ns, 1563846u);
+  EXPECT_EQ(r.events, 387967u);
+}
+
 TEST(SimTest, ConfigChecks) {
   Config c;
   EXPECT_EQ(CheckConfig(c), "");
