@@ -15,6 +15,13 @@ receiver's first parallel packet to the arrival of the last of the GRANTs
 its start report sent) and to release (its last parallel packet to the
 arrival of the last RELEASE, the hold included).
 
+Experiment 3's 4-host case runs twice over: as the network alone (no CPU
+model, the committed comparison), and with parq-sim's CPU model
+calibrated from the committed exp3.csv's measurements that are not the
+slowdowns it predicts (cpu_calibration): the VM's 2 vCPUs, the round
+alone (T1) for the per-message cost, the local job's rate alone for the
+per-packet cost.
+
     scripts/experiments/sim_scale.py [--quick] [--out DIR] [--sim PATH]
 
 --quick: 64 and 128 hosts only.  The binary: --sim, else
@@ -57,6 +64,15 @@ EXP3 = ["--hosts", "4", "--rack", "4", "--job-hosts", "4", "--link-bps",
         "100000000", "--phases", "broadcast,incast", "--message", "64",
         "--rounds", "100", "--gap-ns", "0", "--local-flow", "0:1",
         "--local-flow", "1:0"]
+# The VM's CPUs: every host of experiment 3 is a namespace of one VM with
+# 2 vCPUs (scripts/vm-run).
+VM_CPUS = 2
+# The switch port toward the root in the VM: a 100 Mbit/s FIFO of 300 kB
+# (exp3_collective.py).  The model's buffers are unlimited; the local
+# flows' window is their standing queue, so one run gives them a window of
+# that size.
+VM_FIFO_BYTES = 300000
+MTU = 1500
 
 
 def sim_path(arg):
@@ -126,39 +142,101 @@ def measure(sim, hosts):
     return rows
 
 
-def exp3_case(sim):
-    """{scheduler: slowdown} of the 4-host barrier case."""
+def exp3_case(sim, extra=()):
+    """{scheduler: slowdown} of the 4-host barrier case with parq-sim's
+    options @extra; "alone_us": a round alone (us), "local_mbit": each
+    local flow's rate alone (Mbit/s)."""
     out = {}
+    args = EXP3 + list(extra)
     for s in SCHEDULERS:
-        alone = run(sim, EXP3 + ["--scheduler", s, "--no-local"])
-        j = run(sim, EXP3 + ["--scheduler", s])
+        alone = run(sim, args + ["--scheduler", s, "--no-local"])
+        j = run(sim, args + ["--scheduler", s])
         out[s] = j["parallel_ns"] / alone["parallel_ns"]
     out["alone_us"] = alone["parallel_ns"] / 1e3 / 100
+    local = run(sim, args + ["--scheduler", "fifo", "--no-parallel",
+                             "--local-only-ns", 300_000_000])
+    out["local_mbit"] = local["local_gbps"] * 1e3 / 2
     return out
+
+
+def round_alone_ns(sim, message_cpu_ns):
+    """The model's 4-host round alone (ns) on the VM's CPUs."""
+    j = run(sim, EXP3 + ["--no-local", "--cpus", VM_CPUS,
+                         "--message-cpu-ns", message_cpu_ns])
+    return j["parallel_ns"] / 100
+
+
+def cpu_calibration(sim, cal):
+    """parq-sim's CPU options for experiment 3's case, from @cal
+    (vm_calibration): the per-message cost that makes the model's round
+    alone the VM's T1 (a round alone is linear in it once it exceeds the
+    network's time: two runs give the line), and the per-packet cost that
+    makes a local flow's rate alone the VM's, if that is below the link
+    (else 0).  Returns ({option: value}, check): check is the model's
+    round alone with them (us)."""
+    lo, hi = 1_000_000, 2_000_000
+    r_lo, r_hi = round_alone_ns(sim, lo), round_alone_ns(sim, hi)
+    slope = (r_hi - r_lo) / (hi - lo)
+    message = round(lo + (cal["t1_round_ms"] * 1e6 - r_lo) / slope)
+    rate = cal["local_alone_mbit"]
+    local = round(MTU * 8 * 1e3 / rate) if rate < 100 else 0
+    opts = {"cpus": VM_CPUS, "message-cpu-ns": message,
+            "local-cpu-ns": local}
+    return opts, round_alone_ns(sim, message) / 1e3
+
+
+def cpu_args(opts, window=None):
+    out = [x for k, v in opts.items() for x in (f"--{k}", v)]
+    return out + (["--window", window] if window else [])
 
 
 # Experiment 3's committed run, the VM's side of the 4-host comparison.
 EXP3_CSV = HERE.parent.parent / "Documentation" / "results" / "exp3.csv"
 
 
-def vm_exp3(path=EXP3_CSV):
-    """{exp3 scheduler: median slowdown at 4 hosts with the local job} of
-    the committed run, and the median time of a round alone there (ms,
-    over every scheduler; its runs have 100 rounds); ({}, None) when the
-    file is missing."""
+def exp3_rows(path=EXP3_CSV):
+    """The committed run's 4-host rows, or [] when the file is missing."""
     try:
         with open(path) as f:
-            rows = [r for r in csv.DictReader(f) if r["hosts"] == "4"]
+            return [r for r in csv.DictReader(f) if r["hosts"] == "4"]
     except FileNotFoundError:
-        return {}, None
+        return []
+
+
+def vm_exp3(path=EXP3_CSV):
+    """{exp3 scheduler: (median, min, max) slowdown at 4 hosts with the
+    local job} of the committed run, and the median time of a round alone
+    there (ms, over every scheduler; its runs have 100 rounds); ({}, None)
+    when the file is missing."""
+    rows = exp3_rows(path)
     out = {}
     for r in rows:
         if r["local_size"] != "0":
             out.setdefault(r["scheduler"], []).append(float(r["slowdown"]))
     alone = [float(r["completion_ms"]) / 100 for r in rows
              if r["local_size"] == "0"]
-    return ({k: statistics.median(v) for k, v in out.items()},
+    return ({k: (statistics.median(v), min(v), max(v))
+             for k, v in out.items()},
             statistics.median(alone) if alone else None)
+
+
+def vm_calibration(path=EXP3_CSV):
+    """The VM's measurements that calibrate the CPU model, none of them a
+    slowdown: "t1_round_ms", the median round alone (T1 / 100, over every
+    scheduler's rows without the local job); "local_alone_mbit", the
+    median of the local job's two streams' rates alone (the 0.3 s before
+    the barrier) in pfifo's rows, the baseline qdisc, where no scheduler
+    of the comparison shapes them.  None when the file is missing."""
+    rows = exp3_rows(path)
+    alone = [float(r["completion_ms"]) / 100 for r in rows
+             if r["local_size"] == "0"]
+    rates = [float(r[k]) for r in rows
+             if r["scheduler"] == "pfifo" and r["local_size"] != "0"
+             for k in ("local_send_alone_mbit", "local_recv_alone_mbit")]
+    if not alone or not rates:
+        return None
+    return {"t1_round_ms": statistics.median(alone),
+            "local_alone_mbit": statistics.median(rates)}
 
 
 def stat(v):
@@ -169,9 +247,80 @@ def fmt(v, digits=2):
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def report(rows, e3, sizes, out):
+def exp3_section(e3, cpu, vm, vm_round_ms):
+    """The 4-host comparison's text, and its headline (or None)."""
+    names = (("pfifo / fifo", "pfifo", "fifo"), ("parq", "parq", "parq"),
+             ("parq+parqd / parqd", common.PARQD, "parqd"))
+
+    def vm_cell(k):
+        v = vm.get(k)
+        return "-" if v is None else f"{v[0]:.2f} ({v[1]:.2f}-{v[2]:.2f})"
+    runs = [("model, no CPU", e3)] + ([] if cpu is None else [
+        ("model, CPUs, 64 KiB window", cpu["w64"]),
+        ("model, CPUs, 300 kB window", cpu["w300"]),
+        ("ablation: only the messages cost CPU, 300 kB", cpu["msg"])])
+    table = [[label, vm_cell(k)] + [fmt(r[s]) for _, r in runs]
+             for label, k, s in names]
+    text = ("100 rounds of a 64-byte barrier (one-to-all, then all-to-one) "
+            "across 4 hosts at 100 Mbit/s, one local bulk flow each way "
+            "between the root and host 1.  Slowdown of the 100 rounds.  The "
+            "VM's figures are the medians (min-max over its repetitions) "
+            "of the committed exp3.csv; there a round took "
+            f"{fmt(vm_round_ms, 1)} ms alone, the CPU's time under "
+            f"QEMU/TCG.  Without a CPU model a round takes "
+            f"{e3['alone_us']:.0f} us here, the network's time alone.\n\n")
+    if cpu is None:
+        return text + common.md_table(
+            ["scheduler", "VM (exp3.csv)"] + [r for r, _ in runs],
+            table), None
+    o = cpu["opts"]
+    text += (
+        f"The CPU model (Documentation/simulation.md): {o['cpus']} CPUs "
+        "shared by the 4 hosts, as the VM's 2 vCPUs are shared by its "
+        "namespaces, calibrated from exp3.csv's measurements that are not "
+        "slowdowns:\n\n"
+        f"- {o['message-cpu-ns'] / 1e3:.0f} us per parallel message "
+        "received, so that a round alone takes the VM's median T1 / 100, "
+        f"{cpu['cal']['t1_round_ms'] * 1e3:.0f} us (the model's round "
+        f"alone with it: {cpu['check_us']:.0f} us);\n"
+        f"- {o['local-cpu-ns'] / 1e3:.0f} us per local packet of {MTU} "
+        "bytes delivered, so that a local flow alone runs at the VM's "
+        "median rate alone in pfifo's rows, "
+        f"{cpu['cal']['local_alone_mbit']:.1f} Mbit/s, below the link's 100 "
+        f"(the model's: {cpu['w64']['local_mbit']:.1f} Mbit/s per flow, "
+        "both running).\n\n"
+        "The window: the model's buffers are unlimited, and a flow's window "
+        "is its standing queue.  The VM's one known buffer is the switch "
+        f"port toward the root, a FIFO of {VM_FIFO_BYTES // 1000} kB: one "
+        "run gives the local flows a window of that size, one the default "
+        "64 KiB.  The ablation takes the local packets' CPU cost away (the "
+        "flows then run at the link's rate); it is not a calibrated "
+        "prediction.\n\n" + common.md_table(
+            ["scheduler", "VM (exp3.csv)"] + [r for r, _ in runs], table))
+    inside = []
+    for label, k, s in names:
+        v = vm.get(k)
+        for run_label, r in runs[1:3]:
+            if v and v[1] <= r[s] <= v[2]:
+                inside.append(f"{s} ({run_label[13:]})")
+    text += ("\n\nWithin the VM's min-max: " +
+             (", ".join(inside) if inside else "none of the calibrated "
+              "model's figures") + ".")
+    w = cpu["w300"]
+    head = ("sim: experiment 3's 4 hosts with the calibrated CPU model "
+            f"({o['cpus']} CPUs, {o['message-cpu-ns'] / 1e3:.0f} us per "
+            f"message, {o['local-cpu-ns'] / 1e3:.0f} us per local packet, "
+            f"{VM_FIFO_BYTES // 1000} kB window): slowdown fifo "
+            f"{fmt(w['fifo'])}, parq {fmt(w['parq'])}, parqd "
+            f"{fmt(w['parqd'])}; the VM's pfifo {vm_cell('pfifo')}, parq "
+            f"{vm_cell('parq')}, parq+parqd {vm_cell(common.PARQD)}.")
+    return text, head
+
+
+def report(rows, e3, cpu, sizes, out):
     common.write_csv(out / f"{NAME}.csv", rows, FIELDS)
     vm, vm_round_ms = vm_exp3()
+    e3_text, e3_head = exp3_section(e3, cpu, vm, vm_round_ms)
     by = {(r["scheduler"], r["hosts"]): r for r in rows}
 
     def series(key):
@@ -218,19 +367,8 @@ def report(rows, e3, sizes, out):
               "job alone (us)", "local / alone", "control msgs/host/s",
               "throttle p50", "throttle max", "release p50"], table)),
         ("Experiment 3's case: 4 hosts, the VM against the model",
-         "100 rounds of a 64-byte barrier (one-to-all, then all-to-one) "
-         "across 4 hosts at 100 Mbit/s, one local bulk flow each way "
-         "between the root and host 1.  Slowdown of the 100 rounds.  The "
-         "VM's figures are the medians of the committed exp3.csv; there a "
-         f"round took {fmt(vm_round_ms, 1)} ms alone, the CPU's time under "
-         f"QEMU/TCG, here {e3['alone_us']:.0f} us, the network's "
-         f"alone.\n\n" +
-         common.md_table(["scheduler", "VM (exp3.csv)", "model"], [
-             ["pfifo / fifo", fmt(vm.get("pfifo")), fmt(e3["fifo"])],
-             ["parq", fmt(vm.get("parq")), fmt(e3["parq"])],
-             ["parq+parqd / parqd", fmt(vm.get(common.PARQD)),
-              fmt(e3["parqd"])]])),
-        ("Headline", head)]
+         e3_text),
+        ("Headline", head + ("\n\n" + e3_head if e3_head else ""))]
     common.write_md(out / f"{NAME}.md", TITLE, f"""\
 parq-sim runs sch_parq's own scheduling core (kmod/core) at every host's
 egress and parqd's own grant logic (userspace/parqd, Granter) at every
@@ -241,7 +379,7 @@ per pair; {LOCAL_IN} local bulk flows (64 KiB windows) go into each of
 its hosts from outside the job and {LOCAL_OUT} out of it.
 Documentation/simulation.md states the model and its assumptions.
 """, sections)
-    return [head]
+    return [head] + ([e3_head] if e3_head else [])
 
 
 def main():
@@ -261,7 +399,20 @@ def main():
     for n in sizes:
         rows += measure(sim, n)
     e3 = exp3_case(sim)
-    for line in report(rows, e3, sizes, out):
+    cpu = None
+    cal = vm_calibration()
+    if cal:
+        opts, check = cpu_calibration(sim, cal)
+        print(f"{NAME}: CPU model from exp3.csv: T1 {cal['t1_round_ms']:.3f} "
+              f"ms a round, local alone {cal['local_alone_mbit']:.2f} "
+              f"Mbit/s: " + " ".join(f"--{k} {v}" for k, v in opts.items())
+              + f" (a round alone {check:.0f} us)", flush=True)
+        cpu = {"opts": opts, "cal": cal, "check_us": check,
+               "w64": exp3_case(sim, cpu_args(opts)),
+               "w300": exp3_case(sim, cpu_args(opts, VM_FIFO_BYTES)),
+               "msg": exp3_case(sim, cpu_args({**opts, "local-cpu-ns": 0},
+                                              VM_FIFO_BYTES))}
+    for line in report(rows, e3, cpu, sizes, out):
         print(line)
     print(f"{NAME}: {time.monotonic() - t0:.0f} s; {out}/{NAME}.md")
     return 0
