@@ -27,7 +27,7 @@
 //     `message` bytes to every other), incast (every job host sends
 //     `message` bytes to one root) and broadcast (the root sends `message`
 //     bytes to every other job host), each phase starting `gap` after the
-//     previous one ended everywhere; no computation is modelled otherwise.
+//     previous one ended everywhere; no computation but the CPU model's.
 //     The root of round i is the job's host i (mod its size).
 //   - Packets carry `mtu` bytes at most; headers and the Ethernet preamble
 //     and gap are not modelled.
