@@ -18,19 +18,27 @@ Cases:
   - under the bulk job, NetPIPE's one-way time through parq, pfifo (htb
     at 100mbit, pfifo leaf: what one gets today) and fq_codel (the same,
     fq_codel leaf: the best one gets without parq), measured round-robin
-    in one run, ROUNDS rounds, medians judged: parq <= pfifo / 1.5.
+    in one run, ROUNDS rounds, with Open MPI's defaults: printed;
+  - the same with Open MPI's event library polled every 100 us
+    (mpi_event_tick_rate, parqlab.mpi.EVENT_TICK_US), medians judged:
+    parq <= fq_codel / 1.5 and parq <= pfifo / 5.
 The issue's targets, pfifo / parq >= 10 and fq_codel / parq >= 3, are
-printed as figures (met or missed), not asserted, and neither is parq
-against fq_codel: under QEMU/TCG the two ranks busy-poll both emulated
-CPUs, which the bulk job and its softirqs share, and single rounds spread
-several-fold.  Measured here (us, one way, rounds of 2026-11-26): pfifo
-8 900-10 300, fq_codel 2 200-5 000, parq 800-5 700, idle 140-240; and
-200-680 with the same bulk job on a link of its own, which is the CPU's
-share.  Letting a parallel packet leave up to 1 ms ahead of the shaper
-(a trial module, not kept) did not move parq's time beyond that spread,
-so the shaper's timer is not what remains.  The idle time (parq, no
-bulk) is printed next to them, and with each parq round the time the
-job's packets spent in A's parq (its parallel sojourn times, tc -s): the
+printed as figures (met or missed) for both, not asserted.  With Open
+MPI's defaults single rounds are bimodal: a rank sometimes reads its
+socket only when Open MPI polls its event library, every 10 ms, and the
+round measures 5.0 ms one way whatever the queue (parqlab/mpi.py says how
+that was found); it took about half of parq's rounds on 2026-12-01 (and
+fewer of fq_codel's), which is why the earlier runs here missed the
+targets (rounds of 2026-11-26: pfifo 8 900-10 300, fq_codel 2 200-5 000,
+parq 800-5 700 us), and why the bound once judged on them, parq <=
+pfifo / 1.5, held by 5.0 ms against 5.6 only.  Polled every 100 us, in
+9 of 9 rounds of 2026-12-01: parq 145-478 us, fq_codel 1 197-1 451,
+pfifo 8 364-8 778, idle 32-38 (medians pfifo / parq 29-35, fq_codel /
+parq 4.9-5.9).  What remains
+above idle is mostly the two emulated CPUs, which the busy-polling ranks,
+the bulk job and its softirqs share.  The idle time (parq, no bulk) is
+printed next to them, and with each parq round the time the job's
+packets spent in A's parq (its parallel sojourn times, tc -s): the
 queue's share of the one-way time.
 """
 import os
@@ -89,8 +97,9 @@ def qdisc(env, kind):
        kind)
 
 
-def netpipe(env):
-    return mpi.netpipe_latency(env.hosts, size=SIZE, reps=REPS, cgroup=JOB)
+def netpipe(env, tick=None):
+    return mpi.netpipe_latency(env.hosts, size=SIZE, reps=REPS, cgroup=JOB,
+                               event_tick_us=tick)
 
 
 def monitor_par(env):
@@ -117,7 +126,7 @@ def t_classified(env):
     ktap.check_ge(bpar, 3 * REPS, "B's monitor: A's parallel packets")
 
 
-def measure(env, kind):
+def measure(env, kind, tick):
     topo = env.topo
     qdisc(env, kind)
     bulk = None
@@ -128,66 +137,94 @@ def measure(env, kind):
         time.sleep(WARMUP)
         bulk.check_running("early (bulk)")
         us, soj = tclib.with_sojourn(topo.a, topo.dev_a(),
-                                     lambda: netpipe(env))
+                                     lambda: netpipe(env, tick))
         bulk.check_running("early (bulk)")
-        if soj is not None:
-            env.in_parq.append(soj[1:])
-        return us
+        return us, soj
     finally:
         if bulk is not None:
             bulk.stop()
 
 
-def t_measure(env):
-    in_parq = env.in_parq
+class Series:
+    """The rounds of one way of running Open MPI: @tick, its event poll
+    (None: Open MPI's default)."""
+
+    def __init__(self, tick):
+        self.tick = tick
+        self.name = ("Open MPI's defaults" if tick is None else
+                     f"its event library polled every {tick} us")
+        self.results = {k: [] for k in KINDS}
+        self.in_parq = []	# (mean, p99 bound) ns of the job's packets
+
+    def med(self, kind):
+        return statistics.median(self.results[kind])
+
+
+def run_rounds(env, series):
     for rnd in range(1, ROUNDS + 1):
         line = []
         for kind in KINDS:
-            us = measure(env, kind)
-            env.results[kind].append(us)
+            us, soj = measure(env, kind, series.tick)
+            series.results[kind].append(us)
             line.append(f"{kind} {us:.0f}")
-            if kind == "parq":
+            if kind == "parq" and soj is not None:
+                series.in_parq.append(soj[1:])
                 line[-1] += (f" (its packets in A's parq: mean "
-                             f"{in_parq[-1][0] / 1000:.0f}, p99 < "
-                             f"{fmt_bound(in_parq[-1][1])})")
-        diag(f"round {rnd}: NetPIPE {SIZE} B one way (us): "
+                             f"{soj[1] / 1000:.0f}, p99 < "
+                             f"{fmt_bound(soj[2])})")
+        diag(f"{series.name}, round {rnd}: NetPIPE {SIZE} B one way (us): "
              + ", ".join(line))
+
+
+def t_measure(env):
+    run_rounds(env, env.default)
+    summary(env, env.default)
+
+
+def t_measure_tick(env):
+    run_rounds(env, env.tick)
 
 
 def fmt_bound(ns):
     return "inf" if ns is None else f"{ns / 1000:.0f}"
 
 
-def med(env, kind):
-    return statistics.median(env.results[kind])
-
-
-def t_bounds(env):
-    in_parq, idle_us = env.in_parq, env.idle_us
-    check(all(env.results.values()), "no measurements")
-    parq, pfifo, fq = (med(env, k) for k in ("parq", "pfifo", "fq_codel"))
-    idle = idle_us[0] if idle_us else float("nan")
-    diag(f"medians (us): idle {idle:.0f}, parq {parq:.0f}, fq_codel "
-         f"{fq:.0f}, pfifo {pfifo:.0f}; pfifo/parq {pfifo / parq:.1f} "
-         f"(want >= 1.5), fq_codel/parq {fq / parq:.1f}, "
-         f"parq/idle {parq / idle:.1f}")
-    if in_parq:
-        mean = statistics.median(m for m, _ in in_parq)
-        diag(f"the job's packets in A's parq (median of rounds): mean "
-             f"{mean / 1000:.0f} us, of parq's {parq:.0f} us one way; the "
-             f"rest is outside the qdisc (B's side, the CPU, the stack)")
+def summary(env, series):
+    """The medians of @series, printed with the issue's targets; returns
+    (parq, fq_codel, pfifo)."""
+    check(all(series.results.values()), "no measurements")
+    parq, fq, pfifo = (series.med(k) for k in KINDS)
+    idle = env.idle_us[0] if env.idle_us else float("nan")
+    slow = sum(us >= 4000 for us in series.results["parq"])
+    diag(f"{series.name}: medians (us): idle {idle:.0f}, parq {parq:.0f}, "
+         f"fq_codel {fq:.0f}, pfifo {pfifo:.0f}; pfifo/parq "
+         f"{pfifo / parq:.1f}, fq_codel/parq {fq / parq:.1f}, parq/idle "
+         f"{parq / idle:.1f}; parq rounds of 4 ms or more: {slow} of "
+         f"{len(series.results['parq'])}")
+    if series.in_parq:
+        mean = statistics.median(m for m, _ in series.in_parq)
+        diag(f"{series.name}: the job's packets in A's parq (median of "
+             f"rounds): mean {mean / 1000:.0f} us, of parq's {parq:.0f} us "
+             f"one way; the rest is outside the qdisc (B's side, the CPU, "
+             f"Open MPI, the stack)")
     for name, base, target in (("pfifo", pfifo, 10), ("fq_codel", fq, 3)):
-        diag(f"target: {name} / parq >= {target}: "
+        diag(f"{series.name}: target: {name} / parq >= {target}: "
              f"{'met' if base / parq >= target else 'missed'}")
-    ktap.check_le(parq, pfifo / 1.5, "parq vs pfifo / 1.5")
+    return parq, fq, pfifo
+
+
+def t_bounds_tick(env):
+    parq, fq, pfifo = summary(env, env.tick)
+    ktap.check_le(parq, fq / 1.5, "parq vs fq_codel / 1.5")
+    ktap.check_le(parq, pfifo / 5, "parq vs pfifo / 5")
 
 
 def setup(env):
     t = env.topo
     env.hosts = [(t.a, t.ip_a()), (t.b, t.ip_b())]
     env.idle_us = []
-    env.results = {k: [] for k in KINDS}
-    env.in_parq = []		# (mean, p99 bound) ns of the job's packets
+    env.default = Series(None)
+    env.tick = Series(mpi.EVENT_TICK_US)
     with ParqGenl(t.b) as g:
         r = g.mon_set(mon_enabled=1, mon_size=16)
         check(not r.error, f"monitor: {r.msg}")
@@ -221,11 +258,15 @@ def main():
             return suite.skip_all("this kernel has no cgroup v2")
     suite.case("the MPI job is parallel at A and at B's monitor",
                t_classified, timeout=180)
-    suite.case("NetPIPE under bulk: parq, fq_codel, pfifo",
-               t_measure, timeout=900,
+    suite.case("NetPIPE under bulk, Open MPI's defaults (printed): parq, "
+               "fq_codel, pfifo", t_measure, timeout=900,
                speed="NetPIPE must end within the bulk job's 60 s")
-    suite.case("parq <= pfifo / 1.5", t_bounds,
-               speed="one-way times of a loaded machine")
+    suite.case("NetPIPE under bulk, Open MPI polled every "
+               f"{mpi.EVENT_TICK_US} us: parq, fq_codel, pfifo",
+               t_measure_tick, timeout=900,
+               speed="NetPIPE must end within the bulk job's 60 s")
+    suite.case("polled: parq <= fq_codel / 1.5 and pfifo / 5",
+               t_bounds_tick, speed="one-way times of a loaded machine")
     return lab.run(suite, "mpi", tools=("nft", "iperf3"), setup=setup)
 
 

@@ -12,6 +12,16 @@ local or started through the agent, inherits it.
 The benchmark is NetPIPE for Open MPI (Debian's netpipe-openmpi,
 NPopenmpi): ping-pong of one message size, whose reported time is half the
 round trip, averaged over its repetitions (the best of its trials).
+
+Open MPI's TCP transport reads its sockets from its event library, which
+opal_progress() polls on every call only while some component asks it to;
+otherwise once every 10 ms (the MCA parameter mpi_event_tick_rate, default
+-1: 10 000 us).  Under a bulk job on the emulated machine a rank sometimes
+fell into that rate: its answers left on a 10.0 ms clock (tcpdump at the
+answering rank's interface, every reply 10 ms after the one before, the
+ping in between), and NetPIPE printed 5.0 ms one way whatever the queue
+in front of it.  @event_tick_us sets that parameter, so that a measurement
+can show the queue rather than Open MPI's poll (EVENT_TICK_US: 100 us).
 """
 import re
 import shutil
@@ -22,6 +32,7 @@ from .jobs import MOUNT
 
 NETPIPE = "NPopenmpi"
 RSH = repo_path("scripts", "mpi-netns-rsh")
+EVENT_TICK_US = 100
 
 
 def have_mpi():
@@ -42,17 +53,22 @@ def parse_netpipe(text):
             for m in _LINE.finditer(text)]
 
 
-def mpirun_argv(hosts, program):
-    """mpirun with one rank on each of @hosts ((Netns, address) pairs)."""
+def mpirun_argv(hosts, program, event_tick_us=None):
+    """mpirun with one rank on each of @hosts ((Netns, address) pairs);
+    Open MPI's event library polled every @event_tick_us microseconds at
+    least, if given (else Open MPI's default, see the module doc)."""
+    tick = [] if event_tick_us is None else \
+        ["--mca", "mpi_event_tick_rate", str(int(event_tick_us))]
     return ["mpirun", "--allow-run-as-root", "--bind-to", "none",
-            "--mca", "plm_rsh_agent", str(RSH),
+            "--mca", "plm_rsh_agent", str(RSH)] + tick + [
             "--host", ",".join(addr for _, addr in hosts),
             "-np", str(len(hosts))] + list(program)
 
 
-def run(hosts, program, cgroup=None, timeout=120):
+def run(hosts, program, cgroup=None, timeout=120, event_tick_us=None):
     """Run @program as an MPI job over @hosts; mpirun in the first host's
-    namespace, in cgroup @cgroup (a path below /sys/fs/cgroup) if given.
+    namespace, in cgroup @cgroup (a path below /sys/fs/cgroup) if given,
+    with @event_tick_us as mpirun_argv() takes it.
     Returns the CompletedProcess; raises if mpirun failed."""
     ns = hosts[0][0]
     env = " ".join(f"{addr}={h.name}" for h, addr in hosts)
@@ -63,21 +79,23 @@ def run(hosts, program, cgroup=None, timeout=120):
     script = (f"{join}hostname {ns.name}\n"
               f"PARQ_MPI_NETNS='{env}' exec \"$@\"")
     r = ns.run(["unshare", "-u", "sh", "-ec", script, "sh"]
-               + mpirun_argv(hosts, program), timeout=timeout, check=False)
+               + mpirun_argv(hosts, program, event_tick_us),
+               timeout=timeout, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"mpirun {' '.join(program)}: exit "
                            f"{r.returncode}: {(r.stderr or r.stdout)[-600:]}")
     return r
 
 
-def netpipe_latency(hosts, size=64, reps=200, cgroup=None, timeout=120):
+def netpipe_latency(hosts, size=64, reps=200, cgroup=None, timeout=120,
+                    event_tick_us=None):
     """NetPIPE's one-way time in microseconds for @size-byte messages
-    between the first two @hosts, @reps round trips per trial.  (Its
-    results file, np.out in the working directory by default, is not
-    written.)"""
+    between the first two @hosts, @reps round trips per trial, Open MPI's
+    event poll as run() takes it.  (Its results file, np.out in the
+    working directory by default, is not written.)"""
     r = run(hosts[:2], [NETPIPE, "-l", str(size), "-u", str(size),
                         "-n", str(reps), "-p", "0", "-o", "/dev/null"],
-            cgroup=cgroup, timeout=timeout)
+            cgroup=cgroup, timeout=timeout, event_tick_us=event_tick_us)
     # NetPIPE prints its results on stderr.
     rows = [row for row in parse_netpipe(r.stdout + r.stderr)
             if row[0] == size]
