@@ -20,7 +20,10 @@ job).
 A measurement is NetPIPE's one-way time (half the round trip, the best of
 its trials of Params.count round trips); the slowdown is that with the
 local job over the same without it: same side, configuration and
-repetition.
+repetition.  Open MPI's event library is polled every
+parqlab.mpi.EVENT_TICK_US (100 us) instead of its default 10 ms, under
+which a rank sometimes read its socket only every 10 ms whatever the
+queue (parqlab/mpi.py; selftests/parq_mpi.py measures both).
 
     scripts/experiments/exp5_mpi.py [--quick] [--out DIR]
 """
@@ -58,7 +61,11 @@ INTRO = """\
 An Open MPI job, Debian's NetPIPE (NPopenmpi) ping-pong of {psizes}
 messages, {count} round trips per trial, runs in a cgroup that `parqctl
 job add` made a job on every host: the job's packets leave with DSCP EF,
-and nothing in MPI is set for parq.  The local job is one parq-bench bulk
+and nothing in MPI is set for parq (Open MPI's event library is polled
+every {tick} us rather than its default 10 ms, under which a rank
+sometimes read its socket only every 10 ms whatever the queue: an Open
+MPI setting that is not parq's, the same for every scheduler; see
+parqd.md, "Unmodified MPI").  The local job is one parq-bench bulk
 stream of {lsizes} messages (DSCP 0).  On the sending side (send) the two
 ranks are on A and B and the local job goes from A to B, the scheduler
 under test on A behind a 100 Mbit/s bottleneck (as in exp1).  On the
@@ -167,8 +174,9 @@ def _measure(p, confs, receivers, ranks, first, local_from, peer, cfg,
             start = time.monotonic_ns()
             row = common.in_parq(*first, lambda ps=ps: {
                 "parallel_size": ps,
-                "oneway_us": mpi.netpipe_latency(ranks, size=ps,
-                                                 reps=p.count, cgroup=JOB)})
+                "oneway_us": mpi.netpipe_latency(
+                    ranks, size=ps, reps=p.count, cgroup=JOB,
+                    event_tick_us=mpi.EVENT_TICK_US)})
             row.update(start_ns=start, end_ns=time.monotonic_ns())
             rows.append(meter.add(row) if meter else row)
         return rows
@@ -232,6 +240,7 @@ def report(rows, p, out):
     heads = [headline(side, st, kept, p) for side in SIDES]
     sections.append(("Headline", "\n".join(f"- {h}" for h in heads)))
     intro = INTRO.format(count=p.count, parqd=common.PARQD,
+                         tick=mpi.EVENT_TICK_US,
                          psizes=" and ".join(map(kib, psizes)),
                          lsizes=kib(ls))
     common.write_md(out / f"{NAME}.md", TITLE, intro, sections)
