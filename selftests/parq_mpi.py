@@ -32,9 +32,9 @@ fewer of fq_codel's), which is why the earlier runs here missed the
 targets (rounds of 2026-11-26: pfifo 8 900-10 300, fq_codel 2 200-5 000,
 parq 800-5 700 us), and why the bound once judged on them, parq <=
 pfifo / 1.5, held by 5.0 ms against 5.6 only.  Polled every 100 us, in
-9 of 9 rounds of 2026-12-01: parq 145-478 us, fq_codel 1 197-1 451,
-pfifo 8 364-8 778, idle 32-38 (medians pfifo / parq 29-35, fq_codel /
-parq 4.9-5.9).  What remains
+12 of 12 rounds of 2026-12-01: parq 145-478 us, fq_codel 1 197-1 494,
+pfifo 8 364-8 778, idle 32-38 (medians pfifo / parq 27-35, fq_codel /
+parq 4.6-5.9).  What remains
 above idle is mostly the two emulated CPUs, which the busy-polling ranks,
 the bulk job and its softirqs share.  The idle time (parq, no bulk) is
 printed next to them, and with each parq round the time the job's
@@ -44,7 +44,6 @@ queue's share of the one-way time.
 import os
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
@@ -54,52 +53,14 @@ from parqlab import ktap, lab, mpi  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, diag  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import Iperf3Client, Iperf3Server  # noqa: E402
 
 PARQCTL = joblib.PARQCTL
-CG = joblib.CG
-JOB = "parqmpi/job_1"		# below CG
-RATE = "100mbit"
+JOB = "parqmpi/job_1"		# below /sys/fs/cgroup
 SIZE = 64
 REPS = 100
 ROUNDS = 3
-WARMUP = 2
-BULK_STREAMS = 1
-BULK_WRITE = "16K"
-BULK_PORT = 5201
 PAR = "1:1"
-KINDS = ("parq", "fq_codel", "pfifo")
-
-
-sh = joblib.sh
-
-
-def parqctl(ns, *args):
-    r = joblib.parqctl(ns, *args)
-    check(r.returncode == 0, f"parqctl {' '.join(args)} in {ns.name}: "
-          f"{r.stderr.strip()}")
-
-
-def qdisc(env, kind):
-    topo = env.topo
-    dev = topo.dev_a()
-    tc(topo.a, "qdisc", "del", "dev", dev, "root", check=False)
-    if kind == "parq":
-        tc(topo.a, "qdisc", "add", "dev", dev, "root", "handle", "1:",
-           "parq", "rate", RATE)
-        return
-    tc(topo.a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
-       "default", "1")
-    tc(topo.a, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1",
-       "htb", "rate", RATE)
-    tc(topo.a, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:",
-       kind)
-
-
-def netpipe(env, tick=None):
-    return mpi.netpipe_latency(env.hosts, size=SIZE, reps=REPS, cgroup=JOB,
-                               event_tick_us=tick)
+KINDS = mpi.SendSide.KINDS
 
 
 def monitor_par(env):
@@ -110,9 +71,9 @@ def monitor_par(env):
 
 def t_classified(env):
     topo = env.topo
-    qdisc(env, "parq")
+    env.side.scheduler("parq")
     par0 = monitor_par(env)
-    us = netpipe(env)
+    us = env.side.netpipe()
     env.idle_us.append(us)
     st = tclib.class_stats(topo.a, topo.dev_a())
     par, loc = (st.get(c, {}).get("packets", 0) for c in (PAR, "1:2"))
@@ -124,25 +85,6 @@ def t_classified(env):
     ktap.check_ge(par, 3 * REPS, "A's parallel packets")
     ktap.check_le(loc, par // 10, "A's local packets (not the job's)")
     ktap.check_ge(bpar, 3 * REPS, "B's monitor: A's parallel packets")
-
-
-def measure(env, kind, tick):
-    topo = env.topo
-    qdisc(env, kind)
-    bulk = None
-    try:
-        bulk = Iperf3Client(topo.a, topo.ip_b(), BULK_PORT,
-                                WARMUP + 60, parallel=BULK_STREAMS,
-                            length=BULK_WRITE)
-        time.sleep(WARMUP)
-        bulk.check_running("early (bulk)")
-        us, soj = tclib.with_sojourn(topo.a, topo.dev_a(),
-                                     lambda: netpipe(env, tick))
-        bulk.check_running("early (bulk)")
-        return us, soj
-    finally:
-        if bulk is not None:
-            bulk.stop()
 
 
 class Series:
@@ -164,7 +106,7 @@ def run_rounds(env, series):
     for rnd in range(1, ROUNDS + 1):
         line = []
         for kind in KINDS:
-            us, soj = measure(env, kind, series.tick)
+            us, soj = env.side.under_bulk(kind, series.tick)
             series.results[kind].append(us)
             line.append(f"{kind} {us:.0f}")
             if kind == "parq" and soj is not None:
@@ -221,29 +163,19 @@ def t_bounds_tick(env):
 
 def setup(env):
     t = env.topo
-    env.hosts = [(t.a, t.ip_a()), (t.b, t.ip_b())]
     env.idle_us = []
     env.default = Series(None)
     env.tick = Series(mpi.EVENT_TICK_US)
     with ParqGenl(t.b) as g:
         r = g.mon_set(mon_enabled=1, mon_size=16)
         check(not r.error, f"monitor: {r.msg}")
-    sh(t.a, f"mkdir -p {CG}/{JOB}")
-    for ns in (t.a, t.b):
-        parqctl(ns, "job", "add", f"{CG}/{JOB}")
-    return [Iperf3Server(t.b, t.ip_b(), BULK_PORT), Cleanup(t)]
-
-
-class Cleanup:
-    def __init__(self, topo):
-        self.topo = topo
-
-    def stop(self):
-        topo = self.topo
-        for ns in (topo.a, topo.b):
-            ns.run(["nft", "delete", "table", "inet", "parq"], check=False)
-        sh(topo.a, f"rmdir {CG}/{JOB} {CG}/{os.path.dirname(JOB)}",
-           check_rc=False)
+    env.side = mpi.SendSide(t, JOB, size=SIZE, reps=REPS)
+    try:
+        env.side.start()
+    except RuntimeError as e:
+        env.side.stop()
+        check(False, str(e))
+    return [env.side]
 
 
 def main():

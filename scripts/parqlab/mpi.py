@@ -23,12 +23,16 @@ ping in between), and NetPIPE printed 5.0 ms one way whatever the queue
 in front of it.  @event_tick_us sets that parameter, so that a measurement
 can show the queue rather than Open MPI's poll (EVENT_TICK_US: 100 us).
 """
+import os
 import re
 import shutil
+import time
 
-from . import repo_path
+from . import jobs, repo_path
+from . import tc as tclib
 from .jobs import CG as CGROUP2
 from .jobs import MOUNT
+from .traffic import Iperf3Client, Iperf3Server
 
 NETPIPE = "NPopenmpi"
 RSH = repo_path("scripts", "mpi-netns-rsh")
@@ -103,3 +107,86 @@ def netpipe_latency(hosts, size=64, reps=200, cgroup=None, timeout=120,
         raise RuntimeError(f"NetPIPE printed no {size}-byte result: "
                            f"{(r.stdout + r.stderr)[-400:]}")
     return rows[0][3]
+
+
+class SendSide:
+    """An MPI job against a bulk copy on the sending side (parq_mpi, the
+    demo): one rank in each of @topo's namespaces A and B, in cgroup @job
+    (a path below /sys/fs/cgroup) that `parqctl job add` made a job in
+    both, and a bulk copy from outside the job, iperf3 (one TCP stream of
+    16 KiB writes) from A to B, through one scheduler of KINDS at A's
+    root behind @rate.  start() sets up the job and the iperf3 server,
+    stop() undoes it; both raise RuntimeError saying what failed."""
+
+    KINDS = ("parq", "fq_codel", "pfifo")
+    PORT = 5201
+    WARMUP_S = 2
+    BULK_S = 60		# the bulk copy's length: NetPIPE ends well within
+
+    def __init__(self, topo, job, rate="100mbit", size=64, reps=100):
+        self.topo, self.job, self.rate = topo, job, rate
+        self.size, self.reps = size, reps
+        self.hosts = [(topo.a, topo.ip_a()), (topo.b, topo.ip_b())]
+        self.server = None
+
+    def start(self):
+        t = self.topo
+        jobs.sh(t.a, f"mkdir -p {CGROUP2}/{self.job}")
+        for ns in (t.a, t.b):
+            r = jobs.parqctl(ns, "job", "add", f"{CGROUP2}/{self.job}")
+            if r.returncode != 0:
+                raise RuntimeError(f"parqctl job add in {ns.name}: "
+                                   f"{r.stderr.strip()}")
+        self.server = Iperf3Server(t.b, t.ip_b(), self.PORT)
+        return self
+
+    def stop(self):
+        t = self.topo
+        if self.server is not None:
+            self.server.stop()
+        for ns in (t.a, t.b):
+            ns.run(["nft", "delete", "table", "inet", "parq"], check=False)
+        jobs.sh(t.a, f"rmdir {CGROUP2}/{self.job} "
+                f"{CGROUP2}/{os.path.dirname(self.job)}", check_rc=False)
+
+    def scheduler(self, kind):
+        """@kind at A's root: parq with its shaper at the rate, or htb at
+        the rate with a @kind leaf (pfifo: what one gets today; fq_codel:
+        the best one gets without parq)."""
+        ns, dev, rate = self.topo.a, self.topo.dev_a(), self.rate
+        tclib.tc(ns, "qdisc", "del", "dev", dev, "root", check=False)
+        if kind == "parq":
+            tclib.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:",
+                     "parq", "rate", rate)
+            return
+        tclib.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:",
+                 "htb", "default", "1")
+        tclib.tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid",
+                 "1:1", "htb", "rate", rate)
+        tclib.tc(ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle",
+                 "10:", kind)
+
+    def netpipe(self, tick=None):
+        """NetPIPE's one-way time (us), Open MPI's event poll @tick."""
+        return netpipe_latency(self.hosts, size=self.size, reps=self.reps,
+                               cgroup=self.job, event_tick_us=tick)
+
+    def under_bulk(self, kind, tick=None):
+        """(NetPIPE's one-way time in us under the bulk copy through
+        @kind, the job's sojourn in A's parq as tc.with_sojourn() gives
+        it, None but under parq)."""
+        t = self.topo
+        self.scheduler(kind)
+        bulk = None
+        try:
+            bulk = Iperf3Client(t.a, t.ip_b(), self.PORT,
+                                self.WARMUP_S + self.BULK_S, length="16K")
+            time.sleep(self.WARMUP_S)
+            bulk.check_running("early (bulk)")
+            us, soj = tclib.with_sojourn(t.a, t.dev_a(),
+                                         lambda: self.netpipe(tick))
+            bulk.check_running("early (bulk)")
+            return us, soj
+        finally:
+            if bulk is not None:
+                bulk.stop()
