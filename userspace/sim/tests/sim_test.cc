@@ -53,14 +53,20 @@ TEST(SimTest, BroadcastTakesTheRootsSerialization) {
   EXPECT_EQ(r.phase_ns[0], 3 * 12000 + 2 * 1000);
 }
 
-// One local flow alone, its window far above the path's bandwidth-delay
-// product: it fills the link.
-TEST(SimTest, LocalFlowFillsTheLink) {
+// One local flow from host 0 to host 1 and nothing else, for 10 ms.
+Config LocalFlowAlone() {
   Config c = OneSwitch(2, Phase::kIncast, 0);
   c.parallel = false;
   c.local = true;
   c.local_flows = {{0, 1}};
   c.local_only_ns = 10'000'000;
+  return c;
+}
+
+// One local flow alone, its window far above the path's bandwidth-delay
+// product: it fills the link.
+TEST(SimTest, LocalFlowFillsTheLink) {
+  const Config c = LocalFlowAlone();
   ASSERT_EQ(CheckConfig(c), "");
   const Result r = Simulate(c);
   EXPECT_NEAR(r.local_gbps, 1.0, 0.01);
@@ -166,11 +172,7 @@ TEST(SimTest, OneApplicationIsOneThread) {
 // A local flow alone, its receiver's CPU slower than the link: the CPU
 // sets its rate, one packet per local_cpu_ns.
 TEST(SimTest, CpuLimitsALocalFlow) {
-  Config c = OneSwitch(2, Phase::kIncast, 0);
-  c.parallel = false;
-  c.local = true;
-  c.local_flows = {{0, 1}};
-  c.local_only_ns = 10'000'000;
+  Config c = LocalFlowAlone();
   c.cpus = 1;
   c.local_cpu_ns = 50'000;  // 1 500 bytes per 50 us: 240 Mbit/s
   const Result r = Simulate(c);
