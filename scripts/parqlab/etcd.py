@@ -5,6 +5,7 @@ role, as a cluster runs it, with the switch between its members.
     members = etcd.Cluster(star, ["a", "b", "c"], workdir)
     members.start()                   # waits until every member answers
     members.endpoints()               # ["http://10.90.0.1:2379", ...]
+    members.move_leader("c", "a")     # c leads (asked from a)
     star.cut("c"); members.healthy("a")   # which members answer, from a
     members.stop()
 
@@ -100,18 +101,55 @@ class Cluster:
     def healthy(self, frm):
         """The members that answer a linearizable read (one that needs a
         quorum) when asked from host @frm."""
-        r = self.star.ns[frm].run(
-            [ETCDCTL, "--endpoints", ",".join(self.endpoints()),
-             "--command-timeout", f"{2 * ktap.slowdown()}s",
-             "endpoint", "health", "-w", "json"],
-            check=False, timeout=30 * ktap.slowdown())
-        try:
-            rows = json.loads(r.stdout or "[]")
-        except ValueError:
-            return []
+        rows = self._ctl(frm, "endpoint", "health") or []
         return [h for h in self.hosts for e in rows
                 if e.get("endpoint") == self.client_url(h) and
                 e.get("health")]
+
+    def _ctl(self, frm, *args):
+        """etcdctl @args from host @frm, asking every member; its parsed
+        JSON output, or None."""
+        r = self.star.ns[frm].run(
+            [ETCDCTL, "--endpoints", ",".join(self.endpoints()),
+             "--command-timeout", f"{2 * ktap.slowdown()}s"] + list(args) +
+            ["-w", "json"], check=False, timeout=30 * ktap.slowdown())
+        try:
+            return json.loads(r.stdout or "null")
+        except ValueError:
+            return None
+
+    def leader(self, frm):
+        """The host whose member leads, as every member that answers from
+        host @frm says; None if they do not agree or none answers."""
+        rows = self._ctl(frm, "endpoint", "status") or []
+        leads = {e["Status"]["leader"] for e in rows}
+        urls = {e["Status"]["header"]["member_id"]: e["Endpoint"]
+                for e in rows}
+        if len(leads) != 1:
+            return None
+        url = urls.get(leads.pop())
+        return next((h for h in self.hosts if self.client_url(h) == url),
+                    None)
+
+    def move_leader(self, to, frm):
+        """Make host @to's member the leader (etcdctl move-leader, sent to
+        the leader), and wait until every member says so; RuntimeError if
+        it does not happen within 30 s times ktap.slowdown()."""
+        deadline = time.monotonic() + 30 * ktap.slowdown()
+        while self.leader(frm) != to:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"etcd: {to} did not become the leader "
+                                   f"(now {self.leader(frm)})")
+            lead = self.leader(frm)
+            members = (self._ctl(frm, "member", "list") or {}).get(
+                "members", [])
+            ids = [m["ID"] for m in members if m.get("name") == to]
+            if lead is not None and ids:
+                self.star.ns[frm].run(
+                    [ETCDCTL, "--endpoints", self.client_url(lead),
+                     "move-leader", f"{ids[0]:x}"], check=False,
+                    timeout=30 * ktap.slowdown())
+            time.sleep(0.2)
 
     def stop(self):
         for p in self.procs.values():
