@@ -145,13 +145,16 @@ def measure(sim, hosts):
 def exp3_case(sim, extra=()):
     """{scheduler: slowdown} of the 4-host barrier case with parq-sim's
     options @extra; "alone_us": a round alone (us), "local_mbit": each
-    local flow's rate alone (Mbit/s)."""
-    out = {}
+    local flow's rate alone (Mbit/s), "added_ms": {scheduler: the time
+    the local flows added to a round (ms)}."""
+    out = {"added_ms": {}}
     args = EXP3 + list(extra)
     for s in SCHEDULERS:
         alone = run(sim, args + ["--scheduler", s, "--no-local"])
         j = run(sim, args + ["--scheduler", s])
         out[s] = j["parallel_ns"] / alone["parallel_ns"]
+        out["added_ms"][s] = (j["parallel_ns"] - alone["parallel_ns"]) / \
+            1e6 / 100
     out["alone_us"] = alone["parallel_ns"] / 1e3 / 100
     local = run(sim, args + ["--scheduler", "fifo", "--no-parallel",
                              "--local-only-ns", 300_000_000])
@@ -220,6 +223,32 @@ def vm_exp3(path=EXP3_CSV):
             statistics.median(alone) if alone else None)
 
 
+def vm_added(path=EXP3_CSV):
+    """{exp3 scheduler: (median, min, max)} of the time the local job
+    added to a round at 4 hosts in the committed run: per repetition, the
+    mean round with it less the mean round without it (ms); and
+    {scheduler: (median, min, max)} of the local job's rate meanwhile
+    (Mbit/s, both streams' median per repetition)."""
+    by = {}
+    for r in exp3_rows(path):
+        by.setdefault((r["scheduler"], r["rep"]), {})[r["local_size"]] = r
+    added, rate = {}, {}
+    for (s, _), d in by.items():
+        if "0" not in d or len(d) != 2:
+            continue
+        loaded = next(v for k, v in d.items() if k != "0")
+        added.setdefault(s, []).append(
+            (float(loaded["mean_us"]) - float(d["0"]["mean_us"])) / 1e3)
+        rate.setdefault(s, []).append(statistics.median(
+            float(loaded[k]) for k in ("local_send_mbit",
+                                       "local_recv_mbit")))
+
+    def mmm(v):
+        return {k: (statistics.median(x), min(x), max(x))
+                for k, x in v.items()}
+    return mmm(added), mmm(rate)
+
+
 def vm_calibration(path=EXP3_CSV):
     """The VM's measurements that calibrate the CPU model, none of them a
     slowdown: "t1_round_ms", the median round alone (T1 / 100, over every
@@ -247,6 +276,41 @@ def fmt(v, digits=2):
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def mmm_cell(v, digits=2):
+    return "-" if v is None else \
+        f"{v[0]:.{digits}f} ({v[1]:.{digits}f}-{v[2]:.{digits}f})"
+
+
+def added_section(runs, names):
+    """The 4-host comparison in the time the local job adds to a round,
+    which does not divide by the VM's round alone."""
+    added, rate = vm_added()
+    if not added:
+        return ""
+    alone = [float(r["mean_us"]) / 1e3 for r in exp3_rows()
+             if r["local_size"] == "0"]
+    table = [[label, mmm_cell(added.get(k))] +
+             [fmt(r["added_ms"][s]) for _, r in runs]
+             for label, k, s in names]
+    held = rate.get(common.PARQD)
+    return (
+        "\n\nThe same runs in the time the local job added to a round "
+        "(ms): in the VM, per repetition, the mean round with it less the "
+        "mean round without it, median (min-max).  This does not divide "
+        "by the VM's round alone, which varied from "
+        f"{min(alone):.2f} to {max(alone):.2f} ms across its schedulers and "
+        "repetitions with nothing else running.\n\n" + common.md_table(
+            ["scheduler", "VM (exp3.csv)"] + [r for r, _ in runs], table) +
+        ("" if held is None or common.PARQD not in added else
+         f"\n\nIn the VM, parq+parqd held the local job to "
+         f"{mmm_cell(held, 1)} Mbit/s (the median of its two streams) and "
+         f"a round still took {mmm_cell(added[common.PARQD])} ms longer. "
+         "So little local traffic on 100 Mbit/s links leaves next to "
+         "nothing to queue behind (the model's parqd, with the same "
+         "credits, adds the figures of its row): that time is spent "
+         "outside the queues, the likeliest on the emulated CPUs."))
+
+
 def exp3_section(e3, cpu, vm, vm_round_ms):
     """The 4-host comparison's text, and its headline (or None)."""
     names = (("pfifo / fifo", "pfifo", "fifo"), ("parq", "parq", "parq"),
@@ -272,7 +336,7 @@ def exp3_section(e3, cpu, vm, vm_round_ms):
     if cpu is None:
         return text + common.md_table(
             ["scheduler", "VM (exp3.csv)"] + [r for r, _ in runs],
-            table), None
+            table) + added_section(runs, names), None
     o = cpu["opts"]
     text += (
         f"The CPU model (Documentation/simulation.md): {o['cpus']} CPUs "
@@ -306,6 +370,7 @@ def exp3_section(e3, cpu, vm, vm_round_ms):
     text += ("\n\nWithin the VM's min-max: " +
              (", ".join(inside) if inside else "none of the calibrated "
               "model's figures") + ".")
+    text += added_section(runs, names)
     w = cpu["w300"]
     head = ("sim: experiment 3's 4 hosts with the calibrated CPU model "
             f"({o['cpus']} CPUs, {o['message-cpu-ns'] / 1e3:.0f} us per "
