@@ -432,6 +432,63 @@ def local_job(ns, peer, size, p, streams=None,
         job.check_running("during the measurement")
 
 
+# /proc/stat's CPU columns, in its order (proc(5)).
+CPU_COLUMNS = ("user", "nice", "system", "idle", "iowait", "irq",
+               "softirq", "steal")
+
+
+def cpu_times():
+    """The machine's CPU time so far, all CPUs together, in clock ticks
+    per /proc/stat column (CPU_COLUMNS)."""
+    with open("/proc/stat") as f:
+        return [int(x) for x in f.readline().split()[1:1 + len(CPU_COLUMNS)]]
+
+
+@contextmanager
+def cpu_meter(period_s=0.02):
+    """Samples the machine's CPU time every @period_s in a thread while
+    the block runs (reading /proc/stat only, so the sampling itself costs
+    little); yields share(start_ns, end_ns): {"cpu_idle_pct",
+    "cpu_softirq_pct"}, the shares of all CPUs' time between the samples
+    nearest @start_ns and @end_ns (CLOCK_MONOTONIC), or Nones when fewer
+    than two samples fall between them."""
+    import threading
+    samples, done = [], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            samples.append((time.monotonic_ns(), cpu_times()))
+            done.wait(period_s)
+
+    def share(start_ns, end_ns):
+        inside = [s for s in samples if start_ns <= s[0] <= end_ns]
+        if len(inside) < 2:
+            return {"cpu_idle_pct": None, "cpu_softirq_pct": None}
+        d = [b - a for a, b in zip(inside[0][1], inside[-1][1])]
+        total = sum(d) or 1
+        return {"cpu_idle_pct": 100 * (d[CPU_COLUMNS.index("idle")] +
+                                       d[CPU_COLUMNS.index("iowait")]) /
+                total,
+                "cpu_softirq_pct": 100 * d[CPU_COLUMNS.index("softirq")] /
+                total}
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        yield share
+    finally:
+        done.set()
+        t.join()
+
+
+def link_counts(ns, dev):
+    """(packets, bytes) that @dev in @ns has sent so far: skbs, so a GSO
+    packet counts once with all its bytes."""
+    import json
+    out = ns.run(["ip", "-s", "-j", "link", "show", "dev", dev]).stdout
+    tx = json.loads(out)[0]["stats64"]["tx"]
+    return tx["packets"], tx["bytes"]
+
+
 class LocalMeter:
     """The local job's cost: its rate (Mbit/s that the server
     acknowledged) alone, over LOCAL_ALONE_S before the measurement began

@@ -46,7 +46,8 @@ DIRECTIONS = (("local_send", ROOT, PEER, "root to h1"),
 FIELDS = ["hosts", "rep", "scheduler", "parallel_size", "local_size",
           "completion_ms", "mean_us", "p99_us", "slowdown", "grants"] + \
     [f"{d}_{v}" for d, *_ in DIRECTIONS
-     for v in ("alone_mbit", "mbit", "kept")]
+     for v in ("alone_mbit", "mbit", "kept")] + \
+    ["cpu_idle_pct", "cpu_softirq_pct", "port_skb_bytes"]
 
 
 def configs(p):
@@ -94,20 +95,30 @@ def _measure(star, confs, prefix, p, cfg, size):
     confs.use(cfg)
 
     def measure():
-        res = bench.collective([star.ns[h] for h in hosts],
-                               [star.ip(h) for h in hosts], common.RANK_PORT,
-                               "barrier", size=p.parallel_sizes[0],
-                               count=p.count, tos=common.EF, prefix=prefix)
+        with common.cpu_meter() as cpu:
+            res = bench.collective([star.ns[h] for h in hosts],
+                                   [star.ip(h) for h in hosts],
+                                   common.RANK_PORT, "barrier",
+                                   size=p.parallel_sizes[0], count=p.count,
+                                   tos=common.EF, prefix=prefix)
         row = dict(parallel_size=p.parallel_sizes[0], **common.figures(res))
+        row.update(cpu(row["start_ns"], row["end_ns"]))
         for (name, *_), meter in zip(DIRECTIONS, meters):
             if meter:
                 meter.add(row, name)
         return [row]
+    port = star.port(ROOT)
     with ExitStack() as stack:
+        before = common.link_counts(star.s, port)
         meters = [stack.enter_context(common.local_job(
             star.ns[src], f"{star.ip(dst)}:{common.BULK_PORT}", size,
             p)) for _, src, dst, _ in DIRECTIONS]
-        return common.with_grants(confs, [ROOT], measure)
+        rows = common.with_grants(confs, [ROOT], measure)
+    after = common.link_counts(star.s, port)
+    skbs = after[0] - before[0]
+    for r in rows:
+        r["port_skb_bytes"] = (after[1] - before[1]) / skbs if skbs else None
+    return rows
 
 
 def report(rows, p, out):
@@ -166,6 +177,18 @@ answers.
         [[c] + [common.cell(kept[d].get((c, m)))
                 for d, *_ in DIRECTIONS for m in xs] for c in cfgs]))] \
         if any(kept.values()) else []
+    cpus = [("The CPUs and the packets", cpu_text(rows, cfgs, xs))]
+    n4 = min(xs)
+    idle = common.summarize(loaded, ("scheduler", "hosts"), "cpu_idle_pct")
+    skb = common.summarize(loaded, ("scheduler", "hosts"), "port_skb_bytes")
+    if idle:
+        heads.append(
+            f"{NAME}: the VM's CPUs idle while the barrier ran beside the "
+            f"local job across {n4} hosts, median (min-max) %, and the mean "
+            f"skb the switch port toward the root forwarded (bytes): " +
+            ", ".join(f"{c} {common.cell(idle.get((c, n4)), 0)} % / "
+                      f"{common.cell(skb.get((c, n4)), 0)} B" for c in cfgs)
+            + ".")
     common.write_md(out / f"{NAME}.md", TITLE, f"""\
 {p.count} iterations of parq-bench's barrier (the root sends
 {kib(p.parallel_sizes[0])} to every rank, each answers with as much; DSCP
@@ -182,8 +205,37 @@ Documentation/experiments.md has the details.
 """, [("Results", common.md_table(
         ["scheduler"] + [f"T1 (ms), {n} hosts" for n in xs] +
         [f"slowdown, {n} hosts" for n in xs], table))] + local +
-        [("Headline", "\n\n".join(heads))])
+        cpus + [("Headline", "\n\n".join(heads))])
     return heads
+
+
+def cpu_text(rows, cfgs, xs):
+    """The section on the VM's CPUs: their idle and softirq shares while
+    the barrier ran, with the local job and without, and the size of the
+    skbs the switch port toward the root forwarded."""
+    def col(value, size, digits=0):
+        st = common.summarize([r for r in rows if bool(r["local_size"]) ==
+                               size], ("scheduler", "hosts"), value)
+        return {k: common.cell(v, digits) for k, v in st.items()}
+    cols = [("idle %, alone", col("cpu_idle_pct", False)),
+            ("idle %, with the local job", col("cpu_idle_pct", True)),
+            ("softirq %, with it", col("cpu_softirq_pct", True)),
+            ("port skb (B), with it", col("port_skb_bytes", True))]
+    return """\
+All the hosts are namespaces of one VM with 2 vCPUs under QEMU/TCG.
+Idle and softirq: the shares of both CPUs' time while the barrier ran
+(/proc/stat sampled every 20 ms), median over the repetitions (min-max).
+Port skb: the bytes over the skbs that the switch port toward the root
+sent during the step (the local job alone, then beside the barrier): a
+GSO packet is one skb. Schedulers that split GSO packets (parq, cake)
+send the local job as MTU-sized packets, each of which every namespace
+on its path handles on the same two CPUs; the others pass TCP's GSO
+packets whole.
+
+""" + common.md_table(
+        ["scheduler"] + [f"{h}, {n} hosts" for h, _ in cols for n in xs],
+        [[c] + [v.get((c, n), "-") for _, v in cols for n in xs]
+         for c in cfgs])
 
 
 if __name__ == "__main__":
