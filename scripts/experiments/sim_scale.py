@@ -304,11 +304,10 @@ def added_section(runs, names):
         ("" if held is None or common.PARQD not in added else
          f"\n\nIn the VM, parq+parqd held the local job to "
          f"{mmm_cell(held, 1)} Mbit/s (the median of its two streams) and "
-         f"a round still took {mmm_cell(added[common.PARQD])} ms longer. "
-         "So little local traffic on 100 Mbit/s links leaves next to "
-         "nothing to queue behind (the model's parqd, with the same "
-         "credits, adds the figures of its row): that time is spent "
-         "outside the queues, the likeliest on the emulated CPUs."))
+         f"a round took {mmm_cell(added[common.PARQD])} ms longer (the "
+         "model's parqd, with the same credits: the figures of its row).  "
+         "exp3.md, \"The CPUs and the packets\", has the VM's CPUs "
+         "idle and the size of its packets in the same runs."))
 
 
 def exp3_section(e3, cpu, vm, vm_round_ms):
