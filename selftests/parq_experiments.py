@@ -378,6 +378,30 @@ def setup(env):
     return [Cleanup(env.out)]
 
 
+def t_cpu_and_skbs(env):
+    """exp3: every step measured the VM's CPUs while the barrier ran
+    (idle and softirq shares, each within 0 to 100 %, or empty when the
+    run was too short for two samples), and the switch port toward the
+    root forwarded parq's local job as MTU-sized packets: parq splits
+    GSO packets, so their mean skb is at most a 1 514-byte frame (TCP's
+    GSO packets through a scheduler that does not split them are tens of
+    kB)."""
+    loaded = 0
+    for r in rows_of(env, "exp3"):
+        label = f"exp3 {r['scheduler']} local {r['local_size']}"
+        for k in ("cpu_idle_pct", "cpu_softirq_pct"):
+            if r[k] != "":
+                check(0 <= float(r[k]) <= 100, f"{label}: {k} {r[k]}")
+        skb = positive(r, "port_skb_bytes")
+        diag(f"{label}: CPUs idle {r['cpu_idle_pct'] or '-'} %, softirq "
+             f"{r['cpu_softirq_pct'] or '-'} %, port skb {skb:.0f} B")
+        if r["local_size"] != "0" and r["scheduler"].startswith("parq"):
+            loaded += 1
+            check(skb <= 1514, f"{label}: the port's mean skb {skb:.0f} B "
+                  f"> 1514: the local job's GSO packets were not split")
+    check(loaded, "no exp3 row under parq with the local job")
+
+
 def main():
     suite = ktap.Suite("parq_experiments")
     for mod in driver.load([]):
@@ -404,6 +428,8 @@ def main():
     suite.case("exp1, exp7: the parallel job's time in parq", t_in_parq)
     suite.case("exp1 to exp5: the local job's rate alone and beside the "
                "parallel job", t_local_cost)
+    suite.case("exp3: the CPUs measured, parq's local job in MTU-sized "
+               "packets", t_cpu_and_skbs)
     suite.case("summary.md lists every experiment", t_summary)
     why = driver.preflight(driver.load([]))
     if why:
