@@ -12,7 +12,6 @@ unload and reload, while iperf3 keeps A's veths busy.
   - replace parq -> fq_codel -> parq under traffic.
 Afterwards the kernel log must hold no warning.
 """
-import json
 import os
 import sys
 import time
@@ -35,8 +34,7 @@ def dev(env, i=0):
 
 
 def tx_bytes(env, i=0):
-    r = env.a.run(["ip", "-s", "-j", "link", "show", "dev", dev(env, i)])
-    return json.loads(r.stdout)[0]["stats64"]["tx"]["bytes"]
+    return env.a.tx_counts(dev(env, i))[1]
 
 
 def flowing(env, i=0, secs=1.0):

@@ -28,6 +28,7 @@ import os
 import signal
 import statistics
 import sys
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -449,10 +450,9 @@ def cpu_meter(period_s=0.02):
     """Samples the machine's CPU time every @period_s in a thread while
     the block runs (reading /proc/stat only, so the sampling itself costs
     little); yields share(start_ns, end_ns): {"cpu_idle_pct",
-    "cpu_softirq_pct"}, the shares of all CPUs' time between the samples
-    nearest @start_ns and @end_ns (CLOCK_MONOTONIC), or Nones when fewer
-    than two samples fall between them."""
-    import threading
+    "cpu_softirq_pct"}, the shares of all CPUs' time between the first
+    and the last sample taken from @start_ns to @end_ns (CLOCK_MONOTONIC),
+    or Nones when fewer than two fall there."""
     samples, done = [], threading.Event()
 
     def sample():
@@ -478,15 +478,6 @@ def cpu_meter(period_s=0.02):
     finally:
         done.set()
         t.join()
-
-
-def link_counts(ns, dev):
-    """(packets, bytes) that @dev in @ns has sent so far: skbs, so a GSO
-    packet counts once with all its bytes."""
-    import json
-    out = ns.run(["ip", "-s", "-j", "link", "show", "dev", dev]).stdout
-    tx = json.loads(out)[0]["stats64"]["tx"]
-    return tx["packets"], tx["bytes"]
 
 
 class LocalMeter:

@@ -109,12 +109,12 @@ def _measure(star, confs, prefix, p, cfg, size):
         return [row]
     port = star.port(ROOT)
     with ExitStack() as stack:
-        before = common.link_counts(star.s, port)
+        before = star.s.tx_counts(port)
         meters = [stack.enter_context(common.local_job(
             star.ns[src], f"{star.ip(dst)}:{common.BULK_PORT}", size,
             p)) for _, src, dst, _ in DIRECTIONS]
         rows = common.with_grants(confs, [ROOT], measure)
-    after = common.link_counts(star.s, port)
+    after = star.s.tx_counts(port)
     skbs = after[0] - before[0]
     for r in rows:
         r["port_skb_bytes"] = (after[1] - before[1]) / skbs if skbs else None
@@ -213,10 +213,10 @@ def cpu_text(rows, cfgs, xs):
     """The section on the VM's CPUs: their idle and softirq shares while
     the barrier ran, with the local job and without, and the size of the
     skbs the switch port toward the root forwarded."""
-    def col(value, size, digits=0):
+    def col(value, size):
         st = common.summarize([r for r in rows if bool(r["local_size"]) ==
                                size], ("scheduler", "hosts"), value)
-        return {k: common.cell(v, digits) for k, v in st.items()}
+        return {k: common.cell(v, 0) for k, v in st.items()}
     cols = [("idle %, alone", col("cpu_idle_pct", False)),
             ("idle %, with the local job", col("cpu_idle_pct", True)),
             ("softirq %, with it", col("cpu_softirq_pct", True)),

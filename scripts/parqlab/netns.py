@@ -18,6 +18,7 @@ failing or interrupted test leaves nothing behind.
 import atexit
 import ctypes
 import itertools
+import json
 import os
 import signal
 import socket
@@ -85,6 +86,13 @@ class Netns:
 
     def run(self, argv, **kw):
         return run(self.argv(argv), **kw)
+
+    def tx_counts(self, dev):
+        """(packets, bytes) that @dev has sent so far (ip -s link): skbs,
+        so a GSO packet counts once with all its bytes."""
+        out = self.run(["ip", "-s", "-j", "link", "show", "dev", dev]).stdout
+        tx = json.loads(out)[0]["stats64"]["tx"]
+        return tx["packets"], tx["bytes"]
 
     def popen(self, argv, **kw):
         """Start a process in the namespace; it is killed at cleanup."""
