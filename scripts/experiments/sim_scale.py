@@ -207,7 +207,7 @@ def exp3_rows(path=EXP3_CSV):
 
 
 def vm_exp3(path=EXP3_CSV):
-    """{exp3 scheduler: (median, min, max) slowdown at 4 hosts with the
+    """{exp3 scheduler: (median, min, max, n) slowdown at 4 hosts with the
     local job} of the committed run, and the median time of a round alone
     there (ms, over every scheduler; its runs have 100 rounds); ({}, None)
     when the file is missing."""
@@ -218,19 +218,19 @@ def vm_exp3(path=EXP3_CSV):
             out.setdefault(r["scheduler"], []).append(float(r["slowdown"]))
     alone = [float(r["completion_ms"]) / 100 for r in rows
              if r["local_size"] == "0"]
-    return ({k: (statistics.median(v), min(v), max(v))
+    return ({k: (statistics.median(v), min(v), max(v), len(v))
              for k, v in out.items()},
             statistics.median(alone) if alone else None)
 
 
-def vm_added(path=EXP3_CSV):
-    """{exp3 scheduler: (median, min, max)} of the time the local job
-    added to a round at 4 hosts in the committed run: per repetition, the
-    mean round with it less the mean round without it (ms); and
-    {scheduler: (median, min, max)} of the local job's rate meanwhile
-    (Mbit/s, both streams' median per repetition)."""
+def vm_added(rows):
+    """{exp3 scheduler: (median, min, max, n)} of the time the local job
+    added to a round in @rows (exp3_rows()): per repetition, the mean
+    round with it less the mean round without it (ms); and {scheduler:
+    (median, min, max, n)} of the local job's rate meanwhile (Mbit/s,
+    both streams' median per repetition)."""
     by = {}
-    for r in exp3_rows(path):
+    for r in rows:
         by.setdefault((r["scheduler"], r["rep"]), {})[r["local_size"]] = r
     added, rate = {}, {}
     for (s, _), d in by.items():
@@ -243,10 +243,10 @@ def vm_added(path=EXP3_CSV):
             float(loaded[k]) for k in ("local_send_mbit",
                                        "local_recv_mbit")))
 
-    def mmm(v):
-        return {k: (statistics.median(x), min(x), max(x))
+    def stats(v):
+        return {k: (statistics.median(x), min(x), max(x), len(x))
                 for k, x in v.items()}
-    return mmm(added), mmm(rate)
+    return stats(added), stats(rate)
 
 
 def vm_calibration(path=EXP3_CSV):
@@ -276,20 +276,16 @@ def fmt(v, digits=2):
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def mmm_cell(v, digits=2):
-    return "-" if v is None else \
-        f"{v[0]:.{digits}f} ({v[1]:.{digits}f}-{v[2]:.{digits}f})"
-
-
 def added_section(runs, names):
     """The 4-host comparison in the time the local job adds to a round,
     which does not divide by the VM's round alone."""
-    added, rate = vm_added()
+    rows = exp3_rows()
+    added, rate = vm_added(rows)
     if not added:
         return ""
-    alone = [float(r["mean_us"]) / 1e3 for r in exp3_rows()
+    alone = [float(r["mean_us"]) / 1e3 for r in rows
              if r["local_size"] == "0"]
-    table = [[label, mmm_cell(added.get(k))] +
+    table = [[label, common.cell(added.get(k))] +
              [fmt(r["added_ms"][s]) for _, r in runs]
              for label, k, s in names]
     held = rate.get(common.PARQD)
@@ -303,8 +299,8 @@ def added_section(runs, names):
             ["scheduler", "VM (exp3.csv)"] + [r for r, _ in runs], table) +
         ("" if held is None or common.PARQD not in added else
          f"\n\nIn the VM, parq+parqd held the local job to "
-         f"{mmm_cell(held, 1)} Mbit/s (the median of its two streams) and "
-         f"a round took {mmm_cell(added[common.PARQD])} ms longer (the "
+         f"{common.cell(held, 1)} Mbit/s (the median of its two streams) and "
+         f"a round took {common.cell(added[common.PARQD])} ms longer (the "
          "model's parqd, with the same credits: the figures of its row).  "
          "exp3.md, \"The CPUs and the packets\", has the VM's CPUs "
          "idle and the size of its packets in the same runs."))
@@ -316,8 +312,7 @@ def exp3_section(e3, cpu, vm, vm_round_ms):
              ("parq+parqd / parqd", common.PARQD, "parqd"))
 
     def vm_cell(k):
-        v = vm.get(k)
-        return "-" if v is None else f"{v[0]:.2f} ({v[1]:.2f}-{v[2]:.2f})"
+        return common.cell(vm.get(k))
     runs = [("model, no CPU", e3)] + ([] if cpu is None else [
         ("model, CPUs, 64 KiB window", cpu["w64"]),
         ("model, CPUs, 300 kB window", cpu["w300"]),
