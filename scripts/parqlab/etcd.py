@@ -136,11 +136,10 @@ class Cluster:
         the leader), and wait until every member says so; RuntimeError if
         it does not happen within 30 s times ktap.slowdown()."""
         deadline = time.monotonic() + 30 * ktap.slowdown()
-        while self.leader(frm) != to:
+        while (lead := self.leader(frm)) != to:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"etcd: {to} did not become the leader "
-                                   f"(now {self.leader(frm)})")
-            lead = self.leader(frm)
+                                   f"(now {lead})")
             members = (self._ctl(frm, "member", "list") or {}).get(
                 "members", [])
             ids = [m["ID"] for m in members if m.get("name") == to]
