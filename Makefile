@@ -242,6 +242,11 @@ unit-lint: tools
 		$(UNIT_STAGE)$(UNITDIR)/parqd.service 2>&1); rc=$$?; \
 		echo "$$out" | tail -n 1; exit $$rc
 
+# README's make demo and make experiments on a machine with nothing
+# installed yet (stubs in a scratch tree: no package is installed).
+first-run-test:
+	scripts/test-first-run
+
 # The YNL spec of the parq genetlink family agrees with the UAPI header.
 spec-lint:
 	scripts/check-genl-spec
@@ -271,18 +276,29 @@ bench-core:
 		"instructions/packet in $(BUILD)/bench/core-instructions.json"
 
 # The demo ends with scripts/experiments/run --quick exp1 exp2 (into
-# build/demo/experiments).
+# build/demo/experiments).  It builds what it runs and nothing else: the
+# module, the plugin and the release tools (no unit tests, no sanitizers).
+#
+# demo and experiments install their packages first, then run the rest in
+# a new make: KVER, KDIR, ON_KERNEL and the build flags are expanded when a
+# make starts, and on a fresh machine the kernel, its headers and
+# dpkg-buildflags exist only once install-deps has run.
+# (scripts/test-first-run checks this in make check.)
 demo:
 	scripts/install-deps demo
-	$(MAKE) all tools
+	$(MAKE) demo-run
+
+demo-run: kmod plugin tools
 	PARQ_USERSPACE_BUILD=$(RELEASE) $(IN_KERNEL) scripts/demo
 
 # Every experiment, full size (Documentation/experiments.md): 20 minutes
 # under QEMU/TCG on a quiet 2-core host.
-experiments: VM_TIMEOUT = 7200
 experiments:
 	scripts/install-deps experiments
-	$(MAKE) all tools
+	$(MAKE) experiments-run
+
+experiments-run: VM_TIMEOUT = 7200
+experiments-run: kmod plugin tools
 	PARQ_USERSPACE_BUILD=$(RELEASE) $(IN_KERNEL) scripts/experiments/run \
 		--out $(RESULTS)
 
@@ -327,7 +343,7 @@ check:
 		$(MAKE) kmod-lint KERNEL=6.12 PARQ_FAULT_INJECT=y
 	@$(call PHASE,build unit tests lint tidy fuzz) \
 		$(MAKE) all unit plugin-test man-lint unit-lint spec-lint \
-		format-check tidy fuzz FUZZ_TIME=30
+		first-run-test format-check tidy fuzz FUZZ_TIME=30
 	@$(call PHASE,the packages on 6.1) $(MAKE) deb-test
 	@$(call PHASE,selftests on 6.1) \
 		$(MAKE) selftest \
@@ -462,6 +478,7 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all kmod kmod-tree kmod-lint plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
-	selftest bench bench-core bench-admission bench-parqd tools demo experiments deps check install \
+	selftest bench bench-core bench-admission bench-parqd tools demo demo-run experiments experiments-run \
+	first-run-test deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \
 	clean fuzz kernel-debug selftest-stress check-debug fuzz-debug sim
