@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """parq credit table: the "parq" generic netlink family.
 
-The table limits the local traffic a host sends to one destination (issue
-4's receiver-side credits).  The first cases check the table and its
+The table limits the local traffic a host sends to one destination (the
+receiver-side credits that parqd's GRANTs set).  The first cases check the table and its
 netlink interface, spoken by hand (parqlab.genl) so that malformed requests
 can be sent too:
   - the family resolves, and loads sch_parq when it is not loaded;

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """parq receive monitor: what arrives at a host, per source, and reports of
-parallel traffic starting and stopping (issue 4's receiver side, kernel).
+parallel traffic starting and stopping: the kernel's part of the
+receiving side, which parqd's receiving role reads.
 
 Namespace A is the receiving host with the monitor on; B sends to it from
 its address B1 (10.77.0.2), a second address B2 (10.77.0.3), over IPv6

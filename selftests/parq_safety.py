@@ -1,27 +1,30 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""sch_parq's kernel defects of issue 16, each with a case that failed
-before its fix (the random races are in parq_stress):
+"""sch_parq's kernel safety: memory, accounting, permissions and isolation
+that no functional test sees (the random races are in parq_stress).
 
   - lowering `limit` under a backlog frees the packets it evicts: the
-    sending socket's write memory drains to 0 (they leaked: rtnl_kfree_skbs
-    with no tail frees nothing);
+    sending socket's write memory drains to 0 (an evicted packet that is
+    not freed keeps its socket's memory charged for ever);
   - split GSO corrects the parent's backlog when one segment of a packet
     got in, not only two or more: under prio, prio's backlog is 0 once
     parq has drained;
   - a VLAN-tagged local packet with its tag in the data (reorder_hdr off)
-    meets its destination's credit (the lookup read skb->protocol, 802.1Q);
+    meets its destination's credit: the lookup reads the network header
+    behind the tags, not skb->protocol, which is 802.1Q there;
   - under mq, each child admits reservations against its share of the link
-    speed, not the whole of it;
+    speed, not the whole of it, so that the children together cannot
+    admit more than the link;
   - the parq family needs CAP_NET_ADMIN over the namespace for reads and
-    the events group too, and root in a user namespace that owns its
-    network namespace manages that namespace's tables;
+    the events group too (the tables tell which hosts talk to which), and
+    root in a user namespace that owns its network namespace manages that
+    namespace's tables;
   - the tables' entries are charged to the caller's memory cgroup: credit
-    entries to whoever sets them, the monitor's sources (added in softirq)
-    to whoever enabled the monitor (they were charged to no one);
+    entries to whoever sets them, the monitor's sources (added in softirq,
+    where there is no caller) to whoever enabled the monitor;
   - a formatted error (admission control) is read back intact while
-    another namespace fails requests as fast as it can (the ring of texts
-    was shared by every namespace).
+    another namespace fails requests as fast as it can: each namespace has
+    its own ring of texts.
 Afterwards the kernel log must hold no warning.
 """
 import fcntl
@@ -346,7 +349,8 @@ ERR_SECS = 8
 def t_err_ring(env):
     """A's refusals carry A's numbers while B, in two processes, fails
     requests as fast as it can: with one ring for every namespace, B's
-    texts overwrote A's between A's request and its acknowledgement."""
+    texts would overwrite A's between A's request and its
+    acknowledgement."""
     a, dev, topo = env.a, env.dev, env.topo
     for ns, d, rate in ((a, dev, "100mbit"),
                         (topo.b, topo.dev_b(), "300mbit")):
