@@ -61,7 +61,7 @@ from parqlab.tc import TcError, tc  # noqa: E402
 from parqlab.traffic import (TOS_EF, UDP_OVERHEAD, Iperf3Client,  # noqa: E402
                              Iperf3Server, udp_socket)
 
-TOL = 0.02			# the bound on a reserved rate
+TOL = 0.02			# the design's bound on a reserved rate
 RUNS = 3
 WARMUP = 2.5
 INTERVAL = 10.0

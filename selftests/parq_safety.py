@@ -64,8 +64,9 @@ def outq(sk):
 def t_limit_frees(env):
     a, dev, topo = env.a, env.dev, env.topo
     # At 8 bit/s the shaper sends the first packet and holds every other one
-    # for hours, however slowly this CPU sends them (at 1 Mbit/s, a debug
-    # kernel under TCG took 5 s for the 1000 and parq held only 425).
+    # for hours, however slowly this CPU sends them (at 1 Mbit/s a debug
+    # kernel under TCG sends them over seconds, and parq would let most of
+    # them go before the limit is lowered).
     root(env, "handle", "1:", "parq", "rate", "8bit", "limit", "2000",
          "flow-limit", "2000")
     sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -6,8 +6,9 @@
     A's receive monitor while the monitor is resized between 2 and 8192
     sources and disabled and enabled, in a loop.  Each resize down comes
     after the sources have aged past the monitor's once-a-second LRU move,
-    so that packets of evicted sources wait for the table lock: the race
-    that list-corrupted the LRU (a BUG on Debian's kernel);
+    so that packets of evicted sources wait for the table lock: a race
+    that, without the monitor's unhash-on-evict rule, corrupts the LRU
+    list (a BUG on Debian's kernel);
   - the same flood at a table of 64 while B's real address pings A every
     50 ms: only sources idle for 2 s make room, at a bounded rate, so B's
     entry is never evicted (A counts every echo request), evictions stay
@@ -34,7 +35,7 @@ races: a pass says the run found nothing, not that nothing is there; the
 counts of what each loop did are printed.
 
 PARQ_STRESS_SCALE (default 1) multiplies every loop's count: make check
-runs 6.12's pass at 0.25 and the debug kernel's at 0.125, where KASAN and
+runs 6.12's pass at 0.25 and the debug kernel's at 0.0625, where KASAN and
 lockdep make each cycle several times slower (make check-debug at 1).
 """
 import os
@@ -166,14 +167,14 @@ ADMIT_RATE = 3000		# per pktgen thread: 6000 new sources a second
 
 
 def t_monitor_admission(env):
-    """Before the admission budget, the flood's thousands of new sources a
-    second evicted B within milliseconds of each of its packets.  B pings A
-    every 50 ms (ping, not a Python thread, which the flood can starve):
-    if its entry was never evicted, A counted every echo request that
-    reached it: at least those it answered (ping's "received"), at most
-    those B sent.  The flood may drop a request before A's monitor sees
-    it: under the debug kernel A's backlog overflowed and 4 of 195 never
-    arrived (a fresh-clone run, 2026-11-26)."""
+    """Without the admission budget, the flood's thousands of new sources
+    a second would evict B within milliseconds of each of its packets.  B
+    pings A every 50 ms (ping, not a Python thread, which the flood can
+    starve): if its entry was never evicted, A counted every echo request
+    that reached it: at least those it answered (ping's "received"), at
+    most those B sent.  The flood may drop a request before A's monitor
+    sees it (under the debug kernel A's backlog can overflow), so the
+    bound is what A answered, not what B sent."""
     topo = env.topo
     module.ensure_loaded()
     with mon(env) as g:
@@ -354,7 +355,8 @@ def t_rmmod_loop(env):
     # An nftables input chain keeps the kernel's LOCAL_IN static key on
     # while parq's hooks come and go: flipping it rewrites the code the
     # flood runs through, which QEMU's multi-threaded TCG mishandles
-    # (Documentation/kernels.md), and that is not what this case tests.
+    # (Documentation/development.md, "Under QEMU"), and that is not what
+    # this case tests.
     topo.a.run(["nft", "add table inet parqstress; add chain inet parqstress"
                 " in { type filter hook input priority 0; policy accept; }"])
     t0 = time.monotonic()
