@@ -73,7 +73,7 @@ WATCHDOG_S = 1.0 * ktap.slowdown()
 # start parqd drops messages stamped before it (what a restart must not
 # let through).  A replayed message must arrive within it to be counted
 # as a duplicate rather than as too late: under TCG, reading the table
-# between the two took more than 0.5 s.
+# between the two can take more than 0.5 s, parqd's default.
 SKEW_S = 2 * ktap.slowdown()
 
 
@@ -641,7 +641,7 @@ socket = "{tmp}/admission.sock"
         check(r.returncode != 0 and "no lease" in r.stderr,
               f"a reservation without a lease: {r.returncode} {r.stderr!r}")
         # Its etcd calls in flight give up at the stop (about a second):
-        # no waiting out etcd-timeout, once per thread (8 s before).
+        # no waiting out etcd-timeout once per thread (twice ETCD_TIMEOUT_S).
         t0 = time.monotonic()
         p.send_signal(signal.SIGTERM)
         try:
