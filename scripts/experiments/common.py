@@ -270,7 +270,7 @@ def probe_prefix(ns):
     """The argv prefix of every process of the parallel job: CPU 0 at
     real-time priority (where allowed).  In a 2-vCPU VM under a busy host,
     a wake-up across vCPUs can wait for the host's scheduler: unpinned,
-    idle round trips were 0.3 or 8 ms at random; pinned, 0.3 ms."""
+    idle round trips are 0.3 or 8 ms at random; pinned, 0.3 ms."""
     return ["taskset", "-c", "0"] + traffic.realtime_prefix(ns)
 
 
@@ -358,7 +358,7 @@ def in_parq(ns, dev, run):
                 parq_p99_us=None if p99 is None else p99 / 1000)
 
 
-# The target of the parallel class's time in parq (issue 15): one local
+# The target of the parallel class's time in parq: one local
 # frame's serialization at the shaper's rate (a 1514-byte frame at
 # 100 Mbit/s), plus the timer's slack, which is not in it: that is
 # measured in the step itself (with_timer()).
@@ -396,15 +396,14 @@ def with_timer(ns, prefix, rows):
 # The local job's cost (local_job()'s LocalMeter): its progress sampled
 # every LOCAL_PROGRESS_MS, or LOCAL_PROGRESS_LONG_MS where the parallel
 # runs take seconds (exp4, exp5): sampling costs the emulated CPUs, and
-# every 10 ms the sampling of exp4's 3 background flows took enough from
-# the applications' round trips to take parq's A1 from 1.03 to 1.14 of
-# its time alone (one full run each).  Its rate alone is taken over the
-# LOCAL_ALONE_S before the measurement.  The settling time
+# sampling exp4's 3 background flows every 10 ms takes enough from the
+# applications' round trips to show in parq's ratios.  Its rate alone is
+# taken over the LOCAL_ALONE_S before the measurement.  The settling time
 # (p.settle, 0.5 s) is stretched until every stream has been connected
 # that long: a connection can come late (under parqd a SYN can wait for
-# credit; one full run saw a stream connect 417 ms after it started), up
-# to LOCAL_CONNECT_S (times ktap.slowdown(): under the debug kernel, with
-# parqd on 4 hosts, exp3's stream had not connected after 5 s, twice).
+# credit, for hundreds of ms), up to LOCAL_CONNECT_S (times
+# ktap.slowdown(): under the debug kernel, with parqd on 4 hosts, exp3's
+# stream may not connect within 5 s).
 LOCAL_PROGRESS_MS = 10
 LOCAL_PROGRESS_LONG_MS = 100
 LOCAL_ALONE_S = 0.3
@@ -508,7 +507,7 @@ class LocalMeter:
         return row
 
 
-# Experiment 1's local job at message level (issue 15): an open loop of
+# Experiment 1's local job at message level: an open loop of
 # one message every LOCAL_MSG_INTERVAL_US, each answered by 32 bytes,
 # DSCP 0.  The rate is fixed and the size varies, as the seed's local
 # stream (its figure 8), so what the job puts in front of the qdisc grows

@@ -57,21 +57,21 @@ BULK_SIZE = 16384
 ETH = 14			# Ethernet header: counted by the qdisc's rate
 MBIT = 1_000_000
 RESERVABLE = 80			# percent
-TOLERANCE = 0.02		# the issue's bound on each application's rate
+TOLERANCE = 0.02		# the design's bound on each application's rate
 SETTLE = 2.0
 MEASURE = 8.0
 # The admission role's etcd lease: parqd demotes its reservations when it
 # has not renewed it for 3/4 of this.  Under the debug kernel an ASan
-# parqd on a starved CPU missed that once (7.5 s): A1 was demoted, and the
-# cluster then admitted A2 beside it (2026-11-30).
+# parqd on a starved CPU can go that long without a renewal, and a
+# demoted A1 would let the cluster admit A2 beside it: hence the scale.
 LEASE_S = 10 * ktap.slowdown()
 SAMPLE_S = 0.2			# the reserved classes' queues, sampled
 ADMISSIONS = ("cluster", "host-local")
 # The port's rate, and every NIC's.  At 100 Mbit/s, under QEMU/TCG, the
-# emulated CPUs were the limit, not the reservation: the applications left
-# their reserved classes empty in up to 46% of samples, and those classes
-# sent 0.56 to 0.98 of their rates (the full run of 436ae9f).  At 20
-# Mbit/s a quick run found none empty, and each got 0.993 to 1.003.
+# emulated CPUs are the limit, not the reservation: the applications leave
+# their reserved classes empty in up to half of the samples, and those
+# classes send less than their rates.  At 20 Mbit/s the applications keep
+# their classes backlogged.
 LINK_MBIT = 20
 PAIRS = ((50, 20), (30, 40), (60, 60))	# % of LINK_MBIT, A1's and A2's
 PARAMS = {

@@ -25,10 +25,9 @@ def presets(smoke_schedulers, **local):
     return {
         "full": Params(**local),
         "quick": Params(reps=2, local_sizes=(2048, 16384), **local),
-        # The full run's 100 messages: at 20, one smoke run (CI,
-        # 2026-11-29) measured pfifo's exchange beside the local job
-        # faster than alone (0.7), where four had 3.0 to 6.9: a 10 ms
-        # exchange alone is at the mercy of one stall of the host.
+        # The full run's 100 messages: an exchange of 20 takes about 10 ms
+        # alone, at the mercy of one stall of the host, which can make it
+        # look faster beside the local job than alone.
         "smoke": Params(reps=1, schedulers=smoke_schedulers,
                         parallel_sizes=(64,), local_sizes=(16384,),
                         **local),
