@@ -707,8 +707,8 @@ std::string RunBusy(ResvSched& s, uint64_t now, int n,
   return out;
 }
 
-// The case of the issue: IDT 2 and 3 ticks, both backlogged from 0, one
-// opportunity per tick.
+// Two idt flows of 2 and 3 ticks, both backlogged from 0, one dispatch
+// opportunity per tick: each gets one dispatch per IDT.
 TEST(ParqResvSchedule, TwoIdtsOneOpportunityPerTick) {
   ResvSched s;
   ResvSched::Flow& a = s.Add(kA, 0, 2 * kTick);

@@ -2,7 +2,7 @@
 //
 // Unit tests of inbox.cc: the whole receive path, each drop reason,
 // that a dropped message changes nothing but the counters, and the
-// freshness rules against the attacks of issue 13 (clock steps, epoch
+// freshness rules against the attacks they exist for (clock steps, epoch
 // changes, restarts, a sequence number near 2^64, old recordings).
 
 #include <gtest/gtest.h>
@@ -226,8 +226,8 @@ TEST_F(ReceiverTest, TimestampBeyondTheSkewIsDropped) {
           .accepted);
 }
 
-// Issue 13: "After parqd restarts, a GRANT recorded a week earlier is
-// accepted."
+// A GRANT recorded a week before parqd restarts is dropped after the
+// restart: its timestamp is far outside the skew.
 TEST_F(ReceiverTest, GrantRecordedAWeekAgoIsDroppedAfterARestart) {
   constexpr uint64_t kWeek = uint64_t{7} * 24 * 3600 * kSec;
   const auto old = Grant(1, 100, 1, 0, {A("10.0.0.1")});
@@ -253,8 +253,8 @@ TEST_F(ReceiverTest, GrantRecordedJustBeforeARestartIsDroppedAfterIt) {
                   .accepted);
 }
 
-// Issue 13: "A receiving host whose epoch changes (1 ms to 10 ms) and
-// restarts has every later message dropped as stale by its senders."
+// A receiving host whose epoch changes (1 ms to 10 ms) and that restarts
+// is still heard: freshness is the timestamp, not the epoch number.
 TEST_F(ReceiverTest, GranterRestartingWithAnotherEpochLengthIsHeard) {
   auto m = Grant(1, kSec, kT0 + kSec, 1500, {A("10.0.0.1")});
   m.epoch_us = 1000;  // 1 ms
@@ -270,9 +270,9 @@ TEST_F(ReceiverTest, GranterRestartingWithAnotherEpochLengthIsHeard) {
             10 * kMs);
 }
 
-// Issue 13: "... so does one whose clock steps back 2 s."  With a skew of
-// 3 s (a clock 2 s off is outside the default), the granter's clock goes
-// from 1.5 s ahead to 0.5 s behind and its messages keep their order.
+// So is one whose clock steps back 2 s.  With a skew of 3 s (a clock 2 s
+// off is outside the default), the granter's clock goes from 1.5 s ahead
+// to 0.5 s behind and its messages keep their order.
 TEST(ReceiverFreshness, GranterClockSteppingBackIsHeard) {
   auto rx = Inbox::Create(TestKeys(), {PeerConfig{1, {A("10.0.0.1")}}},
                           {3 * kSec, kT0 - 10 * kSec});
@@ -315,9 +315,9 @@ TEST_F(ReceiverTest, GranterRestartingBelowItsOldSequenceIsHeardWithinTheSkew) {
             1500u);
 }
 
-// Issue 13: "A message with sequence 2^64-1 and a valid MAC is accepted,
-// and every genuine message after it is dropped as too old until the
-// sender's parqd restarts."  Now only until it is older than the skew.
+// A message with sequence 2^64-1 and a valid MAC holds the peer's replay
+// window only until it is older than the skew: after that, genuine
+// messages with lower sequence numbers are accepted again.
 TEST_F(ReceiverTest, SequenceNearTwoToTheSixtyFourHoldsOnlyForTheSkew) {
   ASSERT_TRUE(
       Rx(Grant(1, kSec, 1000, 1500, {A("10.0.0.1")}), A("10.0.0.1"), kSec)
@@ -365,10 +365,10 @@ TEST(ReceiverKeys, TwoKeysAreAcceptedDuringARotation) {
   EXPECT_EQ(o.reason, DropReason::kBadMac);
 }
 
-// Issue 13: "SIGHUP reloading the configuration without losing replay
-// state".  A reload that swaps key 1 for key 2 and changes the skew keeps
-// the peers' windows and entries: sequence 5, accepted under key 1, is
-// still a duplicate under key 2.
+// SIGHUP reloads the configuration without losing replay state: a reload
+// that swaps key 1 for key 2 and changes the skew keeps the peers'
+// windows and entries, so sequence 5, accepted under key 1, is still a
+// duplicate under key 2.
 TEST_F(ReceiverTest, AReloadKeepsTheReplayWindows) {
   ASSERT_TRUE(
       Rx(Grant(1, 100, 5, 700, {A("10.0.0.1")}), A("10.0.0.1"), 100).accepted);
@@ -396,11 +396,11 @@ TEST_F(ReceiverTest, AReloadKeepsTheReplayWindows) {
                   .accepted);
 }
 
-// Issue 13: "any host that holds [the one cluster key] and can spoof
-// another host's source address can send credit 0 for that host's
-// addresses".  With pair keys, host 3 holds the keys of its own pairs
-// only: a message it forges as host 1, from host 1's address, fails the
-// MAC of pair (1, 9), this host being node 9.
+// With one cluster key, any host that holds it and can spoof another
+// host's source address could send credit 0 for that host's addresses.
+// With pair keys, host 3 holds the keys of its own pairs only: a message
+// it forges as host 1, from host 1's address, fails the MAC of pair
+// (1, 9), this host being node 9.
 TEST(ReceiverPairKeys, ACompromisedHostCannotForgeForAnother) {
   const Key secret = MakeKey(77);
   KeyRing::PairKeys mine;
