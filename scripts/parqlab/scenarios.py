@@ -1,18 +1,10 @@
-"""Measurement scenarios shared by the selftests, the demo and experiments.
+"""The schedulers the selftests, the demo and the experiments compare.
 
-Scheduler installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _parq: a 100
-Mbit/s bottleneck on a device, the parallel stream in a class of its own
-where the scheduler has classes; SCHEDULERS for the demo, ALL_SCHEDULERS
-for the experiments).
-
-sender_side(): a parallel job's 64-byte TCP ping-pong (sockperf) from
-namespace A to B, optionally against a local job's bulk TCP transfer
-(iperf3) on the same link, through a scheduler installed on A's veth.  The
-parallel stream is recognised by its server port (a u32 filter for the
-classful schedulers) and carries DSCP EF.
+Installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _parq; all of them
+in ALL_SCHEDULERS): a 100 Mbit/s bottleneck on a device, the parallel stream
+in a class of its own where the scheduler has classes, recognised by its
+server port (PING_PORT, a u32 filter) or by DSCP EF.
 """
-import time
-
 from . import tc as tclib
 from . import traffic
 
@@ -113,41 +105,7 @@ ALL_SCHEDULERS = {
     "cake": install_cake,
     "parq": install_parq,
 }
-# The demo's.
-SCHEDULERS = {n: ALL_SCHEDULERS[n] for n in ("pfifo", "prio", "parq")}
 
 
 def clear(ns, dev):
     tclib.tc(ns, "qdisc", "del", "dev", dev, "root", check=False)
-
-
-def sender_side(topo, install, seconds=10, bulk=True, bulk_streams=4,
-                warmup=2):
-    """Install a scheduler on A's veth with @install(ns, dev), run the
-    ping-pong for @seconds (with the bulk transfer if @bulk) and return
-    {"latency": parse_sockperf() dict (usec), "local_bps": bulk bits/s or
-    None}.  The scheduler is removed afterwards."""
-    a, b, dev = topo.a, topo.b, topo.dev_a()
-    clear(a, dev)
-    install(a, dev)
-    ping_srv = traffic.SockperfServer(b, topo.ip_b(), PING_PORT)
-    bulk_srv = bulk_cli = None
-    try:
-        if bulk:
-            bulk_srv = traffic.Iperf3Server(b, topo.ip_b(), BULK_PORT)
-            bulk_cli = traffic.Iperf3Client(
-                a, topo.ip_b(), BULK_PORT, seconds + warmup + 1,
-                parallel=bulk_streams)
-            time.sleep(warmup)
-        lat = traffic.sockperf_pingpong(
-            a, topo.ip_b(), PING_PORT, seconds,
-            extra=["--tos", str(traffic.TOS_EF)])
-        local = traffic.iperf3_bps(bulk_cli.result()) if bulk_cli else None
-        return {"latency": lat, "local_bps": local}
-    finally:
-        if bulk_cli:
-            bulk_cli.stop()
-        if bulk_srv:
-            bulk_srv.stop()
-        ping_srv.stop()
-        clear(a, dev)
