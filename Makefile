@@ -170,6 +170,25 @@ tools:
 unit: userspace
 	ctest --test-dir $(USERSPACE) --output-on-failure
 
+# The developers' tier, for the minutes between commits (within 10 minutes
+# on a built tree): the fresh-machine test, the unit tests built without
+# sanitizers (their own tree), the plugin's tests, and the functional
+# selftests on the default kernel without the cases that judge timing
+# (PARQ_QUICK=1, scripts/parqlab/ktap.py).  make check runs all of it and
+# more; Documentation/development.md has the tiers.
+QUICK := $(BUILD)/quick
+QUICK_SELFTESTS := parq_config parq_counters parq_credit parq_monitor \
+		   parq_safety parq_unload parq_jobs
+quick: first-run-test unit-quick plugin-test kmod
+	PARQ_QUICK=1 PARQ_USERSPACE_BUILD=$(QUICK) $(IN_KERNEL) \
+		selftests/run --kmsg-check $(QUICK_SELFTESTS)
+
+unit-quick:
+	cmake -S userspace -B $(QUICK) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DPARQ_BUILD_TESTS=ON -DPARQ_SANITIZE=OFF -DPARQ_WERROR=ON >/dev/null
+	cmake --build $(QUICK) -j2
+	ctest --test-dir $(QUICK) --output-on-failure
+
 # One C++ style for userspace/: its .clang-format (layout) and .clang-tidy
 # (bugs, needless copies, Google's naming), both in make check.  make format
 # applies the layout.
@@ -321,18 +340,18 @@ deps:
 # messages: KASAN, lockdep and kmemleak judge each step there, where each
 # step is several times slower); on 6.12 every test of the module's
 # interfaces (the fuzzer at 2x10^4, the stress tests at a quarter), but not
-# the seven that time user space and the scheduling policy (CHECK_612_EXCEPT:
+# the eight that time user space and the scheduling policy (CHECK_612_EXCEPT:
 # parqd's protocol over netlink calls that parq_credit and parq_monitor
 # test there, parqd's admission over etcd, which installs its classes with
 # tc as parq_resv does there, and latency and rate shares decided by
-# kmod/core, the same code on both kernels; parq_mpi's job marking is
-# parq_jobs' on 6.12).
+# kmod/core, the same code on both kernels, the demo's first table among
+# them; parq_mpi's job marking is parq_jobs' on 6.12).
 # make check-debug runs it all under the debug kernel in full.  libFuzzer
 # gets 30 s.  All this to stay within 75 of CI's 90 minutes
 # (Documentation/kernels.md, Durations); each phase prints its time
 # ("check: ... s").
 CHECK_61_EXCEPT := parq_stress parq_nlfuzz
-CHECK_612_EXCEPT := parq_receiver parq_parqd parq_experiments \
+CHECK_612_EXCEPT := parq_receiver parq_parqd parq_experiments parq_demo \
 		    parq_isolation parq_share parq_mpi parq_cluster
 PHASE = t0=$$(date +%s); trap 'echo "check: $(1): $$(( $$(date +%s) - t0 )) s"' EXIT;
 check:
@@ -479,6 +498,6 @@ clean:
 
 .PHONY: all kmod kmod-tree kmod-lint plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
 	selftest bench bench-core bench-admission bench-parqd tools demo demo-run experiments experiments-run \
-	first-run-test deps check install \
+	first-run-test quick unit-quick deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \
 	clean fuzz kernel-debug selftest-stress check-debug fuzz-debug sim

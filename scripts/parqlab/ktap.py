@@ -28,7 +28,9 @@ which is what the debug kernel is for; other failures fail as anywhere.
 
 PARQ_CASES, when set, is a regular expression: only the cases whose names it
 matches (re.search) are in the plan, for running one case while working on
-it.  make check never sets it.
+it.  make check never sets it.  PARQ_QUICK=1 (make quick) leaves the cases
+added with speed= out of the plan, and names them: their verdicts depend on
+the CPU's speed, and make check judges them.
 """
 import functools
 import os
@@ -86,6 +88,7 @@ class Suite:
     def __init__(self, name):
         self.name = name
         self.cases = []
+        self.left_out = []		# timing cases, under PARQ_QUICK=1
         self.results = []		# "pass" | "fail" | "skip"
         self.setup = None
         self.teardown = None
@@ -96,6 +99,9 @@ class Suite:
         CPU's speed: it is not judged under a debug kernel."""
         only = os.environ.get("PARQ_CASES")
         if only and not re.search(only, name):
+            return
+        if speed and os.environ.get("PARQ_QUICK") == "1":
+            self.left_out.append(name)
             return
         self.cases.append((name, fn, timeout * slowdown(), speed))
 
@@ -120,6 +126,9 @@ class Suite:
         if os.environ.get("PARQ_CASES"):
             diag(f"PARQ_CASES={os.environ['PARQ_CASES']}: only "
                  f"{len(self.cases)} cases")
+        if self.left_out:
+            diag(f"PARQ_QUICK=1: not in this plan, make check judges them: "
+                 f"{', '.join(self.left_out)}")
         t_suite = time.monotonic()
         old = signal.signal(signal.SIGALRM, _alarm)
         try:
