@@ -347,8 +347,8 @@ deps:
 # kmod/core, the same code on both kernels, the demo's first table among
 # them; parq_mpi's job marking is parq_jobs' on 6.12).
 # make check-debug runs it all under the debug kernel in full.  libFuzzer
-# gets 30 s.  All this to stay within 75 of CI's 90 minutes
-# (Documentation/kernels.md, Durations); each phase prints its time
+# gets 30 s.  All this to stay within 60 minutes on a 2-core host
+# (Documentation/development.md has each phase's time); each phase prints its time
 # ("check: ... s").
 CHECK_61_EXCEPT := parq_stress parq_nlfuzz
 CHECK_612_EXCEPT := parq_receiver parq_parqd parq_experiments parq_demo \
@@ -384,7 +384,7 @@ selftest-stress: kmod plugin userspace
 # Every selftest under the debug kernel, then a kmemleak scan: the stress
 # loops in full, the netlink fuzzer at 2x10^4 messages (10^5 take half an
 # hour there: make fuzz-debug).  About 3.5 hours on this 2-core host:
-# DEBUG_TESTS="parq_x parq_y" runs those files only, a sitting of it.  The
+# DEBUG_TESTS="parq_x parq_y" runs those files only.  The
 # time limit goes to the sub-make on its command line: a target-specific
 # value would not reach it.
 DEBUG_TESTS ?=
