@@ -5,9 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -87,6 +94,65 @@ TEST(Layout, FieldsAreBigEndianAtTheirOffsets) {
   auto mac = wire::ComputeMac(TestKey(), std::span(d).first(104));
   EXPECT_EQ(std::vector<uint8_t>(d.begin() + 104, d.end()),
             std::vector<uint8_t>(mac.value().begin(), mac.value().end()));
+}
+
+// Documentation/parqd-protocol.md's header table: every field's offset and
+// size, the version, and where the address entries and the MAC start.
+TEST(Layout, ProtocolDocumentMatchesTheCode) {
+  std::ifstream in(PARQ_DOC_DIR "/parqd-protocol.md");
+  ASSERT_TRUE(in) << PARQ_DOC_DIR "/parqd-protocol.md";
+  const std::string doc((std::istreambuf_iterator<char>(in)),
+                        std::istreambuf_iterator<char>());
+  const size_t start = doc.find("### Header\n");
+  ASSERT_NE(start, std::string::npos);
+  const size_t end = doc.find("\n###", start + 1);
+  std::istringstream table(doc.substr(start, end - start));
+  // field -> {offset, size, rules}
+  std::map<std::string, std::tuple<size_t, size_t, std::string>> rows;
+  for (std::string line; std::getline(table, line);) {
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, '|');) {
+      const size_t b = cell.find_first_not_of(' ');
+      const size_t e = cell.find_last_not_of(' ');
+      cells.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+    }
+    if (cells.size() == 5 && !cells[1].empty() &&
+        std::isdigit(static_cast<unsigned char>(cells[1][0])) != 0)
+      rows[cells[3]] = {std::stoul(cells[1]), std::stoul(cells[2]), cells[4]};
+  }
+  const std::map<std::string, std::pair<size_t, size_t>> want = {
+      {"magic", {wire::kOffMagic, 4}},
+      {"version", {wire::kOffVersion, 1}},
+      {"type", {wire::kOffType, 1}},
+      {"flags", {wire::kOffFlags, 1}},
+      {"count", {wire::kOffCount, 1}},
+      {"sender", {wire::kOffSender, 8}},
+      {"key id", {wire::kOffKeyId, 4}},
+      {"epoch length", {wire::kOffEpochUs, 4}},
+      {"time", {wire::kOffTime, 8}},
+      {"sequence", {wire::kOffSeq, 8}},
+      {"credit", {wire::kOffCredit, 8}},
+      {"lease", {wire::kOffLease, 2}},
+      {"reserved",
+       {wire::kOffReserved, wire::kHeaderBytes - wire::kOffReserved}},
+  };
+  EXPECT_EQ(rows.size(), want.size());
+  for (const auto& [field, at] : want) {
+    ASSERT_TRUE(rows.count(field)) << field;
+    EXPECT_EQ(std::get<0>(rows[field]), at.first) << field;
+    EXPECT_EQ(std::get<1>(rows[field]), at.second) << field;
+  }
+  EXPECT_EQ(std::get<2>(rows["version"]), std::to_string(wire::kVersion));
+  const std::string entries =
+      "### Address entry (" + std::to_string(wire::kAddressBytes) +
+      " bytes each, from offset " + std::to_string(wire::kHeaderBytes) + ")";
+  EXPECT_NE(doc.find(entries), std::string::npos) << entries;
+  const std::string mac = "### MAC (" + std::to_string(wire::kMacBytes) +
+                          " bytes, at offset " +
+                          std::to_string(wire::kHeaderBytes) + " + " +
+                          std::to_string(wire::kAddressBytes) + " × count)";
+  EXPECT_NE(doc.find(mac), std::string::npos) << mac;
 }
 
 // ---- Round trips -------------------------------------------------------
