@@ -179,7 +179,13 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       "show",
       "Summary of the parq qdisc on DEV and its statistics (from "
       "`tc -s -j qdisc show dev DEV`)");
-  qshow->add_option("DEV", a.dev, "Interface")->required();
+  qshow->add_option("DEV", a.dev, "Interface")
+      ->required()
+      ->check(CLI::Validator(
+          [](const std::string& dev) {
+            return InterfaceNameProblem(dev).value_or("");
+          },
+          "INTERFACE"));
   json_flag(qshow);
 
   CLI::App* job = app.add_subcommand(

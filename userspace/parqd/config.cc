@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -448,12 +450,8 @@ const ConfigKey kKeys[] = {
        auto s = r.String(v, "interface");
        if (!s.ok())
          return s.error();
-       if (s.value().text.size() >= 16 ||
-           s.value().text.find('/') != std::string::npos)
-         return r.Err(v, "interface",
-                      "\"" + s.value().text +
-                          "\" is not an interface name (at most 15 "
-                          "characters, no '/')");
+       if (auto e = InterfaceNameProblem(s.value().text))
+         return r.Err(v, "interface", *e);
        c.interface = s.value().text;
        return std::nullopt;
      })},
@@ -837,6 +835,34 @@ std::vector<std::string> Wrap(std::string_view text, size_t width) {
 }
 
 }  // namespace
+
+std::optional<std::string> InterfaceNameProblem(std::string_view name) {
+  // The kernel's isspace(): its ctype table also marks Latin-1's no-break
+  // space.
+  const auto bad = [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c == '/' || c == ':' || c == ' ' || (c >= '\t' && c <= '\r') ||
+           c == 0xa0 || c == 0;
+  };
+  if (name.empty() || name.size() >= IFNAMSIZ || name == "." || name == ".." ||
+      std::any_of(name.begin(), name.end(), bad)) {
+    std::string shown;
+    for (const char ch : name) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c < 0x20 || c == 0x7f) {
+        char esc[8];
+        std::snprintf(esc, sizeof(esc), "\\x%02x", c);
+        shown += esc;
+      } else {
+        shown += ch;
+      }
+    }
+    return "\"" + shown +
+           "\" is not an interface name (1 to 15 bytes, not \".\" or "
+           "\"..\", no '/', ':' or white space)";
+  }
+  return std::nullopt;
+}
 
 Result<uint64_t, std::string> ParseDuration(std::string_view text) {
   auto ns =

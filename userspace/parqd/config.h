@@ -150,6 +150,13 @@ struct ConfigOverrides {
   std::map<std::string, std::string, std::less<>> values;
 };
 
+// Why `name` is not a name the kernel gives an interface (dev_valid_name():
+// 1 to IFNAMSIZ-1 bytes, not "." or "..", no '/', ':' or white space, and no
+// NUL here); nullopt when it is one.  Every interface name parqd and parqctl
+// take is checked with it: names end up in `tc -batch` text, where a newline
+// would start a command.
+std::optional<std::string> InterfaceNameProblem(std::string_view name);
+
 // How to write a duration, for messages.
 inline constexpr const char* kDurationHint =
     "write a number with a unit, e.g. \"1ms\", \"250us\", \"1.5s\" (units: "

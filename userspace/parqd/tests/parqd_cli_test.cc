@@ -212,6 +212,8 @@ TEST(CtlCliTest, CreditSetErrors) {
       {{"credit"}, "A subcommand is required"},
       {{}, "A subcommand is required"},
       {{"qdisc", "show"}, "DEV is required"},
+      {{"qdisc", "show", "eth0\nx"}, "is not an interface name"},
+      {{"qdisc", "show", ".."}, "is not an interface name"},
   };
   for (const auto& c : cases) {
     const Parsed r = Ctl(c.args);

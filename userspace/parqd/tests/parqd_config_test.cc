@@ -218,6 +218,21 @@ TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
   }
 }
 
+// The interface name is pasted into `tc -batch` text: a name the kernel
+// would refuse (dev_valid_name()) must be refused here, a newline first.
+TEST(ConfigTest, InterfaceNameIsValidatedAsTheKernelDoes) {
+  for (const std::string bad :
+       {"eth0\\nqdisc del dev eth0 root", "eth0 x", "eth0\\t", ".", "..", "a/b",
+        "eth0:1", "sixteen-chars-xx"}) {
+    const std::string e = Error(With("interface", "\"" + bad + "\""));
+    EXPECT_NE(e.find("is not an interface name"), std::string::npos)
+        << bad << ": " << e;
+  }
+  for (const std::string good :
+       {"eth0", "veth0a", "br-lan.10", "fifteen-chars-x"})
+    EXPECT_EQ(Ok(With("interface", "\"" + good + "\"")).interface, good);
+}
+
 TEST(ConfigTest, ErrorsCarryLineAndColumn) {
   EXPECT_EQ(Error(With("listen-port", "0")).substr(0, 16), "parqd.toml:6:15:");
 }
