@@ -232,7 +232,7 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       "the cluster's hosts");
   kderive
       ->add_option("--secret", a.secret_file,
-                   "The cluster secret (a key file: hex or raw, 32 to "
+                   "The cluster secret (a key file: hex, 32 to "
                    "1024 bytes, mode 0600)")
       ->required();
   kderive->add_option("--node", a.node, "The host's node id")

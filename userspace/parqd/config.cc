@@ -468,7 +468,7 @@ const ConfigKey kKeys[] = {
      })},
     {{"key-file", ConfigType::kString, false, false, true,
       "key-file = \"/etc/parq/cluster.key\"",
-      "the cluster key (hex or raw, 32 to 1024 bytes, mode 0600), shared by "
+      "the cluster key (hex, 32 to 1024 bytes, mode 0600), shared by "
       "every host; this or keys-file"},
      {},
      PARQD_READ({

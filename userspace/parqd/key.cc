@@ -41,8 +41,8 @@ bool IsSpace(uint8_t c) {
 }
 
 // The key when `text` is hex digits followed by nothing but white space;
-// nullopt when it is anything else (then it is a raw key); an error for hex
-// with an odd number of digits.
+// nullopt when it is anything else (no key: NotHex() says why); an error for
+// hex with an odd number of digits.
 Result<std::optional<std::vector<uint8_t>>, std::string> ParseHex(
     std::span<const uint8_t> text) {
   size_t end = text.size();
@@ -61,6 +61,21 @@ Result<std::optional<std::vector<uint8_t>>, std::string> ParseHex(
     key[i] = static_cast<uint8_t>(HexValue(text[2 * i]) << 4 |
                                   HexValue(text[2 * i + 1]));
   return std::optional<std::vector<uint8_t>>(std::move(key));
+}
+
+// Why `text`, which ParseHex() found not to be hex, is no key.  Names the
+// first byte that is not a hex digit by its position only: the text is
+// secret.
+std::string NotHex(std::span<const uint8_t> text) {
+  const auto bad = std::find_if(text.begin(), text.end(), [](uint8_t c) {
+    return HexValue(c) < 0 && !IsSpace(c);
+  });
+  if (bad == text.end())
+    return "it holds no key; write the key as hex digits (make one with: "
+           "openssl rand -hex 32)";
+  return "it is not hex: byte " + std::to_string(bad - text.begin() + 1) +
+         " is not a hex digit; a key file holds the key as hex digits, "
+         "nothing else (make one with: openssl rand -hex 32)";
 }
 
 std::string Errno(const char* what) {
@@ -158,7 +173,8 @@ Result<Key, std::string> Key::FromBytes(std::span<const uint8_t> bytes) {
 namespace {
 
 // The bytes of the secret file `path` (at most `max` of them), once it is
-// checked to be a regular file that group and others cannot access.
+// checked to be a regular file that this process's user (or root) owns and
+// that group and others cannot access.
 // Errors start with "<what> <path>: ".  The caller wipes the bytes.
 Result<std::vector<uint8_t>, std::string> ReadSecretFile(
     const std::string& what, const std::string& path, size_t max) {
@@ -173,6 +189,11 @@ Result<std::vector<uint8_t>, std::string> ReadSecretFile(
     error = Errno("cannot stat it");
   } else if (!S_ISREG(st.st_mode)) {
     error = "it is not a regular file";
+  } else if (st.st_uid != geteuid() && st.st_uid != 0) {
+    error = "it is owned by uid " + std::to_string(st.st_uid) +
+            ", who can read and change it; it must be owned by this " +
+            "process's uid (" + std::to_string(geteuid()) +
+            ") or root; run: chown " + std::to_string(geteuid()) + " " + path;
   } else if (st.st_mode & (S_IRWXG | S_IRWXO)) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o",
@@ -225,7 +246,7 @@ Result<Key, std::string> Key::FromFile(const std::string& path) {
   else if (hex.value())
     key.emplace(FromBytes(*hex.value()));
   else
-    key.emplace(FromBytes(text));
+    error = NotHex(text);
   if (hex.ok() && hex.value())
     OPENSSL_cleanse(hex.value()->data(), hex.value()->size());
   if (!text.empty())

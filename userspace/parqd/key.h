@@ -2,10 +2,11 @@
 //
 // The pre-shared cluster key for the HMAC-SHA-256 of credit messages.
 //
-// A key file holds either the key as hex digits (optionally followed by
-// white space, e.g. the output of `openssl rand -hex 32`) or the raw key
-// bytes.  It must be a regular file that neither group nor others can read
-// or write, and the key must be kMinBytes..kMaxBytes long.
+// A key file holds the key as hex digits, optionally followed by white
+// space (e.g. the output of `openssl rand -hex 32`); any other text is
+// refused.  It must be a regular file owned by the process's user or root
+// that neither group nor others can read or write, and the key must be
+// kMinBytes..kMaxBytes long.
 
 #ifndef PARQD_KEY_H
 #define PARQD_KEY_H
@@ -107,7 +108,8 @@ Result<Key, std::string> DerivePairKey(const Key& secret, uint32_t id,
                                        uint64_t a, uint64_t b);
 
 // A keys file: lines "KEY-ID PEER-NODE-ID HEX-KEY", '#' comments and blank
-// lines, the file a regular one of mode 0600 or stricter (as a key file).
+// lines, the file a regular one of mode 0600 or stricter, owned as a key
+// file.
 // Errors name the file and the line.
 Result<KeyRing::PairKeys, std::string> PairKeysFromFile(
     const std::string& path);

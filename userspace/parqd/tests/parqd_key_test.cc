@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Unit tests of key.cc: lengths, the hex and raw file formats, and the
+// Unit tests of key.cc: lengths, the hex file format, and the
 // file checks with their messages.
 
 #include <gtest/gtest.h>
@@ -109,28 +109,20 @@ TEST_F(KeyFile, HexOddDigits) {
       << k.error();
 }
 
-TEST_F(KeyFile, Raw) {
-  const auto v = Seq(48, 0xf0);  // wraps, contains non-hex bytes
-  auto k = Key::FromFile(Write(Raw(v)));
-  ASSERT_TRUE(k.ok()) << k.error();
-  EXPECT_EQ(
-      std::vector<uint8_t>(k.value().bytes().begin(), k.value().bytes().end()),
-      v);
-}
-
-TEST_F(KeyFile, RawKeepsTrailingNewlineByte) {
-  // Raw keys are taken as they are, trailing white space included.
-  auto v = Seq(31, 0x80);
-  v.push_back('\n');
-  auto k = Key::FromFile(Write(Raw(v)));
-  ASSERT_TRUE(k.ok()) << k.error();
-  EXPECT_EQ(k.value().bytes().size(), 32u);
-}
-
-TEST_F(KeyFile, RawTooShort) {
-  auto k = Key::FromFile(Write(Raw(Seq(16, 0x80))));
-  ASSERT_FALSE(k.ok());
-  EXPECT_NE(k.error().find("16 bytes"), std::string::npos) << k.error();
+// Text that is not hex is refused, not taken as the raw bytes of a key: a
+// typo in a hex key (here a 'g') would otherwise make a different key that
+// no other host holds.
+TEST_F(KeyFile, NotHexIsRefused) {
+  std::string typo(64, 'a');
+  typo[17] = 'g';
+  for (const std::string& text : {typo + "\n", Raw(Seq(48, 0xf0)),
+                                  Raw(Seq(16, 0x80)), std::string(40, 'z')}) {
+    auto k = Key::FromFile(Write(text));
+    ASSERT_FALSE(k.ok()) << text;
+    EXPECT_NE(k.error().find("is not hex"), std::string::npos) << k.error();
+    EXPECT_NE(k.error().find("openssl rand -hex 32"), std::string::npos)
+        << k.error();
+  }
 }
 
 TEST_F(KeyFile, EmptyAndWhiteSpaceOnly) {
@@ -145,6 +137,28 @@ TEST_F(KeyFile, ReadableByOthersIsRefused) {
     EXPECT_NE(k.error().find("chmod 600"), std::string::npos) << k.error();
   }
   EXPECT_TRUE(Key::FromFile(Write(std::string(64, 'a'), 0400)).ok());
+}
+
+// A file that another user owns is refused even with mode 0600: that user
+// can read and rewrite the key.  Needs root to give a file away.
+TEST_F(KeyFile, OwnedByAnotherUserIsRefused) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root to chown a file";
+  const std::string path = Write(std::string(64, 'a'));
+  ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
+  auto k = Key::FromFile(path);
+  ASSERT_FALSE(k.ok()) << "a key file owned by uid 65534 was accepted";
+  EXPECT_NE(k.error().find("owned by uid 65534"), std::string::npos)
+      << k.error();
+  EXPECT_NE(k.error().find("chown"), std::string::npos) << k.error();
+  const std::string pairs = dir_ + "/pairs";
+  std::ofstream(pairs) << "1 2 " << std::string(64, 'a') << "\n";
+  ASSERT_EQ(chmod(pairs.c_str(), 0600), 0);
+  ASSERT_EQ(chown(pairs.c_str(), 65534, 65534), 0);
+  auto p = parq::parqd::PairKeysFromFile(pairs);
+  ASSERT_FALSE(p.ok()) << "a pair keys file owned by uid 65534 was accepted";
+  EXPECT_NE(p.error().find("owned by uid 65534"), std::string::npos)
+      << p.error();
 }
 
 TEST_F(KeyFile, MissingFile) {
