@@ -67,8 +67,22 @@ std::string IncomingPrefix(const std::string& prefix, const std::string& host) {
 }
 
 ClusterAdmission::ClusterAdmission(const Topology& topology, EtcdClient& etcd,
-                                   std::string prefix)
-    : topology_(topology), etcd_(etcd), prefix_(std::move(prefix)) {}
+                                   std::string prefix, Log log)
+    : topology_(topology),
+      etcd_(etcd),
+      prefix_(std::move(prefix)),
+      log_(std::move(log)) {}
+
+bool ClusterAdmission::Counts(const EtcdKv& kv) {
+  if (kv.lease != 0)
+    return true;
+  if (ignored_.insert(kv.key).second && log_)
+    log_(kWarn, "etcd: " + kv.key +
+                    " has no lease, so nothing would ever remove it: "
+                    "admission leaves it out; delete it with: etcdctl del " +
+                    kv.key);
+  return false;
+}
 
 std::string ClusterAdmission::UseKey(const std::string& resource,
                                      const std::string& id) const {
@@ -89,6 +103,9 @@ Result<Reservation, std::string> ClusterAdmission::Reserve(
                topology_.hosts()[*from].name};
   if (req.rate == 0)
     return Err{std::string("a rate of 0 reserves nothing")};
+  if (lease <= 0)
+    return Err{std::string(
+        "a reservation needs a lease (its holder's), or it would never end")};
   Reservation r;
   r.from = topology_.hosts()[*from].name;
   r.to = topology_.hosts()[*to].name;
@@ -142,7 +159,7 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
       if (!range.ok())
         return Err{range.error()};
       for (const EtcdKv& kv : range.value().kvs)
-        if (own.empty() || kv.key != pre + own)
+        if ((own.empty() || kv.key != pre + own) && Counts(kv))
           reserved[i] += Rate(kv.value);
       compares.push_back({pre, end, EtcdCompare::Target::kModRevision,
                           EtcdCompare::Op::kLess, range.value().revision + 1});
@@ -241,6 +258,8 @@ Result<std::vector<ResourceUse>, std::string> ClusterAdmission::Use() {
     return Err{range.error()};
   std::map<std::string, std::pair<uint64_t, size_t>, std::less<>> sums;
   for (const EtcdKv& kv : range.value().kvs) {
+    if (!Counts(kv))
+      continue;
     const std::string rest = kv.key.substr(pre.size());
     auto& s = sums[rest.substr(0, rest.rfind('/'))];
     s.first += Rate(kv.value);

@@ -12,7 +12,9 @@
 //                       host watches (IncomingReservations)
 //
 // all attached to the lease of the agent that holds the reservation, so
-// that a dead agent's reservations disappear with its lease.
+// that a dead agent's reservations disappear with its lease.  A use/ key
+// without a lease would hold its resource for ever: the sums leave it out
+// and the log names it (once).
 //
 // Reserve() reads the use/ keys of every resource on the path (one range
 // each, at revision R_i), applies Admit() (topology.h) to the sums, and
@@ -30,6 +32,8 @@
 #define PARQD_CLUSTER_ADMISSION_H
 
 #include <cstdint>
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,14 +73,18 @@ std::string IncomingPrefix(const std::string& prefix, const std::string& host);
 
 class ClusterAdmission {
  public:
+  using Log = std::function<void(int level, const std::string& line)>;
+  enum LogLevel { kInfo, kWarn, kError };
+
   // `topology` and `etcd` must outlive this.  `prefix` ends with '/'.
+  // `log` hears of the use/ keys left out of the sums.
   ClusterAdmission(const Topology& topology, EtcdClient& etcd,
-                   std::string prefix = "/parq/v1/");
+                   std::string prefix = "/parq/v1/", Log log = {});
 
   // Admits and records the reservation under `lease`, or says why not:
   // a refusal names the full resource (RefusalMessage()); bad input (an
-  // unknown host, the same host twice, a rate of 0) and etcd's errors are
-  // errors too.  Nothing is written unless it is admitted.
+  // unknown host, the same host twice, a rate of 0, no lease) and etcd's
+  // errors are errors too.  Nothing is written unless it is admitted.
   Result<Reservation, std::string> Reserve(const ReservationRequest& req,
                                            int64_t lease);
   // The reservation's new rate, admitted the same way (its own use is
@@ -103,9 +111,16 @@ class ClusterAdmission {
                                           const std::string& own,
                                           int64_t own_revision);
 
+  // Whether the use/ key `kv` counts: only a live lease's do (etcd keeps
+  // a key only while its lease lives); the first time a key is left out,
+  // the log says so.
+  bool Counts(const EtcdKv& kv);
+
   const Topology& topology_;
   EtcdClient& etcd_;
   std::string prefix_;
+  Log log_;
+  std::set<std::string, std::less<>> ignored_;  // keys already logged
   uint64_t retries_ = 0;
 };
 

@@ -563,7 +563,11 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
       if (a.cmd == CtlArgs::Cmd::kTopologyPath)
         return TopologyPath(a, t.value(), out, err);
       EtcdClient etcd(a.etcd, std::chrono::seconds(5), CurlPost(a.etcd_tls));
-      ClusterAdmission adm(t.value(), etcd, a.etcd_prefix);
+      // A use/ key left out of the sums is named on stderr.
+      ClusterAdmission adm(t.value(), etcd, a.etcd_prefix,
+                           [&err](int, const std::string& line) {
+                             err << "parqctl: " << line << "\n";
+                           });
       if (a.cmd == CtlArgs::Cmd::kLinks)
         return Links(a, adm, out, err);
       return Reservations(a, adm, out, err);

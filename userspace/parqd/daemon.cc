@@ -125,11 +125,13 @@ int OpenSocket(const Config& c) {
   return fd;
 }
 
-// A line of the admission role's (its agent's or its watch's) to the
-// journal at its level; the two number their levels alike.
+// A line of the admission role's (its agent's, its watch's or its
+// admission's) to the journal at its level; they number their levels alike.
 static_assert(int{AdmissionAgent::kInfo} == int{IncomingReservations::kInfo} &&
               int{AdmissionAgent::kWarn} == int{IncomingReservations::kWarn} &&
-              int{AdmissionAgent::kError} == int{IncomingReservations::kError});
+              int{AdmissionAgent::kError} ==
+                  int{IncomingReservations::kError} &&
+              int{AdmissionAgent::kWarn} == int{ClusterAdmission::kWarn});
 void LogRoleLine(int level, const std::string& line) {
   if (level == AdmissionAgent::kError)
     spdlog::error("{}", line);
@@ -162,7 +164,7 @@ struct AdmissionStack {
             c.admission->etcd_endpoints,
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
             CurlPost(c.admission->etcd_tls, &agent_stop)),
-        admission(topology, etcd, c.admission->etcd_prefix),
+        admission(topology, etcd, c.admission->etcd_prefix, LogRoleLine),
         classes(
             c.interface,
             [](const std::vector<std::string>& argv, const std::string& input) {

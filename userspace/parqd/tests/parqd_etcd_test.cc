@@ -303,34 +303,39 @@ class AdmissionTest : public EtcdTest {
     auto t = Topology::Parse(TopologyText(), "test.toml");
     ASSERT_TRUE(t.ok()) << t.error();
     topo_ = std::move(t).value();
+    // Reservations are held by a lease, as an agent's are.
+    auto l = Client().LeaseGrant(3600);
+    ASSERT_TRUE(l.ok()) << l.error();
+    lease_ = l.value().id;
   }
   static ReservationRequest Req(const char* from, const char* to,
                                 uint64_t rate) {
     return {from, to, rate, "dport 5000", "alice"};
   }
   Topology topo_;
+  int64_t lease_ = 0;
 };
 
 TEST_F(AdmissionTest, EachConditionRefusesAtItsBound) {
   EtcdClient c = Client();
   ClusterAdmission adm(topo_, c, prefix_);
   // (1) the source's NIC: a1 sends at most 800mbit.
-  ASSERT_TRUE(adm.Reserve(Req("a1", "a2", 500'000'000), 0).ok());
-  auto r = adm.Reserve(Req("a1", "a2", 300'000'001), 0);
+  ASSERT_TRUE(adm.Reserve(Req("a1", "a2", 500'000'000), lease_).ok());
+  auto r = adm.Reserve(Req("a1", "a2", 300'000'001), lease_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(),
             "a1's NIC (sending) is full: capacity 1gbit, reservable 800mbit "
             "(80%), reserved 500mbit, requested 300000001bit");
   // (2) the port between the switches: tor1 -> tor2, 800mbit.
-  ASSERT_TRUE(adm.Reserve(Req("a2", "b2", 700'000'000), 0).ok());
-  r = adm.Reserve(Req("a2", "b2", 100'000'001), 0);
+  ASSERT_TRUE(adm.Reserve(Req("a2", "b2", 700'000'000), lease_).ok());
+  r = adm.Reserve(Req("a2", "b2", 100'000'001), lease_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().rfind("link tor1 -> tor2 is full: capacity 1gbit", 0), 0u)
       << r.error();
   // (3) the destination's NIC: b1 receives at most 800mbit (from b2, in
   // its rack, so that no port between the switches is charged).
-  ASSERT_TRUE(adm.Reserve(Req("b2", "b1", 800'000'000), 0).ok());
-  r = adm.Reserve(Req("b2", "b1", 1), 0);
+  ASSERT_TRUE(adm.Reserve(Req("b2", "b1", 800'000'000), lease_).ok());
+  r = adm.Reserve(Req("b2", "b1", 1), lease_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().rfind("b1's NIC (receiving) is full", 0), 0u)
       << r.error();
@@ -349,11 +354,11 @@ TEST_F(AdmissionTest, EachConditionRefusesAtItsBound) {
 TEST_F(AdmissionTest, BadInputChangesNothing) {
   EtcdClient c = Client();
   ClusterAdmission adm(topo_, c, prefix_);
-  EXPECT_EQ(adm.Reserve(Req("a1", "zz", 1), 0).error(),
+  EXPECT_EQ(adm.Reserve(Req("a1", "zz", 1), lease_).error(),
             "no host named or addressed \"zz\" in the topology");
-  EXPECT_EQ(adm.Reserve(Req("a1", "10.0.1.1", 1), 0).error(),
+  EXPECT_EQ(adm.Reserve(Req("a1", "10.0.1.1", 1), lease_).error(),
             "the source and the destination are the same host, a1");
-  EXPECT_EQ(adm.Reserve(Req("a1", "b1", 0), 0).error(),
+  EXPECT_EQ(adm.Reserve(Req("a1", "b1", 0), lease_).error(),
             "a rate of 0 reserves nothing");
   EXPECT_EQ(adm.Release("a1-nope").error(), "no reservation a1-nope");
   EXPECT_TRUE(adm.List().value().empty());
@@ -364,17 +369,17 @@ TEST_F(AdmissionTest, BadInputChangesNothing) {
 TEST_F(AdmissionTest, ChangeAndRelease) {
   EtcdClient c = Client();
   ClusterAdmission adm(topo_, c, prefix_);
-  auto r = adm.Reserve(Req("a2", "b2", 400'000'000), 0);
+  auto r = adm.Reserve(Req("a2", "b2", 400'000'000), lease_);
   ASSERT_TRUE(r.ok()) << r.error();
   // Its own 400mbit is not counted against its new rate.
   auto up = adm.Change(r.value().id, 800'000'000);
   ASSERT_TRUE(up.ok()) << up.error();
   EXPECT_FALSE(adm.Change(r.value().id, 800'000'001).ok());
-  EXPECT_FALSE(adm.Reserve(Req("a2", "b2", 1), 0).ok());
+  EXPECT_FALSE(adm.Reserve(Req("a2", "b2", 1), lease_).ok());
   auto rel = adm.Release(r.value().id);
   ASSERT_TRUE(rel.ok()) << rel.error();
   EXPECT_EQ(rel.value().rate, 800'000'000u);
-  EXPECT_TRUE(adm.Reserve(Req("a2", "b2", 800'000'000), 0).ok());
+  EXPECT_TRUE(adm.Reserve(Req("a2", "b2", 800'000'000), lease_).ok());
   EXPECT_FALSE(adm.Release(r.value().id).ok());  // gone
 }
 
@@ -384,11 +389,42 @@ TEST_F(AdmissionTest, AnAgentsLeaseHoldsItsReservations) {
   auto lease = c.LeaseGrant(10);
   ASSERT_TRUE(lease.ok());
   ASSERT_TRUE(adm.Reserve(Req("a2", "b2", 800'000'000), lease.value().id).ok());
-  EXPECT_FALSE(adm.Reserve(Req("a2", "b2", 1), 0).ok());
+  EXPECT_FALSE(adm.Reserve(Req("a2", "b2", 1), lease_).ok());
   // The agent dies (its lease ends): the capacity is free again.
   ASSERT_TRUE(c.LeaseRevoke(lease.value().id).ok());
   EXPECT_TRUE(adm.List().value().empty());
-  EXPECT_TRUE(adm.Reserve(Req("a2", "b2", 800'000'000), 0).ok());
+  EXPECT_TRUE(adm.Reserve(Req("a2", "b2", 800'000'000), lease_).ok());
+}
+
+// A use/ key that no lease holds would never go away: whoever wrote it
+// (an agent's bug, a hand-made etcdctl put) would hold its link for ever.
+// Admission counts only what a live lease holds and says which key it
+// left out.
+TEST_F(AdmissionTest, UseWithoutALeaseIsIgnoredAndNamed) {
+  EtcdClient c = Client();
+  std::vector<std::string> log;
+  ClusterAdmission adm(topo_, c, prefix_, [&log](int, const std::string& line) {
+    log.push_back(line);
+  });
+  const std::string stray = prefix_ + "use/link/tor1/tor2/a2-stray";
+  ASSERT_TRUE(c.Put(stray, "800000000").ok());
+  auto r = adm.Reserve(Req("a2", "b2", 800'000'000), lease_);
+  ASSERT_TRUE(r.ok()) << "a use/ key without a lease blocked the link: "
+                      << r.error();
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log[0].find(stray), std::string::npos) << log[0];
+  EXPECT_NE(log[0].find("no lease"), std::string::npos) << log[0];
+  auto use = adm.Use();
+  ASSERT_TRUE(use.ok()) << use.error();
+  for (const ResourceUse& u : use.value()) {
+    if (u.resource->id == "link/tor1/tor2") {
+      EXPECT_EQ(u.reserved, 800'000'000u);
+    }
+  }
+  // A reservation must itself be held by a lease.
+  auto unheld = adm.Reserve(Req("a1", "b1", 1), 0);
+  ASSERT_FALSE(unheld.ok());
+  EXPECT_NE(unheld.error().find("lease"), std::string::npos) << unheld.error();
 }
 
 // 16 reservations of 100mbit from 4 threads (each its own client, as 4
@@ -410,7 +446,7 @@ TEST_F(AdmissionTest, RacedReservationsNeverOverAdmit) {
         EtcdClient c = Client();
         ClusterAdmission adm(topo_, c, pre);
         for (int i = 0; i < kEach; i++) {
-          auto r = adm.Reserve(Req(from[t], to[t], 100'000'000), 0);
+          auto r = adm.Reserve(Req(from[t], to[t], 100'000'000), lease_);
           if (r.ok())
             admitted++;
           else if (r.error().find(" is full: ") != std::string::npos)
@@ -492,7 +528,7 @@ class IncomingTest : public AdmissionTest {
 };
 
 TEST_F(IncomingTest, TheDestinationSeesTheReservationsTowardIt) {
-  auto before = adm_->Reserve(Req("a2", "b2", 100'000'000), 0);  // listed
+  auto before = adm_->Reserve(Req("a2", "b2", 100'000'000), lease_);  // listed
   ASSERT_TRUE(before.ok()) << before.error();
   Start(CurlStream());
   {
@@ -500,9 +536,9 @@ TEST_F(IncomingTest, TheDestinationSeesTheReservationsTowardIt) {
     EXPECT_EQ(View(want), want);
   }
   // Watched: a new one, one toward another host, a change.
-  auto to_b2 = adm_->Reserve(Req("a1", "b2", 200'000'000), 0);
+  auto to_b2 = adm_->Reserve(Req("a1", "b2", 200'000'000), lease_);
   ASSERT_TRUE(to_b2.ok()) << to_b2.error();
-  ASSERT_TRUE(adm_->Reserve(Req("a1", "b1", 50'000'000), 0).ok());
+  ASSERT_TRUE(adm_->Reserve(Req("a1", "b1", 50'000'000), lease_).ok());
   ASSERT_TRUE(adm_->Change(before.value().id, 300'000'000).ok());
   {
     const Rates want{{before.value().id, 300'000'000},
@@ -563,7 +599,7 @@ TEST_F(IncomingTest, AfterACompactionItListsAgain) {
     return real(url, body, ct, d, on_line,
                 [&keep_going, &paused] { return keep_going() && !paused; });
   });
-  auto first = adm_->Reserve(Req("a2", "b2", 100'000'000), 0);
+  auto first = adm_->Reserve(Req("a2", "b2", 100'000'000), lease_);
   ASSERT_TRUE(first.ok());
   {
     const Rates want{{first.value().id, 100'000'000}};
@@ -571,7 +607,7 @@ TEST_F(IncomingTest, AfterACompactionItListsAgain) {
   }
   paused = true;
   ASSERT_TRUE(WaitFor([&] { return waiting.load(); }));
-  auto second = adm_->Reserve(Req("a1", "b2", 200'000'000), 0);
+  auto second = adm_->Reserve(Req("a1", "b2", 200'000'000), lease_);
   ASSERT_TRUE(second.ok());
   ASSERT_TRUE(adm_->Release(first.value().id).ok());
   Compact(*client_, prefix_ + "compact");
@@ -606,7 +642,7 @@ TEST_F(AdmissionTest, ParqctlShowsLinksAndReservations) {
   std::ofstream(file) << TopologyText();
   EtcdClient c = Client();
   ClusterAdmission adm(topo_, c, prefix_);
-  auto r = adm.Reserve(Req("a2", "b2", 300'000'000), 0);
+  auto r = adm.Reserve(Req("a2", "b2", 300'000'000), lease_);
   ASSERT_TRUE(r.ok()) << r.error();
   auto run = [&](const std::vector<std::string>& argv, std::string& out) {
     std::ostringstream o, e;
