@@ -2,6 +2,7 @@
 
 #include "cluster_admission.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <map>
@@ -47,17 +48,46 @@ std::string ToJson(const Reservation& r) {
 
 Result<Reservation, std::string> ReservationFromKv(const EtcdKv& kv) {
   const json j = json::parse(kv.value, nullptr, false);
+  const std::string bad = "etcd: " + kv.key + " is not a reservation";
   if (j.is_discarded() || !j.is_object() || !j.contains("id") ||
       !j.contains("resources"))
-    return Err{"etcd: " + kv.key + " is not a reservation"};
+    return Err{bad};
+  // Each field read only once its type is checked: json's value() and
+  // get() throw on a field of another type.
+  std::string wrong;
+  const auto text = [&](const char* name, std::string& to) {
+    const auto it = j.find(name);
+    if (it == j.end())
+      return;
+    if (it->is_string())
+      to = it->get<std::string>();
+    else if (wrong.empty())
+      wrong = name;
+  };
   Reservation r;
-  r.id = j.value("id", "");
-  r.from = j.value("from", "");
-  r.to = j.value("to", "");
-  r.rate = j.value("rate", uint64_t{0});
-  r.match = j.value("match", "");
-  r.owner = j.value("owner", "");
-  r.resources = j.value("resources", std::vector<std::string>{});
+  text("id", r.id);
+  text("from", r.from);
+  text("to", r.to);
+  text("match", r.match);
+  text("owner", r.owner);
+  if (const auto it = j.find("rate"); it != j.end()) {
+    if (it->is_number_unsigned())
+      r.rate = it->get<uint64_t>();
+    else if (wrong.empty())
+      wrong = "rate";
+  }
+  const json& resources = j["resources"];
+  if (!resources.is_array() ||
+      !std::all_of(resources.begin(), resources.end(),
+                   [](const json& e) { return e.is_string(); })) {
+    if (wrong.empty())
+      wrong = "resources";
+  } else {
+    for (const json& e : resources)
+      r.resources.push_back(e.get<std::string>());
+  }
+  if (!wrong.empty())
+    return Err{bad + ": its '" + wrong + "' is of the wrong type"};
   r.lease = kv.lease;
   return r;
 }

@@ -77,6 +77,22 @@ int64_t Int(const json& j, const char* key) {
   return it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
+// j[key] when j is an object that has it, else null: never throws, where
+// value() throws on a member of another type than its default's.
+const json& Field(const json& j, const char* key) {
+  static const json none;
+  if (!j.is_object())
+    return none;
+  const auto it = j.find(key);
+  return it == j.end() ? none : *it;
+}
+
+// j[key] when it is a string, else `otherwise`.
+std::string Text(const json& j, const char* key, const char* otherwise) {
+  const json& f = Field(j, key);
+  return f.is_string() ? f.get<std::string>() : otherwise;
+}
+
 std::string Str(const json& j, const char* key) {
   const auto it = j.find(key);
   std::string out;
@@ -195,7 +211,7 @@ Result<EtcdBody, std::string> EtcdClient::Call(const std::string& path,
                                    : j["error"].dump();
       // gRPC's UNAVAILABLE (no leader, this member lost quorum) and
       // DEADLINE_EXCEEDED: another member may do better.
-      const int64_t code = j.value("code", 0);
+      const int64_t code = Int(j, "code");
       if (code == 14 || code == 4) {
         tried += (tried.empty() ? "" : "; ") + endpoints_[i] + ": " + what;
         continue;
@@ -215,10 +231,15 @@ Result<EtcdRange, std::string> EtcdClient::Range(std::string_view key,
   auto r = Call("/v3/kv/range", req.dump());
   if (!r.ok())
     return Err{r.error()};
-  const json j = json::parse(r.value().text);
+  const json j = json::parse(r.value().text, nullptr, false);
   EtcdRange out;
-  out.revision = Int(j.value("header", json::object()), "revision");
-  for (const json& kv : j.value("kvs", json::array()))
+  out.revision = Int(Field(j, "header"), "revision");
+  const json& kvs = Field(j, "kvs");
+  if (!kvs.is_null() && !kvs.is_array())
+    return Err{
+        std::string("etcd /v3/kv/range: the answer is not of the "
+                    "expected shape ('kvs' is not a list)")};
+  for (const json& kv : kvs)
     out.kvs.push_back(
         EtcdKv{Str(kv, "key"), Str(kv, "value"), Int(kv, "create_revision"),
                Int(kv, "mod_revision"), Int(kv, "version"), Int(kv, "lease")});
@@ -233,7 +254,7 @@ Result<int64_t, std::string> EtcdClient::Put(std::string_view key,
   auto r = Call("/v3/kv/put", OpJson(op)["request_put"].dump());
   if (!r.ok())
     return Err{r.error()};
-  return Int(json::parse(r.value().text).value("header", json::object()),
+  return Int(Field(json::parse(r.value().text, nullptr, false), "header"),
              "revision");
 }
 
@@ -259,16 +280,21 @@ Result<EtcdTxn, std::string> EtcdClient::Txn(
   auto r = Call("/v3/kv/txn", req.dump());
   if (!r.ok())
     return Err{r.error()};
-  const json j = json::parse(r.value().text);
-  return EtcdTxn{j.value("succeeded", false),
-                 Int(j.value("header", json::object()), "revision")};
+  const json j = json::parse(r.value().text, nullptr, false);
+  const json& succeeded = Field(j, "succeeded");
+  if (!succeeded.is_null() && !succeeded.is_boolean())
+    return Err{
+        "etcd /v3/kv/txn: the answer is not of the expected shape "
+        "('succeeded' is not a boolean)"};
+  return EtcdTxn{succeeded.is_boolean() && succeeded.get<bool>(),
+                 Int(Field(j, "header"), "revision")};
 }
 
 Result<EtcdLease, std::string> EtcdClient::LeaseGrant(int64_t ttl_s) {
   auto r = Call("/v3/lease/grant", json{{"TTL", ttl_s}}.dump());
   if (!r.ok())
     return Err{r.error()};
-  const json j = json::parse(r.value().text);
+  const json j = json::parse(r.value().text, nullptr, false);
   return EtcdLease{Int(j, "ID"), Int(j, "TTL")};
 }
 
@@ -276,9 +302,8 @@ Result<EtcdLease, std::string> EtcdClient::LeaseKeepAlive(int64_t id) {
   auto r = Call("/v3/lease/keepalive", json{{"ID", std::to_string(id)}}.dump());
   if (!r.ok())
     return Err{r.error()};
-  const json j = json::parse(r.value().text);
-  const json res = j.value("result", json::object());
-  return EtcdLease{id, Int(res, "TTL")};
+  const json j = json::parse(r.value().text, nullptr, false);
+  return EtcdLease{id, Int(Field(j, "result"), "TTL")};
 }
 
 Result<EtcdLease, std::string> EtcdClient::LeaseRevoke(int64_t id) {
@@ -487,23 +512,35 @@ EtcdWatchEnd EtcdWatch(const std::vector<std::string>& endpoints,
         broken = j["error"].dump();
         return false;
       }
-      const json r = j.value("result", json::object());
+      const json& r = Field(j, "result");
+      const json& canceled = Field(r, "canceled");
+      const json& list = Field(r, "events");
+      if ((!r.is_null() && !r.is_object()) ||
+          (!canceled.is_null() && !canceled.is_boolean()) ||
+          (!list.is_null() && !list.is_array()) ||
+          !std::all_of(list.begin(), list.end(), [](const json& e) {
+            return e.is_object() &&
+                   (Field(e, "kv").is_object() || Field(e, "kv").is_null()) &&
+                   (Field(e, "type").is_string() || Field(e, "type").is_null());
+          })) {
+        broken = "a line not of the expected shape";
+        return false;
+      }
       if (Int(r, "compact_revision") > 0) {
         end.kind = EtcdWatchEnd::kCompacted;
         end.next_revision = Int(r, "compact_revision");
         return false;
       }
-      if (r.value("canceled", false)) {
-        broken = "the watch was canceled: " + r.value("cancel_reason", "");
+      if (canceled.is_boolean() && canceled.get<bool>()) {
+        broken = "the watch was canceled: " + Text(r, "cancel_reason", "");
         return false;
       }
-      const int64_t revision =
-          Int(r.value("header", json::object()), "revision");
+      const int64_t revision = Int(Field(r, "header"), "revision");
       std::vector<EtcdEvent> events;
-      for (const json& e : r.value("events", json::array())) {
-        const json kv = e.value("kv", json::object());
+      for (const json& e : list) {
+        const json& kv = Field(e, "kv");
         events.push_back(
-            {e.value("type", "PUT") == "DELETE",
+            {Text(e, "type", "PUT") == "DELETE",
              EtcdKv{Str(kv, "key"), Str(kv, "value"),
                     Int(kv, "create_revision"), Int(kv, "mod_revision"),
                     Int(kv, "version"), Int(kv, "lease")}});

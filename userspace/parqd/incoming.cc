@@ -26,16 +26,16 @@ int64_t IncomingReservations::List() {
     return 0;
   }
   std::map<std::string, Reservation> fresh;
+  std::lock_guard<std::mutex> lock(mu_);
   for (const EtcdKv& kv : range.value().kvs) {
     auto r = ReservationFromKv(kv);
     if (!r.ok()) {
-      log_(kWarn, r.error());
+      Malformed(kv, r.error());
       continue;
     }
     const std::string id = r.value().id;
     fresh[id] = std::move(r).value();
   }
-  std::lock_guard<std::mutex> lock(mu_);
   const bool was = synced_;
   by_id_ = std::move(fresh);
   synced_ = true;
@@ -56,14 +56,26 @@ void IncomingReservations::Apply(const std::vector<EtcdEvent>& events) {
     const std::string id = e.kv.key.substr(prefix_.size());
     if (e.deleted) {
       by_id_.erase(id);
+      malformed_seen_.erase(e.kv.key);
       continue;
     }
     auto r = ReservationFromKv(e.kv);
-    if (r.ok())
+    if (r.ok()) {
       by_id_[id] = std::move(r).value();
-    else
-      log_(kWarn, r.error());
+    } else {
+      by_id_.erase(id);
+      Malformed(e.kv, r.error());
+    }
   }
+}
+
+void IncomingReservations::Malformed(const EtcdKv& kv, const std::string& why) {
+  const auto [it, added] = malformed_seen_.emplace(kv.key, kv.mod_revision);
+  if (!added && it->second == kv.mod_revision)
+    return;
+  it->second = kv.mod_revision;
+  malformed_++;
+  log_(kWarn, why + "; skipped");
 }
 
 void IncomingReservations::Failed(const std::string& why) {
@@ -125,6 +137,7 @@ IncomingReservations::View IncomingReservations::Snapshot() const {
   v.error = error_;
   v.lists = lists_;
   v.watch_errors = watch_errors_;
+  v.malformed = malformed_;
   v.reservations.reserve(by_id_.size());
   for (const auto& [id, r] : by_id_)
     v.reservations.push_back(r);
@@ -150,6 +163,10 @@ void IncomingReservations::Metrics(PromText& out) const {
   out.Counter("parqd_admission_incoming_watch_errors_total",
               "Watches that failed (no endpoint answered, or broke).",
               v.watch_errors);
+  out.Counter("parqd_admission_incoming_malformed_total",
+              "Records under this host's to/ prefix that are no "
+              "reservation (skipped; each version counted once).",
+              v.malformed);
 }
 
 }  // namespace parq::parqd

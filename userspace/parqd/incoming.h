@@ -52,6 +52,7 @@ class IncomingReservations {
     std::string error;    // why not, when not synced
     std::vector<Reservation> reservations;  // by id
     uint64_t lists = 0, watch_errors = 0;
+    uint64_t malformed = 0;  // records skipped (each version once)
   };
   View Snapshot() const;
 
@@ -64,6 +65,9 @@ class IncomingReservations {
   int64_t List();
   void Apply(const std::vector<EtcdEvent>& events);
   void Failed(const std::string& why);
+  // A record that is no reservation: logged and counted the first time
+  // (of each of its versions), skipped always.  Under mu_.
+  void Malformed(const EtcdKv& kv, const std::string& why);
 
   const std::string host_, prefix_, end_;
   EtcdClient& etcd_;
@@ -76,7 +80,8 @@ class IncomingReservations {
   std::map<std::string, Reservation> by_id_;
   bool synced_ = false;
   std::string error_;
-  uint64_t lists_ = 0, watch_errors_ = 0;
+  uint64_t lists_ = 0, watch_errors_ = 0, malformed_ = 0;
+  std::map<std::string, int64_t> malformed_seen_;  // key -> mod_revision
 };
 
 }  // namespace parq::parqd

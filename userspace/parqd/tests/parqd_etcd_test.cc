@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -633,6 +634,83 @@ TEST_F(IncomingTest, WithoutEtcdItIsNotInSyncAndSaysWhy) {
   EXPECT_FALSE(v.synced);
   EXPECT_EQ(v.lists, 0u);
   EXPECT_NE(v.error.find("http://127.0.0.1:1"), std::string::npos) << v.error;
+}
+
+// A record of the wrong type under this host's to/ prefix, there before
+// the list and written while it watches: each is skipped, logged once and
+// counted; the reservations beside them stay, and nothing throws on the
+// watch thread (an exception there would abort parqd, and again at every
+// restart).
+TEST_F(IncomingTest, AMalformedRecordIsSkippedLoggedOnceAndCounted) {
+  const std::string to = IncomingPrefix(prefix_, "b2");
+  ASSERT_TRUE(
+      client_->Put(to + "x", R"({"id":"x","resources":[],"rate":"boom"})")
+          .ok());
+  auto good = adm_->Reserve(Req("a2", "b2", 100'000'000), lease_);
+  ASSERT_TRUE(good.ok()) << good.error();
+  Start(CurlStream());
+  {
+    const Rates want{{good.value().id, 100'000'000}};
+    EXPECT_EQ(View(want), want);
+  }
+  ASSERT_TRUE(client_->Put(to + "y", R"({"id":7,"resources":"r"})").ok());
+  auto later = adm_->Reserve(Req("a1", "b2", 200'000'000), lease_);
+  ASSERT_TRUE(later.ok()) << later.error();
+  {
+    const Rates want{{good.value().id, 100'000'000},
+                     {later.value().id, 200'000'000}};
+    EXPECT_EQ(View(want), want);
+  }
+  PromText text;
+  incoming_->Metrics(text);
+  EXPECT_NE(text.text().find("parqd_admission_incoming_malformed_total 2\n"),
+            std::string::npos)
+      << text.text();
+  const std::lock_guard lock(log_mu_);
+  for (const char* key : {"x", "y"})
+    EXPECT_EQ(std::count_if(log_.begin(), log_.end(),
+                            [&](const std::string& l) {
+                              return l.find(to + key) != std::string::npos;
+                            }),
+              1)
+        << key;
+}
+
+// etcd's answers of the wrong shape (a member's bug, or whatever answers
+// on its port) are errors, not exceptions.
+TEST(EtcdShapeTest, AnswersOfTheWrongTypeAreErrors) {
+  std::string answer;
+  EtcdClient c({"http://etcd.invalid:2379"}, 1s,
+               [&answer](const std::string&, const std::string&,
+                         std::chrono::milliseconds)
+                   -> parq::parqd::Result<EtcdBody, std::string> {
+                 return EtcdBody{answer};
+               });
+  answer = R"({"succeeded":"yes","header":{"revision":"5"}})";
+  auto txn = c.Txn({}, {});
+  ASSERT_FALSE(txn.ok());
+  EXPECT_NE(txn.error().find("not of the expected shape"), std::string::npos)
+      << txn.error();
+  // A watch line of the wrong shape breaks the watch, with a reason.
+  for (const char* line :
+       {R"({"result":{"canceled":"yes"}})", R"({"result":{"events":[7]}})",
+        R"({"result":{"events":[{"type":1,"kv":{}}]}})", R"({"result":3})"}) {
+    const EtcdStream stream =
+        [line](const std::string&, const std::string&,
+               std::chrono::milliseconds, std::chrono::milliseconds,
+               const std::function<bool(std::string_view)>& on_line,
+               const std::function<bool()>&)
+        -> parq::parqd::Result<EtcdStreamEnd, std::string> {
+      on_line(line);
+      return EtcdStreamEnd{};
+    };
+    const EtcdWatchEnd end = EtcdWatch(
+        {"http://etcd.invalid:2379"}, stream, "k", "", 1, 1s, 1s,
+        [](const std::vector<EtcdEvent>&, int64_t) {}, [] { return true; });
+    EXPECT_EQ(end.kind, EtcdWatchEnd::kFailed) << line;
+    EXPECT_NE(end.why.find("not of the expected shape"), std::string::npos)
+        << line << ": " << end.why;
+  }
 }
 
 // parqctl links and reservations read what ClusterAdmission wrote.
