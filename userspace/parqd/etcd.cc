@@ -152,9 +152,29 @@ json OpJson(const EtcdOp& op) {
   return {{"request_put", p}};
 }
 
+// The most of an answer (CurlPost) or of one watch line (CurlStream) that
+// is kept: past it the call fails, whatever etcd (or what answers in its
+// place) sends.  parq's answers are a few hundred bytes per key.
+constexpr size_t kEtcdMaxAnswerBytes = size_t{16} << 20;  // 16 MiB
+
+// An answer, up to kEtcdMaxAnswerBytes.
+struct BoundedText {
+  std::string text;
+  bool over = false;  // it was longer: the transfer was aborted
+};
+
 size_t Append(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
+  auto* b = static_cast<BoundedText*>(out);
+  if (size * n > kEtcdMaxAnswerBytes - b->text.size()) {
+    b->over = true;
+    return 0;  // aborts the transfer
+  }
+  b->text.append(data, size * n);
   return size * n;
+}
+
+std::string Mib(size_t bytes) {
+  return std::to_string(bytes >> 20) + " MiB";
 }
 
 }  // namespace
@@ -380,10 +400,11 @@ void CurlInit() {
 }
 
 struct StreamState {
-  std::string pending;  // a line not yet complete
+  std::string pending;  // a line not yet complete, kEtcdMaxAnswerBytes at most
   const std::function<bool(std::string_view)>* on_line;
   const std::function<bool()>* keep_going;
   bool stopped = false;
+  bool too_long = false;  // a line grew past kEtcdMaxAnswerBytes
 };
 
 size_t StreamWrite(char* data, size_t size, size_t n, void* p) {
@@ -399,6 +420,10 @@ size_t StreamWrite(char* data, size_t size, size_t n, void* p) {
     }
   }
   st->pending.erase(0, start);
+  if (st->pending.size() > kEtcdMaxAnswerBytes) {
+    st->too_long = true;
+    return 0;  // aborts the transfer
+  }
   return size * n;
 }
 
@@ -425,11 +450,11 @@ EtcdClient::Post CurlPost(EtcdTls tls, const std::atomic<bool>* abort) {
         CurlJsonPost post(url, body, tls);
         if (!post.get())
           return Err{std::string("curl_easy_init failed")};
-        std::string out;
+        BoundedText answer;
         curl_easy_setopt(post.get(), CURLOPT_TIMEOUT_MS,
                          static_cast<long>(timeout.count()));
         curl_easy_setopt(post.get(), CURLOPT_WRITEFUNCTION, &Append);
-        curl_easy_setopt(post.get(), CURLOPT_WRITEDATA, &out);
+        curl_easy_setopt(post.get(), CURLOPT_WRITEDATA, &answer);
         if (abort) {
           curl_easy_setopt(post.get(), CURLOPT_NOPROGRESS, 0L);
           curl_easy_setopt(post.get(), CURLOPT_XFERINFOFUNCTION,
@@ -441,6 +466,10 @@ EtcdClient::Post CurlPost(EtcdTls tls, const std::atomic<bool>* abort) {
         const CURLcode rc = curl_easy_perform(post.get());
         if (rc == CURLE_ABORTED_BY_CALLBACK)
           return Err{std::string("stopped")};
+        if (answer.over)
+          return Err{"the answer is larger than " + Mib(kEtcdMaxAnswerBytes) +
+                     "; refused"};
+        std::string& out = answer.text;
         if (rc != CURLE_OK)
           return Err{post.Error(rc)};
         // The gateway answers errors with a JSON body too: Call() reads it.
@@ -475,6 +504,9 @@ EtcdStream CurlStream(EtcdTls tls) {
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &StreamProgress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, &st);
     const CURLcode rc = curl_easy_perform(c);
+    if (st.too_long)
+      return Err{"a watch line longer than " + Mib(kEtcdMaxAnswerBytes) +
+                 "; refused"};
     // The duration's end is how a healthy stream ends; so is a stop.
     if (st.stopped || rc == CURLE_OK ||
         (rc == CURLE_OPERATION_TIMEDOUT && post.status() == 200))

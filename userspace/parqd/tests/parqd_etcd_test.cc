@@ -245,6 +245,91 @@ TEST(EtcdCurlTest, AbortEndsACallInFlight) {
   EXPECT_LT(took, 5s);
 }
 
+// A loopback server that answers one request with `answer` (and a header
+// that announces nothing of its length: it closes the connection at the
+// end), for the tests of the answers' cap.
+class OneAnswerServer {
+ public:
+  explicit OneAnswerServer(std::string answer) : answer_(std::move(answer)) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        listen(fd_, 8) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    url_ = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    thread_ = std::thread([this] {
+      const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0)
+        return;
+      char buf[4096];
+      (void)read(c, buf, sizeof(buf));  // the request: not read further
+      const std::string head =
+          "HTTP/1.1 200 OK\r\nContent-Type: "
+          "application/json\r\nConnection: close\r\n\r\n";
+      const std::string all = head + answer_;
+      for (size_t off = 0; off < all.size();) {
+        const ssize_t n = write(c, all.data() + off, all.size() - off);
+        if (n <= 0)
+          break;
+        off += static_cast<size_t>(n);
+      }
+      close(c);
+    });
+  }
+  ~OneAnswerServer() {
+    if (fd_ >= 0)
+      shutdown(fd_, SHUT_RDWR);
+    if (thread_.joinable())
+      thread_.join();
+    if (fd_ >= 0)
+      close(fd_);
+  }
+  OneAnswerServer(const OneAnswerServer&) = delete;
+  OneAnswerServer& operator=(const OneAnswerServer&) = delete;
+  const std::string& url() const { return url_; }
+
+ private:
+  std::string answer_, url_;
+  int fd_ = -1;
+  std::thread thread_;
+};
+
+// An answer, and a watch line, of more than kEtcdMaxAnswerBytes (16 MiB)
+// are refused once the cap is passed, not kept in memory whatever their
+// size.
+TEST(EtcdCurlTest, AnswersPastTheCapAreRefused) {
+  const std::string big =
+      R"({"header":{},"pad":")" + std::string(size_t{16} << 20, 'x') + "\"}";
+  {
+    OneAnswerServer s(big);
+    ASSERT_FALSE(s.url().empty());
+    const auto r = CurlPost()(s.url() + "/v3/kv/range", "{}", 10s);
+    ASSERT_FALSE(r.ok()) << "an answer of " << big.size()
+                         << " bytes was taken whole";
+    EXPECT_NE(r.error().find("larger than"), std::string::npos) << r.error();
+  }
+  {
+    OneAnswerServer s(big);
+    ASSERT_FALSE(s.url().empty());
+    size_t lines = 0;
+    const auto r = CurlStream()(
+        s.url() + "/v3/watch", "{}", 10s, 10s,
+        [&lines](std::string_view) {
+          lines++;
+          return true;
+        },
+        [] { return true; });
+    ASSERT_FALSE(r.ok()) << "a watch line of " << big.size()
+                         << " bytes was buffered whole";
+    EXPECT_NE(r.error().find("longer than"), std::string::npos) << r.error();
+    EXPECT_EQ(lines, 0u);
+  }
+}
+
 TEST(EtcdTlsTest, ClientCertificatesAndTheirErrors) {
   etcd_test::TestPki pki{std::filesystem::temp_directory_path() /
                          ("parqd-etcd-pki-" + std::to_string(getpid()))};
