@@ -8,12 +8,13 @@
 code runs SMOKE_ROUNDS rounds and must give the demo's verdict, "as
 expected": in the median over the rounds of each round's ratio, parq's
 mean round trip under load is first_table.MARGIN times below pfifo's (3x)
-and fq_codel's (1.5x).  Why those margins hold on a slow, noisy 2-core
+and fq_codel's (1.25x).  Why those margins hold on a slow, noisy 2-core
 machine: under pfifo each message waits for the whole queue the bulk
 stream keeps (tens of ms at 100 Mbit/s), under fq_codel for the rest of
 the GSO packet being sent (up to 64 KB, 5 ms), under parq for at most one
 1514-byte frame (121 us) plus the shaper's timer slack; in the VM the
-ratios measured were 12 to 15 and 3 to 4.  A noisy machine adds its
+ratios measured were 7.8 to 13.7 and 2.1 to 3.2 (a parq that did no better
+than fq_codel: 0.8).  A noisy machine adds its
 stalls to every configuration of a round, which a ratio within the round
 cancels.  The local job must also have moved under every scheduler
 (LOCAL_MIN_MBIT), so that the table compares schedulers under load and not
@@ -53,7 +54,7 @@ def t_first_table(env):
 def main():
     suite = ktap.Suite("parq_demo")
     suite.case("the demo's first table: parq's mean round trip under load "
-               "3x below pfifo's and 1.5x below fq_codel's", t_first_table,
+               "3x below pfifo's and 1.25x below fq_codel's", t_first_table,
                timeout=240,
                speed="the bulk streams must fill the queue")
     return lab.run(suite, "demo", tools=("taskset",))
