@@ -61,6 +61,7 @@ static const struct nla_policy parq_genl_policy[PARQ_A_MAX + 1] = {
 							&parq_hold_range),
 	[PARQ_A_MON_PEERS]	= NLA_POLICY_NESTED(parq_peer_policy),
 	[PARQ_A_MON_REPORT_LOCAL] = NLA_POLICY_MAX(NLA_U8, 1),
+	[PARQ_A_MON_MIN_BYTES]	= { .type = NLA_U32 },
 };
 
 static const struct genl_ops parq_genl_ops[] = {

@@ -39,6 +39,19 @@
  * reports are edge-triggered: one start, then one stop at least a hold
  * later, so there are at most two per hold period.
  *
+ * A few parallel packets are not parallel traffic: with PARQ_A_MON_MIN_BYTES
+ * set, parallel bytes are summed over windows of one hold (each begins at
+ * the first parallel packet after the last one ended), and a parallel
+ * packet counts as parallel traffic (starts it, keeps it going, moves its
+ * source's par-age) only once its window has reached that volume.  So a
+ * sender below min-bytes per hold can neither start parallel traffic nor
+ * keep it from stopping: at most one hold after the volume falls, the
+ * stop timer finds no counting packet for a hold and reports the end.  The
+ * packets below it are still counted in the table, and summed in
+ * PARQ_A_MON_BELOW.  The window is one shared pair of words, updated
+ * without a lock: two CPUs opening a window together may lose a packet's
+ * bytes, which can only delay a start.
+ *
  * With PARQ_A_MON_REPORT_LOCAL on, a local packet that arrives while
  * parallel traffic does, from a source counted in the table whose last
  * local packet is a hold old or more (or that has sent none), is reported
@@ -118,6 +131,10 @@ struct parq_mon_net {
 	bool			hooked;		/* hooks registered */
 	bool			active;		/* parallel arriving */
 	u64			last_parallel;	/* ns */
+	u32			min_bytes;	/* per hold; 0: off */
+	u64			win_start;	/* ns: the volume window's */
+	atomic64_t		win_bytes;	/* parallel bytes in it */
+	atomic64_t		below;		/* packets under min_bytes */
 	u64			evicted;
 	u64			events;
 	atomic64_t		local_events;	/* PARQ_CMD_MON_LOCAL sent */
@@ -437,6 +454,30 @@ static void parq_mon_local(struct parq_mon_net *mn,
 }
 
 /*
+ * A parallel packet of @len bytes arrived at @now (softirq): does it count
+ * as parallel traffic, its window of one hold having reached min_bytes?
+ * A clock read by another CPU may be a little behind win_start: that
+ * packet joins the window.
+ */
+static bool parq_mon_enough(struct parq_mon_net *mn, unsigned int len,
+			    u64 now)
+{
+	u32 min = READ_ONCE(mn->min_bytes);
+	u64 start;
+
+	if (!min)
+		return true;
+	start = READ_ONCE(mn->win_start);
+	if (now > start && now - start >= READ_ONCE(mn->hold) &&
+	    cmpxchg64(&mn->win_start, start, now) == start)
+		atomic64_set(&mn->win_bytes, 0);
+	if (atomic64_add_return(len, &mn->win_bytes) >= min)
+		return true;
+	atomic64_inc(&mn->below);
+	return false;
+}
+
+/*
  * A parallel packet from @src arrived at @now (softirq).
  *
  * last_parallel only moves forward: a CPU that read the clock before
@@ -520,6 +561,7 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 	struct parq_peer *p;
 	unsigned int len;
 	int cls, dscp;
+	bool counts;
 	u64 now, prev;
 
 	if (!READ_ONCE(mn->enabled))
@@ -540,6 +582,8 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 		len = sizeof(*ip6h) + ntohs(ip6h->payload_len);
 	}
 	cls = READ_ONCE(mn->dscp) & PARQ_DSCP_BIT(dscp) ? PARQ_PAR : PARQ_LOC;
+	/* Sources outside the peer set do not add to the volume. */
+	counts = cls == PARQ_LOC;
 
 	rcu_read_lock();
 	if (!parq_mon_peer_ok(mn, &src)) {
@@ -548,6 +592,8 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 		return NF_ACCEPT;
 	}
 	now = ktime_get_ns();
+	if (cls == PARQ_PAR)
+		counts = parq_mon_enough(mn, len, now);
 	p = parq_peer_find(mn, &src);
 	/* Free room is not rationed: filling it evicts nobody. */
 	if (!p && (READ_ONCE(mn->count) < READ_ONCE(mn->size) ||
@@ -557,7 +603,8 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 		atomic64_inc(&p->packets[cls]);
 		atomic64_add(len, &p->bytes[cls]);
 		prev = READ_ONCE(p->last[cls]);
-		WRITE_ONCE(p->last[cls], now);
+		if (counts)
+			WRITE_ONCE(p->last[cls], now);
 		if (cls == PARQ_LOC)
 			parq_mon_local(mn, &src, prev, now);
 		if (time_after(jiffies, READ_ONCE(p->moved) + HZ)) {
@@ -570,7 +617,7 @@ static unsigned int parq_mon_hook(void *priv, struct sk_buff *skb,
 		}
 	}
 	rcu_read_unlock();
-	if (cls == PARQ_PAR)
+	if (cls == PARQ_PAR && counts)
 		parq_mon_parallel(mn, &src, now);
 	return NF_ACCEPT;
 }
@@ -754,6 +801,9 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 	if (a[PARQ_A_MON_REPORT_LOCAL])
 		WRITE_ONCE(mn->report_local,
 			   nla_get_u8(a[PARQ_A_MON_REPORT_LOCAL]));
+	if (a[PARQ_A_MON_MIN_BYTES])
+		WRITE_ONCE(mn->min_bytes,
+			   nla_get_u32(a[PARQ_A_MON_MIN_BYTES]));
 	WRITE_ONCE(mn->enabled, enable);
 	spin_unlock_bh(&mn->lock);
 	return 0;
@@ -793,7 +843,10 @@ int parq_mon_genl_get(struct sk_buff *skb, struct genl_info *info)
 	    nla_put_u64_64bit(msg, PARQ_A_MON_FOREIGN, foreign, PARQ_A_PAD) ||
 	    nla_put_u8(msg, PARQ_A_MON_REPORT_LOCAL, mn->report_local) ||
 	    nla_put_u64_64bit(msg, PARQ_A_MON_LOCAL_EVENTS,
-			      atomic64_read(&mn->local_events), PARQ_A_PAD)) {
+			      atomic64_read(&mn->local_events), PARQ_A_PAD) ||
+	    nla_put_u32(msg, PARQ_A_MON_MIN_BYTES, mn->min_bytes) ||
+	    nla_put_u64_64bit(msg, PARQ_A_MON_BELOW,
+			      atomic64_read(&mn->below), PARQ_A_PAD)) {
 		spin_unlock_bh(&mn->lock);
 		goto nospace;
 	}

@@ -17,6 +17,9 @@ its address B1 (10.77.0.2), a second address B2 (10.77.0.3), over IPv6
     replace the 2 seen longest ago;
   - one "started" report when a parallel stream begins and one "stopped"
     report a hold after it ends, not one per packet;
+  - with min-bytes, a trickle of parallel packets below it per hold
+    neither starts parallel traffic nor keeps a burst's going (summed in
+    mon-below instead); with min-bytes 0 the same trickle starts it;
   - the sending host's qdisc with dscp-mark EF: what it classifies
     parallel (by SO_PRIORITY, over IPv4 and IPv6) the monitor counts as
     parallel, what it classifies local (EF marked) as local; ECN bits
@@ -120,9 +123,10 @@ def t_defaults(env):
     with genl(env) as g:
         m = g.mon_get()
     check_eq((m["mon_enabled"], m["mon_size"], m["mon_dscp"], m["mon_hold"],
-              m["mon_sources"], m["mon_active"], m["mon_report_local"]),
+              m["mon_sources"], m["mon_active"], m["mon_report_local"],
+              m["mon_min_bytes"]),
              (0, uapi.PARQ_MON_SIZE_DEFAULT, uapi.PARQ_DSCP_DEFAULT,
-              uapi.PARQ_MON_HOLD_DEFAULT, 0, 0, 0), "monitor defaults")
+              uapi.PARQ_MON_HOLD_DEFAULT, 0, 0, 0, 0), "monitor defaults")
 
 
 UNPRIV = r"""
@@ -357,6 +361,74 @@ def t_events(env):
           "last packet")
 
 
+def trickle(env, sk, seconds, every, poll=None):
+    """Parallel packets from @sk every @every s (at least: a late wake-up
+    only lowers the rate) for @seconds; @poll(t) is called after each."""
+    t0 = time.monotonic()
+    while (t := time.monotonic() - t0) < seconds:
+        sk.sendto(bytes(PAYLOAD), (A1, PORT))
+        if poll:
+            poll(t)
+        time.sleep(every)
+
+
+def t_min_bytes(env):
+    """A trickle of parallel packets below min-bytes per hold (10 ms apart,
+    at most 5 x 128 IP bytes in a 50 ms hold, against 2 000) neither starts
+    parallel traffic nor keeps a burst's from stopping; with min-bytes 0
+    the same trickle does both, which is the attack."""
+    hold, need = 50 * MS, 2000
+    with genl(env) as g, genl(env) as listener:
+        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=hold,
+                     mon_min_bytes=need), "hold 50 ms, min-bytes 2000")
+        check_eq(g.mon_get()["mon_min_bytes"], need, "min-bytes in MON_GET")
+        listener.subscribe()
+        time.sleep(0.3)		# any stop report of earlier cases is out
+        listener.events(0.1)
+        sk = env.topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, TOS_EF)
+        sk.bind((B1, 0))
+        try:
+            m0 = g.mon_get()
+            trickle(env, sk, 0.6, 0.010)
+            settle()
+            m = g.mon_get()
+            ev = listener.events(0.2)
+            diag(f"trickle alone: {m['mon_below'] - m0['mon_below']} "
+                 f"packets below, reports {[e['mon_active'] for e in ev]}")
+            check_eq(ev, [], "reports for a trickle below min-bytes")
+            check(m["mon_below"] - m0["mon_below"] >= 10,
+                  "trickle packets not summed in mon-below")
+
+            # A burst above min-bytes starts it; the trickle after it must
+            # not keep it going: inactive within two holds and a margin.
+            active = []
+            for _ in range(40):
+                sk.sendto(bytes(PAYLOAD), (A1, PORT))
+            trickle(env, sk, 0.8, 0.010,
+                    lambda t: active.append((t, g.mon_get()["mon_active"])))
+            late = [a for t, a in active if t >= 0.4]
+            ev = listener.events(0.3)
+            diag(f"burst then trickle: reports {[e['mon_active'] for e in ev]}, "
+                 f"active after 0.4 s in {sum(late)} of {len(late)} reads")
+            check_eq([e["mon_active"] for e in ev], [1, 0],
+                     "a burst starts parallel traffic, which stops during "
+                     "the trickle")
+            check(late and not any(late),
+                  "the trickle kept parallel traffic going")
+
+            # The same trickle with min-bytes 0: every packet counts.
+            ok(g.mon_set(mon_min_bytes=0), "min-bytes 0")
+            trickle(env, sk, 0.6, 0.010)
+            ev = listener.events(0.3)
+            check_eq([e["mon_active"] for e in ev][:1], [1],
+                     "with min-bytes 0 the trickle starts parallel traffic")
+        finally:
+            sk.close()
+            ok(g.mon_set(mon_hold=uapi.PARQ_MON_HOLD_DEFAULT,
+                         mon_min_bytes=0), "hold and min-bytes back")
+
+
 def local_reports_during_burst(env, g, listener):
     """B2 sends local packets before a parallel burst from B1 (not
     reported: no parallel traffic), then twice during it, the first more
@@ -539,6 +611,8 @@ def main():
                t_bounded)
     suite.case("one start and one stop report per parallel stream",
                t_events)
+    suite.case("a parallel trickle below min-bytes neither starts nor holds "
+               "parallel traffic", t_min_bytes)
     suite.case("local senders reported during parallel traffic, if asked",
                t_local_reports)
     suite.case("a peer set: only peers are counted", t_peers)

@@ -283,6 +283,14 @@ enum parq_genl_attr {
 				 * needs no dump while nothing changes */
 	PARQ_A_MON_LOCAL_EVENTS, /* u64 (get): PARQ_CMD_MON_LOCAL reports
 				 * sent */
+	PARQ_A_MON_MIN_BYTES,	/* u32: bytes of parallel traffic that must
+				 * arrive within one hold before it counts as
+				 * arriving (and a source's par-age moves);
+				 * 0: every parallel packet counts */
+	PARQ_A_MON_BELOW,	/* u64 (get): parallel packets that arrived
+				 * while their hold's volume was below
+				 * PARQ_A_MON_MIN_BYTES: counted in the
+				 * table, but not as parallel traffic */
 	__PARQ_A_MAX
 };
 #define PARQ_A_MAX (__PARQ_A_MAX - 1)
