@@ -771,6 +771,18 @@ const ConfigKey kKeys[] = {
 };
 
 #undef PARQD_READ
+    {{"parallel-min-bytes", ConfigType::kInteger, true, false, true,
+      "parallel-min-bytes = 1500",
+      "parallel bytes that must arrive within one hold before parallel "
+      "traffic counts as arriving (0: any parallel packet)"},
+     {},
+     PARQD_READ({
+       auto n = r.Integer(v, "parallel-min-bytes", 0, UINT32_MAX);
+       if (!n.ok())
+         return n.error();
+       c.parallel_min_bytes = static_cast<uint32_t>(n.value());
+       return std::nullopt;
+     })},
 
 const ConfigKey* FindKey(std::string_view name) {
   for (const ConfigKey& k : kKeys)

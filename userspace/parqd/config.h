@@ -108,6 +108,9 @@ struct Config {
   std::string metrics_file;  // empty: no metrics file
   uint64_t metrics_period_ns = 10 * kNsPerSec;
   // parqd's status socket (status.h); empty: none.
+  // Parallel bytes that must arrive within one hold before the receiver
+  // declares parallel traffic (the kernel monitor's min-bytes).
+  uint32_t parallel_min_bytes = 1500;
   std::string status_socket = kDefaultStatusSocket;
   std::optional<AdmissionConfig> admission;  // none: no admission role
 

@@ -397,6 +397,8 @@ std::string FormatMonitor(const MonitorState& s,
                     {"foreign", s.foreign},
                     {"report_local", s.report_local},
                     {"local_events", s.local_events},
+                    {"min_bytes", s.min_bytes},
+                    {"below", s.below},
                     {"table", arr}};
     return j.dump() + "\n";
   }
@@ -413,6 +415,9 @@ std::string FormatMonitor(const MonitorState& s,
                 : std::string("every source"))
     << "; foreign " << s.foreign << ", uncounted " << s.uncounted
     << ", evicted " << s.evicted << ", events " << s.events;
+  if (s.min_bytes)
+    o << "\nparallel traffic from " << s.min_bytes
+      << " bytes in a hold; packets below it " << s.below;
   if (s.report_local)
     o << ", local-sender events " << s.local_events;
   o << "\n";

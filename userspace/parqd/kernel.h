@@ -91,6 +91,8 @@ struct MonitorState {
   uint64_t foreign = 0;       // packets from outside the peer set
   bool report_local = false;  // local senders are reported (kLocal)
   uint64_t local_events = 0;  // local-sender reports sent
+  uint32_t min_bytes = 0;     // parallel bytes in a hold before it counts
+  uint64_t below = 0;         // parallel packets under min_bytes
 
   bool operator==(const MonitorState&) const = default;
 };
@@ -116,6 +118,9 @@ struct MonitorSettings {
   std::optional<uint64_t> dscp_mask;  // parallel DSCPs; none: the kernel's
   std::vector<Address> peers;         // the only sources counted; none: all
   bool report_local = false;          // report local senders (kLocal)
+  // Parallel bytes that must arrive within one hold before parallel
+  // traffic counts as arriving (PARQ_A_MON_MIN_BYTES); 0: every packet.
+  uint32_t min_bytes = 0;
 
   bool operator==(const MonitorSettings&) const = default;
 };

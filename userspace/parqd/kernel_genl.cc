@@ -192,6 +192,8 @@ int OnMonitor(nl_msg* msg, void* arg) {
   s.foreign = U64(tb, PARQ_A_MON_FOREIGN);
   s.report_local = U8(tb, PARQ_A_MON_REPORT_LOCAL);
   s.local_events = U64(tb, PARQ_A_MON_LOCAL_EVENTS);
+  s.min_bytes = U32(tb, PARQ_A_MON_MIN_BYTES);
+  s.below = U64(tb, PARQ_A_MON_BELOW);
   r->monitor = s;
   return NL_OK;
 }
@@ -436,6 +438,7 @@ class GenlMonitor final : public KernelMonitor {
            (!s->dscp_mask ||
             nla_put_u64(msg, PARQ_A_MON_DSCP, *s->dscp_mask) == 0) &&
            nla_put_u8(msg, PARQ_A_MON_REPORT_LOCAL, s->report_local) == 0 &&
+           nla_put_u32(msg, PARQ_A_MON_MIN_BYTES, s->min_bytes) == 0 &&
            PutPeers(msg, s->peers);
     if (!ok) {
       nlmsg_free(msg);

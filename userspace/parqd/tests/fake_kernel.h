@@ -44,6 +44,7 @@ class FakeMonitor : public KernelMonitor {
     mask = s.dscp_mask;
     counted = s.peers;
     report_local = s.report_local;
+    min_bytes = s.min_bytes;
     return enable_error;
   }
   std::optional<KernelError> Disable() override {
@@ -79,6 +80,7 @@ class FakeMonitor : public KernelMonitor {
   std::optional<uint64_t> mask;
   std::vector<Address> counted;  // the peer set Enable passed
   bool report_local = false;
+  uint32_t min_bytes = 0;
   std::optional<KernelError> enable_error, peers_error, events_error,
       state_error;
   MonitorState state;  // State() but enabled and hold

@@ -90,6 +90,8 @@ TEST(ParqdCliTest, EveryOverride) {
                           "2ms",
                           "--hold",
                           "5ms",
+                          "--parallel-min-bytes",
+                          "3000",
                           "--lease",
                           "4",
                           "--receiver",
@@ -116,6 +118,7 @@ TEST(ParqdCliTest, EveryOverride) {
       {"link-rate", "1000000000"},
       {"epoch", "2ms"},
       {"hold", "5ms"},
+      {"parallel-min-bytes", "3000"},
       {"lease", "4"},
       {"receiver", "true"},
       {"status-socket", "/tmp/s.sock"}};
