@@ -14,12 +14,16 @@ naming the three members and a topology of A, B, C (100 Mbit/s NICs and
 switch ports).  A's root qdisc is parq.
 
   (a) a reservation from A to B is admitted through the three members and
-      installed on A's qdisc (a reserved class at its rate and a flower
-      filter for B's address); B's parqd sees it through its watch
+      installed on A's qdisc (a reserved class at its rate, an fw filter
+      on its mark and an nftables rule marking the owner's packets to B's
+      address); B's parqd sees it through its watch
       (`parqctl reservations --incoming`), `parqctl links` read from C
       shows it on A's NIC, the port toward B and B's NIC; a request
       beyond what is left is refused naming the link, and changes
       nothing;
+  (a') a reservation is its owner's: a socket of another user (nobody)
+      sending the same traffic puts nothing into the reserved class
+      (`tc -s class show`), the owner's traffic gets the reserved rate;
   (b) C, made the leader, cut off (one member of three): admissions and
       releases go on once A's and B's members have elected a leader
       (an election timeout, 2 s under TCG, during which every etcd call
@@ -53,6 +57,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
 from parqlab import etcd, ktap, lab, parqd  # noqa: E402
+from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 from parqlab.netns import Star  # noqa: E402
 
@@ -109,14 +114,19 @@ def links(env, frm="c"):
 
 
 def classes(env):
-    """A's parqd classes (minor 1000 hex and up) and flower filters."""
+    """A's parqd classes (minor 1000 hex and up), their fw filters and the
+    rules of their nftables chains (the owner's packets, marked)."""
     star = env.topo
     r = star.ns["a"].run(["tc", "class", "show", "dev", "eth0"])
     cls = [ln for ln in r.stdout.splitlines()
            if ln.startswith("class parq 1:") and
            int(ln.split()[2].split(":")[1], 16) >= 0x1000]
     r = star.ns["a"].run(["tc", "filter", "show", "dev", "eth0"])
-    flt = [ln for ln in r.stdout.splitlines() if "dst_ip" in ln]
+    flt = [ln for ln in r.stdout.splitlines()
+           if " fw " in ln and "handle" in ln]
+    r = star.ns["a"].run(["nft", "list", "table", "inet", "parq"],
+                         check=False)
+    flt += [ln.strip() for ln in r.stdout.splitlines() if "skuid" in ln]
     return cls, flt
 
 
@@ -145,8 +155,10 @@ def t_admitted(env):
     diag(*cls, *flt)
     check(len(cls) == 1 and "rate 10Mbit" in cls[0],
           f"one reserved class at 10 Mbit/s on A's qdisc: {cls}")
-    check(len(flt) == 1 and star.ip("b") in flt[0],
-          f"one flower filter for B's address: {flt}")
+    check(len(flt) == 2 and "classid 1:1000" in flt[0] and
+          "meta skuid 0" in flt[1] and star.ip("b") in flt[1],
+          f"one fw filter, and one rule marking root's packets to B's "
+          f"address: {flt}")
     wait_for("B's view of the reservation",
              lambda: incoming(env) == {r["id"]}, 10)
     ls = links(env)
@@ -160,6 +172,70 @@ def t_admitted(env):
           f"95 Mbit/s more refused, naming A's NIC: {rc} {out}")
     check_eq(in_etcd(env), {r["id"]}, "etcd after the refusal")
     check_eq(len(classes(env)[0]), 1, "A's classes after the refusal")
+
+
+def send_udp(env, port, seconds, bps, uid=None):
+    """UDP from A to B's @port for @seconds at @bps offered (1000-byte
+    datagrams), from a process of user @uid (None: root)."""
+    prog = ("import os, socket, time\n"
+            f"uid = {uid!r}\n"
+            "if uid is not None:\n"
+            "    os.setgroups([]); os.setgid(uid); os.setuid(uid)\n"
+            "    assert os.getuid() == uid\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"gap = 8000 / {bps}\n"
+            f"end = time.monotonic() + {seconds}\n"
+            "t = time.monotonic()\n"
+            "while t < end:\n"
+            "    try:\n"
+            f"        s.sendto(b'x' * 972, ('{env.topo.ip('b')}', {port}))\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "    t += gap\n"
+            "    d = t - time.monotonic()\n"
+            "    if d > 0:\n"
+            "        time.sleep(d)\n")
+    env.topo.ns["a"].run(["python3", "-c", prog],
+                         timeout=(seconds + 30) * ktap.slowdown())
+
+
+def class_bytes(env):
+    """A's parqd classes (minor 1000 hex and up): {classid: bytes}."""
+    st = tclib.class_stats(env.topo.ns["a"], "eth0")
+    return {c: v.get("bytes", 0) for c, v in st.items()
+            if int(c.split(":")[1], 16) >= 0x1000}
+
+
+def t_owner(env):
+    """The reservation matches the owner's sockets only (an nftables rule
+    on the owner's uid marks them, tc's fw filter matches the mark)."""
+    before = set(class_bytes(env))
+    rc, out = reserve(env, RATE, "proto=udp,dport=5009")
+    check_eq(rc, 0, f"reserve {RATE} for udp port 5009: {out}")
+    rid = out["reservation"]["id"]
+    try:
+        new = set(class_bytes(env)) - before
+        check_eq(len(new), 1, f"one new reserved class: {new}")
+        cls = new.pop()
+        nft = env.topo.ns["a"].run(["nft", "list", "table", "inet", "parq"],
+                                   check=False)
+        diag(*nft.stdout.splitlines())
+        b0 = class_bytes(env)[cls]
+        send_udp(env, 5009, 2, 5_000_000, uid=65534)
+        b1 = class_bytes(env)[cls]
+        check_eq(b1 - b0, 0,
+                 f"bytes nobody's socket put into {cls}, {rid}'s class")
+        seconds = 4
+        send_udp(env, 5009, seconds, 15_000_000)
+        b2 = class_bytes(env)[cls]
+        bps = (b2 - b1) * 8 / seconds
+        diag(f"the owner's traffic in {cls}: {bps / 1e6:.2f} Mbit/s")
+        check(8_000_000 <= bps <= 11_000_000,
+              f"the owner's traffic gets about the reserved 10 Mbit/s: "
+              f"{bps / 1e6:.2f}")
+    finally:
+        rc, out = ctl(env, "a", "release", rid, "--socket", sock(env, "a"))
+        check_eq(rc, 0, f"release {rid}: {out}")
 
 
 def explain(env):
@@ -314,6 +390,8 @@ def main():
                timeout=30)
     suite.case("a reservation is admitted through them and installed on "
                "A's qdisc", t_admitted, timeout=90)
+    suite.case("a reservation is its owner's: another user's socket gets "
+               "nothing of it", t_owner, timeout=90)
     suite.case("one member cut off: admissions go on", t_one_member_cut,
                timeout=120)
     suite.case("A cut off from the quorum: refused, then demoted before "

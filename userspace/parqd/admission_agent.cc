@@ -334,7 +334,8 @@ Result<Reservation, std::string> AdmissionAgent::Reserve(
     return r;
   }
   const TopologyHost& d = topology_.hosts()[*dest];
-  if (auto e = classes_.Install(*minor, rate, m.value(), d.addresses)) {
+  if (auto e =
+          classes_.Install(*minor, rate, m.value(), d.addresses, who.uid)) {
     std::string undo;
     if (auto rel = admission_.Release(r.value().id); !rel.ok()) {
       unreleased_.push_back(r.value().id);

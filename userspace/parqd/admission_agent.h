@@ -62,11 +62,13 @@ Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a);
 class ReservedClasses {
  public:
   virtual ~ReservedClasses() = default;
-  // Class `minor` at `rate` bits/s, and filters sending `match` toward
-  // any of `to` into it; on an error nothing of it stays.
-  virtual std::optional<std::string> Install(
-      uint32_t minor, uint64_t rate, const Match& match,
-      const std::vector<Address>& to) = 0;
+  // Class `minor` at `rate` bits/s, and filters sending the traffic of
+  // user `owner`'s sockets that `match` toward any of `to` into it, and
+  // nobody else's; on an error nothing of it stays.
+  virtual std::optional<std::string> Install(uint32_t minor, uint64_t rate,
+                                             const Match& match,
+                                             const std::vector<Address>& to,
+                                             uint32_t owner) = 0;
   virtual std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) = 0;
   // Filters, then the class.
   virtual std::optional<std::string> Remove(uint32_t minor) = 0;

@@ -26,7 +26,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kTable[] = "inet parq";
+constexpr const char* kTable = kNftTable;
 
 std::string SetName(unsigned level) {
   return "jobs_" + std::to_string(level);

@@ -44,6 +44,10 @@
 
 namespace parq::parqd {
 
+// The one nftables table parq owns (reserved_classes.h adds a chain per
+// reservation to it).
+inline constexpr char kNftTable[] = "inet parq";
+
 // Where nft looks up cgroup paths: jobs must be below it.
 inline constexpr char kCgroupRoot[] = "/sys/fs/cgroup";
 

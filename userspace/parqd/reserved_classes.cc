@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jobs.h"
 #include "topology.h"
 
 namespace parq::parqd {
@@ -21,26 +22,48 @@ std::string Hex(uint32_t v) {
 }  // namespace
 
 std::string InstallBatch(const std::string& dev, const std::string& handle,
-                         uint32_t minor, uint64_t rate, const Match& match,
-                         const std::vector<Address>& to) {
+                         uint32_t minor, uint64_t rate) {
   const std::string cls = handle + Hex(minor);
-  std::string b = "class add dev " + dev + " parent " + handle + " classid " +
-                  cls + " parq rate " + FormatRate(rate) + "\n";
-  for (const Address& a : to) {
-    b += "filter add dev " + dev + " parent " + handle + " protocol " +
-         (a.family == Family::kIPv4 ? "ip" : "ipv6") + " prio " +
-         std::to_string(minor) + " flower dst_ip " + a.ToString();
-    if (!match.proto.empty())
-      b += " ip_proto " + match.proto;
-    if (match.dport)
-      b += " dst_port " + std::to_string(match.dport);
-    if (match.sport)
-      b += " src_port " + std::to_string(match.sport);
-    b += " classid " + cls + "\n";
-  }
-  return b;
+  return "class add dev " + dev + " parent " + handle + " classid " + cls +
+         " parq rate " + FormatRate(rate) + "\n" + "filter add dev " + dev +
+         " parent " + handle + " protocol all prio " + std::to_string(minor) +
+         " handle 0x" + Hex(ReservedMark(minor)) + "/0x" +
+         Hex(kReservedMarkMask) + " fw classid " + cls + "\n";
 }
 
+std::string ReservedNftChain(uint32_t minor) {
+  return "resv_" + Hex(minor);
+}
+
+std::string ReservedNftScript(uint32_t minor, uint32_t owner,
+                              const Match& match,
+                              const std::vector<Address>& to) {
+  const std::string chain =
+      std::string(kNftTable) + " " + ReservedNftChain(minor);
+  std::string l4;
+  if (!match.proto.empty()) {
+    if (!match.dport && !match.sport)
+      l4 = " meta l4proto " + match.proto;
+    if (match.dport)
+      l4 += " " + match.proto + " dport " + std::to_string(match.dport);
+    if (match.sport)
+      l4 += " " + match.proto + " sport " + std::to_string(match.sport);
+  }
+  // The mark's other bits are left as they were.
+  const std::string set = " meta mark set meta mark & 0x" +
+                          Hex(~kReservedMarkMask) + " | 0x" +
+                          Hex(ReservedMark(minor)) + "\n";
+  std::string s = "add table " + std::string(kNftTable) + "\n" + "add chain " +
+                  chain +
+                  " { type filter hook output priority mangle; policy "
+                  "accept; }\n" +
+                  "flush chain " + chain + "\n";
+  for (const Address& a : to)
+    s += "add rule " + chain + " meta skuid " + std::to_string(owner) + " " +
+         (a.family == Family::kIPv4 ? "ip" : "ip6") + " daddr " + a.ToString() +
+         l4 + set;
+  return s;
+}
 TcReservedClasses::TcReservedClasses(std::string dev, Run run)
     : dev_(std::move(dev)), run_(std::move(run)) {}
 
@@ -53,6 +76,26 @@ std::optional<std::string> TcReservedClasses::Tc(
     return r.error();
   if (r.value().status != 0)
     return "tc " + args.front() + " " + args[1] + ": " + ErrorText(r.value());
+  return std::nullopt;
+}
+
+std::optional<std::string> TcReservedClasses::Nft(const std::string& script) {
+  auto r = run_({"nft", "-f", "-"}, script);
+  if (!r.ok())
+    return r.error() + " (install nftables)";
+  if (r.value().status != 0)
+    return "nft: " + ErrorText(r.value());
+  return std::nullopt;
+}
+
+std::optional<std::string> TcReservedClasses::DelChain(uint32_t minor) {
+  auto r = run_(
+      {"nft", "delete", "chain", "inet", "parq", ReservedNftChain(minor)}, "");
+  if (!r.ok())
+    return r.error();
+  if (r.value().status != 0 &&
+      r.value().err.find("No such file or directory") == std::string::npos)
+    return "nft delete chain: " + ErrorText(r.value());
   return std::nullopt;
 }
 
@@ -76,12 +119,15 @@ std::optional<std::string> TcReservedClasses::Handle(std::string* handle) {
 
 std::optional<std::string> TcReservedClasses::Install(
     uint32_t minor, uint64_t rate, const Match& match,
-    const std::vector<Address>& to) {
+    const std::vector<Address>& to, uint32_t owner) {
   std::string h;
   if (auto e = Handle(&h))
     return e;
-  if (auto e =
-          Tc({"-batch", "-"}, InstallBatch(dev_, h, minor, rate, match, to))) {
+  if (auto e = Nft(ReservedNftScript(minor, owner, match, to))) {
+    (void)DelChain(minor);
+    return e;
+  }
+  if (auto e = Tc({"-batch", "-"}, InstallBatch(dev_, h, minor, rate))) {
     (void)RemoveFrom(h, minor);
     return e;
   }
@@ -106,11 +152,14 @@ std::optional<std::string> TcReservedClasses::Remove(uint32_t minor) {
 
 std::optional<std::string> TcReservedClasses::RemoveFrom(const std::string& h,
                                                          uint32_t minor) {
+  // The marking first: no packet is marked for a class that is gone.
+  const auto chain = DelChain(minor);
   // No filter of that priority is not an error: Install() may have failed
   // before adding one.
   (void)Tc({"filter", "del", "dev", dev_, "parent", h, "prio",
             std::to_string(minor)});
-  return Tc({"class", "del", "dev", dev_, "classid", h + Hex(minor)});
+  auto cls = Tc({"class", "del", "dev", dev_, "classid", h + Hex(minor)});
+  return cls ? cls : chain;
 }
 
 }  // namespace parq::parqd

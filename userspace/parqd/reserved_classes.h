@@ -1,16 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Reserved classes on the interface's root parq qdisc, made with tc, as
-// an operator would make them (Documentation/admission.md): for class
-// MINOR,
+// Reserved classes on the interface's root parq qdisc, for their owner's
+// traffic alone (Documentation/admission.md).  A filter on the
+// destination and ports would let any local user who sends there ride
+// the class, so the owner is matched where the socket is known, in
+// nftables, and tc matches the mark nftables sets: for class MINOR
+// reserved by user UID,
 //
+//   nft: table inet parq {
+//          chain resv_MINOR {        # one per reservation
+//            type filter hook output priority mangle; policy accept;
+//            meta skuid UID ip|ip6 daddr ADDRESS [udp|tcp dport N sport N]
+//                meta mark set meta mark & 0xffff | MINOR << 16
+//          }                         # (one rule per address)
+//        }
 //   tc class add dev DEV parent H: classid H:MINOR parq rate RATE
-//   tc filter add dev DEV parent H: protocol ip|ipv6 prio MINOR flower
-//       dst_ip ADDRESS [ip_proto udp|tcp [dst_port N] [src_port N]]
-//       classid H:MINOR                          (one per address)
+//   tc filter add dev DEV parent H: protocol all prio MINOR
+//       handle MARK/0xffff0000 fw classid H:MINOR
 //
-// so that `tc -s class show` and `tc filter show` show what parqd did, and
-// removal deletes the filters of priority MINOR, then the class.
+// parq owns the mark's upper 16 bits (kReservedMarkMask) and leaves the
+// lower ones to others.  `tc -s class show`, `tc filter show` and
+// `nft list table inet parq` show what parqd did; removal deletes the
+// chain, the filter of priority MINOR, then the class.
 
 #ifndef PARQD_RESERVED_CLASSES_H
 #define PARQD_RESERVED_CLASSES_H
@@ -24,11 +35,23 @@
 
 namespace parq::parqd {
 
+// The bits of the packet mark that parq owns, and class `minor`'s value.
+inline constexpr uint32_t kReservedMarkMask = 0xffff0000;
+inline constexpr uint32_t ReservedMark(uint32_t minor) {
+  return minor << 16;
+}
+
 // The tc commands of Install(), one per line, for `tc -batch -`.
 // `handle`: the qdisc's, e.g. "1:".
 std::string InstallBatch(const std::string& dev, const std::string& handle,
-                         uint32_t minor, uint64_t rate, const Match& match,
-                         const std::vector<Address>& to);
+                         uint32_t minor, uint64_t rate);
+// The nft script (`nft -f -`, one transaction) that marks the packets of
+// user `owner`'s sockets that `match` toward any of `to` for class
+// `minor`, and the one that removes it.
+std::string ReservedNftScript(uint32_t minor, uint32_t owner,
+                              const Match& match,
+                              const std::vector<Address>& to);
+std::string ReservedNftChain(uint32_t minor);
 
 class TcReservedClasses : public ReservedClasses {
  public:
@@ -41,7 +64,8 @@ class TcReservedClasses : public ReservedClasses {
 
   std::optional<std::string> Install(uint32_t minor, uint64_t rate,
                                      const Match& match,
-                                     const std::vector<Address>& to) override;
+                                     const std::vector<Address>& to,
+                                     uint32_t owner) override;
   std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) override;
   std::optional<std::string> Remove(uint32_t minor) override;
 
@@ -54,6 +78,10 @@ class TcReservedClasses : public ReservedClasses {
   // Runs tc with `args` (and `input` for -batch); its error text.
   std::optional<std::string> Tc(const std::vector<std::string>& args,
                                 const std::string& input = "");
+  // nft -f - with `script`; its error text.
+  std::optional<std::string> Nft(const std::string& script);
+  // Deletes class `minor`'s chain; none is not an error.
+  std::optional<std::string> DelChain(uint32_t minor);
 
   std::string dev_;
   Run run_;

@@ -68,10 +68,12 @@ class FakeClasses : public ReservedClasses {
  public:
   std::optional<std::string> Install(uint32_t minor, uint64_t rate,
                                      const Match& match,
-                                     const std::vector<Address>& to) override {
+                                     const std::vector<Address>& to,
+                                     uint32_t owner) override {
     if (fail_install)
       return std::string("tc: no parq qdisc");
     rates[minor] = rate;
+    owners[minor] = owner;
     matches[minor] = match;
     dests[minor] = to;
     return std::nullopt;
@@ -91,6 +93,7 @@ class FakeClasses : public ReservedClasses {
   std::map<uint32_t, uint64_t> rates;
   std::map<uint32_t, Match> matches;
   std::map<uint32_t, std::vector<Address>> dests;
+  std::map<uint32_t, uint32_t> owners;
 };
 
 uint64_t MonotonicNs() {
@@ -262,16 +265,48 @@ TEST(MatchTest, RefusesWhatItCannotInstall) {
             std::string::npos);
 }
 
-TEST(TcClassesTest, InstallBatchIsOneClassAndAFilterPerAddress) {
+// Another user sending the same traffic must not ride the class: the tc
+// filter matches the mark that nftables sets for the owner's sockets only,
+// not the destination and ports.
+TEST(TcClassesTest, InstallBatchIsOneClassAndAFilterOnItsMark) {
+  EXPECT_EQ(InstallBatch("eth0", "1:", 0x1000, 250 * kMbit),
+            "class add dev eth0 parent 1: classid 1:1000 parq rate 250mbit\n"
+            "filter add dev eth0 parent 1: protocol all prio 4096 handle "
+            "0x10000000/0xffff0000 fw classid 1:1000\n");
+}
+
+TEST(TcClassesTest, NftMarksTheOwnersTrafficPerAddress) {
   const std::vector<Address> to = {*Address::Parse("10.0.0.2"),
                                    *Address::Parse("fd00::2")};
-  EXPECT_EQ(
-      InstallBatch("eth0", "1:", 0x1000, 250 * kMbit, {"udp", 5001, 0}, to),
-      "class add dev eth0 parent 1: classid 1:1000 parq rate 250mbit\n"
-      "filter add dev eth0 parent 1: protocol ip prio 4096 flower dst_ip "
-      "10.0.0.2 ip_proto udp dst_port 5001 classid 1:1000\n"
-      "filter add dev eth0 parent 1: protocol ipv6 prio 4096 flower dst_ip "
-      "fd00::2 ip_proto udp dst_port 5001 classid 1:1000\n");
+  const std::string head =
+      "add table inet parq\n"
+      "add chain inet parq resv_1000 { type filter hook output priority "
+      "mangle; policy accept; }\n"
+      "flush chain inet parq resv_1000\n";
+  const std::string mark = " meta mark set meta mark & 0xffff | 0x10000000\n";
+  EXPECT_EQ(ReservedNftScript(0x1000, 1000, {"udp", 5001, 0}, to),
+            head +
+                "add rule inet parq resv_1000 meta skuid 1000 ip daddr "
+                "10.0.0.2 udp dport 5001" +
+                mark +
+                "add rule inet parq resv_1000 meta skuid 1000 ip6 daddr "
+                "fd00::2 udp dport 5001" +
+                mark);
+  EXPECT_EQ(ReservedNftScript(0x1000, 0, {"tcp", 0, 0}, {to[0]}),
+            head +
+                "add rule inet parq resv_1000 meta skuid 0 ip daddr "
+                "10.0.0.2 meta l4proto tcp" +
+                mark);
+  EXPECT_EQ(ReservedNftScript(0x1000, 7, {"tcp", 80, 1024}, {to[0]}),
+            head +
+                "add rule inet parq resv_1000 meta skuid 7 ip daddr "
+                "10.0.0.2 tcp dport 80 tcp sport 1024" +
+                mark);
+  EXPECT_EQ(ReservedNftScript(0x1000, 7, {}, {to[0]}),
+            head +
+                "add rule inet parq resv_1000 meta skuid 7 ip daddr "
+                "10.0.0.2" +
+                mark);
 }
 
 TEST(TcClassesTest, NeedsAParqRootAndCleansUpAFailedInstall) {
@@ -291,7 +326,7 @@ TEST(TcClassesTest, NeedsAParqRootAndCleansUpAFailedInstall) {
                                "would exceed the capacity.\n"};
         return ProgramOutput{0, "", ""};
       });
-  auto e = tc.Install(0x1000, kMbit, {}, {*Address::Parse("10.0.0.2")});
+  auto e = tc.Install(0x1000, kMbit, {}, {*Address::Parse("10.0.0.2")}, 0);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(*e,
             "eth0's root qdisc is fq_codel, not parq; add one with: tc qdisc "
@@ -299,11 +334,17 @@ TEST(TcClassesTest, NeedsAParqRootAndCleansUpAFailedInstall) {
   root = R"([{"kind":"parq","handle":"7:","root":true}])";
   batch_fails = true;
   ran.clear();
-  e = tc.Install(0x1000, kMbit, {}, {*Address::Parse("10.0.0.2")});
+  e = tc.Install(0x1000, kMbit, {}, {*Address::Parse("10.0.0.2")}, 1000);
   ASSERT_TRUE(e.has_value());
   EXPECT_NE(e->find("would exceed the capacity"), std::string::npos) << *e;
-  // After the failed batch: the filters of priority 4096, then the class.
-  ASSERT_GE(ran.size(), 2u);
+  // The owner's marking went in before the class.
+  ASSERT_GE(ran.size(), 5u);
+  EXPECT_EQ(ran[1], (std::vector<std::string>{"nft", "-f", "-"}));
+  // After the failed batch: the marking, the filters of priority 4096,
+  // then the class.
+  EXPECT_EQ(ran[ran.size() - 3],
+            (std::vector<std::string>{"nft", "delete", "chain", "inet", "parq",
+                                      "resv_1000"}));
   EXPECT_EQ(ran[ran.size() - 2],
             (std::vector<std::string>{"tc", "filter", "del", "dev", "eth0",
                                       "parent", "7:", "prio", "4096"}));
@@ -362,6 +403,8 @@ TEST_F(AgentTest, UsersGetTheirAllowanceAndNoMore) {
   // alice: her own rule (300) beats her group's (100).
   auto a1 = agent_->Reserve(kAlice, "n2", 200 * kMbit, "");
   ASSERT_TRUE(a1.ok()) << a1.error();
+  // The class is installed for alice's sockets.
+  EXPECT_EQ(classes_.owners[kAgentMinorFirst], kAlice.uid);
   auto a2 = agent_->Reserve(kAlice, "n2", 150 * kMbit, "");
   ASSERT_FALSE(a2.ok());
   EXPECT_EQ(a2.error(),
