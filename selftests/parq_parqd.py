@@ -291,7 +291,8 @@ def t_grant_release(env):
     topo, key = env.topo, env.key
     e, s = nxt(env)
     send(env, credits.grant(key, PEER, e, s, credit=3000, addrs=[topo.ip_b()],
-                            epoch_us=EPOCH_US, lease=GRANT_LEASE))
+                            epoch_us=EPOCH_US, lease=GRANT_LEASE,
+                            to=topo.ip_a()))
     t = wait_for("the GRANT's kernel entry",
                  lambda: table(env).get(topo.ip_b()))
     check_eq((t["credit"], t["epoch_ns"]), (3000, EPOCH_US * 1000),
@@ -303,11 +304,13 @@ def t_grant_release(env):
     # A restatement with a new credit replaces it (absolute credits).
     e, s = nxt(env)
     send(env, credits.grant(key, PEER, e, s, credit=0, addrs=[topo.ip_b()],
-                            epoch_us=EPOCH_US, lease=GRANT_LEASE))
+                            epoch_us=EPOCH_US, lease=GRANT_LEASE,
+                            to=topo.ip_a()))
     wait_for("credit 0", lambda: table(env)[topo.ip_b()]["credit"] == 0)
     e, s = nxt(env)
     send(env, credits.release(key, PEER, e, s, addrs=[topo.ip_b()],
-                              epoch_us=EPOCH_US))
+                              epoch_us=EPOCH_US,
+                              to=topo.ip_a()))
     wait_for("the RELEASE", lambda: topo.ip_b() not in table(env))
     with ParqGenl(topo.a) as g:
         check_eq(g.dump(), [], "kernel table after RELEASE")
@@ -323,7 +326,8 @@ def t_bad_messages_change_nothing(env):
     topo, key = env.topo, env.key
     e, s = nxt(env)
     good = credits.grant(key, PEER, e, s, credit=1000, addrs=[topo.ip_b()],
-                         epoch_us=EPOCH_US, lease=GRANT_LEASE)
+                         epoch_us=EPOCH_US, lease=GRANT_LEASE,
+                         to=topo.ip_a())
     send_accepted(env, good, "the GRANT",
                   lambda: topo.ip_b() in kernel_table(env))
     before = metrics(env)
@@ -331,28 +335,39 @@ def t_bad_messages_change_nothing(env):
     bad = []
     e, s = nxt(env)
     bad.append(("bad_mac", credits.grant(os.urandom(32), PEER, e, s, 5,
-                                         [topo.ip_b()], EPOCH_US, 500)))
+                                         [topo.ip_b()], EPOCH_US, 500,
+                                         to=topo.ip_a())))
+    # Made with the right key for another host (the MAC covers the
+    # recipient): a GRANT captured on its way elsewhere and replayed here.
+    e7, s7 = nxt(env)
+    bad.append(("bad_mac", credits.grant(key, PEER, e7, s7, 0, [topo.ip_b()],
+                                         EPOCH_US, 500, to="10.9.9.10")))
     bad.append(("duplicate", good))
     e2, s2 = nxt(env)
     bad.append(("time_behind", credits.grant(key, PEER, e2 - 60 * 10**9, s2,
                                              6, [topo.ip_b()], EPOCH_US,
-                                             500)))
+                                             500,
+                                             to=topo.ip_a())))
     e6, s6 = nxt(env)
     bad.append(("unknown_key", credits.grant(key, PEER, e6, s6, 11,
                                              [topo.ip_b()], EPOCH_US, 500,
-                                             key_id=7)))
+                                             key_id=7,
+                                             to=topo.ip_a())))
     bad.append(("malformed", good[:60]))
     e3, s3 = nxt(env)
     bad.append(("unknown_peer", credits.grant(key, STRANGER, e3, s3, 7,
-                                              [topo.ip_b()], EPOCH_US, 500)))
+                                              [topo.ip_b()], EPOCH_US, 500,
+                                              to=topo.ip_a())))
     e4, s4 = nxt(env)
     bad.append(("malformed", credits.encode(key, credits.GRANT, PEER, e4, s4,
                                             8, EPOCH_US, 500, [topo.ip_b()],
-                                            flags=1)))
+                                            flags=1,
+                                            to=topo.ip_a())))
     e5, s5 = nxt(env)
     bad.append(("foreign_address", credits.grant(key, PEER, e5, s5, 9,
                                                  ["10.9.9.9"], EPOCH_US,
-                                                 500)))
+                                                 500,
+                                                 to=topo.ip_a())))
     for _, data in bad:
         send(env, data)
     expect = {}
@@ -382,7 +397,8 @@ def t_bad_messages_change_nothing(env):
     check_eq(t[topo.ip_b()]["credit"], 1000, "credit after bad messages")
     # The replay window did not move: the next good message is accepted.
     e, s = nxt(env)
-    send(env, credits.release(key, PEER, e, s, [topo.ip_b()], EPOCH_US))
+    send(env, credits.release(key, PEER, e, s, [topo.ip_b()], EPOCH_US,
+                              to=topo.ip_a()))
     wait_for("the RELEASE after bad messages",
              lambda: topo.ip_b() not in table(env))
 
@@ -395,7 +411,8 @@ def t_wrong_source(env):
                 topo.mac_b(), "dev", topo.dev_a(), "nud", "permanent"])
     before = drops(env, "wrong_source")
     e, s = nxt(env)
-    data = credits.grant(key, PEER, e, s, 10, [topo.ip_b()], EPOCH_US, 500)
+    data = credits.grant(key, PEER, e, s, 10, [topo.ip_b()], EPOCH_US, 500,
+                         to=topo.ip_a())
     sock = topo.b.socket()
     try:
         sock.bind(("10.77.0.9", 0))
@@ -427,11 +444,13 @@ def t_parqctl_peers(env):
     before = peers(env)
     e, s = nxt(env)
     good = credits.grant(key, PEER, e, s, credit=2500, addrs=[topo.ip_b()],
-                         epoch_us=EPOCH_US, lease=GRANT_LEASE)
+                         epoch_us=EPOCH_US, lease=GRANT_LEASE,
+                         to=topo.ip_a())
     send_accepted(env, good, "the GRANT accepted")
     e2, s2 = nxt(env)
     send(env, credits.grant(os.urandom(32), PEER, e2, s2, 5, [topo.ip_b()],
-                            EPOCH_US, 500))
+                            EPOCH_US, 500,
+                            to=topo.ip_a()))
     send(env, good)
     want = {"bad_mac": before["dropped"]["bad_mac"] + 1,
             "duplicate": before["dropped"]["duplicate"] + 1}
@@ -456,7 +475,8 @@ def t_parqctl_peers(env):
           "grant " in text.stdout and "bad_mac" in text.stdout,
           "text form")
     e, s = nxt(env)
-    send(env, credits.release(key, PEER, e, s, [topo.ip_b()], EPOCH_US))
+    send(env, credits.release(key, PEER, e, s, [topo.ip_b()], EPOCH_US,
+                              to=topo.ip_a()))
     p = wait_for("peers: the RELEASE", lambda: (lambda p: p if p[
         "last_accepted"]["type"] == "release" else None)(peers(env)))
     check_eq(p["held"], [], "nothing held after the RELEASE")
@@ -681,7 +701,8 @@ def t_sighup_reload(env):
     topo, key, tmp, parqd = env.topo, env.key, env.tmp, env.parqd
     e, s = nxt(env)
     send(env, credits.grant(key, PEER, e, s, credit=1200, addrs=[topo.ip_b()],
-                            epoch_us=EPOCH_US, lease=GRANT_LEASE))
+                            epoch_us=EPOCH_US, lease=GRANT_LEASE,
+                            to=topo.ip_a()))
     wait_for("the GRANT under key 1",
              lambda: table(env).get(topo.ip_b(), {}).get("credit") == 1200)
     key2 = os.urandom(32)
@@ -709,7 +730,8 @@ def t_sighup_reload(env):
     def grant2(sq, credit, k=key2, key_id=2):
         send(env, credits.grant(k, PEER, time.time_ns(), sq, credit=credit,
                                 addrs=[topo.ip_b()], epoch_us=EPOCH_US,
-                                lease=GRANT_LEASE, key_id=key_id))
+                                lease=GRANT_LEASE, key_id=key_id,
+                                to=topo.ip_a()))
 
     dup, unk = drops(env, "duplicate"), drops(env, "unknown_key")
     grant2(s, 5)

@@ -108,6 +108,13 @@ int OpenSocket(const Config& c) {
       rc = bind(fd, reinterpret_cast<sockaddr*>(&sin6), sizeof(sin6));
     }
   }
+  // The credit messages' MAC covers the address they were sent to: each
+  // datagram's destination address is needed.
+  if (fd >= 0 && rc == 0)
+    if (auto r = ReceiveDestinations(fd); !r.ok()) {
+      errno = r.error();
+      rc = -1;
+    }
   if (fd < 0 || rc < 0) {
     const int e = errno;
     spdlog::error("cannot listen on UDP {}: {}; {}", where, std::strerror(e),
@@ -579,7 +586,6 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
             out[i].bytes = batch[i].bytes;
           }
           return SendBatch(fd, out);
-    rc.parallel_min_bytes = c.parallel_min_bytes;
         },
         RealtimeNs(),
         [](const std::string& line) { spdlog::info("{}", line); });
@@ -621,11 +627,15 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
   DatagramReader reader;
   const DatagramReader::Handler handle = [&sender](
                                              std::span<const uint8_t> bytes,
-                                             const sockaddr_storage& ss) {
+                                             const sockaddr_storage& ss,
+                                             const std::optional<Address>& to) {
     const auto from = FromSockaddr(reinterpret_cast<const sockaddr&>(ss));
-    if (!from)
+    // ReceiveDestinations() is on: every datagram comes with its
+    // destination.
+    if (!from || !to)
       return;
-    const Outcome o = sender.Handle(bytes, *from, MonotonicNs(), RealtimeNs());
+    const Outcome o =
+        sender.Handle(bytes, *from, *to, MonotonicNs(), RealtimeNs());
     if (o.accepted && o.message)
       spdlog::debug("applied {} from peer {} ({} address(es))",
                     o.message->type == wire::Type::kGrant ? "GRANT" : "RELEASE",

@@ -2,10 +2,60 @@
 
 #include "datagrams.h"
 
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace parq::parqd {
+
+namespace {
+
+// The destination address of a datagram received with `h`, from its
+// IP_PKTINFO or IPV6_PKTINFO control message.
+std::optional<Address> Destination(msghdr& h) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(in_pktinfo))) {
+      in_pktinfo info{};
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      sockaddr_in sin{};
+      sin.sin_family = AF_INET;
+      sin.sin_addr = info.ipi_addr;
+      return FromSockaddr(reinterpret_cast<const sockaddr&>(sin));
+    }
+    if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(in6_pktinfo))) {
+      in6_pktinfo info{};
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      sockaddr_in6 sin6{};
+      sin6.sin6_family = AF_INET6;
+      sin6.sin6_addr = info.ipi6_addr;
+      return FromSockaddr(reinterpret_cast<const sockaddr&>(sin6));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::monostate, int> ReceiveDestinations(int fd) {
+  int family = 0;
+  socklen_t len = sizeof(family);
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) != 0)
+    return Err{errno};
+  const int one = 1;
+  // An IPv6 socket reports IPv4 datagrams' destinations as IPv4-mapped
+  // addresses in IPV6_PKTINFO.
+  const int rc =
+      family == AF_INET6
+          ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one))
+          : setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
+  if (rc != 0)
+    return Err{errno};
+  return std::monostate{};
+}
 
 DatagramReader::DatagramReader() {
   for (size_t i = 0; i < kBatch; i++) {
@@ -23,6 +73,8 @@ Result<size_t, int> DatagramReader::Drain(int fd, size_t max,
     for (size_t i = 0; i < want; i++) {
       msgs_[i].msg_hdr.msg_name = &from_[i];
       msgs_[i].msg_hdr.msg_namelen = sizeof(from_[i]);
+      msgs_[i].msg_hdr.msg_control = control_[i].bytes.data();
+      msgs_[i].msg_hdr.msg_controllen = kControlBytes;
       msgs_[i].msg_hdr.msg_flags = 0;
       msgs_[i].msg_len = 0;
     }
@@ -36,7 +88,8 @@ Result<size_t, int> DatagramReader::Drain(int fd, size_t max,
       return Err{errno};
     }
     for (int i = 0; i < n; i++)
-      h(std::span<const uint8_t>(bufs_[i].data(), msgs_[i].msg_len), from_[i]);
+      h(std::span<const uint8_t>(bufs_[i].data(), msgs_[i].msg_len), from_[i],
+        Destination(msgs_[i].msg_hdr));
     total += static_cast<size_t>(n);
     if (static_cast<size_t>(n) < want)
       break;  // the queue is empty

@@ -7,6 +7,10 @@
 // to its poll loop, services what is due, and drains again.  Sending:
 // SendBatch() sends the messages of one decision (every GRANT of an epoch)
 // with one sendmmsg() call.
+//
+// Each datagram read comes with its destination address, which the credit
+// message's MAC covers (wire.h): the socket must have been set up by
+// ReceiveDestinations() first, else the handler hears none.
 
 #ifndef PARQD_DATAGRAMS_H
 #define PARQD_DATAGRAMS_H
@@ -17,9 +21,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "address.h"
 #include "result.h"
 
 namespace parq::parqd {
@@ -31,8 +37,11 @@ class DatagramReader {
   // datagram arrives cut to this length and fails the decoder's framing.
   static constexpr size_t kMaxBytes = 2048;
 
+  // `to`: the datagram's destination address (an IPv4-mapped IPv6
+  // address as IPv4), none when the kernel did not say.
   using Handler = std::function<void(std::span<const uint8_t> bytes,
-                                     const sockaddr_storage& from)>;
+                                     const sockaddr_storage& from,
+                                     const std::optional<Address>& to)>;
 
   DatagramReader();
   DatagramReader(const DatagramReader&) = delete;
@@ -47,9 +56,20 @@ class DatagramReader {
  private:
   std::array<std::array<uint8_t, kMaxBytes>, kBatch> bufs_{};
   std::array<sockaddr_storage, kBatch> from_{};
+  // Room for one IP_PKTINFO or IPV6_PKTINFO message and then some.
+  static constexpr size_t kControlBytes = 128;
+  struct alignas(cmsghdr) Control {
+    std::array<uint8_t, kControlBytes> bytes;
+  };
+  std::array<Control, kBatch> control_{};
   std::array<iovec, kBatch> iov_{};
   std::array<mmsghdr, kBatch> msgs_{};
 };
+
+// Asks the kernel to tell, with each datagram read from the UDP socket
+// `fd` (AF_INET or AF_INET6), its destination address: IP_PKTINFO, and
+// IPV6_RECVPKTINFO on an IPv6 socket.  errno on failure.
+Result<std::monostate, int> ReceiveDestinations(int fd);
 
 // One datagram for SendBatch().
 struct OutDatagram {

@@ -136,7 +136,7 @@ std::vector<PeerStatus> Inbox::Peers(uint64_t now) const {
 }
 
 Outcome Inbox::Receive(std::span<const uint8_t> bytes, const Address& from,
-                       uint64_t now, uint64_t realtime) {
+                       const Address& to, uint64_t now, uint64_t realtime) {
   counters_.received++;
 
   // Who claims to have sent it decides which key to try: a datagram that
@@ -157,7 +157,7 @@ Outcome Inbox::Receive(std::span<const uint8_t> bytes, const Address& from,
   if (!key)
     return Drop(DropReason::kUnknownKey, std::nullopt, from, sender, now);
 
-  auto decoded = wire::Decode(bytes, *key);
+  auto decoded = wire::Decode(bytes, *key, to);
   if (!decoded.ok()) {
     const wire::WireError e = decoded.error();
     const DropReason r = e == wire::WireError::kBadMac ? DropReason::kBadMac

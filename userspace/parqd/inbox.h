@@ -8,7 +8,9 @@
 //   peer       the sender id is configured and the UDP source address is
 //              one of that peer's addresses
 //   key        the key id is one this host holds
-//   decode     HMAC-SHA-256 under that key, then the fields
+//   decode     HMAC-SHA-256 under that key, over the message and the
+//              datagram's destination address (a message made for another
+//              host fails it: bad_mac), then the fields
 //   addresses  every address it grants for is the peer's own (a peer can
 //              only limit traffic to itself)
 //   time       its timestamp is within max_skew of this host's clock, and
@@ -152,10 +154,12 @@ class Inbox {
                                            Freshness fresh = {},
                                            LogSink log = {});
 
-  // `now`: CLOCK_MONOTONIC in ns, for lease expiry and log rate limiting;
-  // `realtime`: CLOCK_REALTIME in ns, for the message's timestamp.
+  // `from`: the datagram's source address; `to`: its destination address,
+  // this host's, which the MAC covers (wire.h).  `now`: CLOCK_MONOTONIC in
+  // ns, for lease expiry and log rate limiting; `realtime`: CLOCK_REALTIME
+  // in ns, for the message's timestamp.
   Outcome Receive(std::span<const uint8_t> bytes, const Address& from,
-                  uint64_t now, uint64_t realtime);
+                  const Address& to, uint64_t now, uint64_t realtime);
 
   // Removes expired entries; returns the destinations to unblock.
   std::vector<Address> Expire(uint64_t now);

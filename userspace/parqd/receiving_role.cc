@@ -27,11 +27,7 @@ ReceivingRole::ReceivingRole(ReceivingRoleConfig c, KeyRing keys,
 }
 
 std::optional<KernelError> ReceivingRole::Start() {
-  MonitorSettings s{cfg_.policy.hold_ns,
-                    cfg_.parallel_dscp,
-                    {},
-                    true,
-                    cfg_.parallel_min_bytes};
+  MonitorSettings s{cfg_.policy.hold_ns, cfg_.parallel_dscp, {}, true};
   // Only the cluster's hosts are counted: a host outside it cannot make
   // this one throttle its senders.
   for (const PeerConfig& p : cfg_.peers)
@@ -122,7 +118,7 @@ void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
              ": no key of id " + std::to_string(keys_.send_id()) + " for it");
       continue;
     }
-    auto bytes = wire::Encode(m, *key);
+    auto bytes = wire::Encode(m, *key, to->second);
     if (!bytes.ok()) {
       failed(d.peer, grant,
              " at " + to->second.ToString() + ": " +

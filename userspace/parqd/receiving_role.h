@@ -30,8 +30,8 @@
 // decision is one message (GRANT: credit threshold-recv, lease `lease`
 // epochs; RELEASE) carrying this host's own addresses, sent to the peer's
 // first address at the peer port, stamped with CLOCK_REALTIME and made
-// with the key ring's send key.  Sequence numbers are seeded from
-// CLOCK_REALTIME in ns and increase per message
+// with the key ring's send key for that address (the MAC covers it).  Sequence
+// numbers are seeded from CLOCK_REALTIME in ns and increase per message
 // (Documentation/parqd-protocol.md), so they normally keep increasing
 // across restarts; when they do not (the clock stepped back), the
 // receivers of the messages forget the old ones within their max-skew.
@@ -66,9 +66,6 @@ struct ReceivingRoleConfig {
   // The monitor's DSCPs of parallel traffic (PARQ_DSCP_BIT); none: the
   // kernel's default.
   std::optional<uint64_t> parallel_dscp;
-  // Parallel bytes within a hold before parallel traffic counts as
-  // arriving: less cannot hold the other senders back.
-  uint32_t parallel_min_bytes = 0;
 };
 
 struct GrantRoleCounters {

@@ -45,8 +45,9 @@ SendingRole::SendingRole(Inbox rx, KernelCreditTable& kernel, LogSink log)
     : rx_(std::move(rx)), kernel_(kernel), log_(std::move(log)) {}
 
 Outcome SendingRole::Handle(std::span<const uint8_t> bytes, const Address& from,
-                            uint64_t now, uint64_t realtime) {
-  Outcome o = rx_.Receive(bytes, from, now, realtime);
+                            const Address& to, uint64_t now,
+                            uint64_t realtime) {
+  Outcome o = rx_.Receive(bytes, from, to, now, realtime);
   if (!o.accepted || !o.message)
     return o;
   for (const CreditRequest& r : ToRequests(*o.message)) {

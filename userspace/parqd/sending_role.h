@@ -50,10 +50,10 @@ class SendingRole {
   // `kernel` must outlive the SendingRole.
   SendingRole(Inbox rx, KernelCreditTable& kernel, LogSink log = {});
 
-  // One datagram from `from`; `now` is CLOCK_MONOTONIC ns, `realtime`
-  // CLOCK_REALTIME ns.
+  // One datagram from `from` to `to` (this host's address it arrived at);
+  // `now` is CLOCK_MONOTONIC ns, `realtime` CLOCK_REALTIME ns.
   Outcome Handle(std::span<const uint8_t> bytes, const Address& from,
-                 uint64_t now, uint64_t realtime);
+                 const Address& to, uint64_t now, uint64_t realtime);
 
   // Forgets expired entries of the user-space table (the kernel expires
   // its own); returns how many.

@@ -5,6 +5,7 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <array>
 
 namespace parq::parqd::wire {
 
@@ -143,15 +144,32 @@ Result<Mac, WireError> ComputeMac(const Key& key,
   return mac;
 }
 
+Result<Mac, WireError> MessageMac(const Key& key, std::span<const uint8_t> body,
+                                  const Address& recipient) {
+  // The body and the recipient's entry in one buffer: a message is at most
+  // kMaxMessageBytes long.
+  std::array<uint8_t, kMaxMessageBytes - kMacBytes + kAddressBytes> covered{};
+  if (body.size() > covered.size() - kAddressBytes)
+    return Err{WireError::kBadLength};
+  std::copy(body.begin(), body.end(), covered.begin());
+  uint8_t* entry = covered.data() + body.size();
+  entry[kOffFamily] = static_cast<uint8_t>(recipient.family);
+  std::copy(recipient.bytes.begin(), recipient.bytes.end(), entry + kOffAddr);
+  return ComputeMac(key, std::span<const uint8_t>(covered).first(
+                             body.size() + kAddressBytes));
+}
+
 Result<std::monostate, WireError> Validate(const Message& m) {
   if (m.addresses.empty() || m.addresses.size() > kMaxAddresses)
     return Err{WireError::kBadAddressCount};
   return ValidateFields(m);
 }
 
-Result<std::vector<uint8_t>, WireError> Encode(const Message& m,
-                                               const Key& key) {
+Result<std::vector<uint8_t>, WireError> Encode(const Message& m, const Key& key,
+                                               const Address& recipient) {
   if (auto r = Validate(m); !r.ok())
+    return Err{r.error()};
+  if (auto r = ValidateAddress(recipient); !r.ok())
     return Err{r.error()};
   std::vector<uint8_t> out(MessageBytes(m.addresses.size()), 0);
   Put<uint32_t>(out, kOffMagic, kMagic);
@@ -173,7 +191,8 @@ Result<std::vector<uint8_t>, WireError> Encode(const Message& m,
               out.begin() + static_cast<ptrdiff_t>(off + kOffAddr));
   }
   const size_t mac_off = out.size() - kMacBytes;
-  auto mac = ComputeMac(key, std::span<const uint8_t>(out).first(mac_off));
+  auto mac =
+      MessageMac(key, std::span<const uint8_t>(out).first(mac_off), recipient);
   if (!mac.ok())
     return Err{mac.error()};
   std::copy(mac.value().begin(), mac.value().end(),
@@ -199,7 +218,8 @@ Result<Header, WireError> Peek(std::span<const uint8_t> in) {
   return Header{Get<uint64_t>(in, kOffSender), Get<uint32_t>(in, kOffKeyId)};
 }
 
-Result<Message, WireError> Decode(std::span<const uint8_t> in, const Key& key) {
+Result<Message, WireError> Decode(std::span<const uint8_t> in, const Key& key,
+                                  const Address& recipient) {
   if (auto h = Peek(in); !h.ok())
     return Err{h.error()};
   const size_t count = in[kOffCount];
@@ -207,7 +227,7 @@ Result<Message, WireError> Decode(std::span<const uint8_t> in, const Key& key) {
 
   // Authentication: nothing below is read from an unauthenticated message.
   const size_t mac_off = need - kMacBytes;
-  auto mac = ComputeMac(key, in.first(mac_off));
+  auto mac = MessageMac(key, in.first(mac_off), recipient);
   if (!mac.ok())
     return Err{mac.error()};
   if (CRYPTO_memcmp(mac.value().data(), in.data() + mac_off, kMacBytes) != 0)

@@ -2,7 +2,12 @@
 //
 // The parqd credit message on the wire (Documentation/parqd-protocol.md):
 // a fixed big-endian header, 1..kMaxAddresses family-tagged addresses, and
-// an HMAC-SHA-256 over everything before it.
+// an HMAC-SHA-256 over everything before it and the recipient's address.
+//
+// The recipient is the address the sender sends the message to, which is
+// the destination address of the datagram as the receiving host sees it.
+// It is not carried: both ends know it, and a message captured on its way
+// to one host fails the MAC at any other, even under a key they share.
 //
 //   Encode()  validates a Message and returns its bytes, MAC included.
 //   Peek()    checks the framing only and returns the two fields that say
@@ -118,6 +123,11 @@ using Mac = std::array<uint8_t, kMacBytes>;
 // HMAC-SHA-256 of `data` under `key`.
 Result<Mac, WireError> ComputeMac(const Key& key,
                                   std::span<const uint8_t> data);
+// A message's MAC: HMAC-SHA-256 under `key` of `body` (every byte before
+// the MAC) followed by `recipient` as an address entry (20 bytes);
+// kBadLength when `body` is longer than any message's.
+Result<Mac, WireError> MessageMac(const Key& key, std::span<const uint8_t> body,
+                                  const Address& recipient);
 
 // What Peek() reads from a message whose framing is right.
 struct Header {
@@ -128,11 +138,13 @@ struct Header {
 // The first rule of the format `m` breaks, if any.
 Result<std::monostate, WireError> Validate(const Message& m);
 
-Result<std::vector<uint8_t>, WireError> Encode(const Message& m,
-                                               const Key& key);
+// `recipient`: where the message is sent (Encode) or where it arrived
+// (Decode): the destination address of its datagram.
+Result<std::vector<uint8_t>, WireError> Encode(const Message& m, const Key& key,
+                                               const Address& recipient);
 Result<Header, WireError> Peek(std::span<const uint8_t> bytes);
 Result<Message, WireError> Decode(std::span<const uint8_t> bytes,
-                                  const Key& key);
+                                  const Key& key, const Address& recipient);
 
 }  // namespace parq::parqd::wire
 

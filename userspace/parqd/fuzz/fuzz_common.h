@@ -62,6 +62,12 @@ inline const std::array<Address, 4>& FuzzSources() {
   return s;
 }
 
+// The address every message is sent to: the fuzzed host's own.
+inline const Address& FuzzRecipient() {
+  static const Address a = *Address::Parse("10.0.0.100");
+  return a;
+}
+
 // Peer 1 owns sources 0-2, peer 2 owns source 3.
 inline std::vector<PeerConfig> FuzzPeers() {
   const auto& s = FuzzSources();

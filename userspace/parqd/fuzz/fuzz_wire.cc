@@ -29,24 +29,25 @@ using namespace parq::parqd;
   } while (0)
 
 void FixMac(std::vector<uint8_t>& d) {
-  if (d.size() < wire::kMacBytes)
+  if (d.size() < wire::kMacBytes || d.size() > wire::kMaxMessageBytes)
     return;
   const size_t off = d.size() - wire::kMacBytes;
   auto mac =
-      wire::ComputeMac(fuzz::FuzzKey(), std::span<const uint8_t>(d).first(off));
+      wire::MessageMac(fuzz::FuzzKey(), std::span<const uint8_t>(d).first(off),
+                       fuzz::FuzzRecipient());
   FUZZ_CHECK(mac.ok());
   std::copy(mac.value().begin(), mac.value().end(), d.begin() + off);
 }
 
 // Decodes; a message that decodes must be the canonical encoding of itself.
 void DecodeOne(std::span<const uint8_t> d) {
-  auto m = wire::Decode(d, fuzz::FuzzKey());
+  auto m = wire::Decode(d, fuzz::FuzzKey(), fuzz::FuzzRecipient());
   if (!m.ok()) {
     FUZZ_CHECK(m.error() != wire::WireError::kCryptoFailure);
     return;
   }
   FUZZ_CHECK(wire::Validate(m.value()).ok());
-  auto again = wire::Encode(m.value(), fuzz::FuzzKey());
+  auto again = wire::Encode(m.value(), fuzz::FuzzKey(), fuzz::FuzzRecipient());
   FUZZ_CHECK(again.ok());
   FUZZ_CHECK(std::equal(d.begin(), d.end(), again.value().begin(),
                         again.value().end()));
@@ -74,8 +75,8 @@ void ReceiveSequence(std::span<const uint8_t> d) {
     const auto before = r.table().entries();
     const Counters c = r.counters();
     const uint64_t realtime = fuzz::kRealtimeBase + now;
-    const Outcome o =
-        r.Receive(dgram, fuzz::FuzzSources()[ctl & 3], now, realtime);
+    const Outcome o = r.Receive(dgram, fuzz::FuzzSources()[ctl & 3],
+                                fuzz::FuzzRecipient(), now, realtime);
     const Counters& n = r.counters();
     FUZZ_CHECK(n.received == c.received + 1);
     if (o.accepted) {

@@ -9,8 +9,9 @@ namespace parq::parqd::fuzz {
 
 namespace {
 
-std::vector<uint8_t> Encoded(const wire::Message& m) {
-  return wire::Encode(m, FuzzKey()).value();
+std::vector<uint8_t> Encoded(const wire::Message& m,
+                             const Address& to = FuzzRecipient()) {
+  return wire::Encode(m, FuzzKey(), to).value();
 }
 
 // Stamped `steps` time steps after mode 2's first record.
@@ -69,8 +70,8 @@ std::vector<std::vector<uint8_t>> Seeds() {
   }
 
   // A session of peer 1: grant, duplicate, restatement, next, release, a
-  // reordered one, a wrong source, time passing, stamps beyond the skew
-  // either way.
+  // reordered one, a wrong source, one made for another host, time passing,
+  // stamps beyond the skew either way.
   std::vector<uint8_t> session{kReceive};
   const uint8_t step = 1 << kCtlTimeShift;
   AddRecord(session, 0, Encoded(Grant(10, 0, {s[0], s[2]})));
@@ -80,6 +81,7 @@ std::vector<std::vector<uint8_t>> Seeds() {
   AddRecord(session, 0, Encoded(Release(13, 2, {s[2]})));
   AddRecord(session, 0, Encoded(Grant(9, 2, {s[0]})));
   AddRecord(session, 3, Encoded(Grant(15, 2, {s[0]})));
+  AddRecord(session, 0, Encoded(Grant(15, 2, {s[0]}), s[3]));
   AddRecord(session, 0 | 31 << kCtlTimeShift, Encoded(Grant(16, 33, {s[1]})));
   AddRecord(session, 0, Encoded(Grant(17, 33 + 11, {s[1]})));
   AddRecord(session, 0, Encoded(Grant(18, 33 - 11, {s[1]})));

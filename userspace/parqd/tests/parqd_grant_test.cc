@@ -15,6 +15,7 @@ namespace {
 
 using namespace parq::parqd;
 using parq::parqd::test::A;
+using parq::parqd::test::Recipient;
 using parq::parqd::test::TestKey;
 
 constexpr uint64_t kMs = 1'000'000;
@@ -252,15 +253,15 @@ TEST(Granter, ToMessageEncodes) {
   EXPECT_EQ(m.time_ns, 1234u);
   EXPECT_EQ(m.sequence, 77u);
   EXPECT_EQ(m.addresses, own);
-  auto d = wire::Encode(m, TestKey());
+  auto d = wire::Encode(m, TestKey(), Recipient());
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(wire::Decode(d.value(), TestKey()).value(), m);
+  EXPECT_EQ(wire::Decode(d.value(), TestKey(), Recipient()).value(), m);
 
   m = ToMessage(R(4), p, Stamp{9, 5, 1235, 78}, own);
   EXPECT_EQ(m.type, wire::Type::kRelease);
   EXPECT_EQ(m.credit, 0u);
   EXPECT_EQ(m.lease, 0);
-  EXPECT_TRUE(wire::Encode(m, TestKey()).ok());
+  EXPECT_TRUE(wire::Encode(m, TestKey(), Recipient()).ok());
 }
 
 }  // namespace

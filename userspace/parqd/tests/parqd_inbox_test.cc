@@ -21,6 +21,7 @@ using namespace parq::parqd;
 using parq::parqd::test::A;
 using parq::parqd::test::Bytes;
 using parq::parqd::test::MakeKey;
+using parq::parqd::test::Recipient;
 using parq::parqd::test::Resign;
 using parq::parqd::test::TestKey;
 using parq::parqd::test::TestKeys;
@@ -65,7 +66,7 @@ class ReceiverTest : public ::testing::Test {
 
   // `now`: both clocks, as ns after kT0 (CLOCK_MONOTONIC starts at 0).
   Outcome Rx(const wire::Message& m, const Address& from, uint64_t now) {
-    return rx_->Receive(Bytes(m), from, now, kT0 + now);
+    return rx_->Receive(Bytes(m), from, Recipient(), now, kT0 + now);
   }
 
   // Receives `d`, expects it dropped for `reason` with no change but the
@@ -74,7 +75,7 @@ class ReceiverTest : public ::testing::Test {
                      uint64_t now, DropReason reason) {
     const auto before = rx_->table().entries();
     const Counters c = rx_->counters();
-    const Outcome o = rx_->Receive(d, from, now, kT0 + now);
+    const Outcome o = rx_->Receive(d, from, Recipient(), now, kT0 + now);
     EXPECT_FALSE(o.accepted);
     EXPECT_EQ(o.reason, reason) << Name(o.reason);
     EXPECT_EQ(rx_->table().entries(), before);
@@ -282,12 +283,14 @@ TEST(ReceiverFreshness, GranterClockSteppingBackIsHeard) {
   for (uint64_t t = 0; t < 10 * kEpoch; t += kEpoch) {
     const auto m = parq::parqd::test::Grant(1, kT0 + t + 1500 * kMs, ++seq, 1,
                                             {A("10.0.0.1")});
-    ASSERT_TRUE(in.Receive(Bytes(m), A("10.0.0.1"), t, kT0 + t).accepted);
+    ASSERT_TRUE(
+        in.Receive(Bytes(m), A("10.0.0.1"), Recipient(), t, kT0 + t).accepted);
   }
   for (uint64_t t = 10 * kEpoch; t < 20 * kEpoch; t += kEpoch) {
     const auto m = parq::parqd::test::Grant(1, kT0 + t - 500 * kMs, ++seq, 1,
                                             {A("10.0.0.1")});
-    const Outcome o = in.Receive(Bytes(m), A("10.0.0.1"), t, kT0 + t);
+    const Outcome o =
+        in.Receive(Bytes(m), A("10.0.0.1"), Recipient(), t, kT0 + t);
     EXPECT_TRUE(o.accepted) << Name(o.reason);
   }
   EXPECT_EQ(in.counters().dropped_total(), 0u);
@@ -352,16 +355,19 @@ TEST(ReceiverKeys, TwoKeysAreAcceptedDuringARotation) {
   auto rx = MakeInbox(std::move(ring.value()), kT0 - 10 * kSec);
   ASSERT_TRUE(rx.ok());
   auto m = Grant(1, 100, 1, 1, {A("10.0.0.1")});
-  EXPECT_TRUE(
-      rx.value().Receive(Bytes(m), A("10.0.0.1"), 100, kT0 + 100).accepted);
+  EXPECT_TRUE(rx.value()
+                  .Receive(Bytes(m), A("10.0.0.1"), Recipient(), 100, kT0 + 100)
+                  .accepted);
   m.key_id = 2;
   m.sequence = 2;
   EXPECT_TRUE(rx.value()
-                  .Receive(Bytes(m, MakeKey(2)), A("10.0.0.1"), 100, kT0 + 100)
+                  .Receive(Bytes(m, MakeKey(2)), A("10.0.0.1"), Recipient(),
+                           100, kT0 + 100)
                   .accepted);
   // A message under id 2 made with key 1 is a forgery.
   m.sequence = 3;
-  const Outcome o = rx.value().Receive(Bytes(m), A("10.0.0.1"), 100, kT0 + 100);
+  const Outcome o =
+      rx.value().Receive(Bytes(m), A("10.0.0.1"), Recipient(), 100, kT0 + 100);
   EXPECT_EQ(o.reason, DropReason::kBadMac);
 }
 
@@ -387,12 +393,14 @@ TEST_F(ReceiverTest, AReloadKeepsTheReplayWindows) {
   ExpectDropped(Bytes(Grant(1, 200, 6, 1, {A("10.0.0.1")})), A("10.0.0.1"), 200,
                 DropReason::kUnknownKey);
   m.sequence = 6;
-  EXPECT_TRUE(rx_->Receive(Bytes(m, MakeKey(2)), A("10.0.0.1"), 300, kT0 + 300)
+  EXPECT_TRUE(rx_->Receive(Bytes(m, MakeKey(2)), A("10.0.0.1"), Recipient(),
+                           300, kT0 + 300)
                   .accepted);
   // The new skew: stamped 0.9 s ahead is within 2 x 500 ms.
   m.sequence = 7;
   m.time_ns = kT0 + 300 + 900 * kMs;
-  EXPECT_TRUE(rx_->Receive(Bytes(m, MakeKey(2)), A("10.0.0.1"), 300, kT0 + 300)
+  EXPECT_TRUE(rx_->Receive(Bytes(m, MakeKey(2)), A("10.0.0.1"), Recipient(),
+                           300, kT0 + 300)
                   .accepted);
 }
 
@@ -420,18 +428,57 @@ TEST(ReceiverPairKeys, ACompromisedHostCannotForgeForAnother) {
   for (const Key* k : {&k39, &k13}) {
     const Outcome o =
         in.Receive(Bytes(Grant(1, 100, 5, 0, {A("10.0.0.1")}), *k),
-                   A("10.0.0.1"), 100, kT0 + 100);
+                   A("10.0.0.1"), Recipient(), 100, kT0 + 100);
     EXPECT_EQ(o.reason, DropReason::kBadMac);
   }
   EXPECT_EQ(in.table().size(), 0u);
   // Host 3's own messages, and host 1's genuine ones, get in.
   EXPECT_TRUE(in.Receive(Bytes(Grant(3, 100, 1, 0, {A("10.0.0.3")}), k39),
-                         A("10.0.0.3"), 100, kT0 + 100)
+                         A("10.0.0.3"), Recipient(), 100, kT0 + 100)
                   .accepted);
   EXPECT_TRUE(in.Receive(Bytes(Grant(1, 100, 6, 0, {A("10.0.0.1")}),
                                DerivePairKey(secret, 1, 1, 9).value()),
-                         A("10.0.0.1"), 100, kT0 + 100)
+                         A("10.0.0.1"), Recipient(), 100, kT0 + 100)
                   .accepted);
+}
+
+// With a cluster key every host holds the same key.  Host 1 grants
+// credit 0 to host B (192.0.2.11); an attacker captures the GRANT and
+// replays it to host C (this inbox, 192.0.2.12) with host 1's source
+// address.  The MAC covers the recipient: C drops it as bad_mac
+// (parqd_messages_dropped_total{reason="bad_mac"}) and stays unthrottled;
+// B, where it was sent, accepts it.
+TEST(ReceiverRecipient, AGrantCapturedForAnotherHostIsRefused) {
+  const Address b = A("192.0.2.11");
+  const Address c = A("192.0.2.12");
+  const std::vector<uint8_t> grant =
+      Bytes(Grant(1, 100, 5, 0, {A("10.0.0.1")}), TestKey(), b);
+  auto at_c = MakeInbox(TestKeys(), kT0 - 10 * kSec);
+  ASSERT_TRUE(at_c.ok()) << at_c.error();
+  const Outcome o =
+      at_c.value().Receive(grant, A("10.0.0.1"), c, 100, kT0 + 100);
+  EXPECT_FALSE(o.accepted);
+  EXPECT_EQ(o.reason, DropReason::kBadMac) << Name(o.reason);
+  EXPECT_EQ(at_c.value().counters().drop(DropReason::kBadMac), 1u);
+  EXPECT_EQ(at_c.value().table().size(), 0u);
+
+  auto at_b = MakeInbox(TestKeys(), kT0 - 10 * kSec);
+  ASSERT_TRUE(at_b.ok()) << at_b.error();
+  EXPECT_TRUE(
+      at_b.value().Receive(grant, A("10.0.0.1"), b, 100, kT0 + 100).accepted);
+  EXPECT_EQ(at_b.value().table().Lookup(A("10.0.0.1"), 100)->credit, 0u);
+}
+
+// The recipient is compared as an address, family included: a message made
+// for an IPv4 address does not pass at the IPv6 address of the same bytes.
+TEST(ReceiverRecipient, TheFamilyOfTheRecipientCounts) {
+  auto rx = MakeInbox(TestKeys(), kT0 - 10 * kSec);
+  ASSERT_TRUE(rx.ok()) << rx.error();
+  const std::vector<uint8_t> d =
+      Bytes(Grant(1, 100, 5, 0, {A("10.0.0.1")}), TestKey(), A("10.0.0.1"));
+  EXPECT_EQ(
+      rx.value().Receive(d, A("10.0.0.1"), A("a00:1::"), 100, kT0 + 100).reason,
+      DropReason::kBadMac);
 }
 
 // A datagram from a stranger is dropped on its header: its MAC is never
@@ -475,7 +522,7 @@ TEST_F(ReceiverTest, CountersAddUp) {
   const auto m = Grant(1, 100, 1, 1, {A("10.0.0.1")});
   Rx(m, A("10.0.0.1"), 0);
   Rx(m, A("10.0.0.1"), 0);
-  rx_->Receive(std::vector<uint8_t>{}, A("10.0.0.1"), 0, kT0);
+  rx_->Receive(std::vector<uint8_t>{}, A("10.0.0.1"), Recipient(), 0, kT0);
   const Counters& c = rx_->counters();
   EXPECT_EQ(c.received, 3u);
   EXPECT_EQ(c.received, c.accepted + c.dropped_total());
@@ -488,7 +535,8 @@ TEST_F(ReceiverTest, PeerStatusByPeer) {
   const auto g = Grant(1, 100, 7, 1500, {A("10.0.0.1")});
   ASSERT_TRUE(Rx(g, A("10.0.0.1"), 2 * kMs).accepted);
   Rx(g, A("10.0.0.1"), 3 * kMs);  // duplicate
-  rx_->Receive(Bytes(g, MakeKey(42)), A("10.0.0.1"), 3 * kMs, kT0);  // bad MAC
+  rx_->Receive(Bytes(g, MakeKey(42)), A("10.0.0.1"), Recipient(), 3 * kMs,
+               kT0);                                                 // bad MAC
   Rx(Grant(2, 100, 1, 1, {A("10.0.0.2")}), A("10.0.0.1"), 3 * kMs);  // source
   Rx(Grant(3, 100, 1, 1, {A("10.0.0.1")}), A("10.0.0.1"), 3 * kMs);  // peer 3
 
@@ -528,12 +576,12 @@ TEST_F(ReceiverTest, PeerStatusByPeer) {
 TEST_F(ReceiverTest, LogsDropsAtALimitedRate) {
   const std::vector<uint8_t> junk(5, 0);
   for (int i = 0; i < 100; i++)
-    rx_->Receive(junk, A("10.0.0.9"), 0, kT0);
+    rx_->Receive(junk, A("10.0.0.9"), Recipient(), 0, kT0);
   ASSERT_EQ(log_.size(), Inbox::kLogBurst);
   EXPECT_EQ(log_[0],
             "parqd: dropped a credit message from 10.0.0.9: malformed (short)");
   rx_->Receive(Bytes(Grant(3, 1, 1, 1, {A("10.0.0.1")})), A("10.0.0.1"),
-               Inbox::kLogIntervalNs, kT0 + Inbox::kLogIntervalNs);
+               Recipient(), Inbox::kLogIntervalNs, kT0 + Inbox::kLogIntervalNs);
   ASSERT_EQ(log_.size(), Inbox::kLogBurst + 1);
   EXPECT_EQ(log_.back(),
             "parqd: dropped a credit message from 10.0.0.1 (peer 3): "

@@ -28,7 +28,6 @@ using parq::parqd::test::TestKeys;
 
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kHold = 10 * kMs;
-constexpr uint32_t kMinBytes = 1500;
 constexpr uint64_t kEpochUs = 1000;
 constexpr uint64_t kRealtime = 1'700'000'000'000'000'000ULL;
 constexpr uint16_t kPort = 7207;
@@ -74,7 +73,7 @@ class RoleTest : public ::testing::Test {
                 ok.push_back(!fail_send_);
                 if (fail_send_)
                   continue;
-                auto m = wire::Decode(o.bytes, TestKey());
+                auto m = wire::Decode(o.bytes, TestKey(), o.to);
                 EXPECT_TRUE(m.ok());
                 if (m.ok())
                   sent_.push_back({o.to, o.port, m.value()});
@@ -90,7 +89,6 @@ class RoleTest : public ::testing::Test {
     c.own_addresses = {A("10.0.0.1")};
     c.peers = {{2, {A("10.0.0.2")}}, {3, {A("10.0.0.3"), A("10.0.1.3")}}};
     c.peer_port = kPort;
-    c.parallel_min_bytes = kMinBytes;
     return c;
   }
 
@@ -121,8 +119,6 @@ TEST_F(RoleTest, StartEnablesTheMonitorWithHold) {
   EXPECT_FALSE(mon_.mask);
   // Local senders come as reports: no table read every epoch.
   EXPECT_TRUE(mon_.report_local);
-  // A trickle of parallel packets does not count as parallel traffic.
-  EXPECT_EQ(mon_.min_bytes, kMinBytes);
   // Every address of every configured peer, and nobody else.
   EXPECT_EQ(mon_.counted, (std::vector<Address>{A("10.0.0.2"), A("10.0.0.3"),
                                                 A("10.0.1.3")}));
@@ -396,7 +392,7 @@ TEST(RoleRestatement, UnchangedCreditEveryHalfLease) {
   c.peers = {{2, {A("10.0.0.2")}}, {3, {A("10.0.0.3")}}};
   c.peer_port = kPort;
   ReceivingRole role(c, TestKeys(), mon, EachOf([&sent](const Outgoing& o) {
-                       auto m = wire::Decode(o.bytes, TestKey());
+                       auto m = wire::Decode(o.bytes, TestKey(), o.to);
                        EXPECT_TRUE(m.ok());
                        if (m.ok())
                          sent.push_back(m.value());

@@ -26,6 +26,7 @@ using parq::parqd::test::MakeKey;
 using parq::parqd::test::PromDocumented;
 using parq::parqd::test::PromFamilies;
 using parq::parqd::test::PromWellFormed;
+using parq::parqd::test::Recipient;
 using parq::parqd::test::TestKeys;
 
 constexpr uint64_t kMs = 1'000'000;
@@ -120,7 +121,7 @@ class SenderTest : public ::testing::Test {
 
   Outcome Rx(const std::vector<uint8_t>& d, const char* from = "10.0.0.1",
              uint64_t now = 1000) {
-    return sender_->Handle(d, A(from), now, kStamped + now);
+    return sender_->Handle(d, A(from), Recipient(), now, kStamped + now);
   }
 
   FakeKernel kernel_;

@@ -28,6 +28,7 @@ using nlohmann::json;
 using parq::parqd::test::A;
 using parq::parqd::test::Bytes;
 using parq::parqd::test::MakeKey;
+using parq::parqd::test::Recipient;
 using parq::parqd::test::TestKeys;
 
 constexpr uint64_t kMs = 1'000'000;
@@ -51,8 +52,9 @@ class StatusTest : public ::testing::Test {
 
 TEST_F(StatusTest, PeersWithoutTheReceivingRole) {
   const auto g = parq::parqd::test::Grant(2, kT0, 9, 1500, {A("10.0.0.2")});
-  ASSERT_TRUE(rx_->Receive(Bytes(g), A("10.0.0.2"), 10 * kMs, kT0).accepted);
-  rx_->Receive(Bytes(g, MakeKey(7)), A("10.0.0.2"), 11 * kMs, kT0);
+  ASSERT_TRUE(rx_->Receive(Bytes(g), A("10.0.0.2"), Recipient(), 10 * kMs, kT0)
+                  .accepted);
+  rx_->Receive(Bytes(g, MakeKey(7)), A("10.0.0.2"), Recipient(), 11 * kMs, kT0);
 
   const json j = PeersJson(src_, 12 * kMs);
   EXPECT_EQ(j["ok"], true);
@@ -98,8 +100,9 @@ TEST_F(StatusTest, BadRequestsGetAnError) {
 
 TEST_F(StatusTest, FormatPeersAsText) {
   const auto g = parq::parqd::test::Grant(2, kT0, 9, 1500, {A("10.0.0.2")});
-  ASSERT_TRUE(rx_->Receive(Bytes(g), A("10.0.0.2"), 10 * kMs, kT0).accepted);
-  rx_->Receive(Bytes(g, MakeKey(7)), A("10.0.0.2"), 11 * kMs, kT0);
+  ASSERT_TRUE(rx_->Receive(Bytes(g), A("10.0.0.2"), Recipient(), 10 * kMs, kT0)
+                  .accepted);
+  rx_->Receive(Bytes(g, MakeKey(7)), A("10.0.0.2"), Recipient(), 11 * kMs, kT0);
   const json j = PeersJson(src_, 12 * kMs);
   auto t = FormatPeers(j, false);
   ASSERT_TRUE(t.ok()) << t.error();

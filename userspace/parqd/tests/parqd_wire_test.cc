@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -27,6 +28,7 @@ using parq::parqd::test::A;
 using parq::parqd::test::Bytes;
 using parq::parqd::test::Grant;
 using parq::parqd::test::MakeKey;
+using parq::parqd::test::Recipient;
 using parq::parqd::test::Release;
 using parq::parqd::test::Resign;
 using parq::parqd::test::TestKey;
@@ -40,7 +42,7 @@ wire::Message Sample() {
 }
 
 WireError DecodeError(const std::vector<uint8_t>& d) {
-  auto r = wire::Decode(d, TestKey());
+  auto r = wire::Decode(d, TestKey(), Recipient());
   EXPECT_FALSE(r.ok());
   return r.ok() ? WireError::kCryptoFailure : r.error();
 }
@@ -91,7 +93,13 @@ TEST(Layout, FieldsAreBigEndianAtTheirOffsets) {
   const std::vector<uint8_t> v6 = {6, 0, 0, 0, 0x20, 0x01, 0x0d, 0xb8, 0, 0,
                                    0, 0, 0, 0, 0,    0,    0,    0,    0, 1};
   EXPECT_EQ(std::vector<uint8_t>(d.begin() + 84, d.begin() + 104), v6);
-  auto mac = wire::ComputeMac(TestKey(), std::span(d).first(104));
+  // The MAC covers the message and then the recipient, 198.51.100.7, as an
+  // address entry.
+  std::vector<uint8_t> covered(d.begin(), d.begin() + 104);
+  const std::vector<uint8_t> recipient = {4, 0, 0, 0, 198, 51, 100, 7, 0, 0,
+                                          0, 0, 0, 0, 0,   0,  0,   0, 0, 0};
+  covered.insert(covered.end(), recipient.begin(), recipient.end());
+  auto mac = wire::ComputeMac(TestKey(), covered);
   EXPECT_EQ(std::vector<uint8_t>(d.begin() + 104, d.end()),
             std::vector<uint8_t>(mac.value().begin(), mac.value().end()));
 }
@@ -159,14 +167,14 @@ TEST(Layout, ProtocolDocumentMatchesTheCode) {
 
 TEST(RoundTrip, Grant) {
   const auto m = Sample();
-  auto r = wire::Decode(Bytes(m), TestKey());
+  auto r = wire::Decode(Bytes(m), TestKey(), Recipient());
   ASSERT_TRUE(r.ok()) << wire::Name(r.error());
   EXPECT_EQ(r.value(), m);
 }
 
 TEST(RoundTrip, Release) {
   const auto m = Release(7, 8, 9, {A("fd00::7")});
-  auto r = wire::Decode(Bytes(m), TestKey());
+  auto r = wire::Decode(Bytes(m), TestKey(), Recipient());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value(), m);
 }
@@ -176,14 +184,14 @@ TEST(RoundTrip, ExtremeValues) {
                  {A("255.255.255.255")});
   m.epoch_us = wire::kMaxEpochUs;
   m.lease = UINT16_MAX;
-  auto r = wire::Decode(Bytes(m), TestKey());
+  auto r = wire::Decode(Bytes(m), TestKey(), Recipient());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value(), m);
 
   m = Grant(0, 0, 1, 0, {A("0.0.0.0")});  // credit 0: stop
   m.epoch_us = wire::kMinEpochUs;
   m.lease = 1;
-  r = wire::Decode(Bytes(m), TestKey());
+  r = wire::Decode(Bytes(m), TestKey(), Recipient());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value(), m);
 }
@@ -197,7 +205,7 @@ TEST(RoundTrip, MaximumAddressCount) {
   const auto m = Grant(1, 2, 3, 4, to);
   const auto d = Bytes(m);
   EXPECT_EQ(d.size(), wire::kMaxMessageBytes);
-  auto r = wire::Decode(d, TestKey());
+  auto r = wire::Decode(d, TestKey(), Recipient());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value(), m);
 }
@@ -265,12 +273,12 @@ TEST(DecodeAuth, KeyDifferingInItsLastByte) {
   std::vector<uint8_t> k(32, 5);
   const auto d = Bytes(Sample(), Key::FromBytes(k).value());
   k.back() ^= 1;
-  EXPECT_FALSE(wire::Decode(d, Key::FromBytes(k).value()).ok());
+  EXPECT_FALSE(wire::Decode(d, Key::FromBytes(k).value(), Recipient()).ok());
 }
 
 TEST(DecodeAuth, LongerKeyWithSamePrefix) {
   const auto d = Bytes(Sample(), MakeKey(1, 32));
-  auto r = wire::Decode(d, MakeKey(1, 33));
+  auto r = wire::Decode(d, MakeKey(1, 33), Recipient());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), WireError::kBadMac);
 }
@@ -281,7 +289,7 @@ TEST(DecodeAuth, EveryFlippedBitIsRejected) {
     for (int bit = 0; bit < 8; bit++) {
       auto d = good;
       d[i] ^= static_cast<uint8_t>(1 << bit);
-      auto r = wire::Decode(d, TestKey());
+      auto r = wire::Decode(d, TestKey(), Recipient());
       ASSERT_FALSE(r.ok()) << "byte " << i << " bit " << bit;
       // Outside the framing fields, only the MAC can catch it.
       const bool framing = i < 8 && i != wire::kOffType && i != wire::kOffFlags;
@@ -289,6 +297,19 @@ TEST(DecodeAuth, EveryFlippedBitIsRejected) {
         EXPECT_EQ(r.error(), WireError::kBadMac) << "byte " << i;
       }
     }
+  }
+}
+
+// A message decodes at the address it was made for only: not at another
+// address, nor at an address of the other family with the same bytes.
+TEST(DecodeAuth, AnotherRecipientIsRejected) {
+  const auto d = Bytes(Sample(), TestKey(), A("192.0.2.7"));
+  EXPECT_TRUE(wire::Decode(d, TestKey(), A("192.0.2.7")).ok());
+  for (const char* other : {"192.0.2.8", "::ffff:192.0.2.7",
+                            "c000:207::", "2001:db8::7", "0.0.0.0"}) {
+    auto r = wire::Decode(d, TestKey(), A(other));
+    ASSERT_FALSE(r.ok()) << other;
+    EXPECT_EQ(r.error(), WireError::kBadMac) << other;
   }
 }
 
@@ -431,7 +452,7 @@ TEST(DecodeFields, DuplicateAddress) {
 TEST(DecodeFields, SameBytesInOtherFamiliesAreDistinct) {
   // ::a00:1 and 10.0.0.1 differ; the decoder must not call them duplicates.
   auto m = Grant(1, 2, 3, 4, {A("10.0.0.1"), A("::a00:1")});
-  auto r = wire::Decode(Bytes(m), TestKey());
+  auto r = wire::Decode(Bytes(m), TestKey(), Recipient());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value(), m);
 }
@@ -439,7 +460,7 @@ TEST(DecodeFields, SameBytesInOtherFamiliesAreDistinct) {
 // ---- Encode validation -------------------------------------------------
 
 WireError EncodeError(const wire::Message& m) {
-  auto r = wire::Encode(m, TestKey());
+  auto r = wire::Encode(m, TestKey(), Recipient());
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(wire::Validate(m).ok(), r.ok());
   return r.ok() ? WireError::kCryptoFailure : r.error();
@@ -490,6 +511,56 @@ TEST(Names, AreUniqueAndSnakeCase) {
               std::string_view::npos)
         << n;
   }
+}
+
+// ---- scripts/parqlab/credits.py ----------------------------------------
+
+// The hex of `bytes`.
+std::string Hex(std::span<const uint8_t> bytes) {
+  std::string out;
+  char b[3];
+  for (uint8_t c : bytes) {
+    std::snprintf(b, sizeof(b), "%02x", c);
+    out += b;
+  }
+  return out;
+}
+
+// The selftests build their messages with scripts/parqlab/credits.py, which
+// follows Documentation/parqd-protocol.md on its own: it must make the same
+// bytes as Encode(), MAC and recipient included, for both families.
+TEST(PythonEncoder, MakesTheSameBytes) {
+  if (std::system("python3 -c '' 2>/dev/null") != 0)
+    GTEST_SKIP() << "no python3";
+  const std::string script =
+      "import sys; sys.path.insert(0, '" PARQ_DOC_DIR
+      "/../scripts'); from parqlab import credits as c; "
+      "k = bytes(range(1, 33)); "
+      "print(c.grant(k, 0x0102030405060708, 0x1112131415161718, "
+      "0x2122232425262728, 0x3132333435363738, ['192.0.2.1', '2001:db8::1'], "
+      "epoch_us=10000, lease=3, key_id=0x41424344, to='198.51.100.7').hex()); "
+      "print(c.release(k, 7, 1800000000000000000, 9, ['10.0.0.7'], "
+      "epoch_us=60000000, key_id=2, to='2001:db8::99').hex())";
+  FILE* p = popen(("python3 -c \"" + script + "\"").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), p))
+    out += buf;
+  ASSERT_EQ(pclose(p), 0) << out;
+
+  std::vector<uint8_t> kb(32);
+  for (size_t i = 0; i < kb.size(); i++)
+    kb[i] = static_cast<uint8_t>(i + 1);
+  const Key k = Key::FromBytes(kb).value();
+  wire::Message g = Sample();
+  wire::Message r = Release(7, 1'800'000'000'000'000'000, 9, {A("10.0.0.7")});
+  r.epoch_us = 60'000'000;
+  r.key_id = 2;
+  const std::string want =
+      Hex(Bytes(g, k, A("198.51.100.7"))) + "\n" +
+      Hex(Bytes(r, k, A("2001:db8::99"))) + "\n";
+  EXPECT_EQ(out, want);
 }
 
 }  // namespace

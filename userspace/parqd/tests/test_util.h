@@ -63,16 +63,24 @@ inline wire::Message Release(uint64_t sender, uint64_t time, uint64_t seq,
   return m;
 }
 
+// The address of the host the tests' messages are sent to (the MAC
+// covers it): no peer's.
+inline Address Recipient() {
+  return A("198.51.100.7");
+}
+
 inline std::vector<uint8_t> Bytes(const wire::Message& m,
-                                  const Key& key = TestKey()) {
-  return wire::Encode(m, key).value();
+                                  const Key& key = TestKey(),
+                                  const Address& to = Recipient()) {
+  return wire::Encode(m, key, to).value();
 }
 
 // Rewrites the MAC of `d` (whatever its framing says) so that a test can
 // reach the checks after authentication.
-inline void Resign(std::vector<uint8_t>& d, const Key& key = TestKey()) {
+inline void Resign(std::vector<uint8_t>& d, const Key& key = TestKey(),
+                   const Address& to = Recipient()) {
   const size_t off = d.size() - wire::kMacBytes;
-  auto mac = wire::ComputeMac(key, std::span<const uint8_t>(d).first(off));
+  auto mac = wire::MessageMac(key, std::span<const uint8_t>(d).first(off), to);
   std::copy(mac.value().begin(), mac.value().end(), d.begin() + off);
 }
 
