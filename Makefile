@@ -183,7 +183,7 @@ QUICK := $(BUILD)/quick
 # timing cases out of make check.
 unexport PARQ_QUICK
 QUICK_SELFTESTS := parq_config parq_counters parq_credit parq_monitor \
-		   parq_safety parq_unload parq_jobs
+		   parq_safety parq_unload parq_jobs parq_nft
 quick: first-run-test unit-quick plugin-test kmod
 	PARQ_QUICK=1 PARQ_USERSPACE_BUILD=$(QUICK) $(IN_KERNEL) \
 		selftests/run --kmsg-check $(QUICK_SELFTESTS)
@@ -250,7 +250,8 @@ man-lint:
 # there, an error here), their commands pointed at the staged binaries;
 # and parqd.service's exposure (systemd-analyze security), at most 2.5.
 UNIT_STAGE := $(BUILD)/unit-stage
-UNITS := parqd.service parq-jobs-sweep.service parq-jobs-sweep.timer
+UNITS := parqd.service parq-jobs-sweep.service parq-jobs-sweep.timer \
+	parq-nft.service
 unit-lint: tools
 	rm -rf $(UNIT_STAGE)
 	$(MAKE) --no-print-directory install-user \
@@ -453,7 +454,7 @@ install-user: tools
 	install -D -m 755 $(RELEASE)/parqd/parqctl $(DESTDIR)$(PREFIX)/sbin/parqctl
 	install -D -m 644 -t $(DESTDIR)$(UNITDIR) userspace/parqd/parqd.service \
 		userspace/parqd/parq-jobs-sweep.service \
-		userspace/parqd/parq-jobs-sweep.timer
+		userspace/parqd/parq-jobs-sweep.timer userspace/parqd/parq-nft.service
 	install -D -m 644 userspace/parqd/parqd.sysusers \
 		$(DESTDIR)$(SYSUSERSDIR)/parqd.conf
 	install -D -m 644 userspace/parqd/parqd.toml.example \

@@ -220,7 +220,26 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
   jpolicy->add_option("--claimed", claimed_text,
                       "Comma-separated DSCPs that only jobs may use (default "
                       "CS5,EF)");
+  std::string forward_text = "on";
+  jpolicy
+      ->add_option("--forward", forward_text,
+                   "The anti-spoofing rule for forwarded packets too: on "
+                   "(default) or off")
+      ->check(CLI::IsMember({"on", "off"}));
   json_flag(jpolicy);
+
+  CLI::App* nft = app.add_subcommand(
+      "nft", "Keep nftables table inet parq (jobs, anti-spoofing) in place");
+  nft->require_subcommand(1);
+  CLI::App* nrestore = nft->add_subcommand(
+      "restore",
+      "Add what is missing of the table: its policy (/etc/parq/jobs.toml) and "
+      "jobs (/run/parq/jobs)");
+  json_flag(nrestore);
+  CLI::App* nwatch = nft->add_subcommand(
+      "watch",
+      "Restore the table whenever nftables changes, for ever "
+      "(parq-nft.service)");
 
   CLI::App* key = app.add_subcommand(
       "key", "Credit message keys (Documentation/parqd-protocol.md, Keys)");
@@ -417,6 +436,10 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kJobList;
   } else if (*jsweep) {
     a.cmd = CtlArgs::Cmd::kJobSweep;
+  } else if (*nrestore) {
+    a.cmd = CtlArgs::Cmd::kNftRestore;
+  } else if (*nwatch) {
+    a.cmd = CtlArgs::Cmd::kNftWatch;
   } else if (*tcheck) {
     a.cmd = CtlArgs::Cmd::kTopologyCheck;
   } else if (*tpath) {
@@ -445,6 +468,7 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       a.policy.dscp = *d;
     }
     a.policy.anti_spoof = anti_text == "on";
+    a.policy.forward = forward_text == "on";
     if (!claimed_text.empty()) {
       a.policy.claimed.clear();
       std::istringstream in(claimed_text);

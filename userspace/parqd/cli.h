@@ -42,6 +42,8 @@ struct CtlArgs {
     kJobList,
     kJobSweep,
     kJobPolicy,
+    kNftRestore,
+    kNftWatch,
     kTopologyCheck,
     kTopologyPath,
     kLinks,
@@ -61,7 +63,7 @@ struct CtlArgs {
   uint64_t lease_ns = 0;             // set
   std::string dev;                   // qdisc show
   std::string job_path;              // job add, del
-  JobPolicy policy;                  // job add (a new table), job policy
+  JobPolicy policy;                  // job policy
   std::string topology;              // topology check, path: the file
   std::string from, to;              // topology path: hosts
   std::vector<std::string> etcd;     // links, reservations: endpoints

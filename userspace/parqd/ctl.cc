@@ -530,7 +530,7 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
            const MonitorOpener& open_monitor) {
   switch (a.cmd) {
     case CtlArgs::Cmd::kJobAdd:
-      return JobAdd(jobs, a.job_path, a.policy, a.json, out, err);
+      return JobAdd(jobs, a.job_path, a.json, out, err);
     case CtlArgs::Cmd::kJobDel:
       return JobDel(jobs, a.job_path, a.json, out, err);
     case CtlArgs::Cmd::kJobList:
@@ -539,6 +539,10 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
       return JobSweep(jobs, a.json, out, err);
     case CtlArgs::Cmd::kJobPolicy:
       return JobPolicySet(jobs, a.policy, a.json, out, err);
+    case CtlArgs::Cmd::kNftRestore:
+      return NftRestore(jobs, a.json, out, err);
+    case CtlArgs::Cmd::kNftWatch:
+      return NftWatch(jobs, out, err);
     case CtlArgs::Cmd::kReserve:
       return Ask(a,
                  {{"op", "reserve"},

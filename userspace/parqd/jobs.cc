@@ -18,7 +18,18 @@
 #include <cstring>
 #include <sstream>
 
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
 #include <nlohmann/json.hpp>
+
+#include "toml_read.h"
 
 namespace parq::parqd {
 
@@ -167,6 +178,76 @@ int WithTable(const JobEnv& env, const std::string& what, bool as_json,
   return change(t.value());
 }
 
+// The policy file's policy; the defaults if there is no file.
+Result<JobPolicy, std::string> LoadPolicy(const JobEnv& env) {
+  std::ifstream in(env.policy_path);
+  if (!in) {
+    if (errno == ENOENT)
+      return JobPolicy{};
+    return Err{"cannot read " + env.policy_path + ": " + std::strerror(errno)};
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseJobPolicy(text.str(), env.policy_path);
+}
+
+// `text` as file `path`, whole or not at all (a new file renamed over it).
+std::optional<std::string> WriteWhole(const std::string& path,
+                                      const std::string& text) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0)
+    mkdir(path.substr(0, slash).c_str(), 0755);  // EEXIST is fine
+  const std::string tmp = path + ".new";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out)
+      return "cannot write " + tmp + ": " + std::strerror(errno);
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0)
+    return "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
+  return std::nullopt;
+}
+
+// The jobs kept in the state file (none if there is none).
+std::vector<JobCgroup> ReadState(const JobEnv& env) {
+  std::vector<JobCgroup> jobs;
+  std::ifstream in(env.state_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || !Quotable(line))
+      continue;
+    if (auto j = Below(env.root + "/" + line, env.root))
+      jobs.push_back(*j);
+  }
+  return jobs;
+}
+
+// The state file with `add` added and `del` removed.
+std::optional<std::string> UpdateState(const JobEnv& env,
+                                       const std::vector<std::string>& add,
+                                       const std::vector<std::string>& del) {
+  std::set<std::string> rels;
+  for (const JobCgroup& j : ReadState(env))
+    rels.insert(j.rel);
+  for (const std::string& d : del)
+    rels.erase(d);
+  rels.insert(add.begin(), add.end());
+  std::string text;
+  for (const std::string& r : rels)
+    text += r + "\n";
+  return WriteWhole(env.state_path, text);
+}
+
+// The table has its fixed chains (jobs and sets aside).
+bool Complete(const JobTable& t) {
+  for (const char* c : {"jobs", "parallel", "egress", "forward"})
+    if (!t.chains.count(c))
+      return false;
+  return true;
+}
+
 }  // namespace
 
 CgroupProbe SystemCgroupProbe() {
@@ -235,20 +316,23 @@ Result<JobCgroup, std::string> ResolveJobToDel(const std::string& path,
   return *j;
 }
 
-std::string PolicyScript(const JobPolicy& policy, bool table_exists) {
+std::string PolicyScript(const JobPolicy& policy) {
   std::ostringstream o;
   const std::string mark = DscpName(policy.dscp);
-  if (!table_exists) {
-    o << "add table " << kTable << "\n"
-      << "add chain " << kTable << " jobs\n"
-      << "add chain " << kTable << " parallel\n"
-      << "add chain " << kTable
-      << " egress { type filter hook output priority mangle; "
-         "policy accept; }\n";
-  } else {
-    o << "flush chain " << kTable << " parallel\n"
-      << "flush chain " << kTable << " egress\n";
-  }
+  // add is harmless on what exists: one script for a new table and an
+  // old one, or one a flush left without a chain.
+  o << "add table " << kTable << "\n"
+    << "add chain " << kTable << " jobs\n"
+    << "add chain " << kTable << " parallel\n"
+    << "add chain " << kTable
+    << " egress { type filter hook output priority mangle; "
+       "policy accept; }\n"
+    << "add chain " << kTable
+    << " forward { type filter hook forward priority mangle; "
+       "policy accept; }\n"
+    << "flush chain " << kTable << " parallel\n"
+    << "flush chain " << kTable << " egress\n"
+    << "flush chain " << kTable << " forward\n";
   o << "add rule " << kTable << " parallel ip dscp set " << mark << "\n"
     << "add rule " << kTable << " parallel ip6 dscp set " << mark << "\n"
     << "add rule " << kTable << " parallel accept\n"
@@ -261,11 +345,88 @@ std::string PolicyScript(const JobPolicy& policy, bool table_exists) {
     for (size_t i = 0; i < claimed.size(); i++)
       set += (i ? ", " : "") + DscpName(claimed[i]);
     set += " }";
-    for (const char* ip : {"ip", "ip6"})
-      o << "add rule " << kTable << " egress " << ip << " dscp " << set << " "
-        << ip << " dscp set cs0\n";
+    for (const char* chain : {"egress", "forward"}) {
+      if (std::string(chain) == "forward" && !policy.forward)
+        continue;
+      for (const char* ip : {"ip", "ip6"})
+        o << "add rule " << kTable << " " << chain << " " << ip << " dscp "
+          << set << " " << ip << " dscp set cs0\n";
+    }
   }
   return o.str();
+}
+
+Result<JobPolicy, std::string> ParseJobPolicy(const std::string& text,
+                                              const std::string& source) {
+  auto doc = ParseToml(text, source);
+  if (!doc.ok())
+    return Err{doc.error()};
+  const TomlReader r(source);
+  JobPolicy p;
+  const auto dscp = [&](const toml::node& n,
+                        std::string_view key) -> Result<uint8_t, std::string> {
+    const auto v = n.value<std::string>();
+    const auto d = v ? ParseDscp(*v) : std::nullopt;
+    if (!d)
+      return Err{r.Err(n, key,
+                       "give a DSCP name in quotes (\"EF\", \"CS5\") "
+                       "or a number 0..63 in quotes")};
+    return *d;
+  };
+  const auto boolean = [&](const toml::node& n, std::string_view key,
+                           bool* to) -> std::optional<std::string> {
+    const auto v = n.value<bool>();
+    if (!v || !n.is_boolean())
+      return r.Err(n, key, "give true or false");
+    *to = *v;
+    return std::nullopt;
+  };
+  for (const auto& [k, v] : doc.value().table) {
+    const std::string key(k.str());
+    if (key == "parallel-dscp") {
+      auto d = dscp(v, key);
+      if (!d.ok())
+        return Err{d.error()};
+      p.dscp = d.value();
+    } else if (key == "anti-spoof") {
+      if (auto e = boolean(v, key, &p.anti_spoof))
+        return Err{*e};
+    } else if (key == "anti-spoof-forward") {
+      if (auto e = boolean(v, key, &p.forward))
+        return Err{*e};
+    } else if (key == "claimed") {
+      const toml::array* a = v.as_array();
+      if (!a)
+        return Err{r.Err(v, key, "give a list of DSCPs: [\"CS5\", \"EF\"]")};
+      p.claimed.clear();
+      for (const toml::node& e : *a) {
+        auto d = dscp(e, key);
+        if (!d.ok())
+          return Err{d.error()};
+        p.claimed.push_back(d.value());
+      }
+    } else {
+      return Err{r.Err(v, key,
+                       "unknown key (the keys are parallel-dscp, anti-spoof, "
+                       "claimed and anti-spoof-forward)")};
+    }
+  }
+  return p;
+}
+
+std::string FormatJobPolicy(const JobPolicy& p) {
+  std::string s =
+      "# parq's parallel jobs policy, kept by `parqctl job policy` "
+      "(parqctl(8)).\n"
+      "parallel-dscp = \"" +
+      DscpName(p.dscp) + "\"\n" +
+      "anti-spoof = " + (p.anti_spoof ? "true" : "false") + "\n" +
+      "claimed = [";
+  for (size_t i = 0; i < p.claimed.size(); i++)
+    s += (i ? ", \"" : "\"") + DscpName(p.claimed[i]) + "\"";
+  s += "]\nanti-spoof-forward = ";
+  s += p.forward ? "true\n" : "false\n";
+  return s;
 }
 
 std::string LevelScript(unsigned level) {
@@ -305,6 +466,8 @@ Result<JobTable, std::string> ParseJobTable(const std::string& nft_json) {
     return Err{std::string("nft printed something that is not its JSON")};
   JobTable t;
   for (const json& item : all["nftables"]) {
+    if (item.is_object() && item.contains("chain") && item["chain"].is_object())
+      t.chains.insert(item["chain"].value("name", ""));
     if (!item.is_object() || !item.contains("set"))
       continue;
     const json& set = item["set"];
@@ -353,23 +516,30 @@ NftRunner SystemNft() {
   };
 }
 
-int JobAdd(const JobEnv& env, const std::string& path, const JobPolicy& policy,
-           bool as_json, std::ostream& out, std::ostream& err) {
+int JobAdd(const JobEnv& env, const std::string& path, bool as_json,
+           std::ostream& out, std::ostream& err) {
   const auto job = ResolveJobToAdd(path, env.root, env.probe);
   if (!job.ok())
     return Fail(as_json, out, err, "job add: " + job.error());
+  const auto policy = LoadPolicy(env);
+  if (!policy.ok())
+    return Fail(as_json, out, err, "job add: " + policy.error());
   return WithTable(
       env, "job add", as_json, out, err, [&](const std::optional<JobTable>& t) {
-        // One transaction: the table if missing, the level if
-        // new, the job.
+        // One transaction: the table (with the kept policy) if missing or
+        // incomplete, the level if new, the job.
         std::string script;
-        if (!t)
-          script += PolicyScript(policy, false);
+        if (!t || !Complete(*t))
+          script += PolicyScript(policy.value());
         if (!t || !t->elems.count(job.value().level))
           script += LevelScript(job.value().level);
         script += AddJobScript(job.value());
         if (auto e = Apply(env, script))
           return Fail(as_json, out, err, "job add " + path + ": " + *e);
+        if (auto e = UpdateState(env, {job.value().rel}, {}))
+          return Fail(as_json, out, err,
+                      "job add " + path + ": the job is in the table, but " +
+                          *e + ", and a restored table would miss it");
         return Ok(as_json, out);
       });
 }
@@ -397,6 +567,9 @@ int DelFrom(const JobEnv& env, const std::optional<JobTable>& t,
     return Ok(as_json, out, {{"removed", false}});
   if (auto e = Apply(env, script))
     return Fail(as_json, out, err, "job del " + path + ": " + *e);
+  if (auto e = UpdateState(env, {}, {j.rel}))
+    return Fail(as_json, out, err,
+                "job del " + path + ": the job left the table, but " + *e);
   return Ok(as_json, out, {{"removed", true}});
 }
 
@@ -409,6 +582,9 @@ int JobDel(const JobEnv& env, const std::string& path, bool as_json,
     return Fail(as_json, out, err, "job del: " + job.error());
   return WithTable(
       env, "job del", as_json, out, err, [&](const std::optional<JobTable>& t) {
+        // Kept or not, it is no job any more (nor after a restore).
+        if (auto e = UpdateState(env, {}, {job.value().rel}))
+          return Fail(as_json, out, err, "job del " + path + ": " + *e);
         return DelFrom(env, t, job.value(), path, as_json, out, err);
       });
 }
@@ -447,8 +623,13 @@ int JobPolicySet(const JobEnv& env, const JobPolicy& policy, bool as_json,
   return WithTable(
       env, "job policy", as_json, out, err,
       [&](const std::optional<JobTable>& t) {
-        if (auto e = Apply(env, PolicyScript(policy, t.has_value())))
+        (void)t;
+        if (auto e = Apply(env, PolicyScript(policy)))
           return Fail(as_json, out, err, "job policy: " + *e);
+        if (auto e = WriteWhole(env.policy_path, FormatJobPolicy(policy)))
+          return Fail(as_json, out, err,
+                      "job policy: the table has the policy, but " + *e +
+                          ", and a restored table would not have it");
         return Ok(as_json, out);
       });
 }
@@ -469,8 +650,135 @@ int JobSweep(const JobEnv& env, bool as_json, std::ostream& out,
         if (!script.empty())
           if (auto e = Apply(env, script))
             return Fail(as_json, out, err, "job sweep: " + *e);
+        std::vector<std::string> gone;
+        for (const JobCgroup& j : ReadState(env))
+          if (!env.probe.is_dir(env.root + "/" + j.rel))
+            gone.push_back(j.rel);
+        if (!gone.empty())
+          if (auto e = UpdateState(env, {}, gone))
+            return Fail(as_json, out, err, "job sweep: " + *e);
         return Ok(as_json, out, {{"removed", removed}});
       });
+}
+
+std::string RestoreScript(const JobPolicy& policy,
+                          const std::optional<JobTable>& t,
+                          const std::vector<JobCgroup>& state,
+                          const std::string& root, const CgroupProbe& probe) {
+  std::string script;
+  if (!t || !Complete(*t))
+    script += PolicyScript(policy);
+  std::set<unsigned> levels;
+  for (const JobCgroup& j : state) {
+    // nft cannot add a cgroup that is gone: job sweep forgets it.
+    if (!probe.is_dir(root + "/" + j.rel))
+      continue;
+    if (!t || !t->elems.count(j.level)) {
+      if (levels.insert(j.level).second)
+        script += LevelScript(j.level);
+    } else {
+      const std::vector<std::string>& have = t->elems.at(j.level);
+      if (std::find(have.begin(), have.end(), j.rel) != have.end())
+        continue;
+    }
+    script += AddJobScript(j);
+  }
+  return script;
+}
+
+namespace {
+
+// What a restore added: "" if nothing was missing.
+struct Restored {
+  std::string what;
+};
+
+// One restore, or an error.
+Result<Restored, std::string> RestoreOnce(const JobEnv& env) {
+  const auto policy = LoadPolicy(env);
+  if (!policy.ok())
+    return Err{policy.error()};
+  const Lock lock(env.lock_path);
+  if (!lock.error().empty())
+    return Err{lock.error()};
+  const auto t = ReadTable(env);
+  if (!t.ok())
+    return Err{t.error()};
+  const std::string script = RestoreScript(policy.value(), t.value(),
+                                           ReadState(env), env.root, env.probe);
+  if (script.empty())
+    return Restored{};
+  if (auto e = Apply(env, script))
+    return Err{*e};
+  if (!t.value())
+    return Restored{"the table was missing"};
+  return Restored{Complete(*t.value()) ? "the table missed jobs"
+                                       : "the table missed a chain"};
+}
+
+}  // namespace
+
+int NftRestore(const JobEnv& env, bool as_json, std::ostream& out,
+               std::ostream& err) {
+  const auto r = RestoreOnce(env);
+  if (!r.ok())
+    return Fail(as_json, out, err, "nft restore: " + r.error());
+  const std::string& what = r.value().what;
+  if (!as_json && !what.empty())
+    out << "table inet parq restored: " << what << "\n";
+  return Ok(as_json, out, {{"restored", !what.empty()}});
+}
+
+int NftWatch(const JobEnv& env, std::ostream& out, std::ostream& err) {
+  // nftables' notifications: every change of any table.  Without them
+  // (an old kernel, a seccomp filter), a poll every 0.5 s.
+  int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                  NETLINK_NETFILTER);
+  sockaddr_nl sa{};
+  sa.nl_family = AF_NETLINK;
+  int group = NFNLGRP_NFTABLES;
+  if (fd >= 0 && (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
+                  setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group,
+                             sizeof(group)) != 0)) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0)
+    err << "parqctl: nft watch: no nftables notifications ("
+        << std::strerror(errno) << "): looking every 0.5 s\n";
+  int failures = 0;
+  for (;;) {
+    const auto r = RestoreOnce(env);
+    if (!r.ok()) {
+      err << "parqctl: nft watch: cannot restore table inet parq: " << r.error()
+          << "\n";
+      // Each error once a second at most, and give up after a minute of
+      // them: systemd restarts the watch.
+      if (++failures > 60)
+        return 1;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    failures = 0;
+    if (!r.value().what.empty()) {
+      out << "parqctl: nft watch: table inet parq restored: " << r.value().what
+          << "\n";
+      out.flush();
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (fd < 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      continue;
+    }
+    if (poll(&p, 1, 5000) <= 0)
+      continue;
+    // A transaction is several messages: read them all (ENOBUFS, some
+    // lost, is as good as a message) after a moment for the rest.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    char buf[8192];
+    while (recv(fd, buf, sizeof(buf), 0) > 0 || errno == ENOBUFS) {
+    }
+  }
 }
 
 }  // namespace parq::parqd

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -55,6 +56,9 @@ std::string NftJson(const std::map<unsigned, std::vector<json>>& sets) {
   json items = json::array();
   items.push_back({{"metainfo", {{"version", "1.0.6"}}}});
   items.push_back({{"table", {{"family", "inet"}, {"name", "parq"}}}});
+  for (const char* chain : {"jobs", "parallel", "egress", "forward"})
+    items.push_back(
+        {{"chain", {{"family", "inet"}, {"table", "parq"}, {"name", chain}}}});
   for (const auto& [level, elems] : sets) {
     json set = {{"family", "inet"},
                 {"name", "jobs_" + std::to_string(level)},
@@ -120,12 +124,14 @@ class JobsTest : public ::testing::Test {
     e.probe = fs_.Probe();
     e.nft = nft_.Runner();
     e.lock_path = dir_ + "/jobs.lock";
+    e.policy_path = dir_ + "/jobs.toml";
+    e.state_path = dir_ + "/jobs";
     return e;
   }
 
   int Add(const std::string& path, bool as_json = false) {
     return Capture([&](std::ostream& o, std::ostream& e) {
-      return JobAdd(Env(), path, JobPolicy{}, as_json, o, e);
+      return JobAdd(Env(), path, as_json, o, e);
     });
   }
   int Del(const std::string& path, bool as_json = false) {
@@ -136,6 +142,16 @@ class JobsTest : public ::testing::Test {
   int List(bool as_json) {
     return Capture([&](std::ostream& o, std::ostream& e) {
       return JobList(Env(), as_json, o, e);
+    });
+  }
+  int Policy(const JobPolicy& p) {
+    return Capture([&](std::ostream& o, std::ostream& e) {
+      return JobPolicySet(Env(), p, false, o, e);
+    });
+  }
+  int Restore() {
+    return Capture([&](std::ostream& o, std::ostream& e) {
+      return NftRestore(Env(), true, o, e);
     });
   }
   int Sweep() {
@@ -218,39 +234,80 @@ TEST(Jobs, ResolveToDelNormalizesAPathThatMayBeGone) {
   EXPECT_FALSE(ResolveJobToDel("/sys/fs/cgroup", kRoot).ok());
 }
 
-TEST(Jobs, PolicyScriptCreatesTheTableOrRefillsItsTwoChains) {
-  const std::string fresh = PolicyScript(JobPolicy{}, false);
+TEST(Jobs, PolicyScriptMakesOrRefillsTheFixedChains) {
+  const std::string s = PolicyScript(JobPolicy{});
   const std::string egress =
       "add chain inet parq egress { type filter hook output priority "
       "mangle; policy accept; }\n";
+  // Forwarded packets (a routed container or VM) are re-marked too.
+  const std::string forward =
+      "add chain inet parq forward { type filter hook forward priority "
+      "mangle; policy accept; }\n";
   for (const char* want :
        {"add table inet parq\n", "add chain inet parq jobs\n", egress.c_str(),
+        forward.c_str(), "flush chain inet parq parallel\n",
+        "flush chain inet parq egress\n", "flush chain inet parq forward\n",
         "add rule inet parq parallel ip dscp set ef\n",
         "add rule inet parq parallel ip6 dscp set ef\n",
         "add rule inet parq egress jump jobs\n",
         "add rule inet parq egress ip dscp { cs5, ef } ip dscp set cs0\n",
-        "add rule inet parq egress ip6 dscp { cs5, ef } ip6 dscp set cs0\n"})
-    EXPECT_NE(fresh.find(want), std::string::npos) << want << "\n" << fresh;
-  EXPECT_EQ(fresh.find("flush"), std::string::npos);
-  // jump jobs comes before the anti-spoofing rule.
-  EXPECT_LT(fresh.find("jump jobs"), fresh.find("dscp set cs0"));
+        "add rule inet parq egress ip6 dscp { cs5, ef } ip6 dscp set cs0\n",
+        "add rule inet parq forward ip dscp { cs5, ef } ip dscp set cs0\n",
+        "add rule inet parq forward ip6 dscp { cs5, ef } ip6 dscp set cs0\n"})
+    EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
+  // The jobs and the sets stay.
+  EXPECT_EQ(s.find("flush chain inet parq jobs"), std::string::npos);
+  EXPECT_EQ(s.find("set"), s.find("set ef"));
+  // The chains are flushed before they are filled, and jump jobs comes
+  // before the anti-spoofing rule.
+  EXPECT_LT(s.find("flush"), s.find("add rule"));
+  EXPECT_LT(s.find("jump jobs"), s.find("dscp set cs0"));
 
   JobPolicy p;
   p.dscp = 40;
   p.anti_spoof = false;
-  const std::string again = PolicyScript(p, true);
-  EXPECT_EQ(again.find("add table"), std::string::npos);
-  EXPECT_NE(again.find("flush chain inet parq parallel\n"), std::string::npos);
-  EXPECT_NE(again.find("flush chain inet parq egress\n"), std::string::npos);
-  EXPECT_EQ(again.find("flush chain inet parq jobs"), std::string::npos);
-  EXPECT_NE(again.find("ip dscp set cs5\n"), std::string::npos);
-  EXPECT_EQ(again.find("cs0"), std::string::npos);
+  const std::string off = PolicyScript(p);
+  EXPECT_NE(off.find("ip dscp set cs5\n"), std::string::npos);
+  EXPECT_EQ(off.find("cs0"), std::string::npos);
 
   p.anti_spoof = true;
   p.claimed = {46, 40, 46, 12};
-  EXPECT_NE(PolicyScript(p, true).find("ip dscp { af12, cs5, ef } ip dscp "
-                                       "set cs0\n"),
+  EXPECT_NE(PolicyScript(p).find("egress ip dscp { af12, cs5, ef } ip dscp "
+                                 "set cs0\n"),
             std::string::npos);
+  p.forward = false;
+  EXPECT_EQ(PolicyScript(p).find("forward ip"), std::string::npos);
+  EXPECT_NE(PolicyScript(p).find("egress ip dscp"), std::string::npos);
+}
+
+TEST(Jobs, PolicyFileReadsWhatItWrites) {
+  JobPolicy p;
+  p.dscp = 34;
+  p.anti_spoof = false;
+  p.claimed = {34, 46};
+  p.forward = false;
+  auto back = ParseJobPolicy(FormatJobPolicy(p), "jobs.toml");
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back.value(), p);
+  EXPECT_EQ(ParseJobPolicy("", "jobs.toml").value(), JobPolicy{});
+  EXPECT_EQ(
+      ParseJobPolicy("parallel-dscp = \"CS5\"\n", "jobs.toml").value().dscp,
+      40);
+
+  for (const auto& [text, want] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"parallel-dscp = \"x\"\n",
+            "jobs.toml:1:17: 'parallel-dscp': give a DSCP name"},
+           {"anti-spoof = \"no\"\n",
+            "jobs.toml:1:14: 'anti-spoof': give "
+            "true or false"},
+           {"claimed = \"ef\"\n", "'claimed': give a list of DSCPs"},
+           {"dscp = \"ef\"\n", "'dscp': unknown key"},
+           {"anti-spoof = \n", "jobs.toml:1:14: not valid TOML"}}) {
+    auto r = ParseJobPolicy(text, "jobs.toml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().find(want), std::string::npos) << r.error();
+  }
 }
 
 TEST(Jobs, LevelAndElementScripts) {
@@ -268,7 +325,7 @@ TEST(Jobs, LevelAndElementScripts) {
   EXPECT_EQ(RefillScript(2, {}), "flush set inet parq jobs_2\n");
 }
 
-TEST(Jobs, ParseJobTableReadsTheJobSetsOnly) {
+TEST(Jobs, ParseJobTableReadsTheJobSetsAndTheChainsNames) {
   const auto t = ParseJobTable(
       NftJson({{2, {"slurm/job_7", "44"}}, {3, {}}, {1, {json(45)}}}));
   ASSERT_TRUE(t.ok()) << t.error();
@@ -276,6 +333,7 @@ TEST(Jobs, ParseJobTableReadsTheJobSetsOnly) {
   want.elems[1] = {"45"};
   want.elems[2] = {"slurm/job_7", "44"};
   want.elems[3] = {};
+  want.chains = {"jobs", "parallel", "egress", "forward"};
   EXPECT_EQ(t.value(), want);
   EXPECT_FALSE(ParseJobTable("Error").ok());
   EXPECT_FALSE(ParseJobTable("[]").ok());
@@ -297,6 +355,73 @@ TEST_F(JobsTest, AddMakesTheTableTheLevelAndTheJobInOneTransaction) {
   EXPECT_EQ(s.find("add table inet parq\n"), 0u) << s;
   EXPECT_NE(s.find(LevelScript(2)), std::string::npos) << s;
   EXPECT_NE(s.find(AddJobScript({"slurm/job_7", 2})), std::string::npos);
+}
+
+// `nft flush ruleset` (nftables.service) and the next job add made the
+// table again with the default policy: an operator's policy was lost.
+TEST_F(JobsTest, ACustomPolicySurvivesTheTablesRecreation) {
+  JobPolicy p;
+  p.dscp = 34;
+  p.anti_spoof = false;
+  ASSERT_EQ(Policy(p), 0) << err_;
+  ASSERT_EQ(nft_.scripts.size(), 1u);
+  EXPECT_EQ(nft_.scripts[0], PolicyScript(p));
+  nft_.table.reset();  // flushed
+  ASSERT_EQ(Add("/sys/fs/cgroup/slurm/job_7"), 0) << err_;
+  ASSERT_EQ(nft_.scripts.size(), 2u);
+  EXPECT_EQ(nft_.scripts[1].find(PolicyScript(p)), 0u) << nft_.scripts[1];
+  EXPECT_EQ(nft_.scripts[1].find("cs0"), std::string::npos);
+}
+
+// After a flush, nft restore makes the table again with the policy and
+// the jobs; with nothing missing it changes nothing.
+TEST_F(JobsTest, RestoreRebuildsTheTableWithItsPolicyAndJobs) {
+  JobPolicy p;
+  p.dscp = 40;
+  ASSERT_EQ(Policy(p), 0) << err_;
+  ASSERT_EQ(Add("/sys/fs/cgroup/slurm/job_7"), 0) << err_;
+  ASSERT_EQ(Add("/sys/fs/cgroup/slurm/job_8"), 0) << err_;
+  ASSERT_EQ(Add("/sys/fs/cgroup/user.slice"), 0) << err_;
+  ASSERT_EQ(Del("/sys/fs/cgroup/slurm/job_8"), 0) << err_;
+  nft_.scripts.clear();
+  nft_.table.reset();
+  ASSERT_EQ(Restore(), 0) << err_;
+  ASSERT_EQ(nft_.scripts.size(), 1u);
+  EXPECT_EQ(nft_.scripts[0], PolicyScript(p) + LevelScript(2) +
+                                 AddJobScript({"slurm/job_7", 2}) +
+                                 LevelScript(1) +
+                                 AddJobScript({"user.slice", 1}));
+  EXPECT_EQ(json::parse(out_), (json{{"ok", true}, {"restored", true}}));
+  // All there: nothing to do.
+  nft_.table = {{{1, {"user.slice"}}, {2, {"slurm/job_7"}}}};
+  ASSERT_EQ(Restore(), 0) << err_;
+  EXPECT_EQ(nft_.scripts.size(), 1u);
+  EXPECT_EQ(json::parse(out_), (json{{"ok", true}, {"restored", false}}));
+  // A job missing from its set is added back; a cgroup that is gone is
+  // not (nft could not add it).
+  nft_.table = {{{1, {"user.slice"}}, {2, {}}}};
+  fs_.dirs.erase(std::string(kRoot) + "/user.slice");
+  ASSERT_EQ(Restore(), 0) << err_;
+  ASSERT_EQ(nft_.scripts.size(), 2u);
+  EXPECT_EQ(nft_.scripts[1], AddJobScript({"slurm/job_7", 2}));
+  // Without a policy file, the defaults.
+  ASSERT_EQ(unlink((dir_ + "/jobs.toml").c_str()), 0);
+  nft_.table.reset();
+  ASSERT_EQ(Restore(), 0) << err_;
+  EXPECT_EQ(nft_.scripts[2].find(PolicyScript(JobPolicy{})), 0u);
+}
+
+TEST_F(JobsTest, ABadPolicyFileIsAnErrorThatNamesIt) {
+  {
+    std::ofstream f(dir_ + "/jobs.toml");
+    f << "anti-spoof = 1\n";
+  }
+  EXPECT_EQ(Add("/sys/fs/cgroup/slurm/job_7"), 1);
+  EXPECT_NE(err_.find("job add: " + dir_ + "/jobs.toml:1:14: 'anti-spoof'"),
+            std::string::npos)
+      << err_;
+  EXPECT_EQ(Restore(), 1);
+  EXPECT_TRUE(nft_.scripts.empty());
 }
 
 TEST_F(JobsTest, AddToAnExistingLevelAddsTheElementOnly) {
@@ -420,6 +545,16 @@ TEST(Jobs, CommandLines) {
   EXPECT_EQ(p.policy.dscp, 40);
   EXPECT_FALSE(p.policy.anti_spoof);
   EXPECT_EQ(p.policy.claimed, (std::vector<uint8_t>{46, 40, 34}));
+  EXPECT_TRUE(p.policy.forward);
+  a = Ctl({"job", "policy", "--forward", "off"});
+  ASSERT_TRUE(std::holds_alternative<CtlArgs>(a));
+  EXPECT_FALSE(std::get<CtlArgs>(a).policy.forward);
+  a = Ctl({"nft", "restore", "--json"});
+  ASSERT_TRUE(std::holds_alternative<CtlArgs>(a));
+  EXPECT_EQ(std::get<CtlArgs>(a).cmd, CtlArgs::Cmd::kNftRestore);
+  a = Ctl({"nft", "watch"});
+  ASSERT_TRUE(std::holds_alternative<CtlArgs>(a));
+  EXPECT_EQ(std::get<CtlArgs>(a).cmd, CtlArgs::Cmd::kNftWatch);
 
   std::string err;
   a = Ctl({"job", "policy", "--dscp", "64"}, &err);
