@@ -468,8 +468,8 @@ const ConfigKey kKeys[] = {
      })},
     {{"key-file", ConfigType::kString, false, false, true,
       "key-file = \"/etc/parq/cluster.key\"",
-      "the cluster key (hex, 32 to 1024 bytes, mode 0600), shared by "
-      "every host; this or keys-file"},
+      "the cluster key (hex, 32 to 1024 bytes, mode 0600 or 0640 "
+      "root:parqd), shared by every host; this or keys-file"},
      {},
      PARQD_READ({
        auto s = r.String(v, "key-file");
@@ -481,7 +481,7 @@ const ConfigKey kKeys[] = {
     {{"keys-file", ConfigType::kString, false, false, true,
       "keys-file = \"/etc/parq/pair.keys\"",
       "this host's pair keys, one per peer and key id (parqctl key derive; "
-      "mode 0600); this or key-file"},
+      "mode 0600 or 0640 root:parqd); this or key-file"},
      {},
      PARQD_READ({
        auto s = r.String(v, "keys-file");
@@ -726,6 +726,18 @@ const ConfigKey kKeys[] = {
        c.hold_ns = d.value();
        return std::nullopt;
      })},
+    {{"parallel-min-bytes", ConfigType::kInteger, true, false, true,
+      "parallel-min-bytes = 1500",
+      "parallel bytes that must arrive within one hold before parallel "
+      "traffic counts as arriving (0: any parallel packet)"},
+     {},
+     PARQD_READ({
+       auto n = r.Integer(v, "parallel-min-bytes", 0, UINT32_MAX);
+       if (!n.ok())
+         return n.error();
+       c.parallel_min_bytes = static_cast<uint32_t>(n.value());
+       return std::nullopt;
+     })},
     {{"lease", ConfigType::kInteger, true, false, true, "lease = 3",
       "epochs a grant lasts, 1..65535"},
      {},
@@ -771,18 +783,6 @@ const ConfigKey kKeys[] = {
 };
 
 #undef PARQD_READ
-    {{"parallel-min-bytes", ConfigType::kInteger, true, false, true,
-      "parallel-min-bytes = 1500",
-      "parallel bytes that must arrive within one hold before parallel "
-      "traffic counts as arriving (0: any parallel packet)"},
-     {},
-     PARQD_READ({
-       auto n = r.Integer(v, "parallel-min-bytes", 0, UINT32_MAX);
-       if (!n.ok())
-         return n.error();
-       c.parallel_min_bytes = static_cast<uint32_t>(n.value());
-       return std::nullopt;
-     })},
 
 const ConfigKey* FindKey(std::string_view name) {
   for (const ConfigKey& k : kKeys)
@@ -1017,17 +1017,16 @@ Identity SystemIdentity() {
 }
 
 void ResolveKeyPaths(Config& c, const std::string& config_path,
-                     const char* credentials_dir) {
+                     [[maybe_unused]] const char* credentials_dir) {
   const std::filesystem::path beside =
       std::filesystem::path(config_path).parent_path();
-  for (std::string* p : {&c.key_file, &c.keys_file}) {
-    if (p->empty() || p->front() == '/')
-      continue;
-    if (credentials_dir && *credentials_dir)
-      *p = (std::filesystem::path(credentials_dir) / *p).string();
-    else
+  // parqd's credit keys are always the files themselves: their owner and
+  // mode are checked where an operator sets them, and SIGHUP rereads them
+  // (a credential's copy hides the original's mode, and systemd 252 does
+  // not refresh it on reload).
+  for (std::string* p : {&c.key_file, &c.keys_file})
+    if (!p->empty() && p->front() != '/')
       *p = (beside / *p).string();
-  }
 }
 
 std::vector<ConfigKeyInfo> ConfigKeys() {

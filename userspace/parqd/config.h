@@ -181,11 +181,10 @@ Result<Config, std::string> ParseConfig(std::string_view text,
 Result<Config, std::string> LoadConfig(const std::string& path,
                                        const ConfigOverrides& o = {});
 
-// A relative key-file or keys-file names a systemd credential when parqd
-// runs with one (LoadCredential=NAME:PATH in its unit: the file
-// `credentials_dir`/NAME, readable by the service alone), else the file of
-// that name in the configuration file's directory.  `credentials_dir`:
-// $CREDENTIALS_DIRECTORY, or null.
+// A relative key-file or keys-file is the file of that name in the
+// configuration file's directory, never a systemd credential: parqd checks
+// the owner and mode of the file itself and rereads it on SIGHUP.
+// `credentials_dir`: $CREDENTIALS_DIRECTORY, or null; no file uses it.
 void ResolveKeyPaths(Config& c, const std::string& config_path,
                      const char* credentials_dir);
 

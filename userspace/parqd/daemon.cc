@@ -441,11 +441,6 @@ bool NeedsRestart(const Config& running, const Config& next) {
   return Reloaded(next, running) != running;
 }
 
-namespace {
-
-// SIGHUP: the keys and max-clock-skew of the configuration read again,
-// applied to both roles; on any error nothing changes.  Returns the
-// configuration now running.
 Config Reload(const Config& running, const ConfigLoader& load,
               SendingRole& sender, ReceivingRole* role) {
   auto next = load();
@@ -473,6 +468,8 @@ Config Reload(const Config& running, const ConfigLoader& load,
                c.key_id, FormatDuration(c.max_clock_skew_ns));
   return c;
 }
+
+namespace {
 
 // The status socket at `path`, mode 0660 (root and parqd's group).  Its
 // directory is made when missing (parqd run by hand; systemd makes

@@ -55,6 +55,16 @@ bool NeedsRestart(const Config& running, const Config& next);
 // Reads the configuration again, for a reload.
 using ConfigLoader = std::function<Result<Config, std::string>()>;
 
+class SendingRole;
+class ReceivingRole;
+
+// What SIGHUP runs: the configuration `load` reads, its keys (LoadKeys(),
+// from the key files themselves) and max-clock-skew applied to `sender`
+// and `role` (null: no receiving role); on any error nothing changes.
+// Returns the configuration now running.
+Config Reload(const Config& running, const ConfigLoader& load,
+              SendingRole& sender, ReceivingRole* role);
+
 // Opens the socket and runs until `signal_fd` delivers SIGTERM or SIGINT;
 // SIGHUP reloads (Reloaded(): a configuration `reload` cannot read, or
 // whose keys do not load, changes nothing).  Returns the process exit

@@ -172,14 +172,30 @@ Result<Key, std::string> Key::FromBytes(std::span<const uint8_t> bytes) {
 
 namespace {
 
+// The mode of `st` in octal, as chmod takes it.
+std::string Mode(const struct stat& st) {
+  char mode[8];
+  std::snprintf(mode, sizeof(mode), "%04o",
+                static_cast<unsigned>(st.st_mode & 07777));
+  return mode;
+}
+
 // The bytes of the secret file `path` (at most `max` of them), once it is
-// checked to be a regular file that this process's user (or root) owns and
-// that group and others cannot access.
+// checked to be a regular file that this process's user (or root) owns,
+// that others cannot access, and that its group can at most read, and then
+// only when the group is this process's (parqd's, under the unit) or root's:
+// mode 0640 root:parqd, or 0600.
 // Errors start with "<what> <path>: ".  The caller wipes the bytes.
 Result<std::vector<uint8_t>, std::string> ReadSecretFile(
     const std::string& what, const std::string& path, size_t max) {
   const std::string where = what + " " + path + ": ";
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0 && errno == EACCES)
+    return Err{where + Errno("cannot open it") + "; parqd runs as uid " +
+               std::to_string(geteuid()) + ", gid " +
+               std::to_string(getegid()) +
+               ": let its group read the file: chown root:" +
+               std::to_string(getegid()) + " " + path + "; chmod 0640 " + path};
   if (fd < 0)
     return Err{where + Errno("cannot open it")};
   std::vector<uint8_t> text;
@@ -194,12 +210,21 @@ Result<std::vector<uint8_t>, std::string> ReadSecretFile(
             ", who can read and change it; it must be owned by this " +
             "process's uid (" + std::to_string(geteuid()) +
             ") or root; run: chown " + std::to_string(geteuid()) + " " + path;
-  } else if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%04o",
-                  static_cast<unsigned>(st.st_mode & 07777));
-    error = std::string("its mode ") + mode +
-            " lets group or others access it; run: chmod 600 " + path;
+  } else if (st.st_mode & S_IRWXO) {
+    error = "its mode " + Mode(st) +
+            " lets others access it; run: chmod 0640 " + path +
+            " (or chmod 0600)";
+  } else if (st.st_mode & (S_IWGRP | S_IXGRP)) {
+    error = "its mode " + Mode(st) + " lets its group (gid " +
+            std::to_string(st.st_gid) + ") change it; run: chmod 0640 " + path +
+            " (or chmod 0600)";
+  } else if ((st.st_mode & S_IRGRP) && st.st_gid != getegid() &&
+             st.st_gid != 0) {
+    error = "its mode " + Mode(st) + " lets its group, gid " +
+            std::to_string(st.st_gid) +
+            ", read it, and that is neither this process's group (gid " +
+            std::to_string(getegid()) + ") nor root's; run: chgrp " +
+            std::to_string(getegid()) + " " + path + " (or chmod 0600)";
   } else if (st.st_size > static_cast<off_t>(max)) {
     error = "it is " + std::to_string(st.st_size) + " bytes long; a " + what +
             " holds at most " + std::to_string(max);

@@ -5,8 +5,9 @@
 // A key file holds the key as hex digits, optionally followed by white
 // space (e.g. the output of `openssl rand -hex 32`); any other text is
 // refused.  It must be a regular file owned by the process's user or root
-// that neither group nor others can read or write, and the key must be
-// kMinBytes..kMaxBytes long.
+// that others cannot access and its group can at most read, and then only
+// when that group is the process's or root's (0640 root:parqd, or 0600),
+// and the key must be kMinBytes..kMaxBytes long.
 
 #ifndef PARQD_KEY_H
 #define PARQD_KEY_H
@@ -108,8 +109,7 @@ Result<Key, std::string> DerivePairKey(const Key& secret, uint32_t id,
                                        uint64_t a, uint64_t b);
 
 // A keys file: lines "KEY-ID PEER-NODE-ID HEX-KEY", '#' comments and blank
-// lines, the file a regular one of mode 0600 or stricter, owned as a key
-// file.
+// lines, the file owned and of a mode as a key file.
 // Errors name the file and the line.
 Result<KeyRing::PairKeys, std::string> PairKeysFromFile(
     const std::string& path);

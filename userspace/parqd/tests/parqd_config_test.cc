@@ -464,13 +464,14 @@ TEST(ConfigTest, LoadConfigNamesAMissingFile) {
       << r.error();
 }
 
-// A relative key path is a systemd credential under LoadCredential=, else
-// a file beside the configuration; an absolute one stays.
-TEST(ConfigTest, RelativeKeyPathsAreCredentialsOrBesideTheFile) {
+// A relative credit key path is the file beside the configuration, with
+// or without systemd credentials (parqd checks and rereads the file
+// itself); an absolute one stays.
+TEST(ConfigTest, RelativeKeyPathsAreBesideTheFile) {
   Config c = Ok(With("key-file", "\"cluster.key\""));
   Config d = c;
   ResolveKeyPaths(c, "/etc/parq/parqd.toml", "/run/credentials/parqd.service");
-  EXPECT_EQ(c.key_file, "/run/credentials/parqd.service/cluster.key");
+  EXPECT_EQ(c.key_file, "/etc/parq/cluster.key");
   ResolveKeyPaths(d, "/etc/parq/parqd.toml", nullptr);
   EXPECT_EQ(d.key_file, "/etc/parq/cluster.key");
   Config e =

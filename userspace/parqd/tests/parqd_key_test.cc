@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -130,13 +131,40 @@ TEST_F(KeyFile, EmptyAndWhiteSpaceOnly) {
   EXPECT_FALSE(Key::FromFile(Write("\n")).ok());
 }
 
-TEST_F(KeyFile, ReadableByOthersIsRefused) {
-  for (mode_t mode : {0644, 0640, 0604, 0602, 0660}) {
+// A world-readable key file (0644 as a careless umask leaves it) is
+// refused, whatever its owner and group, and so is one that others can
+// write or that its group can change.
+TEST_F(KeyFile, AccessForOthersOrGroupWriteIsRefused) {
+  for (mode_t mode : {0644, 0604, 0602, 0601, 0660, 0620, 0610}) {
     auto k = Key::FromFile(Write(std::string(64, 'a'), mode));
     ASSERT_FALSE(k.ok()) << std::oct << mode;
-    EXPECT_NE(k.error().find("chmod 600"), std::string::npos) << k.error();
+    char text[8];
+    std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode));
+    EXPECT_NE(k.error().find(std::string("its mode ") + text),
+              std::string::npos)
+        << k.error();
+    EXPECT_NE(k.error().find("chmod 0640"), std::string::npos) << k.error();
   }
   EXPECT_TRUE(Key::FromFile(Write(std::string(64, 'a'), 0400)).ok());
+  EXPECT_TRUE(Key::FromFile(Write(std::string(64, 'a'), 0600)).ok());
+}
+
+// Mode 0640 is how the unit's parqd (user parqd) reads a root-owned file:
+// its group may read it when the group is the process's own (or root's),
+// not any other.
+TEST_F(KeyFile, GroupMayReadOnlyWhenItIsTheProcesssOrRoots) {
+  const std::string path = Write(std::string(64, 'a'), 0640);
+  ASSERT_EQ(chown(path.c_str(), geteuid(), getegid()), 0);
+  auto k = Key::FromFile(path);
+  EXPECT_TRUE(k.ok()) << k.error();
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root to give a file to another group";
+  ASSERT_EQ(chown(path.c_str(), 0, 65534), 0);
+  k = Key::FromFile(path);
+  ASSERT_FALSE(k.ok()) << "a key file readable by gid 65534 was accepted";
+  EXPECT_NE(k.error().find("gid 65534, read it"), std::string::npos)
+      << k.error();
+  EXPECT_NE(k.error().find("chgrp"), std::string::npos) << k.error();
 }
 
 // A file that another user owns is refused even with mode 0600: that user
@@ -263,9 +291,9 @@ TEST_F(KeyFile, PairKeysFileErrorsNameTheLine) {
     EXPECT_NE(r.error().find(want), std::string::npos) << r.error();
     EXPECT_EQ(r.error().rfind("keys file ", 0), 0u) << r.error();
   }
-  auto r = PairKeysFromFile(Write("1 2 " + k + "\n", 0640));
+  auto r = PairKeysFromFile(Write("1 2 " + k + "\n", 0644));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("chmod 600"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("chmod 0640"), std::string::npos) << r.error();
   EXPECT_TRUE(
       PairKeysFromFile(Write("\t1\t2 " + k + "  # a comment\r\n")).ok());
 }

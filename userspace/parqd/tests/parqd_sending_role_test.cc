@@ -7,10 +7,18 @@
 
 #include <linux/parq.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "config.h"
+#include "daemon.h"
 #include "fake_kernel.h"
 #include "prom_check.h"
 #include "sending_role.h"
@@ -27,6 +35,7 @@ using parq::parqd::test::PromDocumented;
 using parq::parqd::test::PromFamilies;
 using parq::parqd::test::PromWellFormed;
 using parq::parqd::test::Recipient;
+using parq::parqd::test::TempDir;
 using parq::parqd::test::TestKeys;
 
 constexpr uint64_t kMs = 1'000'000;
@@ -216,6 +225,105 @@ TEST_F(SenderTest, MetricsIncludeKernelCounters) {
   EXPECT_NE(m.find("parqd_kernel_errors_total{cmd=\"credit_del\"} 0\n"),
             std::string::npos)
       << m;
+}
+
+// ---- Key files under the unit -------------------------------------------
+
+// The key `k` as a key file holds it.
+std::string Hex(const Key& k) {
+  std::string out;
+  char b[3];
+  for (uint8_t c : k.bytes()) {
+    std::snprintf(b, sizeof(b), "%02x", c);
+    out += b;
+  }
+  return out + "\n";
+}
+
+// A host's /etc/parq: parqd.toml naming key-file "cluster.key" beside it,
+// and that key file.  A systemd credential directory as LoadCredential=
+// leaves it, holding a copy of the key as it was at start: systemd 252
+// (Debian 12) makes the copy when the service starts and does not refresh
+// it on reload.  $CREDENTIALS_DIRECTORY names it, as under such a unit.
+class KeyFileUnderTheUnit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(etc_.path().empty());
+    ASSERT_FALSE(creds_.path().empty());
+    config_ = etc_.path() + "/parqd.toml";
+    key_ = etc_.path() + "/cluster.key";
+    std::ofstream(config_) << "interface = \"eth0\"\nnode-id = 1\n"
+                              "key-file = \"cluster.key\"\n"
+                              "[[peer]]\nid = 2\naddresses = [\"10.0.0.2\"]\n";
+    WriteKey(key_, MakeKey(1), 0600);
+    WriteKey(creds_.path() + "/cluster.key", MakeKey(1), 0400);
+    setenv("CREDENTIALS_DIRECTORY", creds_.path().c_str(), 1);
+  }
+  void TearDown() override { unsetenv("CREDENTIALS_DIRECTORY"); }
+
+  static void WriteKey(const std::string& path, const Key& k, mode_t mode) {
+    unlink(path.c_str());
+    std::ofstream(path) << Hex(k);
+    ASSERT_EQ(chmod(path.c_str(), mode), 0);
+  }
+
+  // The configuration and its keys, as parqd loads them at start.
+  Result<KeyRing, std::string> Load() {
+    auto c = LoadConfig(config_);
+    if (!c.ok())
+      return Err{c.error()};
+    return LoadKeys(c.value());
+  }
+
+  TempDir etc_{"parqd_etc"};
+  TempDir creds_{"parqd_credentials"};
+  std::string config_;
+  std::string key_;
+};
+
+// The key file that matters is the one an operator wrote: made world-
+// readable, it is refused at start, with its own path and the fix in the
+// message, whatever credential copy of it systemd made.
+TEST_F(KeyFileUnderTheUnit, AWorldReadableKeyFileIsRefused) {
+  ASSERT_EQ(chmod(key_.c_str(), 0644), 0);
+  auto keys = Load();
+  ASSERT_FALSE(keys.ok()) << "a world-readable " << key_ << " was accepted";
+  EXPECT_NE(keys.error().find("key file " + key_ +
+                              ": its mode 0644 lets "
+                              "others access it; run: chmod 0640 " +
+                              key_),
+            std::string::npos)
+      << keys.error();
+}
+
+// A key rotated on disk, then SIGHUP (systemctl reload parqd): the
+// messages under the new key are accepted from then on, those under the
+// old one are not.
+TEST_F(KeyFileUnderTheUnit, ARotatedKeyTakesEffectAtTheReload) {
+  auto c = LoadConfig(config_);
+  ASSERT_TRUE(c.ok()) << c.error();
+  auto keys = LoadKeys(c.value());
+  ASSERT_TRUE(keys.ok()) << keys.error();
+  auto in =
+      Inbox::Create(std::move(keys.value()), c.value().peers, {500 * kMs, 0});
+  ASSERT_TRUE(in.ok()) << in.error();
+  FakeKernel kernel;
+  SendingRole sender(std::move(in.value()), kernel);
+  auto rx = [&](uint64_t seq, const Key& k) {
+    return sender.Handle(Bytes(Grant(2, 0, seq, 100, {A("10.0.0.2")}), k),
+                         A("10.0.0.2"), Recipient(), 1000, kStamped + 1000);
+  };
+  ASSERT_TRUE(rx(1, MakeKey(1)).accepted);
+
+  WriteKey(key_, MakeKey(2), 0600);
+  const Config running = Reload(
+      c.value(), [this] { return LoadConfig(config_); }, sender, nullptr);
+  EXPECT_EQ(running.key_file, key_);
+  const Outcome fresh = rx(2, MakeKey(2));
+  EXPECT_TRUE(fresh.accepted)
+      << "the rotated key was not in effect after the reload: "
+      << Name(fresh.reason);
+  EXPECT_EQ(rx(3, MakeKey(1)).reason, DropReason::kBadMac);
 }
 
 }  // namespace
