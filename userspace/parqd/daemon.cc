@@ -583,6 +583,7 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
             out[i].bytes = batch[i].bytes;
           }
           return SendBatch(fd, out);
+    rc.parallel_min_bytes = c.parallel_min_bytes;
         },
         RealtimeNs(),
         [](const std::string& line) { spdlog::info("{}", line); });

@@ -27,7 +27,11 @@ ReceivingRole::ReceivingRole(ReceivingRoleConfig c, KeyRing keys,
 }
 
 std::optional<KernelError> ReceivingRole::Start() {
-  MonitorSettings s{cfg_.policy.hold_ns, cfg_.parallel_dscp, {}, true};
+  MonitorSettings s{cfg_.policy.hold_ns,
+                    cfg_.parallel_dscp,
+                    {},
+                    true,
+                    cfg_.parallel_min_bytes};
   // Only the cluster's hosts are counted: a host outside it cannot make
   // this one throttle its senders.
   for (const PeerConfig& p : cfg_.peers)

@@ -66,6 +66,9 @@ struct ReceivingRoleConfig {
   // The monitor's DSCPs of parallel traffic (PARQ_DSCP_BIT); none: the
   // kernel's default.
   std::optional<uint64_t> parallel_dscp;
+  // Parallel bytes within a hold before parallel traffic counts as
+  // arriving: less cannot hold the other senders back.
+  uint32_t parallel_min_bytes = 0;
 };
 
 struct GrantRoleCounters {

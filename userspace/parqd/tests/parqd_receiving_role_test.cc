@@ -28,6 +28,7 @@ using parq::parqd::test::TestKeys;
 
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kHold = 10 * kMs;
+constexpr uint32_t kMinBytes = 1500;
 constexpr uint64_t kEpochUs = 1000;
 constexpr uint64_t kRealtime = 1'700'000'000'000'000'000ULL;
 constexpr uint16_t kPort = 7207;
@@ -89,6 +90,7 @@ class RoleTest : public ::testing::Test {
     c.own_addresses = {A("10.0.0.1")};
     c.peers = {{2, {A("10.0.0.2")}}, {3, {A("10.0.0.3"), A("10.0.1.3")}}};
     c.peer_port = kPort;
+    c.parallel_min_bytes = kMinBytes;
     return c;
   }
 
@@ -119,6 +121,8 @@ TEST_F(RoleTest, StartEnablesTheMonitorWithHold) {
   EXPECT_FALSE(mon_.mask);
   // Local senders come as reports: no table read every epoch.
   EXPECT_TRUE(mon_.report_local);
+  // A trickle of parallel packets does not count as parallel traffic.
+  EXPECT_EQ(mon_.min_bytes, kMinBytes);
   // Every address of every configured peer, and nobody else.
   EXPECT_EQ(mon_.counted, (std::vector<Address>{A("10.0.0.2"), A("10.0.0.3"),
                                                 A("10.0.1.3")}));
