@@ -237,6 +237,13 @@ TEST(ConfigTest, InterfaceNameIsValidatedAsTheKernelDoes) {
   for (const std::string good :
        {"eth0", "veth0a", "br-lan.10", "fifteen-chars-x"})
     EXPECT_EQ(Ok(With("interface", "\"" + good + "\"")).interface, good);
+  // Names the kernel takes but tc's batch input cannot carry as they are:
+  // '#' starts a comment there, quotes and '\\' are its quoting.
+  for (const std::string bad : {"eth0#1", "a\\\"b", "a'b", "a\\\\b"}) {
+    const std::string e = Error(With("interface", "\"" + bad + "\""));
+    EXPECT_NE(e.find("parqd cannot pass to tc"), std::string::npos)
+        << bad << ": " << e;
+  }
 }
 
 TEST(ConfigTest, ErrorsCarryLineAndColumn) {
