@@ -573,6 +573,7 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
     rc.peers = c.peers;
     rc.peer_port = c.listen_port;
     rc.parallel_dscp = c.parallel_dscp;
+    rc.parallel_min_bytes = c.parallel_min_bytes;
     role.emplace(
         std::move(rc), std::move(keys.value()), *monitor,
         [fd, family](std::span<const Outgoing> batch) {
@@ -583,7 +584,6 @@ int RunDaemon(const Config& config, KernelCreditTable& kernel,
             out[i].bytes = batch[i].bytes;
           }
           return SendBatch(fd, out);
-    rc.parallel_min_bytes = c.parallel_min_bytes;
         },
         RealtimeNs(),
         [](const std::string& line) { spdlog::info("{}", line); });
