@@ -727,7 +727,7 @@ const ConfigKey kKeys[] = {
        return std::nullopt;
      })},
     {{"parallel-min-bytes", ConfigType::kInteger, true, false, true,
-      "parallel-min-bytes = 1500",
+      "parallel-min-bytes = 0",
       "parallel bytes that must arrive within one hold before parallel "
       "traffic counts as arriving (0: any parallel packet)"},
      {},

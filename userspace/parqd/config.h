@@ -110,7 +110,7 @@ struct Config {
   // parqd's status socket (status.h); empty: none.
   // Parallel bytes that must arrive within one hold before the receiver
   // declares parallel traffic (the kernel monitor's min-bytes).
-  uint32_t parallel_min_bytes = 1500;
+  uint32_t parallel_min_bytes = 0;
   std::string status_socket = kDefaultStatusSocket;
   std::optional<AdmissionConfig> admission;  // none: no admission role
 

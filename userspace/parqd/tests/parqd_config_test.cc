@@ -86,7 +86,7 @@ TEST(ConfigTest, MinimalFileTakesTheDefaults) {
   EXPECT_EQ(c.lease, 3);
   EXPECT_EQ(c.key_id, 1u);
   EXPECT_EQ(c.max_clock_skew_ns, 500'000'000u);
-  EXPECT_EQ(c.parallel_min_bytes, 1500u);
+  EXPECT_EQ(c.parallel_min_bytes, 0u);
   EXPECT_EQ(c.metrics_file, "");
   EXPECT_EQ(c.metrics_period_ns, 10'000'000'000u);
   EXPECT_EQ(c.status_socket, "/run/parqd/status.sock");
@@ -110,7 +110,7 @@ hold = "20ms"
 lease = 5
 metrics-file = "/tmp/parqd.prom"
 metrics-period = "100ms"
-parallel-min-bytes = 0
+parallel-min-bytes = 12500
 parallel-dscp = ["AF41", 46, "cs5"]
 [[peer]]
 id = 8
@@ -132,7 +132,7 @@ addresses = ["10.77.0.3"]
   EXPECT_EQ(c.lease, 5);
   EXPECT_EQ(c.metrics_file, "/tmp/parqd.prom");
   EXPECT_EQ(c.metrics_period_ns, 100'000'000u);
-  EXPECT_EQ(c.parallel_min_bytes, 0u);
+  EXPECT_EQ(c.parallel_min_bytes, 12'500u);
   EXPECT_EQ(c.parallel_dscp,
             PARQ_DSCP_BIT(34) | PARQ_DSCP_BIT(40) | PARQ_DSCP_BIT(46));
   ASSERT_EQ(c.peers.size(), 2u);
