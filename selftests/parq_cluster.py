@@ -38,7 +38,12 @@ switch ports).  A's root qdisc is parq.
       the reservations toward it empties;
   (d) the cut healed: A takes a new lease, holds no reservation it lost,
       admits again, and etcd, A's qdisc and B's view agree;
-  (e) parqd on A stopped: its classes go from the qdisc and its
+  (e) parqd on A killed (SIGKILL) while two reservations carry traffic:
+      its classes stay on the qdisc, until parqd --clean-up (the unit's
+      ExecStopPost) or parqd started again removes them and revokes the
+      killed parqd's lease; within the lease, A's qdisc and etcd agree,
+      with nothing of the killed parqd;
+  (f) parqd on A stopped: its classes go from the qdisc and its
       reservations from etcd at once (the lease revoked, not expired).
 
 Waits scale with ktap.slowdown(); parqd's lease scales with etcd's Raft
@@ -337,6 +342,76 @@ def t_healed(env):
              "link/s/b reserved")
 
 
+def from_a(env):
+    """The ids of A's reservations in etcd; None if it cannot be read."""
+    rc, out = ctl(env, "c", "reservations", "--topology",
+                  f"{env.work}/topology.toml", "--etcd",
+                  ",".join(env.members.endpoints(first="c")))
+    return {r["id"] for r in out if r["from"] == "a"} if rc == 0 else None
+
+
+def load(env, seconds):
+    """UDP from A (root, the reservations' owner) to B's port 5001 at
+    about 20 Mbit/s for @seconds, in the background."""
+    code = ("import socket,time\n"
+            "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+            f"end=time.monotonic()+{seconds}\n"
+            "b=bytes(1200)\n"
+            "while time.monotonic()<end:\n"
+            f"    s.sendto(b,('{env.topo.ip('b')}',5001))\n"
+            "    time.sleep(0.0005)\n")
+    return env.topo.ns["a"].popen(["python3", "-c", code])
+
+
+def t_killed(env):
+    """parqd on A killed with SIGKILL while its classes carry traffic:
+    they stay on the qdisc and its reservations in etcd.  parqd --clean-up
+    (the unit's ExecStopPost) removes both; or parqd, started again, does
+    at start.  Either way within the lease: etcd and A's qdisc agree, with
+    nothing of the killed parqd.  The killed parqd's lease is revoked, not
+    expired: the revocation names its two reservations, which it could
+    not find once the lease had expired."""
+    for clean_up in (True, False):
+        ids = set()
+        for _ in range(2):
+            rc, out = reserve(env, "5mbit")
+            check_eq(rc, 0, f"reserve 5mbit: {out}")
+            ids.add(out["reservation"]["id"])
+        check(ids <= (from_a(env) or set()), "both in etcd")
+        sender = load(env, 10 * ktap.slowdown())
+        time.sleep(1)
+        env.daemons.kill("a")
+        killed = time.monotonic()
+        cls, _ = classes(env)
+        diag(f"after SIGKILL: {len(cls)} class(es) on A's qdisc")
+        check(len(cls) >= 2, f"the killed parqd's classes stay: {cls}")
+        if clean_up:
+            r = env.topo.ns["a"].run(
+                [str(parqd.PARQD), "-c", env.daemons.config("a"),
+                 "--clean-up"], check=False, timeout=30 * ktap.slowdown())
+            check_eq(r.returncode, 0, f"parqd --clean-up: {r.stderr}")
+            diag(*r.stderr.splitlines())
+            log = r.stderr
+        else:
+            env.daemons.start(["a"], timeout=30)
+            wait_for("A's lease",
+                     lambda: metric(env, "parqd_admission_lease_held"), 30)
+            log = env.daemons.log("a", tail=100_000)
+        what = "--clean-up" if clean_up else "parqd started again"
+        elapsed = time.monotonic() - killed
+        diag(f"{what}: {elapsed:.1f} s after the kill (lease {LEASE_S} s)")
+        check("its 2 reservation(s) released" in log,
+              f"{what} revoked the killed parqd's lease: {log[-600:]}")
+        check_eq(classes(env), ([], []), f"A's qdisc after {what}")
+        check_eq(from_a(env), set(), f"A's reservations in etcd after {what}")
+        sender.kill()
+        sender.wait()
+        if clean_up:
+            env.daemons.start(["a"], timeout=30)
+            wait_for("A's lease",
+                     lambda: metric(env, "parqd_admission_lease_held"), 30)
+
+
 def t_stopped(env):
     env.daemons.stop()
     check_eq(classes(env), ([], []), "A's qdisc after parqd stopped")
@@ -398,6 +473,8 @@ def main():
                "its lease expires", t_quorum_lost, timeout=150)
     suite.case("the cut healed: a new lease, and etcd, qdisc and view "
                "agree", t_healed, timeout=120)
+    suite.case("kill -9 under load: within the lease, the host's classes "
+               "match etcd", t_killed, timeout=180)
     suite.case("parqd stopped: its classes and reservations go at once",
                t_stopped, timeout=60)
     return lab.run(suite, "clu", tools=("etcd", "etcdctl"), setup=setup,

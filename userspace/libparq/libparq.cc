@@ -197,12 +197,14 @@ int parq_reserve(parq_ctx* p, const char* to, uint64_t rate_bps,
       return Fail(p, PARQ_ERR_INVALID, "no destination host");
     if (rate_bps == 0)
       return Fail(p, PARQ_ERR_INVALID, "a rate of 0 reserves nothing");
-    return AskOne(p,
-                  {{"op", "reserve"},
-                   {"to", to},
-                   {"rate", rate_bps},
-                   {"match", match ? match : ""}},
-                  out);
+    json req = {{"op", "reserve"},
+                {"to", to},
+                {"rate", rate_bps},
+                {"match", match ? match : ""}};
+    // Inside a Slurm job, the reservation ends with the job.
+    if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job)
+      req["job"] = job;
+    return AskOne(p, req, out);
   });
 }
 

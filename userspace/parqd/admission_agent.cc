@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
+#include <set>
 
 #include <unistd.h>
 
@@ -89,6 +91,9 @@ Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a) {
                  ": cannot read it: " + std::strerror(errno)};
   auto t = Topology::Load(a.topology_file);
   if (!t.ok())
+  if (!a.etcd_tls.key_file.empty())
+    if (auto e = EtcdKeyFileProblem(a.etcd_tls.key_file))
+      return Err{*e};
     return Err{t.error()};
   std::string host = a.host;
   if (host.empty()) {
@@ -133,6 +138,8 @@ void AdmissionAgent::Tick(uint64_t now) {
   if (lease_ == 0) {
     if (now < next_keepalive_ns_)
       return;
+  if (now >= next_check_ns_)
+    Check(now);
     auto g = etcd_.LeaseGrant(config_.lease_ttl_s);
     if (!g.ok()) {
       etcd_error_ = g.error();
@@ -157,6 +164,7 @@ void AdmissionAgent::Tick(uint64_t now) {
   if (now >= next_keepalive_ns_) {
     auto k = etcd_.LeaseKeepAlive(lease_);
     if (k.ok() && k.value().ttl_s > 0) {
+    RevokeEarlier();
       Renewed(now);
       if (warned_)
         log_(kInfo, "admission: etcd answers again; lease " +
@@ -216,8 +224,8 @@ void AdmissionAgent::RevokeStale() {
 
 uint64_t AdmissionAgent::NextTick() const {
   if (lease_ == 0)
-    return next_keepalive_ns_;
-  return std::min(next_keepalive_ns_, DemoteAt());
+    return std::min(next_keepalive_ns_, next_check_ns_);
+  return std::min({next_keepalive_ns_, DemoteAt(), next_check_ns_});
 }
 
 void AdmissionAgent::Demote(const std::string& why) {
@@ -243,6 +251,164 @@ std::optional<uint64_t> AdmissionAgent::Allowance(const Requester& who) const {
     return std::nullopt;
   uint64_t best = 0;
   for (const AllowRule& a : config_.allow) {
+std::string SlurmJobOf(std::string_view proc_cgroup) {
+  // The cgroup v2 line, "0::PATH"; Slurm's job directory is job_N.
+  size_t at = 0;
+  while (at < proc_cgroup.size()) {
+    size_t end = std::min(proc_cgroup.find('\n', at), proc_cgroup.size());
+    std::string_view line = proc_cgroup.substr(at, end - at);
+    at = end + 1;
+    if (!line.starts_with("0::"))
+      continue;
+    line.remove_prefix(3);
+    while (!line.empty()) {
+      const size_t slash = std::min(line.find('/'), line.size());
+      const std::string_view dir = line.substr(0, slash);
+      line.remove_prefix(std::min(slash + 1, line.size()));
+      if (dir.size() > 4 && dir.size() <= 4 + 19 && dir.starts_with("job_") &&
+          dir.find_first_not_of("0123456789", 4) == std::string_view::npos)
+        return std::string(dir.substr(4));
+    }
+  }
+  return "";
+}
+
+std::optional<std::string> RequestJob(const std::string& process_job,
+                                      std::string* job) {
+  if (process_job.empty())
+    return std::nullopt;
+  if (!job->empty() && *job != process_job)
+    return "the request names job " + *job +
+           ", but the asking process runs in job " + process_job;
+  *job = process_job;
+  return std::nullopt;
+}
+
+namespace {
+
+// Revokes the leases, other than `keep`, of `host`'s reservations in etcd:
+// an earlier parqd's; false if etcd could not be read or a lease not be
+// revoked (they go when they expire).
+bool RevokeLeasesOf(const std::string& host, int64_t keep,
+                    ClusterAdmission& admission, EtcdClient& etcd,
+                    const AdmissionAgent::Log& log) {
+  auto all = admission.List();
+  if (!all.ok()) {
+    log(AdmissionAgent::kWarn,
+        "admission: cannot read the reservations of an earlier parqd on "
+        "this host (they go when its lease expires): " +
+            all.error());
+    return false;
+  }
+  std::map<int64_t, size_t> leases;
+  for (const Reservation& r : all.value())
+    if (r.from == host && r.lease != keep && r.lease != 0)
+      leases[r.lease]++;
+  bool ok = true;
+  for (const auto& [l, n] : leases) {
+    if (auto r = etcd.LeaseRevoke(l); !r.ok()) {
+      log(AdmissionAgent::kWarn,
+          "admission: cannot revoke lease " + std::to_string(l) +
+              " of an earlier parqd on this host (its reservations go when "
+              "it expires): " +
+              r.error());
+      ok = false;
+      continue;
+    }
+    log(AdmissionAgent::kInfo, "admission: revoked lease " + std::to_string(l) +
+                                   " of an earlier parqd on this host: its " +
+                                   std::to_string(n) +
+                                   " reservation(s) released");
+  }
+  return ok;
+}
+
+std::string Hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof(b), "%x", v);
+  return b;
+}
+
+}  // namespace
+
+bool CleanUpAfterParqd(const std::string& host, ClusterAdmission& admission,
+                       EtcdClient& etcd, ReservedClasses& classes,
+                       const AdmissionAgent::Log& log) {
+  bool ok = true;
+  auto installed = classes.Installed();
+  if (!installed.ok()) {
+    log(AdmissionAgent::kError,
+        "admission: cannot list the reserved classes: " + installed.error());
+    ok = false;
+  } else {
+    for (uint32_t minor : installed.value())
+      if (auto e = classes.Remove(minor)) {
+        log(AdmissionAgent::kError,
+            "admission: cannot remove class " + Hex(minor) + ": " + *e);
+        ok = false;
+      } else {
+        log(AdmissionAgent::kInfo, "admission: removed class " + Hex(minor));
+      }
+  }
+  return RevokeLeasesOf(host, 0, admission, etcd, log) && ok;
+}
+
+void AdmissionAgent::RevokeEarlier() {
+  (void)RevokeLeasesOf(config_.host, lease_, admission_, etcd_, log_);
+}
+
+void AdmissionAgent::Check(uint64_t now) {
+  next_check_ns_ = now + kJobCheckNs;
+  std::vector<std::string> ended;
+  for (const auto& [id, h] : held_)
+    if (!h.r.job.empty() && (!job_alive_ || !job_alive_(h.r.job)))
+      ended.push_back(id);
+  for (const std::string& id : ended) {
+    const std::string job = held_.at(id).r.job;
+    if (Release(Requester{0, "root", {}}, id).ok())
+      log_(kInfo, "admission: " + id + " released: job " + job +
+                      " has ended (its cgroup is gone)");
+  }
+  auto installed = classes_.Installed();
+  if (!installed.ok()) {
+    log_(kWarn,
+         "admission: cannot list the reserved classes: " + installed.error());
+    return;
+  }
+  std::set<uint32_t> held;
+  for (const auto& [id, h] : held_)
+    held.insert(h.minor);
+  for (uint32_t minor : installed.value()) {
+    if (held.count(minor))
+      continue;
+    if (auto e = classes_.Remove(minor))
+      log_(kError, "admission: cannot remove class " + Hex(minor) +
+                       ", which no reservation holds: " + *e);
+    else
+      log_(kWarn, "admission: removed class " + Hex(minor) +
+                      ", which no reservation of this parqd holds (left by "
+                      "one that died, or made by hand in parqd's range)");
+  }
+}
+
+Result<std::vector<Reservation>, std::string> AdmissionAgent::ReleaseJob(
+    const Requester& who, const std::string& job) {
+  if (job.empty())
+    return Err{std::string("no job named")};
+  std::vector<std::string> ids;
+  for (const auto& [id, h] : held_)
+    if (h.r.job == job)
+      ids.push_back(id);
+  std::vector<Reservation> out;
+  for (const std::string& id : ids) {
+    auto r = Release(who, id);
+    if (!r.ok())
+      return Err{r.error()};
+    out.push_back(std::move(r).value());
+  }
+  return out;
+}
+
     const bool match =
         (!a.user.empty() && a.user == who.user) ||
         (!a.group.empty() && std::find(who.groups.begin(), who.groups.end(),
@@ -253,29 +419,14 @@ std::optional<uint64_t> AdmissionAgent::Allowance(const Requester& who) const {
   return best;
 }
 
-uint64_t AdmissionAgent::HeldBy(uint32_t uid) const {
-  uint64_t sum = 0;
-  for (const auto& [id, h] : held_)
-    if (h.uid == uid)
-      sum += h.r.rate;
-  return sum;
-}
-
 std::optional<std::string> AdmissionAgent::CheckAllowance(const Requester& who,
                                                           uint64_t more) const {
   const auto allowance = Allowance(who);
-  if (!allowance || more == 0)
+  if (!allowance || more == 0 || *allowance != 0)
     return std::nullopt;
-  if (*allowance == 0)
-    return "user " + who.user +
-           " may not reserve: no [[admission.allow]] names the user or one "
-           "of their groups";
-  const uint64_t held = HeldBy(who.uid);
-  if (held + more > *allowance)
-    return "user " + who.user + " may hold " + FormatRate(*allowance) +
-           " of reservations; holds " + FormatRate(held) + ", asks " +
-           FormatRate(more) + " more";
-  return std::nullopt;
+  return "user " + who.user +
+         " may not reserve: no [[admission.allow]] names the user or one of "
+         "their groups";
 }
 
 std::optional<std::string> AdmissionAgent::MayTouch(const Requester& who,
@@ -310,7 +461,7 @@ std::string AdmissionAgent::NoLease() const {
 
 Result<Reservation, std::string> AdmissionAgent::Reserve(
     const Requester& who, const std::string& to, uint64_t rate,
-    const std::string& match) {
+    const std::string& match, const std::string& job) {
   if (lease_ == 0)
     return Err{NoLease()};
   if (rate == 0)
@@ -327,8 +478,17 @@ Result<Reservation, std::string> AdmissionAgent::Reserve(
   if (!minor)
     return Err{"this host holds " + std::to_string(held_.size()) +
                " reservations, as many as parqd installs"};
-  auto r = admission_.Reserve(
-      {config_.host, to, rate, FormatMatch(m.value()), who.user}, lease_);
+  ReservationRequest req;
+  req.from = config_.host;
+  req.to = to;
+  req.rate = rate;
+  req.match = FormatMatch(m.value());
+  req.owner = who.user;
+  // What the user holds is summed across the cluster, in the same etcd
+  // transaction as the admission.
+  req.allowance = Allowance(who);
+  req.job = job;
+  auto r = admission_.Reserve(req, lease_);
   if (!r.ok()) {
     counters_.refused++;
     return r;
@@ -354,6 +514,14 @@ Result<Reservation, std::string> AdmissionAgent::Reserve(
 
 Result<Reservation, std::string> AdmissionAgent::Change(const Requester& who,
                                                         const std::string& id,
+  if (!job.empty()) {
+    if (job.find_first_not_of("0123456789") != std::string::npos ||
+        job.size() > 19)
+      return Err{"job \"" + job + "\" is not a Slurm job id (digits)"};
+    if (!job_alive_ || !job_alive_(job))
+      return Err{"job " + job +
+                 " does not run on this host (it has no cgroup here)"};
+  }
                                                         uint64_t rate) {
   auto it = held_.find(id);
   if (it == held_.end())
@@ -373,7 +541,8 @@ Result<Reservation, std::string> AdmissionAgent::Change(const Requester& who,
   if (rate < old)
     if (auto e = classes_.SetRate(h.minor, rate))
       return Err{"cannot change the reserved class: " + *e};
-  auto r = admission_.Change(id, rate);
+  auto r =
+      admission_.Change(id, rate, rate > old ? Allowance(who) : std::nullopt);
   if (!r.ok()) {
     if (rate < old)
       (void)classes_.SetRate(h.minor, old);

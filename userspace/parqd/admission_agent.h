@@ -73,6 +73,10 @@ class ReservedClasses {
   // Filters, then the class.
   virtual std::optional<std::string> Remove(uint32_t minor) = 0;
 };
+  // The minors of the agent's range (kAgentMinorFirst..kAgentMinorLast)
+  // that have a class, or a filter into one, on the qdisc now, in order:
+  // what the agent compares with what it holds.
+  virtual Result<std::vector<uint32_t>, std::string> Installed() = 0;
 
 // Who asks (from SO_PEERCRED and the user database).
 struct Requester {
@@ -100,6 +104,22 @@ inline constexpr uint32_t kAgentMinorFirst = 0x1000;
 inline constexpr uint32_t kAgentMinorLast = 0xffff;
 
 class AdmissionAgent {
+// How often the agent checks that each reservation's job still runs and
+// that the qdisc holds no class of its range that it does not hold (left
+// by a parqd that died, or made by hand): the longest a reservation
+// outlives its job's cgroup.
+inline constexpr uint64_t kJobCheckNs = 5'000'000'000;
+
+// The Slurm job id in a process's /proc/PID/cgroup (a job_N directory on
+// its cgroup v2 path, as Slurm's cgroup/v2 plugin makes them), or "".
+std::string SlurmJobOf(std::string_view proc_cgroup);
+// The job a request is for: `*job` holds the one the request names ("":
+// none) and becomes the one the asking process runs in (`process_job`,
+// from its cgroup; "" when unknown) if there is one; an error when they
+// differ.
+std::optional<std::string> RequestJob(const std::string& process_job,
+                                      std::string* job);
+
  public:
   using Log = std::function<void(int level, const std::string& line)>;
   enum LogLevel { kInfo, kWarn, kError };
@@ -122,8 +142,11 @@ class AdmissionAgent {
 
   Result<Reservation, std::string> Reserve(const Requester& who,
                                            const std::string& to, uint64_t rate,
-                                           const std::string& match);
+                                           const std::string& match,
+                                           const std::string& job = "");
   Result<Reservation, std::string> Change(const Requester& who,
+  // `job`: the Slurm job the reservation is for ("": none), which must
+  // run on this host; the reservation ends with it.
                                           const std::string& id, uint64_t rate);
   Result<Reservation, std::string> Release(const Requester& who,
                                            const std::string& id);
@@ -131,6 +154,15 @@ class AdmissionAgent {
   std::vector<Reservation> List() const;
 
   // parqd's stop: removes every class, deletes the reservations and
+  // Releases this host's reservations for `job` (those `who` may touch):
+  // the job ended.  None is no error.
+  Result<std::vector<Reservation>, std::string> ReleaseJob(
+      const Requester& who, const std::string& job);
+  // Whether a Slurm job runs on this host (its cgroup exists); unset,
+  // reservations for a job are refused.
+  void set_job_alive(std::function<bool(const std::string& job)> alive) {
+    job_alive_ = std::move(alive);
+  }
   // revokes the lease, so that their capacity is free at once.
   void Stop();
 
@@ -150,7 +182,6 @@ class AdmissionAgent {
 
   // The rate `who` may hold in all; nullopt: no limit (root).
   std::optional<uint64_t> Allowance(const Requester& who) const;
-  uint64_t HeldBy(uint32_t uid) const;
   // `who` may act on `h`, or why not.
   std::optional<std::string> MayTouch(const Requester& who,
                                       const Held& h) const;
@@ -165,6 +196,13 @@ class AdmissionAgent {
   void Renewed(uint64_t now);
   uint64_t TtlNs() const;
   uint64_t DemoteAt() const;
+  // Revokes the leases of this host's reservations that etcd holds under
+  // another lease than ours: an earlier parqd's, which died without
+  // revoking it.
+  void RevokeEarlier();
+  // Every kJobCheckNs: releases the reservations whose job ended, and
+  // removes the classes of its range that it does not hold.
+  void Check(uint64_t now);
 
   AgentConfig config_;
   const Topology& topology_;
@@ -180,11 +218,22 @@ class AdmissionAgent {
   int64_t stale_lease_ = 0;         // given up at a demotion, not yet revoked
   uint64_t renewed_ns_ = 0;         // when the last answered renewal was sent
   uint64_t next_keepalive_ns_ = 0;  // or the next grant, without a lease
-  std::string etcd_error_;          // the last one, for refusals
-  bool warned_ = false;             // etcd_error_ was logged
+  uint64_t next_check_ns_ = 0;      // Check()
+  std::function<bool(const std::string&)> job_alive_;
+  std::string etcd_error_;  // the last one, for refusals
+  bool warned_ = false;     // etcd_error_ was logged
   AgentCounters counters_;
 };
 
 }  // namespace parq::parqd
 
 #endif
+// What parqd --clean-up does after a parqd that did not stop cleanly
+// (SIGKILL, OOM, its watchdog; the unit's ExecStopPost): removes every
+// class of the agent's range from the qdisc, with its filters, and revokes
+// the leases of `host`'s reservations in etcd, so that their capacity is
+// free at once.  Each step is logged; false if one failed.
+bool CleanUpAfterParqd(const std::string& host, ClusterAdmission& admission,
+                       EtcdClient& etcd, ReservedClasses& classes,
+                       const AdmissionAgent::Log& log);
+

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "topology.h"
 
@@ -39,15 +41,16 @@ std::string StringOf(const json& req, const char* key) {
 }  // namespace
 
 json ReservationJson(const Reservation& r) {
-  return json{{"id", r.id},       {"from", r.from},
-              {"to", r.to},       {"rate_bps", r.rate},
-              {"match", r.match}, {"owner", r.owner},
-              {"lease", r.lease}, {"resources", r.resources}};
+  return json{
+      {"id", r.id},         {"from", r.from},   {"to", r.to},
+      {"rate_bps", r.rate}, {"match", r.match}, {"owner", r.owner},
+      {"job", r.job},       {"lease", r.lease}, {"resources", r.resources}};
 }
 
 std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
                                    std::string_view request,
-                                   const IncomingReservations* incoming) {
+                                   const IncomingReservations* incoming,
+                                   const std::string& process_job) {
   auto parsed = ParseRequest(request);
   if (!parsed.ok())
     return parsed.error();
@@ -82,7 +85,10 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
       const std::string to = StringOf(req, "to");
       if (to.empty())
         return ErrorReply("\"reserve\" needs \"to\": the destination host");
-      r = agent.Reserve(who, to, rate.value(), StringOf(req, "match"));
+      std::string job = StringOf(req, "job");
+      if (auto e = RequestJob(process_job, &job))
+        return ErrorReply(*e);
+      r = agent.Reserve(who, to, rate.value(), StringOf(req, "match"), job);
     } else {
       const std::string id = StringOf(req, "id");
       if (id.empty())
@@ -91,8 +97,19 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
     }
   } else if (op == "release") {
     const std::string id = StringOf(req, "id");
+    const std::string job = StringOf(req, "job");
+    if (id.empty() && !job.empty()) {
+      auto gone = agent.ReleaseJob(who, job);
+      if (!gone.ok())
+        return ErrorReply(gone.error());
+      json all = json::array();
+      for (const Reservation& x : gone.value())
+        all.push_back(ReservationJson(x));
+      return json{{"ok", true}, {"reservations", all}}.dump();
+    }
     if (id.empty())
-      return ErrorReply("\"release\" needs \"id\"");
+      return ErrorReply(
+          "\"release\" needs \"id\", or \"job\" for a job's reservations");
     r = agent.Release(who, id);
   } else {
     return ErrorReply(
@@ -102,6 +119,15 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
   if (!r.ok())
     return ErrorReply(r.error());
   return json{{"ok", true}, {"reservation", ReservationJson(r.value())}}.dump();
+}
+
+std::string SlurmJobOfPid(pid_t pid) {
+  if (pid <= 0)
+    return "";
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cgroup");
+  const std::string text{std::istreambuf_iterator<char>(f),
+                         std::istreambuf_iterator<char>()};
+  return SlurmJobOf(text);
 }
 
 Requester RequesterOf(uid_t uid, gid_t gid) {
@@ -144,7 +170,8 @@ void AdmissionServer::Serve(AdmissionAgent& agent, uint64_t now) {
   server_.Serve(
       [this, &agent](const Asker& who, std::string_view request) {
         return HandleAdmissionRequest(agent, RequesterOf(who.uid, who.gid),
-                                      request, incoming_);
+                                      request, incoming_,
+                                      SlurmJobOfPid(who.pid));
       },
       now);
 }

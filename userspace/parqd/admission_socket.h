@@ -6,9 +6,11 @@
 // connection and one JSON reply (Documentation/admission.md, "Asking for
 // a reservation"):
 //
-//   {"op": "reserve", "to": "n2", "rate": "100mbit", "match": "proto=udp"}
+//   {"op": "reserve", "to": "n2", "rate": "100mbit", "match": "proto=udp",
+//    "job": "42"}                          ("job": optional, a Slurm job)
 //   {"op": "change", "id": "n1-...", "rate": "200mbit"}
 //   {"op": "release", "id": "n1-..."}
+//   {"op": "release", "job": "42"}       (all of the job's on this host)
 //   {"op": "list"}
 //   {"op": "incoming"}
 //
@@ -18,7 +20,9 @@
 //   {"ok": false, "error": "link s1 -> tor2 is full: ..."}
 //
 // The requester is the peer's SO_PEERCRED uid, its name and groups from the
-// user database: an application cannot speak for another user.  Rates are
+// user database: an application cannot speak for another user.  When the
+// peer's /proc/PID/cgroup can be read and names a Slurm job, that is the
+// reservation's job, and a request naming another is refused.  Rates are
 // a tc rate ("100mbit") or bits/s as a number.
 
 #ifndef PARQD_ADMISSION_SOCKET_H
@@ -44,10 +48,16 @@ namespace parq::parqd {
 nlohmann::json ReservationJson(const Reservation& r);
 
 // The reply to one request (never throws; bad JSON gets an error reply);
-// `incoming`: the destination's view, if this parqd keeps one.
+// `incoming`: the destination's view, if this parqd keeps one;
+// `process_job`: the Slurm job the asking process runs in ("": unknown).
 std::string HandleAdmissionRequest(
     AdmissionAgent& agent, const Requester& who, std::string_view request,
-    const IncomingReservations* incoming = nullptr);
+    const IncomingReservations* incoming = nullptr,
+    const std::string& process_job = "");
+
+// The Slurm job process `pid` runs in, from /proc/PID/cgroup ("" when it
+// cannot be read or names none).
+std::string SlurmJobOfPid(pid_t pid);
 
 // `uid`'s name and groups from the user database (the uid in decimal when
 // it has no entry).

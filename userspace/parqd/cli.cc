@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cstdlib>
 #include <deque>
 #include <sstream>
 #include <utility>
@@ -78,6 +79,10 @@ std::variant<ParqdArgs, int> ParseParqdArgs(
   app.add_flag("--check-config", a.check_config,
                "Read and check the configuration and the key file, print "
                "the result and exit");
+  app.add_flag("--clean-up", a.clean_up,
+               "Remove what a parqd that did not stop cleanly left behind "
+               "(the admission role's reserved classes and filters, and its "
+               "reservations in etcd) and exit; the unit's ExecStopPost");
   app.add_option("--log-level", a.log_level, "Log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
@@ -342,6 +347,9 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
   reserve->add_option("--match", a.match,
                       "The traffic it covers: proto=udp|tcp, dport=N, "
                       "sport=N, comma-separated (default: all to the host)");
+  reserve->add_option("--job", a.job,
+                      "The Slurm job it is for, released when the job ends "
+                      "(default: $SLURM_JOB_ID; --job '' for none)");
   socket_option(reserve);
   json_flag(reserve);
   CLI::App* change = app.add_subcommand(
@@ -351,8 +359,14 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       ->required();
   socket_option(change);
   json_flag(change);
-  CLI::App* release = app.add_subcommand("release", "Release a reservation");
-  release->add_option("ID", a.id, "The reservation")->required();
+  CLI::App* release = app.add_subcommand(
+      "release", "Release a reservation, or all of a job's (--job)");
+  CLI::Option* release_id = release->add_option("ID", a.id, "The reservation");
+  release
+      ->add_option("--job", a.job,
+                   "Release every reservation on this host made for this "
+                   "Slurm job instead (the Slurm epilog does)")
+      ->excludes(release_id);
   socket_option(release);
   json_flag(release);
 
@@ -450,10 +464,17 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kReservations;
   } else if (*reserve) {
     a.cmd = CtlArgs::Cmd::kReserve;
+    const char* slurm_job = std::getenv("SLURM_JOB_ID");
+    if (reserve->count("--job") == 0 && slurm_job)
+      a.job = slurm_job;
   } else if (*change) {
     a.cmd = CtlArgs::Cmd::kChange;
   } else if (*release) {
     a.cmd = CtlArgs::Cmd::kRelease;
+    if (a.id.empty() && a.job.empty()) {
+      err << "parqctl release: give the reservation's ID, or --job N\n";
+      return 2;
+    }
   } else if (*kderive) {
     a.cmd = CtlArgs::Cmd::kKeyDerive;
   } else {

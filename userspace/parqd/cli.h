@@ -24,6 +24,7 @@ struct ParqdArgs {
   std::string config = kDefaultConfigPath;
   ConfigOverrides overrides;
   bool check_config = false;  // parse, check, print, exit
+  bool clean_up = false;      // remove what a dead parqd left, exit
   std::string log_level = "info";
 };
 
@@ -72,8 +73,9 @@ struct CtlArgs {
   std::string socket = "/run/parqd/admission.sock";  // reserve, change, ...
   std::string status_socket = kDefaultStatusSocket;  // peers
   std::string id;                                    // change, release
-  uint64_t rate = 0;                                 // reserve, change: bits/s
-  std::string match;                                 // reserve
+  std::string job;    // reserve: for this Slurm job; release: its reservations
+  uint64_t rate = 0;  // reserve, change: bits/s
+  std::string match;  // reserve
   bool incoming = false;        // reservations: toward this host, not from it
   std::string secret_file;      // key derive: the cluster secret
   uint64_t node = 0;            // key derive: the host the keys are for

@@ -34,13 +34,9 @@ uint64_t Rate(const std::string& text) {
 }
 
 std::string ToJson(const Reservation& r) {
-  return json{{"id", r.id},
-              {"from", r.from},
-              {"to", r.to},
-              {"rate", r.rate},
-              {"match", r.match},
-              {"owner", r.owner},
-              {"resources", r.resources}}
+  return json{{"id", r.id},     {"from", r.from},          {"to", r.to},
+              {"rate", r.rate}, {"match", r.match},        {"owner", r.owner},
+              {"job", r.job},   {"resources", r.resources}}
       .dump();
 }
 
@@ -70,6 +66,7 @@ Result<Reservation, std::string> ReservationFromKv(const EtcdKv& kv) {
   text("to", r.to);
   text("match", r.match);
   text("owner", r.owner);
+  text("job", r.job);
   if (const auto it = j.find("rate"); it != j.end()) {
     if (it->is_number_unsigned())
       r.rate = it->get<uint64_t>();
@@ -119,6 +116,10 @@ std::string ClusterAdmission::UseKey(const std::string& resource,
   return prefix_ + "use/" + resource + "/" + id;
 }
 
+std::string ClusterAdmission::UserPrefix(const std::string& owner) const {
+  return prefix_ + "user/" + owner + "/";
+}
+
 Result<Reservation, std::string> ClusterAdmission::Reserve(
     const ReservationRequest& req, int64_t lease) {
   const auto from = topology_.FindHost(req.from);
@@ -143,15 +144,16 @@ Result<Reservation, std::string> ClusterAdmission::Reserve(
   r.rate = req.rate;
   r.match = req.match;
   r.owner = req.owner;
+  r.job = req.job;
   r.lease = lease;
   const std::vector<size_t> path = topology_.Path(*from, *to);
   for (size_t i : path)
     r.resources.push_back(topology_.resources()[i].id);
-  return Commit(std::move(r), path, "", 0);
+  return Commit(std::move(r), path, req.allowance, "", 0);
 }
 
-Result<Reservation, std::string> ClusterAdmission::Change(const std::string& id,
-                                                          uint64_t rate) {
+Result<Reservation, std::string> ClusterAdmission::Change(
+    const std::string& id, uint64_t rate, std::optional<uint64_t> allowance) {
   if (rate == 0)
     return Err{"a rate of 0 reserves nothing; release " + id + " instead"};
   int64_t rev = 0;
@@ -172,11 +174,12 @@ Result<Reservation, std::string> ClusterAdmission::Change(const std::string& id,
     path.push_back(i);
   }
   r.rate = rate;
-  return Commit(std::move(r), path, id, rev);
+  return Commit(std::move(r), path, allowance, id, rev);
 }
 
 Result<Reservation, std::string> ClusterAdmission::Commit(
-    Reservation r, const std::vector<size_t>& path, const std::string& own,
+    Reservation r, const std::vector<size_t>& path,
+    std::optional<uint64_t> allowance, const std::string& own,
     int64_t own_revision) {
   const auto& res = topology_.resources();
   for (int attempt = 0; attempt < kMaxAttempts; attempt++) {
@@ -194,6 +197,29 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
       compares.push_back({pre, end, EtcdCompare::Target::kModRevision,
                           EtcdCompare::Op::kLess, range.value().revision + 1});
     }
+    if (allowance) {
+      // The owner's reservations on every host, read and compared like a
+      // resource's: a concurrent admission for the same owner anywhere
+      // fails this transaction, which then decides again.
+      const std::string pre = UserPrefix(r.owner);
+      const std::string end = EtcdPrefixEnd(pre);
+      auto range = etcd_.Range(pre, end);
+      if (!range.ok())
+        return Err{range.error()};
+      uint64_t held = 0;
+      for (const EtcdKv& kv : range.value().kvs)
+        if ((own.empty() || kv.key != pre + own) && Counts(kv))
+          held += Rate(kv.value);
+      if (held + r.rate > *allowance || held + r.rate < held)
+        return Err{"user " + r.owner + " may hold " + FormatRate(*allowance) +
+                   " of reservations in the cluster; holds " +
+                   FormatRate(held) +
+                   (own.empty() ? ", asks " + FormatRate(r.rate) + " more"
+                                : " besides " + own + ", asks " +
+                                      FormatRate(r.rate) + " for it")};
+      compares.push_back({pre, end, EtcdCompare::Target::kModRevision,
+                          EtcdCompare::Op::kLess, range.value().revision + 1});
+    }
     if (auto refusal = Admit(topology_, path, reserved, r.rate))
       return Err{RefusalMessage(topology_, *refusal)};
     if (!own.empty())
@@ -201,10 +227,12 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
                           EtcdCompare::Target::kModRevision,
                           EtcdCompare::Op::kEqual, own_revision});
     std::vector<EtcdOp> ops;
-    ops.reserve(path.size() + 2);
+    ops.reserve(path.size() + 3);
     for (size_t i : path)
       ops.push_back({EtcdOp::Kind::kPut, UseKey(res[i].id, r.id),
                      std::to_string(r.rate), "", r.lease});
+    ops.push_back({EtcdOp::Kind::kPut, UserPrefix(r.owner) + r.id,
+                   std::to_string(r.rate), "", r.lease});
     const std::string value = ToJson(r);
     ops.push_back(
         {EtcdOp::Kind::kPut, prefix_ + "resv/" + r.id, value, "", r.lease});
@@ -245,9 +273,11 @@ Result<Reservation, std::string> ClusterAdmission::Release(
     if (!got.ok())
       return got;
     std::vector<EtcdOp> ops;
-    ops.reserve(got.value().resources.size() + 2);
+    ops.reserve(got.value().resources.size() + 3);
     for (const std::string& rid : got.value().resources)
       ops.push_back({EtcdOp::Kind::kDelete, UseKey(rid, id), "", "", 0});
+    ops.push_back(
+        {EtcdOp::Kind::kDelete, UserPrefix(got.value().owner) + id, "", "", 0});
     ops.push_back({EtcdOp::Kind::kDelete, prefix_ + "resv/" + id, "", "", 0});
     ops.push_back({EtcdOp::Kind::kDelete,
                    IncomingPrefix(prefix_, got.value().to) + id, "", "", 0});

@@ -10,6 +10,8 @@
 //                       owner, resources)
 //   P to/HOST/ID        the same, under its destination host: what that
 //                       host watches (IncomingReservations)
+//   P user/OWNER/ID     the rate reservation ID takes of its owner's
+//                       allowance, wherever it was made
 //
 // all attached to the lease of the agent that holds the reservation, so
 // that a dead agent's reservations disappear with its lease.  A use/ key
@@ -24,7 +26,10 @@
 // admission on a shared resource makes all but one transaction fail; the
 // others read again and decide again, so the sum on a resource can never
 // exceed what is reservable.  Admissions whose paths share no resource
-// compare disjoint ranges and never fail each other.  A released
+// compare disjoint ranges and never fail each other.  A request with an
+// allowance reads and compares its owner's user/ prefix the same way, so
+// that two hosts admitting for one user at once cannot together exceed
+// it.  A released
 // reservation's deleted keys do not fail the compares (they only free
 // capacity).
 
@@ -33,6 +38,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +54,10 @@ struct ReservationRequest {
   uint64_t rate = 0;     // bits/s
   std::string match;     // the traffic it covers (opaque here)
   std::string owner;     // who asked (a user name)
+  // The most the owner may hold across the cluster, this included;
+  // nullopt: no limit (root).
+  std::optional<uint64_t> allowance;
+  std::string job;  // the Slurm job it was made for ("": none)
 };
 
 struct Reservation {
@@ -55,6 +65,7 @@ struct Reservation {
   std::string from, to;  // host names
   uint64_t rate = 0;
   std::string match, owner;
+  std::string job;                     // Slurm job id ("": none)
   std::vector<std::string> resources;  // Resource ids, path order
   int64_t lease = 0;
 };
@@ -88,8 +99,10 @@ class ClusterAdmission {
   Result<Reservation, std::string> Reserve(const ReservationRequest& req,
                                            int64_t lease);
   // The reservation's new rate, admitted the same way (its own use is
-  // not counted against it).
-  Result<Reservation, std::string> Change(const std::string& id, uint64_t rate);
+  // not counted against it), within its owner's `allowance`.
+  Result<Reservation, std::string> Change(
+      const std::string& id, uint64_t rate,
+      std::optional<uint64_t> allowance = std::nullopt);
   // Deletes the reservation; an error when there is none of that id.
   Result<Reservation, std::string> Release(const std::string& id);
 
@@ -102,12 +115,15 @@ class ClusterAdmission {
 
  private:
   std::string UseKey(const std::string& resource, const std::string& id) const;
+  std::string UserPrefix(const std::string& owner) const;
   Result<Reservation, std::string> Get(const std::string& id,
                                        int64_t* mod_revision);
-  // Admits `rate` on `path` (resource indices) and writes `r` with it;
-  // `own`: a reservation whose use is left out of the sums (a change).
+  // Admits `rate` on `path` (resource indices) and within `allowance`
+  // and writes `r` with it; `own`: a reservation whose use is left out of
+  // the sums (a change).
   Result<Reservation, std::string> Commit(Reservation r,
                                           const std::vector<size_t>& path,
+                                          std::optional<uint64_t> allowance,
                                           const std::string& own,
                                           int64_t own_revision);
 

@@ -410,12 +410,23 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
       if (!rules.ok())
         return Err{rules.error()};
       a.allow = std::move(rules.value());
+    } else if (key == "slurm-cgroup") {
+      auto s = NonEmpty(r, v, full);
+      if (!s.ok())
+        return Err{s.error()};
+      if (s.value().text.front() != '/')
+        return Err{r.Err(v, full,
+                         "\"" + s.value().text +
+                             "\" must be an absolute path (a directory of "
+                             "the cgroup v2 file system)")};
+      a.slurm_cgroup = s.value().text;
     } else {
       return Err{r.Err(v, full,
                        "unknown key in the [admission] section; the keys are "
                        "etcd-endpoints, etcd-prefix, etcd-timeout, "
                        "etcd-ca-file, etcd-cert-file, etcd-key-file, "
-                       "topology-file, host, lease, socket and allow")};
+                       "topology-file, host, lease, socket, slurm-cgroup and "
+                       "allow")};
     }
   }
   const std::string at = TomlWhere(source, n);

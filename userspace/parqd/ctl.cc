@@ -543,17 +543,21 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
       return NftRestore(jobs, a.json, out, err);
     case CtlArgs::Cmd::kNftWatch:
       return NftWatch(jobs, out, err);
-    case CtlArgs::Cmd::kReserve:
-      return Ask(a,
-                 {{"op", "reserve"},
+    case CtlArgs::Cmd::kReserve: {
+      json req = {{"op", "reserve"},
                   {"to", a.to},
                   {"rate", a.rate},
-                  {"match", a.match}},
-                 out, err);
+                  {"match", a.match}};
+      if (!a.job.empty())
+        req["job"] = a.job;
+      return Ask(a, req, out, err);
+    }
     case CtlArgs::Cmd::kChange:
       return Ask(a, {{"op", "change"}, {"id", a.id}, {"rate", a.rate}}, out,
                  err);
     case CtlArgs::Cmd::kRelease:
+      if (!a.job.empty())
+        return Ask(a, {{"op", "release"}, {"job", a.job}}, out, err);
       return Ask(a, {{"op", "release"}, {"id", a.id}}, out, err);
     case CtlArgs::Cmd::kKeyDerive:
       return KeyDerive(a, out, err);

@@ -207,6 +207,12 @@ std::unique_ptr<AdmissionStack> StartAdmission(const Config& c) {
   }
   const std::string host = t.value().host;
   auto s = AdmissionServer::Open(a.socket);
+    // A reservation made for a Slurm job lasts while the job's cgroup does.
+    agent.set_job_alive(
+        [dir = c.admission->slurm_cgroup](const std::string& job) {
+          std::error_code ec;
+          return std::filesystem::is_directory(dir + "/job_" + job, ec);
+        });
   if (!s.ok()) {
     spdlog::error("admission: {}", s.error());
     return nullptr;

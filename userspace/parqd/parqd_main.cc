@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -20,11 +21,15 @@
 
 #include "admission_agent.h"
 #include "cli.h"
+#include "cluster_admission.h"
 #include "config.h"
 #include "daemon.h"
+#include "etcd.h"
 #include "kernel.h"
 #include "key.h"
 #include "notify.h"
+#include "reserved_classes.h"
+#include "subprocess.h"
 
 using namespace parq::parqd;
 
@@ -90,6 +95,36 @@ int Run(int argc, char** argv) {
                                                   : "a cluster key")
               << " of id " << keys.value().send_id() << admission << "\n";
     return 0;
+  }
+
+  if (args.clean_up) {
+    const auto& a = config.value().admission;
+    if (!a)
+      return 0;  // no admission role: nothing of it to remove
+    auto t = LoadAgentTopology(*a);
+    if (!t.ok()) {
+      spdlog::error("{}: [admission]: {}", args.config, t.error());
+      return kExitConfig;
+    }
+    EtcdClient etcd(a->etcd_endpoints,
+                    std::chrono::milliseconds(a->etcd_timeout_ns / 1'000'000),
+                    CurlPost(a->etcd_tls));
+    ClusterAdmission admission(t.value().topology, etcd, a->etcd_prefix);
+    TcReservedClasses classes(
+        config.value().interface,
+        [](const std::vector<std::string>& argv, const std::string& input) {
+          return RunProgram(argv, input);
+        });
+    const bool ok = CleanUpAfterParqd(t.value().host, admission, etcd, classes,
+                                      [](int level, const std::string& line) {
+                                        if (level == AdmissionAgent::kError)
+                                          spdlog::error("{}", line);
+                                        else if (level == AdmissionAgent::kWarn)
+                                          spdlog::warn("{}", line);
+                                        else
+                                          spdlog::info("{}", line);
+                                      });
+    return ok ? 0 : 1;
   }
 
   // SIGTERM, SIGINT (stop) and SIGHUP (reload) arrive on a signalfd,

@@ -97,7 +97,7 @@ void RequestServer::Serve(const RequestHandler& handle, uint64_t now) {
       close(conns_.front().fd);
       conns_.erase(conns_.begin());
     }
-    conns_.push_back({c, {cred.uid, cred.gid}, now});
+    conns_.push_back({c, {cred.uid, cred.gid, cred.pid}, now});
   }
   std::vector<char> buf(kAdmissionMessageMax);
   for (auto it = conns_.begin(); it != conns_.end();) {

@@ -2,7 +2,12 @@
 
 #include "reserved_classes.h"
 
+#include <charconv>
 #include <cstdio>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -160,6 +165,65 @@ std::optional<std::string> TcReservedClasses::RemoveFrom(const std::string& h,
             std::to_string(minor)});
   auto cls = Tc({"class", "del", "dev", dev_, "classid", h + Hex(minor)});
   return cls ? cls : chain;
+}
+
+namespace {
+
+// The minor of `classid` ("1:1000") if it is a class of the qdisc of
+// handle `h` ("1:") in the agent's range.
+std::optional<uint32_t> AgentMinor(std::string_view classid,
+                                   const std::string& h) {
+  if (!classid.starts_with(h))
+    return std::nullopt;
+  classid.remove_prefix(h.size());
+  uint32_t minor = 0;
+  const auto [p, ec] = std::from_chars(
+      classid.data(), classid.data() + classid.size(), minor, 16);
+  if (ec != std::errc() || p != classid.data() + classid.size() ||
+      minor < kAgentMinorFirst || minor > kAgentMinorLast)
+    return std::nullopt;
+  return minor;
+}
+
+}  // namespace
+
+Result<std::vector<uint32_t>, std::string> TcReservedClasses::Installed() {
+  std::string h;
+  if (auto e = Handle(&h))
+    return Err{*e};
+  // Text, not -j: tc has printed classes as JSON only since 6.x.  Lines
+  // "class parq H:MINOR ..." and "filter ... classid|flowid H:MINOR ...".
+  std::set<uint32_t> found;
+  const auto scan = [&](const std::vector<std::string>& argv,
+                        const char* first) -> std::optional<std::string> {
+    auto r = run_(argv, "");
+    if (!r.ok())
+      return r.error();
+    if (r.value().status != 0)
+      return argv[0] + " " + argv[1] + " " + argv[2] + " dev " + dev_ + ": " +
+             ErrorText(r.value());
+    std::istringstream lines(r.value().out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      std::vector<std::string> w{std::istream_iterator<std::string>(words),
+                                 std::istream_iterator<std::string>()};
+      if (w.empty() || w[0] != first)
+        continue;
+      for (size_t i = 0; i + 1 < w.size(); i++) {
+        const bool is_class = w[0] == "class" && i == 1 && w[1] == "parq";
+        if (is_class || w[i] == "classid" || w[i] == "flowid")
+          if (auto m = AgentMinor(w[i + 1], h))
+            found.insert(*m);
+      }
+    }
+    return std::nullopt;
+  };
+  if (auto e = scan({"tc", "class", "show", "dev", dev_}, "class"))
+    return Err{*e};
+  if (auto e =
+          scan({"tc", "filter", "show", "dev", dev_, "parent", h}, "filter"))
+    return Err{*e};
+  return std::vector<uint32_t>(found.begin(), found.end());
 }
 
 }  // namespace parq::parqd

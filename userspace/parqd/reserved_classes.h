@@ -68,6 +68,9 @@ class TcReservedClasses : public ReservedClasses {
                                      uint32_t owner) override;
   std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) override;
   std::optional<std::string> Remove(uint32_t minor) override;
+  // Classes by classid (tc class show), filters by the classid they send
+  // to (tc filter show), not by what they match.
+  Result<std::vector<uint32_t>, std::string> Installed() override;
 
  private:
   // Sets `handle` to the root qdisc's ("1:"), or says why there is no

@@ -88,6 +88,12 @@ class FakeClasses : public ReservedClasses {
     rates.erase(minor);
     return std::nullopt;
   }
+  Result<std::vector<uint32_t>, std::string> Installed() override {
+    std::vector<uint32_t> out;
+    for (const auto& [minor, rate] : rates)
+      out.push_back(minor);
+    return out;
+  }
 
   bool fail_install = false, fail_set = false;
   std::map<uint32_t, uint64_t> rates;
@@ -408,8 +414,8 @@ TEST_F(AgentTest, UsersGetTheirAllowanceAndNoMore) {
   auto a2 = agent_->Reserve(kAlice, "n2", 150 * kMbit, "");
   ASSERT_FALSE(a2.ok());
   EXPECT_EQ(a2.error(),
-            "user alice may hold 300mbit of reservations; holds 200mbit, asks "
-            "150mbit more");
+            "user alice may hold 300mbit of reservations in the cluster; holds "
+            "200mbit, asks 150mbit more");
   // carol: her group's 100.
   EXPECT_TRUE(agent_->Reserve(kCarol, "n2", 100 * kMbit, "").ok());
   EXPECT_FALSE(agent_->Reserve(kCarol, "n2", kMbit, "").ok());
@@ -624,7 +630,8 @@ TEST_F(AgentTest, JsonRequests) {
       {R"({"op":"reserve","to":"n2","rate":true})",
        "\"rate\" must be a rate such as \"100mbit\" or bits/s as a number"},
       {R"({"op":"change","rate":"1mbit"})", "\"change\" needs \"id\""},
-      {R"({"op":"release"})", "\"release\" needs \"id\""},
+      {R"({"op":"release"})",
+       "\"release\" needs \"id\", or \"job\" for a job's reservations"},
   };
   for (const auto& [req, why] : bad) {
     r = ask(kRoot, req);

@@ -396,7 +396,7 @@ TEST(ConfigTest, AdmissionErrorsSayWhatAndWhere) {
        "parqd.toml:12:7: 'admission.ttl': unknown key in the [admission] "
        "section; the keys are etcd-endpoints, etcd-prefix, etcd-timeout, "
        "etcd-ca-file, etcd-cert-file, etcd-key-file, topology-file, host, "
-       "lease, socket and allow"},
+       "lease, socket, slurm-cgroup and allow"},
       {ok + "etcd-ca-file = \"ca.pem\"\n",
        "parqd.toml:12:16: 'admission.etcd-ca-file': \"ca.pem\" must be an "
        "absolute path to a PEM file"},

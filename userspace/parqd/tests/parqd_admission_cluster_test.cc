@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Tests of parqd's admission role across hosts and over time
+// (admission_agent.cc, cluster_admission.cc, reserved_classes.cc): a
+// user's allowance holds across the cluster, also when two hosts admit for
+// the user at once; a reservation made for a Slurm job ends with the job
+// (the epilog's release, or the job's cgroup gone); a parqd that died
+// without stopping leaves nothing behind once it starts again (classes it
+// does not hold are removed, the reservations of its earlier lease
+// revoked).  The agents run against a real etcd (etcd_server.h) and a fake
+// qdisc.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "admission_agent.h"
+#include "admission_socket.h"
+#include "cluster_admission.h"
+#include "ctl.h"
+#include "etcd.h"
+#include "etcd_server.h"
+#include "reserved_classes.h"
+#include "topology.h"
+#include "topology_text.h"
+
+namespace {
+
+using namespace parq::parqd;
+using namespace std::chrono_literals;
+using etcd_test::EtcdTest;
+using etcd_test::server;
+using test::TomlCable;
+using test::TomlHost;
+using test::TomlSwitch;
+
+constexpr uint64_t kSec = 1'000'000'000;
+constexpr uint64_t kMbit = 1'000'000;
+
+// n1 and n2 (1 Gbit/s NICs) on switch s1: 800 Mbit/s reservable each way.
+std::string Text() {
+  return "reservable = 80\n" + TomlHost("n1", {"10.0.0.1"}, "1gbit") +
+         TomlHost("n2", {"10.0.0.2"}, "1gbit") + TomlSwitch("s1") +
+         TomlCable("n1", "s1", "1gbit") + TomlCable("n2", "s1", "1gbit");
+}
+
+// A host's qdisc: its reserved classes, minor -> rate.
+class FakeClasses : public ReservedClasses {
+ public:
+  std::optional<std::string> Install(uint32_t minor, uint64_t rate,
+                                     const Match&, const std::vector<Address>&,
+                                     uint32_t) override {
+    rates[minor] = rate;
+    return std::nullopt;
+  }
+  std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) override {
+    rates.at(minor) = rate;
+    return std::nullopt;
+  }
+  std::optional<std::string> Remove(uint32_t minor) override {
+    rates.erase(minor);
+    return std::nullopt;
+  }
+  Result<std::vector<uint32_t>, std::string> Installed() override {
+    std::vector<uint32_t> out;
+    for (const auto& [minor, rate] : rates)
+      if (minor >= kAgentMinorFirst)
+        out.push_back(minor);
+    return out;
+  }
+
+  std::map<uint32_t, uint64_t> rates;
+};
+
+const Requester kRoot{0, "root", {"root"}};
+const Requester kAlice{1001, "alice", {"alice"}};
+
+// One host's parqd: its etcd client, whose transport runs `before_txn`
+// (once) right before its next transaction is sent, and its agent.
+struct Host {
+  Host(const std::string& name, const Topology& t, const std::string& prefix,
+       FakeClasses& classes, uint64_t* now,
+       std::function<bool(const std::string&)> job_alive = {})
+      : etcd({server->endpoint()}, 2s,
+             [this, post = CurlPost()](const std::string& url,
+                                       const std::string& body,
+                                       std::chrono::milliseconds timeout) {
+               if (before_txn && url.ends_with("/kv/txn")) {
+                 auto f = std::move(before_txn);
+                 before_txn = nullptr;
+                 f();
+               }
+               return post(url, body, timeout);
+             }),
+        admission(t, etcd, prefix),
+        agent(
+            AgentConfig{
+                name,
+                4,
+                {{"alice", "", 300 * kMbit},
+                 {RequesterOf(getuid(), getgid()).user, "", 800 * kMbit}}},
+            t, admission, etcd, classes,
+            [this](int, const std::string& line) { log.push_back(line); },
+            [now] { return *now; }) {
+    agent.set_job_alive(std::move(job_alive));
+  }
+
+  std::function<void()> before_txn;
+  EtcdClient etcd;
+  ClusterAdmission admission;
+  AdmissionAgent agent;
+  std::vector<std::string> log;
+};
+
+class ClusterTest : public EtcdTest {
+ protected:
+  void SetUp() override {
+    EtcdTest::SetUp();
+    auto t = Topology::Parse(Text(), "test.toml");
+    ASSERT_TRUE(t.ok()) << t.error();
+    topology_.emplace(std::move(t.value()));
+  }
+
+  std::unique_ptr<Host> Start(const std::string& name, FakeClasses& classes) {
+    auto h = std::make_unique<Host>(
+        name, *topology_, prefix_, classes, &now_,
+        [this](const std::string& job) { return alive_.count(job) > 0; });
+    h->agent.Tick(now_);
+    EXPECT_TRUE(h->agent.leased()) << (h->log.empty() ? "" : h->log.back());
+    return h;
+  }
+
+  // The reservations in etcd, by id.
+  std::map<std::string, Reservation> InEtcd() {
+    EtcdClient etcd({server->endpoint()}, 2s, CurlPost());
+    ClusterAdmission adm(*topology_, etcd, prefix_);
+    auto l = adm.List();
+    EXPECT_TRUE(l.ok()) << l.error();
+    std::map<std::string, Reservation> out;
+    if (l.ok())
+      for (Reservation& r : l.value())
+        out[r.id] = std::move(r);
+    return out;
+  }
+
+  std::optional<Topology> topology_;
+  FakeClasses n1_classes_, n2_classes_;
+  std::set<std::string> alive_;  // the jobs whose cgroup exists
+  uint64_t now_ = 1000 * kSec;
+};
+
+// alice may hold 300 Mbit/s: 200 from n1 and 200 from n2 would be 400.
+TEST_F(ClusterTest, TheAllowanceHoldsAcrossHosts) {
+  auto n1 = Start("n1", n1_classes_);
+  auto n2 = Start("n2", n2_classes_);
+  auto a1 = n1->agent.Reserve(kAlice, "n2", 200 * kMbit, "");
+  ASSERT_TRUE(a1.ok()) << a1.error();
+  auto a2 = n2->agent.Reserve(kAlice, "n1", 200 * kMbit, "");
+  ASSERT_FALSE(a2.ok()) << "n2 admitted " << a2.value().id;
+  EXPECT_EQ(a2.error(),
+            "user alice may hold 300mbit of reservations in the cluster; "
+            "holds 200mbit, asks 200mbit more");
+  EXPECT_TRUE(n2_classes_.rates.empty());
+  // What is left is hers on either host; a change beyond it is refused.
+  auto a3 = n2->agent.Reserve(kAlice, "n1", 100 * kMbit, "");
+  ASSERT_TRUE(a3.ok()) << a3.error();
+  auto c = n2->agent.Change(kAlice, a3.value().id, 150 * kMbit);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error(),
+            "user alice may hold 300mbit of reservations in the cluster; "
+            "holds 200mbit besides " +
+                a3.value().id + ", asks 150mbit for it");
+  EXPECT_EQ(n2_classes_.rates.begin()->second, 100 * kMbit);
+  EXPECT_EQ(InEtcd().size(), 2u);
+  // Root has no limit.
+  EXPECT_TRUE(n2->agent.Reserve(kRoot, "n1", 500 * kMbit, "").ok());
+}
+
+// n2 has read alice's sum (nothing) when n1 admits 200 for her; n2's
+// transaction must then fail, and n2 decide again and refuse.
+TEST_F(ClusterTest, TwoHostsAdmittingAtOnceCannotExceedTheAllowance) {
+  auto n1 = Start("n1", n1_classes_);
+  auto n2 = Start("n2", n2_classes_);
+  bool ran = false;
+  n2->before_txn = [&] {
+    ran = true;
+    auto a = n1->agent.Reserve(kAlice, "n2", 200 * kMbit, "");
+    EXPECT_TRUE(a.ok()) << a.error();
+  };
+  auto b = n2->agent.Reserve(kAlice, "n1", 200 * kMbit, "");
+  EXPECT_TRUE(ran);
+  ASSERT_FALSE(b.ok()) << "both admitted: 400mbit for alice";
+  EXPECT_EQ(b.error(),
+            "user alice may hold 300mbit of reservations in the cluster; "
+            "holds 200mbit, asks 200mbit more");
+  EXPECT_EQ(InEtcd().size(), 1u);
+  EXPECT_EQ(n2->admission.retries(), 1u);
+}
+
+// A reservation made for a job carries it, in etcd too; ending the job
+// (the epilog's `parqctl release --job N`) releases it on the qdisc and
+// in etcd, and nothing else.
+TEST_F(ClusterTest, TheEpilogReleasesTheJobsReservations) {
+  alive_ = {"42", "43"};
+  auto n1 = Start("n1", n1_classes_);
+  auto j42 = n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "", "42");
+  ASSERT_TRUE(j42.ok()) << j42.error();
+  EXPECT_EQ(j42.value().job, "42");
+  EXPECT_EQ(InEtcd()[j42.value().id].job, "42");
+  auto j43 = n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "", "43");
+  ASSERT_TRUE(j43.ok()) << j43.error();
+  auto none = n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "");
+  ASSERT_TRUE(none.ok()) << none.error();
+  // A job that does not run here, and a job id that is not one.
+  EXPECT_EQ(n1->agent.Reserve(kAlice, "n2", kMbit, "", "99").error(),
+            "job 99 does not run on this host (it has no cgroup here)");
+  EXPECT_EQ(n1->agent.Reserve(kAlice, "n2", kMbit, "", "4/../2").error(),
+            "job \"4/../2\" is not a Slurm job id (digits)");
+  // The asking process's own cgroup names its job: it cannot claim
+  // another.
+  std::string job = "42";
+  EXPECT_EQ(RequestJob("43", &job),
+            "the request names job 42, but the asking process runs in job "
+            "43");
+  job = "";
+  EXPECT_EQ(RequestJob("43", &job), std::nullopt);
+  EXPECT_EQ(job, "43");
+  job = "42";
+  EXPECT_EQ(RequestJob("", &job), std::nullopt);
+  EXPECT_EQ(job, "42");
+
+  auto gone = n1->agent.ReleaseJob(kRoot, "42");
+  ASSERT_TRUE(gone.ok()) << gone.error();
+  ASSERT_EQ(gone.value().size(), 1u);
+  EXPECT_EQ(gone.value()[0].id, j42.value().id);
+  EXPECT_EQ(n1_classes_.rates.size(), 2u);
+  auto in = InEtcd();
+  EXPECT_EQ(in.count(j42.value().id), 0u);
+  EXPECT_EQ(in.size(), 2u);
+  // A job with nothing reserved is no error: the epilog runs for every job.
+  auto nothing = n1->agent.ReleaseJob(kRoot, "7");
+  ASSERT_TRUE(nothing.ok()) << nothing.error();
+  EXPECT_TRUE(nothing.value().empty());
+}
+
+// The epilog's own call: parqctl release --job N over the socket.
+TEST_F(ClusterTest, ParqctlReleasesByJob) {
+  alive_ = {"42"};
+  auto n1 = Start("n1", n1_classes_);
+  const Requester me = RequesterOf(getuid(), getgid());
+  auto r = n1->agent.Reserve(me, "n2", 100 * kMbit, "", "42");
+  ASSERT_TRUE(r.ok()) << r.error();
+  const std::string path = ::testing::TempDir() + "/parq-cluster-test.sock";
+  auto s = AdmissionServer::Open(path);
+  ASSERT_TRUE(s.ok()) << s.error();
+  CtlArgs a;
+  a.cmd = CtlArgs::Cmd::kRelease;
+  a.job = "42";
+  a.socket = path;
+  std::ostringstream out, err;
+  int rc = -1;
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    rc = RunCtl(
+        a,
+        []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
+          return Err{KernelError{ENODEV, "not used"}};
+        },
+        out, err);
+    done = true;
+  });
+  for (int i = 0; i < 2000 && !done; i++) {
+    s.value().Serve(n1->agent, now_);
+    std::this_thread::sleep_for(5ms);
+  }
+  t.join();
+  EXPECT_EQ(rc, 0) << err.str();
+  EXPECT_NE(out.str().find(r.value().id), std::string::npos) << out.str();
+  EXPECT_TRUE(n1_classes_.rates.empty());
+  EXPECT_TRUE(InEtcd().empty());
+}
+
+// The job's cgroup removed (the job ended, with or without the epilog):
+// its reservations go within the job check's period.
+TEST_F(ClusterTest, AJobWhoseCgroupIsGoneLosesItsReservations) {
+  alive_ = {"42", "43"};
+  auto n1 = Start("n1", n1_classes_);
+  auto j42 = n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "", "42");
+  ASSERT_TRUE(j42.ok()) << j42.error();
+  auto j43 = n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "", "43");
+  ASSERT_TRUE(j43.ok()) << j43.error();
+  alive_.erase("42");
+  for (uint64_t t = now_; t <= now_ + kJobCheckNs; t += kSec / 4)
+    if (t >= n1->agent.NextTick())
+      n1->agent.Tick(t);
+  EXPECT_EQ(n1_classes_.rates.size(), 1u);
+  auto in = InEtcd();
+  EXPECT_EQ(in.size(), 1u);
+  EXPECT_EQ(in.count(j43.value().id), 1u);
+}
+
+// parqd killed (SIGKILL, OOM, the watchdog): its classes stay on the qdisc
+// and its reservations in etcd until the lease expires.  The next parqd
+// removes the classes it does not hold and revokes the earlier lease, at
+// once; from then on a class that appears unheld goes too.
+TEST_F(ClusterTest, AfterACrashTheNextParqdLeavesNothingBehind) {
+  auto n2 = Start("n2", n2_classes_);
+  ASSERT_TRUE(n2->agent.Reserve(kRoot, "n1", 100 * kMbit, "").ok());
+  {
+    auto n1 = Start("n1", n1_classes_);
+    ASSERT_TRUE(n1->agent.Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+    ASSERT_TRUE(n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "").ok());
+  }                                 // killed: no Stop()
+  n1_classes_.rates[0x10] = kMbit;  // a class made by hand
+  ASSERT_EQ(n1_classes_.rates.size(), 3u);
+  ASSERT_EQ(InEtcd().size(), 3u);
+  auto n1 = Start("n1", n1_classes_);
+  EXPECT_EQ(n1_classes_.rates, (std::map<uint32_t, uint64_t>{{0x10, kMbit}}));
+  auto in = InEtcd();
+  ASSERT_EQ(in.size(), 1u);  // n2's alone
+  EXPECT_EQ(in.begin()->second.from, "n2");
+  // Held classes stay; one it does not hold goes at the next check.
+  auto r = n1->agent.Reserve(kRoot, "n2", 100 * kMbit, "");
+  ASSERT_TRUE(r.ok()) << r.error();
+  n1_classes_.rates[kAgentMinorFirst + 7] = kMbit;
+  for (uint64_t t = now_; t <= now_ + kJobCheckNs; t += kSec / 4)
+    if (t >= n1->agent.NextTick())
+      n1->agent.Tick(t);
+  EXPECT_EQ(n1_classes_.rates,
+            (std::map<uint32_t, uint64_t>{{0x10, kMbit},
+                                          {kAgentMinorFirst, 100 * kMbit}}));
+}
+
+// parqd --clean-up, the unit's ExecStopPost after a parqd that was killed:
+// the classes of its range go, and its reservations from etcd, at once;
+// another host's stay.
+TEST_F(ClusterTest, CleanUpRemovesWhatAKilledParqdLeft) {
+  auto n2 = Start("n2", n2_classes_);
+  ASSERT_TRUE(n2->agent.Reserve(kRoot, "n1", 100 * kMbit, "").ok());
+  {
+    auto n1 = Start("n1", n1_classes_);
+    ASSERT_TRUE(n1->agent.Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+    ASSERT_TRUE(n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "").ok());
+  }                                 // killed: no Stop()
+  n1_classes_.rates[0x10] = kMbit;  // a class made by hand
+  EtcdClient etcd({server->endpoint()}, 2s, CurlPost());
+  ClusterAdmission adm(*topology_, etcd, prefix_);
+  std::vector<std::string> log;
+  EXPECT_TRUE(CleanUpAfterParqd(
+      "n1", adm, etcd, n1_classes_,
+      [&](int, const std::string& line) { log.push_back(line); }));
+  EXPECT_EQ(n1_classes_.rates, (std::map<uint32_t, uint64_t>{{0x10, kMbit}}));
+  auto in = InEtcd();
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in.begin()->second.from, "n2");
+  EXPECT_EQ(n2_classes_.rates.size(), 1u);
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0], "admission: removed class 1000");
+}
+
+// What TcReservedClasses finds on the qdisc: parq's classes by their
+// classid, and the filters into them, whatever the filters match.
+TEST(TcClassesTest, InstalledFindsTheAgentsClassesAndFilters) {
+  std::vector<std::vector<std::string>> ran;
+  TcReservedClasses tc(
+      "eth0",
+      [&](const std::vector<std::string>& argv,
+          const std::string&) -> Result<ProgramOutput, std::string> {
+        ran.push_back(argv);
+        if (argv[1] == "-j")
+          return ProgramOutput{
+              0, R"([{"kind":"parq","handle":"1:","root":true}])", ""};
+        if (argv[1] == "class")
+          return ProgramOutput{0,
+                               "class parq 1:1 root \n"
+                               "class parq 1:2 root \n"
+                               "class parq 1:10 root rate 1Mbit \n"
+                               "class parq 1:1000 root rate 100Mbit \n"
+                               "class parq 1:2a0f root rate 5Mbit \n",
+                               ""};
+        if (argv[1] == "filter")
+          return ProgramOutput{
+              0,
+              "filter parent 1: protocol all pref 4096 fw chain 0 \n"
+              "filter parent 1: protocol all pref 4096 fw chain 0 handle "
+              "0x10000000/0xffff0000 classid 1:1000 \n"
+              "filter parent 1: protocol ip pref 4100 flower chain 0 \n"
+              "filter parent 1: protocol ip pref 4100 flower chain 0 handle "
+              "0x1 classid 1:1004\n"
+              "  dst_ip 10.0.0.2\n"
+              "filter parent 1: protocol ip pref 16 u32 chain 0 fh 800::800 "
+              "order 2048 key ht 800 bkt 0 flowid 1:10 \n",
+              ""};
+        return ProgramOutput{1, "", "unexpected"};
+      });
+  auto got = tc.Installed();
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_EQ(got.value(), (std::vector<uint32_t>{0x1000, 0x1004, 0x2a0f}));
+  EXPECT_EQ(ran[1],
+            (std::vector<std::string>{"tc", "class", "show", "dev", "eth0"}));
+  EXPECT_EQ(ran[2], (std::vector<std::string>{"tc", "filter", "show", "dev",
+                                              "eth0", "parent", "1:"}));
+}
+
+}  // namespace
