@@ -50,6 +50,9 @@ struct AdmissionConfig {
   std::string host;           // "": the system's host name
   uint64_t lease_ns = 10 * kNsPerSec;
   std::string socket = "/run/parqd/admission.sock";
+  // Where Slurm's cgroup/v2 plugin puts job N (job_N): a reservation made
+  // for a job ends when that directory is gone.
+  std::string slurm_cgroup = "/sys/fs/cgroup/system.slice/slurmstepd.scope";
   std::vector<AllowRule> allow;
   EtcdTls etcd_tls;  // https:// endpoints: etcd-ca-file, -cert-file, -key-file
 
