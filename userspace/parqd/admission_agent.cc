@@ -89,11 +89,11 @@ Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a) {
     if (!file->empty() && access(file->c_str(), R_OK) != 0)
       return Err{std::string("admission.") + key + " " + *file +
                  ": cannot read it: " + std::strerror(errno)};
-  auto t = Topology::Load(a.topology_file);
-  if (!t.ok())
   if (!a.etcd_tls.key_file.empty())
     if (auto e = EtcdKeyFileProblem(a.etcd_tls.key_file))
       return Err{*e};
+  auto t = Topology::Load(a.topology_file);
+  if (!t.ok())
     return Err{t.error()};
   std::string host = a.host;
   if (host.empty()) {
@@ -135,11 +135,11 @@ void AdmissionAgent::Renewed(uint64_t now) {
 }
 
 void AdmissionAgent::Tick(uint64_t now) {
+  if (now >= next_check_ns_)
+    Check(now);
   if (lease_ == 0) {
     if (now < next_keepalive_ns_)
       return;
-  if (now >= next_check_ns_)
-    Check(now);
     auto g = etcd_.LeaseGrant(config_.lease_ttl_s);
     if (!g.ok()) {
       etcd_error_ = g.error();
@@ -159,12 +159,12 @@ void AdmissionAgent::Tick(uint64_t now) {
                     std::to_string(config_.lease_ttl_s) + " s) via " +
                     etcd_.last_endpoint());
     RevokeStale();
+    RevokeEarlier();
     return;
   }
   if (now >= next_keepalive_ns_) {
     auto k = etcd_.LeaseKeepAlive(lease_);
     if (k.ok() && k.value().ttl_s > 0) {
-    RevokeEarlier();
       Renewed(now);
       if (warned_)
         log_(kInfo, "admission: etcd answers again; lease " +
@@ -222,35 +222,6 @@ void AdmissionAgent::RevokeStale() {
   stale_lease_ = 0;
 }
 
-uint64_t AdmissionAgent::NextTick() const {
-  if (lease_ == 0)
-    return std::min(next_keepalive_ns_, next_check_ns_);
-  return std::min({next_keepalive_ns_, DemoteAt(), next_check_ns_});
-}
-
-void AdmissionAgent::Demote(const std::string& why) {
-  size_t n = held_.size();
-  for (const auto& [id, h] : held_)
-    if (auto e = classes_.Remove(h.minor))
-      log_(kError, "admission: cannot remove the class of " + id + ": " + *e);
-  held_.clear();
-  unreleased_.clear();
-  stale_lease_ = lease_;
-  lease_ = 0;
-  etcd_.clear_deadline();
-  next_keepalive_ns_ = 0;  // a new lease at the next tick
-  counters_.demotions++;
-  counters_.demoted += n;
-  log_(kError, "admission: " + why + ": " + std::to_string(n) +
-                   " reservation(s) demoted to best effort; their owners "
-                   "must reserve again");
-}
-
-std::optional<uint64_t> AdmissionAgent::Allowance(const Requester& who) const {
-  if (who.uid == 0)
-    return std::nullopt;
-  uint64_t best = 0;
-  for (const AllowRule& a : config_.allow) {
 std::string SlurmJobOf(std::string_view proc_cgroup) {
   // The cgroup v2 line, "0::PATH"; Slurm's job directory is job_N.
   size_t at = 0;
@@ -409,6 +380,35 @@ Result<std::vector<Reservation>, std::string> AdmissionAgent::ReleaseJob(
   return out;
 }
 
+uint64_t AdmissionAgent::NextTick() const {
+  if (lease_ == 0)
+    return std::min(next_keepalive_ns_, next_check_ns_);
+  return std::min({next_keepalive_ns_, DemoteAt(), next_check_ns_});
+}
+
+void AdmissionAgent::Demote(const std::string& why) {
+  size_t n = held_.size();
+  for (const auto& [id, h] : held_)
+    if (auto e = classes_.Remove(h.minor))
+      log_(kError, "admission: cannot remove the class of " + id + ": " + *e);
+  held_.clear();
+  unreleased_.clear();
+  stale_lease_ = lease_;
+  lease_ = 0;
+  etcd_.clear_deadline();
+  next_keepalive_ns_ = 0;  // a new lease at the next tick
+  counters_.demotions++;
+  counters_.demoted += n;
+  log_(kError, "admission: " + why + ": " + std::to_string(n) +
+                   " reservation(s) demoted to best effort; their owners "
+                   "must reserve again");
+}
+
+std::optional<uint64_t> AdmissionAgent::Allowance(const Requester& who) const {
+  if (who.uid == 0)
+    return std::nullopt;
+  uint64_t best = 0;
+  for (const AllowRule& a : config_.allow) {
     const bool match =
         (!a.user.empty() && a.user == who.user) ||
         (!a.group.empty() && std::find(who.groups.begin(), who.groups.end(),
@@ -474,6 +474,14 @@ Result<Reservation, std::string> AdmissionAgent::Reserve(
     return Err{"no host named or addressed \"" + to + "\" in the topology"};
   if (auto e = CheckAllowance(who, rate))
     return Err{*e};
+  if (!job.empty()) {
+    if (job.find_first_not_of("0123456789") != std::string::npos ||
+        job.size() > 19)
+      return Err{"job \"" + job + "\" is not a Slurm job id (digits)"};
+    if (!job_alive_ || !job_alive_(job))
+      return Err{"job " + job +
+                 " does not run on this host (it has no cgroup here)"};
+  }
   const auto minor = FreeMinor();
   if (!minor)
     return Err{"this host holds " + std::to_string(held_.size()) +
@@ -514,14 +522,6 @@ Result<Reservation, std::string> AdmissionAgent::Reserve(
 
 Result<Reservation, std::string> AdmissionAgent::Change(const Requester& who,
                                                         const std::string& id,
-  if (!job.empty()) {
-    if (job.find_first_not_of("0123456789") != std::string::npos ||
-        job.size() > 19)
-      return Err{"job \"" + job + "\" is not a Slurm job id (digits)"};
-    if (!job_alive_ || !job_alive_(job))
-      return Err{"job " + job +
-                 " does not run on this host (it has no cgroup here)"};
-  }
                                                         uint64_t rate) {
   auto it = held_.find(id);
   if (it == held_.end())

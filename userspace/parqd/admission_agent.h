@@ -72,11 +72,11 @@ class ReservedClasses {
   virtual std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) = 0;
   // Filters, then the class.
   virtual std::optional<std::string> Remove(uint32_t minor) = 0;
-};
   // The minors of the agent's range (kAgentMinorFirst..kAgentMinorLast)
   // that have a class, or a filter into one, on the qdisc now, in order:
   // what the agent compares with what it holds.
   virtual Result<std::vector<uint32_t>, std::string> Installed() = 0;
+};
 
 // Who asks (from SO_PEERCRED and the user database).
 struct Requester {
@@ -103,7 +103,6 @@ struct AgentCounters {
 inline constexpr uint32_t kAgentMinorFirst = 0x1000;
 inline constexpr uint32_t kAgentMinorLast = 0xffff;
 
-class AdmissionAgent {
 // How often the agent checks that each reservation's job still runs and
 // that the qdisc holds no class of its range that it does not hold (left
 // by a parqd that died, or made by hand): the longest a reservation
@@ -120,6 +119,7 @@ std::string SlurmJobOf(std::string_view proc_cgroup);
 std::optional<std::string> RequestJob(const std::string& process_job,
                                       std::string* job);
 
+class AdmissionAgent {
  public:
   using Log = std::function<void(int level, const std::string& line)>;
   enum LogLevel { kInfo, kWarn, kError };
@@ -140,20 +140,16 @@ std::optional<std::string> RequestJob(const std::string& process_job,
   // When Tick() has something to do next.
   uint64_t NextTick() const;
 
+  // `job`: the Slurm job the reservation is for ("": none), which must
+  // run on this host; the reservation ends with it.
   Result<Reservation, std::string> Reserve(const Requester& who,
                                            const std::string& to, uint64_t rate,
                                            const std::string& match,
                                            const std::string& job = "");
   Result<Reservation, std::string> Change(const Requester& who,
-  // `job`: the Slurm job the reservation is for ("": none), which must
-  // run on this host; the reservation ends with it.
                                           const std::string& id, uint64_t rate);
   Result<Reservation, std::string> Release(const Requester& who,
                                            const std::string& id);
-  // This host's reservations, by id.
-  std::vector<Reservation> List() const;
-
-  // parqd's stop: removes every class, deletes the reservations and
   // Releases this host's reservations for `job` (those `who` may touch):
   // the job ended.  None is no error.
   Result<std::vector<Reservation>, std::string> ReleaseJob(
@@ -163,6 +159,10 @@ std::optional<std::string> RequestJob(const std::string& process_job,
   void set_job_alive(std::function<bool(const std::string& job)> alive) {
     job_alive_ = std::move(alive);
   }
+  // This host's reservations, by id.
+  std::vector<Reservation> List() const;
+
+  // parqd's stop: removes every class, deletes the reservations and
   // revokes the lease, so that their capacity is free at once.
   void Stop();
 
@@ -192,10 +192,6 @@ std::optional<std::string> RequestJob(const std::string& process_job,
   std::string NoLease() const;
   void Demote(const std::string& why);
   void RevokeStale();
-  // A renewal answered at `now`: the next one, and the deadline.
-  void Renewed(uint64_t now);
-  uint64_t TtlNs() const;
-  uint64_t DemoteAt() const;
   // Revokes the leases of this host's reservations that etcd holds under
   // another lease than ours: an earlier parqd's, which died without
   // revoking it.
@@ -203,6 +199,10 @@ std::optional<std::string> RequestJob(const std::string& process_job,
   // Every kJobCheckNs: releases the reservations whose job ended, and
   // removes the classes of its range that it does not hold.
   void Check(uint64_t now);
+  // A renewal answered at `now`: the next one, and the deadline.
+  void Renewed(uint64_t now);
+  uint64_t TtlNs() const;
+  uint64_t DemoteAt() const;
 
   AgentConfig config_;
   const Topology& topology_;
@@ -225,9 +225,6 @@ std::optional<std::string> RequestJob(const std::string& process_job,
   AgentCounters counters_;
 };
 
-}  // namespace parq::parqd
-
-#endif
 // What parqd --clean-up does after a parqd that did not stop cleanly
 // (SIGKILL, OOM, its watchdog; the unit's ExecStopPost): removes every
 // class of the agent's range from the qdisc, with its filters, and revokes
@@ -237,3 +234,6 @@ bool CleanUpAfterParqd(const std::string& host, ClusterAdmission& admission,
                        EtcdClient& etcd, ReservedClasses& classes,
                        const AdmissionAgent::Log& log);
 
+}  // namespace parq::parqd
+
+#endif

@@ -392,6 +392,16 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                              "\" must be an absolute path of at most 107 "
                              "characters")};
       a.socket = s.value().text;
+    } else if (key == "slurm-cgroup") {
+      auto s = NonEmpty(r, v, full);
+      if (!s.ok())
+        return Err{s.error()};
+      if (s.value().text.front() != '/')
+        return Err{r.Err(v, full,
+                         "\"" + s.value().text +
+                             "\" must be an absolute path (a directory of "
+                             "the cgroup v2 file system)")};
+      a.slurm_cgroup = s.value().text;
     } else if (key == "etcd-ca-file" || key == "etcd-cert-file" ||
                key == "etcd-key-file") {
       auto f = NonEmpty(r, v, full);
@@ -410,16 +420,6 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
       if (!rules.ok())
         return Err{rules.error()};
       a.allow = std::move(rules.value());
-    } else if (key == "slurm-cgroup") {
-      auto s = NonEmpty(r, v, full);
-      if (!s.ok())
-        return Err{s.error()};
-      if (s.value().text.front() != '/')
-        return Err{r.Err(v, full,
-                         "\"" + s.value().text +
-                             "\" must be an absolute path (a directory of "
-                             "the cgroup v2 file system)")};
-      a.slurm_cgroup = s.value().text;
     } else {
       return Err{r.Err(v, full,
                        "unknown key in the [admission] section; the keys are "

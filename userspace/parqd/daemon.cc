@@ -193,6 +193,12 @@ struct AdmissionStack {
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
             LogRoleLine) {
     server.set_incoming(&incoming);
+    // A reservation made for a Slurm job lasts while the job's cgroup does.
+    agent.set_job_alive(
+        [dir = c.admission->slurm_cgroup](const std::string& job) {
+          std::error_code ec;
+          return std::filesystem::is_directory(dir + "/job_" + job, ec);
+        });
   }
 };
 
@@ -207,12 +213,6 @@ std::unique_ptr<AdmissionStack> StartAdmission(const Config& c) {
   }
   const std::string host = t.value().host;
   auto s = AdmissionServer::Open(a.socket);
-    // A reservation made for a Slurm job lasts while the job's cgroup does.
-    agent.set_job_alive(
-        [dir = c.admission->slurm_cgroup](const std::string& job) {
-          std::error_code ec;
-          return std::filesystem::is_directory(dir + "/job_" + job, ec);
-        });
   if (!s.ok()) {
     spdlog::error("admission: {}", s.error());
     return nullptr;

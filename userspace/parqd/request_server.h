@@ -42,8 +42,8 @@ Result<Request, std::string> ParseRequest(std::string_view text);
 struct Asker {
   uid_t uid = 0;
   gid_t gid = 0;
-};
   pid_t pid = 0;  // when it connected (the admission role reads its job)
+};
 
 // The reply to one request.
 using RequestHandler =
