@@ -89,9 +89,6 @@ Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a) {
     if (!file->empty() && access(file->c_str(), R_OK) != 0)
       return Err{std::string("admission.") + key + " " + *file +
                  ": cannot read it: " + std::strerror(errno)};
-  if (!a.etcd_tls.key_file.empty())
-    if (auto e = EtcdKeyFileProblem(a.etcd_tls.key_file))
-      return Err{*e};
   auto t = Topology::Load(a.topology_file);
   if (!t.ok())
     return Err{t.error()};
