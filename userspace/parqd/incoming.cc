@@ -19,6 +19,15 @@ IncomingReservations::IncomingReservations(
       timeout_(timeout),
       log_(std::move(log)) {}
 
+Result<Reservation, std::string> IncomingReservations::Read(
+    const EtcdKv& kv) const {
+  auto r = ReservationFromKv(kv);
+  if (r.ok() && kv.key.substr(prefix_.size()) != r.value().id)
+    return Err{"etcd: " + kv.key + " holds the reservation of id " +
+               r.value().id + ", not its own"};
+  return r;
+}
+
 int64_t IncomingReservations::List() {
   auto range = etcd_.Range(prefix_, end_);
   if (!range.ok()) {
@@ -28,7 +37,7 @@ int64_t IncomingReservations::List() {
   std::map<std::string, Reservation> fresh;
   std::lock_guard<std::mutex> lock(mu_);
   for (const EtcdKv& kv : range.value().kvs) {
-    auto r = ReservationFromKv(kv);
+    auto r = Read(kv);
     if (!r.ok()) {
       Malformed(kv, r.error());
       continue;
@@ -59,7 +68,7 @@ void IncomingReservations::Apply(const std::vector<EtcdEvent>& events) {
       malformed_seen_.erase(e.kv.key);
       continue;
     }
-    auto r = ReservationFromKv(e.kv);
+    auto r = Read(e.kv);
     if (r.ok()) {
       by_id_[id] = std::move(r).value();
     } else {

@@ -60,6 +60,9 @@ class IncomingReservations {
   void Metrics(PromText& out) const;
 
  private:
+  // The reservation a record under the prefix holds: one whose id is not
+  // its key's last part is malformed.
+  Result<Reservation, std::string> Read(const EtcdKv& kv) const;
   // Replaces the view with what etcd holds; the revision to watch from,
   // or 0 on an error.
   int64_t List();

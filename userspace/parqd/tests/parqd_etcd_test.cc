@@ -396,7 +396,7 @@ class AdmissionTest : public EtcdTest {
   }
   static ReservationRequest Req(const char* from, const char* to,
                                 uint64_t rate) {
-    return {from, to, rate, "dport 5000", "alice"};
+    return {from, to, rate, "dport 5000", "alice", std::nullopt, ""};
   }
   Topology topo_;
   int64_t lease_ = 0;
@@ -759,6 +759,41 @@ TEST_F(IncomingTest, AMalformedRecordIsSkippedLoggedOnceAndCounted) {
                             }),
               1)
         << key;
+}
+
+// A record is the reservation its key names: a copy of a live record put
+// under another key (by whoever can write the prefix) would count its rate
+// twice toward the destination, and be dropped or kept by whichever of its
+// key or its id a later event names.  It is malformed instead.
+TEST_F(IncomingTest, ARecordWhoseIdIsNotItsKeyIsMalformed) {
+  const std::string to = IncomingPrefix(prefix_, "b2");
+  auto good = adm_->Reserve(Req("a2", "b2", 100'000'000), lease_);
+  ASSERT_TRUE(good.ok()) << good.error();
+  auto kv = client_->Range(to + good.value().id);
+  ASSERT_TRUE(kv.ok() && kv.value().kvs.size() == 1);
+  const std::string copy = kv.value().kvs[0].value;
+  ASSERT_TRUE(client_->Put(to + "listed-copy", copy).ok());
+  Start(CurlStream());
+  const auto settled = [&](size_t malformed) {
+    return WaitFor(
+        [&] {
+          const auto v = incoming_->Snapshot();
+          return v.synced && v.malformed >= malformed;
+        },
+        3);
+  };
+  settled(1);
+  EXPECT_EQ(incoming_->Snapshot().reservations.size(), 1u);
+  // The same, written while it watches.
+  ASSERT_TRUE(client_->Put(to + "watched-copy", copy).ok());
+  settled(2);
+  const auto v = incoming_->Snapshot();
+  ASSERT_EQ(v.reservations.size(), 1u);
+  EXPECT_EQ(v.reservations[0].rate, 100'000'000u);
+  EXPECT_EQ(v.malformed, 2u);
+  // Its release leaves nothing behind.
+  ASSERT_TRUE(adm_->Release(good.value().id).ok());
+  EXPECT_EQ(View({}), Rates{});
 }
 
 // etcd's answers of the wrong shape (a member's bug, or whatever answers
