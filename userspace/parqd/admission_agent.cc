@@ -17,6 +17,8 @@ namespace {
 
 constexpr uint64_t kSecNs = 1'000'000'000;
 constexpr uint64_t kRetryNs = kSecNs;  // without a lease, or after an error
+// How often the agent looks for a renewal its keeper has not reported yet.
+constexpr uint64_t kKeeperCheckNs = 100'000'000;
 
 std::string Trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ')
@@ -89,6 +91,9 @@ Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a) {
     if (!file->empty() && access(file->c_str(), R_OK) != 0)
       return Err{std::string("admission.") + key + " " + *file +
                  ": cannot read it: " + std::strerror(errno)};
+  if (!a.etcd_tls.key_file.empty())
+    if (auto e = EtcdKeyFileProblem(a.etcd_tls.key_file))
+      return Err{*e};
   auto t = Topology::Load(a.topology_file);
   if (!t.ok())
     return Err{t.error()};
@@ -108,14 +113,15 @@ Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a) {
 AdmissionAgent::AdmissionAgent(AgentConfig config, const Topology& topology,
                                ClusterAdmission& admission, EtcdClient& etcd,
                                ReservedClasses& classes, Log log,
-                               EtcdClient::Clock clock)
+                               EtcdClient::Clock clock, LeaseKeeper* keeper)
     : config_(std::move(config)),
       topology_(topology),
       admission_(admission),
       etcd_(etcd),
       classes_(classes),
       log_(std::move(log)),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      keeper_(keeper) {}
 
 uint64_t AdmissionAgent::TtlNs() const {
   return static_cast<uint64_t>(config_.lease_ttl_s) * kSecNs;
@@ -149,6 +155,8 @@ void AdmissionAgent::Tick(uint64_t now) {
     }
     lease_ = g.value().id;
     Renewed(now);
+    if (keeper_)
+      keeper_->Keep(lease_, now);
     counters_.lease_grants++;
     warned_ = false;
     etcd_error_.clear();
@@ -159,7 +167,31 @@ void AdmissionAgent::Tick(uint64_t now) {
     RevokeEarlier();
     return;
   }
-  if (now >= next_keepalive_ns_) {
+  if (keeper_ && now >= next_keepalive_ns_) {
+    // The keeper renews; the agent reads what etcd answered it.
+    const LeaseKeeper::State s = keeper_->state();
+    counters_.keepalive_errors = s.errors;
+    if (s.lease == lease_ && s.expired) {
+      Demote("etcd says lease " + std::to_string(lease_) + " has expired");
+      return;
+    }
+    if (s.lease == lease_ && s.renewed_ns > renewed_ns_) {
+      Renewed(s.renewed_ns);
+      if (warned_)
+        log_(kInfo, "admission: etcd answers again; lease " +
+                        std::to_string(lease_) + " renewed");
+      warned_ = false;
+      etcd_error_.clear();
+    } else if (!s.error.empty()) {
+      etcd_error_ = s.error;
+      if (!warned_)
+        log_(kWarn, "admission: cannot renew lease " + std::to_string(lease_) +
+                        ": " + etcd_error_);
+      warned_ = true;
+    }
+    // Until the keeper's next renewal is in.
+    next_keepalive_ns_ = std::max(next_keepalive_ns_, now + kKeeperCheckNs);
+  } else if (now >= next_keepalive_ns_) {
     auto k = etcd_.LeaseKeepAlive(lease_);
     if (k.ok() && k.value().ttl_s > 0) {
       Renewed(now);
@@ -392,6 +424,8 @@ void AdmissionAgent::Demote(const std::string& why) {
   unreleased_.clear();
   stale_lease_ = lease_;
   lease_ = 0;
+  if (keeper_)
+    keeper_->Drop();
   etcd_.clear_deadline();
   next_keepalive_ns_ = 0;  // a new lease at the next tick
   counters_.demotions++;
@@ -621,6 +655,8 @@ void AdmissionAgent::Stop() {
   const size_t n = held_.size();
   held_.clear();
   RevokeStale();
+  if (keeper_)
+    keeper_->Drop();
   if (lease_ != 0) {
     if (auto r = etcd_.LeaseRevoke(lease_); !r.ok())
       log_(kWarn, "admission: cannot revoke lease " + std::to_string(lease_) +

@@ -28,6 +28,7 @@
 #include "cluster_admission.h"
 #include "config.h"
 #include "etcd.h"
+#include "lease_keeper.h"
 #include "metrics.h"
 #include "result.h"
 #include "topology.h"
@@ -125,10 +126,13 @@ class AdmissionAgent {
   enum LogLevel { kInfo, kWarn, kError };
 
   // Everything given must outlive the agent.  `clock`: monotonic
-  // nanoseconds, the time Tick() and `etcd`'s deadline are in.
+  // nanoseconds, the time Tick() and `etcd`'s deadline are in.  `keeper`:
+  // renews the lease on its own thread (parqd's); without one, Tick()
+  // renews it through `etcd`, between requests.
   AdmissionAgent(AgentConfig config, const Topology& topology,
                  ClusterAdmission& admission, EtcdClient& etcd,
-                 ReservedClasses& classes, Log log, EtcdClient::Clock clock);
+                 ReservedClasses& classes, Log log, EtcdClient::Clock clock,
+                 LeaseKeeper* keeper = nullptr);
 
   // Grants the lease when there is none (retrying each second), renews it
   // every TTL / 4, and demotes everything once 3/4 of the TTL has passed
@@ -211,6 +215,7 @@ class AdmissionAgent {
   ReservedClasses& classes_;
   Log log_;
   EtcdClient::Clock clock_;
+  LeaseKeeper* keeper_;
   std::map<std::string, Held> held_;
   // Released here but not yet in etcd (it did not answer): retried.
   std::vector<std::string> unreleased_;

@@ -321,6 +321,24 @@ Result<std::vector<AllowRule>, std::string> AllowRules(const Reader& r,
   return rules;
 }
 
+// Whether the host of `url` ("http://HOST:PORT/...") is this host's
+// loopback: localhost, 127.0.0.0/8 or [::1].
+bool IsLoopbackUrl(std::string_view url) {
+  url.remove_prefix(std::min(url.find("://"), url.size()));
+  if (url.starts_with("://"))
+    url.remove_prefix(3);
+  std::string_view host;
+  if (url.starts_with("[")) {
+    host = url.substr(1, url.find(']') - 1);
+  } else {
+    host = url.substr(0, std::min(url.find_first_of(":/"), url.size()));
+  }
+  if (host == "localhost" || host == "::1")
+    return true;
+  const auto a = Address::Parse(std::string(host));
+  return a && a->family == Family::kIPv4 && a->bytes[0] == 127;
+}
+
 Result<AdmissionConfig, std::string> Admission(const Reader& r,
                                                std::string_view source,
                                                const toml::node& n) {
@@ -415,6 +433,11 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                         : key == "etcd-cert-file" ? a.etcd_tls.cert_file
                                                   : a.etcd_tls.key_file;
       to = f.value().text;
+    } else if (key == "etcd-insecure") {
+      const auto* b = v.as_boolean();
+      if (!b)
+        return Err{r.Err(v, full, "must be true or false (no quotes)")};
+      a.etcd_insecure = b->get();
     } else if (key == "allow") {
       auto rules = AllowRules(r, source, v);
       if (!rules.ok())
@@ -425,8 +448,8 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                        "unknown key in the [admission] section; the keys are "
                        "etcd-endpoints, etcd-prefix, etcd-timeout, "
                        "etcd-ca-file, etcd-cert-file, etcd-key-file, "
-                       "topology-file, host, lease, socket, slurm-cgroup and "
-                       "allow")};
+                       "etcd-insecure, topology-file, host, lease, socket, "
+                       "slurm-cgroup and allow")};
     }
   }
   const std::string at = TomlWhere(source, n);
@@ -449,6 +472,16 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                ": the [admission] section's TLS files are for "
                "https:// endpoints, but etcd-endpoints has \"" +
                tls.plain + "\""};
+  if (!a.etcd_insecure)
+    for (const std::string& e : a.etcd_endpoints)
+      if (e.rfind("http://", 0) == 0 && !IsLoopbackUrl(e))
+        return Err{at + ": etcd endpoint \"" + e +
+                   "\" is plain HTTP to another host: anyone on the path can "
+                   "read and forge the cluster's reservations.  Use "
+                   "https:// with etcd-ca-file, etcd-cert-file and "
+                   "etcd-key-file, or an endpoint on this host (a local etcd "
+                   "gRPC proxy or TLS terminator), or accept it with "
+                   "etcd-insecure = true"};
   return a;
 }
 

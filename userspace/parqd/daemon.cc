@@ -35,6 +35,7 @@
 #include "inbox.h"
 #include "incoming.h"
 #include "key.h"
+#include "lease_keeper.h"
 #include "metrics.h"
 #include "receiving_role.h"
 #include "request_server.h"
@@ -154,10 +155,15 @@ struct AdmissionStack {
   // agent's, the watch's) within about a second.
   std::atomic<bool> agent_stop{false};
   std::atomic<bool> watch_stop{false};
+  std::atomic<bool> lease_stop{false};
   Topology topology;
   EtcdClient etcd;
   ClusterAdmission admission;
   TcReservedClasses classes;
+  // The lease's renewals, on a thread of their own with their own client:
+  // no request holds them back (lease_keeper.h).
+  EtcdClient lease_etcd;
+  LeaseKeeper keeper;
   AdmissionAgent agent;
   AdmissionServer server;
   // The destination's view, on the watch thread with its own client.
@@ -177,11 +183,19 @@ struct AdmissionStack {
             [](const std::vector<std::string>& argv, const std::string& input) {
               return RunProgram(argv, input);
             }),
+        lease_etcd(
+            c.admission->etcd_endpoints,
+            std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
+            CurlPost(c.admission->etcd_tls, &lease_stop)),
+        keeper(lease_etcd,
+               static_cast<int64_t>(c.admission->lease_ns / 1'000'000'000),
+               MonotonicNs),
         agent(AgentConfig{host,
                           static_cast<int64_t>(c.admission->lease_ns /
                                                1'000'000'000),
                           c.admission->allow},
-              topology, admission, etcd, classes, LogRoleLine, MonotonicNs),
+              topology, admission, etcd, classes, LogRoleLine, MonotonicNs,
+              &keeper),
         server(std::move(s)),
         watch_etcd(
             c.admission->etcd_endpoints,
@@ -258,6 +272,7 @@ class AdmissionThread {
       return;
     stack_->agent_stop = true;
     stack_->watch_stop = true;
+    stack_->lease_stop = true;
     const uint64_t one = 1;
     if (write(stop_.get(), &one, sizeof(one)) != sizeof(one))
       spdlog::error("admission: cannot wake its thread to stop it: {}",

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -150,6 +151,13 @@ struct EtcdTlsProblem {
 };
 EtcdTlsProblem CheckEtcdTls(const EtcdTls& tls,
                             const std::vector<std::string>& endpoints);
+
+// What is wrong with the client key file at `path`, as with parqd's own
+// keys (key.h): it must be a regular file owned by this process's user or
+// root, that others cannot access and its group can at most read (0600,
+// or 0640 root:parqd); nullopt when nothing is.  The sentence names the
+// file and the command that fixes it.
+std::optional<std::string> EtcdKeyFileProblem(const std::string& path);
 
 // libcurl's POST of application/json, with a total timeout; over TLS for
 // https:// URLs, with `tls`'s files.  With `abort`, a call in flight gives

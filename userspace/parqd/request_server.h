@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,14 @@ struct Asker {
   pid_t pid = 0;  // when it connected (the admission role reads its job)
 };
 
+// What one user (uid) may ask of a socket: at most kMaxConnsPerUid
+// connections waiting at once (a connection beyond them is refused), and
+// kRequestBurst requests at once, then kRequestsPerSec a second (a
+// request beyond them is refused).  root is not rate-limited.
+inline constexpr size_t kMaxConnsPerUid = 8;
+inline constexpr uint32_t kRequestBurst = 20;
+inline constexpr uint32_t kRequestsPerSec = 10;
+
 // The reply to one request.
 using RequestHandler =
     std::function<std::string(const Asker& who, std::string_view request)>;
@@ -66,7 +75,11 @@ class RequestServer {
   // Accepts, answers what has arrived through `handle`, and closes
   // connections that asked or that waited longer than 2 s.  `now_ns`:
   // monotonic.  A reply too long for the socket's send buffer is sent as
-  // an error reply instead.
+  // an error reply instead.  Each user's share (kMaxConnsPerUid,
+  // kRequestBurst, kRequestsPerSec) is enforced here: what goes beyond it
+  // is refused with an error reply that says so, and each call answers at
+  // most one request per user, so that one user's slow requests delay
+  // another's by one request at most.
   void Serve(const RequestHandler& handle, uint64_t now_ns);
   // Whether connections wait for an answer or for their 2 s to pass: the
   // caller's loop must call Serve() now and then, not only on input.
@@ -78,11 +91,23 @@ class RequestServer {
     Asker who;
     uint64_t since_ns;
   };
+  // A user's requests: a token bucket of kRequestBurst, refilled at
+  // kRequestsPerSec.
+  struct Bucket {
+    uint64_t tokens_ns;  // tokens, in ns of refill (1 token: 1 s / rate)
+    uint64_t at_ns;      // when it was last refilled
+  };
   RequestServer(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+  void Accept(uint64_t now_ns);
+  // Whether `uid` may have a request answered at `now_ns` (takes a token).
+  bool MayAsk(uid_t uid, uint64_t now_ns);
+  size_t ConnsOf(uid_t uid) const;
 
   int fd_ = -1;
   std::string path_;
   std::vector<Conn> conns_;
+  std::map<uid_t, Bucket> buckets_;
 };
 
 }  // namespace parq::parqd

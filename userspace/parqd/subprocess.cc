@@ -9,8 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+
+#include "config.h"
 
 extern char** environ;
 
@@ -41,10 +45,18 @@ bool MakePipe(Fd& r, Fd& w) {
   return true;
 }
 
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * kNsPerSec +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
 }  // namespace
 
 Result<ProgramOutput, std::string> RunProgram(
-    const std::vector<std::string>& argv, const std::string& input) {
+    const std::vector<std::string>& argv, const std::string& input,
+    std::chrono::milliseconds timeout) {
   if (argv.empty())
     return Err{std::string("nothing to run")};
   Fd in_r, in_w, out_r, out_w, err_r, err_w;
@@ -56,14 +68,20 @@ Result<ProgramOutput, std::string> RunProgram(
   posix_spawn_file_actions_adddup2(&fa, in_r.fd, STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&fa, out_w.fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&fa, err_w.fd, STDERR_FILENO);
+  // A process group of its own: at the deadline, its children die with it.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> v;
   v.reserve(argv.size() + 1);
   for (const std::string& s : argv)
     v.push_back(const_cast<char*>(s.c_str()));
   v.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, v[0], &fa, nullptr, v.data(), environ);
+  const int rc = posix_spawnp(&pid, v[0], &fa, &attr, v.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   in_r.Close();
   out_w.Close();
   err_w.Close();
@@ -84,10 +102,20 @@ Result<ProgramOutput, std::string> RunProgram(
     in_w.Close();
   else
     fcntl(in_w.fd, F_SETFL, O_NONBLOCK);
+  const uint64_t deadline =
+      MonotonicNs() + static_cast<uint64_t>(timeout.count()) * kNsPerMs;
+  bool late = false;
   while (in_w.fd >= 0 || out_r.fd >= 0 || err_r.fd >= 0) {
+    const uint64_t now = MonotonicNs();
+    if (now >= deadline) {
+      late = true;
+      break;
+    }
     pollfd p[3] = {
         {in_w.fd, POLLOUT, 0}, {out_r.fd, POLLIN, 0}, {err_r.fd, POLLIN, 0}};
-    if (poll(p, 3, -1) < 0) {
+    const int wait_ms =
+        static_cast<int>((deadline - now + kNsPerMs - 1) / kNsPerMs);
+    if (poll(p, 3, wait_ms) < 0) {
       if (errno == EINTR)
         continue;
       break;
@@ -115,7 +143,31 @@ Result<ProgramOutput, std::string> RunProgram(
   }
   sigaction(SIGPIPE, &saved, nullptr);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // Past the deadline, or it closed its outputs and lingers: it has until
+  // the deadline to exit.
+  while (!late) {
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR))
+      break;
+    const uint64_t now = MonotonicNs();
+    if (now >= deadline) {
+      late = true;
+      break;
+    }
+    const timespec nap{0, static_cast<long>(std::min<uint64_t>(deadline - now,
+                                                               10 * kNsPerMs))};
+    nanosleep(&nap, nullptr);
+  }
+  if (late) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return Err{
+        argv[0] + " did not finish within " +
+        FormatDuration(static_cast<uint64_t>(timeout.count()) * kNsPerMs) +
+        " and was killed; is it stuck on a lock or an unanswered "
+        "request?"};
   }
   res.status = WIFEXITED(status)     ? WEXITSTATUS(status)
                : WIFSIGNALED(status) ? 128 + WTERMSIG(status)

@@ -5,6 +5,7 @@
 #ifndef PARQD_SUBPROCESS_H
 #define PARQD_SUBPROCESS_H
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -18,12 +19,20 @@ struct ProgramOutput {
   std::string err;
 };
 
+// How long RunProgram() waits for a program unless told: tc and nft
+// answer in milliseconds; one that takes this long is stuck.
+inline constexpr std::chrono::milliseconds kProgramTimeout{10'000};
+
 // Runs argv (argv[0] looked up in PATH) with `input` on its standard input
-// and waits for it.  The error is only for a program that could not be
-// started ("cannot run nft: No such file or directory"); a program that
-// ran and failed returns its status and output.
+// and waits for it, `timeout` at most: then it kills the program and its
+// children (SIGKILL to its process group), reaps it and returns an error
+// ("tc did not finish within 10s and was killed; ...").  The other error
+// is for a program that could not be started ("cannot run nft: No such
+// file or directory"); a program that ran and failed returns its status
+// and output.
 Result<ProgramOutput, std::string> RunProgram(
-    const std::vector<std::string>& argv, const std::string& input = "");
+    const std::vector<std::string>& argv, const std::string& input = "",
+    std::chrono::milliseconds timeout = kProgramTimeout);
 
 // What it printed on standard error, without the trailing newlines: to
 // quote in a message.

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -313,6 +316,7 @@ TEST(ConfigTest, AdmissionSection) {
   const Config c = Ok(kMinimal + R"(
 [admission]
 etcd-endpoints = ["http://10.0.0.5:2379", "https://10.0.0.6:2379"]
+etcd-insecure = true
 etcd-prefix = "/cluster7/parq/"
 etcd-timeout = "500ms"
 topology-file = "/etc/parq/topology.toml"
@@ -333,6 +337,7 @@ rate = "500mbit"
   EXPECT_EQ(a.etcd_endpoints,
             (std::vector<std::string>{"http://10.0.0.5:2379",
                                       "https://10.0.0.6:2379"}));
+  EXPECT_TRUE(a.etcd_insecure);
   EXPECT_EQ(a.etcd_prefix, "/cluster7/parq/");
   EXPECT_EQ(a.etcd_timeout_ns, 500 * kNsPerMs);
   EXPECT_EQ(a.topology_file, "/etc/parq/topology.toml");
@@ -343,8 +348,10 @@ rate = "500mbit"
                                              {"", "hpc", 500'000'000}}));
   // The defaults.
   const Config d = Ok(kMinimal +
-                      "[admission]\netcd-endpoints = [\"http://e:2379\"]\n"
+                      "[admission]\netcd-endpoints = "
+                      "[\"http://127.0.0.1:2379\"]\n"
                       "topology-file = \"t.toml\"\n");
+  EXPECT_FALSE(d.admission->etcd_insecure);
   EXPECT_EQ(d.admission->etcd_prefix, "/parq/v1/");
   EXPECT_EQ(d.admission->lease_ns, 10 * kNsPerSec);
   EXPECT_EQ(d.admission->socket, "/run/parqd/admission.sock");
@@ -363,6 +370,41 @@ etcd-key-file = "/etc/parq/n1-key.pem"
   EXPECT_EQ(t.admission->etcd_tls,
             (EtcdTls{"/etc/parq/etcd-ca.pem", "/etc/parq/n1.pem",
                      "/etc/parq/n1-key.pem"}));
+}
+
+// etcd holds the cluster's reservations: plain HTTP to it across the
+// network lets anyone on the path read and forge them.  Refused unless the
+// endpoint is this host's own (a local proxy or TLS terminator) or the
+// configuration accepts it in so many words.
+TEST(ConfigTest, PlainHttpToAnotherHostNeedsEtcdInsecure) {
+  const std::string head = kMinimal + "[admission]\ntopology-file = \"t\"\n";
+  for (const std::string& plain : std::vector<std::string>{
+           "http://10.0.0.5:2379", "http://etcd.example:2379",
+           "http://[fd00::5]:2379", "http://128.0.0.1:2379"}) {
+    const std::string text = head +
+                             "etcd-endpoints = [\"https://10.0.0.6:2379\", \"" +
+                             plain + "\"]\n";
+    EXPECT_EQ(Error(text),
+              "parqd.toml:9:1: etcd endpoint \"" + plain +
+                  "\" is plain HTTP to another host: anyone on the path can "
+                  "read and forge the cluster's reservations.  Use https:// "
+                  "with etcd-ca-file, etcd-cert-file and etcd-key-file, or an "
+                  "endpoint on this host (a local etcd gRPC proxy or TLS "
+                  "terminator), or accept it with etcd-insecure = true");
+    const Config c = Ok(text + "etcd-insecure = true\n");
+    EXPECT_TRUE(c.admission->etcd_insecure);
+  }
+  for (const std::string& local : std::vector<std::string>{
+           "http://127.0.0.1:2379", "http://127.0.3.4:23790",
+           "http://[::1]:2379", "http://localhost:2379",
+           "https://10.0.0.5:2379"})
+    EXPECT_EQ(Ok(head + "etcd-endpoints = [\"" + local + "\"]\n")
+                  .admission->etcd_endpoints,
+              std::vector<std::string>{local});
+  EXPECT_EQ(Error(head + "etcd-endpoints = [\"http://127.0.0.1:2379\"]\n" +
+                  "etcd-insecure = \"yes\"\n"),
+            "parqd.toml:12:17: 'admission.etcd-insecure': must be true or "
+            "false (no quotes)");
 }
 
 TEST(ConfigTest, AdmissionErrorsSayWhatAndWhere) {
@@ -395,8 +437,8 @@ TEST(ConfigTest, AdmissionErrorsSayWhatAndWhere) {
       {ok + "ttl = 3\n",
        "parqd.toml:12:7: 'admission.ttl': unknown key in the [admission] "
        "section; the keys are etcd-endpoints, etcd-prefix, etcd-timeout, "
-       "etcd-ca-file, etcd-cert-file, etcd-key-file, topology-file, host, "
-       "lease, socket, slurm-cgroup and allow"},
+       "etcd-ca-file, etcd-cert-file, etcd-key-file, etcd-insecure, "
+       "topology-file, host, lease, socket, slurm-cgroup and allow"},
       {ok + "etcd-ca-file = \"ca.pem\"\n",
        "parqd.toml:12:16: 'admission.etcd-ca-file': \"ca.pem\" must be an "
        "absolute path to a PEM file"},
@@ -490,6 +532,29 @@ TEST(ConfigTest, RelativeKeyPathsAreBesideTheFile) {
   Config f = Ok(kMinimal);
   ResolveKeyPaths(f, "/etc/parq/parqd.toml", "/run/credentials/x");
   EXPECT_EQ(f.key_file, "/etc/parq/cluster.key");
+}
+
+// The etcd client key is checked as parqd's own keys are: parqd refuses
+// one that others can read or that its group can change.
+TEST(ConfigTest, TheEtcdKeysModeIsChecked) {
+  const std::string dir =
+      ::testing::TempDir() + "etcd-key-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string key = dir + "/etcd.key";
+  std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\n";
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read |
+                                        std::filesystem::perms::owner_write);
+  EXPECT_EQ(EtcdKeyFileProblem(key), std::nullopt);
+  std::filesystem::permissions(key, std::filesystem::perms::others_read,
+                               std::filesystem::perm_options::add);
+  EXPECT_EQ(EtcdKeyFileProblem(key),
+            "admission.etcd-key-file " + key +
+                ": its mode 0604 lets others read or change this host's etcd "
+                "key; run: chmod 0600 " +
+                key + " (or 0640 root:parqd)");
+  EXPECT_EQ(EtcdKeyFileProblem(dir),
+            "admission.etcd-key-file " + dir + ": it is not a regular file");
+  std::filesystem::remove_all(dir);
 }
 
 // A cluster file: the same [[host]] list on every host; each finds its
