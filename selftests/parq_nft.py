@@ -46,6 +46,10 @@ TOP = "parqnft"
 POLICY = "/etc/parq/jobs.toml"
 STATE = "/run/parq/jobs"
 NOBODY = 65534
+# Within 1 s natively (40 ms measured); under QEMU/TCG on a busy host
+# each of the watch's two nft runs can take a second (1.1 s and 3.4 s
+# measured for the whole), so there only a bound.
+LIMIT_S = 1.0 * ktap.slowdown() * (5 if lab.emulated() else 1)
 
 
 def parqctl(env, *args):
@@ -123,14 +127,15 @@ def t_flushed(env):
     for n in range(3):
         a.run(["nft", "flush", "ruleset"])
         t0 = time.monotonic()
+        # Every nft the poll runs takes the CPU from the watch's: under
+        # QEMU/TCG, each is a tenth of a second or more.
         t = ktap.poll(lambda: table(env), lambda t: t is not None and
                       rules(t, "parallel") and rules(t, "egress"),
-                      5 * ktap.slowdown(), interval=0.02)
+                      5 * ktap.slowdown(), interval=0.1)
         took = time.monotonic() - t0
         diag(f"flush {n + 1}: table inet parq back after {took:.2f} s")
-        check(t is not None and took <= 1.0 * ktap.slowdown(),
-              f"the table is back within 1 s (x{ktap.slowdown()} under "
-              f"emulation): {took:.2f} s")
+        check(t is not None and took <= LIMIT_S,
+              f"the table is back within {LIMIT_S} s: {took:.2f} s")
     t = table(env)
     par = json.dumps(rules(t, "parallel"))
     check('"cs5"' in par, f"the restored policy's parallel DSCP is CS5: {par}")
