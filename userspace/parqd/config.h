@@ -108,15 +108,15 @@ struct Config {
   uint64_t epoch_ns = kNsPerMs;
   uint64_t hold_ns = 10 * kNsPerMs;
   uint16_t lease = 3;  // epochs
+  // Parallel bytes that must arrive within one hold before the receiver
+  // declares parallel traffic (the kernel monitor's min-bytes).
+  uint32_t parallel_min_bytes = 0;
   // The DSCPs of parallel traffic, for the kernel's receive monitor: bit
   // n is DSCP n (PARQ_DSCP_BIT); by default the kernel's own, CS5 and EF.
   uint64_t parallel_dscp = PARQ_DSCP_DEFAULT;
   std::string metrics_file;  // empty: no metrics file
   uint64_t metrics_period_ns = 10 * kNsPerSec;
   // parqd's status socket (status.h); empty: none.
-  // Parallel bytes that must arrive within one hold before the receiver
-  // declares parallel traffic (the kernel monitor's min-bytes).
-  uint32_t parallel_min_bytes = 0;
   std::string status_socket = kDefaultStatusSocket;
   std::optional<AdmissionConfig> admission;  // none: no admission role
 

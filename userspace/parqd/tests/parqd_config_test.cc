@@ -86,10 +86,10 @@ TEST(ConfigTest, MinimalFileTakesTheDefaults) {
   EXPECT_EQ(c.threshold_recv, 0u);
   EXPECT_EQ(c.epoch_ns, 1'000'000u);
   EXPECT_EQ(c.hold_ns, 10'000'000u);
+  EXPECT_EQ(c.parallel_min_bytes, 0u);
   EXPECT_EQ(c.lease, 3);
   EXPECT_EQ(c.key_id, 1u);
   EXPECT_EQ(c.max_clock_skew_ns, 500'000'000u);
-  EXPECT_EQ(c.parallel_min_bytes, 0u);
   EXPECT_EQ(c.metrics_file, "");
   EXPECT_EQ(c.metrics_period_ns, 10'000'000'000u);
   EXPECT_EQ(c.status_socket, "/run/parqd/status.sock");
@@ -110,10 +110,10 @@ local-floor = 0
 link-rate = 10000000000
 epoch = "2ms"
 hold = "20ms"
+parallel-min-bytes = 12500
 lease = 5
 metrics-file = "/tmp/parqd.prom"
 metrics-period = "100ms"
-parallel-min-bytes = 12500
 parallel-dscp = ["AF41", 46, "cs5"]
 [[peer]]
 id = 8
@@ -132,10 +132,10 @@ addresses = ["10.77.0.3"]
   EXPECT_EQ(c.link_rate, 10'000'000'000u);
   EXPECT_EQ(c.epoch_ns, 2'000'000u);
   EXPECT_EQ(c.hold_ns, 20'000'000u);
+  EXPECT_EQ(c.parallel_min_bytes, 12'500u);
   EXPECT_EQ(c.lease, 5);
   EXPECT_EQ(c.metrics_file, "/tmp/parqd.prom");
   EXPECT_EQ(c.metrics_period_ns, 100'000'000u);
-  EXPECT_EQ(c.parallel_min_bytes, 12'500u);
   EXPECT_EQ(c.parallel_dscp,
             PARQ_DSCP_BIT(34) | PARQ_DSCP_BIT(40) | PARQ_DSCP_BIT(46));
   ASSERT_EQ(c.peers.size(), 2u);
@@ -194,12 +194,12 @@ TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
       {"epoch", "\"1500ns\"", "'epoch': is 1500ns"},
       {"hold", "\"0ms\"", "'hold': must be longer than 0"},
       {"hold", "\"fast\"", "\"fast\" is not a duration"},
-      {"lease", "0", "'lease': is 0; give a value from 1 to 65535"},
-      {"key-id", "0", "'key-id': is 0; give a value from 1 to 4294967295"},
-      {"key-id", "4294967296", "'key-id': is 4294967296"},
       {"parallel-min-bytes", "-1", "'parallel-min-bytes': is -1"},
       {"parallel-min-bytes", "4294967296",
        "'parallel-min-bytes': is 4294967296"},
+      {"lease", "0", "'lease': is 0; give a value from 1 to 65535"},
+      {"key-id", "0", "'key-id': is 0; give a value from 1 to 4294967295"},
+      {"key-id", "4294967296", "'key-id': is 4294967296"},
       {"max-clock-skew", "\"0s\"",
        "'max-clock-skew': is 0ns; give a skew from 1ms to 60s"},
       {"max-clock-skew", "\"61s\"", "from 1ms to 60s"},
@@ -237,9 +237,6 @@ TEST(ConfigTest, InterfaceNameIsValidatedAsTheKernelDoes) {
     EXPECT_NE(e.find("is not an interface name"), std::string::npos)
         << bad << ": " << e;
   }
-  for (const std::string good :
-       {"eth0", "veth0a", "br-lan.10", "fifteen-chars-x"})
-    EXPECT_EQ(Ok(With("interface", "\"" + good + "\"")).interface, good);
   // Names the kernel takes but tc's batch input cannot carry as they are:
   // '#' starts a comment there, quotes and '\\' are its quoting.
   for (const std::string bad : {"eth0#1", "a\\\"b", "a'b", "a\\\\b"}) {
@@ -247,6 +244,9 @@ TEST(ConfigTest, InterfaceNameIsValidatedAsTheKernelDoes) {
     EXPECT_NE(e.find("parqd cannot pass to tc"), std::string::npos)
         << bad << ": " << e;
   }
+  for (const std::string good :
+       {"eth0", "veth0a", "br-lan.10", "fifteen-chars-x"})
+    EXPECT_EQ(Ok(With("interface", "\"" + good + "\"")).interface, good);
 }
 
 TEST(ConfigTest, ErrorsCarryLineAndColumn) {
