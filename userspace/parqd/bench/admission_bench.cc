@@ -124,7 +124,8 @@ int Run(int argc, char** argv) {
       while (Clock::now() < end) {
         const Clock::time_point t0 = Clock::now();
         auto res =
-            adm.Reserve({from, to, 1'000'000, "", "bench"}, lease.value().id);
+            adm.Reserve({from, to, 1'000'000, "", "bench", std::nullopt, ""},
+                        lease.value().id);
         const Clock::time_point t1 = Clock::now();
         if (!res.ok()) {
           if (r.first_error.empty())
