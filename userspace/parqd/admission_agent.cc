@@ -395,9 +395,11 @@ Result<std::vector<Reservation>, std::string> AdmissionAgent::ReleaseJob(
     const Requester& who, const std::string& job) {
   if (job.empty())
     return Err{std::string("no job named")};
+  // Another user's reservation naming the job is theirs to release (or
+  // root's epilog's): skipped, not an error that stops half-way.
   std::vector<std::string> ids;
   for (const auto& [id, h] : held_)
-    if (h.r.job == job)
+    if (h.r.job == job && !MayTouch(who, h))
       ids.push_back(id);
   std::vector<Reservation> out;
   for (const std::string& id : ids) {

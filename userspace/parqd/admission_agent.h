@@ -154,8 +154,8 @@ class AdmissionAgent {
                                           const std::string& id, uint64_t rate);
   Result<Reservation, std::string> Release(const Requester& who,
                                            const std::string& id);
-  // Releases this host's reservations for `job` (those `who` may touch):
-  // the job ended.  None is no error.
+  // Releases this host's reservations for `job` that `who` may touch (all
+  // of them for root): the job ended.  None is no error, nor are others'.
   Result<std::vector<Reservation>, std::string> ReleaseJob(
       const Requester& who, const std::string& job);
   // Whether a Slurm job runs on this host (its cgroup exists); unset,

@@ -87,6 +87,7 @@ class FakeClasses : public ReservedClasses {
 
 const Requester kRoot{0, "root", {"root"}};
 const Requester kAlice{1001, "alice", {"alice"}};
+const Requester kBob{1002, "bob", {"bob"}};
 
 // One host's parqd: its etcd client, whose transport runs `before_txn`
 // (once) right before its next transaction is sent, and its agent.
@@ -111,6 +112,7 @@ struct Host {
                 name,
                 4,
                 {{"alice", "", 300 * kMbit},
+                 {"bob", "", 300 * kMbit},
                  {RequesterOf(getuid(), getgid()).user, "", 800 * kMbit}}},
             t, admission, etcd, classes,
             [this](int, const std::string& line) { log.push_back(line); },
@@ -254,6 +256,25 @@ TEST_F(ClusterTest, TheEpilogReleasesTheJobsReservations) {
   auto nothing = n1->agent.ReleaseJob(kRoot, "7");
   ASSERT_TRUE(nothing.ok()) << nothing.error();
   EXPECT_TRUE(nothing.value().empty());
+}
+
+// A user who ends a job releases their own reservations for it and no one
+// else's: another user's reservation naming the same job neither stops
+// the release half-way nor goes with it.
+TEST_F(ClusterTest, ReleasingAJobTakesOnlyWhatTheAskerMayTouch) {
+  alive_ = {"42"};
+  auto n1 = Start("n1", n1_classes_);
+  auto a = n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "", "42");
+  ASSERT_TRUE(a.ok()) << a.error();
+  auto b = n1->agent.Reserve(kBob, "n2", 100 * kMbit, "", "42");
+  ASSERT_TRUE(b.ok()) << b.error();
+  auto gone = n1->agent.ReleaseJob(kAlice, "42");
+  ASSERT_TRUE(gone.ok()) << gone.error();
+  ASSERT_EQ(gone.value().size(), 1u);
+  EXPECT_EQ(gone.value()[0].id, a.value().id);
+  auto in = InEtcd();
+  EXPECT_EQ(in.count(a.value().id), 0u);
+  EXPECT_EQ(in.count(b.value().id), 1u);
 }
 
 // The epilog's own call: parqctl release --job N over the socket.
