@@ -115,8 +115,11 @@ void RequestServer::Accept(uint64_t now) {
       close(c);
       continue;
     }
+    // Root (the Slurm epilogs, an operator) has no share to keep to and
+    // is never the one to give up a connection.
+    const bool root = cred.uid == 0;
     const size_t mine = ConnsOf(cred.uid);
-    if (mine >= kMaxConnsPerUid) {
+    if (!root && mine >= kMaxConnsPerUid) {
       Reply(c, ErrorReply("refused: uid " + std::to_string(cred.uid) + " has " +
                           std::to_string(mine) +
                           " requests waiting already, the most one user may "
@@ -129,11 +132,12 @@ void RequestServer::Accept(uint64_t now) {
       // that is no more than this one's.
       std::map<uid_t, size_t> count;
       for (const Conn& k : conns_)
-        count[k.who.uid]++;
+        if (k.who.uid != 0)
+          count[k.who.uid]++;
       const auto most = std::max_element(
           count.begin(), count.end(),
           [](const auto& a, const auto& b) { return a.second < b.second; });
-      if (most->second <= mine + 1) {
+      if (most == count.end() || (!root && most->second <= mine + 1)) {
         Reply(c,
               ErrorReply("refused: parqd has " + std::to_string(conns_.size()) +
                          " requests waiting from as many users; try again "

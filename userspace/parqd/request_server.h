@@ -49,7 +49,8 @@ struct Asker {
 // What one user (uid) may ask of a socket: at most kMaxConnsPerUid
 // connections waiting at once (a connection beyond them is refused), and
 // kRequestBurst requests at once, then kRequestsPerSec a second (a
-// request beyond them is refused).  root is not rate-limited.
+// request beyond them is refused).  root is not limited, and none of its
+// connections is given up to make room for another user's.
 inline constexpr size_t kMaxConnsPerUid = 8;
 inline constexpr uint32_t kRequestBurst = 20;
 inline constexpr uint32_t kRequestsPerSec = 10;

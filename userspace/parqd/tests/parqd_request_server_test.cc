@@ -207,6 +207,28 @@ TEST_F(RequestServerTest, OneUsersConnectionsDoNotPushOutAnothers) {
       << refused;
 }
 
+// Root's requests (the Slurm epilogs of a job array, all ending at once)
+// are neither capped per user nor given up to make room for a flood.
+TEST_F(RequestServerTest, RootIsNeitherCappedNorPushedOut) {
+  User root(0, path_), alice(kAlice, path_);
+  ASSERT_TRUE(root.started() && alice.started());
+  constexpr int kEpilogs = 2 * static_cast<int>(kMaxConnsPerUid);
+  ASSERT_EQ(root.Connect(kEpilogs), kEpilogs);
+  Serve();
+  for (int round = 0; round < 20; round++) {
+    alice.Connect(10);
+    Serve();
+  }
+  for (int i = 0; i < kEpilogs; i++) {
+    ASSERT_EQ(root.Send(i, R"({"op":"who"})"), "sent");
+    Serve();
+    const std::string reply = root.Reply(i);
+    EXPECT_EQ(json::parse(reply, nullptr, false),
+              (json{{"ok", true}, {"uid", 0}}))
+        << "root's request " << i << ": " << reply;
+  }
+}
+
 // Alice asks as fast as she can: past her burst she is refused, with the
 // reason; Bob is answered all along.
 TEST_F(RequestServerTest, OneUsersRequestsAreRateLimitedForThemAlone) {
