@@ -47,10 +47,10 @@ json ReservationJson(const Reservation& r) {
       {"job", r.job},       {"lease", r.lease}, {"resources", r.resources}};
 }
 
-std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
-                                   std::string_view request,
-                                   const IncomingReservations* incoming,
-                                   const std::string& process_job) {
+std::string HandleAdmissionRequest(
+    AdmissionAgent& agent, const Requester& who, std::string_view request,
+    const IncomingReservations* incoming,
+    const std::optional<std::string>& process_job) {
   auto parsed = ParseRequest(request);
   if (!parsed.ok())
     return parsed.error();
@@ -86,7 +86,12 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
       if (to.empty())
         return ErrorReply("\"reserve\" needs \"to\": the destination host");
       std::string job = StringOf(req, "job");
-      if (auto e = RequestJob(process_job, &job))
+      if (!process_job && who.uid != 0)
+        return ErrorReply(
+            "cannot tell which Slurm job the asking process runs in: its "
+            "/proc/PID/cgroup cannot be read (did it end before its "
+            "answer?)");
+      if (auto e = RequestJob(process_job.value_or(""), &job))
         return ErrorReply(*e);
       r = agent.Reserve(who, to, rate.value(), StringOf(req, "match"), job);
     } else {
@@ -121,12 +126,16 @@ std::string HandleAdmissionRequest(AdmissionAgent& agent, const Requester& who,
   return json{{"ok", true}, {"reservation", ReservationJson(r.value())}}.dump();
 }
 
-std::string SlurmJobOfPid(pid_t pid) {
+std::optional<std::string> SlurmJobOfPid(pid_t pid) {
   if (pid <= 0)
-    return "";
+    return std::nullopt;
   std::ifstream f("/proc/" + std::to_string(pid) + "/cgroup");
+  if (!f)
+    return std::nullopt;
   const std::string text{std::istreambuf_iterator<char>(f),
                          std::istreambuf_iterator<char>()};
+  if (f.bad() || text.empty())
+    return std::nullopt;
   return SlurmJobOf(text);
 }
 

@@ -31,6 +31,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,15 +50,16 @@ nlohmann::json ReservationJson(const Reservation& r);
 
 // The reply to one request (never throws; bad JSON gets an error reply);
 // `incoming`: the destination's view, if this parqd keeps one;
-// `process_job`: the Slurm job the asking process runs in ("": unknown).
+// `process_job`: the Slurm job the asking process runs in ("": none;
+// nullopt: its cgroup could not be read, and only root may reserve).
 std::string HandleAdmissionRequest(
     AdmissionAgent& agent, const Requester& who, std::string_view request,
     const IncomingReservations* incoming = nullptr,
-    const std::string& process_job = "");
+    const std::optional<std::string>& process_job = std::string());
 
-// The Slurm job process `pid` runs in, from /proc/PID/cgroup ("" when it
-// cannot be read or names none).
-std::string SlurmJobOfPid(pid_t pid);
+// The Slurm job process `pid` runs in, from /proc/PID/cgroup: "" when it
+// names none, nullopt when it cannot be read (the process is gone).
+std::optional<std::string> SlurmJobOfPid(pid_t pid);
 
 // `uid`'s name and groups from the user database (the uid in decimal when
 // it has no entry).

@@ -595,6 +595,27 @@ TEST_F(AgentTest, StopFreesTheCapacityAtOnce) {
   EXPECT_EQ(InEtcd(), 0u);
 }
 
+// A user's reservation is bound to the job the asking process runs in, so
+// that it ends with the job: when parqd cannot read that process's cgroup
+// (it ended before its answer, or /proc is hidden from parqd), a user's
+// request is refused rather than taken as made outside any job.  Root's
+// is not.
+TEST_F(AgentTest, AnAskerWhoseJobCannotBeReadIsRefused) {
+  const std::string req = R"({"op":"reserve","to":"n2","rate":"10mbit"})";
+  json r = json::parse(
+      HandleAdmissionRequest(*agent_, kAlice, req, nullptr, std::nullopt));
+  EXPECT_FALSE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_NE(r["error"].get<std::string>().find("cannot tell which Slurm job"),
+            std::string::npos)
+      << r.dump();
+  r = json::parse(
+      HandleAdmissionRequest(*agent_, kRoot, req, nullptr, std::nullopt));
+  EXPECT_TRUE(r["ok"].get<bool>()) << r.dump();
+  // A process that is gone has no cgroup to read; this one's is read.
+  EXPECT_EQ(SlurmJobOfPid(-1), std::nullopt);
+  EXPECT_EQ(SlurmJobOfPid(getpid()), std::optional<std::string>(""));
+}
+
 TEST_F(AgentTest, JsonRequests) {
   auto ask = [&](const Requester& who, const std::string& text) {
     return json::parse(HandleAdmissionRequest(*agent_, who, text));
