@@ -3,16 +3,16 @@
 #include "etcd.h"
 
 #include <curl/curl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <openssl/crypto.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
+
+#include "key.h"
 
 namespace parq::parqd {
 
@@ -350,26 +350,12 @@ EtcdTlsProblem CheckEtcdTls(const EtcdTls& tls,
 }
 
 std::optional<std::string> EtcdKeyFileProblem(const std::string& path) {
-  const std::string where = "admission.etcd-key-file " + path + ": ";
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0)
-    return where + "cannot read it: " + std::strerror(errno);
-  if (!S_ISREG(st.st_mode))
-    return where + "it is not a regular file";
-  if (st.st_uid != geteuid() && st.st_uid != 0)
-    return where + "it is owned by uid " + std::to_string(st.st_uid) +
-           ", who can read and change it; it must be owned by this "
-           "process's uid (" +
-           std::to_string(geteuid()) + ") or root; run: chown root " + path;
-  if (st.st_mode & (S_IRWXO | S_IWGRP | S_IXGRP)) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%04o",
-                  static_cast<unsigned>(st.st_mode & 07777));
-    return where + "its mode " + mode +
-           " lets others read or change this host's etcd key; run: chmod "
-           "0600 " +
-           path + " (or 0640 root:parqd)";
-  }
+  // Checked as the credit keys are; libcurl reads the file itself later.
+  constexpr size_t kMaxKeyBytes = 1 << 20;
+  auto read = ReadSecretFile("admission.etcd-key-file", path, kMaxKeyBytes);
+  if (!read.ok())
+    return read.error();
+  OPENSSL_cleanse(read.value().data(), read.value().size());
   return std::nullopt;
 }
 

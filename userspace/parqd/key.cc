@@ -180,12 +180,8 @@ std::string Mode(const struct stat& st) {
   return mode;
 }
 
-// The bytes of the secret file `path` (at most `max` of them), once it is
-// checked to be a regular file that this process's user (or root) owns,
-// that others cannot access, and that its group can at most read, and then
-// only when the group is this process's (parqd's, under the unit) or root's:
-// mode 0640 root:parqd, or 0600.
-// Errors start with "<what> <path>: ".  The caller wipes the bytes.
+}  // namespace
+
 Result<std::vector<uint8_t>, std::string> ReadSecretFile(
     const std::string& what, const std::string& path, size_t max) {
   const std::string where = what + " " + path + ": ";
@@ -255,8 +251,6 @@ Result<std::vector<uint8_t>, std::string> ReadSecretFile(
   }
   return text;
 }
-
-}  // namespace
 
 Result<Key, std::string> Key::FromFile(const std::string& path) {
   auto read = ReadSecretFile("key file", path, kMaxFileBytes);

@@ -108,6 +108,15 @@ class KeyRing {
 Result<Key, std::string> DerivePairKey(const Key& secret, uint32_t id,
                                        uint64_t a, uint64_t b);
 
+// The bytes of the secret file `path` (at most `max` of them), once it is
+// checked to be a regular file that this process's user (or root) owns,
+// that others cannot access, and that its group can at most read, and then
+// only when the group is this process's (parqd's, under the unit) or root's:
+// mode 0640 root:parqd, or 0600.  The checks are of the opened file.
+// Errors start with "<what> <path>: ".  The caller wipes the bytes.
+Result<std::vector<uint8_t>, std::string> ReadSecretFile(
+    const std::string& what, const std::string& path, size_t max);
+
 // A keys file: lines "KEY-ID PEER-NODE-ID HEX-KEY", '#' comments and blank
 // lines, the file owned and of a mode as a key file.
 // Errors name the file and the line.

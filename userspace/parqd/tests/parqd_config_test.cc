@@ -549,11 +549,24 @@ TEST(ConfigTest, TheEtcdKeysModeIsChecked) {
                                std::filesystem::perm_options::add);
   EXPECT_EQ(EtcdKeyFileProblem(key),
             "admission.etcd-key-file " + key +
-                ": its mode 0604 lets others read or change this host's etcd "
-                "key; run: chmod 0600 " +
-                key + " (or 0640 root:parqd)");
+                ": its mode 0604 lets others access it; run: chmod 0640 " +
+                key + " (or chmod 0600)");
   EXPECT_EQ(EtcdKeyFileProblem(dir),
             "admission.etcd-key-file " + dir + ": it is not a regular file");
+  // Its group may read it only when that is parqd's group or root's, as
+  // for the credit keys: mode 0640 with another group gives that group
+  // this host's etcd identity.
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read |
+                                        std::filesystem::perms::owner_write |
+                                        std::filesystem::perms::group_read);
+  ASSERT_EQ(chown(key.c_str(), geteuid(), 65534), 0);
+  const auto other_group = EtcdKeyFileProblem(key);
+  ASSERT_NE(other_group, std::nullopt);
+  EXPECT_NE(other_group->find("lets its group, gid 65534, read it"),
+            std::string::npos)
+      << *other_group;
+  ASSERT_EQ(chown(key.c_str(), geteuid(), getegid()), 0);
+  EXPECT_EQ(EtcdKeyFileProblem(key), std::nullopt);
   std::filesystem::remove_all(dir);
 }
 
