@@ -245,8 +245,8 @@ def t_owner(env):
         bps = (b2 - b1) * 8 / (t2 - t1)
         diag(f"the owner's traffic in {cls}: {bps / 1e6:.2f} Mbit/s")
         # At most the reservation (the class is shaped); at least half of
-        # it: under QEMU/TCG the sender may not keep up with 15 Mbit/s
-        # (7.7 Mbit/s measured on a busy host).
+        # it: under QEMU/TCG on a busy host the sender may not keep up
+        # with 15 Mbit/s.
         check(5_000_000 <= bps <= 11_000_000,
               f"the owner's traffic gets the reserved 10 Mbit/s or what it "
               f"offers: {bps / 1e6:.2f}")

@@ -46,9 +46,8 @@ TOP = "parqnft"
 POLICY = "/etc/parq/jobs.toml"
 STATE = "/run/parq/jobs"
 NOBODY = 65534
-# Within 1 s natively (40 ms measured); under QEMU/TCG on a busy host
-# each of the watch's two nft runs can take a second (1.1 s and 3.4 s
-# measured for the whole), so there only a bound.
+# Within 1 s natively; under QEMU/TCG on a busy host each of the watch's
+# two nft runs can take a second or more, so there only a bound.
 LIMIT_S = 1.0 * ktap.slowdown() * (5 if lab.emulated() else 1)
 
 
