@@ -2,6 +2,9 @@
 
 #include "toml_read.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "config.h"
 
 namespace parq::parqd {
@@ -90,6 +93,18 @@ Result<Address, std::string> TomlReader::Addr(const toml::node& n,
             "\"" + s.value().text +
                 "\" is not an IPv4 or IPv6 address (write e.g. "
                 "\"192.0.2.1\" or \"2001:db8::1\", no port, no name)")};
+  // The kernel and the credit messages' recipient see such an address as
+  // the IPv4 address it carries; parqd takes it only written so.
+  const auto& b = a->bytes;
+  if (a->family == Family::kIPv6 &&
+      std::all_of(b.begin(), b.begin() + 10, [](uint8_t x) { return !x; }) &&
+      b[10] == 0xff && b[11] == 0xff)
+    return parqd::Err{
+        Err(n, key,
+            "\"" + s.value().text +
+                "\" is an IPv4-mapped IPv6 address; write it "
+                "as \"" +
+                Address::V4({b[12], b[13], b[14], b[15]}).ToString() + "\"")};
   return *a;
 }
 

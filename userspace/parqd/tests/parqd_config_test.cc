@@ -276,6 +276,13 @@ TEST(ConfigTest, Peers) {
   EXPECT_NE(Error(head + "[[peer]]\nid = 2\naddresses = [\"x\"]\n")
                 .find("\"x\" is not an IPv4 or IPv6 address"),
             std::string::npos);
+  // A peer's IPv4-mapped address would be the MAC's recipient as the
+  // sender writes it, while the peer sees the datagram arrive on its IPv4
+  // address: every message would fail its MAC.
+  EXPECT_NE(
+      Error(head + "[[peer]]\nid = 2\naddresses = [\"::ffff:10.0.0.2\"]\n")
+          .find("is an IPv4-mapped IPv6 address; write it as \"10.0.0.2\""),
+      std::string::npos);
   EXPECT_NE(
       Error(head +
             "[[peer]]\nid = 2\naddresses = [\"10.0.0.2\"]\nname = \"b\"\n")
