@@ -557,9 +557,8 @@ TEST(PythonEncoder, MakesTheSameBytes) {
   wire::Message r = Release(7, 1'800'000'000'000'000'000, 9, {A("10.0.0.7")});
   r.epoch_us = 60'000'000;
   r.key_id = 2;
-  const std::string want =
-      Hex(Bytes(g, k, A("198.51.100.7"))) + "\n" +
-      Hex(Bytes(r, k, A("2001:db8::99"))) + "\n";
+  const std::string want = Hex(Bytes(g, k, A("198.51.100.7"))) + "\n" +
+                           Hex(Bytes(r, k, A("2001:db8::99"))) + "\n";
   EXPECT_EQ(out, want);
 }
 
