@@ -140,14 +140,6 @@ static_assert(int{AdmissionAgent::kInfo} == int{IncomingReservations::kInfo} &&
               int{AdmissionAgent::kError} ==
                   int{IncomingReservations::kError} &&
               int{AdmissionAgent::kWarn} == int{ClusterAdmission::kWarn});
-void LogRoleLine(int level, const std::string& line) {
-  if (level == AdmissionAgent::kError)
-    spdlog::error("{}", line);
-  else if (level == AdmissionAgent::kWarn)
-    spdlog::warn("{}", line);
-  else
-    spdlog::info("{}", line);
-}
 
 // The admission role's parts, which refer to each other.
 struct AdmissionStack {
@@ -369,6 +361,15 @@ int SocketFamily(int fd) {
 }
 
 }  // namespace
+
+void LogRoleLine(int level, const std::string& line) {
+  if (level == AdmissionAgent::kError)
+    spdlog::error("{}", line);
+  else if (level == AdmissionAgent::kWarn)
+    spdlog::warn("{}", line);
+  else
+    spdlog::info("{}", line);
+}
 
 socklen_t ToSockaddr(const Address& a, uint16_t port, int socket_family,
                      sockaddr_storage* ss) {

@@ -43,6 +43,10 @@ socklen_t ToSockaddr(const Address& a, uint16_t port, int socket_family,
 // for every peer; errors name the file and what to do.
 Result<KeyRing, std::string> LoadKeys(const Config& c);
 
+// A line of the admission role's (its agent's, its watch's, its
+// admission's or parqd --clean-up's) to the journal at its level.
+void LogRoleLine(int level, const std::string& line);
+
 // What a reload applies: the keys (key-file, keys-file, key-id) and
 // max-clock-skew, taken from `next`; the rest of `running` stays.  A
 // reload keeps the replay windows and the credit entries.

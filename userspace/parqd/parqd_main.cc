@@ -116,14 +116,7 @@ int Run(int argc, char** argv) {
           return RunProgram(argv, input);
         });
     const bool ok = CleanUpAfterParqd(t.value().host, admission, etcd, classes,
-                                      [](int level, const std::string& line) {
-                                        if (level == AdmissionAgent::kError)
-                                          spdlog::error("{}", line);
-                                        else if (level == AdmissionAgent::kWarn)
-                                          spdlog::warn("{}", line);
-                                        else
-                                          spdlog::info("{}", line);
-                                      });
+                                      LogRoleLine);
     return ok ? 0 : 1;
   }
 
