@@ -298,9 +298,9 @@ def t_quorum_lost(env):
         # The last renewal was answered at most a quarter of the lease
         # ago, and parqd demotes at three quarters: half a lease at least.
         cls, flt = classes(env)
-        if (len(cls), len(flt)) != (1, 1):
+        if (len(cls), len(flt)) != (1, 2):
             explain(env)
-        check((len(cls), len(flt)) == (1, 1),
+        check((len(cls), len(flt)) == (1, 2),
               f"A's class enforced right after the cut: {cls} {flt}")
         rc, out = reserve(env, "1mbit", "proto=udp,dport=5003")
         diag(out.get("error"))
