@@ -158,6 +158,18 @@ class ClusterTest : public EtcdTest {
     return out;
   }
 
+  // n2 reserves toward n1; a parqd on n1 reserves twice toward n2 and is
+  // killed (no Stop()); n1's qdisc also has a class made by hand, 0x10.
+  void KillAParqdOnN1(Host& n2) {
+    ASSERT_TRUE(n2.agent.Reserve(kRoot, "n1", 100 * kMbit, "").ok());
+    {
+      auto n1 = Start("n1", n1_classes_);
+      ASSERT_TRUE(n1->agent.Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+      ASSERT_TRUE(n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "").ok());
+    }
+    n1_classes_.rates[0x10] = kMbit;
+  }
+
   std::optional<Topology> topology_;
   FakeClasses n1_classes_, n2_classes_;
   std::set<std::string> alive_;  // the jobs whose cgroup exists
@@ -339,13 +351,7 @@ TEST_F(ClusterTest, AJobWhoseCgroupIsGoneLosesItsReservations) {
 // once; from then on a class that appears unheld goes too.
 TEST_F(ClusterTest, AfterACrashTheNextParqdLeavesNothingBehind) {
   auto n2 = Start("n2", n2_classes_);
-  ASSERT_TRUE(n2->agent.Reserve(kRoot, "n1", 100 * kMbit, "").ok());
-  {
-    auto n1 = Start("n1", n1_classes_);
-    ASSERT_TRUE(n1->agent.Reserve(kRoot, "n2", 100 * kMbit, "").ok());
-    ASSERT_TRUE(n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "").ok());
-  }                                 // killed: no Stop()
-  n1_classes_.rates[0x10] = kMbit;  // a class made by hand
+  ASSERT_NO_FATAL_FAILURE(KillAParqdOnN1(*n2));
   ASSERT_EQ(n1_classes_.rates.size(), 3u);
   ASSERT_EQ(InEtcd().size(), 3u);
   auto n1 = Start("n1", n1_classes_);
@@ -370,13 +376,7 @@ TEST_F(ClusterTest, AfterACrashTheNextParqdLeavesNothingBehind) {
 // another host's stay.
 TEST_F(ClusterTest, CleanUpRemovesWhatAKilledParqdLeft) {
   auto n2 = Start("n2", n2_classes_);
-  ASSERT_TRUE(n2->agent.Reserve(kRoot, "n1", 100 * kMbit, "").ok());
-  {
-    auto n1 = Start("n1", n1_classes_);
-    ASSERT_TRUE(n1->agent.Reserve(kRoot, "n2", 100 * kMbit, "").ok());
-    ASSERT_TRUE(n1->agent.Reserve(kAlice, "n2", 100 * kMbit, "").ok());
-  }                                 // killed: no Stop()
-  n1_classes_.rates[0x10] = kMbit;  // a class made by hand
+  ASSERT_NO_FATAL_FAILURE(KillAParqdOnN1(*n2));
   EtcdClient etcd({server->endpoint()}, 2s, CurlPost());
   ClusterAdmission adm(*topology_, etcd, prefix_);
   std::vector<std::string> log;
