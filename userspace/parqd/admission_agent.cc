@@ -94,6 +94,10 @@ Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a) {
   if (!a.etcd_tls.key_file.empty())
     if (auto e = EtcdKeyFileProblem(a.etcd_tls.key_file))
       return Err{*e};
+  if (!a.etcd_auth.password_file.empty())
+    if (auto e = EtcdKeyFileProblem(a.etcd_auth.password_file,
+                                    "admission.etcd-password-file"))
+      return Err{*e};
   auto t = Topology::Load(a.topology_file);
   if (!t.ok())
     return Err{t.error()};
@@ -292,7 +296,7 @@ namespace {
 bool RevokeLeasesOf(const std::string& host, int64_t keep,
                     ClusterAdmission& admission, EtcdClient& etcd,
                     const AdmissionAgent::Log& log) {
-  auto all = admission.List();
+  auto all = admission.List(host);
   if (!all.ok()) {
     log(AdmissionAgent::kWarn,
         "admission: cannot read the reservations of an earlier parqd on "

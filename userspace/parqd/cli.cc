@@ -285,6 +285,17 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       "check", "Validate FILE and print its hosts, switches and links");
   tcheck->add_option("FILE", a.topology, "The topology (TOML)")->required();
   json_flag(tcheck);
+  CLI::App* troles = topo->add_subcommand(
+      "etcd-roles",
+      "Print the etcdctl commands that give each host of FILE an etcd user "
+      "and a role with which it can read parq's keys and write its own only");
+  troles->add_option("FILE", a.topology, "The topology (TOML)")->required();
+  troles->add_option("--prefix", a.etcd_prefix,
+                     "The key prefix of parq's state (default /parq/v1/)");
+  troles->add_option("--passwords", a.passwords,
+                     "The directory of the hosts' passwords, a file per "
+                     "host named as the host (default "
+                     "/etc/parq/etcd-passwords)");
   CLI::App* tpath = topo->add_subcommand(
       "path",
       "Print what a reservation from FROM to TO charges: FROM's NIC, the "
@@ -314,6 +325,11 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
                     "with --key");
     sub->add_option("--key", a.etcd_tls.key_file,
                     "The private key of --cert (PEM)");
+    sub->add_option("--user", a.etcd_auth.user,
+                    "etcd with authentication on: the etcd user to be, "
+                    "with --password-file");
+    sub->add_option("--password-file", a.etcd_auth.password_file,
+                    "The file of --user's password (mode 0600)");
   };
   CLI::App* links = app.add_subcommand(
       "links",
@@ -384,6 +400,10 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       return 2;
     }
 
+  if (auto e = EtcdAuthProblem(a.etcd_auth)) {
+    err << "parqctl: " << *e << "\n";
+    return 2;
+  }
   const EtcdTlsProblem tls = CheckEtcdTls(a.etcd_tls, a.etcd);
   if (tls.kind == EtcdTlsProblem::kUnpaired) {
     err << "parqctl: give --cert and --key together\n";
@@ -456,6 +476,8 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kNftWatch;
   } else if (*tcheck) {
     a.cmd = CtlArgs::Cmd::kTopologyCheck;
+  } else if (*troles) {
+    a.cmd = CtlArgs::Cmd::kTopologyEtcdRoles;
   } else if (*tpath) {
     a.cmd = CtlArgs::Cmd::kTopologyPath;
   } else if (*links) {

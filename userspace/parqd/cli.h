@@ -47,6 +47,7 @@ struct CtlArgs {
     kNftWatch,
     kTopologyCheck,
     kTopologyPath,
+    kTopologyEtcdRoles,
     kLinks,
     kReservations,  // from etcd (--etcd) or this host's parqd
     kReserve,
@@ -70,6 +71,7 @@ struct CtlArgs {
   std::vector<std::string> etcd;     // links, reservations: endpoints
   std::string etcd_prefix = "/parq/v1/";
   EtcdTls etcd_tls;                                  // --cacert, --cert, --key
+  EtcdAuth etcd_auth;                                // --user, --password-file
   std::string socket = "/run/parqd/admission.sock";  // reserve, change, ...
   std::string status_socket = kDefaultStatusSocket;  // peers
   std::string id;                                    // change, release
@@ -82,6 +84,8 @@ struct CtlArgs {
   std::vector<uint64_t> peers;  // key derive: its peers
   uint32_t key_id = 1;          // key derive
   std::string output;           // key derive: "" = standard output
+  // topology etcd-roles: a file per host
+  std::string passwords = "/etc/parq/etcd-passwords";
 };
 
 std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,

@@ -89,8 +89,46 @@ Result<Reservation, std::string> ReservationFromKv(const EtcdKv& kv) {
   return r;
 }
 
-std::string IncomingPrefix(const std::string& prefix, const std::string& host) {
-  return prefix + "to/" + host + "/";
+std::optional<IncomingKey> ParseIncomingKey(std::string_view rest) {
+  const size_t a = rest.find('/');
+  if (a == std::string_view::npos || a == 0)
+    return std::nullopt;
+  const size_t b = rest.find('/', a + 1);
+  if (b == std::string_view::npos || b == a + 1 || b + 1 == rest.size() ||
+      rest.find('/', b + 1) != std::string_view::npos)
+    return std::nullopt;
+  return IncomingKey{std::string(rest.substr(0, a)),
+                     std::string(rest.substr(a + 1, b - a - 1)),
+                     std::string(rest.substr(b + 1))};
+}
+
+std::optional<std::string> IncomingRecordProblem(const IncomingKey& key,
+                                                 const Reservation& r) {
+  if (r.from != key.from)
+    return "it says it is held by \"" + r.from + "\", but it is kept under " +
+           key.from + "'s keys";
+  if (r.to != key.to)
+    return "it is toward \"" + r.to + "\", but kept under " + key.to;
+  if (r.id != key.id)
+    return "it holds the reservation of id " + r.id + ", not its own";
+  const bool hex = std::all_of(
+      r.id.begin() +
+          static_cast<ptrdiff_t>(std::min(r.id.size(), key.from.size() + 1)),
+      r.id.end(),
+      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  if (r.id.size() != key.from.size() + 17 ||
+      r.id.rfind(key.from + "-", 0) != 0 || !hex)
+    return "its id " + r.id + " is not one of " + key.from + "'s (" + key.from +
+           "-<16 hex digits>)";
+  return std::nullopt;
+}
+
+EtcdRole HostRole(const std::string& host, const std::string& prefix) {
+  EtcdRole role{"parq-" + host, {{false, prefix}}};
+  for (const char* kind : {"resv/", "use/", "user/", "to/"})
+    role.permissions.push_back({true, prefix + kind + host + "/"});
+  role.permissions.push_back({true, prefix + "serial/"});
+  return role;
 }
 
 ClusterAdmission::ClusterAdmission(const Topology& topology, EtcdClient& etcd,
@@ -100,24 +138,82 @@ ClusterAdmission::ClusterAdmission(const Topology& topology, EtcdClient& etcd,
       prefix_(std::move(prefix)),
       log_(std::move(log)) {}
 
+void ClusterAdmission::Ignore(const std::string& key, const std::string& why) {
+  if (ignored_.insert(key).second && log_)
+    log_(kWarn, "etcd: " + key + " " + why);
+}
+
 bool ClusterAdmission::Counts(const EtcdKv& kv) {
   if (kv.lease != 0)
     return true;
-  if (ignored_.insert(kv.key).second && log_)
-    log_(kWarn, "etcd: " + kv.key +
-                    " has no lease, so nothing would ever remove it: "
-                    "admission leaves it out; delete it with: etcdctl del " +
-                    kv.key);
+  Ignore(kv.key,
+         "has no lease, so nothing would ever remove it: admission leaves it "
+         "out; delete it with: etcdctl del " +
+             kv.key);
   return false;
 }
 
-std::string ClusterAdmission::UseKey(const std::string& resource,
-                                     const std::string& id) const {
-  return prefix_ + "use/" + resource + "/" + id;
+bool ClusterAdmission::MayCharge(std::string_view from,
+                                 std::string_view resource) const {
+  // host/H/send, and link/H/X out of a host H: H's own.
+  const auto first = [](std::string_view rest) {
+    return rest.substr(0, rest.find('/'));
+  };
+  if (resource.rfind("host/", 0) == 0 && resource.size() > 5 &&
+      resource.substr(resource.size() - 5) == "/send")
+    return first(resource.substr(5)) == from;
+  if (resource.rfind("link/", 0) == 0) {
+    const std::string_view a = first(resource.substr(5));
+    for (const TopologyHost& h : topology_.hosts())
+      if (h.name == a)
+        return a == from;
+  }
+  return true;
 }
 
-std::string ClusterAdmission::UserPrefix(const std::string& owner) const {
-  return prefix_ + "user/" + owner + "/";
+std::optional<ClusterAdmission::UseOf> ClusterAdmission::Counted(
+    const EtcdKv& kv) {
+  const std::string_view rest =
+      std::string_view(kv.key).substr(prefix_.size() + 4);  // after use/
+  const size_t a = rest.find('/');
+  const size_t b = rest.rfind('/');
+  if (a == std::string_view::npos || a == 0 || b <= a + 1 ||
+      b + 1 == rest.size()) {
+    Ignore(kv.key, "is not FROM/RESOURCE/ID: admission leaves it out");
+    return std::nullopt;
+  }
+  UseOf u{std::string(rest.substr(0, a)),
+          std::string(rest.substr(a + 1, b - a - 1))};
+  if (!MayCharge(u.from, u.resource)) {
+    Ignore(kv.key, "charges " + u.resource + " to " + u.from +
+                       ", which is another host's: admission leaves it out");
+    return std::nullopt;
+  }
+  if (!Counts(kv))
+    return std::nullopt;
+  return u;
+}
+
+std::string ClusterAdmission::UseKey(const std::string& from,
+                                     const std::string& resource,
+                                     const std::string& id) const {
+  return prefix_ + "use/" + from + "/" + resource + "/" + id;
+}
+
+std::string ClusterAdmission::UserKey(const std::string& from,
+                                      const std::string& owner,
+                                      const std::string& id) const {
+  return prefix_ + "user/" + from + "/" + owner + "/" + id;
+}
+
+std::string ClusterAdmission::ResvKey(const std::string& id) const {
+  const size_t dash = id.rfind('-');
+  const std::string from = dash == std::string::npos ? "" : id.substr(0, dash);
+  return prefix_ + "resv/" + from + "/" + id;
+}
+
+std::string ClusterAdmission::ToKey(const Reservation& r) const {
+  return prefix_ + "to/" + r.from + "/" + r.to + "/" + r.id;
 }
 
 Result<Reservation, std::string> ClusterAdmission::Reserve(
@@ -182,34 +278,54 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
     std::optional<uint64_t> allowance, const std::string& own,
     int64_t own_revision) {
   const auto& res = topology_.resources();
+  std::map<std::string_view, size_t, std::less<>> on_path;
+  for (size_t i : path)
+    on_path.emplace(res[i].id, i);
+  const std::string serial = prefix_ + "serial/";
   for (int attempt = 0; attempt < kMaxAttempts; attempt++) {
     std::vector<uint64_t> reserved(res.size(), 0);
     std::vector<EtcdCompare> compares;
-    for (size_t i : path) {
-      const std::string pre = prefix_ + "use/" + res[i].id + "/";
-      const std::string end = EtcdPrefixEnd(pre);
-      auto range = etcd_.Range(pre, end);
+    {
+      const std::string pre = prefix_ + "use/";
+      auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
       if (!range.ok())
         return Err{range.error()};
-      for (const EtcdKv& kv : range.value().kvs)
-        if ((own.empty() || kv.key != pre + own) && Counts(kv))
-          reserved[i] += Rate(kv.value);
-      compares.push_back({pre, end, EtcdCompare::Target::kModRevision,
-                          EtcdCompare::Op::kLess, range.value().revision + 1});
+      for (const EtcdKv& kv : range.value().kvs) {
+        const auto u = Counted(kv);
+        if (!u)
+          continue;
+        const auto it = on_path.find(u->resource);
+        if (it != on_path.end() &&
+            (own.empty() || kv.key != UseKey(r.from, u->resource, own)))
+          reserved[it->second] += Rate(kv.value);
+      }
+      for (size_t i : path)
+        compares.push_back(
+            {serial + res[i].id, "", EtcdCompare::Target::kModRevision,
+             EtcdCompare::Op::kLess, range.value().revision + 1});
     }
     if (allowance) {
-      // The owner's reservations on every host, read and compared like a
-      // resource's: a concurrent admission for the same owner anywhere
-      // fails this transaction, which then decides again.
-      const std::string pre = UserPrefix(r.owner);
-      const std::string end = EtcdPrefixEnd(pre);
-      auto range = etcd_.Range(pre, end);
+      // The owner's reservations on every host, read like the resources'
+      // and compared through the owner's serial/ key: a concurrent
+      // admission for the same owner anywhere fails this transaction,
+      // which then decides again.
+      const std::string pre = prefix_ + "user/";
+      auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
       if (!range.ok())
         return Err{range.error()};
       uint64_t held = 0;
-      for (const EtcdKv& kv : range.value().kvs)
-        if ((own.empty() || kv.key != pre + own) && Counts(kv))
+      for (const EtcdKv& kv : range.value().kvs) {
+        const std::string_view rest =
+            std::string_view(kv.key).substr(pre.size());
+        const size_t a = rest.find('/');
+        const size_t b = rest.rfind('/');
+        if (a == std::string_view::npos || b <= a + 1 ||
+            rest.substr(a + 1, b - a - 1) != r.owner)
+          continue;
+        if ((own.empty() || kv.key != UserKey(r.from, r.owner, own)) &&
+            Counts(kv))
           held += Rate(kv.value);
+      }
       if (held + r.rate > *allowance || held + r.rate < held)
         return Err{"user " + r.owner + " may hold " + FormatRate(*allowance) +
                    " of reservations in the cluster; holds " +
@@ -217,27 +333,30 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
                    (own.empty() ? ", asks " + FormatRate(r.rate) + " more"
                                 : " besides " + own + ", asks " +
                                       FormatRate(r.rate) + " for it")};
-      compares.push_back({pre, end, EtcdCompare::Target::kModRevision,
+      compares.push_back({serial + "user/" + r.owner, "",
+                          EtcdCompare::Target::kModRevision,
                           EtcdCompare::Op::kLess, range.value().revision + 1});
     }
     if (auto refusal = Admit(topology_, path, reserved, r.rate))
       return Err{RefusalMessage(topology_, *refusal)};
     if (!own.empty())
-      compares.push_back({prefix_ + "resv/" + own, "",
-                          EtcdCompare::Target::kModRevision,
+      compares.push_back({ResvKey(own), "", EtcdCompare::Target::kModRevision,
                           EtcdCompare::Op::kEqual, own_revision});
     std::vector<EtcdOp> ops;
-    ops.reserve(path.size() + 3);
-    for (size_t i : path)
-      ops.push_back({EtcdOp::Kind::kPut, UseKey(res[i].id, r.id),
+    ops.reserve(2 * path.size() + 5);
+    for (size_t i : path) {
+      ops.push_back({EtcdOp::Kind::kPut, UseKey(r.from, res[i].id, r.id),
                      std::to_string(r.rate), "", r.lease});
-    ops.push_back({EtcdOp::Kind::kPut, UserPrefix(r.owner) + r.id,
+      ops.push_back({EtcdOp::Kind::kPut, serial + res[i].id, r.id, "", 0});
+    }
+    ops.push_back({EtcdOp::Kind::kPut, UserKey(r.from, r.owner, r.id),
                    std::to_string(r.rate), "", r.lease});
+    if (allowance)
+      ops.push_back(
+          {EtcdOp::Kind::kPut, serial + "user/" + r.owner, r.id, "", 0});
     const std::string value = ToJson(r);
-    ops.push_back(
-        {EtcdOp::Kind::kPut, prefix_ + "resv/" + r.id, value, "", r.lease});
-    ops.push_back({EtcdOp::Kind::kPut, IncomingPrefix(prefix_, r.to) + r.id,
-                   value, "", r.lease});
+    ops.push_back({EtcdOp::Kind::kPut, ResvKey(r.id), value, "", r.lease});
+    ops.push_back({EtcdOp::Kind::kPut, ToKey(r), value, "", r.lease});
     auto txn = etcd_.Txn(compares, ops);
     if (!txn.ok())
       return Err{txn.error()};
@@ -256,13 +375,21 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
 
 Result<Reservation, std::string> ClusterAdmission::Get(const std::string& id,
                                                        int64_t* mod_revision) {
-  auto range = etcd_.Range(prefix_ + "resv/" + id);
+  if (id.find('/') != std::string::npos || id.rfind('-') == std::string::npos)
+    return Err{"no reservation " + id};
+  auto range = etcd_.Range(ResvKey(id));
   if (!range.ok())
     return Err{range.error()};
   if (range.value().kvs.empty())
     return Err{"no reservation " + id};
   *mod_revision = range.value().kvs[0].mod_revision;
-  return ReservationFromKv(range.value().kvs[0]);
+  auto r = ReservationFromKv(range.value().kvs[0]);
+  if (r.ok() && (r.value().id != id ||
+                 ResvKey(id) != prefix_ + "resv/" + r.value().from + "/" + id))
+    return Err{"etcd: " + range.value().kvs[0].key + " holds reservation " +
+               r.value().id + " of \"" + r.value().from +
+               "\", not what its key says"};
+  return r;
 }
 
 Result<Reservation, std::string> ClusterAdmission::Release(
@@ -272,19 +399,19 @@ Result<Reservation, std::string> ClusterAdmission::Release(
     auto got = Get(id, &rev);
     if (!got.ok())
       return got;
+    const Reservation& r = got.value();
     std::vector<EtcdOp> ops;
-    ops.reserve(got.value().resources.size() + 3);
-    for (const std::string& rid : got.value().resources)
-      ops.push_back({EtcdOp::Kind::kDelete, UseKey(rid, id), "", "", 0});
+    ops.reserve(r.resources.size() + 3);
+    for (const std::string& rid : r.resources)
+      ops.push_back(
+          {EtcdOp::Kind::kDelete, UseKey(r.from, rid, id), "", "", 0});
     ops.push_back(
-        {EtcdOp::Kind::kDelete, UserPrefix(got.value().owner) + id, "", "", 0});
-    ops.push_back({EtcdOp::Kind::kDelete, prefix_ + "resv/" + id, "", "", 0});
-    ops.push_back({EtcdOp::Kind::kDelete,
-                   IncomingPrefix(prefix_, got.value().to) + id, "", "", 0});
-    auto txn = etcd_.Txn(
-        {{prefix_ + "resv/" + id, "", EtcdCompare::Target::kModRevision,
-          EtcdCompare::Op::kEqual, rev}},
-        ops);
+        {EtcdOp::Kind::kDelete, UserKey(r.from, r.owner, id), "", "", 0});
+    ops.push_back({EtcdOp::Kind::kDelete, ResvKey(id), "", "", 0});
+    ops.push_back({EtcdOp::Kind::kDelete, ToKey(r), "", "", 0});
+    auto txn = etcd_.Txn({{ResvKey(id), "", EtcdCompare::Target::kModRevision,
+                           EtcdCompare::Op::kEqual, rev}},
+                         ops);
     if (!txn.ok())
       return Err{txn.error()};
     if (txn.value().succeeded)
@@ -295,8 +422,9 @@ Result<Reservation, std::string> ClusterAdmission::Release(
              " attempts: reservation " + id + " kept changing"};
 }
 
-Result<std::vector<Reservation>, std::string> ClusterAdmission::List() {
-  const std::string pre = prefix_ + "resv/";
+Result<std::vector<Reservation>, std::string> ClusterAdmission::List(
+    const std::string& from) {
+  const std::string pre = prefix_ + "resv/" + (from.empty() ? "" : from + "/");
   auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
   if (!range.ok())
     return Err{range.error()};
@@ -304,8 +432,17 @@ Result<std::vector<Reservation>, std::string> ClusterAdmission::List() {
   out.reserve(range.value().kvs.size());
   for (const EtcdKv& kv : range.value().kvs) {
     auto r = ReservationFromKv(kv);
-    if (!r.ok())
-      return Err{r.error()};
+    if (!r.ok()) {
+      Ignore(kv.key, "is not a reservation: left out");
+      continue;
+    }
+    if (kv.key != ResvKey(r.value().id) ||
+        r.value().id.rfind(r.value().from + "-", 0) != 0) {
+      Ignore(kv.key, "holds reservation " + r.value().id + " of \"" +
+                         r.value().from +
+                         "\", which that host keeps elsewhere: left out");
+      continue;
+    }
     out.push_back(std::move(r).value());
   }
   return out;
@@ -318,10 +455,10 @@ Result<std::vector<ResourceUse>, std::string> ClusterAdmission::Use() {
     return Err{range.error()};
   std::map<std::string, std::pair<uint64_t, size_t>, std::less<>> sums;
   for (const EtcdKv& kv : range.value().kvs) {
-    if (!Counts(kv))
+    const auto u = Counted(kv);
+    if (!u)
       continue;
-    const std::string rest = kv.key.substr(pre.size());
-    auto& s = sums[rest.substr(0, rest.rfind('/'))];
+    auto& s = sums[u->resource];
     s.first += Rate(kv.value);
     s.second++;
   }

@@ -1,37 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // Reservations admitted across the cluster, their state in etcd
-// (Documentation/admission.md, "State in etcd").  Under one prefix P:
+// (Documentation/admission.md, "State in etcd").  Under one prefix P, each
+// key a host writes sits under that host's name, so that an etcd role can
+// let each host write its own keys only (admission.md, "etcd roles"):
 //
-//   P use/RESOURCE/ID   the rate (bits/s, decimal) reservation ID takes on
-//                       RESOURCE (a Resource::id: host/H/send, link/A/B,
-//                       host/H/receive)
-//   P resv/ID           the reservation (JSON: id, from, to, rate, match,
-//                       owner, resources)
-//   P to/HOST/ID        the same, under its destination host: what that
-//                       host watches (IncomingReservations)
-//   P user/OWNER/ID     the rate reservation ID takes of its owner's
-//                       allowance, wherever it was made
+//   P resv/FROM/ID            the reservation (JSON: id, from, to, rate,
+//                             match, owner, job, resources)
+//   P use/FROM/RESOURCE/ID    the rate (bits/s, decimal) it takes on
+//                             RESOURCE (a Resource::id: host/H/send,
+//                             link/A/B, host/H/receive)
+//   P user/FROM/OWNER/ID      the rate it takes of its owner's allowance
+//   P to/FROM/TO/ID           the reservation again, for its destination
+//                             TO to watch (IncomingReservations)
 //
 // all attached to the lease of the agent that holds the reservation, so
 // that a dead agent's reservations disappear with its lease.  A use/ key
-// without a lease would hold its resource for ever: the sums leave it out
-// and the log names it (once).
+// without a lease would hold its resource for ever: the sums leave it
+// out and the log names it (once).  So does a use/ key by which FROM
+// would charge another host's sending NIC or uplink.  FROM is a topology
+// host name (no '/'), and ID is FROM-<16 hex digits>.
 //
-// Reserve() reads the use/ keys of every resource on the path (one range
-// each, at revision R_i), applies Admit() (topology.h) to the sums, and
-// commits with one transaction whose compares say that no key under any
-// of those use/ prefixes was created or changed since it was read
-// (mod_revision < R_i + 1 over the prefix's range).  A concurrent
+//   P serial/RESOURCE         written by every admission that charges
+//   P serial/user/OWNER       RESOURCE (or OWNER's allowance), no lease
+//
+// Reserve() reads the use/ keys (one range, at revision R), applies
+// Admit() (topology.h) to the sums of the path's resources, and commits
+// with one transaction that writes the reservation's keys and the serial/
+// key of each resource on the path, on condition that none of those
+// serial/ keys changed since R (mod_revision < R + 1).  A concurrent
 // admission on a shared resource makes all but one transaction fail; the
 // others read again and decide again, so the sum on a resource can never
 // exceed what is reservable.  Admissions whose paths share no resource
-// compare disjoint ranges and never fail each other.  A request with an
-// allowance reads and compares its owner's user/ prefix the same way, so
-// that two hosts admitting for one user at once cannot together exceed
-// it.  A released
-// reservation's deleted keys do not fail the compares (they only free
-// capacity).
+// compare different serial/ keys and never fail each other.  A request
+// with an allowance reads the user/ keys and compares its owner's serial/
+// key the same way, so that two hosts admitting for one user at once
+// cannot together exceed it.  A released reservation's deleted keys fail
+// no compare (they only free capacity).
 
 #ifndef PARQD_CLUSTER_ADMISSION_H
 #define PARQD_CLUSTER_ADMISSION_H
@@ -41,6 +46,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "etcd.h"
@@ -79,8 +85,32 @@ struct ResourceUse {
 
 // A reservation as it is stored (its value and lease), or why not.
 Result<Reservation, std::string> ReservationFromKv(const EtcdKv& kv);
-// Where the reservations toward `host` are kept under `prefix`.
-std::string IncomingPrefix(const std::string& prefix, const std::string& host);
+// The parts of a key under P to/ (FROM/TO/ID, `rest`: what follows
+// P to/), or nullopt when it has not three non-empty parts.
+struct IncomingKey {
+  std::string from, to, id;
+};
+std::optional<IncomingKey> ParseIncomingKey(std::string_view rest);
+// What is wrong with `r`, the record kept under P to/ with parts `key`:
+// a holder that is not the key's FROM (a host can write only its own
+// keys), a destination that is not its TO, an id that is not its ID or
+// not FROM's; nullopt when nothing is.
+std::optional<std::string> IncomingRecordProblem(const IncomingKey& key,
+                                                 const Reservation& r);
+
+// The etcd role of `host` (and its user's name, the same): it may read
+// everything under `prefix` and write only its own keys (resv/, use/,
+// user/ and to/ under its name) and the serial/ keys every admission
+// writes (admission.md, "etcd roles").
+struct EtcdPermission {
+  bool write = false;  // readwrite; else read
+  std::string key;     // a prefix: every key that starts with it
+};
+struct EtcdRole {
+  std::string name;
+  std::vector<EtcdPermission> permissions;
+};
+EtcdRole HostRole(const std::string& host, const std::string& prefix);
 
 class ClusterAdmission {
  public:
@@ -106,7 +136,11 @@ class ClusterAdmission {
   // Deletes the reservation; an error when there is none of that id.
   Result<Reservation, std::string> Release(const std::string& id);
 
-  Result<std::vector<Reservation>, std::string> List();
+  // The reservations of every host, or of `from` only; a record that is
+  // not a reservation, or not where its holder keeps it, is logged (once)
+  // and left out.
+  Result<std::vector<Reservation>, std::string> List(
+      const std::string& from = {});
   // Every resource of the topology, in its order.
   Result<std::vector<ResourceUse>, std::string> Use();
 
@@ -114,8 +148,22 @@ class ClusterAdmission {
   uint64_t retries() const { return retries_; }
 
  private:
-  std::string UseKey(const std::string& resource, const std::string& id) const;
-  std::string UserPrefix(const std::string& owner) const;
+  std::string UseKey(const std::string& from, const std::string& resource,
+                     const std::string& id) const;
+  std::string UserKey(const std::string& from, const std::string& owner,
+                      const std::string& id) const;
+  // P resv/FROM/ID, FROM read from `id`.
+  std::string ResvKey(const std::string& id) const;
+  std::string ToKey(const Reservation& r) const;
+  // Whether a use/ key of host `from` may charge `resource`: no host
+  // charges another's sending NIC or uplink.
+  bool MayCharge(std::string_view from, std::string_view resource) const;
+  // The use/ key `kv`'s holder and resource, when it counts (Counts()
+  // and MayCharge()); nullopt when it does not.
+  struct UseOf {
+    std::string from, resource;
+  };
+  std::optional<UseOf> Counted(const EtcdKv& kv);
   Result<Reservation, std::string> Get(const std::string& id,
                                        int64_t* mod_revision);
   // Admits `rate` on `path` (resource indices) and within `allowance`
@@ -131,6 +179,8 @@ class ClusterAdmission {
   // a key only while its lease lives); the first time a key is left out,
   // the log says so.
   bool Counts(const EtcdKv& kv);
+  // Logs `why` of `key` the first time.
+  void Ignore(const std::string& key, const std::string& why);
 
   const Topology& topology_;
   EtcdClient& etcd_;

@@ -433,6 +433,21 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                         : key == "etcd-cert-file" ? a.etcd_tls.cert_file
                                                   : a.etcd_tls.key_file;
       to = f.value().text;
+    } else if (key == "etcd-user") {
+      auto s = NonEmpty(r, v, full);
+      if (!s.ok())
+        return Err{s.error()};
+      a.etcd_auth.user = s.value().text;
+    } else if (key == "etcd-password-file") {
+      auto f = NonEmpty(r, v, full);
+      if (!f.ok())
+        return Err{f.error()};
+      if (f.value().text.front() != '/')
+        return Err{r.Err(v, full,
+                         "\"" + f.value().text +
+                             "\" must be an absolute path to the file of "
+                             "etcd-user's password")};
+      a.etcd_auth.password_file = f.value().text;
     } else if (key == "etcd-insecure") {
       const auto* b = v.as_boolean();
       if (!b)
@@ -448,6 +463,7 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                        "unknown key in the [admission] section; the keys are "
                        "etcd-endpoints, etcd-prefix, etcd-timeout, "
                        "etcd-ca-file, etcd-cert-file, etcd-key-file, "
+                       "etcd-user, etcd-password-file, "
                        "etcd-insecure, topology-file, host, lease, socket, "
                        "slurm-cgroup and allow")};
     }
@@ -472,6 +488,8 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                ": the [admission] section's TLS files are for "
                "https:// endpoints, but etcd-endpoints has \"" +
                tls.plain + "\""};
+  if (auto e = EtcdAuthProblem(a.etcd_auth))
+    return Err{at + ": the [admission] section's " + *e};
   if (!a.etcd_insecure)
     for (const std::string& e : a.etcd_endpoints)
       if (e.rfind("http://", 0) == 0 && !IsLoopbackUrl(e))

@@ -55,6 +55,7 @@ struct AdmissionConfig {
   std::string slurm_cgroup = "/sys/fs/cgroup/system.slice/slurmstepd.scope";
   std::vector<AllowRule> allow;
   EtcdTls etcd_tls;  // https:// endpoints: etcd-ca-file, -cert-file, -key-file
+  EtcdAuth etcd_auth;  // etcd-user, etcd-password-file
   // etcd-insecure: plain http:// endpoints on other hosts are accepted
   // (else only https:// and loopback ones).
   bool etcd_insecure = false;

@@ -142,6 +142,54 @@ int TopologyCheck(const CtlArgs& a, const Topology& t, std::ostream& out) {
   return 0;
 }
 
+// `s` in single quotes, for sh.
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+int TopologyEtcdRoles(const CtlArgs& a, const Topology& t, std::ostream& out) {
+  const std::string dir = a.passwords.empty() || a.passwords.back() != '/'
+                              ? a.passwords + "/"
+                              : a.passwords;
+  out << "#!/bin/sh\n"
+         "# etcd users and roles for parq on the hosts of "
+      << a.topology
+      << ":\n"
+         "# each reads everything under "
+      << a.etcd_prefix
+      << " and writes only its own keys\n"
+         "# (Documentation/admission.md, \"etcd roles\").  Run it where "
+         "etcdctl reaches\n"
+         "# the cluster as root (ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, "
+         "ETCDCTL_CERT,\n"
+         "# ETCDCTL_KEY, and ETCDCTL_USER once authentication is on); run "
+         "it again\n"
+         "# when hosts are added.  A host's password is the first line of "
+         "the file\n"
+         "# named as the host in "
+      << dir
+      << ".\n"
+         "set -e\n"
+         "role() { etcdctl role get \"$1\" >/dev/null 2>&1 || etcdctl role "
+         "add \"$1\"; }\n"
+         "user() { etcdctl user get \"$1\" >/dev/null 2>&1 ||\n"
+         "\tetcdctl user add \"$1\" --interactive=false <\"$2\"; }\n";
+  for (const TopologyHost& h : t.hosts()) {
+    const EtcdRole role = HostRole(h.name, a.etcd_prefix);
+    out << "\nrole " << role.name << "\n";
+    for (const EtcdPermission& p : role.permissions)
+      out << "etcdctl role grant-permission " << role.name
+          << (p.write ? " readwrite " : " read ") << ShellQuote(p.key)
+          << " --prefix\n";
+    out << "user " << role.name << " " << ShellQuote(dir + h.name) << "\n"
+        << "etcdctl user grant-role " << role.name << " " << role.name << "\n";
+  }
+  return 0;
+}
+
 int TopologyPath(const CtlArgs& a, const Topology& t, std::ostream& out,
                  std::ostream& err) {
   std::optional<size_t> ends[2];
@@ -567,6 +615,7 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
       [[fallthrough]];
     case CtlArgs::Cmd::kTopologyCheck:
     case CtlArgs::Cmd::kTopologyPath:
+    case CtlArgs::Cmd::kTopologyEtcdRoles:
     case CtlArgs::Cmd::kLinks: {
       auto t = Topology::Load(a.topology);
       if (!t.ok())
@@ -575,7 +624,10 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
         return TopologyCheck(a, t.value(), out);
       if (a.cmd == CtlArgs::Cmd::kTopologyPath)
         return TopologyPath(a, t.value(), out, err);
-      EtcdClient etcd(a.etcd, std::chrono::seconds(5), CurlPost(a.etcd_tls));
+      if (a.cmd == CtlArgs::Cmd::kTopologyEtcdRoles)
+        return TopologyEtcdRoles(a, t.value(), out);
+      EtcdClient etcd(a.etcd, std::chrono::seconds(5),
+                      CurlPost(a.etcd_tls, nullptr, a.etcd_auth));
       // A use/ key left out of the sums is named on stderr.
       ClusterAdmission adm(t.value(), etcd, a.etcd_prefix,
                            [&err](int, const std::string& line) {

@@ -168,7 +168,8 @@ struct AdmissionStack {
         etcd(
             c.admission->etcd_endpoints,
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
-            CurlPost(c.admission->etcd_tls, &agent_stop)),
+            CurlPost(c.admission->etcd_tls, &agent_stop,
+                     c.admission->etcd_auth)),
         admission(topology, etcd, c.admission->etcd_prefix, LogRoleLine),
         classes(
             c.interface,
@@ -178,7 +179,8 @@ struct AdmissionStack {
         lease_etcd(
             c.admission->etcd_endpoints,
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
-            CurlPost(c.admission->etcd_tls, &lease_stop)),
+            CurlPost(c.admission->etcd_tls, &lease_stop,
+                     c.admission->etcd_auth)),
         keeper(lease_etcd,
                static_cast<int64_t>(c.admission->lease_ns / 1'000'000'000),
                MonotonicNs),
@@ -192,10 +194,12 @@ struct AdmissionStack {
         watch_etcd(
             c.admission->etcd_endpoints,
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
-            CurlPost(c.admission->etcd_tls, &watch_stop)),
+            CurlPost(c.admission->etcd_tls, &watch_stop,
+                     c.admission->etcd_auth)),
         incoming(
             host, c.admission->etcd_prefix, watch_etcd,
-            c.admission->etcd_endpoints, CurlStream(c.admission->etcd_tls),
+            c.admission->etcd_endpoints,
+            CurlStream(c.admission->etcd_tls, c.admission->etcd_auth),
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),
             LogRoleLine) {
     server.set_incoming(&incoming);

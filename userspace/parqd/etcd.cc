@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -349,13 +350,32 @@ EtcdTlsProblem CheckEtcdTls(const EtcdTls& tls,
   return {};
 }
 
-std::optional<std::string> EtcdKeyFileProblem(const std::string& path) {
+std::optional<std::string> EtcdKeyFileProblem(const std::string& path,
+                                              const std::string& what) {
   // Checked as the credit keys are; libcurl reads the file itself later.
   constexpr size_t kMaxKeyBytes = 1 << 20;
-  auto read = ReadSecretFile("admission.etcd-key-file", path, kMaxKeyBytes);
+  auto read = ReadSecretFile(what, path, kMaxKeyBytes);
   if (!read.ok())
     return read.error();
   OPENSSL_cleanse(read.value().data(), read.value().size());
+  return std::nullopt;
+}
+
+std::optional<std::string> EtcdAuthProblem(const EtcdAuth& auth) {
+  if (auth.user.empty() != auth.password_file.empty())
+    return std::string(
+        "etcd-user and etcd-password-file go together: the user parq is "
+        "to etcd and the file of its password");
+  if (auth.user.empty())
+    return std::nullopt;
+  for (const unsigned char c : auth.user)
+    if (c < 0x21 || c == 0x7f)
+      return "etcd-user \"" + auth.user +
+             "\" holds a space or a control character: give the name of "
+             "the etcd user (etcdctl user list)";
+  if (auth.password_file.front() != '/')
+    return "etcd-password-file \"" + auth.password_file +
+           "\" must be an absolute path";
   return std::nullopt;
 }
 
@@ -365,12 +385,16 @@ namespace {
 // CurlPost and CurlStream share.  `body` must outlive the transfer.
 class CurlJsonPost {
  public:
+  // `token`: etcd's authentication token, or "" for none.
   CurlJsonPost(const std::string& url, const std::string& body,
-               const EtcdTls& tls)
+               const EtcdTls& tls, const std::string& token = {})
       : c_(curl_easy_init()) {
     if (!c_)
       return;
     headers_ = curl_slist_append(nullptr, "Content-Type: application/json");
+    if (!token.empty())
+      headers_ =
+          curl_slist_append(headers_, ("Authorization: " + token).c_str());
     curl_easy_setopt(c_, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c_, CURLOPT_HTTPHEADER, headers_);
     curl_easy_setopt(c_, CURLOPT_POSTFIELDS, body.c_str());
@@ -456,58 +480,177 @@ int StreamProgress(void* p, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 
 }  // namespace
 
-EtcdClient::Post CurlPost(EtcdTls tls, const std::atomic<bool>* abort) {
+namespace {
+
+// One POST of `body` to `url` (CurlPost's transfer), with `token`.
+Result<EtcdBody, std::string> PostOnce(const std::string& url,
+                                       const std::string& body,
+                                       std::chrono::milliseconds timeout,
+                                       const EtcdTls& tls,
+                                       const std::atomic<bool>* abort,
+                                       const std::string& token) {
+  CurlJsonPost post(url, body, tls, token);
+  if (!post.get())
+    return Err{std::string("curl_easy_init failed")};
+  BoundedText answer;
+  curl_easy_setopt(post.get(), CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(timeout.count()));
+  curl_easy_setopt(post.get(), CURLOPT_WRITEFUNCTION, &Append);
+  curl_easy_setopt(post.get(), CURLOPT_WRITEDATA, &answer);
+  if (abort) {
+    curl_easy_setopt(post.get(), CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(post.get(), CURLOPT_XFERINFOFUNCTION, &AbortProgress);
+    // libcurl's type for it is void*; AbortProgress only reads.
+    curl_easy_setopt(post.get(), CURLOPT_XFERINFODATA,
+                     const_cast<std::atomic<bool>*>(abort));
+  }
+  const CURLcode rc = curl_easy_perform(post.get());
+  if (rc == CURLE_ABORTED_BY_CALLBACK)
+    return Err{std::string("stopped")};
+  if (answer.over)
+    return Err{"the answer is larger than " + Mib(kEtcdMaxAnswerBytes) +
+               "; refused"};
+  std::string& out = answer.text;
+  if (rc != CURLE_OK)
+    return Err{post.Error(rc)};
+  // The gateway answers errors with a JSON body too: Call() reads it.
+  const long status = post.status();
+  if (status != 200 && out.find("\"error\"") == std::string::npos)
+    return Err{"HTTP status " + std::to_string(status)};
+  return EtcdBody{std::move(out)};
+}
+
+// gRPC's UNAUTHENTICATED in an answer: etcd does not know the token (it
+// expired, or the member restarted and forgot it).
+bool Unauthenticated(std::string_view answer) {
+  if (answer.find("invalid auth token") != std::string_view::npos)
+    return true;
+  const json j = json::parse(answer, nullptr, false);
+  return j.is_object() && Int(j, "code") == 16;
+}
+
+// The token of `auth`'s user, shared by the calls of one transport: got
+// from the first endpoint asked, kept while etcd accepts it.
+struct EtcdToken {
+  std::string text;
+};
+
+class EtcdTokens {
+ public:
+  EtcdTokens(EtcdAuth auth, EtcdTls tls)
+      : auth_(std::move(auth)), tls_(std::move(tls)) {}
+
+  bool needed() const { return !auth_.user.empty(); }
+
+  // The token, authenticating at the endpoint of `url` if none is held.
+  Result<EtcdToken, std::string> Get(const std::string& url,
+                                     std::chrono::milliseconds timeout,
+                                     const std::atomic<bool>* abort) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!token_.empty())
+        return EtcdToken{token_};
+    }
+    auto password = ReadSecretFile("admission.etcd-password-file",
+                                   auth_.password_file, kMaxPasswordBytes);
+    if (!password.ok())
+      return Err{password.error()};
+    std::string pw(password.value().begin(), password.value().end());
+    OPENSSL_cleanse(password.value().data(), password.value().size());
+    while (!pw.empty() && (pw.back() == '\n' || pw.back() == '\r'))
+      pw.pop_back();
+    std::string body =
+        json{{"name", auth_.user}, {"password", std::move(pw)}}.dump();
+    const size_t api = url.find("/v3/");
+    auto r = PostOnce(url.substr(0, api) + "/v3/auth/authenticate", body,
+                      timeout, tls_, abort, {});
+    OPENSSL_cleanse(body.data(), body.size());
+    if (!r.ok())
+      return Err{r.error()};
+    const json j = json::parse(r.value().text, nullptr, false);
+    const json& t = Field(j, "token");
+    if (!t.is_string() || t.get<std::string>().empty()) {
+      const json& m = Field(j, "message");
+      return Err{"authenticating as " + auth_.user + ": " +
+                 (m.is_string() ? m.get<std::string>()
+                                : std::string("no token in the answer"))};
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    token_ = t.get<std::string>();
+    return EtcdToken{token_};
+  }
+
+  // `token` was refused: the next Get() authenticates again.
+  void Forget(const std::string& token) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (token_ == token)
+      token_.clear();
+  }
+
+ private:
+  static constexpr size_t kMaxPasswordBytes = 4096;
+  const EtcdAuth auth_;
+  const EtcdTls tls_;
+  std::mutex mu_;
+  std::string token_;
+};
+
+}  // namespace
+
+EtcdClient::Post CurlPost(EtcdTls tls, const std::atomic<bool>* abort,
+                          EtcdAuth auth) {
   CurlInit();
+  auto tokens = std::make_shared<EtcdTokens>(std::move(auth), tls);
   return
-      [tls = std::move(tls), abort](
+      [tls = std::move(tls), abort, tokens](
           const std::string& url, const std::string& body,
           std::chrono::milliseconds timeout) -> Result<EtcdBody, std::string> {
-        CurlJsonPost post(url, body, tls);
-        if (!post.get())
-          return Err{std::string("curl_easy_init failed")};
-        BoundedText answer;
-        curl_easy_setopt(post.get(), CURLOPT_TIMEOUT_MS,
-                         static_cast<long>(timeout.count()));
-        curl_easy_setopt(post.get(), CURLOPT_WRITEFUNCTION, &Append);
-        curl_easy_setopt(post.get(), CURLOPT_WRITEDATA, &answer);
-        if (abort) {
-          curl_easy_setopt(post.get(), CURLOPT_NOPROGRESS, 0L);
-          curl_easy_setopt(post.get(), CURLOPT_XFERINFOFUNCTION,
-                           &AbortProgress);
-          // libcurl's type for it is void*; AbortProgress only reads.
-          curl_easy_setopt(post.get(), CURLOPT_XFERINFODATA,
-                           const_cast<std::atomic<bool>*>(abort));
+        if (!tokens->needed())
+          return PostOnce(url, body, timeout, tls, abort, {});
+        // A token etcd no longer knows is asked for again, once.
+        for (int attempt = 0;; attempt++) {
+          auto token = tokens->Get(url, timeout, abort);
+          if (!token.ok())
+            return Err{token.error()};
+          auto r = PostOnce(url, body, timeout, tls, abort, token.value().text);
+          if (attempt == 0 && r.ok() && Unauthenticated(r.value().text)) {
+            tokens->Forget(token.value().text);
+            continue;
+          }
+          return r;
         }
-        const CURLcode rc = curl_easy_perform(post.get());
-        if (rc == CURLE_ABORTED_BY_CALLBACK)
-          return Err{std::string("stopped")};
-        if (answer.over)
-          return Err{"the answer is larger than " + Mib(kEtcdMaxAnswerBytes) +
-                     "; refused"};
-        std::string& out = answer.text;
-        if (rc != CURLE_OK)
-          return Err{post.Error(rc)};
-        // The gateway answers errors with a JSON body too: Call() reads it.
-        const long status = post.status();
-        if (status != 200 && out.find("\"error\"") == std::string::npos)
-          return Err{"HTTP status " + std::to_string(status)};
-        return EtcdBody{std::move(out)};
       };
 }
 
-EtcdStream CurlStream(EtcdTls tls) {
+EtcdStream CurlStream(EtcdTls tls, EtcdAuth auth) {
   CurlInit();
-  return [tls = std::move(tls)](
+  auto tokens = std::make_shared<EtcdTokens>(std::move(auth), tls);
+  return [tls = std::move(tls), tokens](
              const std::string& url, const std::string& body,
              std::chrono::milliseconds connect_timeout,
              std::chrono::milliseconds duration,
              const std::function<bool(std::string_view)>& on_line,
              const std::function<bool()>& keep_going)
              -> Result<EtcdStreamEnd, std::string> {
-    CurlJsonPost post(url, body, tls);
+    std::string token;
+    if (tokens->needed()) {
+      auto t = tokens->Get(url, connect_timeout, nullptr);
+      if (!t.ok())
+        return Err{t.error()};
+      token = std::move(t).value().text;
+    }
+    // A refused token is forgotten, so that the caller's next watch
+    // authenticates again.
+    const std::function<bool(std::string_view)> line =
+        [&](std::string_view text) {
+          if (!token.empty() && Unauthenticated(text))
+            tokens->Forget(token);
+          return on_line(text);
+        };
+    CurlJsonPost post(url, body, tls, token);
     if (!post.get())
       return Err{std::string("curl_easy_init failed")};
-    StreamState st{{}, &on_line, &keep_going};
+    StreamState st{{}, &line, &keep_going};
     CURL* c = post.get();
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(connect_timeout.count()));

@@ -141,6 +141,25 @@ struct EtcdTls {
   bool operator==(const EtcdTls&) const = default;
 };
 
+// Who parq is to an etcd with authentication on (etcdctl's --user): a
+// user and the file that holds its password (one line), read at each
+// authentication and checked as a key file is (EtcdKeyFileProblem), so a
+// password rotated in the file takes effect at the next token.  The
+// gateway takes no client certificate's name as a user, hence a
+// password; the token it returns goes with every call ("Authorization:")
+// and is asked for again when etcd no longer knows it.  Empty user: none.
+struct EtcdAuth {
+  std::string user;
+  std::string password_file;
+
+  bool operator==(const EtcdAuth&) const = default;
+};
+
+// What is wrong with `auth`: a user without a password file or the
+// other way round, or a user name etcd could not hold; nullopt when
+// nothing is.
+std::optional<std::string> EtcdAuthProblem(const EtcdAuth& auth);
+
 // What is wrong with using `tls` toward `endpoints`, for the caller to
 // name in its own terms: a certificate without its key (or a key without
 // its certificate), or files given with an endpoint that is not https://
@@ -157,14 +176,20 @@ EtcdTlsProblem CheckEtcdTls(const EtcdTls& tls,
 // root, that others cannot access and its group can at most read (0600,
 // or 0640 root:parqd); nullopt when nothing is.  The sentence names the
 // file and the command that fixes it.
-std::optional<std::string> EtcdKeyFileProblem(const std::string& path);
+// `what` names the file in the sentence (a password file is checked the
+// same way).
+std::optional<std::string> EtcdKeyFileProblem(
+    const std::string& path,
+    const std::string& what = "admission.etcd-key-file");
 
 // libcurl's POST of application/json, with a total timeout; over TLS for
-// https:// URLs, with `tls`'s files.  With `abort`, a call in flight gives
-// up within about a second of *abort becoming true (parqd's stop, which
-// must not wait out etcd-timeout), with the error "stopped".
+// https:// URLs, with `tls`'s files; as `auth`'s user when it names one.
+// With `abort`, a call in flight gives up within about a second of *abort
+// becoming true (parqd's stop, which must not wait out etcd-timeout), with
+// the error "stopped".
 EtcdClient::Post CurlPost(EtcdTls tls = {},
-                          const std::atomic<bool>* abort = nullptr);
+                          const std::atomic<bool>* abort = nullptr,
+                          EtcdAuth auth = {});
 
 // A watch's transport: POSTs `body` to `url` and hands each line of the
 // streamed answer to `on_line`, until `on_line` or `keep_going` (asked at
@@ -177,7 +202,7 @@ using EtcdStream = std::function<Result<EtcdStreamEnd, std::string>(
     std::chrono::milliseconds duration,
     const std::function<bool(std::string_view line)>& on_line,
     const std::function<bool()>& keep_going)>;
-EtcdStream CurlStream(EtcdTls tls = {});
+EtcdStream CurlStream(EtcdTls tls = {}, EtcdAuth auth = {});
 
 // One change seen by a watch.
 struct EtcdEvent {

@@ -11,7 +11,7 @@ IncomingReservations::IncomingReservations(
     std::vector<std::string> endpoints, EtcdStream stream,
     std::chrono::milliseconds timeout, Log log)
     : host_(std::move(host)),
-      prefix_(IncomingPrefix(prefix, host_)),
+      prefix_(prefix + "to/"),
       end_(EtcdPrefixEnd(prefix_)),
       etcd_(etcd),
       endpoints_(std::move(endpoints)),
@@ -19,12 +19,23 @@ IncomingReservations::IncomingReservations(
       timeout_(timeout),
       log_(std::move(log)) {}
 
+std::optional<IncomingKey> IncomingReservations::Ours(
+    const std::string& key) const {
+  auto k = ParseIncomingKey(std::string_view(key).substr(prefix_.size()));
+  if (k && k->to != host_)
+    return std::nullopt;
+  return k ? k : IncomingKey{};  // an unparsable key: Read() refuses it
+}
+
 Result<Reservation, std::string> IncomingReservations::Read(
-    const EtcdKv& kv) const {
+    const IncomingKey& key, const EtcdKv& kv) const {
+  if (key.from.empty())
+    return Err{"etcd: " + kv.key + " is not " + prefix_ + "FROM/TO/ID"};
   auto r = ReservationFromKv(kv);
-  if (r.ok() && kv.key.substr(prefix_.size()) != r.value().id)
-    return Err{"etcd: " + kv.key + " holds the reservation of id " +
-               r.value().id + ", not its own"};
+  if (!r.ok())
+    return r;
+  if (auto e = IncomingRecordProblem(key, r.value()))
+    return Err{"etcd: " + kv.key + ": " + *e};
   return r;
 }
 
@@ -37,7 +48,10 @@ int64_t IncomingReservations::List() {
   std::map<std::string, Reservation> fresh;
   std::lock_guard<std::mutex> lock(mu_);
   for (const EtcdKv& kv : range.value().kvs) {
-    auto r = Read(kv);
+    const auto key = Ours(kv.key);
+    if (!key)
+      continue;  // toward another host
+    auto r = Read(*key, kv);
     if (!r.ok()) {
       Malformed(kv, r.error());
       continue;
@@ -62,17 +76,26 @@ void IncomingReservations::Apply(const std::vector<EtcdEvent>& events) {
   for (const EtcdEvent& e : events) {
     if (e.kv.key.rfind(prefix_, 0) != 0)
       continue;
-    const std::string id = e.kv.key.substr(prefix_.size());
+    const auto key = Ours(e.kv.key);
+    if (!key)
+      continue;  // toward another host
+    // Only a valid record is held, under its id, which is its key's: a
+    // delete, or a record that is no longer valid, ends it.
+    const auto forget = [&] {
+      const auto it = by_id_.find(key->id);
+      if (it != by_id_.end() && it->second.from == key->from)
+        by_id_.erase(it);
+    };
     if (e.deleted) {
-      by_id_.erase(id);
+      forget();
       malformed_seen_.erase(e.kv.key);
       continue;
     }
-    auto r = Read(e.kv);
+    auto r = Read(*key, e.kv);
     if (r.ok()) {
-      by_id_[id] = std::move(r).value();
+      by_id_[key->id] = std::move(r).value();
     } else {
-      by_id_.erase(id);
+      forget();
       Malformed(e.kv, r.error());
     }
   }
@@ -173,8 +196,9 @@ void IncomingReservations::Metrics(PromText& out) const {
               "Watches that failed (no endpoint answered, or broke).",
               v.watch_errors);
   out.Counter("parqd_admission_incoming_malformed_total",
-              "Records under this host's to/ prefix that are no "
-              "reservation (skipped; each version counted once).",
+              "Records toward this host under to/ that are no "
+              "reservation or not what their key says (skipped; each "
+              "version counted once).",
               v.malformed);
 }
 

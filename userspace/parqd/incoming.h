@@ -2,8 +2,9 @@
 //
 // The reservations toward this host: what its admission role knows as a
 // destination (Documentation/admission.md, "The destination's view").
-// Every reservation is also kept under P to/HOST/ID (cluster_admission.h),
-// on its holder's lease.  Run() lists that prefix once and then watches it
+// Every reservation is also kept under P to/FROM/TO/ID
+// (cluster_admission.h), on its holder's lease, where only FROM may write
+// it.  Run() lists P to/ once and then watches it
 // from the listed revision, applying each put and delete; when etcd has
 // compacted the revisions the watch needs, or the watch failed, it lists
 // again.  A watch lasts at most `kWatchPeriod`, then resumes from where it
@@ -21,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,9 +62,13 @@ class IncomingReservations {
   void Metrics(PromText& out) const;
 
  private:
-  // The reservation a record under the prefix holds: one whose id is not
-  // its key's last part is malformed.
-  Result<Reservation, std::string> Read(const EtcdKv& kv) const;
+  // The parts of `key` (under P to/) when it is toward this host; an
+  // empty IncomingKey for a key that has not the parts FROM/TO/ID.
+  std::optional<IncomingKey> Ours(const std::string& key) const;
+  // The reservation a record toward this host holds: one that is not
+  // what its key says (IncomingRecordProblem) is malformed.
+  Result<Reservation, std::string> Read(const IncomingKey& key,
+                                        const EtcdKv& kv) const;
   // Replaces the view with what etcd holds; the revision to watch from,
   // or 0 on an error.
   int64_t List();

@@ -108,7 +108,7 @@ int Run(int argc, char** argv) {
     }
     EtcdClient etcd(a->etcd_endpoints,
                     std::chrono::milliseconds(a->etcd_timeout_ns / 1'000'000),
-                    CurlPost(a->etcd_tls));
+                    CurlPost(a->etcd_tls, nullptr, a->etcd_auth));
     ClusterAdmission admission(t.value().topology, etcd, a->etcd_prefix);
     TcReservedClasses classes(
         config.value().interface,

@@ -444,8 +444,20 @@ TEST(ConfigTest, AdmissionErrorsSayWhatAndWhere) {
       {ok + "ttl = 3\n",
        "parqd.toml:12:7: 'admission.ttl': unknown key in the [admission] "
        "section; the keys are etcd-endpoints, etcd-prefix, etcd-timeout, "
-       "etcd-ca-file, etcd-cert-file, etcd-key-file, etcd-insecure, "
-       "topology-file, host, lease, socket, slurm-cgroup and allow"},
+       "etcd-ca-file, etcd-cert-file, etcd-key-file, etcd-user, "
+       "etcd-password-file, etcd-insecure, topology-file, host, lease, "
+       "socket, slurm-cgroup and allow"},
+      {ok + "etcd-user = \"n1\"\n",
+       "parqd.toml:9:1: the [admission] section's etcd-user and "
+       "etcd-password-file go together: the user parq is to etcd and the "
+       "file of its password"},
+      {ok + "etcd-password-file = \"pw\"\n",
+       "parqd.toml:12:22: 'admission.etcd-password-file': \"pw\" must be an "
+       "absolute path to the file of etcd-user's password"},
+      {ok + "etcd-user = \"n 1\"\netcd-password-file = \"/pw\"\n",
+       "parqd.toml:9:1: the [admission] section's etcd-user \"n 1\" holds a "
+       "space or a control character: give the name of the etcd user "
+       "(etcdctl user list)"},
       {ok + "etcd-ca-file = \"ca.pem\"\n",
        "parqd.toml:12:16: 'admission.etcd-ca-file': \"ca.pem\" must be an "
        "absolute path to a PEM file"},

@@ -368,6 +368,25 @@ TEST(EtcdTlsTest, ClientCertificatesAndTheirErrors) {
   std::filesystem::remove_all(pki.dir, ec);
 }
 
+// parqctl with `argv`: its exit status (100 + the status for an error of
+// the command line), its output and errors in `out`.
+int RunParqctl(const std::vector<std::string>& argv, std::string& out) {
+  std::ostringstream o, e;
+  auto parsed = ParseCtlArgs(argv, o, e);
+  if (!std::holds_alternative<CtlArgs>(parsed)) {
+    out = o.str() + e.str();
+    return std::get<int>(parsed) + 100;
+  }
+  const int rc = RunCtl(
+      std::get<CtlArgs>(parsed),
+      []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
+        return Err{KernelError{ENOENT, "no kernel in this test"}};
+      },
+      o, e);
+  out = o.str() + e.str();
+  return rc;
+}
+
 // Hosts a1, a2 (rack 1, NICs 1gbit) and b1, b2 (rack 2); the racks'
 // spine ports 1gbit: every condition has a bound of 800mbit.
 std::string TopologyText() {
@@ -492,7 +511,8 @@ TEST_F(AdmissionTest, UseWithoutALeaseIsIgnoredAndNamed) {
   ClusterAdmission adm(topo_, c, prefix_, [&log](int, const std::string& line) {
     log.push_back(line);
   });
-  const std::string stray = prefix_ + "use/link/tor1/tor2/a2-stray";
+  const std::string stray =
+      prefix_ + "use/a2/link/tor1/tor2/a2-0000000000000000";
   ASSERT_TRUE(c.Put(stray, "800000000").ok());
   auto r = adm.Reserve(Req("a2", "b2", 800'000'000), lease_);
   ASSERT_TRUE(r.ok()) << "a use/ key without a lease blocked the link: "
@@ -727,7 +747,7 @@ TEST_F(IncomingTest, WithoutEtcdItIsNotInSyncAndSaysWhy) {
 // watch thread (an exception there would abort parqd, and again at every
 // restart).
 TEST_F(IncomingTest, AMalformedRecordIsSkippedLoggedOnceAndCounted) {
-  const std::string to = IncomingPrefix(prefix_, "b2");
+  const std::string to = prefix_ + "to/a1/b2/";
   ASSERT_TRUE(
       client_->Put(to + "x", R"({"id":"x","resources":[],"rate":"boom"})")
           .ok());
@@ -764,9 +784,10 @@ TEST_F(IncomingTest, AMalformedRecordIsSkippedLoggedOnceAndCounted) {
 // A record is the reservation its key names: a copy of a live record put
 // under another key (by whoever can write the prefix) would count its rate
 // twice toward the destination, and be dropped or kept by whichever of its
-// key or its id a later event names.  It is malformed instead.
+// key or its id a later event names; under another host's name, it would
+// pass for that host's.  It is malformed instead.
 TEST_F(IncomingTest, ARecordWhoseIdIsNotItsKeyIsMalformed) {
-  const std::string to = IncomingPrefix(prefix_, "b2");
+  const std::string to = prefix_ + "to/a2/b2/";
   auto good = adm_->Reserve(Req("a2", "b2", 100'000'000), lease_);
   ASSERT_TRUE(good.ok()) << good.error();
   auto kv = client_->Range(to + good.value().id);
@@ -787,10 +808,14 @@ TEST_F(IncomingTest, ARecordWhoseIdIsNotItsKeyIsMalformed) {
   // The same, written while it watches.
   ASSERT_TRUE(client_->Put(to + "watched-copy", copy).ok());
   settled(2);
+  // Under another host's keys (a1's, which a1 alone may write), with its
+  // own id: a1 cannot pass for a2.
+  ASSERT_TRUE(client_->Put(prefix_ + "to/a1/b2/" + good.value().id, copy).ok());
+  settled(3);
   const auto v = incoming_->Snapshot();
   ASSERT_EQ(v.reservations.size(), 1u);
   EXPECT_EQ(v.reservations[0].rate, 100'000'000u);
-  EXPECT_EQ(v.malformed, 2u);
+  EXPECT_EQ(v.malformed, 3u);
   // Its release leaves nothing behind.
   ASSERT_TRUE(adm_->Release(good.value().id).ok());
   EXPECT_EQ(View({}), Rates{});
@@ -842,22 +867,7 @@ TEST_F(AdmissionTest, ParqctlShowsLinksAndReservations) {
   ClusterAdmission adm(topo_, c, prefix_);
   auto r = adm.Reserve(Req("a2", "b2", 300'000'000), lease_);
   ASSERT_TRUE(r.ok()) << r.error();
-  auto run = [&](const std::vector<std::string>& argv, std::string& out) {
-    std::ostringstream o, e;
-    auto parsed = ParseCtlArgs(argv, o, e);
-    if (!std::holds_alternative<CtlArgs>(parsed)) {
-      out = o.str() + e.str();
-      return std::get<int>(parsed) + 100;
-    }
-    const int rc = RunCtl(
-        std::get<CtlArgs>(parsed),
-        []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
-          return Err{KernelError{ENOENT, "no kernel in this test"}};
-        },
-        o, e);
-    out = o.str() + e.str();
-    return rc;
-  };
+  const auto run = RunParqctl;
   std::string out;
   ASSERT_EQ(run({"parqctl", "links", "--topology", file, "--etcd",
                  "http://127.0.0.1:1," + server->endpoint(), "--prefix",
@@ -903,6 +913,150 @@ TEST_F(AdmissionTest, ParqctlShowsLinksAndReservations) {
             1);
   EXPECT_EQ(out.rfind("parqctl: etcd: no endpoint answered", 0), 0u) << out;
   std::remove(file.c_str());
+}
+
+// etcd with authentication on and the roles `parqctl topology etcd-roles`
+// prints, run by etcdctl: each host reads every reservation and writes
+// its own keys only.  A host that tries to write, release or revoke
+// another's is refused by etcd; what it may write under its own name
+// cannot pass for another host's reservation, nor charge another host's
+// sending NIC.  A password changed in etcd and in the file takes effect
+// at the next call (etcd forgets the old token; the client authenticates
+// again), and a wrong one is a clear error.
+TEST(EtcdRolesTest, EachHostWritesItsOwnKeysOnly) {
+  namespace fs = std::filesystem;
+  etcd_test::EtcdServer own;  // authentication is the whole member's
+  std::string why;
+  ASSERT_TRUE(own.Start(why)) << why;
+  const fs::path dir = fs::temp_directory_path() /
+                       ("parqd-etcd-roles-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "pw");
+  const std::string prefix = "/roles/";
+  const std::string topo_file = (dir / "topology.toml").string();
+  std::ofstream(topo_file) << TopologyText();
+  const auto password = [&](const std::string& host, const std::string& pw) {
+    const fs::path f = dir / "pw" / host;
+    std::ofstream(f) << pw << "\n";
+    fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write);
+    return f.string();
+  };
+  for (const char* h : {"a1", "a2", "b1", "b2"})
+    password(h, std::string("pw-") + h);
+
+  std::string script;
+  ASSERT_EQ(
+      RunParqctl({"parqctl", "topology", "etcd-roles", topo_file, "--prefix",
+                  prefix, "--passwords", (dir / "pw").string()},
+                 script),
+      0)
+      << script;
+  std::ofstream(dir / "roles.sh") << script;
+  const std::string etcdctl =
+      "ETCDCTL_API=3 ETCDCTL_ENDPOINTS=" + own.endpoint() + " etcdctl ";
+  const auto sh = [&](const std::string& command) {
+    const std::string line =
+        "exec >>'" + (dir / "sh.log").string() + "' 2>&1; " + command;
+    return std::system(line.c_str());
+  };
+  ASSERT_EQ(sh("ETCDCTL_API=3 ETCDCTL_ENDPOINTS=" + own.endpoint() + " sh '" +
+               (dir / "roles.sh").string() + "'"),
+            0)
+      << script;
+  // Run again (hosts added later): nothing fails on what exists.
+  ASSERT_EQ(sh("ETCDCTL_API=3 ETCDCTL_ENDPOINTS=" + own.endpoint() + " sh '" +
+               (dir / "roles.sh").string() + "'"),
+            0);
+  ASSERT_EQ(
+      sh(etcdctl + "user add root --new-user-password=rootpw && " + etcdctl +
+         "user grant-role root root && " + etcdctl + "auth enable"),
+      0);
+
+  const auto as = [&](const std::string& host) {
+    return EtcdClient(
+        {own.endpoint()}, 5s,
+        CurlPost({}, nullptr, {"parq-" + host, (dir / "pw" / host).string()}));
+  };
+  EtcdClient a1 = as("a1"), a2 = as("a2"), b1 = as("b1");
+  EtcdClient anonymous({own.endpoint()}, 5s, CurlPost());
+  EXPECT_FALSE(anonymous.Range(prefix).ok());
+  Topology topo = Topology::Parse(TopologyText(), "test.toml").value();
+  ClusterAdmission adm1(topo, a1, prefix), adm2(topo, a2, prefix),
+      adm_b1(topo, b1, prefix);
+  auto lease1 = a1.LeaseGrant(60);
+  auto lease2 = a2.LeaseGrant(60);
+  auto lease_b1 = b1.LeaseGrant(60);
+  ASSERT_TRUE(lease1.ok() && lease2.ok() && lease_b1.ok()) << lease1.error();
+  const ReservationRequest req{"a1",    "b2",         100'000'000, "dport 5000",
+                               "alice", std::nullopt, ""};
+  auto r1 = adm1.Reserve(req, lease1.value().id);
+  ASSERT_TRUE(r1.ok()) << r1.error();
+  ReservationRequest req2 = req;
+  req2.from = "a2";
+  auto r2 = adm2.Reserve(req2, lease2.value().id);
+  ASSERT_TRUE(r2.ok()) << r2.error();
+  ASSERT_EQ(adm1.List().value().size(), 2u);  // a1 reads a2's too
+
+  // a1 cannot write a2's keys, release a2's reservation or end its lease.
+  const std::string id2 = r2.value().id;
+  for (const std::string& key :
+       {prefix + "resv/a2/a2-0123456789abcdef",
+        prefix + "use/a2/link/tor1/tor2/a2-0123456789abcdef",
+        prefix + "to/a2/b2/a2-0123456789abcdef", prefix + "resv/" + id2}) {
+    auto put = a1.Put(key, "800000000", lease1.value().id);
+    ASSERT_FALSE(put.ok()) << "a1 wrote " << key;
+    EXPECT_NE(put.error().find("permission denied"), std::string::npos)
+        << put.error();
+  }
+  auto release = adm1.Release(id2);
+  ASSERT_FALSE(release.ok());
+  EXPECT_NE(release.error().find("permission denied"), std::string::npos)
+      << release.error();
+  auto revoke = a1.LeaseRevoke(lease2.value().id);
+  ASSERT_FALSE(revoke.ok()) << "a1 ended a2's lease";
+  EXPECT_NE(revoke.error().find("permission denied"), std::string::npos)
+      << revoke.error();
+  ASSERT_EQ(adm2.List("a2").value().size(), 1u);
+
+  // Under its own name, a1 can copy a2's record toward b2: b2 refuses it.
+  auto record = a1.Range(prefix + "to/a2/b2/" + id2);
+  ASSERT_TRUE(record.ok() && record.value().kvs.size() == 1);
+  ASSERT_TRUE(
+      a1.Put(prefix + "to/a1/b2/" + id2, record.value().kvs[0].value).ok());
+  const auto key = ParseIncomingKey("a1/b2/" + id2);
+  ASSERT_TRUE(key);
+  auto copy = ReservationFromKv(record.value().kvs[0]);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_TRUE(IncomingRecordProblem(*key, copy.value()));
+  // ... nor charge b1's sending NIC: b1 still gets all of it.
+  ASSERT_TRUE(a1.Put(prefix + "use/a1/host/b1/send/a1-0000000000000001",
+                     "800000000", lease1.value().id)
+                  .ok());
+  ReservationRequest from_b1 = req;
+  from_b1.from = "b1";
+  from_b1.rate = 800'000'000;
+  auto full = adm_b1.Reserve(from_b1, lease_b1.value().id);
+  EXPECT_TRUE(full.ok()) << "a1's use/ key charged b1's NIC: " << full.error();
+
+  // A new password, in etcd and in the file: the next call authenticates
+  // again with it.
+  ASSERT_EQ(sh(etcdctl + "--user root:rootpw user passwd parq-a1 "
+                         "--interactive=false <<'EOF'\nnew-a1\nEOF"),
+            0);
+  password("a1", "new-a1");
+  auto again = a1.Range(prefix + "resv/");
+  EXPECT_TRUE(again.ok()) << again.error();
+  // A wrong password is an error that names the user.
+  password("a2", "wrong");
+  EtcdClient wrong = as("a2");
+  auto refused = wrong.Range(prefix);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("authenticating as parq-a2: etcdserver: "
+                                 "authentication failed"),
+            std::string::npos)
+      << refused.error();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 }  // namespace
