@@ -382,6 +382,7 @@ void AdmissionAgent::Check(uint64_t now) {
   std::set<uint32_t> held;
   for (const auto& [id, h] : held_)
     held.insert(h.minor);
+  Repair(installed.value());
   for (uint32_t minor : installed.value()) {
     if (held.count(minor))
       continue;
@@ -392,6 +393,40 @@ void AdmissionAgent::Check(uint64_t now) {
       log_(kWarn, "admission: removed class " + Hex(minor) +
                       ", which no reservation of this parqd holds (left by "
                       "one that died, or made by hand in parqd's range)");
+  }
+}
+
+void AdmissionAgent::Repair(const std::vector<uint32_t>& installed) {
+  auto incomplete = classes_.Incomplete();
+  if (!incomplete.ok()) {
+    log_(kWarn,
+         "admission: cannot check the reserved classes: " + incomplete.error());
+    return;
+  }
+  const std::set<uint32_t> present(installed.begin(), installed.end());
+  const std::set<uint32_t> broken(incomplete.value().begin(),
+                                  incomplete.value().end());
+  for (const auto& [id, h] : held_) {
+    if (present.count(h.minor) && !broken.count(h.minor))
+      continue;
+    // Gone in part or whole (a flushed ruleset, a class deleted by hand):
+    // installed again as it was admitted.
+    const auto dest = topology_.FindHost(h.r.to);
+    auto m = ParseMatch(h.r.match);
+    std::optional<std::string> e;
+    if (!dest || !m.ok())
+      e = "its destination or match no longer reads";
+    if (!e)
+      e = classes_.Remove(h.minor);
+    if (!e)
+      e = classes_.Install(h.minor, h.r.rate, m.value(),
+                           topology_.hosts()[*dest].addresses, h.uid);
+    if (e)
+      log_(kError, "admission: cannot install class " + Hex(h.minor) + " of " +
+                       id + " again: " + *e);
+    else
+      log_(kWarn, "admission: installed class " + Hex(h.minor) + " of " + id +
+                      " again: its class, filter or nftables chain was gone");
   }
 }
 

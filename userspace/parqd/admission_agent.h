@@ -77,6 +77,10 @@ class ReservedClasses {
   // that have a class, or a filter into one, on the qdisc now, in order:
   // what the agent compares with what it holds.
   virtual Result<std::vector<uint32_t>, std::string> Installed() = 0;
+  // Of those, the minors that lack a part (the class, its filter, or its
+  // nftables chain with its rules: `nft flush ruleset` removes chains),
+  // in order: what the agent installs again.
+  virtual Result<std::vector<uint32_t>, std::string> Incomplete() = 0;
 };
 
 // Who asks (from SO_PEERCRED and the user database).
@@ -192,6 +196,9 @@ class AdmissionAgent {
   std::optional<std::string> CheckAllowance(const Requester& who,
                                             uint64_t more) const;
   std::optional<uint32_t> FreeMinor() const;
+  // Installs again each held reservation whose class is not among
+  // `installed` or lacks a part (ReservedClasses::Incomplete()).
+  void Repair(const std::vector<uint32_t>& installed);
   // Why nothing can be admitted while parqd holds no lease.
   std::string NoLease() const;
   void Demote(const std::string& why);
@@ -200,8 +207,9 @@ class AdmissionAgent {
   // another lease than ours: an earlier parqd's, which died without
   // revoking it.
   void RevokeEarlier();
-  // Every kJobCheckNs: releases the reservations whose job ended, and
-  // removes the classes of its range that it does not hold.
+  // Every kJobCheckNs: releases the reservations whose job ended,
+  // installs again those whose class lacks a part, and removes the
+  // classes of its range that it does not hold.
   void Check(uint64_t now);
   // A renewal answered at `now`: the next one, and the deadline.
   void Renewed(uint64_t now);

@@ -187,15 +187,14 @@ std::optional<uint32_t> AgentMinor(std::string_view classid,
 
 }  // namespace
 
-Result<std::vector<uint32_t>, std::string> TcReservedClasses::Installed() {
-  std::string h;
-  if (auto e = Handle(&h))
-    return Err{*e};
+std::optional<std::string> TcReservedClasses::Scan(
+    const std::string& h, std::set<uint32_t>* classes,
+    std::set<uint32_t>* filters) {
   // Text, not -j: tc has printed classes as JSON only since 6.x.  Lines
   // "class parq H:MINOR ..." and "filter ... classid|flowid H:MINOR ...".
-  std::set<uint32_t> found;
-  const auto scan = [&](const std::vector<std::string>& argv,
-                        const char* first) -> std::optional<std::string> {
+  const auto scan =
+      [&](const std::vector<std::string>& argv, const char* first,
+          std::set<uint32_t>* found) -> std::optional<std::string> {
     auto r = run_(argv, "");
     if (!r.ok())
       return r.error();
@@ -213,17 +212,83 @@ Result<std::vector<uint32_t>, std::string> TcReservedClasses::Installed() {
         const bool is_class = w[0] == "class" && i == 1 && w[1] == "parq";
         if (is_class || w[i] == "classid" || w[i] == "flowid")
           if (auto m = AgentMinor(w[i + 1], h))
-            found.insert(*m);
+            found->insert(*m);
       }
     }
     return std::nullopt;
   };
-  if (auto e = scan({"tc", "class", "show", "dev", dev_}, "class"))
+  if (auto e = scan({"tc", "class", "show", "dev", dev_}, "class", classes))
+    return e;
+  return scan({"tc", "filter", "show", "dev", dev_, "parent", h}, "filter",
+              filters);
+}
+
+std::optional<std::string> TcReservedClasses::Chains(
+    std::set<uint32_t>* marking) {
+  auto r = run_({"nft", "list", "table", "inet", "parq"}, "");
+  if (!r.ok())
+    return r.error() + " (install nftables)";
+  if (r.value().status != 0) {
+    // No table (flushed): no chain.
+    if (r.value().err.find("No such file or directory") != std::string::npos)
+      return std::nullopt;
+    return "nft list table inet parq: " + ErrorText(r.value());
+  }
+  // "chain resv_MINOR {" opens a chain; a rule in it that sets the mark
+  // ("meta skuid ... meta mark set ...") counts.
+  std::optional<uint32_t> in;
+  std::istringstream lines(r.value().out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first, name;
+    words >> first >> name;
+    if (first == "chain") {
+      in.reset();
+      if (name.starts_with("resv_")) {
+        uint32_t minor = 0;
+        const auto [p, ec] = std::from_chars(
+            name.data() + 5, name.data() + name.size(), minor, 16);
+        if (ec == std::errc() && p == name.data() + name.size() &&
+            ReservedNftChain(minor) == name)
+          in = minor;
+      }
+    } else if (first == "}") {
+      in.reset();
+    } else if (in && line.find("meta skuid") != std::string::npos &&
+               line.find("meta mark set") != std::string::npos) {
+      marking->insert(*in);
+    }
+  }
+  return std::nullopt;
+}
+
+Result<std::vector<uint32_t>, std::string> TcReservedClasses::Installed() {
+  std::string h;
+  if (auto e = Handle(&h))
     return Err{*e};
-  if (auto e =
-          scan({"tc", "filter", "show", "dev", dev_, "parent", h}, "filter"))
+  std::set<uint32_t> classes, filters;
+  if (auto e = Scan(h, &classes, &filters))
     return Err{*e};
-  return std::vector<uint32_t>(found.begin(), found.end());
+  classes.insert(filters.begin(), filters.end());
+  return std::vector<uint32_t>(classes.begin(), classes.end());
+}
+
+Result<std::vector<uint32_t>, std::string> TcReservedClasses::Incomplete() {
+  std::string h;
+  if (auto e = Handle(&h))
+    return Err{*e};
+  std::set<uint32_t> classes, filters, marking;
+  if (auto e = Scan(h, &classes, &filters))
+    return Err{*e};
+  if (auto e = Chains(&marking))
+    return Err{*e};
+  std::set<uint32_t> any = classes;
+  any.insert(filters.begin(), filters.end());
+  std::vector<uint32_t> out;
+  for (uint32_t m : any)
+    if (!classes.count(m) || !filters.count(m) || !marking.count(m))
+      out.push_back(m);
+  return out;
 }
 
 }  // namespace parq::parqd

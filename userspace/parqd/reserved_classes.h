@@ -27,6 +27,7 @@
 #define PARQD_RESERVED_CLASSES_H
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,8 +72,18 @@ class TcReservedClasses : public ReservedClasses {
   // Classes by classid (tc class show), filters by the classid they send
   // to (tc filter show), not by what they match.
   Result<std::vector<uint32_t>, std::string> Installed() override;
+  // Also by `nft list table inet parq`: a chain resv_MINOR with no rule
+  // that marks is as good as none.
+  Result<std::vector<uint32_t>, std::string> Incomplete() override;
 
  private:
+  // The agent's minors that have a class, and a filter, on the qdisc of
+  // handle `h`.
+  std::optional<std::string> Scan(const std::string& h,
+                                  std::set<uint32_t>* classes,
+                                  std::set<uint32_t>* filters);
+  // The agent's minors whose chain marks packets.
+  std::optional<std::string> Chains(std::set<uint32_t>* marking);
   // Sets `handle` to the root qdisc's ("1:"), or says why there is no
   // parq there.
   std::optional<std::string> Handle(std::string* handle);

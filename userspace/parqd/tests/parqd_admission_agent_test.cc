@@ -35,6 +35,7 @@
 #include "ctl.h"
 #include "etcd.h"
 #include "etcd_server.h"
+#include "fake_classes.h"
 #include "incoming.h"
 #include "parq.h"
 #include "reserved_classes.h"
@@ -64,43 +65,7 @@ std::string Text() {
 }
 
 // The qdisc's reserved classes: minor -> rate, and what was asked.
-class FakeClasses : public ReservedClasses {
- public:
-  std::optional<std::string> Install(uint32_t minor, uint64_t rate,
-                                     const Match& match,
-                                     const std::vector<Address>& to,
-                                     uint32_t owner) override {
-    if (fail_install)
-      return std::string("tc: no parq qdisc");
-    rates[minor] = rate;
-    owners[minor] = owner;
-    matches[minor] = match;
-    dests[minor] = to;
-    return std::nullopt;
-  }
-  std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) override {
-    if (fail_set)
-      return std::string("tc: refused");
-    rates.at(minor) = rate;
-    return std::nullopt;
-  }
-  std::optional<std::string> Remove(uint32_t minor) override {
-    rates.erase(minor);
-    return std::nullopt;
-  }
-  Result<std::vector<uint32_t>, std::string> Installed() override {
-    std::vector<uint32_t> out;
-    for (const auto& [minor, rate] : rates)
-      out.push_back(minor);
-    return out;
-  }
-
-  bool fail_install = false, fail_set = false;
-  std::map<uint32_t, uint64_t> rates;
-  std::map<uint32_t, Match> matches;
-  std::map<uint32_t, std::vector<Address>> dests;
-  std::map<uint32_t, uint32_t> owners;
-};
+using test::FakeClasses;
 
 uint64_t MonotonicNs() {
   return static_cast<uint64_t>(
@@ -389,6 +354,47 @@ TEST_F(AgentTest, ReservesInstallsAndReleases) {
   EXPECT_EQ(c.admitted, 2u);
   EXPECT_EQ(c.refused, 1u);
   EXPECT_EQ(c.released, 1u);
+}
+
+// `nft flush ruleset` (nftables.service's reload) takes a reservation's
+// chain away, and with it the mark its filter matches: the owner's traffic
+// would be best effort for as long as the reservation lasts.  A class
+// deleted by hand is the same.  The next check (every 5 s) installs each
+// again, as it was admitted, and says so.
+TEST_F(AgentTest, AReservationThatLostAPartIsInstalledAgain) {
+  auto r = agent_->Reserve(kAlice, "n2", 100 * kMbit, "proto=udp,dport=5001");
+  ASSERT_TRUE(r.ok()) << r.error();
+  auto r2 = agent_->Reserve(kRoot, "n2", 50 * kMbit, "");
+  ASSERT_TRUE(r2.ok()) << r2.error();
+  ASSERT_EQ(classes_.installs, 2u);
+  classes_.incomplete.insert(kAgentMinorFirst);  // its chain was flushed
+  classes_.rates.erase(kAgentMinorFirst + 1);    // tc class del by hand
+  classes_.matches.clear();
+  // A second at a time, so that the lease (4 s) is renewed meanwhile.
+  const auto check = [this] {
+    for (uint64_t t = 0; t < kJobCheckNs; t += kSec) {
+      now_ += kSec;
+      agent_->Tick(now_);
+    }
+  };
+  check();
+  EXPECT_EQ(classes_.installs, 4u);
+  EXPECT_TRUE(classes_.incomplete.empty());
+  EXPECT_EQ(classes_.rates,
+            (std::map<uint32_t, uint64_t>{{kAgentMinorFirst, 100 * kMbit},
+                                          {kAgentMinorFirst + 1, 50 * kMbit}}));
+  EXPECT_EQ(classes_.matches[kAgentMinorFirst], (Match{"udp", 5001, 0}));
+  EXPECT_EQ(classes_.owners[kAgentMinorFirst], kAlice.uid);
+  EXPECT_EQ(std::count_if(log_.begin(), log_.end(),
+                          [](const std::string& l) {
+                            return l.find("installed class") !=
+                                       std::string::npos &&
+                                   l.find("again") != std::string::npos;
+                          }),
+            2);
+  // Whole again: the next check leaves them alone.
+  check();
+  EXPECT_EQ(classes_.installs, 4u);
 }
 
 TEST_F(AgentTest, BadRequestsChangeNothing) {

@@ -33,6 +33,7 @@
 #include "ctl.h"
 #include "etcd.h"
 #include "etcd_server.h"
+#include "fake_classes.h"
 #include "reserved_classes.h"
 #include "topology.h"
 #include "topology_text.h"
@@ -58,32 +59,7 @@ std::string Text() {
 }
 
 // A host's qdisc: its reserved classes, minor -> rate.
-class FakeClasses : public ReservedClasses {
- public:
-  std::optional<std::string> Install(uint32_t minor, uint64_t rate,
-                                     const Match&, const std::vector<Address>&,
-                                     uint32_t) override {
-    rates[minor] = rate;
-    return std::nullopt;
-  }
-  std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) override {
-    rates.at(minor) = rate;
-    return std::nullopt;
-  }
-  std::optional<std::string> Remove(uint32_t minor) override {
-    rates.erase(minor);
-    return std::nullopt;
-  }
-  Result<std::vector<uint32_t>, std::string> Installed() override {
-    std::vector<uint32_t> out;
-    for (const auto& [minor, rate] : rates)
-      if (minor >= kAgentMinorFirst)
-        out.push_back(minor);
-    return out;
-  }
-
-  std::map<uint32_t, uint64_t> rates;
-};
+using test::FakeClasses;
 
 const Requester kRoot{0, "root", {"root"}};
 const Requester kAlice{1001, "alice", {"alice"}};
@@ -394,39 +370,47 @@ TEST_F(ClusterTest, CleanUpRemovesWhatAKilledParqdLeft) {
 
 // What TcReservedClasses finds on the qdisc: parq's classes by their
 // classid, and the filters into them, whatever the filters match.
+// tc and nft as a qdisc with the agent's classes 1000 (class, filter on
+// its mark), 1004 (a filter only) and 2a0f (a class only), and classes
+// below the agent's range; `nft` answers `nft list table inet parq`.
+TcReservedClasses::Run FakeTc(std::vector<std::vector<std::string>>& ran,
+                              ProgramOutput nft) {
+  return [&ran, nft](const std::vector<std::string>& argv,
+                     const std::string&) -> Result<ProgramOutput, std::string> {
+    ran.push_back(argv);
+    if (argv[0] == "nft")
+      return nft;
+    if (argv[1] == "-j")
+      return ProgramOutput{0, R"([{"kind":"parq","handle":"1:","root":true}])",
+                           ""};
+    if (argv[1] == "class")
+      return ProgramOutput{0,
+                           "class parq 1:1 root \n"
+                           "class parq 1:2 root \n"
+                           "class parq 1:10 root rate 1Mbit \n"
+                           "class parq 1:1000 root rate 100Mbit \n"
+                           "class parq 1:2a0f root rate 5Mbit \n",
+                           ""};
+    if (argv[1] == "filter")
+      return ProgramOutput{
+          0,
+          "filter parent 1: protocol all pref 4096 fw chain 0 \n"
+          "filter parent 1: protocol all pref 4096 fw chain 0 handle "
+          "0x10000000/0xffff0000 classid 1:1000 \n"
+          "filter parent 1: protocol ip pref 4100 flower chain 0 \n"
+          "filter parent 1: protocol ip pref 4100 flower chain 0 handle "
+          "0x1 classid 1:1004\n"
+          "  dst_ip 10.0.0.2\n"
+          "filter parent 1: protocol ip pref 16 u32 chain 0 fh 800::800 "
+          "order 2048 key ht 800 bkt 0 flowid 1:10 \n",
+          ""};
+    return ProgramOutput{1, "", "unexpected"};
+  };
+}
+
 TEST(TcClassesTest, InstalledFindsTheAgentsClassesAndFilters) {
   std::vector<std::vector<std::string>> ran;
-  TcReservedClasses tc(
-      "eth0",
-      [&](const std::vector<std::string>& argv,
-          const std::string&) -> Result<ProgramOutput, std::string> {
-        ran.push_back(argv);
-        if (argv[1] == "-j")
-          return ProgramOutput{
-              0, R"([{"kind":"parq","handle":"1:","root":true}])", ""};
-        if (argv[1] == "class")
-          return ProgramOutput{0,
-                               "class parq 1:1 root \n"
-                               "class parq 1:2 root \n"
-                               "class parq 1:10 root rate 1Mbit \n"
-                               "class parq 1:1000 root rate 100Mbit \n"
-                               "class parq 1:2a0f root rate 5Mbit \n",
-                               ""};
-        if (argv[1] == "filter")
-          return ProgramOutput{
-              0,
-              "filter parent 1: protocol all pref 4096 fw chain 0 \n"
-              "filter parent 1: protocol all pref 4096 fw chain 0 handle "
-              "0x10000000/0xffff0000 classid 1:1000 \n"
-              "filter parent 1: protocol ip pref 4100 flower chain 0 \n"
-              "filter parent 1: protocol ip pref 4100 flower chain 0 handle "
-              "0x1 classid 1:1004\n"
-              "  dst_ip 10.0.0.2\n"
-              "filter parent 1: protocol ip pref 16 u32 chain 0 fh 800::800 "
-              "order 2048 key ht 800 bkt 0 flowid 1:10 \n",
-              ""};
-        return ProgramOutput{1, "", "unexpected"};
-      });
+  TcReservedClasses tc("eth0", FakeTc(ran, {1, "", "unexpected"}));
   auto got = tc.Installed();
   ASSERT_TRUE(got.ok()) << got.error();
   EXPECT_EQ(got.value(), (std::vector<uint32_t>{0x1000, 0x1004, 0x2a0f}));
@@ -434,6 +418,43 @@ TEST(TcClassesTest, InstalledFindsTheAgentsClassesAndFilters) {
             (std::vector<std::string>{"tc", "class", "show", "dev", "eth0"}));
   EXPECT_EQ(ran[2], (std::vector<std::string>{"tc", "filter", "show", "dev",
                                               "eth0", "parent", "1:"}));
+}
+
+// A class is whole with its class, its filter and a chain whose rule
+// marks: 1000 is; 1004 has no class, 2a0f no filter, and neither a chain
+// that marks (2a0f's was flushed, its rules gone).  With no table at all
+// (`nft flush ruleset`), none is whole.
+TEST(TcClassesTest, IncompleteFindsAClassWithoutItsFilterOrChain) {
+  std::vector<std::vector<std::string>> ran;
+  const std::string table =
+      "table inet parq {\n"
+      "\tchain resv_1000 {\n"
+      "\t\ttype filter hook output priority mangle; policy accept;\n"
+      "\t\tmeta skuid 1001 ip daddr 10.0.0.2 udp dport 5001 meta mark set "
+      "meta mark & 0x0000ffff | 0x10000000\n"
+      "\t}\n"
+      "\tchain resv_2a0f {\n"
+      "\t\ttype filter hook output priority mangle; policy accept;\n"
+      "\t}\n"
+      "}\n";
+  TcReservedClasses tc("eth0", FakeTc(ran, {0, table, ""}));
+  auto got = tc.Incomplete();
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_EQ(got.value(), (std::vector<uint32_t>{0x1004, 0x2a0f}));
+  EXPECT_EQ(ran.back(),
+            (std::vector<std::string>{"nft", "list", "table", "inet", "parq"}));
+  TcReservedClasses flushed(
+      "eth0",
+      FakeTc(
+          ran,
+          {1, "", "Error: No such file or directory\nlist table inet parq\n"}));
+  got = flushed.Incomplete();
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_EQ(got.value(), (std::vector<uint32_t>{0x1000, 0x1004, 0x2a0f}));
+  TcReservedClasses broken("eth0", FakeTc(ran, {1, "", "Error: boom\n"}));
+  got = broken.Incomplete();
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().find("boom"), std::string::npos) << got.error();
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "cluster_admission.h"
 #include "etcd.h"
 #include "etcd_server.h"
+#include "fake_classes.h"
 #include "lease_keeper.h"
 #include "topology.h"
 #include "topology_text.h"
@@ -43,27 +44,15 @@ uint64_t MonotonicNs() {
 }
 
 // Classes whose Install() takes `stuck` (a tc that hangs), then succeeds.
-class StuckClasses : public ReservedClasses {
+class StuckClasses : public test::FakeClasses {
  public:
-  std::optional<std::string> Install(uint32_t minor, uint64_t, const Match&,
-                                     const std::vector<Address>&,
-                                     uint32_t) override {
+  std::optional<std::string> Install(uint32_t minor, uint64_t rate,
+                                     const Match& match,
+                                     const std::vector<Address>& to,
+                                     uint32_t owner) override {
     std::this_thread::sleep_for(stuck);
-    minors.insert(minor);
-    return std::nullopt;
+    return FakeClasses::Install(minor, rate, match, to, owner);
   }
-  std::optional<std::string> SetRate(uint32_t, uint64_t) override {
-    return std::nullopt;
-  }
-  std::optional<std::string> Remove(uint32_t minor) override {
-    minors.erase(minor);
-    return std::nullopt;
-  }
-  Result<std::vector<uint32_t>, std::string> Installed() override {
-    return std::vector<uint32_t>(minors.begin(), minors.end());
-  }
-
-  std::set<uint32_t> minors;
 
   std::chrono::milliseconds stuck{0};
 };
