@@ -85,6 +85,18 @@ static unsigned long parq_find(struct Qdisc *sch, u32 classid)
 							    minor));
 }
 
+/*
+ * The bytes one IDT of an idt class carries, as the shaper counts them:
+ * the device's MTU with its link-layer header, plus the qdisc's overhead.
+ */
+static u32 parq_resv_mtu(struct Qdisc *sch)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	s64 mtu = (s64)psched_mtu(qdisc_dev(sch)) + q->cfg.overhead;
+
+	return mtu > 0 ? mtu : 1;
+}
+
 /* Parse and admit a reservation: on success *@rate, *@idt and *@bw hold it
  * and *@capacity the reservable bytes/s it was admitted against.
  */
@@ -115,7 +127,7 @@ static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 	*rate = tb[TCA_PARQ_CLASS_RATE] ?
 		nla_get_u64(tb[TCA_PARQ_CLASS_RATE]) : 0;
 	*idt = tb[TCA_PARQ_CLASS_IDT] ? nla_get_u64(tb[TCA_PARQ_CLASS_IDT]) : 0;
-	*bw = parq_resv_bw(*rate, *idt, psched_mtu(qdisc_dev(sch)));
+	*bw = parq_resv_bw(*rate, *idt, parq_resv_mtu(sch));
 	*capacity = parq_resv_capacity(parq_linkrate(sch, &q->cfg),
 				       q->cfg.reservable);
 	if (!*capacity) {
@@ -160,6 +172,7 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct parq_resv_class *rc = parq_resv_of(*arg);
 	u64 rate, idt, bw, capacity;
+	u32 mtu;
 	int err;
 
 	if (*arg && !rc) {
@@ -204,12 +217,14 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 		}
 	}
 
+	mtu = parq_resv_mtu(sch);
 	sch_tree_lock(sch);
-	if (rc->r.rate != rate || rc->r.idt != idt) {
+	if (rc->r.rate != rate || rc->r.idt != idt || rc->r.mtu != mtu) {
 		/* A new pace: an NDT set at the old one may not hold it back. */
 		if (rc->q.qlen)
 			rb_erase_cached(&rc->node, &q->resv_backlog);
 		parq_resv_set(&rc->r, rate, idt);
+		rc->r.mtu = mtu;
 		parq_resv_rebase(&rc->r, ktime_get_ns());
 		if (rc->q.qlen) {
 			rb_add_cached(&rc->node, &q->resv_backlog,

@@ -414,6 +414,14 @@ static void parq_resv_enqueue(struct parq_sched_data *q,
 }
 
 /* Take the head packet of reserved class @rc; the caller re-keys it. */
+/* A packet's bytes as the shaper and reserved pacing count them. */
+static u32 parq_wire_len(const struct parq_sched_data *q, u32 len)
+{
+	s64 wire = (s64)len + q->cfg.overhead;
+
+	return wire > 0 ? wire : 1;
+}
+
 static struct sk_buff *parq_resv_take(struct Qdisc *sch,
 				      struct parq_resv_class *rc)
 {
@@ -671,7 +679,8 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 	switch (d.act) {
 	case PARQ_ACT_RESV:
 		skb = parq_resv_take(sch, rc);
-		parq_resv_dispatch(&rc->r, now, qdisc_pkt_len(skb));
+		parq_resv_dispatch(&rc->r, now,
+				   parq_wire_len(q, qdisc_pkt_len(skb)));
 		parq_resv_requeue(q, rc);
 		cl = (unsigned long)rc;
 		break;

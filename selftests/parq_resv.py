@@ -557,6 +557,44 @@ def t_idt(env):
     del_root(env)
 
 
+def t_idt_jumbo(env):
+    """An idt class admitted at MTU 1500 (1514 bytes per 1 ms) may not
+    carry more after the MTU is raised to 9000: each 9014-byte packet takes
+    ceil(9014 / 1514) = 6 IDTs, so 80 of them take at least 476 ms to
+    leave (one IDT each would be 80 ms).  A lower bound on a time: a slow
+    machine can only make it longer."""
+    a, dev, topo = env.a, env.dev, env.topo
+    b = topo.b
+    m, port, n = 0x19, 5305, 80
+    setup_idt(env, m, port)
+    a.run(["ip", "link", "set", dev, "mtu", "9000"])
+    b.run(["ip", "link", "set", topo.dev_b(), "mtu", "9000"])
+    try:
+        s = udp_socket(a)
+        payload = 9000 - UDP_OVERHEAD + 14	# a 9000-byte IP packet
+        t0 = time.monotonic()
+        try:
+            for _ in range(n):
+                s.sendto(bytes(payload), (topo.ip_b(), port))
+        finally:
+            s.close()
+        q = resv.wait_qlen(a, dev, 0, timeout=30)
+        took = time.monotonic() - t0
+        c = resv.classes(a, dev)[cid(m)]
+        diag(f"{c['packets']} packets of {c['bytes'] // max(1, c['packets'])}"
+             f" bytes in {took * 1000:.0f} ms; drops {c['drops']}")
+        check_eq((q["qlen"], c["packets"], c["drops"]), (0, n, 0),
+                 "qlen, packets sent by the class, drops")
+        want = n * -(-9014 // 1514) * 1e-3
+        check(took >= 0.99 * want,
+              f"{n} packets of 9014 bytes left in {took:.3f} s, want >= "
+              f"{want:.3f} s (1514 bytes per ms)")
+    finally:
+        a.run(["ip", "link", "set", dev, "mtu", "1500"])
+        b.run(["ip", "link", "set", topo.dev_b(), "mtu", "1500"])
+        del_root(env)
+
+
 # --- admission -----------------------------------------------------------
 
 def refusal(req, free, cap, reserved):
@@ -1130,6 +1168,8 @@ def main():
          t_rates_load, 200, rate),
         ("idt 1ms: 1000 packets/s", t_idt, 150,
          "1000 packets/s are timed to 2%"),
+        ("idt 1ms admitted at MTU 1500 paces 9000-byte packets by size",
+         t_idt_jumbo, 60, None),
         ("admission: exact refusals, old config stays", t_admission, 60,
          None),
         ("admission: no link speed needs linkrate", t_no_link_speed, 60,

@@ -243,6 +243,7 @@ bool parq_resv_before(const struct parq_resv *a, const struct parq_resv *b)
 void parq_resv_dispatch(struct parq_resv *r, u64 now, u32 len)
 {
 	u64 late = now > r->ndt ? now - r->ndt : 0;
+	u64 rem;
 
 	r->dispatches++;
 	r->lateness_sum += late;
@@ -250,7 +251,10 @@ void parq_resv_dispatch(struct parq_resv *r, u64 now, u32 len)
 		r->lateness_max = late;
 	/* From the NDT, not from @now: a late dispatch keeps the schedule. */
 	parq_sched_cap(&r->ndt, &r->rem, now, PARQ_CATCHUP_NS);
-	if (r->idt)
+	if (r->idt && r->mtu && len > r->mtu)
+		r->ndt += div64_u64_rem((u64)len * r->idt + r->mtu - 1, r->mtu,
+					&rem);
+	else if (r->idt)
 		r->ndt += r->idt;
 	else
 		r->ndt += parq_ns_carry(len, r->rate, &r->rem);

@@ -159,7 +159,10 @@ static inline bool parq_shaper_ready(const struct parq_shaper *s, u64 now)
  * time (IDT) and a next dispatch time (NDT).  Among backlogged flows whose
  * NDT has come, the one with the smallest (NDT, classid) is dispatched and
  * its NDT advances by its IDT: a fixed time per packet in idt mode, or
- * len / rate in rate mode (remainder carried, so the rate is exact).
+ * len / rate in rate mode (remainder carried, so the rate is exact).  In
+ * idt mode a packet longer than @mtu, the bytes one IDT was admitted for,
+ * takes len / mtu IDTs (rounded up): raising the device's MTU after the
+ * admission, or a GSO packet, cannot carry more than was admitted.
  */
 struct parq_resv {
 	u64	ndt;		/* ns: next dispatch time */
@@ -170,6 +173,7 @@ struct parq_resv {
 	u64	lateness_max;	/* ns between NDT and actual dispatch */
 	u64	lateness_sum;
 	u32	classid;
+	u32	mtu;		/* idt mode: bytes admitted per IDT (0: any) */
 };
 
 /* Exactly one of @rate (bytes/s) and @idt (ns) is non-zero. */

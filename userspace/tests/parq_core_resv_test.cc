@@ -118,6 +118,30 @@ TEST(ParqResvSet, NewIdtResetsRemainder) {
   EXPECT_EQ(r.idt, 2501u);
 }
 
+// An idt class is admitted for one MTU per IDT: a packet larger than that
+// (the device's MTU raised after the admission, a GSO packet) takes
+// len / mtu IDTs, rounded up, so that no more than the admitted bytes
+// leave per second; a smaller one takes one IDT, as always.
+TEST(ParqResvDispatch, IdtPacesAPacketLargerThanItsMtuByItsLength) {
+  parq_resv r = Make(kA, 0, 1'000'000);
+  r.mtu = 1514;
+  parq_resv_dispatch(&r, 0, 1514);
+  EXPECT_EQ(r.ndt, 1'000'000u);
+  parq_resv_dispatch(&r, r.ndt, 64);
+  EXPECT_EQ(r.ndt, 2'000'000u);
+  parq_resv_dispatch(&r, r.ndt, 9014);
+  EXPECT_EQ(r.ndt, 2'000'000u + (9014ull * 1'000'000 + 1513) / 1514);
+  // 1000 jumbo packets: at most the admitted 1514 bytes per millisecond.
+  const uint64_t start = r.ndt;
+  for (int i = 0; i < 1000; i++)
+    parq_resv_dispatch(&r, r.ndt, 9014);
+  EXPECT_GE(r.ndt - start, 9014ull * 1000 * 1'000'000 / 1514);
+  // Without an MTU (0), each packet takes one IDT whatever its length.
+  parq_resv any = Make(kA, 0, 1'000'000);
+  parq_resv_dispatch(&any, 0, 9014);
+  EXPECT_EQ(any.ndt, 1'000'000u);
+}
+
 TEST(ParqResvSet, SwitchesMode) {
   // rate -> idt: the length no longer counts, the remainder is dropped.
   parq_resv r = Make(kA, 7, 0);
