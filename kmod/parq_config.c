@@ -103,17 +103,18 @@ static u64 parq_link_speed(struct net_device *dev)
 }
 
 /*
- * The tx queues that share the link with @sch: under a root that gives
- * each tx queue a qdisc of its own (mq, mqprio, taprio: those with an
- * attach operation), every child sends on one of the device's queues.
- * Under RTNL.
+ * The tx queues that share the link with @sch: under mq or mqprio, which
+ * give each tx queue a qdisc of its own, every child sends on one of the
+ * device's queues.  Other roots with an attach operation (htb since 5.13,
+ * taprio in software) send the whole link through one tree.  Under RTNL.
  */
 static unsigned int parq_link_sharers(struct Qdisc *sch)
 {
 	struct net_device *dev = qdisc_dev(sch);
 	struct Qdisc *root = rtnl_dereference(dev->qdisc);
 
-	if (root == sch || !root->ops->attach || dev->real_num_tx_queues < 1)
+	if (root == sch || dev->real_num_tx_queues < 1 ||
+	    (strcmp(root->ops->id, "mq") && strcmp(root->ops->id, "mqprio")))
 		return 1;
 	return dev->real_num_tx_queues;
 }
