@@ -133,7 +133,12 @@ static unsigned long parq_classify(struct sk_buff *skb, struct Qdisc *sch,
 			return parq_class_of(sch, 0);
 		}
 	}
-	if (TC_H_MAJ(skb->priority) == sch->handle)
+	/*
+	 * A qdisc of handle 0 (the default qdisc, mq's children) has no
+	 * classids to address: there any user's SO_PRIORITY 1 or 2 would
+	 * pick a class.
+	 */
+	if (sch->handle && TC_H_MAJ(skb->priority) == sch->handle)
 		return parq_class_of(sch, TC_H_MIN(skb->priority));
 	dscp = parq_dscp(skb);
 	if (dscp >= 0 && (q->cfg.dscp_parallel & PARQ_DSCP_BIT(dscp)))

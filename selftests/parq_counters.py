@@ -158,6 +158,48 @@ def t_priority(env):
     ], xs_want={"unknown_class": 5})
 
 
+def t_priority_handle0(env):
+    """A parq of handle 0, such as the children mq makes with
+    default_qdisc parq, has no classids to address: SO_PRIORITY, which any
+    user may set from 0 to 6, must not pick its class there (priority 1
+    would be parallel, 2 local); DSCP and the default class decide."""
+    a = env.a
+    path = "/proc/sys/net/core/default_qdisc"
+    with open(path) as f:
+        old = f.read().strip()
+    dev = "pq0"
+    a.run(["ip", "link", "add", dev, "type", "dummy", "numtxqueues", "4"])
+    try:
+        with open(path, "w") as f:
+            f.write("parq")
+        tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
+        a.run(["ip", "addr", "add", "10.99.0.1/24", "dev", dev])
+        a.run(["ip", "link", "set", dev, "up"])
+        kids = [q for q in tclib.qdiscs(a, dev) if q.get("kind") == "parq"]
+        check_eq(len(kids), 4, "parq children of mq")
+        check_eq({q["handle"] for q in kids}, {"0:"}, "their handles")
+        for count, tos, prio in ((K, None, 1), (5, TOS_EF, 2),
+                                 (5, None, 6)):
+            s = udp_socket(a, tos=tos, priority=prio)
+            try:
+                send_udp(s, "10.99.0.2", 9, 100, count)
+            finally:
+                s.close()
+
+        def totals():
+            kids = [q for q in tclib.qdiscs(a, dev) if q.get("kind") == "parq"]
+            return (sum(sum(q["parallel_sojourn_hist"]) for q in kids),
+                    sum(sum(q["local_sojourn_hist"]) for q in kids))
+        got = ktap.poll(totals, lambda t: sum(t) >= K + 10, 5.0, 0.1)
+        diag(f"parallel, local packets: {got}")
+        check_eq(got, (5, K + 5),
+                 "priority 1 is local, EF with priority 2 parallel")
+    finally:
+        with open(path, "w") as f:
+            f.write(old)
+        a.run(["ip", "link", "del", dev], check=False)
+
+
 def filter_add(env, *args):
     tc(env.a, "filter", "add", "dev", env.dev, "parent", "1:", *args)
 
@@ -439,6 +481,7 @@ def main():
     suite = ktap.Suite("parq_counters")
     suite.case("DSCP classification", t_dscp)
     suite.case("SO_PRIORITY classification", t_priority)
+    suite.case("SO_PRIORITY picks no class at handle 0", t_priority_handle0)
     suite.case("u32 filters", t_u32)
     suite.case("flower filters", t_flower)
     suite.case("matchall filters", t_matchall)
