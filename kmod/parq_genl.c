@@ -64,6 +64,36 @@ static const struct nla_policy parq_genl_policy[PARQ_A_MAX + 1] = {
 	[PARQ_A_MON_MIN_BYTES]	= { .type = NLA_U32 },
 };
 
+/*
+ * Open while the per-namespace tables exist: a request's handler runs under
+ * the genl mutex, and does not hold the module, so module init opens the
+ * family after the tables are made and exit closes it before they go.
+ */
+static bool parq_genl_open;
+
+/*
+ * A dump does not pass pre_doit: its start checks the same, under the genl
+ * mutex too (the family is not parallel_ops), so that no dump walks a
+ * table before module init has made it.
+ */
+static int parq_genl_dump_start_open(struct netlink_callback *cb)
+{
+	return parq_genl_open ? 0 : -ESHUTDOWN;
+}
+
+static int parq_genl_credit_dump_start(struct netlink_callback *cb)
+{
+	int err = parq_genl_dump_start_open(cb);
+
+	return err ? err : parq_credit_genl_dump_start(cb);
+}
+
+static int parq_genl_pre_doit(PARQ_GENL_PRE_DOIT_OPS_T *ops,
+			      struct sk_buff *skb, struct genl_info *info)
+{
+	return parq_genl_open ? 0 : -ESHUTDOWN;
+}
+
 static const struct genl_ops parq_genl_ops[] = {
 	{
 		.cmd	= PARQ_CMD_CREDIT_SET,
@@ -78,7 +108,7 @@ static const struct genl_ops parq_genl_ops[] = {
 	{
 		.cmd	= PARQ_CMD_CREDIT_GET,
 		.doit	= parq_credit_genl_get,
-		.start	= parq_credit_genl_dump_start,
+		.start	= parq_genl_credit_dump_start,
 		.dumpit	= parq_credit_genl_dump,
 		.done	= parq_credit_genl_dump_done,
 		.flags	= GENL_UNS_ADMIN_PERM,
@@ -95,6 +125,7 @@ static const struct genl_ops parq_genl_ops[] = {
 	},
 	{
 		.cmd	= PARQ_CMD_PEER_GET,
+		.start	= parq_genl_dump_start_open,
 		.dumpit	= parq_peer_genl_dump,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
@@ -103,19 +134,6 @@ static const struct genl_ops parq_genl_ops[] = {
 static const struct genl_multicast_group parq_genl_mcgrps[] = {
 	{ .name = PARQ_GENL_MCGRP_EVENTS, .flags = PARQ_MCGRP_ADMIN },
 };
-
-/*
- * Open while the per-namespace tables exist: a request's handler runs under
- * the genl mutex, and does not hold the module, so module init opens the
- * family after the tables are made and exit closes it before they go.
- */
-static bool parq_genl_open;
-
-static int parq_genl_pre_doit(PARQ_GENL_PRE_DOIT_OPS_T *ops,
-			      struct sk_buff *skb, struct genl_info *info)
-{
-	return parq_genl_open ? 0 : -ESHUTDOWN;
-}
 
 static struct genl_family parq_genl_family __ro_after_init = {
 	.name		= PARQ_GENL_NAME,

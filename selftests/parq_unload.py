@@ -8,12 +8,17 @@ unload and reload, while iperf3 keeps A's veths busy.
   - rmmod sch_parq is refused while a parq qdisc exists and succeeds once
     it is gone, while other qdiscs keep forwarding traffic; the next
     "tc qdisc add ... parq" loads the module again (autoload);
+  - generic netlink dumps from threads that load the module themselves
+    (the family's alias) get a list or a clean refusal, never a table
+    that module init has not made yet;
   - 20 add/delete cycles under traffic;
   - replace parq -> fq_codel -> parq under traffic.
 Afterwards the kernel log must hold no warning.
 """
+import errno
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
@@ -21,9 +26,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
 from parqlab import ktap, lab, module  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
+from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.netns import run  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
 from parqlab.traffic import Iperf3Client, Iperf3Server  # noqa: E402
+from parqlab.ynl import GenlError  # noqa: E402
 
 PORTS = (5201, 5202)
 MIN_BYTES = 100000	# a link counts as carrying traffic above this per s
@@ -220,11 +227,66 @@ def t_replace_chain(env):
     del_root(env, 0)
 
 
+LOAD_RACES = 10
+
+
+def t_dump_while_loading(env):
+    """Generic netlink dumps of the credit table and the monitor's peers,
+    from three threads, each of which loads the module by asking for the
+    family (its genl alias) while the others dump: a dump that comes
+    before module init has made the tables is refused (ESHUTDOWN), never a
+    walk of memory that is not a table yet.  Any answer but a list or a
+    clean error fails, and the kernel log must stay clean.  The window is
+    short, so this runs LOAD_RACES times and cannot prove its absence."""
+    del_root(env, 0)
+    bad = []
+    answers = {"lists": 0, "refused": 0}
+    lock = threading.Lock()
+
+    def dumper():
+        for _ in range(200):
+            try:
+                g = ParqGenl()
+            except (GenlError, OSError):
+                continue		# not registered yet, or going
+            try:
+                for _ in range(20):
+                    try:
+                        g.dump()
+                        g.peers()
+                        with lock:
+                            answers["lists"] += 1
+                    except (GenlError, OSError) as e:
+                        with lock:
+                            answers["refused"] += 1
+                        # ESHUTDOWN (init not done), ENOENT (no family)
+                        if e.errno not in (errno.ESHUTDOWN, errno.ENOENT):
+                            bad.append(str(e))
+            finally:
+                g.close()
+            if module.loaded() and answers["lists"]:
+                return
+
+    for i in range(LOAD_RACES):
+        if module.loaded():
+            check(module.rmmod().returncode == 0, f"rmmod in round {i}")
+        threads = [threading.Thread(target=dumper) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        check(not bad, f"round {i}: dumps failed oddly: {bad[:3]}")
+    diag(f"{LOAD_RACES} loads: {answers['lists']} dumps answered, "
+         f"{answers['refused']} refused")
+    module.ensure_loaded()
+
+
 def main():
     suite = ktap.Suite("parq_unload")
     suite.case("delete under traffic", t_delete_under_traffic)
     suite.case("rmmod refused in use, then succeeds", t_rmmod_in_use)
     suite.case("re-add autoloads the module", t_reload)
+    suite.case("genl dumps while the module loads", t_dump_while_loading)
     suite.case(f"{CYCLES} add/delete cycles under traffic", t_add_del_loop,
                timeout=600)
     suite.case("replace parq -> fq_codel -> parq under traffic",
