@@ -729,38 +729,6 @@ def t_no_link_speed(env):
     del_root(env)
 
 
-def t_link_share(env):
-    """A parq under mq sends on one of the device's N tx queues and admits
-    1/N of the link; under any other root (htb, which has an attach
-    operation too since 5.13) it has the whole link to admit."""
-    a = env.a
-    dev = "pq8"
-    a.run(["ip", "link", "add", dev, "numtxqueues", "8", "numrxqueues", "8",
-           "type", "veth", "peer", "name", dev + "b", "numtxqueues", "8",
-           "numrxqueues", "8"])
-    link = 10000 * 10**6 // 8		# a veth's 10000Mb/s, bytes/s
-    try:
-        a.run(["ip", "link", "set", dev, "up"])
-        tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
-           "default", "1")
-        tc(a, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1",
-           "htb", "rate", "10gbit")
-        tc(a, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "2:",
-           "parq")
-        check_eq(qx(env, dev)["resv_capacity"], link * 9 // 10,
-                 "resv_capacity under htb (bytes/s): the whole link")
-        tc(a, "class", "add", "dev", dev, "parent", "2:", "classid", "2:16",
-           "parq", "rate", "2gbit")
-        tc(a, "qdisc", "del", "dev", dev, "root")
-        tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
-        tc(a, "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "2:",
-           "parq")
-        check_eq(qx(env, dev)["resv_capacity"], link // 8 * 9 // 10,
-                 "resv_capacity under mq with 8 tx queues (bytes/s)")
-    finally:
-        a.run(["ip", "link", "del", dev], check=False)
-
-
 # --- classification and deletion ---------------------------------------------
 
 def send(env, m_or_none, port, payload, count, tos=None):
@@ -1206,8 +1174,6 @@ def main():
          None),
         ("admission: no link speed needs linkrate", t_no_link_speed, 60,
          None),
-        ("admission: mq's children share the link, htb's do not",
-         t_link_share, 60, None),
         ("filters u32/flower/bpf/matchall and priority into reserved "
          "classes", t_filters, 60, None),
         ("tc class show right after every class change, with and without "

@@ -14,7 +14,9 @@ that no functional test sees (the random races are in parq_stress).
     behind the tags, not skb->protocol, which is 802.1Q there;
   - under mq, each child admits reservations against its share of the link
     speed, not the whole of it, so that the children together cannot
-    admit more than the link;
+    admit more than the link; under htb, the whole of it;
+  - a parent that peeks and then calls parq's dequeue directly (tbf over
+    cbs) gets the packet the peek took first, and none stays behind;
   - the parq family needs CAP_NET_ADMIN over the namespace for reads and
     the events group too (the tables tell which hosts talk to which), and
     root in a user namespace that owns its network namespace manages that
@@ -41,7 +43,8 @@ from parqlab import tc as tclib  # noqa: E402
 from parqlab.genl import ParqGenl  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
 from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import Iperf3Client, Iperf3Server  # noqa: E402
+from parqlab.traffic import (Iperf3Client, Iperf3Server, send_udp,  # noqa: E402
+                             udp_socket)
 
 SEC = 10**9
 MS = 10**6
@@ -191,8 +194,52 @@ def t_mq_admission(env):
               f"refusal without a clear message: {r.stderr.strip()!r}")
         cls = tclib.classes(a, "mq0")
         check("20:16" not in cls, "the refused class exists")
+        # htb has an attach operation too (since 5.13), but one tree sends
+        # the whole link: its parq may reserve 90 % of 10 Gbit/s.
+        tc(a, "qdisc", "del", "dev", "mq0", "root")
+        tc(a, "qdisc", "add", "dev", "mq0", "root", "handle", "1:", "htb",
+           "default", "1")
+        tc(a, "class", "add", "dev", "mq0", "parent", "1:", "classid", "1:1",
+           "htb", "rate", "10gbit")
+        tc(a, "qdisc", "add", "dev", "mq0", "parent", "1:1", "handle", "2:",
+           "parq", "reservable", "90")
+        r = tc(a, "class", "add", "dev", "mq0", "parent", "2:", "classid",
+               "2:16", "parq", "rate", "8gbit", check=False)
+        check(r.returncode == 0, f"under htb, 8 Gbit/s of a 10 Gbit/s link "
+              f"was refused: {r.stderr.strip()!r}")
     finally:
         a.run(["ip", "link", "del", "mq0"], check=False)
+
+
+def t_peek_then_dequeue(env):
+    """tbf over cbs over parq: tbf peeks, which makes parq take a packet
+    ahead (qdisc_peek_dequeued), then dequeues cbs, which calls parq's
+    dequeue directly.  The packet taken ahead must come out first: every
+    packet leaves, none is left behind (qlen 0), and no warning."""
+    a, dev, topo = env.a, env.dev, env.topo
+    tc(a, "qdisc", "del", "dev", dev, "root", check=False)
+    try:
+        tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
+           "rate", "20mbit", "burst", "3000", "latency", "200ms")
+        tc(a, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "2:",
+           "cbs", "idleslope", "20000", "sendslope", "-980000", "hicredit",
+           "30", "locredit", "-1470")
+        tc(a, "qdisc", "add", "dev", dev, "parent", "2:1", "handle", "3:",
+           "parq")
+        n = 200
+        s = udp_socket(a)
+        try:
+            send_udp(s, topo.ip_b(), 9, 1000, n, gap=0.001)
+        finally:
+            s.close()
+        q = ktap.poll(lambda: tclib.parq_qdisc(a, dev),
+                      lambda q: q["qlen"] == 0 and q["packets"] >= n, 10.0)
+        diag(f"parq: {q['packets']} packets sent, qlen {q['qlen']}, "
+             f"drops {q['drops']}")
+        check_eq((q["packets"], q["qlen"], q["drops"]), (n, 0, 0),
+                 "parq (packets, qlen, drops)")
+    finally:
+        tc(a, "qdisc", "del", "dev", dev, "root", check=False)
 
 
 # Run in a child user namespace: prints one word per request.
@@ -406,6 +453,8 @@ def main():
                t_split_gso_backlog)
     suite.case("VLAN-tagged local traffic meets its credit", t_vlan_credit)
     suite.case("mq: children share the link speed", t_mq_admission)
+    suite.case("a peek, then a dequeue not through it (tbf over cbs)",
+               t_peek_then_dequeue)
     suite.case("the parq family needs CAP_NET_ADMIN over the namespace",
                t_permissions)
     suite.case("table entries are charged to the caller's memory cgroup",
