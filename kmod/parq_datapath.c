@@ -659,6 +659,19 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 
 	if (!sch->q.qlen)
 		return NULL;
+	/*
+	 * A packet our peek (qdisc_peek_dequeued) took already, for a parent
+	 * that then calls ->dequeue directly rather than
+	 * qdisc_dequeue_peeked() (cbs, for one): it goes first, and it is in
+	 * q.qlen though no queue of ours holds it.
+	 */
+	skb = skb_peek(&sch->gso_skb);
+	if (unlikely(skb)) {
+		__skb_unlink(skb, &sch->gso_skb);
+		qdisc_qstats_backlog_dec(sch, skb);
+		sch->q.qlen--;
+		return skb;
+	}
 	/* Read at each packet: the device's MTU may have changed. */
 	quantum = psched_mtu(qdisc_dev(sch));
 	parq_rr_set_quantum(&q->rr, quantum);
