@@ -272,6 +272,19 @@ Result<Str, std::string> NonEmpty(const Reader& r, const toml::node& v,
   return r.String(v, key);
 }
 
+// A string that is an absolute path; else the error says that it "must be
+// an absolute path" followed by `what`.
+Result<Str, std::string> AbsolutePath(const Reader& r, const toml::node& v,
+                                      std::string_view key,
+                                      std::string_view what) {
+  auto s = NonEmpty(r, v, key);
+  if (s.ok() && s.value().text.front() != '/')
+    return Err{r.Err(v, key,
+                     "\"" + s.value().text + "\" must be an absolute path" +
+                         std::string(what))};
+  return s;
+}
+
 Result<std::vector<AllowRule>, std::string> AllowRules(const Reader& r,
                                                        std::string_view source,
                                                        const toml::node& n) {
@@ -411,24 +424,16 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                              "characters")};
       a.socket = s.value().text;
     } else if (key == "slurm-cgroup") {
-      auto s = NonEmpty(r, v, full);
+      auto s = AbsolutePath(r, v, full,
+                            " (a directory of the cgroup v2 file system)");
       if (!s.ok())
         return Err{s.error()};
-      if (s.value().text.front() != '/')
-        return Err{r.Err(v, full,
-                         "\"" + s.value().text +
-                             "\" must be an absolute path (a directory of "
-                             "the cgroup v2 file system)")};
       a.slurm_cgroup = s.value().text;
     } else if (key == "etcd-ca-file" || key == "etcd-cert-file" ||
                key == "etcd-key-file") {
-      auto f = NonEmpty(r, v, full);
+      auto f = AbsolutePath(r, v, full, " to a PEM file");
       if (!f.ok())
         return Err{f.error()};
-      if (f.value().text.front() != '/')
-        return Err{r.Err(v, full,
-                         "\"" + f.value().text +
-                             "\" must be an absolute path to a PEM file")};
       std::string& to = key == "etcd-ca-file"     ? a.etcd_tls.ca_file
                         : key == "etcd-cert-file" ? a.etcd_tls.cert_file
                                                   : a.etcd_tls.key_file;
@@ -439,14 +444,9 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
         return Err{s.error()};
       a.etcd_auth.user = s.value().text;
     } else if (key == "etcd-password-file") {
-      auto f = NonEmpty(r, v, full);
+      auto f = AbsolutePath(r, v, full, " to the file of etcd-user's password");
       if (!f.ok())
         return Err{f.error()};
-      if (f.value().text.front() != '/')
-        return Err{r.Err(v, full,
-                         "\"" + f.value().text +
-                             "\" must be an absolute path to the file of "
-                             "etcd-user's password")};
       a.etcd_auth.password_file = f.value().text;
     } else if (key == "etcd-insecure") {
       const auto* b = v.as_boolean();
