@@ -59,7 +59,6 @@ static const char * const parq_class_attr_err[TCA_PARQ_CLASS_MAX + 1] = {
 	[TCA_PARQ_CLASS_IDT]	= "parq: class idt must be 1ns to 10s",
 };
 
-
 void parq_resv_free(struct parq_resv_class *rc)
 {
 	gen_kill_estimator(&rc->rate_est);

@@ -54,7 +54,7 @@
 /*
  * Each namespace has its own ring, so a request's text can only be
  * overwritten by PARQ_ERR_RING later failures in the same namespace
- * between its handler's return and its acknowledgement, never by another
+ * between its handler's return and its acknowledgment, never by another
  * namespace's.  The last byte of each buffer is never written: a text read
  * while it is being replaced is garbled at worst, never unterminated.
  */
@@ -211,13 +211,15 @@ static_assert(PARQ_CLASS_PARALLEL == 1 && PARQ_CLASS_LOCAL == 2);
 	  NLA_POLICY_MAX(NLA_U8, PARQ_DSCP_MARK_OFF), PARQ_DSCP_MARK_OFF, \
 	  "parq: dscp-mark must be a DSCP 0.." __stringify(PARQ_DSCP_MAX) " or off")
 
-#define PARQ_PARAM_POLICY(attr, field, policy, def, msg)	[attr] = policy,
+#define PARQ_PARAM_POLICY(attr, field, policy, def, msg)	\
+	[attr] = policy,
 static const struct nla_policy parq_policy[TCA_PARQ_MAX + 1] = {
 	[TCA_PARQ_PAD]	= { .type = NLA_REJECT },
 	PARQ_QDISC_PARAMS(PARQ_PARAM_POLICY)
 };
 
-#define PARQ_PARAM_ERR(attr, field, policy, def, msg)	[attr] = msg,
+#define PARQ_PARAM_ERR(attr, field, policy, def, msg)	\
+	[attr] = msg,
 static const char * const parq_attr_err[TCA_PARQ_MAX + 1] = {
 	[TCA_PARQ_PAD]	= "parq: unexpected padding attribute",
 	PARQ_QDISC_PARAMS(PARQ_PARAM_ERR)
@@ -327,8 +329,8 @@ int parq_config_check(void)
 
 /* Replace the policy's generic message by one naming the parameter. */
 void parq_name_bad_attr(const struct nlattr *opt,
-			       const char * const *msgs, int maxtype,
-			       struct netlink_ext_ack *extack)
+			const char * const *msgs, int maxtype,
+			struct netlink_ext_ack *extack)
 {
 	int type;
 
@@ -406,7 +408,7 @@ static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg,
 }
 
 int parq_change(struct Qdisc *sch, struct nlattr *opt,
-		       struct netlink_ext_ack *extack)
+		struct netlink_ext_ack *extack)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_PARQ_MAX + 1];
@@ -447,7 +449,7 @@ int parq_change(struct Qdisc *sch, struct nlattr *opt,
 }
 
 int parq_init(struct Qdisc *sch, struct nlattr *opt,
-		     struct netlink_ext_ack *extack)
+	      struct netlink_ext_ack *extack)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct parq_config cfg;

@@ -468,7 +468,7 @@ static struct sk_buff *parq_take_parallel(struct Qdisc *sch)
  * reserved classes, the one due first.  Returns the dropped length.
  */
 unsigned int parq_evict(struct Qdisc *sch, enum parq_act act,
-			       struct sk_buff **to_free)
+			struct sk_buff **to_free)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct parq_resv_class *rc;
@@ -620,7 +620,7 @@ static int parq_enqueue_segs(struct sk_buff *skb, struct Qdisc *sch,
 }
 
 int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
-			struct sk_buff **to_free)
+		 struct sk_buff **to_free)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	int ret;
@@ -661,9 +661,9 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 		return NULL;
 	/*
 	 * A packet our peek (qdisc_peek_dequeued) took already, for a parent
-	 * that then calls ->dequeue directly rather than
-	 * qdisc_dequeue_peeked() (cbs, for one): it goes first, and it is in
-	 * q.qlen though no queue of ours holds it.
+	 * that then calls ->dequeue rather than qdisc_dequeue_peeked() (none
+	 * in 6.1 or 6.12 does): it goes first, and it is in q.qlen though no
+	 * queue of ours holds it.
 	 */
 	skb = skb_peek(&sch->gso_skb);
 	if (unlikely(skb)) {

@@ -498,6 +498,7 @@ static void parq_mon_parallel(struct parq_mon_net *mn,
 			break;
 		old = prev;
 	}
+	/* Pairs with the barrier in parq_mon_stop_timer(). */
 	smp_mb();
 	if (READ_ONCE(mn->active))
 		return;
@@ -536,6 +537,7 @@ static enum hrtimer_restart parq_mon_stop_timer(struct hrtimer *t)
 			 */
 			parq_fault_stop_delay();
 			WRITE_ONCE(mn->active, false);
+			/* Pairs with the barrier in parq_mon_parallel(). */
 			smp_mb();
 			due = READ_ONCE(mn->last_parallel) + mn->hold;
 		}

@@ -170,7 +170,7 @@ static inline struct parq_class *parq_stats_of(struct parq_sched_data *q,
 }
 
 static inline struct parq_resv_class *parq_resv_find(struct Qdisc *sch,
-						      u32 classid)
+						     u32 classid)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct Qdisc_class_common *common;

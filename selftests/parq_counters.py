@@ -168,13 +168,21 @@ def t_priority_handle0(env):
     with open(path) as f:
         old = f.read().strip()
     dev = "pq0"
-    a.run(["ip", "link", "add", dev, "type", "dummy", "numtxqueues", "4"])
+    # A veth of 4 tx queues whose peer, up without an address, takes what
+    # is sent to 10.99.0.2 (a permanent neighbour entry) and drops it.
+    a.run(["ip", "link", "add", dev, "numtxqueues", "4", "type", "veth",
+           "peer", "name", dev + "p"])
     try:
         with open(path, "w") as f:
             f.write("parq")
         tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
+        for d in (dev, dev + "p"):	# nothing but the test's packets
+            a.sysctl(f"net.ipv6.conf.{d}.disable_ipv6", 1, missing_ok=True)
         a.run(["ip", "addr", "add", "10.99.0.1/24", "dev", dev])
+        a.run(["ip", "link", "set", dev + "p", "up"])
         a.run(["ip", "link", "set", dev, "up"])
+        a.run(["ip", "neigh", "replace", "10.99.0.2", "lladdr",
+               "02:00:00:00:99:02", "dev", dev, "nud", "permanent"])
         kids = [q for q in tclib.qdiscs(a, dev) if q.get("kind") == "parq"]
         check_eq(len(kids), 4, "parq children of mq")
         check_eq({q["handle"] for q in kids}, {"0:"}, "their handles")

@@ -15,8 +15,8 @@ that no functional test sees (the random races are in parq_stress).
   - under mq, each child admits reservations against its share of the link
     speed, not the whole of it, so that the children together cannot
     admit more than the link; under htb, the whole of it;
-  - a parent that peeks and then calls parq's dequeue directly (tbf over
-    cbs) gets the packet the peek took first, and none stays behind;
+  - under parents that peek before they dequeue (tbf over cbs), every
+    packet leaves and none stays behind;
   - the parq family needs CAP_NET_ADMIN over the namespace for reads and
     the events group too (the tables tell which hosts talk to which), and
     root in a user namespace that owns its network namespace manages that
@@ -212,10 +212,11 @@ def t_mq_admission(env):
 
 
 def t_peek_then_dequeue(env):
-    """tbf over cbs over parq: tbf peeks, which makes parq take a packet
-    ahead (qdisc_peek_dequeued), then dequeues cbs, which calls parq's
-    dequeue directly.  The packet taken ahead must come out first: every
-    packet leaves, none is left behind (qlen 0), and no warning."""
+    """tbf over cbs over parq, a sparse flow: the parents peek before they
+    dequeue (qdisc_peek_dequeued takes a packet ahead).  Every packet
+    leaves, none is left behind (qlen 0), and no warning.  (No qdisc of
+    6.1 or 6.12 calls a child's dequeue after peeking it other than through
+    qdisc_dequeue_peeked(); parq also serves one that would.)"""
     a, dev, topo = env.a, env.dev, env.topo
     tc(a, "qdisc", "del", "dev", dev, "root", check=False)
     try:
@@ -453,7 +454,7 @@ def main():
                t_split_gso_backlog)
     suite.case("VLAN-tagged local traffic meets its credit", t_vlan_credit)
     suite.case("mq: children share the link speed", t_mq_admission)
-    suite.case("a peek, then a dequeue not through it (tbf over cbs)",
+    suite.case("parents that peek (tbf over cbs): nothing stays behind",
                t_peek_then_dequeue)
     suite.case("the parq family needs CAP_NET_ADMIN over the namespace",
                t_permissions)

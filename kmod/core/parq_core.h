@@ -29,11 +29,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-typedef uint8_t u8;
-typedef uint32_t u32;
-typedef int32_t s32;
-typedef uint64_t u64;
-typedef int64_t s64;
+/* The kernel's types, from the compiler's own (as <stdint.h> makes them). */
+typedef __UINT8_TYPE__ u8;
+typedef __UINT32_TYPE__ u32;
+typedef __INT32_TYPE__ s32;
+typedef __UINT64_TYPE__ u64;
+typedef __INT64_TYPE__ s64;
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -47,12 +47,12 @@ struct parq_sched {
 
 /* What the qdisc holds, as a dequeue at @now sees it. */
 struct parq_view {
-	u64	resv_ndt;	/* NDT of the first backlogged reserved class,
-				 * U64_MAX (~0) when none is backlogged */
+	/* NDT of the first backlogged reserved class, U64_MAX when none */
+	u64	resv_ndt;
 	u64	lwait_next;	/* ns: end of the first credit wait, or ~0 */
 	bool	parallel;	/* parallel packets queued */
-	bool	local;		/* a local destination may send (queued and
-				 * not waiting for credit) */
+	/* a local destination may send (queued, not waiting for credit) */
+	bool	local;
 };
 
 enum parq_act {
@@ -65,8 +65,8 @@ enum parq_act {
 
 struct parq_decision {
 	enum parq_act	act;
-	bool		other;	/* PARALLEL or LOCAL: the other class was
-				 * backlogged (and may send) */
+	/* PARALLEL or LOCAL: the other class was backlogged (may send) */
+	bool		other;
 	u64		until;	/* WAIT: ns at which to look again */
 };
 
