@@ -154,6 +154,12 @@ kernel-debug:
 	scripts/install-deps debug
 	scripts/kernel-debug
 
+# checkpatch.pl --strict, from the kernel tree kernel-debug unpacks, on
+# every file of the module (scripts/checkpatch-kmod says what it leaves
+# out, and why).
+kmod-checkpatch: kernel-debug
+	scripts/checkpatch-kmod
+
 # The developer build: unit tests, ASan and UBSan, -Werror.
 userspace:
 	cmake -S userspace -B $(USERSPACE) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -377,7 +383,8 @@ check:
 		PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=20000 \
 		$(MAKE) selftest KERNEL=6.12 \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_612_EXCEPT))"
-	@$(call PHASE,stress and fuzzer under the debug kernel) \
+	@$(call PHASE,checkpatch; stress and fuzzer under the debug kernel) \
+		$(MAKE) kmod-checkpatch && \
 		PARQ_STRESS_SCALE=0.0625 PARQ_NLFUZZ_MESSAGES=4000 \
 		$(MAKE) selftest-stress KERNEL=debug
 
@@ -502,7 +509,7 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all kmod kmod-tree kmod-lint plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
+.PHONY: all kmod kmod-tree kmod-lint kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
 	selftest bench bench-core bench-admission bench-parqd tools demo demo-run experiments experiments-run \
 	first-run-test quick unit-quick deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \

@@ -30,11 +30,11 @@
 
 /* 5.18 replaced gnet_stats_basic_packed and the seqcount "running" arg. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 18, 0)
-typedef struct gnet_stats_basic_sync parq_bstats_t;
+#define parq_bstats_t			struct gnet_stats_basic_sync
 #define parq_bstats_init(b)		gnet_stats_basic_sync_init(b)
 #define parq_copy_basic(sch, d, b)	gnet_stats_copy_basic(d, NULL, b, true)
 #else
-typedef struct gnet_stats_basic_packed parq_bstats_t;
+#define parq_bstats_t			struct gnet_stats_basic_packed
 #define parq_bstats_init(b)		do { } while (0)
 #define parq_copy_basic(sch, d, b)	\
 	gnet_stats_copy_basic(qdisc_root_sleeping_running(sch), d, NULL, b)

@@ -25,6 +25,7 @@ enum parq_unit {
 	PARQ_UNIT_PACKETS,	/* threshold counts packets, as published */
 	__PARQ_UNIT_MAX
 };
+
 #define PARQ_UNIT_MAX (__PARQ_UNIT_MAX - 1)
 
 #define PARQ_THRESHOLD_DEFAULT	4
@@ -48,6 +49,7 @@ enum parq_split_gso {
 	PARQ_SPLIT_GSO_OFF,
 	__PARQ_SPLIT_GSO_MAX
 };
+
 #define PARQ_SPLIT_GSO_MAX (__PARQ_SPLIT_GSO_MAX - 1)
 
 /*
@@ -83,20 +85,30 @@ enum {
 	TCA_PARQ_UNIT,		/* u8: enum parq_unit */
 	TCA_PARQ_RATE,		/* u64: bytes/s, 1..PARQ_RATE_MAX or _UNLIMITED */
 	TCA_PARQ_OVERHEAD,	/* s32: bytes added per packet by the shaper */
-	TCA_PARQ_SPLIT_GSO,	/* u8: enum parq_split_gso; dumped as the
-				 * effective state (_ON or _OFF) */
+	/*
+	 * u8: enum parq_split_gso; dumped as the
+	 * effective state (_ON or _OFF)
+	 */
+	TCA_PARQ_SPLIT_GSO,
 	TCA_PARQ_LIMIT,		/* u32: packets in the whole qdisc */
-	TCA_PARQ_FLOW_LIMIT,	/* u32: packets in one parallel flow, one
-				 * reserved class or one local destination */
+	/*
+	 * u32: packets in one parallel flow, one
+	 * reserved class or one local destination
+	 */
+	TCA_PARQ_FLOW_LIMIT,
 	TCA_PARQ_DSCP_PARALLEL,	/* u64: DSCP bitmask, see PARQ_DSCP_BIT */
 	TCA_PARQ_DEFAULT_CLASS,	/* u8: PARQ_CLASS_PARALLEL or _LOCAL */
-	TCA_PARQ_LINKRATE,	/* u64: bytes/s admission control divides,
-				 * 1..PARQ_RATE_MAX or PARQ_LINKRATE_AUTO;
-				 * dumped as the effective value, 0 if none */
+	/*
+	 * u64: bytes/s admission control divides,
+	 * 1..PARQ_RATE_MAX or PARQ_LINKRATE_AUTO;
+	 * dumped as the effective value, 0 if none
+	 */
+	TCA_PARQ_LINKRATE,
 	TCA_PARQ_RESERVABLE,	/* u8: percent of linkrate, 1..100 */
 	TCA_PARQ_DSCP_MARK,	/* u8: 0..PARQ_DSCP_MAX or PARQ_DSCP_MARK_OFF */
 	__TCA_PARQ_MAX
 };
+
 #define TCA_PARQ_MAX (__TCA_PARQ_MAX - 1)
 
 /* Options of a reserved class (TCA_OPTIONS of tc class add/change). */
@@ -107,6 +119,7 @@ enum {
 	TCA_PARQ_CLASS_IDT,	/* u64: ns per packet, 1..PARQ_IDT_MAX */
 	__TCA_PARQ_CLASS_MAX
 };
+
 #define TCA_PARQ_CLASS_MAX (__TCA_PARQ_CLASS_MAX - 1)
 
 /*
@@ -130,21 +143,33 @@ enum {
 struct tc_parq_xstats {
 	__u32	version;		/* PARQ_XSTATS_VERSION */
 	__u32	flows_active;		/* parallel flows with packets queued */
-	__u64	threshold_turns;	/* local packets sent by the threshold
-					 * rule while parallel was backlogged */
+	/*
+	 * local packets sent by the threshold
+	 * rule while parallel was backlogged
+	 */
+	__u64	threshold_turns;
 	__u64	parallel_only;		/* parallel packets sent, local empty */
 	__u64	local_only;		/* local packets sent, parallel empty */
 	__u64	throttled;		/* dequeues deferred by the shaper */
 	__u64	wakeups;		/* dequeues resumed after a throttle */
 	__u64	gso_segments;		/* segments made by split-gso */
-	__u64	unknown_class;		/* classified to a missing class, sent
-					 * to the default class instead */
+	/*
+	 * classified to a missing class, sent
+	 * to the default class instead
+	 */
+	__u64	unknown_class;
 	__u64	drop_local_full;	/* local packet dropped: qdisc full */
-	__u64	drop_local_evicted;	/* queued local packet dropped to make
-					 * room for a parallel packet */
+	/*
+	 * queued local packet dropped to make
+	 * room for a parallel packet
+	 */
+	__u64	drop_local_evicted;
 	__u64	drop_parallel_full;	/* parallel dropped: full, no local */
-	__u64	drop_flow_limit;	/* dropped: its flow, reserved class or
-					 * local destination at flow-limit */
+	/*
+	 * dropped: its flow, reserved class or
+	 * local destination at flow-limit
+	 */
+	__u64	drop_flow_limit;
 	__u64	drop_gso_failed;	/* GSO segmentation failed */
 	__u64	drop_filter;		/* dropped or stolen by a tc filter */
 	/* version 2: reserved flows */
@@ -159,10 +184,16 @@ struct tc_parq_xstats {
 	/* version 3: the local class per destination, receiver credits */
 	__u32	local_flows;		/* destinations with local packets */
 	__u32	local_waiting;		/* of those, waiting for credit */
-	__u64	credit_waits;		/* times a destination had used its
-					 * credit and had to wait */
-	__u64	drop_local_nomem;	/* local dropped: no memory for a
-					 * destination queue */
+	/*
+	 * times a destination had used its
+	 * credit and had to wait
+	 */
+	__u64	credit_waits;
+	/*
+	 * local dropped: no memory for a
+	 * destination queue
+	 */
+	__u64	drop_local_nomem;
 	/* version 4: sojourn times (see PARQ_SOJOURN_BUCKETS) */
 	__u64	parallel_sojourn_sum;	/* ns, all parallel packets sent */
 	__u64	local_sojourn_sum;	/* ns, all local packets sent */
@@ -223,15 +254,22 @@ enum parq_genl_cmd {
 	PARQ_CMD_MON_SET,	/* configure the receive monitor */
 	PARQ_CMD_MON_GET,	/* its configuration and state */
 	PARQ_CMD_PEER_GET,	/* dump: what arrived from each source host */
-	PARQ_CMD_MON_EVENT,	/* to "events": parallel traffic started
-				 * (PARQ_A_MON_ACTIVE 1, the source that
-				 * started it) or stopped (0) arriving */
-	PARQ_CMD_MON_LOCAL,	/* to "events", with PARQ_A_MON_REPORT_LOCAL
-				 * on: while parallel traffic arrives, a
-				 * source host sent local traffic, its first
-				 * in a hold (its address) */
+	/*
+	 * to "events": parallel traffic started
+	 * (PARQ_A_MON_ACTIVE 1, the source that
+	 * started it) or stopped (0) arriving
+	 */
+	PARQ_CMD_MON_EVENT,
+	/*
+	 * to "events", with PARQ_A_MON_REPORT_LOCAL
+	 * on: while parallel traffic arrives, a
+	 * source host sent local traffic, its first
+	 * in a hold (its address)
+	 */
+	PARQ_CMD_MON_LOCAL,
 	__PARQ_CMD_MAX
 };
+
 #define PARQ_CMD_MAX (__PARQ_CMD_MAX - 1)
 
 enum parq_genl_attr {
@@ -239,21 +277,36 @@ enum parq_genl_attr {
 	PARQ_A_PAD,
 	PARQ_A_ADDR4,		/* be32: an IPv4 destination */
 	PARQ_A_ADDR6,		/* 16 bytes: an IPv6 destination */
-	PARQ_A_CREDIT,		/* u32: bytes per epoch; 0 stops the
-				 * destination's local traffic */
+	/*
+	 * u32: bytes per epoch; 0 stops the
+	 * destination's local traffic
+	 */
+	PARQ_A_CREDIT,
 	PARQ_A_EPOCH,		/* u64: ns, PARQ_EPOCH_MIN..MAX */
-	PARQ_A_LEASE,		/* u64: ns the entry lives (set), or has
-				 * left (get), 1..PARQ_LEASE_MAX */
+	/*
+	 * u64: ns the entry lives (set), or has
+	 * left (get), 1..PARQ_LEASE_MAX
+	 */
+	PARQ_A_LEASE,
 	PARQ_A_USED,		/* u32: bytes sent in the current epoch */
 	PARQ_A_PASSED,		/* u64: local packets let through */
 	PARQ_A_HELD,		/* u64: times a packet had to wait */
 	PARQ_A_MON_ENABLED,	/* u8: the monitor counts arriving traffic */
-	PARQ_A_MON_SIZE,	/* u32: source hosts kept, 1..PARQ_MON_SIZE_MAX;
-				 * the least recently seen goes first */
-	PARQ_A_MON_DSCP,	/* u64: DSCPs of parallel traffic, as the
-				 * qdisc's dscp-parallel (PARQ_DSCP_BIT) */
-	PARQ_A_MON_HOLD,	/* u64: ns without parallel traffic before it
-				 * counts as stopped, PARQ_MON_HOLD_MIN..MAX */
+	/*
+	 * u32: source hosts kept, 1..PARQ_MON_SIZE_MAX;
+	 * the least recently seen goes first
+	 */
+	PARQ_A_MON_SIZE,
+	/*
+	 * u64: DSCPs of parallel traffic, as the
+	 * qdisc's dscp-parallel (PARQ_DSCP_BIT)
+	 */
+	PARQ_A_MON_DSCP,
+	/*
+	 * u64: ns without parallel traffic before it
+	 * counts as stopped, PARQ_MON_HOLD_MIN..MAX
+	 */
+	PARQ_A_MON_HOLD,
 	PARQ_A_MON_SOURCES,	/* u32: source hosts in the table now */
 	PARQ_A_MON_ACTIVE,	/* u8: parallel traffic is arriving */
 	PARQ_A_MON_EVICTED,	/* u64: sources evicted to make room */
@@ -264,35 +317,60 @@ enum parq_genl_attr {
 	PARQ_A_LOC_PACKETS,	/* u64: local packets from the source */
 	PARQ_A_LOC_BYTES,	/* u64 */
 	PARQ_A_LOC_AGE,		/* u64: ns since the last one; absent if none */
-	PARQ_A_MON_UNCOUNTED,	/* u64: packets from new sources that found
-				 * the table full: the least recently seen
-				 * source makes room only after 2 s idle, and
-				 * each CPU tries at most size / (4 x CPUs)
-				 * new sources a second */
-	PARQ_A_MON_PEERS,	/* nest (set): the only sources counted, as
-				 * PARQ_A_ADDR4 and PARQ_A_ADDR6 attributes,
-				 * at most PARQ_MON_PEERS_MAX; it replaces
-				 * the set, and an empty nest counts every
-				 * source again */
-	PARQ_A_MON_NPEERS,	/* u32 (get): addresses in the peer set, 0:
-				 * every source is counted */
-	PARQ_A_MON_FOREIGN,	/* u64 (get): packets from sources outside
-				 * the peer set, not counted */
-	PARQ_A_MON_REPORT_LOCAL, /* u8: report local senders
-				 * (PARQ_CMD_MON_LOCAL), so that a reader
-				 * needs no dump while nothing changes */
-	PARQ_A_MON_LOCAL_EVENTS, /* u64 (get): PARQ_CMD_MON_LOCAL reports
-				 * sent */
-	PARQ_A_MON_MIN_BYTES,	/* u32: bytes of parallel traffic that must
-				 * arrive within one hold before it counts as
-				 * arriving (and a source's par-age moves);
-				 * 0: every parallel packet counts */
-	PARQ_A_MON_BELOW,	/* u64 (get): parallel packets that arrived
-				 * while their hold's volume was below
-				 * PARQ_A_MON_MIN_BYTES: counted in the
-				 * table, but not as parallel traffic */
+	/*
+	 * u64: packets from new sources that found
+	 * the table full: the least recently seen
+	 * source makes room only after 2 s idle, and
+	 * each CPU tries at most size / (4 x CPUs)
+	 * new sources a second
+	 */
+	PARQ_A_MON_UNCOUNTED,
+	/*
+	 * nest (set): the only sources counted, as
+	 * PARQ_A_ADDR4 and PARQ_A_ADDR6 attributes,
+	 * at most PARQ_MON_PEERS_MAX; it replaces
+	 * the set, and an empty nest counts every
+	 * source again
+	 */
+	PARQ_A_MON_PEERS,
+	/*
+	 * u32 (get): addresses in the peer set, 0:
+	 * every source is counted
+	 */
+	PARQ_A_MON_NPEERS,
+	/*
+	 * u64 (get): packets from sources outside
+	 * the peer set, not counted
+	 */
+	PARQ_A_MON_FOREIGN,
+	/*
+	 * u8: report local senders
+	 * (PARQ_CMD_MON_LOCAL), so that a reader
+	 * needs no dump while nothing changes
+	 */
+	PARQ_A_MON_REPORT_LOCAL,
+	/*
+	 * u64 (get): PARQ_CMD_MON_LOCAL reports
+	 * sent
+	 */
+	PARQ_A_MON_LOCAL_EVENTS,
+	/*
+	 * u32: bytes of parallel traffic that must
+	 * arrive within one hold before it counts as
+	 * arriving (and a source's par-age moves);
+	 * 0: every parallel packet counts
+	 */
+	PARQ_A_MON_MIN_BYTES,
+	/*
+	 * u64 (get): parallel packets that arrived
+	 * while their hold's volume was below
+	 * PARQ_A_MON_MIN_BYTES: counted in the
+	 * table, but not as parallel traffic
+	 */
+	PARQ_A_MON_BELOW,
 	__PARQ_A_MAX
 };
+
 #define PARQ_A_MAX (__PARQ_A_MAX - 1)
 
 #endif /* _UAPI_LINUX_PARQ_H */
