@@ -41,12 +41,12 @@ static struct netlink_range_validation parq_hold_range = {
 
 /* One address of PARQ_A_MON_PEERS. */
 static const struct nla_policy parq_peer_policy[PARQ_A_ADDR6 + 1] = {
-	[PARQ_A_ADDR4]		= { .type = NLA_U32 },
+	[PARQ_A_ADDR4]		= { .type = NLA_BE32 },
 	[PARQ_A_ADDR6]		= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
 };
 
 static const struct nla_policy parq_genl_policy[PARQ_A_MAX + 1] = {
-	[PARQ_A_ADDR4]		= { .type = NLA_U32 },
+	[PARQ_A_ADDR4]		= { .type = NLA_BE32 },
 	[PARQ_A_ADDR6]		= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
 	[PARQ_A_CREDIT]		= { .type = NLA_U32 },
 	[PARQ_A_EPOCH]		= NLA_POLICY_FULL_RANGE(NLA_U64,
