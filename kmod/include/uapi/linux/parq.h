@@ -150,7 +150,7 @@ struct tc_parq_xstats {
 	__u64	threshold_turns;
 	__u64	parallel_only;		/* parallel packets sent, local empty */
 	__u64	local_only;		/* local packets sent, parallel empty */
-	__u64	throttled;		/* dequeues deferred by the shaper */
+	__u64	throttled;		/* dequeues deferred: nothing due yet */
 	__u64	wakeups;		/* dequeues resumed after a throttle */
 	__u64	gso_segments;		/* segments made by split-gso */
 	/*
