@@ -598,10 +598,39 @@ def t_no_lost_turns(env):
     tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
 
 
-def t_credit_rate(env):
+class Refresher:
+    """Sets D1's entry again every millisecond with the same credit and
+    epoch, as parqd resends it each epoch but faster, on a socket of its
+    own, while the sender's packets charge the entry."""
+
+    def __init__(self, env, credit, epoch):
+        self.stop = threading.Event()
+        self.sets = 0
+        self.errors = []
+
+        def run():
+            with genl(env) as g:
+                while not self.stop.is_set():
+                    r = g.set(D1, credit=credit, lease=60 * SEC, epoch=epoch)
+                    if r.error:
+                        self.errors.append(r.errname)
+                    self.sets += 1
+                    time.sleep(0.001)
+        self.thread = threading.Thread(target=run)
+        self.thread.start()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(10)
+
+
+def t_credit_rate(env, refresh=False):
     """Bytes are read from the local class's counter (what parq sent, L2
     lengths, as credits count them) by netlink, with the time taken before
-    and after each read, so the bound holds whatever the clocks' jitter."""
+    and after each read, so the bound holds whatever the clocks' jitter.
+    With @refresh, the entry is set again every millisecond meanwhile: a
+    set with the same epoch keeps what was used, and loses no charge made
+    while it runs."""
     topo = env.topo
     qdisc_setup(env)
     credit, epoch = 4000, 10 * MS		# 3.2 Mbit/s of wire bytes
@@ -619,6 +648,7 @@ def t_credit_rate(env):
             ok(g.set(D1, credit=credit, lease=60 * SEC, epoch=epoch),
                "credit for D1")
             tx = Sender(env, [D1], burst=10, period=0.003)	# several x that
+            again = Refresher(env, credit, epoch) if refresh else None
             try:
                 time.sleep(1.0)
                 ta, b0, tb = local_bytes()
@@ -626,6 +656,11 @@ def t_credit_rate(env):
                 tc_, b1, td = local_bytes()
             finally:
                 tx.close()
+                if again:
+                    again.close()
+            if again:
+                diag(f"the entry was set {again.sets} times meanwhile")
+                check(not again.errors, f"sets refused: {again.errors[:3]}")
             ok(g.delete(), "flush")
     got = b1 - b0
     per_s = SEC / epoch
@@ -674,6 +709,9 @@ def main():
     suite.case("a credit holds a destination to credit per epoch",
                t_credit_rate, speed="a sender in Python offers twice the "
                "credit's rate")
+    suite.case("set again every ms with the same epoch, it still holds",
+               lambda env: t_credit_rate(env, refresh=True),
+               speed="a sender in Python offers twice the credit's rate")
     suite.case("a waiting local class takes no threshold turn",
                t_no_lost_turns, speed="the parallel class's share of 8 "
                "Mbit/s is measured")
