@@ -81,6 +81,22 @@ static bool parq_credit_live(const struct parq_credit *e, u64 now)
 	return now < READ_ONCE(e->expires);
 }
 
+/*
+ * The entry's configuration as one value: its credit may change in place
+ * (parq_credit_set()) while another CPU charges it; epoch and start never
+ * do for the entry's life.
+ */
+static struct parq_credit_cfg parq_credit_cfg(const struct parq_credit *e)
+{
+	struct parq_credit_cfg c = {
+		.credit	= READ_ONCE(e->cfg.credit),
+		.epoch	= e->cfg.epoch,
+		.start	= e->cfg.start,
+	};
+
+	return c;
+}
+
 /* Caller holds rcu_read_lock(). */
 static struct parq_credit *parq_credit_find(struct parq_credit_net *cn,
 					    const struct parq_addr *dst)
@@ -119,6 +135,7 @@ enum parq_credit_verdict parq_credit_charge(const struct net *net,
 {
 	struct parq_credit_net *cn = parq_cn(net);
 	enum parq_credit_verdict v = PARQ_CREDIT_NONE;
+	struct parq_credit_cfg cfg;
 	struct parq_credit *e;
 	s64 old;
 	u64 next;
@@ -127,12 +144,13 @@ enum parq_credit_verdict parq_credit_charge(const struct net *net,
 	e = parq_credit_find(cn, dst);
 	if (!e || !parq_credit_live(e, now))
 		goto out;
+	cfg = parq_credit_cfg(e);
 	old = atomic64_read(&e->state);
 	do {
-		if (!parq_credit_take(&e->cfg, (u64)old, now, len, &next)) {
+		if (!parq_credit_take(&cfg, (u64)old, now, len, &next)) {
 			atomic64_inc(&e->held);
 			/* Wait for the next epoch, or for the lease to end. */
-			*until = min(parq_credit_next(&e->cfg, now),
+			*until = min(parq_credit_next(&cfg, now),
 				     READ_ONCE(e->expires));
 			v = PARQ_CREDIT_WAIT;
 			goto out;
@@ -225,10 +243,12 @@ static void parq_credit_sweep(struct work_struct *work)
 }
 
 /*
- * Create or replace the entry for @dst.  A replacement with the same epoch
- * keeps the epoch grid and what was used in the current epoch, so that a
- * repeated message (parqd resends every epoch) changes nothing but the
- * lease.
+ * Create or replace the entry for @dst.  With the same epoch, a live entry
+ * is changed in place (its credit and lease): it keeps the epoch grid and
+ * its usage word, which other CPUs may be charging this very moment, so
+ * that a repeated message (parqd resends every epoch) loses no charge and
+ * changes nothing but the lease.  A new epoch is a new grid: a new entry
+ * replaces the old one.
  */
 static int parq_credit_set(struct parq_credit_net *cn,
 			   const struct parq_addr *dst, u32 credit, u64 epoch,
@@ -250,16 +270,19 @@ static int parq_credit_set(struct parq_credit_net *cn,
 
 	mutex_lock(&cn->lock);
 	old = parq_credit_find_locked(cn, dst);
+	if (old && old->cfg.epoch == epoch && parq_credit_live(old, now)) {
+		WRITE_ONCE(old->cfg.credit, credit);
+		WRITE_ONCE(old->expires, e->expires);
+		mutex_unlock(&cn->lock);
+		kfree(e);
+		return 0;
+	}
 	if (!old && cn->count >= PARQ_CREDIT_ENTRIES_MAX) {
 		err = -ENOSPC;
 		NL_SET_ERR_MSG(extack, "parq: credit table full");
 		goto out;
 	}
 	if (old) {
-		if (old->cfg.epoch == epoch && parq_credit_live(old, now)) {
-			e->cfg.start = old->cfg.start;
-			atomic64_set(&e->state, atomic64_read(&old->state));
-		}
 		atomic64_set(&e->passed, atomic64_read(&old->passed));
 		atomic64_set(&e->held, atomic64_read(&old->held));
 		err = rhashtable_replace_fast(&cn->ht, &old->node, &e->node,
@@ -305,17 +328,18 @@ static int parq_credit_fill(struct sk_buff *skb, const struct parq_credit *e,
 			    u32 portid, u32 seq, int flags, u64 now)
 {
 	u64 left = parq_credit_live(e, now) ? READ_ONCE(e->expires) - now : 0;
+	struct parq_credit_cfg cfg = parq_credit_cfg(e);
 	void *hdr;
 
 	hdr = parq_genl_put(skb, portid, seq, flags, PARQ_CMD_CREDIT_GET);
 	if (!hdr)
 		return -EMSGSIZE;
 	if (parq_genl_put_addr(skb, &e->dst) ||
-	    nla_put_u32(skb, PARQ_A_CREDIT, e->cfg.credit) ||
-	    nla_put_u64_64bit(skb, PARQ_A_EPOCH, e->cfg.epoch, PARQ_A_PAD) ||
+	    nla_put_u32(skb, PARQ_A_CREDIT, cfg.credit) ||
+	    nla_put_u64_64bit(skb, PARQ_A_EPOCH, cfg.epoch, PARQ_A_PAD) ||
 	    nla_put_u64_64bit(skb, PARQ_A_LEASE, left, PARQ_A_PAD) ||
 	    nla_put_u32(skb, PARQ_A_USED,
-			parq_credit_used(&e->cfg, atomic64_read(&e->state),
+			parq_credit_used(&cfg, atomic64_read(&e->state),
 					 now)) ||
 	    nla_put_u64_64bit(skb, PARQ_A_PASSED, atomic64_read(&e->passed),
 			      PARQ_A_PAD) ||
