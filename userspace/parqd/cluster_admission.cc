@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "satmath.h"
+
 namespace parq::parqd {
 
 namespace {
@@ -139,6 +141,15 @@ ClusterAdmission::ClusterAdmission(const Topology& topology, EtcdClient& etcd,
       log_(std::move(log)) {}
 
 void ClusterAdmission::Ignore(const std::string& key, const std::string& why) {
+  // Bounded: whoever writes keys could otherwise grow it without end.
+  constexpr size_t kMaxIgnored = 4096;
+  if (ignored_.size() >= kMaxIgnored) {
+    if (!ignored_full_ && log_)
+      log_(kWarn, "etcd: more than " + std::to_string(kMaxIgnored) +
+                      " keys left out; no more are named");
+    ignored_full_ = true;
+    return;
+  }
   if (ignored_.insert(key).second && log_)
     log_(kWarn, "etcd: " + key + " " + why);
 }
@@ -273,6 +284,35 @@ Result<Reservation, std::string> ClusterAdmission::Change(
   return Commit(std::move(r), path, allowance, id, rev);
 }
 
+Result<std::vector<EtcdCompare>, std::string> ClusterAdmission::Serials(
+    const std::vector<std::string>& keys) {
+  std::vector<EtcdCompare> out;
+  for (const std::string& key : keys) {
+    auto range = etcd_.Range(key);
+    if (!range.ok())
+      return Err{range.error()};
+    if (range.value().kvs.empty()) {
+      // Made once, if it still is not there; read again below.
+      auto made = etcd_.Txn({{key, "", EtcdCompare::Target::kCreateRevision,
+                              EtcdCompare::Op::kEqual, 0}},
+                            {{EtcdOp::Kind::kPut, key, "", "", 0}});
+      if (!made.ok())
+        return Err{made.error()};
+      range = etcd_.Range(key);
+      if (!range.ok())
+        return Err{range.error()};
+      if (range.value().kvs.empty())
+        return Err{"etcd: " + key + " went as soon as it was made"};
+    }
+    const EtcdKv& kv = range.value().kvs[0];
+    out.push_back({key, "", EtcdCompare::Target::kCreateRevision,
+                   EtcdCompare::Op::kEqual, kv.create_revision});
+    out.push_back({key, "", EtcdCompare::Target::kModRevision,
+                   EtcdCompare::Op::kEqual, kv.mod_revision});
+  }
+  return out;
+}
+
 Result<Reservation, std::string> ClusterAdmission::Commit(
     Reservation r, const std::vector<size_t>& path,
     std::optional<uint64_t> allowance, const std::string& own,
@@ -281,10 +321,18 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
   std::map<std::string_view, size_t, std::less<>> on_path;
   for (size_t i : path)
     on_path.emplace(res[i].id, i);
-  const std::string serial = prefix_ + "serial/";
+  std::vector<std::string> serials;
+  for (size_t i : path)
+    serials.push_back(prefix_ + "serial/" + res[i].id);
+  serials.push_back(prefix_ + "serial/user/" + r.owner);
   for (int attempt = 0; attempt < kMaxAttempts; attempt++) {
+    // The serial/ keys first, then the sums: an admission committed after
+    // a serial/ key was read changes it and fails this transaction; one
+    // committed before is in the sums.
+    auto compares = Serials(serials);
+    if (!compares.ok())
+      return Err{compares.error()};
     std::vector<uint64_t> reserved(res.size(), 0);
-    std::vector<EtcdCompare> compares;
     {
       const std::string pre = prefix_ + "use/";
       auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
@@ -297,18 +345,12 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
         const auto it = on_path.find(u->resource);
         if (it != on_path.end() &&
             (own.empty() || kv.key != UseKey(r.from, u->resource, own)))
-          reserved[it->second] += Rate(kv.value);
+          reserved[it->second] = SatAdd(reserved[it->second], Rate(kv.value));
       }
-      for (size_t i : path)
-        compares.push_back(
-            {serial + res[i].id, "", EtcdCompare::Target::kModRevision,
-             EtcdCompare::Op::kLess, range.value().revision + 1});
     }
     if (allowance) {
-      // The owner's reservations on every host, read like the resources'
-      // and compared through the owner's serial/ key: a concurrent
-      // admission for the same owner anywhere fails this transaction,
-      // which then decides again.
+      // The owner's reservations on every host, guarded by the owner's
+      // serial/ key as the resources are by theirs.
       const std::string pre = prefix_ + "user/";
       auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
       if (!range.ok())
@@ -324,40 +366,35 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
           continue;
         if ((own.empty() || kv.key != UserKey(r.from, r.owner, own)) &&
             Counts(kv))
-          held += Rate(kv.value);
+          held = SatAdd(held, Rate(kv.value));
       }
-      if (held + r.rate > *allowance || held + r.rate < held)
+      if (SatAdd(held, r.rate) > *allowance)
         return Err{"user " + r.owner + " may hold " + FormatRate(*allowance) +
                    " of reservations in the cluster; holds " +
                    FormatRate(held) +
                    (own.empty() ? ", asks " + FormatRate(r.rate) + " more"
                                 : " besides " + own + ", asks " +
                                       FormatRate(r.rate) + " for it")};
-      compares.push_back({serial + "user/" + r.owner, "",
-                          EtcdCompare::Target::kModRevision,
-                          EtcdCompare::Op::kLess, range.value().revision + 1});
     }
     if (auto refusal = Admit(topology_, path, reserved, r.rate))
       return Err{RefusalMessage(topology_, *refusal)};
     if (!own.empty())
-      compares.push_back({ResvKey(own), "", EtcdCompare::Target::kModRevision,
-                          EtcdCompare::Op::kEqual, own_revision});
+      compares.value().push_back({ResvKey(own), "",
+                                  EtcdCompare::Target::kModRevision,
+                                  EtcdCompare::Op::kEqual, own_revision});
     std::vector<EtcdOp> ops;
-    ops.reserve(2 * path.size() + 5);
-    for (size_t i : path) {
+    ops.reserve(path.size() + serials.size() + 4);
+    for (size_t i : path)
       ops.push_back({EtcdOp::Kind::kPut, UseKey(r.from, res[i].id, r.id),
                      std::to_string(r.rate), "", r.lease});
-      ops.push_back({EtcdOp::Kind::kPut, serial + res[i].id, r.id, "", 0});
-    }
+    for (const std::string& key : serials)
+      ops.push_back({EtcdOp::Kind::kPut, key, r.id, "", 0});
     ops.push_back({EtcdOp::Kind::kPut, UserKey(r.from, r.owner, r.id),
                    std::to_string(r.rate), "", r.lease});
-    if (allowance)
-      ops.push_back(
-          {EtcdOp::Kind::kPut, serial + "user/" + r.owner, r.id, "", 0});
     const std::string value = ToJson(r);
     ops.push_back({EtcdOp::Kind::kPut, ResvKey(r.id), value, "", r.lease});
     ops.push_back({EtcdOp::Kind::kPut, ToKey(r), value, "", r.lease});
-    auto txn = etcd_.Txn(compares, ops);
+    auto txn = etcd_.Txn(compares.value(), ops);
     if (!txn.ok())
       return Err{txn.error()};
     if (txn.value().succeeded)
@@ -459,7 +496,7 @@ Result<std::vector<ResourceUse>, std::string> ClusterAdmission::Use() {
     if (!u)
       continue;
     auto& s = sums[u->resource];
-    s.first += Rate(kv.value);
+    s.first = SatAdd(s.first, Rate(kv.value));
     s.second++;
   }
   std::vector<ResourceUse> out;

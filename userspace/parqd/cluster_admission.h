@@ -22,21 +22,24 @@
 // host name (no '/'), and ID is FROM-<16 hex digits>.
 //
 //   P serial/RESOURCE         written by every admission that charges
-//   P serial/user/OWNER       RESOURCE (or OWNER's allowance), no lease
+//   P serial/user/OWNER       RESOURCE (or is for OWNER), no lease
 //
-// Reserve() reads the use/ keys (one range, at revision R), applies
-// Admit() (topology.h) to the sums of the path's resources, and commits
-// with one transaction that writes the reservation's keys and the serial/
-// key of each resource on the path, on condition that none of those
-// serial/ keys changed since R (mod_revision < R + 1).  A concurrent
-// admission on a shared resource makes all but one transaction fail; the
-// others read again and decide again, so the sum on a resource can never
-// exceed what is reservable.  Admissions whose paths share no resource
-// compare different serial/ keys and never fail each other.  A request
-// with an allowance reads the user/ keys and compares its owner's serial/
-// key the same way, so that two hosts admitting for one user at once
-// cannot together exceed it.  A released reservation's deleted keys fail
-// no compare (they only free capacity).
+// Reserve() reads the serial/ keys of the path's resources and of the
+// owner, then the use/ keys (one range) and, with an allowance, the user/
+// keys; it applies Admit() (topology.h) to the sums and commits with one
+// transaction that writes the reservation's keys and puts each of those
+// serial/ keys, on condition that each is as it was read: the same
+// creation and modification revisions.  A concurrent admission on a
+// shared resource (or for the same owner) makes all but one transaction
+// fail; the others read again and decide again, so the sum on a resource
+// can never exceed what is reservable.  Admissions whose paths share no
+// resource compare different serial/ keys and never fail each other.
+// Every host may write serial/ keys, so one may delete them: a deleted
+// key fails the compare (its creation revision is gone), and one not
+// there yet is made before it is read, so that absence never passes for
+// "unchanged".  Sums saturate: no use/ key can wrap one around.  A
+// released reservation's deleted keys fail no compare (they only free
+// capacity).
 
 #ifndef PARQD_CLUSTER_ADMISSION_H
 #define PARQD_CLUSTER_ADMISSION_H
@@ -166,6 +169,12 @@ class ClusterAdmission {
   std::optional<UseOf> Counted(const EtcdKv& kv);
   Result<Reservation, std::string> Get(const std::string& id,
                                        int64_t* mod_revision);
+  // Compares that say that each of `keys` (serial/ keys) is as it is now:
+  // the same creation and modification revisions.  A key not there yet is
+  // made first: a key that is absent cannot be told from one deleted
+  // since it was read.
+  Result<std::vector<EtcdCompare>, std::string> Serials(
+      const std::vector<std::string>& keys);
   // Admits `rate` on `path` (resource indices) and within `allowance`
   // and writes `r` with it; `own`: a reservation whose use is left out of
   // the sums (a change).
@@ -187,6 +196,7 @@ class ClusterAdmission {
   std::string prefix_;
   Log log_;
   std::set<std::string, std::less<>> ignored_;  // keys already logged
+  bool ignored_full_ = false;
   uint64_t retries_ = 0;
 };
 

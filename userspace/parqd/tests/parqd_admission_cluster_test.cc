@@ -66,7 +66,8 @@ const Requester kAlice{1001, "alice", {"alice"}};
 const Requester kBob{1002, "bob", {"bob"}};
 
 // One host's parqd: its etcd client, whose transport runs `before_txn`
-// (once) right before its next transaction is sent, and its agent.
+// (once) right before its next admitting transaction is sent, and its
+// agent.
 struct Host {
   Host(const std::string& name, const Topology& t, const std::string& prefix,
        FakeClasses& classes, uint64_t* now,
@@ -75,7 +76,10 @@ struct Host {
              [this, post = CurlPost()](const std::string& url,
                                        const std::string& body,
                                        std::chrono::milliseconds timeout) {
-               if (before_txn && url.ends_with("/kv/txn")) {
+               // The transaction that admits: the one that puts keys
+               // with a lease (not one that makes a serial/ key).
+               if (before_txn && url.ends_with("/kv/txn") &&
+                   body.find("\"lease\"") != std::string::npos) {
                  auto f = std::move(before_txn);
                  before_txn = nullptr;
                  f();
@@ -198,6 +202,51 @@ TEST_F(ClusterTest, TwoHostsAdmittingAtOnceCannotExceedTheAllowance) {
             "holds 200mbit, asks 200mbit more");
   EXPECT_EQ(InEtcd().size(), 1u);
   EXPECT_EQ(n2->admission.retries(), 1u);
+}
+
+// The same race, and whoever can write serial/ keys (every host's role)
+// deletes alice's right after n1's admission: a key that is gone must not
+// pass for one unchanged since n2 read it.
+TEST_F(ClusterTest, ADeletedSerialKeyLetsNoSecondAdmissionThrough) {
+  auto n1 = Start("n1", n1_classes_);
+  auto n2 = Start("n2", n2_classes_);
+  bool ran = false;
+  n2->before_txn = [&] {
+    ran = true;
+    auto a = n1->agent.Reserve(kAlice, "n2", 200 * kMbit, "");
+    EXPECT_TRUE(a.ok()) << a.error();
+    EtcdClient attacker({server->endpoint()}, 2s, CurlPost());
+    auto del = attacker.Txn({}, {{EtcdOp::Kind::kDelete,
+                                  prefix_ + "serial/user/alice", "", "", 0}});
+    EXPECT_TRUE(del.ok() && del.value().succeeded);
+  };
+  auto b = n2->agent.Reserve(kAlice, "n1", 200 * kMbit, "");
+  EXPECT_TRUE(ran);
+  ASSERT_FALSE(b.ok()) << "both admitted: 400mbit for alice";
+  EXPECT_EQ(b.error(),
+            "user alice may hold 300mbit of reservations in the cluster; "
+            "holds 200mbit, asks 200mbit more");
+}
+
+// A use/ key whose rate would wrap the sum around (a host may charge any
+// destination's receiving NIC) counts as all of it, not as what is left
+// after the wrap: b's NIC is full, not empty.
+TEST_F(ClusterTest, AUseKeyCannotWrapASumAround) {
+  auto n1 = Start("n1", n1_classes_);
+  ASSERT_TRUE(n1->agent.Reserve(kRoot, "n2", 100 * kMbit, "").ok());
+  EtcdClient other({server->endpoint()}, 2s, CurlPost());
+  auto lease = other.LeaseGrant(60);
+  ASSERT_TRUE(lease.ok()) << lease.error();
+  ASSERT_TRUE(other
+                  .Put(prefix_ + "use/n1/host/n2/receive/n1-00000000000000aa",
+                       std::to_string(UINT64_MAX - 100 * kMbit + 1),
+                       lease.value().id)
+                  .ok());
+  auto n2 = Start("n2", n2_classes_);
+  auto b = n1->agent.Reserve(kRoot, "n2", 700 * kMbit, "");
+  ASSERT_FALSE(b.ok()) << "admitted on a NIC whose sum wrapped to 0";
+  EXPECT_NE(b.error().find("n2's NIC (receiving) is full"), std::string::npos)
+      << b.error();
 }
 
 // A reservation made for a job carries it, in etcd too; ending the job
