@@ -421,12 +421,15 @@ void AdmissionAgent::Repair(const std::vector<uint32_t>& installed) {
     if (!e)
       e = classes_.Install(h.minor, h.r.rate, m.value(),
                            topology_.hosts()[*dest].addresses, h.uid);
-    if (e)
+    // A failure is logged once, not at every check, until it heals.
+    if (e && repair_failing_.insert(h.minor).second)
       log_(kError, "admission: cannot install class " + Hex(h.minor) + " of " +
-                       id + " again: " + *e);
-    else
+                       id + " again (parqd tries every 5 s): " + *e);
+    if (!e) {
+      repair_failing_.erase(h.minor);
       log_(kWarn, "admission: installed class " + Hex(h.minor) + " of " + id +
                       " again: its class, filter or nftables chain was gone");
+    }
   }
 }
 

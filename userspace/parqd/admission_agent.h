@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -225,6 +226,7 @@ class AdmissionAgent {
   EtcdClient::Clock clock_;
   LeaseKeeper* keeper_;
   std::map<std::string, Held> held_;
+  std::set<uint32_t> repair_failing_;  // classes Repair() cannot install
   // Released here but not yet in etcd (it did not answer): retried.
   std::vector<std::string> unreleased_;
   int64_t lease_ = 0;

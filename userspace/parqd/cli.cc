@@ -329,7 +329,7 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
                     "etcd with authentication on: the etcd user to be, "
                     "with --password-file");
     sub->add_option("--password-file", a.etcd_auth.password_file,
-                    "The file of --user's password (mode 0600)");
+                    "The file of --user's password (0600, or 0640 root:parqd)");
   };
   CLI::App* links = app.add_subcommand(
       "links",

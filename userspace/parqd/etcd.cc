@@ -555,12 +555,29 @@ class EtcdTokens {
                                    auth_.password_file, kMaxPasswordBytes);
     if (!password.ok())
       return Err{password.error()};
-    std::string pw(password.value().begin(), password.value().end());
-    OPENSSL_cleanse(password.value().data(), password.value().size());
-    while (!pw.empty() && (pw.back() == '\n' || pw.back() == '\r'))
-      pw.pop_back();
+    // The first line, a word as etcdctl reads it (user add
+    // --interactive=false): a space or a control character in it is a
+    // mistake, said without showing the password.
+    std::vector<uint8_t>& raw = password.value();
+    const auto eol = std::find(raw.begin(), raw.end(), uint8_t{'\n'});
+    bool word = eol != raw.begin();
+    for (auto it = raw.begin(); it != eol; ++it)
+      word &= (*it > 0x20 && *it != 0x7f) || (*it == '\r' && it + 1 == eol);
     std::string body =
-        json{{"name", auth_.user}, {"password", std::move(pw)}}.dump();
+        R"({"name":)" + json(auth_.user).dump() + R"(,"password":")";
+    for (auto it = raw.begin(); it != eol && *it != '\r'; ++it) {
+      if (*it == '"' || *it == '\\')
+        body += '\\';
+      body += static_cast<char>(*it);
+    }
+    body += "\"}";
+    OPENSSL_cleanse(raw.data(), raw.size());
+    if (!word) {
+      OPENSSL_cleanse(body.data(), body.size());
+      return Err{"admission.etcd-password-file " + auth_.password_file +
+                 ": its first line must be the password, one word without "
+                 "spaces"};
+    }
     const size_t api = url.find("/v3/");
     auto r = PostOnce(url.substr(0, api) + "/v3/auth/authenticate", body,
                       timeout, tls_, abort, {});

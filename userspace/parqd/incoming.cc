@@ -22,9 +22,13 @@ IncomingReservations::IncomingReservations(
 std::optional<IncomingKey> IncomingReservations::Ours(
     const std::string& key) const {
   auto k = ParseIncomingKey(std::string_view(key).substr(prefix_.size()));
-  if (k && k->to != host_)
+  if (k)
+    return k->to == host_ ? k : std::nullopt;
+  // Unparsable: malformed here only if it names this host (else every
+  // host would count it).
+  if (key.find("/" + host_ + "/") == std::string::npos)
     return std::nullopt;
-  return k ? k : IncomingKey{};  // an unparsable key: Read() refuses it
+  return IncomingKey{};  // Read() refuses it
 }
 
 Result<Reservation, std::string> IncomingReservations::Read(

@@ -1055,6 +1055,19 @@ TEST(EtcdRolesTest, EachHostWritesItsOwnKeysOnly) {
                                  "authentication failed"),
             std::string::npos)
       << refused.error();
+  // The first line only, one word as etcdctl reads it: a second line is
+  // ignored, a space is a mistake said without the password.
+  password("a1", "new-a1\nsecond line");
+  EtcdClient first_line = as("a1");
+  auto read = first_line.Range(prefix + "resv/");
+  EXPECT_TRUE(read.ok()) << read.error();
+  password("a2", "pw a2");
+  EtcdClient spaced = as("a2");
+  auto bad = spaced.Range(prefix);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("one word without spaces"), std::string::npos)
+      << bad.error();
+  EXPECT_EQ(bad.error().find("pw a2"), std::string::npos) << bad.error();
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
