@@ -91,12 +91,22 @@ __printf(3, 4) void parq_set_err_fmt(const struct net *net,
 
 /*
  * Joining a multicast group that needs CAP_NET_ADMIN over the namespace
- * (6.6, and Debian's 6.1 by a backport); older kernels let anyone join.
+ * (6.6, and Debian's 6.1 by a backport).  Older kernels let anyone join,
+ * and the events tell which hosts talk to which: there the family has no
+ * events group at all (PARQ_HAVE_EVENTS 0), and the monitor's state is
+ * read with PARQ_CMD_MON_GET and PARQ_CMD_PEER_GET.
  */
 #ifdef GENL_MCAST_CAP_NET_ADMIN
+#define PARQ_HAVE_EVENTS	1
 #define PARQ_MCGRP_ADMIN	GENL_MCAST_CAP_NET_ADMIN
 #else
+#define PARQ_HAVE_EVENTS	0
 #define PARQ_MCGRP_ADMIN	0
+#endif
+
+/* 6.1 added the big-endian integer policy types. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
+#define NLA_BE32	NLA_U32
 #endif
 
 #endif /* _PARQ_COMPAT_H */

@@ -103,20 +103,28 @@ static u64 parq_link_speed(struct net_device *dev)
 }
 
 /*
- * The tx queues that share the link with @sch: under mq or mqprio, which
- * give each tx queue a qdisc of its own, every child sends on one of the
- * device's queues.  Other roots with an attach operation (htb since 5.13,
- * taprio in software) send the whole link through one tree.  Under RTNL.
+ * The tx queues that share the link with @sch: when @sch is a tx queue's
+ * own qdisc under a root that gives each queue one (mq, mqprio, taprio or
+ * htb offloaded to the device), every such qdisc sends on one of the
+ * device's queues.  A qdisc inside one tree (htb, taprio in software) has
+ * the whole link.  A child of mq or mqprio is not grafted yet while it is
+ * made (its init): the root tells then.  Under RTNL.
  */
 static unsigned int parq_link_sharers(struct Qdisc *sch)
 {
 	struct net_device *dev = qdisc_dev(sch);
 	struct Qdisc *root = rtnl_dereference(dev->qdisc);
+	unsigned int i, n = dev->real_num_tx_queues;
 
-	if (root == sch || dev->real_num_tx_queues < 1 ||
-	    (strcmp(root->ops->id, "mq") && strcmp(root->ops->id, "mqprio")))
+	if (root == sch || !n)
 		return 1;
-	return dev->real_num_tx_queues;
+	if (!strcmp(root->ops->id, "mq") || !strcmp(root->ops->id, "mqprio"))
+		return n;
+	for (i = 0; i < n; i++)
+		if (rtnl_dereference(netdev_get_tx_queue(dev, i)->qdisc_sleeping) ==
+		    sch)
+			return n;
+	return 1;
 }
 
 /*

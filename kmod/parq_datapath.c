@@ -418,7 +418,6 @@ static void parq_resv_enqueue(struct parq_sched_data *q,
 	parq_skbq_add(&rc->q, skb);
 }
 
-/* Take the head packet of reserved class @rc; the caller re-keys it. */
 /* A packet's bytes as the shaper and reserved pacing count them. */
 static u32 parq_wire_len(const struct parq_sched_data *q, u32 len)
 {
@@ -427,6 +426,7 @@ static u32 parq_wire_len(const struct parq_sched_data *q, u32 len)
 	return wire > 0 ? wire : 1;
 }
 
+/* Take the head packet of reserved class @rc; the caller re-keys it. */
 static struct sk_buff *parq_resv_take(struct Qdisc *sch,
 				      struct parq_resv_class *rc)
 {

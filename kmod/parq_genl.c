@@ -146,7 +146,7 @@ static struct genl_family parq_genl_family __ro_after_init = {
 	.ops		= parq_genl_ops,
 	.n_ops		= ARRAY_SIZE(parq_genl_ops),
 	.mcgrps		= parq_genl_mcgrps,
-	.n_mcgrps	= ARRAY_SIZE(parq_genl_mcgrps),
+	.n_mcgrps	= PARQ_HAVE_EVENTS ? ARRAY_SIZE(parq_genl_mcgrps) : 0,
 };
 
 int parq_genl_addr(struct genl_info *info, struct parq_addr *addr)
@@ -217,7 +217,10 @@ int parq_genl_dump_chains(struct sk_buff *skb, struct netlink_callback *cb,
 
 void parq_genl_notify(struct net *net, struct sk_buff *skb, gfp_t gfp)
 {
-	genlmsg_multicast_netns(&parq_genl_family, net, skb, 0, 0, gfp);
+	if (PARQ_HAVE_EVENTS)
+		genlmsg_multicast_netns(&parq_genl_family, net, skb, 0, 0, gfp);
+	else
+		nlmsg_free(skb);
 }
 
 int __init parq_genl_init(void)

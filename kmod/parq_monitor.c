@@ -732,11 +732,6 @@ static int parq_mon_peers_parse(const struct nlattr *nest,
 	return 0;
 }
 
-static void parq_mon_peers_free(struct rcu_head *head)
-{
-	kvfree(container_of(head, struct parq_mon_peers, rcu));
-}
-
 /* Caller holds mn->lock: install @ps and drop the sources outside it. */
 static void parq_mon_peers_set(struct parq_mon_net *mn,
 			       struct parq_mon_peers *ps)
@@ -746,7 +741,7 @@ static void parq_mon_peers_set(struct parq_mon_net *mn,
 
 	old = rcu_replace_pointer(mn->peers, ps, lockdep_is_held(&mn->lock));
 	if (old)
-		call_rcu(&old->rcu, parq_mon_peers_free);
+		kvfree_rcu(old, rcu);
 	if (!ps)
 		return;
 	rcu_read_lock();	/* parq_mon_peer_ok() reads under it */

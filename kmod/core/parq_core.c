@@ -165,6 +165,7 @@ static u64 parq_ns_carry(u64 bytes, u64 rate, u64 *rem)
 	return div64_u64_rem(bytes * NSEC_PER_SEC + *rem, rate, rem);
 }
 
+#ifndef __KERNEL__
 u64 parq_shaper_delay(const struct parq_shaper *s, u32 len)
 {
 	u64 rem;
@@ -174,6 +175,7 @@ u64 parq_shaper_delay(const struct parq_shaper *s, u32 len)
 	return div64_u64_rem(parq_shaper_bytes(s, len) * NSEC_PER_SEC,
 			     s->rate, &rem);
 }
+#endif
 
 /* A schedule that was idle at @now restarts there: no burst to catch up. */
 static void parq_sched_wake(u64 *t, u64 *rem, u64 now)

@@ -138,8 +138,12 @@ struct parq_shaper {
 /* (Re)configure; a new @rate starts its schedule at @now. */
 void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
 		     u64 horizon_ns, u64 now);
-/* Transmission time in ns of @len bytes, before remainder carry. */
+#ifndef __KERNEL__
+/* Transmission time in ns of @len bytes, before remainder carry (for the
+ * unit tests; the module does not need it).
+ */
 u64 parq_shaper_delay(const struct parq_shaper *s, u32 len);
+#endif
 /* A packet of @len bytes leaves at @now: advance the next departure. */
 void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len);
 /* The qdisc had nothing queued and now has: it cannot catch up. */

@@ -5,11 +5,13 @@
  */
 #include "parq_policy.h"
 
+#ifndef __KERNEL__
 void parq_sched_init(struct parq_sched *s, u32 threshold, u8 unit)
 {
 	*s = (struct parq_sched){};
 	parq_thresh_init(&s->thresh, threshold, unit);
 }
+#endif
 
 void parq_sched_reset(struct parq_sched *s)
 {

@@ -70,8 +70,12 @@ struct parq_decision {
 	u64		until;	/* WAIT: ns at which to look again */
 };
 
-/* A scheduler with a fresh threshold turn and the shaper off. */
+#ifndef __KERNEL__
+/* A scheduler with a fresh threshold turn and the shaper off (the unit
+ * tests' and the simulation's: the module's is zeroed with the qdisc).
+ */
 void parq_sched_init(struct parq_sched *s, u32 threshold, u8 unit);
+#endif
 /* The qdisc was reset: a fresh threshold turn, no departure pending; the
  * configuration and the counters stay.
  */
