@@ -560,9 +560,9 @@ def t_idt(env):
 def t_idt_jumbo(env):
     """An idt class admitted at MTU 1500 (1514 bytes per 1 ms) may not
     carry more after the MTU is raised to 9000: each 9014-byte packet takes
-    ceil(9014 / 1514) = 6 IDTs, so 80 of them take at least 476 ms to
-    leave (one IDT each would be 80 ms).  A lower bound on a time: a slow
-    machine can only make it longer."""
+    9014 / 1514 IDTs, so the last of 80 leaves at least 79 x 5.95 ms =
+    470 ms after the first (one IDT each would be 79 ms).  A lower bound on
+    a time: a slow machine can only make it longer."""
     a, dev, topo = env.a, env.dev, env.topo
     b = topo.b
     m, port, n = 0x19, 5305, 80
@@ -585,7 +585,7 @@ def t_idt_jumbo(env):
              f" bytes in {took * 1000:.0f} ms; drops {c['drops']}")
         check_eq((q["qlen"], c["packets"], c["drops"]), (0, n, 0),
                  "qlen, packets sent by the class, drops")
-        want = n * -(-9014 // 1514) * 1e-3
+        want = (n - 1) * 9014 / 1514 * 1e-3
         check(took >= 0.99 * want,
               f"{n} packets of 9014 bytes left in {took:.3f} s, want >= "
               f"{want:.3f} s (1514 bytes per ms)")
