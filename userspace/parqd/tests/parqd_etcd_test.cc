@@ -1046,10 +1046,13 @@ TEST(EtcdRolesTest, EachHostWritesItsOwnKeysOnly) {
   password("a1", "new-a1");
   auto again = a1.Range(prefix + "resv/");
   EXPECT_TRUE(again.ok()) << again.error();
+  // What a new client of `host` reads once its file holds `pw`.
+  const auto read_with = [&](const std::string& host, const std::string& pw) {
+    password(host, pw);
+    return as(host).Range(prefix);
+  };
   // A wrong password is an error that names the user.
-  password("a2", "wrong");
-  EtcdClient wrong = as("a2");
-  auto refused = wrong.Range(prefix);
+  auto refused = read_with("a2", "wrong");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().find("authenticating as parq-a2: etcdserver: "
                                  "authentication failed"),
@@ -1057,13 +1060,9 @@ TEST(EtcdRolesTest, EachHostWritesItsOwnKeysOnly) {
       << refused.error();
   // The first line only, one word as etcdctl reads it: a second line is
   // ignored, a space is a mistake said without the password.
-  password("a1", "new-a1\nsecond line");
-  EtcdClient first_line = as("a1");
-  auto read = first_line.Range(prefix + "resv/");
+  auto read = read_with("a1", "new-a1\nsecond line");
   EXPECT_TRUE(read.ok()) << read.error();
-  password("a2", "pw a2");
-  EtcdClient spaced = as("a2");
-  auto bad = spaced.Range(prefix);
+  auto bad = read_with("a2", "pw a2");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("one word without spaces"), std::string::npos)
       << bad.error();
