@@ -322,6 +322,7 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
   for (size_t i : path)
     on_path.emplace(res[i].id, i);
   std::vector<std::string> serials;
+  serials.reserve(path.size() + 1);
   for (size_t i : path)
     serials.push_back(prefix_ + "serial/" + res[i].id);
   serials.push_back(prefix_ + "serial/user/" + r.owner);

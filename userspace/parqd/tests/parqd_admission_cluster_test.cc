@@ -421,7 +421,7 @@ TEST_F(ClusterTest, CleanUpRemovesWhatAKilledParqdLeft) {
 // its mark), 1004 (a filter only) and 2a0f (a class only), and classes
 // below the agent's range; `nft` answers `nft list table inet parq`.
 TcReservedClasses::Run FakeTc(std::vector<std::vector<std::string>>& ran,
-                              ProgramOutput nft) {
+                              const ProgramOutput& nft) {
   return [&ran, nft](const std::vector<std::string>& argv,
                      const std::string&) -> Result<ProgramOutput, std::string> {
     ran.push_back(argv);
