@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -35,19 +36,29 @@ namespace parq::parqd::etcd_test {
 
 using namespace std::chrono_literals;
 
-// A free TCP port on 127.0.0.1 (bound and released).
+// A free TCP port on 127.0.0.1 (bound and released), never one this
+// program was given before: the kernel may hand the same released port to
+// two calls in a row, and a member whose client and peer URLs share a port
+// cannot start.
 inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  const bool ok = fd >= 0 &&
-                  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-                  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  if (fd >= 0)
-    close(fd);
-  return ok ? ntohs(a.sin_port) : 0;
+  static std::set<int> given;
+  for (int tries = 0; tries < 100; tries++) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    const bool ok = fd >= 0 &&
+                    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    if (fd >= 0)
+      close(fd);
+    if (!ok)
+      return 0;
+    if (given.insert(ntohs(a.sin_port)).second)
+      return ntohs(a.sin_port);
+  }
+  return 0;
 }
 
 // PEM files made with openssl(1) in `dir`: a CA, etcd's certificate for
