@@ -42,6 +42,26 @@ std::string ToJson(const Reservation& r) {
       .dump();
 }
 
+// A key after its kind's prefix, KIND/FROM/MIDDLE/ID: FROM before the
+// first '/', ID after the last, MIDDLE (not empty) between them.
+struct KeyParts {
+  std::string_view from, middle, id;
+};
+std::optional<KeyParts> SplitKey(std::string_view rest) {
+  const size_t a = rest.find('/');
+  const size_t b = rest.rfind('/');
+  if (a == std::string_view::npos || b <= a + 1)
+    return std::nullopt;
+  return KeyParts{rest.substr(0, a), rest.substr(a + 1, b - a - 1),
+                  rest.substr(b + 1)};
+}
+
+// The host an id (FROM-<16 hex digits>) belongs to; "" for none.
+std::string FromOf(const std::string& id) {
+  const size_t dash = id.rfind('-');
+  return dash == std::string::npos ? "" : id.substr(0, dash);
+}
+
 }  // namespace
 
 Result<Reservation, std::string> ReservationFromKv(const EtcdKv& kv) {
@@ -92,16 +112,12 @@ Result<Reservation, std::string> ReservationFromKv(const EtcdKv& kv) {
 }
 
 std::optional<IncomingKey> ParseIncomingKey(std::string_view rest) {
-  const size_t a = rest.find('/');
-  if (a == std::string_view::npos || a == 0)
+  const auto p = SplitKey(rest);
+  if (!p || p->from.empty() || p->id.empty() ||
+      p->middle.find('/') != std::string_view::npos)
     return std::nullopt;
-  const size_t b = rest.find('/', a + 1);
-  if (b == std::string_view::npos || b == a + 1 || b + 1 == rest.size() ||
-      rest.find('/', b + 1) != std::string_view::npos)
-    return std::nullopt;
-  return IncomingKey{std::string(rest.substr(0, a)),
-                     std::string(rest.substr(a + 1, b - a - 1)),
-                     std::string(rest.substr(b + 1))};
+  return IncomingKey{std::string(p->from), std::string(p->middle),
+                     std::string(p->id)};
 }
 
 std::optional<std::string> IncomingRecordProblem(const IncomingKey& key,
@@ -113,13 +129,12 @@ std::optional<std::string> IncomingRecordProblem(const IncomingKey& key,
     return "it is toward \"" + r.to + "\", but kept under " + key.to;
   if (r.id != key.id)
     return "it holds the reservation of id " + r.id + ", not its own";
-  const bool hex = std::all_of(
-      r.id.begin() +
-          static_cast<ptrdiff_t>(std::min(r.id.size(), key.from.size() + 1)),
-      r.id.end(),
-      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-  if (r.id.size() != key.from.size() + 17 ||
-      r.id.rfind(key.from + "-", 0) != 0 || !hex)
+  const std::string_view digits =
+      std::string_view(r.id).substr(std::min(r.id.size(), key.from.size() + 1));
+  const bool hex = std::all_of(digits.begin(), digits.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+  if (FromOf(r.id) != key.from || digits.size() != 16 || !hex)
     return "its id " + r.id + " is not one of " + key.from + "'s (" + key.from +
            "-<16 hex digits>)";
   return std::nullopt;
@@ -138,7 +153,12 @@ ClusterAdmission::ClusterAdmission(const Topology& topology, EtcdClient& etcd,
     : topology_(topology),
       etcd_(etcd),
       prefix_(std::move(prefix)),
-      log_(std::move(log)) {}
+      log_(std::move(log)) {
+  for (size_t i = 0; i < topology_.resources().size(); i++)
+    if (const auto h = topology_.SendingHost(i))
+      sender_of_.emplace(topology_.resources()[i].id,
+                         topology_.hosts()[*h].name);
+}
 
 void ClusterAdmission::Ignore(const std::string& key, const std::string& why) {
   // Bounded: whoever writes keys could otherwise grow it without end.
@@ -166,35 +186,19 @@ bool ClusterAdmission::Counts(const EtcdKv& kv) {
 
 bool ClusterAdmission::MayCharge(std::string_view from,
                                  std::string_view resource) const {
-  // host/H/send, and link/H/X out of a host H: H's own.
-  const auto first = [](std::string_view rest) {
-    return rest.substr(0, rest.find('/'));
-  };
-  if (resource.rfind("host/", 0) == 0 && resource.size() > 5 &&
-      resource.substr(resource.size() - 5) == "/send")
-    return first(resource.substr(5)) == from;
-  if (resource.rfind("link/", 0) == 0) {
-    const std::string_view a = first(resource.substr(5));
-    for (const TopologyHost& h : topology_.hosts())
-      if (h.name == a)
-        return a == from;
-  }
-  return true;
+  const auto it = sender_of_.find(resource);
+  return it == sender_of_.end() || it->second == from;
 }
 
 std::optional<ClusterAdmission::UseOf> ClusterAdmission::Counted(
     const EtcdKv& kv) {
-  const std::string_view rest =
-      std::string_view(kv.key).substr(prefix_.size() + 4);  // after use/
-  const size_t a = rest.find('/');
-  const size_t b = rest.rfind('/');
-  if (a == std::string_view::npos || a == 0 || b <= a + 1 ||
-      b + 1 == rest.size()) {
+  const auto p = SplitKey(
+      std::string_view(kv.key).substr(prefix_.size() + 4));  // after use/
+  if (!p || p->from.empty() || p->id.empty()) {
     Ignore(kv.key, "is not FROM/RESOURCE/ID: admission leaves it out");
     return std::nullopt;
   }
-  UseOf u{std::string(rest.substr(0, a)),
-          std::string(rest.substr(a + 1, b - a - 1))};
+  UseOf u{std::string(p->from), std::string(p->middle)};
   if (!MayCharge(u.from, u.resource)) {
     Ignore(kv.key, "charges " + u.resource + " to " + u.from +
                        ", which is another host's: admission leaves it out");
@@ -218,9 +222,7 @@ std::string ClusterAdmission::UserKey(const std::string& from,
 }
 
 std::string ClusterAdmission::ResvKey(const std::string& id) const {
-  const size_t dash = id.rfind('-');
-  const std::string from = dash == std::string::npos ? "" : id.substr(0, dash);
-  return prefix_ + "resv/" + from + "/" + id;
+  return prefix_ + "resv/" + FromOf(id) + "/" + id;
 }
 
 std::string ClusterAdmission::ToKey(const Reservation& r) const {
@@ -358,12 +360,8 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
         return Err{range.error()};
       uint64_t held = 0;
       for (const EtcdKv& kv : range.value().kvs) {
-        const std::string_view rest =
-            std::string_view(kv.key).substr(pre.size());
-        const size_t a = rest.find('/');
-        const size_t b = rest.rfind('/');
-        if (a == std::string_view::npos || b <= a + 1 ||
-            rest.substr(a + 1, b - a - 1) != r.owner)
+        const auto p = SplitKey(std::string_view(kv.key).substr(pre.size()));
+        if (!p || p->middle != r.owner)
           continue;
         if ((own.empty() || kv.key != UserKey(r.from, r.owner, own)) &&
             Counts(kv))
@@ -422,8 +420,7 @@ Result<Reservation, std::string> ClusterAdmission::Get(const std::string& id,
     return Err{"no reservation " + id};
   *mod_revision = range.value().kvs[0].mod_revision;
   auto r = ReservationFromKv(range.value().kvs[0]);
-  if (r.ok() && (r.value().id != id ||
-                 ResvKey(id) != prefix_ + "resv/" + r.value().from + "/" + id))
+  if (r.ok() && (r.value().id != id || r.value().from != FromOf(id)))
     return Err{"etcd: " + range.value().kvs[0].key + " holds reservation " +
                r.value().id + " of \"" + r.value().from +
                "\", not what its key says"};
@@ -475,7 +472,7 @@ Result<std::vector<Reservation>, std::string> ClusterAdmission::List(
       continue;
     }
     if (kv.key != ResvKey(r.value().id) ||
-        r.value().id.rfind(r.value().from + "-", 0) != 0) {
+        r.value().from != FromOf(r.value().id)) {
       Ignore(kv.key, "holds reservation " + r.value().id + " of \"" +
                          r.value().from +
                          "\", which that host keeps elsewhere: left out");

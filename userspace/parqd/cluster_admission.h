@@ -46,6 +46,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -159,7 +160,7 @@ class ClusterAdmission {
   std::string ResvKey(const std::string& id) const;
   std::string ToKey(const Reservation& r) const;
   // Whether a use/ key of host `from` may charge `resource`: no host
-  // charges another's sending NIC or uplink.
+  // charges another's sending NIC or uplink (sender_of_).
   bool MayCharge(std::string_view from, std::string_view resource) const;
   // The use/ key `kv`'s holder and resource, when it counts (Counts()
   // and MayCharge()); nullopt when it does not.
@@ -197,6 +198,8 @@ class ClusterAdmission {
   Log log_;
   std::set<std::string, std::less<>> ignored_;  // keys already logged
   bool ignored_full_ = false;
+  // Resource id -> the host whose traffic alone it carries.
+  std::map<std::string, std::string, std::less<>> sender_of_;
   uint64_t retries_ = 0;
 };
 

@@ -413,6 +413,17 @@ std::optional<size_t> Topology::FindHost(
   return std::nullopt;
 }
 
+std::optional<size_t> Topology::SendingHost(size_t r) const {
+  if (r >= resources_.size())
+    return std::nullopt;
+  for (size_t h = 0; h < hosts_.size(); h++)
+    if ((resources_[r].kind == Resource::Kind::kSend && hosts_[h].send == r) ||
+        (resources_[r].kind == Resource::Kind::kLink &&
+         links_[r].from == host_node_[h]))
+      return h;
+  return std::nullopt;
+}
+
 std::vector<size_t> Topology::Path(size_t from, size_t to) const {
   if (from == to || from >= hosts_.size() || to >= hosts_.size())
     return {};

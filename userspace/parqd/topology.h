@@ -84,6 +84,9 @@ class Topology {
   uint64_t Reservable(const Resource& r) const;
   // A host by name or by one of its addresses.
   std::optional<size_t> FindHost(std::string_view name_or_address) const;
+  // The host whose traffic alone resource `r` carries (its sending NIC, or
+  // a link out of it), if there is one.
+  std::optional<size_t> SendingHost(size_t r) const;
   // The resources a reservation from host `from` to host `to` charges,
   // indices into resources(): from's send NIC, the links in path order
   // (with charge-all, every link of every shortest path, by distance
