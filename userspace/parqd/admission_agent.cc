@@ -373,17 +373,17 @@ void AdmissionAgent::Check(uint64_t now) {
       log_(kInfo, "admission: " + id + " released: job " + job +
                       " has ended (its cgroup is gone)");
   }
-  auto installed = classes_.Installed();
-  if (!installed.ok()) {
+  auto parts = classes_.InstalledParts();
+  if (!parts.ok()) {
     log_(kWarn,
-         "admission: cannot list the reserved classes: " + installed.error());
+         "admission: cannot list the reserved classes: " + parts.error());
     return;
   }
   std::set<uint32_t> held;
   for (const auto& [id, h] : held_)
     held.insert(h.minor);
-  Repair(installed.value());
-  for (uint32_t minor : installed.value()) {
+  Repair(parts.value());
+  for (uint32_t minor : parts.value().installed) {
     if (held.count(minor))
       continue;
     if (auto e = classes_.Remove(minor))
@@ -396,16 +396,16 @@ void AdmissionAgent::Check(uint64_t now) {
   }
 }
 
-void AdmissionAgent::Repair(const std::vector<uint32_t>& installed) {
-  auto incomplete = classes_.Incomplete();
-  if (!incomplete.ok()) {
-    log_(kWarn,
-         "admission: cannot check the reserved classes: " + incomplete.error());
+void AdmissionAgent::Repair(const ReservedClasses::Parts& parts) {
+  if (!parts.incomplete_error.empty()) {
+    log_(kWarn, "admission: cannot check the reserved classes: " +
+                    parts.incomplete_error);
     return;
   }
-  const std::set<uint32_t> present(installed.begin(), installed.end());
-  const std::set<uint32_t> broken(incomplete.value().begin(),
-                                  incomplete.value().end());
+  const std::set<uint32_t> present(parts.installed.begin(),
+                                   parts.installed.end());
+  const std::set<uint32_t> broken(parts.incomplete.begin(),
+                                  parts.incomplete.end());
   for (const auto& [id, h] : held_) {
     if (present.count(h.minor) && !broken.count(h.minor))
       continue;

@@ -78,10 +78,16 @@ class ReservedClasses {
   // that have a class, or a filter into one, on the qdisc now, in order:
   // what the agent compares with what it holds.
   virtual Result<std::vector<uint32_t>, std::string> Installed() = 0;
-  // Of those, the minors that lack a part (the class, its filter, or its
-  // nftables chain with its rules: `nft flush ruleset` removes chains),
-  // in order: what the agent installs again.
-  virtual Result<std::vector<uint32_t>, std::string> Incomplete() = 0;
+  // Installed(), and of those the minors that lack a part (the class,
+  // its filter, or its nftables chain with its rules: `nft flush ruleset`
+  // removes chains), from one look at the qdisc: what the agent's check
+  // removes and installs again.  When the chains cannot be read,
+  // `incomplete_error` says why and `incomplete` is empty.
+  struct Parts {
+    std::vector<uint32_t> installed, incomplete;
+    std::string incomplete_error;
+  };
+  virtual Result<Parts, std::string> InstalledParts() = 0;
 };
 
 // Who asks (from SO_PEERCRED and the user database).
@@ -198,8 +204,8 @@ class AdmissionAgent {
                                             uint64_t more) const;
   std::optional<uint32_t> FreeMinor() const;
   // Installs again each held reservation whose class is not among
-  // `installed` or lacks a part (ReservedClasses::Incomplete()).
-  void Repair(const std::vector<uint32_t>& installed);
+  // `parts.installed` or is among `parts.incomplete`.
+  void Repair(const ReservedClasses::Parts& parts);
   // Why nothing can be admitted while parqd holds no lease.
   std::string NoLease() const;
   void Demote(const std::string& why);

@@ -273,21 +273,24 @@ Result<std::vector<uint32_t>, std::string> TcReservedClasses::Installed() {
   return std::vector<uint32_t>(classes.begin(), classes.end());
 }
 
-Result<std::vector<uint32_t>, std::string> TcReservedClasses::Incomplete() {
+Result<ReservedClasses::Parts, std::string>
+TcReservedClasses::InstalledParts() {
   std::string h;
   if (auto e = Handle(&h))
     return Err{*e};
   std::set<uint32_t> classes, filters, marking;
   if (auto e = Scan(h, &classes, &filters))
     return Err{*e};
-  if (auto e = Chains(&marking))
-    return Err{*e};
   std::set<uint32_t> any = classes;
   any.insert(filters.begin(), filters.end());
-  std::vector<uint32_t> out;
+  Parts out{{any.begin(), any.end()}, {}, {}};
+  if (auto e = Chains(&marking)) {
+    out.incomplete_error = *e;
+    return out;
+  }
   for (uint32_t m : any)
     if (!classes.count(m) || !filters.count(m) || !marking.count(m))
-      out.push_back(m);
+      out.incomplete.push_back(m);
   return out;
 }
 

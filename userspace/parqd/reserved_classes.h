@@ -74,7 +74,7 @@ class TcReservedClasses : public ReservedClasses {
   Result<std::vector<uint32_t>, std::string> Installed() override;
   // Also by `nft list table inet parq`: a chain resv_MINOR with no rule
   // that marks is as good as none.
-  Result<std::vector<uint32_t>, std::string> Incomplete() override;
+  Result<Parts, std::string> InstalledParts() override;
 
  private:
   // The agent's minors that have a class, and a filter, on the qdisc of

@@ -51,11 +51,11 @@ class FakeClasses : public ReservedClasses {
         out.push_back(minor);
     return out;
   }
-  Result<std::vector<uint32_t>, std::string> Incomplete() override {
-    std::vector<uint32_t> out;
+  Result<Parts, std::string> InstalledParts() override {
+    Parts out{Installed().value(), {}, {}};
     for (uint32_t minor : incomplete)
       if (rates.count(minor))
-        out.push_back(minor);
+        out.incomplete.push_back(minor);
     return out;
   }
 

@@ -471,7 +471,7 @@ TEST(TcClassesTest, InstalledFindsTheAgentsClassesAndFilters) {
 // marks: 1000 is; 1004 has no class, 2a0f no filter, and neither a chain
 // that marks (2a0f's was flushed, its rules gone).  With no table at all
 // (`nft flush ruleset`), none is whole.
-TEST(TcClassesTest, IncompleteFindsAClassWithoutItsFilterOrChain) {
+TEST(TcClassesTest, PartsFindAClassWithoutItsFilterOrChain) {
   std::vector<std::vector<std::string>> ran;
   const std::string table =
       "table inet parq {\n"
@@ -485,9 +485,11 @@ TEST(TcClassesTest, IncompleteFindsAClassWithoutItsFilterOrChain) {
       "\t}\n"
       "}\n";
   TcReservedClasses tc("eth0", FakeTc(ran, {0, table, ""}));
-  auto got = tc.Incomplete();
+  auto got = tc.InstalledParts();
   ASSERT_TRUE(got.ok()) << got.error();
-  EXPECT_EQ(got.value(), (std::vector<uint32_t>{0x1004, 0x2a0f}));
+  EXPECT_EQ(got.value().installed,
+            (std::vector<uint32_t>{0x1000, 0x1004, 0x2a0f}));
+  EXPECT_EQ(got.value().incomplete, (std::vector<uint32_t>{0x1004, 0x2a0f}));
   EXPECT_EQ(ran.back(),
             (std::vector<std::string>{"nft", "list", "table", "inet", "parq"}));
   TcReservedClasses flushed(
@@ -495,13 +497,18 @@ TEST(TcClassesTest, IncompleteFindsAClassWithoutItsFilterOrChain) {
       FakeTc(
           ran,
           {1, "", "Error: No such file or directory\nlist table inet parq\n"}));
-  got = flushed.Incomplete();
+  got = flushed.InstalledParts();
   ASSERT_TRUE(got.ok()) << got.error();
-  EXPECT_EQ(got.value(), (std::vector<uint32_t>{0x1000, 0x1004, 0x2a0f}));
+  EXPECT_EQ(got.value().incomplete,
+            (std::vector<uint32_t>{0x1000, 0x1004, 0x2a0f}));
+  // An nft that fails: the classes are still listed, the check says why.
   TcReservedClasses broken("eth0", FakeTc(ran, {1, "", "Error: boom\n"}));
-  got = broken.Incomplete();
-  ASSERT_FALSE(got.ok());
-  EXPECT_NE(got.error().find("boom"), std::string::npos) << got.error();
+  got = broken.InstalledParts();
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_EQ(got.value().installed.size(), 3u);
+  EXPECT_TRUE(got.value().incomplete.empty());
+  EXPECT_NE(got.value().incomplete_error.find("boom"), std::string::npos)
+      << got.value().incomplete_error;
 }
 
 }  // namespace
