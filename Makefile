@@ -290,6 +290,7 @@ bench: kmod plugin
 	$(IN_KERNEL) scripts/bench/resv-dequeue
 	$(IN_KERNEL) scripts/bench/pktgen-qdisc
 	$(IN_KERNEL) scripts/bench/monitor-flood
+	$(IN_KERNEL) scripts/bench/monitor-turnover
 
 # The scheduling core's per-packet operations, in a build tree of their own
 # without sanitizers: Google Benchmark (ns/packet, depends on the machine),

@@ -191,14 +191,38 @@ static void parq_peer_unlink(struct parq_mon_net *mn, struct parq_peer *p)
 	kfree_rcu(p, rcu);
 }
 
-/* Caller holds mn->lock: evict the least recently seen down to @size. */
+/*
+ * Sources a request frees per hold of mn->lock: flush, trim and a new peer
+ * set walk up to PARQ_MON_SIZE_MAX sources, in process context, and drop
+ * the lock (and bottom halves' exclusion) between batches, so that the
+ * hooks on other CPUs, and the softirqs of this one, wait for one batch at
+ * most.
+ */
+#define PARQ_MON_BATCH	64
+
+/*
+ * Evict the least recently seen down to @size.  Sources arriving
+ * meanwhile find the table full (parq_peer_add()), so it converges.
+ * Process context; the caller holds no lock.
+ */
 static void parq_peer_trim(struct parq_mon_net *mn, u32 size)
 {
-	while (mn->count > size) {
-		parq_peer_unlink(mn, list_last_entry(&mn->lru,
-						     struct parq_peer, lru));
-		mn->evicted++;
-	}
+	bool more;
+
+	do {
+		u32 n = 0;
+
+		spin_lock_bh(&mn->lock);
+		while (mn->count > size && n++ < PARQ_MON_BATCH) {
+			parq_peer_unlink(mn, list_last_entry(&mn->lru,
+							     struct parq_peer,
+							     lru));
+			mn->evicted++;
+		}
+		more = mn->count > size;
+		spin_unlock_bh(&mn->lock);
+		cond_resched();
+	} while (more);
 }
 
 /* Seen last (or added) at least PARQ_MON_IDLE_NS before @now? */
@@ -209,6 +233,39 @@ static bool parq_peer_idle(const struct parq_peer *p, u64 now)
 
 	/* Signed: another CPU may have stamped it after we read @now. */
 	return (s64)(now - seen) >= (s64)PARQ_MON_IDLE_NS;
+}
+
+static int parq_addr_cmp(const void *x, const void *y)
+{
+	const struct parq_addr *a = x, *b = y;
+
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	return memcmp(a->a, b->a, sizeof(a->a));
+}
+
+/* Under rcu_read_lock(): may @src be counted? */
+static bool parq_mon_peer_ok(struct parq_mon_net *mn,
+			     const struct parq_addr *src)
+{
+	const struct parq_mon_peers *ps = rcu_dereference(mn->peers);
+	u32 lo = 0, hi;
+
+	if (!ps)
+		return true;
+	hi = ps->n;
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+		int c = parq_addr_cmp(src, &ps->addr[mid]);
+
+		if (!c)
+			return true;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
 }
 
 /*
@@ -251,20 +308,29 @@ static struct parq_peer *parq_peer_add(struct parq_mon_net *mn,
 	p->added = now;
 	spin_lock_bh(&mn->lock);
 	old = parq_peer_find(mn, src);	/* another CPU was first */
-	if (old || !mn->enabled) {
+	/*
+	 * The peer set is replaced under the lock: a source that passed the
+	 * old set may not enter after the new one has been pruned to.
+	 */
+	if (old || !mn->enabled || !parq_mon_peer_ok(mn, src)) {
 		spin_unlock_bh(&mn->lock);
 		kfree(p);
 		return old;
 	}
-	if (mn->count >= mn->size &&
-	    !parq_peer_idle(list_last_entry(&mn->lru, struct parq_peer, lru),
-			    now)) {
-		spin_unlock_bh(&mn->lock);
-		kfree(p);
-		this_cpu_inc(mn->pcpu->uncounted);
-		return NULL;
+	if (mn->count >= mn->size) {
+		struct parq_peer *lru = list_last_entry(&mn->lru,
+							struct parq_peer, lru);
+
+		/* Over the size: a smaller one is being trimmed to. */
+		if (mn->count > mn->size || !parq_peer_idle(lru, now)) {
+			spin_unlock_bh(&mn->lock);
+			kfree(p);
+			this_cpu_inc(mn->pcpu->uncounted);
+			return NULL;
+		}
+		parq_peer_unlink(mn, lru);
+		mn->evicted++;
 	}
-	parq_peer_trim(mn, mn->size - 1);
 	hlist_add_head_rcu(&p->node, parq_peer_head(mn, src));
 	list_add(&p->lru, &mn->lru);
 	WRITE_ONCE(mn->count, mn->count + 1);
@@ -318,47 +384,10 @@ static void parq_mon_pcpu_sums(struct parq_mon_net *mn, u64 *uncounted,
 	}
 }
 
-static int parq_addr_cmp(const void *x, const void *y)
-{
-	const struct parq_addr *a = x, *b = y;
-
-	if (a->family != b->family)
-		return a->family < b->family ? -1 : 1;
-	return memcmp(a->a, b->a, sizeof(a->a));
-}
-
-/* Under rcu_read_lock(): may @src be counted? */
-static bool parq_mon_peer_ok(struct parq_mon_net *mn,
-			     const struct parq_addr *src)
-{
-	const struct parq_mon_peers *ps = rcu_dereference(mn->peers);
-	u32 lo = 0, hi;
-
-	if (!ps)
-		return true;
-	hi = ps->n;
-	while (lo < hi) {
-		u32 mid = lo + (hi - lo) / 2;
-		int c = parq_addr_cmp(src, &ps->addr[mid]);
-
-		if (!c)
-			return true;
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return false;
-}
-
+/* Forget every source: the monitor is disabled, so none is added. */
 static void parq_peer_flush(struct parq_mon_net *mn)
 {
-	struct parq_peer *p, *tmp;
-
-	spin_lock_bh(&mn->lock);
-	list_for_each_entry_safe(p, tmp, &mn->lru, lru)
-		parq_peer_unlink(mn, p);
-	spin_unlock_bh(&mn->lock);
+	parq_peer_trim(mn, 0);
 }
 
 /* --- fault injection (PARQ_FAULT_INJECT builds only) ----------------------
@@ -732,29 +761,35 @@ static int parq_mon_peers_parse(const struct nlattr *nest,
 	return 0;
 }
 
-/* Caller holds mn->lock: install @ps and drop the sources outside it. */
-static void parq_mon_peers_set(struct parq_mon_net *mn,
-			       struct parq_mon_peers *ps)
+/*
+ * Drop the sources outside the peer set just installed, one hash bucket per
+ * hold of mn->lock: a source added meanwhile was checked against the new
+ * set already.  Requests, which install sets, are serialized by the genl
+ * mutex.  Process context; the caller holds no lock.
+ */
+static void parq_mon_peers_prune(struct parq_mon_net *mn)
 {
-	struct parq_mon_peers *old;
-	struct parq_peer *p, *tmp;
+	struct parq_peer *p;
+	struct hlist_node *tmp;
+	u32 i;
 
-	old = rcu_replace_pointer(mn->peers, ps, lockdep_is_held(&mn->lock));
-	if (old)
-		kvfree_rcu(old, rcu);
-	if (!ps)
-		return;
-	rcu_read_lock();	/* parq_mon_peer_ok() reads under it */
-	list_for_each_entry_safe(p, tmp, &mn->lru, lru)
-		if (!parq_mon_peer_ok(mn, &p->src))
-			parq_peer_unlink(mn, p);
-	rcu_read_unlock();
+	for (i = 0; i < ARRAY_SIZE(mn->hash); i++) {
+		spin_lock_bh(&mn->lock);
+		rcu_read_lock();	/* parq_mon_peer_ok() reads under it */
+		hlist_for_each_entry_safe(p, tmp, &mn->hash[i], node)
+			if (!parq_mon_peer_ok(mn, &p->src))
+				parq_peer_unlink(mn, p);
+		rcu_read_unlock();
+		spin_unlock_bh(&mn->lock);
+		if (!(i % PARQ_MON_BATCH))
+			cond_resched();
+	}
 }
 
 int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 {
 	struct parq_mon_net *mn = parq_mn(genl_info_net(info));
-	struct parq_mon_peers *peers = NULL;
+	struct parq_mon_peers *peers = NULL, *old;
 	struct nlattr **a = info->attrs;
 	bool enable = mn->enabled;
 	int err;
@@ -787,14 +822,17 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 	if (a[PARQ_A_MON_SIZE]) {
 		WRITE_ONCE(mn->size, nla_get_u32(a[PARQ_A_MON_SIZE]));
 		WRITE_ONCE(mn->admit, parq_mon_admit_budget(mn->size));
-		parq_peer_trim(mn, mn->size);
 	}
 	if (a[PARQ_A_MON_DSCP])
 		WRITE_ONCE(mn->dscp, nla_get_u64(a[PARQ_A_MON_DSCP]));
 	if (a[PARQ_A_MON_HOLD])
 		WRITE_ONCE(mn->hold, nla_get_u64(a[PARQ_A_MON_HOLD]));
-	if (a[PARQ_A_MON_PEERS])
-		parq_mon_peers_set(mn, peers);
+	if (a[PARQ_A_MON_PEERS]) {
+		old = rcu_replace_pointer(mn->peers, peers,
+					  lockdep_is_held(&mn->lock));
+		if (old)
+			kvfree_rcu(old, rcu);
+	}
 	if (a[PARQ_A_MON_REPORT_LOCAL])
 		WRITE_ONCE(mn->report_local,
 			   nla_get_u8(a[PARQ_A_MON_REPORT_LOCAL]));
@@ -803,6 +841,10 @@ int parq_mon_genl_set(struct sk_buff *skb, struct genl_info *info)
 			   nla_get_u32(a[PARQ_A_MON_MIN_BYTES]));
 	WRITE_ONCE(mn->enabled, enable);
 	spin_unlock_bh(&mn->lock);
+	if (a[PARQ_A_MON_SIZE])
+		parq_peer_trim(mn, READ_ONCE(mn->size));
+	if (peers)
+		parq_mon_peers_prune(mn);
 	return 0;
 }
 

@@ -39,6 +39,7 @@ import os
 import socket
 import struct
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
@@ -537,6 +538,66 @@ def t_peers(env):
         ok(g.mon_set(mon_hold=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
 
 
+def t_turnover(env):
+    """Thousands of sources: shrinking the table, a new peer set and a
+    disable drop them in batches, with the lock let go between batches;
+    sources keep arriving meanwhile, and every count agrees at the end."""
+    spoofed = [f"10.86.{i // 250}.{i % 250 + 1}" for i in range(3000)]
+    fresh = [f"10.87.{i // 250}.{i % 250 + 1}" for i in range(2000)]
+    with genl(env) as g:
+        ok(g.mon_set(mon_enabled=0), "disable (forget)")
+        ok(g.mon_set(mon_enabled=1, mon_size=4096), "enable, size 4096")
+        # New sources are admitted at size / (4 s x CPUs) a second per CPU.
+        deadline = time.monotonic() + 30
+        while g.mon_get()["mon_sources"] < len(spoofed):
+            check(time.monotonic() < deadline,
+                  f"{g.mon_get()['mon_sources']} of {len(spoofed)} sources "
+                  "counted after 30 s")
+            send_spoofed(env, spoofed)
+        m0 = g.mon_get()
+        diag(f"{m0['mon_sources']} sources counted")
+
+        stop = threading.Event()
+
+        def arrive():
+            while not stop.is_set():
+                send_spoofed(env, fresh[:200])
+                send_spoofed(env, spoofed[:200])
+
+        t = threading.Thread(target=arrive, daemon=True)
+        t.start()
+        try:
+            ok(g.mon_set(mon_size=100), "size 100")
+            m = g.mon_get()
+            check(m["mon_sources"] <= 100,
+                  f"{m['mon_sources']} sources in a table of 100")
+            check(m["mon_evicted"] - m0["mon_evicted"] >= len(spoofed) - 100,
+                  f"{m['mon_evicted'] - m0['mon_evicted']} evicted")
+            ok(g.mon_set(mon_size=4096), "size 4096")
+            deadline = time.monotonic() + 30
+            while g.mon_get()["mon_sources"] < 1000:
+                check(time.monotonic() < deadline, "the table did not refill")
+                send_spoofed(env, spoofed)
+            keep = spoofed[::60]
+            ok(g.mon_set(mon_peers=keep), f"a peer set of {len(keep)}")
+            p = g.peers()
+            check(set(p) <= set(keep),
+                  f"{len(set(p) - set(keep))} sources outside the peer set")
+            ok(g.mon_set(mon_enabled=0), "disable under arrivals")
+            m = g.mon_get()
+            check_eq((m["mon_sources"], len(g.peers())), (0, 0),
+                     "sources after disable")
+        finally:
+            stop.set()
+            t.join()
+        settle()
+        m = g.mon_get()
+        check_eq((m["mon_sources"], len(g.peers())), (0, 0),
+                 "sources after the arrivals stopped")
+        ok(g.mon_set(mon_enabled=1, mon_size=uapi.PARQ_MON_SIZE_DEFAULT,
+                     mon_peers=[]), "defaults back")
+
+
 def t_disable_and_netns(env):
     with genl(env) as g, genl(env, env.topo.b) as gb:
         ok(g.mon_set(mon_enabled=0), "disable")
@@ -616,6 +677,8 @@ def main():
     suite.case("local senders reported during parallel traffic, if asked",
                t_local_reports)
     suite.case("a peer set: only peers are counted", t_peers)
+    suite.case("thousands of sources: shrink, peer set, disable under arrivals",
+               t_turnover, timeout=180)
     suite.case("disable forgets; other namespaces untouched",
                t_disable_and_netns)
     suite.case("rmmod with the monitor on", t_rmmod)
