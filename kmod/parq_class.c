@@ -139,11 +139,12 @@ static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 		u64 others = q->resv_sum - old_bw;
 
 		q->s.xs.resv_rejects++;
-		parq_set_err_fmt(dev_net(qdisc_dev(sch)), extack,
-				 "parq: reservation of %llu bit/s refused: %llu bit/s free of %llu bit/s reservable, %llu bit/s reserved",
+		PARQ_SET_ERR_FMT(extack,
+				 "parq: reservation refused: more than is free of the reservable bandwidth",
+				 "parq: %llu bit/s refused: %llu free of %llu",
 				 *bw * 8,
 				 (*capacity > others ? *capacity - others : 0) * 8,
-				 *capacity * 8, q->resv_sum * 8);
+				 *capacity * 8);
 		return -ENOSPC;
 	}
 	return 0;
@@ -221,13 +222,12 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	if (rc->r.rate != rate || rc->r.idt != idt || rc->r.mtu != mtu) {
 		/* A new pace: an NDT set at the old one may not hold it back. */
 		if (rc->q.qlen)
-			rb_erase_cached(&rc->node, &q->resv_backlog);
+			parq_resv_backlog_del(q, rc);
 		parq_resv_set(&rc->r, rate, idt);
 		rc->r.mtu = mtu;
 		parq_resv_rebase(&rc->r, ktime_get_ns());
 		if (rc->q.qlen) {
-			rb_add_cached(&rc->node, &q->resv_backlog,
-				      parq_resv_less);
+			parq_resv_backlog_add(q, rc);
 			qdisc_watchdog_schedule_range_ns(&q->watchdog,
 							 rc->r.ndt, 0);
 		}
@@ -264,7 +264,7 @@ static int parq_class_delete(PARQ_CLASS_DELETE_ARGS)
 	qlen = rc->q.qlen;
 	backlog = rc->c.qstats.backlog;
 	if (qlen) {
-		rb_erase_cached(&rc->node, &q->resv_backlog);
+		parq_resv_backlog_del(q, rc);
 		q->resv_backlogged--;
 		sch->q.qlen -= qlen;
 		sch->qstats.backlog -= backlog;

@@ -68,19 +68,20 @@
 #endif
 
 /*
- * Formatted extack messages.  NL_SET_ERR_MSG_FMT (6.2) formats into an
- * 80-byte buffer in the extack (NETLINK_MAX_FMTMSG_LEN): parq's admission
- * control messages are longer (up to about 170 bytes with their numbers),
- * and it would cut them and log "truncated extack" (W=1 on 6.12 rejects
- * them at build time).  So on every kernel parq_qdisc.c formats into a
- * small per-namespace ring of buffers written under RTNL; the ack that
- * reads one is built as soon as the request ends.
+ * Formatted extack messages (6.2), at most NETLINK_MAX_FMTMSG_LEN - 1
+ * characters: parq's fit with any value their fields can take.  Older
+ * kernels get the plain text @plain (the arguments are still evaluated and
+ * checked against @fmt).
  */
-#define PARQ_NEED_ERR_RING
-struct net;
-__printf(3, 4) void parq_set_err_fmt(const struct net *net,
-				     struct netlink_ext_ack *extack,
-				     const char *fmt, ...);
+#ifdef NL_SET_ERR_MSG_FMT
+#define PARQ_SET_ERR_FMT(extack, plain, fmt, ...) \
+	NL_SET_ERR_MSG_FMT(extack, fmt, ##__VA_ARGS__)
+#else
+#define PARQ_SET_ERR_FMT(extack, plain, fmt, ...) do {	\
+	NL_SET_ERR_MSG(extack, plain);			\
+	no_printk(fmt, ##__VA_ARGS__);			\
+} while (0)
+#endif
 
 /* 6.2 split the ops that pre_doit sees into genl_split_ops. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)

@@ -34,7 +34,6 @@
 #include <linux/stringify.h>
 #include <net/dsfield.h>
 #include <net/netlink.h>
-#include <net/netns/generic.h>
 #include <net/pkt_cls.h>
 #include <net/pkt_sched.h>
 #include <net/sch_generic.h>
@@ -49,47 +48,6 @@
 #include "parq_qdisc.h"
 
 /* --- admission control ------------------------------------------------ */
-
-#ifdef PARQ_NEED_ERR_RING
-/*
- * Each namespace has its own ring, so a request's text can only be
- * overwritten by PARQ_ERR_RING later failures in the same namespace
- * between its handler's return and its acknowledgment, never by another
- * namespace's.  The last byte of each buffer is never written: a text read
- * while it is being replaced is garbled at worst, never unterminated.
- */
-#define PARQ_ERR_RING	16
-#define PARQ_ERR_LEN	192
-
-struct parq_qdisc_net {
-	unsigned int	err_next;			/* under RTNL */
-	char		err[PARQ_ERR_RING][PARQ_ERR_LEN];
-};
-
-static unsigned int parq_qdisc_net_id __read_mostly;
-
-void parq_set_err_fmt(const struct net *net, struct netlink_ext_ack *extack,
-		      const char *fmt, ...)
-{
-	struct parq_qdisc_net *qn = net_generic(net, parq_qdisc_net_id);
-	va_list ap;
-	char *buf;
-
-	ASSERT_RTNL();
-	if (!extack)
-		return;
-	buf = qn->err[qn->err_next++ % PARQ_ERR_RING];
-	va_start(ap, fmt);
-	vsnprintf(buf, PARQ_ERR_LEN - 1, fmt, ap);
-	va_end(ap);
-	extack->_msg = buf;
-}
-
-struct pernet_operations parq_qdisc_net_ops = {
-	.id	= &parq_qdisc_net_id,
-	.size	= sizeof(struct parq_qdisc_net),
-};
-#endif
 
 /* The device's link speed in bytes/s, 0 if unknown.  Under RTNL. */
 static u64 parq_link_speed(struct net_device *dev)
@@ -285,7 +243,8 @@ static u64 parq_param_get(const struct parq_config *cfg,
 
 /*
  * An attribute's value, @size bytes: the policy has checked its length,
- * and parq_config_check() that the policy's type has the field's size.
+ * and parq_config_build_check() that the policy's type has the field's
+ * size.
  */
 static u64 parq_param_read(const struct nlattr *a, u8 size)
 {
@@ -299,7 +258,7 @@ static u64 parq_param_read(const struct nlattr *a, u8 size)
 	}
 }
 
-static unsigned int parq_nla_size(u8 type)
+static __always_inline unsigned int parq_nla_size(u8 type)
 {
 	switch (type) {
 	case NLA_U8:
@@ -315,24 +274,16 @@ static unsigned int parq_nla_size(u8 type)
 }
 
 /*
- * At module load: every row's policy carries a value of its field's size.
- * A row that does not is a bug in this file, refused before any request
- * could read past an attribute.
+ * Every row's policy carries a value of its field's size: checked when the
+ * module is built (the compiler folds each row's policy type, a constant),
+ * so that no request can read past an attribute.
  */
-int parq_config_check(void)
+#define PARQ_PARAM_SIZE_BAD(attr, field, policy, def, msg)		\
+	parq_nla_size(parq_policy[attr].type) !=			\
+		sizeof_field(struct parq_config, field) ||
+static __always_inline void parq_config_build_check(void)
 {
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(parq_params); i++) {
-		const struct parq_param *p = &parq_params[i];
-
-		if (parq_nla_size(parq_policy[p->attr].type) != p->size) {
-			pr_err("sch_parq: attribute %u: policy and field sizes differ\n",
-			       p->attr);
-			return -EINVAL;
-		}
-	}
-	return 0;
+	BUILD_BUG_ON(PARQ_QDISC_PARAMS(PARQ_PARAM_SIZE_BAD) false);
 }
 
 /* Replace the policy's generic message by one naming the parameter. */
@@ -366,6 +317,7 @@ static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
 	unsigned int i;
 	u64 capacity;
 
+	parq_config_build_check();	/* no code: all at build time */
 	for (i = 0; i < ARRAY_SIZE(parq_params); i++) {
 		const struct parq_param *p = &parq_params[i];
 		const struct nlattr *a = tb[p->attr];
@@ -383,8 +335,9 @@ static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
 	capacity = parq_resv_capacity(*linkrate, cfg->reservable);
 	if (q->resv_sum > capacity) {
 		q->s.xs.resv_rejects++;
-		parq_set_err_fmt(dev_net(qdisc_dev(sch)), extack,
-				 "parq: %llu bit/s reservable (linkrate x reservable) is below the %llu bit/s already reserved",
+		PARQ_SET_ERR_FMT(extack,
+				 "parq: the reservable bandwidth (linkrate x reservable) would fall below what is already reserved",
+				 "parq: %llu bit/s reservable is below the %llu reserved",
 				 capacity * 8, q->resv_sum * 8);
 		return -EINVAL;
 	}
@@ -517,20 +470,20 @@ void parq_destroy(struct Qdisc *sch)
 int parq_dump(struct Qdisc *sch, struct sk_buff *skb)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
-	struct parq_config shown = q->cfg;
 	struct nlattr *opts;
 	unsigned int i;
 	int err = 0;
 
-	/* The effective values: "auto" resolved. */
-	shown.split_gso = q->split_gso ? PARQ_SPLIT_GSO_ON : PARQ_SPLIT_GSO_OFF;
-	shown.linkrate = q->linkrate;
+	/*
+	 * As configured, "auto" too, so that the dump can be fed back as it
+	 * is; the statistics give what "auto" resolves to.
+	 */
 	opts = nla_nest_start(skb, TCA_OPTIONS);
 	if (!opts)
 		return -EMSGSIZE;
 	for (i = 0; i < ARRAY_SIZE(parq_params) && !err; i++) {
 		const struct parq_param *p = &parq_params[i];
-		u64 v = parq_param_get(&shown, p);
+		u64 v = parq_param_get(&q->cfg, p);
 
 		if (p->size == sizeof(u8))
 			err = nla_put_u8(skb, p->attr, v);
@@ -551,8 +504,6 @@ int parq_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	struct parq_sched_data *q = qdisc_priv(sch);
 	u64 now = ktime_get_ns();
 	struct tc_parq_xstats xs;
-	struct rb_node *n;
-	u32 due = 0;
 
 	sch_tree_lock(sch);
 	xs = q->s.xs;
@@ -563,13 +514,9 @@ int parq_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	xs.resv_capacity = q->resv_capacity;
 	xs.resv_classes = q->resv_classes;
 	xs.resv_backlogged = q->resv_backlogged;
-	for (n = rb_first_cached(&q->resv_backlog); n; n = rb_next(n)) {
-		if (!parq_resv_eligible(&rb_entry(n, struct parq_resv_class,
-						  node)->r, now))
-			break;
-		due++;
-	}
-	xs.resv_throttled = q->resv_backlogged - due;
+	xs.resv_throttled = q->resv_backlogged - parq_resv_due(q, now);
+	xs.effective_linkrate = q->linkrate;
+	xs.effective_split_gso = q->split_gso;
 	sch_tree_unlock(sch);
 	xs.version = PARQ_XSTATS_VERSION;
 	return gnet_stats_copy_app(d, &xs, sizeof(xs));

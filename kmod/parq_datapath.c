@@ -15,6 +15,7 @@
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/rbtree.h>
+#include <linux/rbtree_augmented.h>
 #include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
@@ -392,10 +393,80 @@ static void parq_local_purge(struct parq_sched_data *q)
 	q->local_qlen = 0;
 }
 
-bool parq_resv_less(struct rb_node *a, const struct rb_node *b)
+/*
+ * The backlogged reserved classes, by (NDT, classid), each node keeping the
+ * size of its subtree: the number of those whose NDT has come is found in
+ * O(log n) (parq_resv_due), so that a statistics dump never walks them.
+ */
+static u32 parq_resv_subtree(const struct rb_node *n)
 {
-	return parq_resv_before(&rb_entry(a, struct parq_resv_class, node)->r,
-				&rb_entry(b, struct parq_resv_class, node)->r);
+	return n ? rb_entry(n, struct parq_resv_class, node)->subtree : 0;
+}
+
+static bool parq_resv_subtree_compute(struct parq_resv_class *rc, bool exit)
+{
+	u32 size = 1 + parq_resv_subtree(rc->node.rb_left) +
+		   parq_resv_subtree(rc->node.rb_right);
+
+	if (exit && rc->subtree == size)
+		return true;
+	rc->subtree = size;
+	return false;
+}
+
+RB_DECLARE_CALLBACKS(static, parq_resv_augment, struct parq_resv_class, node,
+		     subtree, parq_resv_subtree_compute);
+
+void parq_resv_backlog_add(struct parq_sched_data *q,
+			   struct parq_resv_class *rc)
+{
+	struct rb_node **link = &q->resv_backlog.rb_root.rb_node;
+	struct rb_node *parent = NULL;
+	bool leftmost = true;
+
+	while (*link) {
+		struct parq_resv_class *p;
+
+		parent = *link;
+		p = rb_entry(parent, struct parq_resv_class, node);
+		p->subtree++;
+		if (parq_resv_before(&rc->r, &p->r)) {
+			link = &parent->rb_left;
+		} else {
+			link = &parent->rb_right;
+			leftmost = false;
+		}
+	}
+	rc->subtree = 1;
+	rb_link_node(&rc->node, parent, link);
+	rb_insert_augmented_cached(&rc->node, &q->resv_backlog, leftmost,
+				   &parq_resv_augment);
+}
+
+void parq_resv_backlog_del(struct parq_sched_data *q,
+			   struct parq_resv_class *rc)
+{
+	rb_erase_augmented_cached(&rc->node, &q->resv_backlog,
+				  &parq_resv_augment);
+}
+
+u32 parq_resv_due(const struct parq_sched_data *q, u64 now)
+{
+	const struct rb_node *n = q->resv_backlog.rb_root.rb_node;
+	u32 due = 0;
+
+	while (n) {
+		const struct parq_resv_class *rc =
+			rb_entry(n, struct parq_resv_class, node);
+
+		if (parq_resv_eligible(&rc->r, now)) {
+			due += parq_resv_subtree(n->rb_left) + 1;
+			n = n->rb_right;
+		} else {
+			n = n->rb_left;
+		}
+	}
+	return due;
 }
 
 static struct parq_resv_class *parq_resv_first(struct parq_sched_data *q)
@@ -412,7 +483,7 @@ static void parq_resv_enqueue(struct parq_sched_data *q,
 {
 	if (!rc->q.qlen) {
 		parq_resv_wake(&rc->r, now);
-		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
+		parq_resv_backlog_add(q, rc);
 		q->resv_backlogged++;
 	}
 	parq_skbq_add(&rc->q, skb);
@@ -433,7 +504,7 @@ static struct sk_buff *parq_resv_take(struct Qdisc *sch,
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct sk_buff *skb;
 
-	rb_erase_cached(&rc->node, &q->resv_backlog);
+	parq_resv_backlog_del(q, rc);
 	skb = parq_skbq_pop(&rc->q);
 	parq_count_out(sch, &rc->c, skb);
 	if (!rc->q.qlen)
@@ -445,7 +516,7 @@ static void parq_resv_requeue(struct parq_sched_data *q,
 			      struct parq_resv_class *rc)
 {
 	if (rc->q.qlen)
-		rb_add_cached(&rc->node, &q->resv_backlog, parq_resv_less);
+		parq_resv_backlog_add(q, rc);
 }
 
 /* Take the next packet of the parallel class (DRR over its flows). */
@@ -741,7 +812,7 @@ void parq_purge(struct Qdisc *sch)
 		parq_skbq_purge(&flow->q);
 	}
 	while ((rc = parq_resv_first(q))) {
-		rb_erase_cached(&rc->node, &q->resv_backlog);
+		parq_resv_backlog_del(q, rc);
 		parq_skbq_purge(&rc->q);
 		rc->c.qlen = 0;
 		rc->c.qstats.backlog = 0;

@@ -48,7 +48,6 @@
 #include <linux/slab.h>
 #include <net/dsfield.h>
 #include <net/netlink.h>
-#include <net/netns/generic.h>
 #include <net/pkt_cls.h>
 #include <net/pkt_sched.h>
 #include <net/sch_generic.h>
@@ -82,9 +81,6 @@ static int __init parq_module_init(void)
 {
 	int err;
 
-	err = parq_config_check();
-	if (err)
-		return err;
 	/* The family first, closed: the monitor's reports go through it. */
 	err = parq_genl_init();
 	if (err)
@@ -96,21 +92,12 @@ static int __init parq_module_init(void)
 	if (err)
 		goto err_credit;
 	parq_genl_set_open(true);
-#ifdef PARQ_NEED_ERR_RING
-	err = register_pernet_subsys(&parq_qdisc_net_ops);
-	if (err)
-		goto err_open;
-#endif
 	err = register_qdisc(&parq_qdisc_ops);
 	if (err)
-		goto err_ring;
+		goto err_open;
 	return 0;
 
-err_ring:
-#ifdef PARQ_NEED_ERR_RING
-	unregister_pernet_subsys(&parq_qdisc_net_ops);
 err_open:
-#endif
 	parq_genl_set_open(false);
 	parq_monitor_exit();
 err_credit:
@@ -127,9 +114,6 @@ err_genl:
 static void __exit parq_module_exit(void)
 {
 	unregister_qdisc(&parq_qdisc_ops);
-#ifdef PARQ_NEED_ERR_RING
-	unregister_pernet_subsys(&parq_qdisc_net_ops);
-#endif
 	parq_genl_set_open(false);
 	parq_monitor_exit();
 	parq_credit_exit();

@@ -88,6 +88,7 @@ struct parq_class {
 struct parq_resv_class {
 	struct Qdisc_class_common	common;	/* classid, hash node */
 	struct rb_node			node;	/* in resv_backlog while queued */
+	u32				subtree; /* nodes under node, itself too */
 	struct parq_resv		r;	/* NDT, IDT, lateness */
 	struct parq_skbq		q;
 	u64				bw;	/* bytes/s admitted */
@@ -190,10 +191,14 @@ unsigned int parq_held(const struct Qdisc *sch);
 unsigned int parq_evict(struct Qdisc *sch, enum parq_act act,
 			struct sk_buff **to_free);
 void parq_skbq_purge(struct parq_skbq *pq);
-bool parq_resv_less(struct rb_node *a, const struct rb_node *b);
+void parq_resv_backlog_add(struct parq_sched_data *q,
+			   struct parq_resv_class *rc);
+void parq_resv_backlog_del(struct parq_sched_data *q,
+			   struct parq_resv_class *rc);
+/* How many backlogged reserved classes may send at @now: O(log n). */
+u32 parq_resv_due(const struct parq_sched_data *q, u64 now);
 
 /* parq_config.c */
-int parq_config_check(void);
 int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	      struct netlink_ext_ack *extack);
 int parq_change(struct Qdisc *sch, struct nlattr *opt,
@@ -204,9 +209,6 @@ int parq_dump_stats(struct Qdisc *sch, struct gnet_dump *d);
 u64 parq_linkrate(struct Qdisc *sch, const struct parq_config *cfg);
 void parq_name_bad_attr(const struct nlattr *opt, const char * const *msgs,
 			int maxtype, struct netlink_ext_ack *extack);
-#ifdef PARQ_NEED_ERR_RING
-extern struct pernet_operations parq_qdisc_net_ops;
-#endif
 
 /* parq_class.c */
 extern const struct Qdisc_class_ops parq_class_ops;

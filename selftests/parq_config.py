@@ -29,13 +29,11 @@ DISCARD_PORT = 9
 
 DEFAULTS = {
     "threshold": 4, "unit": "bytes", "rate": "unlimited", "overhead": 0,
-    "split_gso": False, "limit": 10000, "flow_limit": 1000,
+    "split_gso": "auto", "limit": 10000, "flow_limit": 1000,
     "dscp_parallel": ["CS5", "EF"], "default": "local",
-    "reservable": 90, "dscp_mark": "off",
+    "linkrate": "auto", "reservable": 90, "dscp_mark": "off",
 }
-# Dumped as the effective value (linkrate, else rate, else link speed), so
-# it has no fixed default; see link_speed().
-KNOWN_KEYS = set(DEFAULTS) | {"linkrate"}
+KNOWN_KEYS = set(DEFAULTS)
 
 # A configuration where no value is a default, so that a reset would show.
 BASE_ARGS = ["threshold", "7", "unit", "packets", "rate", "8bit",
@@ -44,7 +42,7 @@ BASE_ARGS = ["threshold", "7", "unit", "packets", "rate", "8bit",
              "dscp-mark", "AF41"]
 BASE_OPTS = {
     "threshold": 7, "unit": "packets", "rate": 1, "overhead": 4,
-    "split_gso": True, "limit": 500, "flow_limit": 50,
+    "split_gso": "auto", "limit": 500, "flow_limit": 50,
     "dscp_parallel": ["AF41", "EF"], "default": "local", "dscp_mark": "AF41",
 }
 
@@ -63,6 +61,12 @@ def check_options(env, want):
     if extra:
         diag(f"note: options this test does not know: {sorted(extra)}")
     return got
+
+
+def effective(env):
+    """(effective_linkrate, effective_split_gso): what auto resolves to."""
+    q = tclib.parq_qdisc(env.a, env.dev)
+    return q.get("effective_linkrate"), q.get("effective_split_gso")
 
 
 def link_speed(env):
@@ -113,10 +117,11 @@ def t_defaults(env):
     loaded_check()
     del_root(env)
     add_parq(env)
-    got = check_options(env, DEFAULTS)
-    # linkrate auto, no rate: admission control divides the link speed.
-    check_eq(got.get("linkrate"), link_speed(env),
-             "linkrate (auto, no rate: the link speed)")
+    check_options(env, DEFAULTS)
+    # linkrate auto, no rate: admission control divides the link speed;
+    # split-gso auto, no shaper: off.
+    check_eq(effective(env), (link_speed(env), 0),
+             "effective (linkrate, split-gso): the link speed, off")
     q = tclib.parq_qdisc(a, dev, stats=False)
     check_eq(q.get("handle"), "1:", "handle")
     check(q.get("root") is True, "parq is not the root qdisc")
@@ -132,7 +137,7 @@ def t_every_parameter(env):
              "dscp-mark", "7")
     check_options(env, {"threshold": 9, "unit": "packets",
                         "rate": 123000000 // 8, "overhead": -4,
-                        "split_gso": False, "limit": 777, "flow_limit": 77,
+                        "split_gso": "off", "limit": 777, "flow_limit": 77,
                         "dscp_parallel": [7, "AF41", "EF"],
                         "default": "parallel", "linkrate": 10**9 // 8,
                         "reservable": 50, "dscp_mark": 7})
@@ -141,15 +146,100 @@ def t_every_parameter(env):
     add_parq(env, "threshold", "inf", "rate", "10gbit", "split-gso",
              "dscp-parallel", "none", "overhead", "256")
     check_options(env, dict(DEFAULTS, threshold="inf", rate=10**10 // 8,
-                            split_gso=True, dscp_parallel=[], overhead=256,
-                            linkrate=10**10 // 8))
+                            split_gso="on", dscp_parallel=[], overhead=256))
+    check_eq(effective(env), (10**10 // 8, 1),
+             "effective (linkrate, split-gso): the rate, on")
     # split-gso follows the shaper unless forced: on with a rate ...
     del_root(env)
     add_parq(env, "rate", "1gbit")
-    check_options(env, dict(DEFAULTS, rate=10**9 // 8, split_gso=True))
+    check_options(env, dict(DEFAULTS, rate=10**9 // 8))
+    check_eq(effective(env), (10**9 // 8, 1),
+             "effective (linkrate, split-gso) with rate 1gbit")
     # ... and back off when the shaper is turned off.
     tc(a, "qdisc", "change", "dev", dev, "root", "parq", "rate", "unlimited")
     check_options(env, DEFAULTS)
+    check_eq(effective(env), (link_speed(env), 0),
+             "effective (linkrate, split-gso) without a shaper")
+    # Forced on and back to auto.
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "split-gso")
+    check_eq((options(env)["split_gso"], effective(env)[1]), ("on", 1),
+             "split-gso forced on")
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "split-gso", "auto")
+    check_eq((options(env)["split_gso"], effective(env)[1]), ("auto", 0),
+             "split-gso auto again")
+
+
+# Configurations whose dumps must parse back unchanged; together they give
+# every parameter a value other than its default, "auto" included.
+ROUND_TRIP = [
+    [],
+    BASE_ARGS,
+    ["threshold", "9", "unit", "packets", "rate", "123mbit", "overhead", "-4",
+     "no-split-gso", "limit", "777", "flow-limit", "77", "dscp-parallel",
+     "AF41,EF,7", "default", "parallel", "linkrate", "1gbit", "reservable",
+     "50", "dscp-mark", "7"],
+    ["threshold", "inf", "rate", "10gbit", "split-gso", "dscp-parallel",
+     "none", "overhead", "256", "reservable", "1"],
+    ["split-gso", "auto", "linkrate", "auto", "rate", "1mbit"],
+]
+
+
+def qdisc_text(ns, dev):
+    """The parameters tc qdisc show prints for the parq root of @dev."""
+    out = tc(ns, "qdisc", "show", "dev", dev, "root").stdout
+    m = re.search(r"qdisc parq \S+ root refcnt \d+ (.*)", out)
+    check(m is not None, f"no parq root in {out!r}")
+    return m.group(1).split()
+
+
+def t_round_trip(env):
+    """tc qdisc show's output, fed back to tc qdisc change (and to tc
+    qdisc add on a fresh qdisc), is accepted and changes nothing, for every
+    parameter, auto values included, also on a device with no link speed
+    (where linkrate auto resolves to nothing)."""
+    a = env.a
+    params = sorted(n[len("TCA_PARQ_"):].lower() for n in dir(uapi)
+                    if n.startswith("TCA_PARQ_") and
+                    not n.startswith("TCA_PARQ_CLASS_") and
+                    n not in ("TCA_PARQ_UNSPEC", "TCA_PARQ_MAX",
+                              "TCA_PARQ_PAD"))
+    key = {"default_class": "default"}
+    covered = set()
+    a.run(["ip", "link", "add", "parqrt0", "type", "dummy"])
+    try:
+        a.run(["ip", "link", "set", "parqrt0", "up"])
+        for dev in (env.dev, "parqrt0"):
+            for args in ROUND_TRIP:
+                del_root(env, dev=dev)
+                tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:",
+                   "parq", *args)
+                before = tclib.parq_qdisc(a, dev, stats=False)["options"]
+                words = qdisc_text(a, dev)
+                what = f"{dev}: {' '.join(args) or 'defaults'}"
+                r = tc(a, "qdisc", "change", "dev", dev, "root", "parq",
+                       *words, check=False)
+                check(r.returncode == 0, f"{what}: tc qdisc change "
+                      f"{' '.join(words)}: {r.stderr.strip()}")
+                check_eq(tclib.parq_qdisc(a, dev, stats=False)["options"],
+                         before, f"{what}: options after the change")
+                check_eq(qdisc_text(a, dev), words,
+                         f"{what}: tc qdisc show after the change")
+                del_root(env, dev=dev)
+                tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:",
+                   "parq", *words)
+                check_eq(tclib.parq_qdisc(a, dev, stats=False)["options"],
+                         before, f"{what}: options of a new qdisc")
+                for p in params:
+                    k = key.get(p, p)
+                    if k in before and before[k] != DEFAULTS.get(k):
+                        covered.add(p)
+                diag(f"{what}: {' '.join(words)}")
+    finally:
+        del_root(env, dev="parqrt0")
+        a.run(["ip", "link", "del", "parqrt0"], check=False)
+    check_eq(sorted(set(params) - covered), [],
+             "parameters no configuration set to a value other than "
+             "its default")
 
 
 def t_change_subset(env):
@@ -379,7 +469,7 @@ def t_raw_valid(env):
             nl.nla_u8(T.TCA_PARQ_DEFAULT_CLASS, T.PARQ_CLASS_PARALLEL)))
     check_eq(res.error, 0, f"valid raw change refused ({res.msg})")
     check_options(env, {"threshold": 11, "unit": "packets", "rate": 12500000,
-                        "overhead": -64, "split_gso": True, "limit": 600,
+                        "overhead": -64, "split_gso": "auto", "limit": 600,
                         "flow_limit": 60, "dscp_parallel": ["EF"],
                         "default": "parallel"})
     with nl.Rtnl(a) as sock:
@@ -389,7 +479,8 @@ def t_raw_valid(env):
     check_eq(res.error, 0, f"raw change to inf/unlimited refused "
              f"({res.msg})")
     check_options(env, {"threshold": "inf", "rate": "unlimited",
-                        "split_gso": False})
+                        "split_gso": "auto"})
+    check_eq(effective(env)[1], 0, "effective split-gso without a shaper")
 
 
 def main():
@@ -397,6 +488,8 @@ def main():
     suite.case("autoload", t_autoload)
     suite.case("defaults", t_defaults)
     suite.case("every parameter", t_every_parameter)
+    suite.case("tc qdisc show parses back unchanged, every parameter",
+               t_round_trip)
     suite.case("change a subset", t_change_subset)
     suite.case("replace", t_replace)
     suite.case("delete", t_delete)

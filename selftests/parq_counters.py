@@ -52,7 +52,7 @@ def xstats_keys():
     """The names tc -j gives the fields of struct tc_parq_xstats (the
     sojourn buckets, arrays, as each class's _pkts, _mean and _hist)."""
     return (["xstats_version" if n == "version" else n
-             for n, _ in uapi.XSTATS_FIELDS if n != "pad"] +
+             for n, _ in uapi.XSTATS_FIELDS if not n.startswith("pad")] +
             [f"{c}_{k}" for c in SOJOURN for k in ("pkts", "mean", "hist")])
 
 

@@ -141,7 +141,7 @@ def freeze(env, dev=None, ns=None):
     backlogged.  One packet may leave at the change."""
     q = qx(env, dev, ns)
     tc(ns or env.a, "qdisc", "change", "dev", dev or env.dev, "root", "parq",
-       "linkrate", f"{q['options']['linkrate'] * 8}bit", "rate", "8bit")
+       "linkrate", f"{q['effective_linkrate'] * 8}bit", "rate", "8bit")
 
 
 def check_xstats(env, dev=None, ns=None, rejects=None, dispatches=True):
@@ -154,7 +154,8 @@ def check_xstats(env, dev=None, ns=None, rejects=None, dispatches=True):
     check_eq(q["resv_classes"], len(rc), "resv_classes")
     check_eq(q["resv_sum_rate"], sum(c["xs"]["rate"] for c in rc.values()),
              "resv_sum_rate")
-    check_eq(q["resv_capacity"], opts["linkrate"] * opts["reservable"] // 100,
+    check_eq(q["resv_capacity"],
+             q["effective_linkrate"] * opts["reservable"] // 100,
              "resv_capacity")
     check(q["resv_sum_rate"] <= q["resv_capacity"],
           f"resv_sum_rate {q['resv_sum_rate']} > resv_capacity "
@@ -435,17 +436,13 @@ def t_rates_alone(env):
         try:
             refused(env, ["class", "change", "dev", dev, "classid", cid(0x16),
                           "parq", "rate", "30mbit"],
-                    "parq: reservation of 30000000 bit/s refused: 20000000 "
-                    "bit/s free of 90000000 bit/s reservable, 75000000 bit/s "
-                    "reserved")
+                    resv.refusal(30000000, 20000000, 90000000))
             refused(env, ["qdisc", "change", "dev", dev, "root", "parq",
                           "reservable", "70"],
-                    "parq: 70000000 bit/s reservable (linkrate x reservable)"
-                    " is below the 75000000 bit/s already reserved")
+                    resv.below_reserved(70000000, 75000000))
             refused(env, ["qdisc", "change", "dev", dev, "root", "parq",
                           "rate", "80mbit"],
-                    "parq: 72000000 bit/s reservable (linkrate x reservable)"
-                    " is below the 75000000 bit/s already reserved")
+                    resv.below_reserved(72000000, 75000000))
             after = tclib.snapshot(a, dev)
             outcome.setdefault("config", []).extend(
                 d for d in tclib.diff(before, after) if not _is_counter(d))
@@ -598,8 +595,10 @@ def t_idt_jumbo(env):
 # --- admission -----------------------------------------------------------
 
 def refusal(req, free, cap, reserved):
-    return (f"parq: reservation of {req} bit/s refused: {free} bit/s free "
-            f"of {cap} bit/s reservable, {reserved} bit/s reserved")
+    """The refusal's text (@reserved, the sum before the request, is not
+    in it: it is @cap - @free plus what the class had)."""
+    del reserved
+    return resv.refusal(req, free, cap)
 
 
 def class_rates(env):
@@ -664,8 +663,7 @@ def t_admission(env):
                           (["linkrate", "99mbit"], 89100000),
                           (["linkrate", "auto", "rate", "50mbit"], 45000000)):
         refused(env, ["qdisc", "change", "dev", dev, "root", "parq", *args],
-                f"parq: {got_cap} bit/s reservable (linkrate x reservable) "
-                f"is below the {cap} bit/s already reserved")
+                resv.below_reserved(got_cap, cap))
         check_eq(qx(env)["options"], opts, f"options after refused {args}")
         check_eq(class_rates(env), want, f"rates after refused {args}")
     # Raising it is fine, and makes room.
@@ -674,8 +672,7 @@ def t_admission(env):
     add_class(env, 0x1a, "rate", "10mbit")
     refused(env, ["qdisc", "change", "dev", dev, "root", "parq", "reservable",
                   "90"],
-            "parq: 90000000 bit/s reservable (linkrate x reservable) is "
-            "below the 100000000 bit/s already reserved")
+            resv.below_reserved(90000000, 100000000))
     tc(a, "class", "del", "dev", dev, "classid", "1:1a")
     tc(a, "qdisc", "change", "dev", dev, "root", "parq", "reservable", "90")
     # 5 refused class adds/changes and 4 refused qdisc changes.
@@ -695,7 +692,8 @@ def t_no_link_speed(env):
         diag(f"ethtool {dummy}: {speed or (r.stderr.strip() or 'no speed')}")
         add_root(env, dev=dummy)
         q = qx(env, dummy)
-        check_eq(q["options"]["linkrate"], 0, "linkrate of a dummy (none)")
+        check_eq((q["options"]["linkrate"], q["effective_linkrate"]),
+                 ("auto", 0), "linkrate of a dummy (auto: none)")
         check_eq(q["resv_capacity"], 0, "resv_capacity without a linkrate")
         refused(env, ["class", "add", "dev", dummy, "parent", "1:", "classid",
                       "1:16", "parq", "rate", "1mbit"], MSG_NO_LINKRATE)
@@ -709,7 +707,7 @@ def t_no_link_speed(env):
         del_root(env, dummy)
         # The shaper rate is the linkrate when none is given.
         add_root(env, "rate", "10mbit", dev=dummy)
-        check_eq(qx(env, dummy)["options"]["linkrate"], 1250000,
+        check_eq(qx(env, dummy)["effective_linkrate"], 1250000,
                  "linkrate auto = the shaper rate")
         add_class(env, 0x16, "rate", "9mbit", dev=dummy)
         del_root(env, dummy)
@@ -720,7 +718,7 @@ def t_no_link_speed(env):
     speed = [ln.strip() for ln in r.stdout.splitlines() if "Speed" in ln]
     diag(f"ethtool {dev}: {speed}")
     add_root(env)
-    check_eq(qx(env)["options"]["linkrate"], 10000 * 10**6 // 8,
+    check_eq(qx(env)["effective_linkrate"], 10000 * 10**6 // 8,
              "linkrate auto of a veth (its 10000Mb/s)")
     add_class(env, 0x16, "rate", "9gbit")
     refused(env, ["class", "add", "dev", dev, "parent", "1:", "classid",
@@ -1012,6 +1010,52 @@ def t_xstats(env):
     del_root(env)
 
 
+def t_throttled_count(env):
+    """resv_throttled counts exactly the backlogged classes whose NDT is
+    still ahead, with many of each kind and after deletes.  The count is
+    kept in the tree of backlogged classes (subtree sizes), not walked,
+    so it is checked here in every shape the tree takes."""
+    a, dev = env.a, env.dev
+    paced = list(range(0x16, 0x16 + 40))	# idt 10s: one packet, then wait
+    due = list(range(0x3e, 0x3e + 60))	# 10 Mbit/s, held by the shaper
+    add_root(env, "linkrate", "10gbit")
+    batch = "".join(f"class add dev {dev} parent 1: classid {cid(m)} parq "
+                    "idt 10s\n" for m in paced)
+    batch += "".join(f"class add dev {dev} parent 1: classid {cid(m)} parq "
+                     "rate 10mbit\n" for m in due)
+    a.run(["tc", "-batch", "-"], input=batch)
+    # Within 10 s from here: the paced classes' second packets wait 10 s.
+    for m in paced:
+        send(env, m, 9, 100, 2)		# the first leaves, the second waits
+    freeze(env)
+    time.sleep(0.1)
+    for m in due:
+        send(env, m, 9, 100, 2)
+    time.sleep(0.1)
+
+    def want(paced_left, due_left):
+        q, rc = consistent_state(env)
+        backlogged = sum(1 for c in rc.values() if c["qlen"])
+        check_eq((q["resv_backlogged"], q["resv_throttled"]),
+                 (backlogged, paced_left),
+                 f"(resv_backlogged, resv_throttled) with {paced_left} "
+                 f"classes paced and {due_left} due")
+        check_eq(backlogged, paced_left + due_left,
+                 "backlogged classes (their qlen)")
+
+    def delete(ms):
+        a.run(["tc", "-batch", "-"], input="".join(
+            f"class del dev {dev} classid {cid(m)}\n" for m in ms))
+
+    want(len(paced), len(due))
+    delete(paced[::4] + due[1::3])
+    want(len(paced) - len(paced[::4]), len(due) - len(due[1::3]))
+    delete(paced[1::4])
+    want(len(paced) - len(paced[::4]) - len(paced[1::4]),
+         len(due) - len(due[1::3]))
+    del_root(env)
+
+
 # --- scale -------------------------------------------------------------------
 
 SCALE_NET = "10.99.{}.1/24"
@@ -1182,6 +1226,8 @@ def main():
         ("class delete/add under traffic", t_delete_live, 90,
          "iperf3 must load the re-added class within its run"),
         ("xstats resv_* fields", t_xstats, 60, None),
+        ("resv_throttled exact with 100 backlogged classes, after deletes",
+         t_throttled_count, 120, None),
         ("scale: 10000 classes, traffic, delete, unload, no leak",
          t_scale_10k, 400, None),
         ("scale: 100000 classes via tc -batch in < 120 s", t_scale_100k,

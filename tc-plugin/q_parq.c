@@ -96,7 +96,7 @@ static void explain(void)
 	fprintf(stderr,
 		"Usage: ... parq [ threshold N | inf ] [ unit bytes | packets ]\n"
 		"                [ rate RATE | unlimited ] [ overhead BYTES ]\n"
-		"                [ split-gso | no-split-gso ] [ limit PACKETS ]\n"
+		"                [ split-gso [ auto ] | no-split-gso ] [ limit PACKETS ]\n"
 		"                [ flow-limit PACKETS ] [ dscp-parallel LIST | none ]\n"
 		"                [ default parallel | local ]\n"
 		"                [ linkrate RATE | auto ] [ reservable PERCENT ]\n"
@@ -514,6 +514,12 @@ static int parq_parse_opt(struct qdisc_util *qu, int argc, char **argv,
 				return -1;
 			o.split_gso = kw[0] == 'n' ? PARQ_SPLIT_GSO_OFF :
 						     PARQ_SPLIT_GSO_ON;
+			/* "split-gso auto": split whenever the shaper is on. */
+			if (kw[0] != 'n' && argc > 1 &&
+			    strcmp(argv[1], "auto") == 0) {
+				o.split_gso = PARQ_SPLIT_GSO_AUTO;
+				argc--, argv++;
+			}
 			continue;
 		}
 
@@ -722,11 +728,17 @@ static int parq_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 		parq_print_int(PRINT_ANY, "overhead", "overhead %d ",
 			       parq_rta_s32(a));
 	if (PARQ_ATTR(TCA_PARQ_SPLIT_GSO, __u8)) {
-		/* The kernel dumps the effective state, never AUTO. */
+		/* As configured: what auto gives is in the statistics. */
 		u8v = parq_rta_u8(a);
-		if (u8v == PARQ_SPLIT_GSO_ON || u8v == PARQ_SPLIT_GSO_OFF) {
-			parq_print_bool(PRINT_JSON, "split_gso", NULL,
-					u8v == PARQ_SPLIT_GSO_ON);
+		if (u8v == PARQ_SPLIT_GSO_AUTO) {
+			parq_print_string(PRINT_JSON, "split_gso", NULL, "auto");
+			parq_print_string(PRINT_FP, NULL, "%s ",
+					  "split-gso auto");
+		} else if (u8v == PARQ_SPLIT_GSO_ON ||
+			   u8v == PARQ_SPLIT_GSO_OFF) {
+			parq_print_string(PRINT_JSON, "split_gso", NULL,
+					  u8v == PARQ_SPLIT_GSO_ON ?
+					  "on" : "off");
 			parq_print_string(PRINT_FP, NULL, "%s ",
 					  u8v == PARQ_SPLIT_GSO_ON ?
 					  "split-gso" : "no-split-gso");
@@ -751,13 +763,9 @@ static int parq_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 					u8v);
 	}
 	if (PARQ_ATTR(TCA_PARQ_LINKRATE, __u64)) {
-		/* The effective capacity; 0: none (no rate, no link speed). */
+		/* As configured: what auto gives is in the statistics. */
 		u64v = parq_rta_u64(a);
-		if (u64v == 0) {
-			parq_print_u64(PRINT_JSON, "linkrate", NULL, 0);
-			parq_print_string(PRINT_FP, NULL, "linkrate %s ",
-					  "none");
-		} else if (u64v >= PARQ_LINKRATE_AUTO) {
+		if (u64v >= PARQ_LINKRATE_AUTO) {
 			parq_print_string(PRINT_ANY, "linkrate",
 					  "linkrate %s ", "auto");
 		} else {
@@ -979,6 +987,13 @@ static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 		print_nl();
 		parq_print_sojourn("local_sojourn", "  ", st.local_sojourn_sum,
 				   st.local_sojourn);
+	}
+
+	/* version 5: what "auto" resolves to */
+	if (PARQ_HAS(st, effective_split_gso, len)) {
+		print_nl();
+		PARQ_XRATE(effective_linkrate, "  ");
+		PARQ_X32(effective_split_gso, " ");
 	}
 #undef PARQ_XRATE
 #undef PARQ_X64

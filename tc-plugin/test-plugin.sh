@@ -429,6 +429,8 @@ bad "abbreviated keyword" 'parq: unknown parameter "thresh"' thresh 4
 bad "missing value" 'parq: missing value after "threshold"' limit 5 threshold
 bad "duplicate threshold" 'parq: duplicate or conflicting parameter "threshold"' threshold 4 threshold 5
 bad "split-gso with no-split-gso" 'conflicting parameter "no-split-gso"' split-gso no-split-gso
+bad "split-gso auto twice" 'conflicting parameter "split-gso"' split-gso auto split-gso
+bad "no-split-gso auto" 'unknown parameter "auto"' no-split-gso auto
 bad "linkrate 0" 'parq: illegal "linkrate" value "0": rate must be positive; use "linkrate auto"' linkrate 0
 bad "linkrate 1bit (0 bytes/s)" '"linkrate" value "1bit": rate must be positive' linkrate 1bit
 bad "linkrate -1mbit" '"linkrate" value "-1mbit": expected a rate such as 100mbit or 10gbit, or auto' linkrate -1mbit
@@ -532,6 +534,9 @@ good "the defaults spelled out" \
 	threshold 4 unit bytes rate 100mbit overhead 0 split-gso limit 10000 \
 	flow-limit 1000 dscp-parallel CS5,EF default local \
 	linkrate auto reservable 90 dscp-mark off
+good "split-gso auto" "SPLIT_GSO=PARQ_SPLIT_GSO_AUTO" split-gso auto
+good "split-gso auto between others" "LIMIT=5 SPLIT_GSO=PARQ_SPLIT_GSO_AUTO RATE=1" \
+	limit 5 split-gso auto rate 8bit
 good "the other values" \
 	"THRESHOLD=PARQ_THRESHOLD_INF UNIT=PARQ_UNIT_PACKETS RATE=PARQ_RATE_UNLIMITED OVERHEAD=-64 SPLIT_GSO=PARQ_SPLIT_GSO_OFF LIMIT=1000000 FLOW_LIMIT=1 DSCP_PARALLEL=0 DEFAULT_CLASS=PARQ_CLASS_PARALLEL" \
 	default parallel dscp-parallel none flow-limit 1 limit 1000000 \
@@ -641,7 +646,7 @@ Q="\"ifindex\": $IFINDEX, \"handle\": 65536, \"parent\": 4294967295, \"info\": 2
 show "the default parameters" \
 	"[{$Q, \"options\": {\"THRESHOLD\": 4, \"UNIT\": \"PARQ_UNIT_BYTES\", \"RATE\": 12500000, \"OVERHEAD\": 0, \"SPLIT_GSO\": \"PARQ_SPLIT_GSO_ON\", \"LIMIT\": 10000, \"FLOW_LIMIT\": 1000, \"DSCP_PARALLEL\": \"PARQ_DSCP_DEFAULT\", \"DEFAULT_CLASS\": \"PARQ_CLASS_LOCAL\", \"LINKRATE\": 12500000, \"RESERVABLE\": 90, \"DSCP_MARK\": \"PARQ_DSCP_MARK_OFF\"}, \"extra\": [[1, \"\"]]}]" \
 	"qdisc parq 1: root refcnt 2 threshold 4 unit bytes rate 100Mbit overhead 0 split-gso limit 10000 flow-limit 1000 dscp-parallel CS5,EF default local linkrate 100Mbit reservable 90 dscp-mark off" \
-	'{"threshold": 4, "unit": "bytes", "rate": 12500000, "overhead": 0, "split_gso": true, "limit": 10000, "flow_limit": 1000, "dscp_parallel": ["CS5", "EF"], "default": "local", "linkrate": 12500000, "reservable": 90, "dscp_mark": "off"}'
+	'{"threshold": 4, "unit": "bytes", "rate": 12500000, "overhead": 0, "split_gso": "on", "limit": 10000, "flow_limit": 1000, "dscp_parallel": ["CS5", "EF"], "default": "local", "linkrate": 12500000, "reservable": 90, "dscp_mark": "off"}'
 show "dscp-mark by name" \
 	"[{$Q, \"options\": {\"DSCP_MARK\": 46}}]" \
 	"qdisc parq 1: root refcnt 2 dscp-mark EF" '{"dscp_mark": "EF"}'
@@ -651,7 +656,11 @@ show "dscp-mark by number" \
 show "the sentinels and the other values" \
 	"[{$Q, \"options\": {\"THRESHOLD\": \"PARQ_THRESHOLD_INF\", \"UNIT\": \"PARQ_UNIT_PACKETS\", \"RATE\": \"PARQ_RATE_UNLIMITED\", \"OVERHEAD\": -4, \"SPLIT_GSO\": \"PARQ_SPLIT_GSO_OFF\", \"LIMIT\": 1, \"FLOW_LIMIT\": 1000000, \"DSCP_PARALLEL\": 9223372036854775819, \"DEFAULT_CLASS\": \"PARQ_CLASS_PARALLEL\"}}]" \
 	"qdisc parq 1: root refcnt 2 threshold inf unit packets rate unlimited overhead -4 no-split-gso limit 1 flow-limit 1000000 dscp-parallel CS0,LE,3,63 default parallel" \
-	'{"threshold": "inf", "unit": "packets", "rate": "unlimited", "overhead": -4, "split_gso": false, "limit": 1, "flow_limit": 1000000, "dscp_parallel": ["CS0", "LE", 3, 63], "default": "parallel"}'
+	'{"threshold": "inf", "unit": "packets", "rate": "unlimited", "overhead": -4, "split_gso": "off", "limit": 1, "flow_limit": 1000000, "dscp_parallel": ["CS0", "LE", 3, 63], "default": "parallel"}'
+show "split-gso auto and linkrate auto, as the kernel dumps them unset" \
+	"[{$Q, \"options\": {\"SPLIT_GSO\": \"PARQ_SPLIT_GSO_AUTO\", \"LINKRATE\": \"PARQ_LINKRATE_AUTO\"}}]" \
+	"qdisc parq 1: root refcnt 2 split-gso auto linkrate auto" \
+	'{"split_gso": "auto", "linkrate": "auto"}'
 show "linkrate 10Gbit without a shaper, reservable 100" \
 	"[{$Q, \"options\": {\"RATE\": \"PARQ_RATE_UNLIMITED\", \"LINKRATE\": 1250000000, \"RESERVABLE\": 100}}]" \
 	"qdisc parq 1: root refcnt 2 rate unlimited linkrate 10Gbit reservable 100" \
@@ -660,10 +669,6 @@ show "linkrate auto (the sentinel, should the kernel send it)" \
 	"[{$Q, \"options\": {\"LINKRATE\": \"PARQ_LINKRATE_AUTO\", \"RESERVABLE\": 1}}]" \
 	"qdisc parq 1: root refcnt 2 linkrate auto reservable 1" \
 	'{"linkrate": "auto", "reservable": 1}'
-show "no capacity for reservations (linkrate 0)" \
-	"[{$Q, \"options\": {\"RATE\": \"PARQ_RATE_UNLIMITED\", \"LINKRATE\": 0, \"RESERVABLE\": 90}}]" \
-	"qdisc parq 1: root refcnt 2 rate unlimited linkrate none reservable 90" \
-	'{"rate": "unlimited", "linkrate": 0, "reservable": 90}' noreparse
 show "an empty DSCP set, a rate, unknown attributes, no NLA_F_NESTED" \
 	"[{$Q, \"options\": {\"RATE\": 1234000, \"DSCP_PARALLEL\": 0}, \"extra\": [[99, \"01020304\"]], \"nested\": false}]" \
 	"qdisc parq 1: root refcnt 2 rate 9872Kbit dscp-parallel none" \
@@ -692,19 +697,23 @@ stats() {
 		fail "prints $desc" "rc=$rc1/$RC, stderr: $err1 $ERR" "${msg:-}" "$(cat "$W/text")"
 	fi
 }
-XS='{"version": 4, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615, "resv_dispatches": 1000, "resv_rejects": 2, "resv_sum_rate": 2500000, "resv_capacity": 11250000, "resv_classes": 3, "resv_backlogged": 2, "resv_throttled": 1, "pad": 4294967295, "local_flows": 5, "local_waiting": 4, "credit_waits": 77, "drop_local_nomem": 3, "parallel_sojourn_sum": 600000, "local_sojourn_sum": 0, "parallel_sojourn": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]}'
-V1='"xstats_version": 4, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615'
+XS='{"version": 5, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615, "resv_dispatches": 1000, "resv_rejects": 2, "resv_sum_rate": 2500000, "resv_capacity": 11250000, "resv_classes": 3, "resv_backlogged": 2, "resv_throttled": 1, "pad": 4294967295, "local_flows": 5, "local_waiting": 4, "credit_waits": 77, "drop_local_nomem": 3, "parallel_sojourn_sum": 600000, "local_sojourn_sum": 0, "parallel_sojourn": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], "effective_linkrate": 12500000, "effective_split_gso": 1, "pad2": 4294967295}'
+V1='"xstats_version": 5, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615'
 V2="$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000, \"resv_classes\": 3, \"resv_backlogged\": 2, \"resv_throttled\": 1"
 V3="$V2, \"local_flows\": 5, \"local_waiting\": 4, \"credit_waits\": 77, \"drop_local_nomem\": 3"
-ALL="{$V3, \"parallel_sojourn_pkts\": 6, \"parallel_sojourn_sum\": 600000, \"parallel_sojourn_mean\": 100000, \"parallel_sojourn_hist\": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], \"local_sojourn_pkts\": 0, \"local_sojourn_sum\": 0, \"local_sojourn_mean\": 0, \"local_sojourn_hist\": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}"
+ALL="{$V3, \"parallel_sojourn_pkts\": 6, \"parallel_sojourn_sum\": 600000, \"parallel_sojourn_mean\": 100000, \"parallel_sojourn_hist\": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], \"local_sojourn_pkts\": 0, \"local_sojourn_sum\": 0, \"local_sojourn_mean\": 0, \"local_sojourn_hist\": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], \"effective_linkrate\": 12500000, \"effective_split_gso\": 1}"
+ALL4="{$V3, \"parallel_sojourn_pkts\": 6, \"parallel_sojourn_sum\": 600000, \"parallel_sojourn_mean\": 100000, \"parallel_sojourn_hist\": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], \"local_sojourn_pkts\": 0, \"local_sojourn_sum\": 0, \"local_sojourn_mean\": 0, \"local_sojourn_hist\": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}"
 RATES='{"resv_sum_rate": "20Mbit", "resv_capacity": "90Mbit"}'
 # The text of version 4's fields, where it differs from the JSON.
 SOJ='"parallel_sojourn_sum": null, "parallel_sojourn_mean": "100us", "parallel_sojourn_hist": "2.048us:3,8.192us:2,33.554432ms+:1", "local_sojourn_sum": null, "local_sojourn_mean": "0ns", "local_sojourn_hist": "-"'
 RATES4="{\"resv_sum_rate\": \"20Mbit\", \"resv_capacity\": \"90Mbit\", $SOJ}"
+RATES5="{\"resv_sum_rate\": \"20Mbit\", \"resv_capacity\": \"90Mbit\", $SOJ, \"effective_linkrate\": \"100Mbit\"}"
 SIZE=$(xsize tc_parq_xstats)
 SIZE1=$(xsize tc_parq_xstats resv_dispatches)
-stats "every xstats field, text and JSON keys equal" "$SIZE" "$ALL" "$RATES4"
-stats "xstats from a newer module (longer)" "$((SIZE + 24))" "$ALL" "$RATES4"
+stats "every xstats field, text and JSON keys equal" "$SIZE" "$ALL" "$RATES5"
+stats "xstats from a newer module (longer)" "$((SIZE + 24))" "$ALL" "$RATES5"
+stats "xstats of version 4 (no effective values)" \
+	"$(xsize tc_parq_xstats effective_linkrate)" "$ALL4" "$RATES4"
 stats "xstats of version 3 (no sojourn times)" \
 	"$(xsize tc_parq_xstats parallel_sojourn_sum)" "{$V3}" "$RATES"
 stats "xstats cut inside the local sojourn buckets" \
@@ -715,9 +724,9 @@ stats "xstats of version 2 (no local destinations)" \
 stats "xstats cut after resv_capacity" "$(xsize tc_parq_xstats resv_classes)" \
 	"{$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000}" "$RATES"
 stats "xstats from an older module (shorter)" 24 \
-	'{"xstats_version": 4, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
+	'{"xstats_version": 5, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
 stats "xstats cut inside a field" 20 \
-	'{"xstats_version": 4, "flows_active": 2, "threshold_turns": 10}'
+	'{"xstats_version": 5, "flows_active": 2, "threshold_turns": 10}'
 stats "xstats of 2 bytes" 2 '{}'
 
 # cstats DESC CLASS-XSTATS-JSON XSTATS-LEN EXPECTED-KEYS-JSON [EXPECTED-TEXT-JSON]

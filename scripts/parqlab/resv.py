@@ -33,6 +33,32 @@ _CTYPES = {"__u8": "B", "__u16": "H", "__u32": "I", "__u64": "Q",
 _SIZES = {f: struct.calcsize("=" + f) for f in _CTYPES.values()}
 
 
+def formatted_errors(release=None):
+    """Does the running kernel carry parq's numbers in its refusals?
+    Formatted extack messages came in Linux 6.2; older kernels give a
+    plain text (kmod/parq_compat.h, PARQ_SET_ERR_FMT)."""
+    m = re.match(r"(\d+)\.(\d+)", release or os.uname().release)
+    return (int(m.group(1)), int(m.group(2))) >= (6, 2)
+
+
+def refusal(req, free, cap):
+    """The kernel's text refusing a reservation of @req bit/s with @free
+    of @cap bit/s reservable free."""
+    if formatted_errors():
+        return f"parq: {req} bit/s refused: {free} free of {cap}"
+    return ("parq: reservation refused: more than is free of the "
+            "reservable bandwidth")
+
+
+def below_reserved(cap, reserved):
+    """The kernel's text refusing a qdisc change that would bring the
+    reservable bandwidth to @cap bit/s, below the @reserved bit/s."""
+    if formatted_errors():
+        return f"parq: {cap} bit/s reservable is below the {reserved} reserved"
+    return ("parq: the reservable bandwidth (linkrate x reservable) would "
+            "fall below what is already reserved")
+
+
 def minor(m):
     """tc's spelling of minor @m (hexadecimal, no 0x)."""
     return f"{m:x}"

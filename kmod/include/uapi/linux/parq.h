@@ -126,7 +126,7 @@ enum {
  * Qdisc extended statistics (tc -s qdisc show).  Versioned: fields are only
  * ever appended, readers copy min(payload, sizeof) into a zeroed struct.
  */
-#define PARQ_XSTATS_VERSION	4
+#define PARQ_XSTATS_VERSION	5
 
 /*
  * Sojourn times, enqueue to dequeue, of the parallel and the local class, in
@@ -199,6 +199,15 @@ struct tc_parq_xstats {
 	__u64	local_sojourn_sum;	/* ns, all local packets sent */
 	__u64	parallel_sojourn[PARQ_SOJOURN_BUCKETS];	/* packets */
 	__u64	local_sojourn[PARQ_SOJOURN_BUCKETS];	/* packets */
+	/*
+	 * version 5: what "auto" resolves to (the options are dumped as
+	 * configured): bytes/s admission control divides (linkrate, else
+	 * rate, else the link speed; 0: none known), and whether GSO
+	 * packets are split now (1) or not (0)
+	 */
+	__u64	effective_linkrate;
+	__u32	effective_split_gso;
+	__u32	pad2;
 };
 
 /*
