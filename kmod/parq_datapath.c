@@ -223,8 +223,30 @@ static void parq_count_out(struct Qdisc *sch, struct parq_class *c,
 
 /* --- the local class: a queue per destination ------------------------ */
 
-static struct hlist_head *parq_lhead(struct parq_sched_data *q,
-				     const struct parq_addr *dst)
+/*
+ * The destinations are hashed (with a per-qdisc random seed) into
+ * PARQ_LOCAL_BUCKETS rb-trees ordered by address, so a lookup costs
+ * O(log n) however the addresses are chosen.  A queue that empties stays
+ * in its tree, idle, so that a destination that empties and refills
+ * allocates nothing; a lookup frees up to PARQ_LOCAL_GC_MAX stale ones
+ * on its path.  The idle queues are bounded by the limit: one that
+ * empties while that many are idle is freed at once.
+ */
+static struct kmem_cache *parq_lflow_cache __read_mostly;
+
+int parq_datapath_init(void)
+{
+	parq_lflow_cache = KMEM_CACHE(parq_lflow, 0);
+	return parq_lflow_cache ? 0 : -ENOMEM;
+}
+
+void parq_datapath_exit(void)
+{
+	kmem_cache_destroy(parq_lflow_cache);
+}
+
+static struct rb_root *parq_lroot(struct parq_sched_data *q,
+				  const struct parq_addr *dst)
 {
 	u32 h = jhash2((__force const u32 *)dst->a, ARRAY_SIZE(dst->a),
 		       dst->family ^ q->lseed);
@@ -232,37 +254,103 @@ static struct hlist_head *parq_lhead(struct parq_sched_data *q,
 	return &q->lhash[h & (PARQ_LOCAL_BUCKETS - 1)];
 }
 
-/* The local flow of @skb's destination, made if it has none (then added
- * to the round robin by the caller's first packet); NULL if out of memory.
+static int parq_addr_cmp(const struct parq_addr *a, const struct parq_addr *b)
+{
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	return memcmp(a->a, b->a, sizeof(a->a));
+}
+
+static bool parq_lflow_stale(const struct parq_lflow *f)
+{
+	return !f->q.qlen &&
+	       time_after(jiffies, f->idle_since + PARQ_LOCAL_IDLE_AGE);
+}
+
+static void parq_lflow_free(struct parq_sched_data *q, struct rb_root *root,
+			    struct parq_lflow *f)
+{
+	rb_erase(&f->node, root);
+	q->local_idle--;
+	kmem_cache_free(parq_lflow_cache, f);
+}
+
+/*
+ * The local flow of @skb's destination, made idle if it has none (the
+ * caller's packet makes it busy); NULL if out of memory.  Stale flows met
+ * on the way down are freed.
  */
 static struct parq_lflow *parq_lflow_get(struct parq_sched_data *q,
 					 struct sk_buff *skb)
 {
-	struct hlist_head *head;
-	struct parq_addr dst;
+	struct parq_lflow *stale[PARQ_LOCAL_GC_MAX];
+	struct rb_node **link, *parent;
+	unsigned int i, nstale = 0;
 	struct parq_lflow *f;
+	bool gc = true;
+	struct parq_addr dst;
+	struct rb_root *root;
+	int cmp;
 
 	if (!parq_skb_dst(skb, &dst))
 		memset(&dst, 0, sizeof(dst));
-	head = parq_lhead(q, &dst);
-	hlist_for_each_entry(f, head, hnode)
-		if (parq_addr_eq(&f->dst, &dst))
-			return f;
-	f = kzalloc(sizeof(*f), GFP_ATOMIC | __GFP_NOWARN);
+	root = parq_lroot(q, &dst);
+again:
+	link = &root->rb_node;
+	parent = NULL;
+	f = NULL;
+	while (*link) {
+		parent = *link;
+		f = rb_entry(parent, struct parq_lflow, node);
+		cmp = parq_addr_cmp(&dst, &f->dst);
+		if (!cmp)
+			break;
+		if (gc && nstale < ARRAY_SIZE(stale) && parq_lflow_stale(f))
+			stale[nstale++] = f;
+		link = cmp < 0 ? &parent->rb_left : &parent->rb_right;
+		f = NULL;
+	}
+	if (nstale) {
+		for (i = 0; i < nstale; i++)
+			parq_lflow_free(q, root, stale[i]);
+		nstale = 0;
+		/* Erasing moved nodes: the place to insert is found again. */
+		if (!f) {
+			gc = false;
+			goto again;
+		}
+	}
+	if (f)
+		return f;
+	f = kmem_cache_zalloc(parq_lflow_cache, GFP_ATOMIC | __GFP_NOWARN);
 	if (!f)
 		return NULL;
 	f->dst = dst;
-	hlist_add_head(&f->hnode, head);
+	f->idle_since = jiffies;
 	RB_CLEAR_NODE(&f->wait);
-	q->local_flows++;
+	rb_link_node(&f->node, parent, link);
+	rb_insert_color(&f->node, root);
+	q->local_idle++;
 	return f;
 }
 
-static void parq_lflow_free(struct parq_sched_data *q, struct parq_lflow *f)
+/* @f gets its first packet: it joins the round robin. */
+static void parq_lflow_busy(struct parq_sched_data *q, struct parq_lflow *f)
 {
-	hlist_del(&f->hnode);
-	q->local_flows--;
-	kfree(f);
+	q->local_idle--;
+	q->local_flows++;
+	parq_rr_add(&q->lrr, &f->rr);
+}
+
+/*
+ * @f has no packet (it emptied, or a packet for it was dropped): it is
+ * kept idle, or freed if as many as the limit are idle already.
+ */
+static void parq_lflow_idle(struct parq_sched_data *q, struct parq_lflow *f)
+{
+	f->idle_since = jiffies;
+	if (q->local_idle > q->cfg.limit)
+		parq_lflow_free(q, parq_lroot(q, &f->dst), f);
 }
 
 static bool parq_lflow_waiting(const struct parq_lflow *f)
@@ -313,8 +401,11 @@ static struct sk_buff *parq_lflow_take(struct Qdisc *sch,
 		else
 			parq_rr_remove(&q->lrr, &f->rr);
 	}
-	if (emptied)
-		parq_lflow_free(q, f);
+	if (emptied) {
+		q->local_flows--;
+		q->local_idle++;
+		parq_lflow_idle(q, f);
+	}
 	q->local_qlen--;
 	parq_count_out(sch, &q->cls[PARQ_CLASS_LOCAL - 1], skb);
 	return skb;
@@ -370,20 +461,24 @@ static struct parq_lflow *parq_local_next(struct Qdisc *sch, u64 now)
 	return NULL;
 }
 
+/* Free every local flow, busy or idle, and its packets. */
 static void parq_local_purge(struct parq_sched_data *q)
 {
-	struct hlist_node *tmp;
-	struct parq_lflow *f;
+	struct parq_lflow *f, *tmp;
 	unsigned int i;
 
 	if (!q->lhash)		/* init failed before allocating it */
 		return;
 	for (i = 0; i < PARQ_LOCAL_BUCKETS; i++) {
-		hlist_for_each_entry_safe(f, tmp, &q->lhash[i], hnode) {
+		rbtree_postorder_for_each_entry_safe(f, tmp, &q->lhash[i],
+						     node) {
 			parq_skbq_purge(&f->q);
-			parq_lflow_free(q, f);
+			kmem_cache_free(parq_lflow_cache, f);
 		}
+		q->lhash[i] = RB_ROOT;
 	}
+	q->local_flows = 0;
+	q->local_idle = 0;
 	q->lrr.head = NULL;
 	q->lrr.tail = NULL;
 	q->lrr.active = 0;
@@ -624,8 +719,8 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 		evicted = parq_evict(sch, PARQ_ACT_LOCAL, to_free);
 		break;
 	default:
-		if (lflow && !lflow->q.qlen)	/* just made for this packet */
-			parq_lflow_free(q, lflow);
+		if (lflow && !lflow->q.qlen)	/* idle, or just made */
+			parq_lflow_idle(q, lflow);
 		return parq_drop_class(skb, sch, c, to_free);
 	}
 	/* An idle shaper restarts now: it does not catch up the idle time. */
@@ -643,7 +738,7 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 		parq_resv_enqueue(q, rc, skb, now);
 	} else {
 		if (!lflow->q.qlen)
-			parq_rr_add(&q->lrr, &lflow->rr);
+			parq_lflow_busy(q, lflow);
 		parq_skbq_add(&lflow->q, skb);
 		q->local_qlen++;
 	}

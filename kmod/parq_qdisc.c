@@ -81,10 +81,13 @@ static int __init parq_module_init(void)
 {
 	int err;
 
+	err = parq_datapath_init();
+	if (err)
+		return err;
 	/* The family first, closed: the monitor's reports go through it. */
 	err = parq_genl_init();
 	if (err)
-		return err;
+		goto err_datapath;
 	err = parq_credit_init();
 	if (err)
 		goto err_genl;
@@ -104,6 +107,8 @@ err_credit:
 	parq_credit_exit();
 err_genl:
 	parq_genl_exit();
+err_datapath:
+	parq_datapath_exit();
 	return err;
 }
 
@@ -120,6 +125,8 @@ static void __exit parq_module_exit(void)
 	parq_genl_exit();
 	/* Every entry queued for kfree_rcu() is freed before the module goes. */
 	rcu_barrier();
+	/* No qdisc is left: each freed its local flows in ->destroy. */
+	parq_datapath_exit();
 }
 
 module_init(parq_module_init);

@@ -30,7 +30,11 @@
 #include "parq_credit.h"
 
 #define PARQ_FLOW_BUCKETS	1024	/* parallel flow queues, power of 2 */
-#define PARQ_LOCAL_BUCKETS	256	/* hash chains of local destinations */
+#define PARQ_LOCAL_BUCKETS	1024	/* rb-trees of local destinations */
+/* An empty destination queue is kept this long for its next packet. */
+#define PARQ_LOCAL_IDLE_AGE	(3 * HZ)
+/* At most this many stale queues freed by one lookup. */
+#define PARQ_LOCAL_GC_MAX	8
 #define PARQ_TIMER_SLACK_NS	(10 * NSEC_PER_USEC)
 
 /* What parq keeps in the control block of a packet it holds. */
@@ -65,16 +69,22 @@ struct parq_flow {
 
 /*
  * The local packets to one destination host (IPv4 or IPv6; packets with
- * neither share the zero address).  It exists while it holds packets, and
- * is then either in the local round robin or waiting for credit.
+ * neither share the zero address), in the rb-tree of its bucket of lhash.
+ * While it holds packets it is either in the local round robin or waiting
+ * for credit; once empty it is idle, kept for its next packet until it is
+ * stale (idle for PARQ_LOCAL_IDLE_AGE), and then freed by a lookup that
+ * passes it.
  */
 struct parq_lflow {
-	struct parq_rr_node	rr;	/* in lrr unless waiting */
-	struct hlist_node	hnode;	/* in lhash */
+	struct parq_rr_node	rr;	/* in lrr unless waiting or idle */
+	struct rb_node		node;	/* in its bucket's tree, by dst */
 	struct rb_node		wait;	/* in lwait while waiting */
 	struct parq_skbq	q;
 	struct parq_addr	dst;
-	u64			until;	/* ns: end of its wait */
+	union {
+		u64		until;	/* ns: end of its wait */
+		unsigned long	idle_since;	/* jiffies: when it emptied */
+	};
 };
 
 /* Counters of a class, fixed or reserved. */
@@ -129,8 +139,9 @@ struct parq_sched_data {
 
 	/* enqueue */
 	struct parq_flow	*flows;		/* PARQ_FLOW_BUCKETS */
-	struct hlist_head	*lhash;		/* PARQ_LOCAL_BUCKETS */
+	struct rb_root		*lhash;		/* PARQ_LOCAL_BUCKETS trees */
 	u32			lseed;
+	u32			local_idle;	/* local flows kept empty */
 	struct tcf_proto __rcu	*filter_list;
 	struct Qdisc_class_hash	clhash;		/* reserved classes */
 	struct parq_config	cfg;
@@ -182,6 +193,8 @@ static inline struct parq_resv_class *parq_resv_find(struct Qdisc *sch,
 }
 
 /* parq_datapath.c */
+int parq_datapath_init(void);
+void parq_datapath_exit(void);
 int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 		 struct sk_buff **to_free);
 struct sk_buff *parq_dequeue(struct Qdisc *sch);
