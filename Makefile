@@ -14,8 +14,9 @@
 #   make format     apply userspace/.clang-format (make format-check and make
 #                   tidy, the .clang-tidy checks, are in make check)
 #   make bench      the kernel benchmarks: reserved-flow dequeue cost,
-#                   per-packet cost against the kernel's qdiscs (pktgen), and
-#                   the receive monitor under a spoofed-source flood
+#                   per-packet cost against the kernel's qdiscs (pktgen),
+#                   the receive monitor under a spoofed-source flood, and
+#                   the local class's cost against its destinations
 #   make bench-core the core's per-packet cost: ns (Google Benchmark) and
 #                   instructions (callgrind), Documentation/benchmarks.md
 #   make bench-admission  admissions per second of the cluster admission
@@ -291,6 +292,7 @@ bench: kmod plugin
 	$(IN_KERNEL) scripts/bench/pktgen-qdisc
 	$(IN_KERNEL) scripts/bench/monitor-flood
 	$(IN_KERNEL) scripts/bench/monitor-turnover
+	$(IN_KERNEL) scripts/bench/local-dest
 
 # The scheduling core's per-packet operations, in a build tree of their own
 # without sanitizers: Google Benchmark (ns/packet, depends on the machine),
