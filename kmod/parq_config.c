@@ -375,8 +375,10 @@ int parq_change(struct Qdisc *sch, struct nlattr *opt,
 	struct nlattr *tb[TCA_PARQ_MAX + 1];
 	unsigned int dropped = 0, dropped_len = 0;
 	struct sk_buff *to_free = NULL;
+	struct rb_root *lhash = NULL;
 	struct parq_config cfg;
 	enum parq_act act;
+	u32 lbuckets;
 	u64 linkrate;
 	int err;
 
@@ -391,8 +393,17 @@ int parq_change(struct Qdisc *sch, struct nlattr *opt,
 	err = parq_config_parse(sch, &cfg, tb, &linkrate, extack);
 	if (err)
 		return err;
+	/* The local destinations' trees follow the limit. */
+	lbuckets = parq_local_buckets(cfg.limit);
+	if (lbuckets != q->lbuckets) {
+		lhash = kvcalloc(lbuckets, sizeof(*lhash), GFP_KERNEL_ACCOUNT);
+		if (!lhash)
+			return -ENOMEM;
+	}
 
 	sch_tree_lock(sch);
+	if (lhash)
+		lhash = parq_local_rehash(q, lhash, lbuckets);
 	parq_config_apply(sch, &cfg, linkrate);
 	while (parq_held(sch) > cfg.limit) {
 		act = parq_sched_evict(&q->s, q->local_qlen, q->parallel_qlen);
@@ -405,6 +416,7 @@ int parq_change(struct Qdisc *sch, struct nlattr *opt,
 		qdisc_watchdog_schedule_range_ns(&q->watchdog, ktime_get_ns(),
 						 0);
 	sch_tree_unlock(sch);
+	kvfree(lhash);		/* the old table */
 	kfree_skb_list(to_free);
 	return 0;
 }
@@ -433,12 +445,13 @@ int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	err = tcf_block_get(&q->block, &q->filter_list, sch, extack);
 	if (err)
 		return err;
+	parq_config_default(&cfg);
 	q->flows = kvcalloc(PARQ_FLOW_BUCKETS, sizeof(*q->flows), GFP_KERNEL_ACCOUNT);
-	q->lhash = kvcalloc(PARQ_LOCAL_BUCKETS, sizeof(*q->lhash), GFP_KERNEL_ACCOUNT);
+	q->lbuckets = parq_local_buckets(cfg.limit);
+	q->lhash = kvcalloc(q->lbuckets, sizeof(*q->lhash), GFP_KERNEL_ACCOUNT);
 	if (!q->flows || !q->lhash)
 		return -ENOMEM;
 
-	parq_config_default(&cfg);
 	q->cfg = cfg;
 	q->cfg.threshold = 0;	/* forces parq_thresh_init() */
 	parq_config_apply(sch, &cfg, parq_linkrate(sch, &cfg));

@@ -225,12 +225,14 @@ static void parq_count_out(struct Qdisc *sch, struct parq_class *c,
 
 /*
  * The destinations are hashed (with a per-qdisc random seed) into
- * PARQ_LOCAL_BUCKETS rb-trees ordered by address, so a lookup costs
- * O(log n) however the addresses are chosen.  A queue that empties stays
- * in its tree, idle, so that a destination that empties and refills
- * allocates nothing; a lookup frees up to PARQ_LOCAL_GC_MAX stale ones
- * on its path.  The idle queues are bounded by the limit: one that
- * empties while that many are idle is freed at once.
+ * lbuckets rb-trees ordered by address, so a lookup costs O(log n)
+ * however the addresses are chosen; there are about limit / 8 trees
+ * (parq_local_buckets()), so that a lookup descends a few levels.  A
+ * queue that empties stays in its tree, idle, so that a destination that
+ * empties and refills allocates nothing; a lookup frees up to
+ * PARQ_LOCAL_GC_MAX stale ones on its path.  The idle queues are bounded
+ * by the limit: one that empties while that many are idle is freed at
+ * once.
  */
 static struct kmem_cache *parq_lflow_cache __read_mostly;
 
@@ -251,7 +253,15 @@ static struct rb_root *parq_lroot(struct parq_sched_data *q,
 	u32 h = jhash2((__force const u32 *)dst->a, ARRAY_SIZE(dst->a),
 		       dst->family ^ q->lseed);
 
-	return &q->lhash[h & (PARQ_LOCAL_BUCKETS - 1)];
+	return &q->lhash[h & (q->lbuckets - 1)];
+}
+
+/* The number of trees for @limit packets: limit / 8, a power of 2. */
+u32 parq_local_buckets(u32 limit)
+{
+	u32 n = roundup_pow_of_two(max(limit / 8, 1U));
+
+	return clamp_t(u32, n, PARQ_LOCAL_BUCKETS_MIN, PARQ_LOCAL_BUCKETS_MAX);
 }
 
 static int parq_addr_cmp(const struct parq_addr *a, const struct parq_addr *b)
@@ -332,6 +342,42 @@ again:
 	rb_insert_color(&f->node, root);
 	q->local_idle++;
 	return f;
+}
+
+/* Put @f in its tree of the current table (no flow of its address is). */
+static void parq_lflow_insert(struct parq_sched_data *q, struct parq_lflow *f)
+{
+	struct rb_root *root = parq_lroot(q, &f->dst);
+	struct rb_node **link = &root->rb_node, *parent = NULL;
+
+	while (*link) {
+		parent = *link;
+		link = parq_addr_cmp(&f->dst, &rb_entry(parent, struct parq_lflow,
+							node)->dst) < 0 ?
+		       &parent->rb_left : &parent->rb_right;
+	}
+	rb_link_node(&f->node, parent, link);
+	rb_insert_color(&f->node, root);
+}
+
+/*
+ * Move every local flow into @lhash, @lbuckets empty trees, and return
+ * the table they were in, for the caller to free.  Caller holds the tree
+ * lock; the flows keep their packets and their place in the round robin.
+ */
+struct rb_root *parq_local_rehash(struct parq_sched_data *q,
+				  struct rb_root *lhash, u32 lbuckets)
+{
+	struct rb_root *old = q->lhash;
+	u32 i, n = q->lbuckets;
+	struct parq_lflow *f, *tmp;
+
+	q->lhash = lhash;
+	q->lbuckets = lbuckets;
+	for (i = 0; i < n; i++)
+		rbtree_postorder_for_each_entry_safe(f, tmp, &old[i], node)
+			parq_lflow_insert(q, f);
+	return old;
 }
 
 /* @f gets its first packet: it joins the round robin. */
@@ -469,7 +515,7 @@ static void parq_local_purge(struct parq_sched_data *q)
 
 	if (!q->lhash)		/* init failed before allocating it */
 		return;
-	for (i = 0; i < PARQ_LOCAL_BUCKETS; i++) {
+	for (i = 0; i < q->lbuckets; i++) {
 		rbtree_postorder_for_each_entry_safe(f, tmp, &q->lhash[i],
 						     node) {
 			parq_skbq_purge(&f->q);

@@ -30,7 +30,9 @@
 #include "parq_credit.h"
 
 #define PARQ_FLOW_BUCKETS	1024	/* parallel flow queues, power of 2 */
-#define PARQ_LOCAL_BUCKETS	1024	/* rb-trees of local destinations */
+/* rb-trees of local destinations: limit / 8, a power of 2, in this range */
+#define PARQ_LOCAL_BUCKETS_MIN	1024
+#define PARQ_LOCAL_BUCKETS_MAX	131072
 /* An empty destination queue is kept this long for its next packet. */
 #define PARQ_LOCAL_IDLE_AGE	(3 * HZ)
 /* At most this many stale queues freed by one lookup. */
@@ -139,7 +141,8 @@ struct parq_sched_data {
 
 	/* enqueue */
 	struct parq_flow	*flows;		/* PARQ_FLOW_BUCKETS */
-	struct rb_root		*lhash;		/* PARQ_LOCAL_BUCKETS trees */
+	struct rb_root		*lhash;		/* lbuckets trees */
+	u32			lbuckets;	/* a power of 2 */
 	u32			lseed;
 	u32			local_idle;	/* local flows kept empty */
 	struct tcf_proto __rcu	*filter_list;
@@ -195,6 +198,9 @@ static inline struct parq_resv_class *parq_resv_find(struct Qdisc *sch,
 /* parq_datapath.c */
 int parq_datapath_init(void);
 void parq_datapath_exit(void);
+u32 parq_local_buckets(u32 limit);
+struct rb_root *parq_local_rehash(struct parq_sched_data *q,
+				  struct rb_root *lhash, u32 lbuckets);
 int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 		 struct sk_buff **to_free);
 struct sk_buff *parq_dequeue(struct Qdisc *sch);
