@@ -5,6 +5,10 @@
  * time and admitted only while the sum of reservations fits the
  * reservable share of the link (admission control).  tc class operations,
  * filters and the class dumps.
+ *
+ * A filter whose classid names an existing reserved class holds it: the
+ * class counts its filters (bind_tcf/unbind_tcf) and cannot be deleted
+ * while any is bound, so res.class never points to a freed class.
  */
 #include <linux/build_bug.h>
 #include <linux/ethtool.h>
@@ -260,6 +264,11 @@ static int parq_class_delete(PARQ_CLASS_DELETE_ARGS)
 			       "parq: classes 1 (parallel) and 2 (local) are fixed; they cannot be deleted");
 		return -EOPNOTSUPP;
 	}
+	if (rc->filters) {
+		NL_SET_ERR_MSG(PARQ_CLASS_DELETE_EXTACK,
+			       "parq: filters steer into this class; delete them (or point them elsewhere) first");
+		return -EBUSY;
+	}
 	sch_tree_lock(sch);
 	qlen = rc->q.qlen;
 	backlog = rc->c.qstats.backlog;
@@ -339,14 +348,30 @@ static struct tcf_block *parq_tcf_block(struct Qdisc *sch, unsigned long cl,
 	return q->block;
 }
 
+/*
+ * A filter that steers into a class holds it: what bind_tcf returns is kept
+ * in the filter's res.class until unbind_tcf, and a reserved class with
+ * filters bound cannot be deleted.  The fixed classes are never freed.
+ * A classid naming no class binds nothing (res.class 0): the datapath goes
+ * by res.classid, so such a filter steers into the class once it exists.
+ */
 static unsigned long parq_bind_tcf(struct Qdisc *sch, unsigned long parent,
 				   u32 classid)
 {
-	return parq_find(sch, classid);
+	unsigned long cl = parq_find(sch, classid);
+	struct parq_resv_class *rc = parq_resv_of(cl);
+
+	if (rc)
+		rc->filters++;
+	return cl;
 }
 
 static void parq_unbind_tcf(struct Qdisc *sch, unsigned long arg)
 {
+	struct parq_resv_class *rc = parq_resv_of(arg);
+
+	if (rc)
+		rc->filters--;
 }
 
 static int parq_class_dump(struct Qdisc *sch, unsigned long cl,

@@ -93,6 +93,7 @@ struct parq_resv_class {
 	u64				bw;	/* bytes/s admitted */
 	struct parq_class		c;
 	struct net_rate_estimator __rcu	*rate_est;
+	u32				filters; /* bound to it, under RTNL */
 };
 
 /* Everything tc can set on the qdisc, validated as a whole first. */
