@@ -5,6 +5,19 @@
  * time and admitted only while the sum of reservations fits the
  * reservable share of the link (admission control).  tc class operations,
  * filters and the class dumps.
+ *
+ * A reserved class is in two places: the class hash (clhash), which finds
+ * it by classid for the datapath and for tc, and resv_tab, a dense array
+ * of all of them that the walk reads.  The walk visits the two fixed
+ * classes, then resv_tab in order, so it costs one step per existing
+ * class, and a dump resumed after @skip classes starts at position @skip
+ * at once.  Classes have no filter blocks of their own (filters attach to
+ * the qdisc), so the walk that tc_ctl_tclass() makes after a class add or
+ * delete to re-bind filters finds nothing to do; it is still a full walk.
+ *
+ * A filter whose classid names an existing reserved class holds it: the
+ * class counts its filters (bind_tcf/unbind_tcf) and cannot be deleted
+ * while any is bound, so res.class never points to a freed class.
  */
 #include <linux/build_bug.h>
 #include <linux/ethtool.h>
@@ -33,6 +46,9 @@
 #include "parq_genl.h"
 #include "parq_monitor.h"
 #include "parq_qdisc.h"
+
+/* Minors PARQ_RESV_MINOR_MIN to 0xffff. */
+#define PARQ_RESV_CLASSES_MAX	(0xffff - PARQ_RESV_MINOR_MIN + 1)
 
 static struct netlink_range_validation parq_idt_range = {
 	.min = 1, .max = PARQ_IDT_MAX,
@@ -150,6 +166,30 @@ static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 	return 0;
 }
 
+/* Make room in resv_tab for one more class (under RTNL, as every user of
+ * resv_tab is).
+ */
+static int parq_resv_tab_reserve(struct parq_sched_data *q)
+{
+	struct parq_resv_class **tab;
+	u32 size;
+
+	if (q->resv_classes < q->resv_tab_size)
+		return 0;
+	size = clamp_t(u32, q->resv_tab_size * 2, 16, PARQ_RESV_CLASSES_MAX);
+	if (size <= q->resv_classes)
+		return -ENOSPC;
+	tab = kvmalloc_array(size, sizeof(*tab), GFP_KERNEL_ACCOUNT);
+	if (!tab)
+		return -ENOMEM;
+	if (q->resv_classes)
+		memcpy(tab, q->resv_tab, q->resv_classes * sizeof(*tab));
+	kvfree(q->resv_tab);
+	q->resv_tab = tab;
+	q->resv_tab_size = size;
+	return 0;
+}
+
 /* Start or replace @rc's rate estimator if the request has one. */
 static int parq_resv_estimator(struct Qdisc *sch, struct parq_resv_class *rc,
 			       struct nlattr *est,
@@ -204,6 +244,9 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 		if (err)
 			return err;
 	} else {
+		err = parq_resv_tab_reserve(q);
+		if (err)
+			return err;
 		rc = kzalloc(sizeof(*rc), GFP_KERNEL_ACCOUNT);
 		if (!rc)
 			return -ENOMEM;
@@ -237,13 +280,12 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	rc->bw = bw;
 	if (!*arg) {
 		qdisc_class_hash_insert(&q->clhash, &rc->common);
-		q->resv_classes++;
+		rc->pos = q->resv_classes++;
+		q->resv_tab[rc->pos] = rc;
 	}
 	sch_tree_unlock(sch);
-	if (!*arg) {
+	if (!*arg)
 		qdisc_class_hash_grow(sch, &q->clhash);
-		q->skip_bind_walk = true;
-	}
 	*arg = (unsigned long)rc;
 	return 0;
 }
@@ -252,13 +294,18 @@ static int parq_class_delete(PARQ_CLASS_DELETE_ARGS)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct parq_resv_class *rc = parq_resv_of(arg);
+	struct parq_resv_class *last;
 	unsigned int qlen, backlog;
 
-	q->skip_bind_walk = true;	/* even if refused: see parq_walk() */
 	if (!rc) {
 		NL_SET_ERR_MSG(PARQ_CLASS_DELETE_EXTACK,
 			       "parq: classes 1 (parallel) and 2 (local) are fixed; they cannot be deleted");
 		return -EOPNOTSUPP;
+	}
+	if (rc->filters) {
+		NL_SET_ERR_MSG(PARQ_CLASS_DELETE_EXTACK,
+			       "parq: filters steer into this class; delete them (or point them elsewhere) first");
+		return -EBUSY;
 	}
 	sch_tree_lock(sch);
 	qlen = rc->q.qlen;
@@ -273,57 +320,45 @@ static int parq_class_delete(PARQ_CLASS_DELETE_ARGS)
 	}
 	qdisc_class_hash_remove(&q->clhash, &rc->common);
 	q->resv_sum -= rc->bw;
-	q->resv_classes--;
+	last = q->resv_tab[--q->resv_classes];
+	q->resv_tab[rc->pos] = last;
+	last->pos = rc->pos;
 	sch_tree_unlock(sch);
 	parq_skbq_purge(&rc->q);
 	parq_resv_free(rc);
 	return 0;
 }
 
-static int parq_walk_one(struct Qdisc *sch, unsigned long cl,
-			 struct qdisc_walker *arg)
+/* The walk's @i-th class: the fixed ones, then resv_tab. */
+static unsigned long parq_class_at(struct parq_sched_data *q, u32 i)
 {
-	if (arg->count < arg->skip) {
-		arg->count++;
-		return 0;
-	}
-	if (arg->fn(sch, cl, arg) < 0) {
-		arg->stop = 1;
-		return -1;
-	}
-	arg->count++;
-	return 0;
+	if (i < PARQ_NUM_CLASSES)
+		return PARQ_CLASS_PARALLEL + i;
+	return (unsigned long)q->resv_tab[i - PARQ_NUM_CLASSES];
 }
 
-/*
- * After every class add and every class delete, tc_ctl_tclass() walks all
- * the classes (tc_bind_tclass(), under the same RTNL hold) to re-bind the
- * filters attached to each class's block.  parq classes have no block
- * (parq_tcf_block() gives none for cl != 0), so that walk can do nothing;
- * but visiting every class makes building N reserved classes cost O(N^2):
- * 65 000 classes took minutes.  The first walk after parq_class_change()
- * created a class or parq_class_delete() ran is that one, and is skipped.
- */
 static void parq_walk(struct Qdisc *sch, struct qdisc_walker *arg)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
-	struct parq_resv_class *rc;
-	unsigned long cl;
-	unsigned int i;
+	u32 n = PARQ_NUM_CLASSES + q->resv_classes;
+	u32 i = 0;
 
-	if (q->skip_bind_walk) {
-		q->skip_bind_walk = false;
-		return;
-	}
 	if (arg->stop)
 		return;
-	for (cl = PARQ_CLASS_PARALLEL; cl <= PARQ_CLASS_LOCAL; cl++)
-		if (parq_walk_one(sch, cl, arg))
+	/* The first @skip classes were visited by an earlier part of a dump:
+	 * they are positions 0 to @skip - 1, passed over without a look.
+	 */
+	if (arg->count < arg->skip) {
+		i = min_t(u32, arg->skip - arg->count, n);
+		arg->count += i;
+	}
+	for (; i < n; i++) {
+		if (arg->fn(sch, parq_class_at(q, i), arg) < 0) {
+			arg->stop = 1;
 			return;
-	for (i = 0; i < q->clhash.hashsize; i++)
-		hlist_for_each_entry(rc, &q->clhash.hash[i], common.hnode)
-			if (parq_walk_one(sch, (unsigned long)rc, arg))
-				return;
+		}
+		arg->count++;
+	}
 }
 
 static struct tcf_block *parq_tcf_block(struct Qdisc *sch, unsigned long cl,
@@ -339,14 +374,30 @@ static struct tcf_block *parq_tcf_block(struct Qdisc *sch, unsigned long cl,
 	return q->block;
 }
 
+/*
+ * A filter that steers into a class holds it: what bind_tcf returns is kept
+ * in the filter's res.class until unbind_tcf, and a reserved class with
+ * filters bound cannot be deleted.  The fixed classes are never freed.
+ * A classid naming no class binds nothing (res.class 0): the datapath goes
+ * by res.classid, so such a filter steers into the class once it exists.
+ */
 static unsigned long parq_bind_tcf(struct Qdisc *sch, unsigned long parent,
 				   u32 classid)
 {
-	return parq_find(sch, classid);
+	unsigned long cl = parq_find(sch, classid);
+	struct parq_resv_class *rc = parq_resv_of(cl);
+
+	if (rc)
+		rc->filters++;
+	return cl;
 }
 
 static void parq_unbind_tcf(struct Qdisc *sch, unsigned long arg)
 {
+	struct parq_resv_class *rc = parq_resv_of(arg);
+
+	if (rc)
+		rc->filters--;
 }
 
 static int parq_class_dump(struct Qdisc *sch, unsigned long cl,

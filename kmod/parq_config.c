@@ -478,6 +478,7 @@ void parq_destroy(struct Qdisc *sch)
 					  common.hnode)
 			parq_resv_free(rc);
 	qdisc_class_hash_destroy(&q->clhash);
+	kvfree(q->resv_tab);
 }
 
 int parq_dump(struct Qdisc *sch, struct sk_buff *skb)

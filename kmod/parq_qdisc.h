@@ -106,6 +106,8 @@ struct parq_resv_class {
 	u64				bw;	/* bytes/s admitted */
 	struct parq_class		c;
 	struct net_rate_estimator __rcu	*rate_est;
+	u32				pos;	/* in resv_tab */
+	u32				filters; /* bound to it, under RTNL */
 };
 
 /* Everything tc can set on the qdisc, validated as a whole first. */
@@ -154,7 +156,8 @@ struct parq_sched_data {
 	u64			resv_capacity;	/* linkrate x reservable % */
 	u64			resv_sum;	/* bytes/s admitted */
 	u32			resv_classes;
-	bool			skip_bind_walk;	/* see parq_walk() */
+	u32			resv_tab_size;	/* slots of resv_tab */
+	struct parq_resv_class	**resv_tab;	/* the classes, dense: walk */
 
 	struct parq_class	cls[PARQ_NUM_CLASSES];
 	struct tcf_block	*block;
