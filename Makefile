@@ -280,6 +280,14 @@ first-run-test:
 	scripts/test-first-run
 
 # The YNL spec of the parq genetlink family agrees with the UAPI header.
+# pyflakes on every Python file of the harness, the experiments and the
+# scripts (by extension, or by a python3 shebang).
+py-lint:
+	pyflakes3 $$(git ls-files scripts selftests tc-plugin | while read -r f; do \
+		case $$f in *.py) echo "$$f" ;; *.*) ;; \
+		*) head -n 1 "$$f" | grep -q python && echo "$$f" ;; esac; \
+	done)
+
 spec-lint:
 	scripts/check-genl-spec
 
@@ -376,7 +384,7 @@ check:
 		$(MAKE) kmod-lint && \
 		$(MAKE) kmod-lint KERNEL=6.12 PARQ_FAULT_INJECT=y
 	@$(call PHASE,build unit tests lint tidy fuzz) \
-		$(MAKE) all unit plugin-test man-lint unit-lint spec-lint \
+		$(MAKE) all unit plugin-test man-lint unit-lint spec-lint py-lint \
 		first-run-test format-check tidy fuzz FUZZ_TIME=30
 	@$(call PHASE,the packages on 6.1) $(MAKE) deb-test
 	@$(call PHASE,selftests on 6.1) \
@@ -512,7 +520,7 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all kmod kmod-tree kmod-lint kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint \
+.PHONY: all kmod kmod-tree kmod-lint kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint py-lint \
 	selftest bench bench-core bench-admission bench-parqd tools demo demo-run experiments experiments-run \
 	first-run-test quick unit-quick deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \
