@@ -299,7 +299,6 @@ bench: kmod plugin
 	$(IN_KERNEL) scripts/bench/resv-dequeue
 	$(IN_KERNEL) scripts/bench/pktgen-qdisc
 	$(IN_KERNEL) scripts/bench/monitor-flood
-	$(IN_KERNEL) scripts/bench/monitor-turnover
 	$(IN_KERNEL) scripts/bench/local-dest
 
 # The scheduling core's per-packet operations, in a build tree of their own
