@@ -347,11 +347,6 @@ def memcg_setup():
         os.mkdir(CG)
 
 
-def kernel_older(major, minor):
-    rel = os.uname().release.split("-")[0].split(".")
-    return (int(rel[0]), int(rel[1])) < (major, minor)
-
-
 def t_memcg(env):
     a = env.a
     memcg_setup()
@@ -376,7 +371,7 @@ def t_memcg(env):
 
 def t_memcg_sources(env):
     a, topo = env.a, env.topo
-    if kernel_older(6, 1):
+    if ktap.kernel_older(6, 1):
         raise ktap.Skip("this kernel does not export int_active_memcg to "
                         "modules: the monitor's sources, added in softirq, "
                         "are not charged (Documentation/kernels.md)")
