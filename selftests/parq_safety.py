@@ -249,6 +249,7 @@ USERNS = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
 from parqlab.genl import ParqGenl, GenlError
+from parqlab.ktap import Skip
 g = ParqGenl()
 def word(f):
     try:
@@ -256,6 +257,8 @@ def word(f):
         return r.errname if hasattr(r, "errname") and r.error else "OK"
     except GenlError as e:
         return e.res.errname
+    except Skip:
+        return "NOGROUP"
     except OSError as e:
         import errno
         return errno.errorcode.get(e.errno, str(e.errno))
@@ -267,15 +270,19 @@ print(word(lambda: g.subscribe()))
 
 
 def t_permissions(env):
+    """Without the events group (5.10) the three requests are judged and
+    the case is skipped for joining the group."""
     a = env.a
     with ParqGenl(a) as g:
         check_eq(g.delete().error, 0, "flush")
+        events = "events" in g.groups
+    join = [] if events else ["NOGROUP"]
     # Root of a user namespace that does not own A's network namespace.
     p = a.run(["unshare", "--user", "--map-root-user",
                "/usr/bin/python3", "-c", USERNS, SCRIPTS], check=False)
     check(p.returncode == 0, f"client in a user namespace: {p.stderr}")
     diag(f"another user namespace's root in A: {p.stdout.split()}")
-    check_eq(p.stdout.split(), ["EPERM"] * 4,
+    check_eq(p.stdout.split(), ["EPERM"] * (4 - len(join)) + join,
              "set, dump, monitor get, join events")
     with ParqGenl(a) as g:
         check_eq(g.dump(), [], "A's table after the refused set")
@@ -284,8 +291,12 @@ def t_permissions(env):
                "/usr/bin/python3", "-c", USERNS, SCRIPTS], check=False)
     check(p.returncode == 0, f"client in its own namespaces: {p.stderr}")
     diag(f"container root in its own namespace: {p.stdout.split()}")
-    check_eq(p.stdout.split(), ["OK"] * 4,
+    check_eq(p.stdout.split(), ["OK"] * (4 - len(join)) + join,
              "set, dump, monitor get, join events")
+    if not events:
+        raise ktap.Skip("the parq family has no events group on this kernel "
+                        "(no GENL_MCAST_CAP_NET_ADMIN): joining it is not "
+                        "checked")
 
 
 CGROOT = "/sys/fs/cgroup"
