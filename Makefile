@@ -63,6 +63,8 @@ endif
 KMOD        := $(BUILD)/kmod/$(KVER)
 export PARQ_KO := $(CURDIR)/$(KMOD)/sch_parq.ko
 KMOD_ARGS   := KVER=$(KVER) KDIR=$(KDIR) PARQ_VERSION=$(VERSION)
+# 5.10 and 7.2 build in a chroot with their own compiler (scripts/kbuild-run).
+KBUILD_RUN  := scripts/kbuild-run $(KVER) --
 # The debug kernel's module has the fault injection points the stress tests
 # use (kmod/Kbuild); no other build has them.
 ifeq ($(KERNEL),debug)
@@ -129,7 +131,7 @@ endif
 all: kmod plugin userspace
 
 kmod: $(if $(KERNEL),kmod-tree)
-	$(MAKE) -C $(KMOD) $(KMOD_ARGS)
+	$(KBUILD_RUN) $(MAKE) -C $(KMOD) $(KMOD_ARGS)
 
 # KERNEL=: the sources to build in $(KMOD), copied when newer.
 kmod-tree: $(if $(filter debug,$(KERNEL)),kernel-debug)
@@ -139,12 +141,14 @@ kmod-tree: $(if $(filter debug,$(KERNEL)),kernel-debug)
 
 # W=1 and sparse, with any warning failing the build.
 kmod-lint: $(if $(KERNEL),kmod-tree)
-	$(MAKE) -C $(KMOD) $(KMOD_ARGS) clean >/dev/null
+	$(KBUILD_RUN) $(MAKE) -C $(KMOD) $(KMOD_ARGS) clean >/dev/null
 	@mkdir -p $(BUILD)
-	$(MAKE) -C $(KMOD) $(KMOD_ARGS) W=1 C=1 KCFLAGS=-Werror \
+	$(KBUILD_RUN) $(MAKE) -C $(KMOD) $(KMOD_ARGS) W=1 C=1 KCFLAGS=-Werror \
 		>$(KMOD_LINT_LOG) 2>&1 || { cat $(KMOD_LINT_LOG); exit 1; }
 	@cat $(KMOD_LINT_LOG)
 	@! grep -E 'warning:|error:' $(KMOD_LINT_LOG)
+	@! grep 'is not available or not up to date' $(KMOD_LINT_LOG) || \
+		{ echo "kmod-lint: the kernel's make ran without sparse" >&2; exit 1; }
 
 plugin:
 	$(MAKE) -C tc-plugin
@@ -194,6 +198,11 @@ QUICK_SELFTESTS := parq_config parq_counters parq_credit parq_monitor \
 quick: first-run-test unit-quick plugin-test kmod
 	PARQ_QUICK=1 PARQ_USERSPACE_BUILD=$(QUICK) $(IN_KERNEL) \
 		selftests/run --kmsg-check $(QUICK_SELFTESTS)
+
+# make quick's functional selftests alone, without their timing cases, on
+# the KERNEL= kernel (check-kernels) or the default one.
+selftest-quick: kmod plugin
+	PARQ_QUICK=1 $(IN_KERNEL) selftests/run --kmsg-check $(QUICK_SELFTESTS)
 
 unit-quick:
 	cmake -S userspace -B $(QUICK) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -398,6 +407,22 @@ check:
 		PARQ_STRESS_SCALE=0.0625 PARQ_NLFUZZ_MESSAGES=4000 \
 		$(MAKE) selftest-stress KERNEL=debug
 
+# The kernels users run besides 6.1 and 6.12 (Documentation/kernels.md):
+# for each series in KERNELS, scripts/kernel-fetch (once: the image, the
+# headers and a chroot of the suite with the compiler the kernel was built
+# with), W=1 and sparse against its headers, then make quick's functional
+# selftests (PARQ_QUICK=1) in the VM booting it, with the user space of
+# build/userspace.  Each kernel prints its time ("check: ... s").
+KERNELS ?= 5.10 7.2
+check-kernels:
+	scripts/install-deps kernels
+	$(MAKE) userspace plugin
+	@for k in $(KERNELS); do \
+		( $(call PHASE,W=1 sparse and functional selftests on $$k) \
+		  $(MAKE) kmod-lint KERNEL=$$k && \
+		  $(MAKE) selftest-quick KERNEL=$$k ) || exit 1; \
+	done
+
 # The stress tests and the netlink fuzzer alone, then a kmemleak scan: what
 # make check runs under the debug kernel (KERNEL=debug).
 selftest-stress: kmod plugin userspace
@@ -519,7 +544,7 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all kmod kmod-tree kmod-lint kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint py-lint \
+.PHONY: all kmod kmod-tree kmod-lint check-kernels selftest-quick kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint py-lint \
 	selftest bench bench-core bench-admission bench-parqd tools demo demo-run experiments experiments-run \
 	first-run-test quick unit-quick deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \

@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The one place where kernel API differences between 5.15 and current
- * kernels are absorbed.  Feature tests where a macro exists; version
- * numbers only where an interface changed without one.
+ * The one place where kernel API differences between 5.10 and 7.2, the
+ * kernels parq is built and tested on, are absorbed.  Feature tests where
+ * a macro exists; version numbers only where an interface changed without
+ * one.
  */
 #ifndef _PARQ_COMPAT_H
 #define _PARQ_COMPAT_H
 
 #include <linux/version.h>
+#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 10, 0)
+#error "sch_parq is built and tested on Linux 5.10 to 7.2: this kernel is older"
+#endif
 #include <linux/module.h>
 #include <net/pkt_cls.h>
 #include <net/sch_generic.h>
 #include <net/gen_stats.h>
+#include <linux/hrtimer.h>
+#include <linux/rbtree.h>
 /*
  * 6.5 moved skb_gso_segment() and friends from <linux/netdevice.h> to
  * <net/gso.h>.  A version test: sparse 0.6.4 (bookworm's) does not parse
@@ -19,6 +25,44 @@
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
 #include <net/gso.h>
+#endif
+
+/*
+ * 6.13 added hrtimer_setup(), which sets the callback with the clock and
+ * mode; 6.15 removed hrtimer_init().
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+static inline void
+hrtimer_setup(struct hrtimer *timer,
+	      enum hrtimer_restart (*function)(struct hrtimer *),
+	      clockid_t clock_id, enum hrtimer_mode mode)
+{
+	hrtimer_init(timer, clock_id, mode);
+	timer->function = function;
+}
+#endif
+
+/* 5.12 added rb_add_cached(): insertion by a less-than function. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 12, 0)
+static inline void
+rb_add_cached(struct rb_node *node, struct rb_root_cached *tree,
+	      bool (*less)(struct rb_node *, const struct rb_node *))
+{
+	struct rb_node **link = &tree->rb_root.rb_node, *parent = NULL;
+	bool leftmost = true;
+
+	while (*link) {
+		parent = *link;
+		if (less(node, parent)) {
+			link = &parent->rb_left;
+		} else {
+			link = &parent->rb_right;
+			leftmost = false;
+		}
+	}
+	rb_link_node(node, parent, link);
+	rb_insert_color_cached(node, tree, leftmost);
+}
 #endif
 
 /* Newer kernels request "net-sch-<kind>"; 6.1 and older request sch_<kind>. */
@@ -103,6 +147,28 @@
 #else
 #define PARQ_HAVE_EVENTS	0
 #define PARQ_MCGRP_ADMIN	0
+#endif
+
+/*
+ * set_active_memcg() in softirq writes int_active_memcg, which 5.10 does
+ * not export to modules (6.1, the oldest tested kernel after it, does).
+ * There the monitor's sources, allocated in softirq, are not charged to
+ * the memory cgroup of whoever enabled the monitor.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0)
+#define PARQ_HAVE_SOFTIRQ_MEMCG	1
+#else
+#define PARQ_HAVE_SOFTIRQ_MEMCG	0
+#endif
+
+/*
+ * A device queue's qdisc_sleeping is an __rcu pointer since 6.5 (and in
+ * the 6.1 and 5.15 stable series); 5.10's is a plain one.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 15, 0)
+#define parq_txq_qdisc_sleeping(txq)	rtnl_dereference((txq)->qdisc_sleeping)
+#else
+#define parq_txq_qdisc_sleeping(txq)	((txq)->qdisc_sleeping)
 #endif
 
 /* 6.1 added the big-endian integer policy types. */

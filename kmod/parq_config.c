@@ -79,8 +79,7 @@ static unsigned int parq_link_sharers(struct Qdisc *sch)
 	if (!strcmp(root->ops->id, "mq") || !strcmp(root->ops->id, "mqprio"))
 		return n;
 	for (i = 0; i < n; i++)
-		if (rtnl_dereference(netdev_get_tx_queue(dev, i)->qdisc_sleeping) ==
-		    sch)
+		if (parq_txq_qdisc_sleeping(netdev_get_tx_queue(dev, i)) == sch)
 			return n;
 	return 1;
 }

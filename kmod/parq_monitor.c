@@ -83,6 +83,7 @@
 #include <net/netns/generic.h>
 #include <linux/parq.h>
 
+#include "parq_compat.h"
 #include "parq_genl.h"
 #include "parq_monitor.h"
 
@@ -280,7 +281,7 @@ static struct parq_peer *parq_peer_alloc(struct mem_cgroup *memcg)
 	struct mem_cgroup *old;
 	struct parq_peer *p;
 
-	if (!memcg)
+	if (!memcg || !PARQ_HAVE_SOFTIRQ_MEMCG)
 		return kzalloc(sizeof(struct parq_peer),
 			       GFP_ATOMIC | __GFP_NOWARN);
 	old = set_active_memcg(memcg);
@@ -960,8 +961,8 @@ static int __net_init parq_mon_net_init(struct net *net)
 		return -ENOMEM;
 	spin_lock_init(&mn->lock);
 	INIT_LIST_HEAD(&mn->lru);
-	hrtimer_init(&mn->stop, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
-	mn->stop.function = parq_mon_stop_timer;
+	hrtimer_setup(&mn->stop, parq_mon_stop_timer, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_ABS_SOFT);
 	mn->size = PARQ_MON_SIZE_DEFAULT;
 	mn->admit = parq_mon_admit_budget(mn->size);
 	mn->dscp = PARQ_DSCP_DEFAULT;

@@ -97,6 +97,12 @@ def add(env, path):
     check(r.returncode == 0, f"job add {path}: {r.stderr.strip()}")
 
 
+# A job's nftables rule matches its sockets' cgroup (socket cgroupv2).
+NEEDS_SOCKET_CGROUPV2 = ktap.needs_kernel(
+    5, 13, "nftables' socket cgroupv2 match, which a job's rule uses")
+
+
+@NEEDS_SOCKET_CGROUPV2
 def t_job_parallel(env):
     add(env, f"{CG}/{TOP}/job_1")
     expect(env, "job_1, no DSCP", f"{TOP}/job_1", None, True)
@@ -105,6 +111,7 @@ def t_job_parallel(env):
     expect(env, "outside, no DSCP", f"{TOP}/other", None, False)
 
 
+@NEEDS_SOCKET_CGROUPV2
 def t_anti_spoof(env):
     expect(env, "outside, EF", f"{TOP}/other", TOS_EF, False)
     r = parqctl(env, "job", "policy", "--anti-spoof", "off")
@@ -125,6 +132,7 @@ def jobs(env):
     return json.loads(r.stdout)
 
 
+@NEEDS_SOCKET_CGROUPV2
 def t_del(env):
     r = parqctl(env, "job", "del", f"{CG}/{TOP}/job_1", "--json")
     check(r.returncode == 0, f"job del: {r.stderr.strip()}")
@@ -135,6 +143,7 @@ def t_del(env):
     check_eq(json.loads(r.stdout).get("removed"), False, "removed twice")
 
 
+@NEEDS_SOCKET_CGROUPV2
 def t_gone(env):
     sh(env, f"mkdir -p {CG}/{TOP}/job_2")
     add(env, f"{CG}/{TOP}/job_2")
@@ -168,6 +177,7 @@ def slurm(a, script, job):
           f"{r.stderr.strip()}")
 
 
+@NEEDS_SOCKET_CGROUPV2
 def t_slurm(env):
     # Slurm's cgroup/v2 layout: job_N/step_M/user/task_K below the scope.
     task = f"{SLURM}/job_42/step_0/user/task_0"

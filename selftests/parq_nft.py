@@ -114,6 +114,12 @@ def t_boot(env):
              "nft restore with nothing missing")
 
 
+# A job's nftables rule matches its sockets' cgroup (socket cgroupv2).
+NEEDS_SOCKET_CGROUPV2 = ktap.needs_kernel(
+    5, 13, "nftables' socket cgroupv2 match, which a job's rule uses")
+
+
+@NEEDS_SOCKET_CGROUPV2
 def t_flushed(env):
     a = env.topo.a
     ok(env, "job", "policy", "--dscp", "cs5")

@@ -74,6 +74,27 @@ def debug_kernel():
         return False
 
 
+def kernel_older(major, minor):
+    """True when the running kernel is older than major.minor: for the
+    cases that need what older kernels lack (Documentation/kernels.md)."""
+    rel = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return (int(rel.group(1)), int(rel.group(2))) < (major, minor)
+
+
+def needs_kernel(major, minor, what):
+    """A case that needs @what, which kernels before major.minor lack: on
+    those it is reported as skipped, naming it."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def case(*args, **kwargs):
+            if kernel_older(major, minor):
+                raise Skip(f"this kernel lacks {what} ({major}.{minor}; "
+                           "Documentation/kernels.md)")
+            return fn(*args, **kwargs)
+        return case
+    return wrap
+
+
 def slowdown():
     """The factor for time limits and waits: DEBUG_SLOWDOWN under a debug
     kernel, 1 otherwise."""
