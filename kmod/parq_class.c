@@ -112,12 +112,14 @@ static u32 parq_resv_mtu(struct Qdisc *sch)
 	return mtu > 0 ? mtu : 1;
 }
 
-/* Parse and admit a reservation: on success *@rate, *@idt and *@bw hold it
- * and *@capacity the reservable bytes/s it was admitted against.
+/* Parse and admit a reservation: on success *@rate, *@idt and *@bw hold it,
+ * *@capacity the reservable bytes/s it was admitted against and *@linkrate
+ * the link rate that capacity is a share of.
  */
 static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 			   struct nlattr *opt, u64 *rate, u64 *idt, u64 *bw,
-			   u64 *capacity, struct netlink_ext_ack *extack)
+			   u64 *capacity, u64 *linkrate,
+			   struct netlink_ext_ack *extack)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_PARQ_CLASS_MAX + 1];
@@ -143,8 +145,8 @@ static int parq_resv_parse(struct Qdisc *sch, struct parq_resv_class *rc,
 		nla_get_u64(tb[TCA_PARQ_CLASS_RATE]) : 0;
 	*idt = tb[TCA_PARQ_CLASS_IDT] ? nla_get_u64(tb[TCA_PARQ_CLASS_IDT]) : 0;
 	*bw = parq_resv_bw(*rate, *idt, parq_resv_mtu(sch));
-	*capacity = parq_resv_capacity(parq_linkrate(sch, &q->cfg),
-				       q->cfg.reservable);
+	*linkrate = parq_linkrate(sch, &q->cfg);
+	*capacity = parq_resv_capacity(*linkrate, q->cfg.reservable);
 	if (!*capacity) {
 		q->s.xs.resv_rejects++;
 		NL_SET_ERR_MSG(extack,
@@ -211,7 +213,7 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct parq_resv_class *rc = parq_resv_of(*arg);
-	u64 rate, idt, bw, capacity;
+	u64 rate, idt, bw, capacity, linkrate;
 	u32 mtu;
 	int err;
 
@@ -235,7 +237,7 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 		}
 	}
 	err = parq_resv_parse(sch, rc, tca[TCA_OPTIONS], &rate, &idt, &bw,
-			      &capacity, extack);
+			      &capacity, &linkrate, extack);
 	if (err)
 		return err;
 
@@ -277,6 +279,7 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	}
 	q->resv_sum = q->resv_sum - rc->bw + bw;
 	q->resv_capacity = capacity;
+	q->linkrate = linkrate;
 	rc->bw = bw;
 	if (!*arg) {
 		qdisc_class_hash_insert(&q->clhash, &rc->common);
@@ -380,6 +383,8 @@ static struct tcf_block *parq_tcf_block(struct Qdisc *sch, unsigned long cl,
  * filters bound cannot be deleted.  The fixed classes are never freed.
  * A classid naming no class binds nothing (res.class 0): the datapath goes
  * by res.classid, so such a filter steers into the class once it exists.
+ * The count changes under RTNL: parq's class operations are not marked
+ * QDISC_CLASS_OPS_DOIT_UNLOCKED, so every filter request holds it.
  */
 static unsigned long parq_bind_tcf(struct Qdisc *sch, unsigned long parent,
 				   u32 classid)

@@ -17,6 +17,7 @@
 #include <net/sch_generic.h>
 #include <net/gen_stats.h>
 #include <linux/hrtimer.h>
+#include <linux/netlink.h>
 #include <linux/rbtree.h>
 /*
  * 6.5 moved skb_gso_segment() and friends from <linux/netdevice.h> to
@@ -112,10 +113,13 @@ rb_add_cached(struct rb_node *node, struct rb_root_cached *tree,
 #endif
 
 /*
- * Formatted extack messages (6.2), at most NETLINK_MAX_FMTMSG_LEN - 1
- * characters: parq's fit with any value their fields can take.  Older
- * kernels get the plain text @plain (the arguments are still evaluated and
- * checked against @fmt).
+ * Formatted extack messages (6.2), at most NETLINK_MAX_FMTMSG_LEN - 1 = 79
+ * characters.  parq's fit with any value their fields can take: a refusal
+ * is 31 characters and three numbers of bit/s, a request of at most 15
+ * digits (one 64 KiB MTU per ns) and a capacity of at most 16 (a link
+ * speed of 2^32 Mbit/s), 78 in all; "below reserved" is 46 and two of at
+ * most 16, 78.  Older kernels get the plain text @plain (the arguments are
+ * only type-checked against @fmt).
  */
 #ifdef NL_SET_ERR_MSG_FMT
 #define PARQ_SET_ERR_FMT(extack, plain, fmt, ...) \

@@ -361,9 +361,10 @@ static void parq_lflow_insert(struct parq_sched_data *q, struct parq_lflow *f)
 }
 
 /*
- * Move every local flow into @lhash, @lbuckets empty trees, and return
- * the table they were in, for the caller to free.  Caller holds the tree
- * lock; the flows keep their packets and their place in the round robin.
+ * Move every local flow with packets into @lhash, @lbuckets empty trees,
+ * free the idle ones, and return the table they were in, for the caller
+ * to free.  Caller holds the tree lock; the flows keep their packets and
+ * their place in the round robin.
  */
 struct rb_root *parq_local_rehash(struct parq_sched_data *q,
 				  struct rb_root *lhash, u32 lbuckets)
@@ -374,9 +375,17 @@ struct rb_root *parq_local_rehash(struct parq_sched_data *q,
 
 	q->lhash = lhash;
 	q->lbuckets = lbuckets;
-	for (i = 0; i < n; i++)
-		rbtree_postorder_for_each_entry_safe(f, tmp, &old[i], node)
-			parq_lflow_insert(q, f);
+	for (i = 0; i < n; i++) {
+		rbtree_postorder_for_each_entry_safe(f, tmp, &old[i], node) {
+			if (f->q.qlen) {
+				parq_lflow_insert(q, f);
+				continue;
+			}
+			/* Idle: not worth its move under the lock. */
+			q->local_idle--;
+			kmem_cache_free(parq_lflow_cache, f);
+		}
+	}
 	return old;
 }
 

@@ -294,6 +294,12 @@ class GenlCreditTable final : public KernelCreditTable {
 
 namespace {
 
+constexpr const char* kNoEventsGroup =
+    "the parq family has no \"" PARQ_GENL_MCGRP_EVENTS
+    "\" group on this kernel (it has none without "
+    "GENL_MCAST_CAP_NET_ADMIN: Linux 6.6, or Debian's 6.1): the receive "
+    "monitor's reports cannot be read";
+
 // A generic netlink socket with extended acks and the parq family's id.
 Result<std::pair<nl_sock*, int>, KernelError> OpenFamily() {
   nl_sock* sk = nl_socket_alloc();
@@ -326,7 +332,8 @@ class GenlMonitor final : public KernelMonitor {
       : sk_(sk), family_(family), ev_(ev) {}
   ~GenlMonitor() override {
     nl_socket_free(sk_);
-    nl_socket_free(ev_);
+    if (ev_)
+      nl_socket_free(ev_);
   }
   GenlMonitor(const GenlMonitor&) = delete;
   GenlMonitor& operator=(const GenlMonitor&) = delete;
@@ -372,9 +379,11 @@ class GenlMonitor final : public KernelMonitor {
     return *reply.monitor;
   }
 
-  int event_fd() const override { return nl_socket_get_fd(ev_); }
+  int event_fd() const override { return ev_ ? nl_socket_get_fd(ev_) : -1; }
 
   Result<std::vector<MonitorEvent>, KernelError> ReadEvents() override {
+    if (!ev_)
+      return Err{KernelError{ENOENT, kNoEventsGroup}};
     std::vector<MonitorEvent> out;
     nl_cb* cb = nl_cb_alloc(NL_CB_DEFAULT);
     if (!cb)
@@ -498,16 +507,18 @@ Result<std::unique_ptr<KernelMonitor>, KernelError> OpenGenlMonitor() {
     r = nl_socket_add_membership(ev, grp);
   if (r >= 0)
     r = nl_socket_set_nonblocking(ev);
-  if (r < 0 || grp < 0) {
+  if (r >= 0 && grp < 0) {
+    // No events group (a kernel without GENL_MCAST_CAP_NET_ADMIN, where
+    // anyone could read them): the state can be read and set, no event
+    // comes.
+    nl_socket_free(ev);
+    return std::unique_ptr<KernelMonitor>(
+        std::make_unique<GenlMonitor>(sk, family, nullptr));
+  }
+  if (r < 0) {
     nl_socket_free(sk);
     nl_socket_free(ev);
-    if (grp < 0 && r >= 0)
-      return Err{KernelError{
-          ENOENT, "the parq family has no \"" PARQ_GENL_MCGRP_EVENTS
-                  "\" group: sch_parq is older than the receive monitor; "
-                  "install the current module"}};
-    return Err{FromLibnl(r < 0 ? r : grp,
-                         "cannot subscribe to the parq family's events")};
+    return Err{FromLibnl(r, "cannot subscribe to the parq family's events")};
   }
   nl_socket_disable_seq_check(ev);
   // Room for bursts of reports; an overflow is detected (ENOBUFS).

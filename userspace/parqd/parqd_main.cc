@@ -146,6 +146,11 @@ int Run(int argc, char** argv) {
       spdlog::error("receiving role: {}", m.error().Text());
       return 1;
     }
+    if (m.value()->event_fd() < 0) {
+      spdlog::error("receiving role: {}",
+                    m.value()->ReadEvents().error().Text());
+      return 1;
+    }
     monitor = std::move(m.value());
   }
   const ServiceManager manager = ServiceManager::FromEnvironment();
