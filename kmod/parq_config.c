@@ -25,6 +25,7 @@
 #include <linux/hash.h>
 #include <linux/jhash.h>
 #include <linux/kernel.h>
+#include <linux/memcontrol.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/rbtree.h>
@@ -438,6 +439,8 @@ int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	q->lwait_next = U64_MAX;
 	q->lseed = get_random_u32();
 
+	/* The local queues, made in softirq, are charged to the creator. */
+	q->memcg = get_mem_cgroup_from_mm(current->mm);
 	err = qdisc_class_hash_init(&q->clhash);
 	if (err)
 		return err;
@@ -478,6 +481,7 @@ void parq_destroy(struct Qdisc *sch)
 			parq_resv_free(rc);
 	qdisc_class_hash_destroy(&q->clhash);
 	kvfree(q->resv_tab);
+	mem_cgroup_put(q->memcg);
 }
 
 int parq_dump(struct Qdisc *sch, struct sk_buff *skb)

@@ -12,11 +12,13 @@
 #include <linux/hash.h>
 #include <linux/jhash.h>
 #include <linux/kernel.h>
+#include <linux/memcontrol.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/rbtree.h>
 #include <linux/rbtree_augmented.h>
 #include <linux/rtnetlink.h>
+#include <linux/sched/mm.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
 #include <net/dsfield.h>
@@ -264,6 +266,30 @@ u32 parq_local_buckets(u32 limit)
 	return clamp_t(u32, n, PARQ_LOCAL_BUCKETS_MIN, PARQ_LOCAL_BUCKETS_MAX);
 }
 
+/*
+ * A local flow's entry, charged to the memory cgroup of whoever made the
+ * qdisc: it is made in softirq (or under the sender's context, which
+ * should not pay for a queue others share), and a user who owns a network
+ * namespace may make millions.  Kernels that do not export the softirq
+ * memcg to modules charge nobody (parq_compat.h).
+ */
+static struct parq_lflow *parq_lflow_alloc(struct parq_sched_data *q)
+{
+#if PARQ_HAVE_SOFTIRQ_MEMCG
+	struct mem_cgroup *old;
+	struct parq_lflow *f;
+
+	if (q->memcg) {
+		old = set_active_memcg(q->memcg);
+		f = kmem_cache_zalloc(parq_lflow_cache, GFP_ATOMIC |
+				      __GFP_NOWARN | __GFP_ACCOUNT);
+		set_active_memcg(old);
+		return f;
+	}
+#endif
+	return kmem_cache_zalloc(parq_lflow_cache, GFP_ATOMIC | __GFP_NOWARN);
+}
+
 static int parq_addr_cmp(const struct parq_addr *a, const struct parq_addr *b)
 {
 	if (a->family != b->family)
@@ -332,7 +358,7 @@ again:
 	}
 	if (f)
 		return f;
-	f = kmem_cache_zalloc(parq_lflow_cache, GFP_ATOMIC | __GFP_NOWARN);
+	f = parq_lflow_alloc(q);
 	if (!f)
 		return NULL;
 	f->dst = dst;

@@ -147,6 +147,7 @@ struct parq_sched_data {
 	u32			lbuckets;	/* a power of 2 */
 	u32			lseed;
 	u32			local_idle;	/* local flows kept empty */
+	struct mem_cgroup	*memcg;		/* charged for the local flows */
 	struct tcf_proto __rcu	*filter_list;
 	struct Qdisc_class_hash	clhash;		/* reserved classes */
 	struct parq_config	cfg;

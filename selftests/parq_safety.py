@@ -497,6 +497,47 @@ def t_memcg_sources(env):
         check_eq(g.mon_set(mon_enabled=0).error, 0, "monitor off")
 
 
+CG_LOCAL = 8000
+
+
+def t_memcg_local(env):
+    """The local destinations' queues, made in softirq as packets come, are
+    charged to the memory cgroup of whoever made the qdisc: a user who owns
+    a namespace cannot hold millions of them outside its limit."""
+    a, dev, topo = env.a, env.dev, env.topo
+    if ktap.kernel_older(6, 1):
+        raise ktap.Skip("this kernel does not export int_active_memcg to "
+                        "modules: queues made in softirq are not charged "
+                        "(Documentation/kernels.md)")
+    memcg_setup()
+    a.run(["ip", "route", "replace", MANY_NET, "via", topo.ip_b()])
+    base = int(ipaddress.IPv4Network(MANY_NET).network_address)
+    dsts = [socket.inet_ntoa(struct.pack(">I", base + i))
+            for i in range(CG_LOCAL)]
+    sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        with InCgroup(CG):
+            root(env, "handle", "1:", "parq", "rate", "8bit", "limit",
+                 str(2 * CG_LOCAL))
+        sk.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 1 << 30)
+        sk.setblocking(False)
+        before = slab(CG)
+        fill_dsts(env, sk, dsts)
+        after = slab(CG)
+        q = tclib.parq_qdisc(a, dev)
+        diag(f"{q['local_flows']} local destinations: the qdisc maker's "
+             f"cgroup's slab grew by {after - before} bytes")
+        check(q["local_flows"] >= CG_LOCAL * 9 // 10,
+              f"{q['local_flows']} of {CG_LOCAL} destinations queued")
+        check(after - before >= q["local_flows"] * 64,
+              f"local queues charged: {after - before} bytes for "
+              f"{q['local_flows']}")
+        tc(a, "qdisc", "del", "dev", dev, "root")
+    finally:
+        sk.close()
+        a.run(["ip", "route", "del", MANY_NET], check=False)
+
+
 ERR_HAMMER = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -582,6 +623,8 @@ def main():
                t_memcg)
     suite.case("the monitor's sources are charged to the memory cgroup of "
                "whoever enabled it", t_memcg_sources)
+    suite.case("local destinations' queues are charged to the memory cgroup "
+               "of whoever made the qdisc", t_memcg_local)
     suite.case("error texts are per request", t_err_ring)
     return lab.run(suite, "saf", tools=("iperf3", "unshare", "ethtool"),
                    setup=setup)
