@@ -156,8 +156,8 @@ rb_add_cached(struct rb_node *node, struct rb_root_cached *tree,
 /*
  * set_active_memcg() in softirq writes int_active_memcg, which 5.10 does
  * not export to modules (6.1, the oldest tested kernel after it, does).
- * There the monitor's sources, allocated in softirq, are not charged to
- * the memory cgroup of whoever enabled the monitor.
+ * Before 6.1 the monitor's sources and the qdisc's local queues, allocated
+ * in softirq, are charged to no memory cgroup.
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0)
 #define PARQ_HAVE_SOFTIRQ_MEMCG	1

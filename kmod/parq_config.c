@@ -439,11 +439,15 @@ int parq_init(struct Qdisc *sch, struct nlattr *opt,
 	q->lwait_next = U64_MAX;
 	q->lseed = get_random_u32();
 
-	/* The local queues, made in softirq, are charged to the creator. */
-	q->memcg = get_mem_cgroup_from_mm(current->mm);
 	err = qdisc_class_hash_init(&q->clhash);
 	if (err)
 		return err;
+	/*
+	 * The local queues, made in softirq, are charged to the creator.
+	 * Taken after the class hash: parq_destroy() puts it only past the
+	 * check that the hash was made.
+	 */
+	q->memcg = get_mem_cgroup_from_mm(current->mm);
 	err = tcf_block_get(&q->block, &q->filter_list, sch, extack);
 	if (err)
 		return err;

@@ -281,7 +281,8 @@ static struct parq_lflow *parq_lflow_alloc(struct parq_sched_data *q)
 
 	if (q->memcg) {
 		old = set_active_memcg(q->memcg);
-		f = kmem_cache_zalloc(parq_lflow_cache, GFP_ATOMIC |
+		/* Not GFP_ATOMIC: its __GFP_HIGH charges past memory.max. */
+		f = kmem_cache_zalloc(parq_lflow_cache, GFP_NOWAIT |
 				      __GFP_NOWARN | __GFP_ACCOUNT);
 		set_active_memcg(old);
 		return f;

@@ -278,16 +278,20 @@ static bool parq_mon_peer_ok(struct parq_mon_net *mn,
  */
 static struct parq_peer *parq_peer_alloc(struct mem_cgroup *memcg)
 {
+#if PARQ_HAVE_SOFTIRQ_MEMCG
 	struct mem_cgroup *old;
 	struct parq_peer *p;
 
-	if (!memcg || !PARQ_HAVE_SOFTIRQ_MEMCG)
-		return kzalloc(sizeof(struct parq_peer),
-			       GFP_ATOMIC | __GFP_NOWARN);
-	old = set_active_memcg(memcg);
-	p = kzalloc(sizeof(*p), GFP_ATOMIC | __GFP_NOWARN | __GFP_ACCOUNT);
-	set_active_memcg(old);
-	return p;
+	if (memcg) {
+		old = set_active_memcg(memcg);
+		/* Not GFP_ATOMIC: its __GFP_HIGH charges past memory.max. */
+		p = kzalloc(sizeof(*p),
+			    GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT);
+		set_active_memcg(old);
+		return p;
+	}
+#endif
+	return kzalloc(sizeof(struct parq_peer), GFP_ATOMIC | __GFP_NOWARN);
 }
 
 /*

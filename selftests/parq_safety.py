@@ -283,7 +283,7 @@ def t_mq_admission(env):
              f"{r.stderr.strip()}")
         check(r.returncode != 0, "a child of mq admitted 5 Gbit/s of a "
               "10 Gbit/s link shared by 2 queues")
-        check("admission" in r.stderr or "reserv" in r.stderr,
+        check(any(w in r.stderr for w in ("admission", "reserv", "refused")),
               f"refusal without a clear message: {r.stderr.strip()!r}")
         cls = tclib.classes(a, "mq0")
         check("20:16" not in cls, "the refused class exists")
@@ -498,6 +498,7 @@ def t_memcg_sources(env):
 
 
 CG_LOCAL = 8000
+CG_OVER = 30000		# 3.8 MB of queues, against 1 MiB of room
 
 
 def t_memcg_local(env):
@@ -518,7 +519,7 @@ def t_memcg_local(env):
     try:
         with InCgroup(CG):
             root(env, "handle", "1:", "parq", "rate", "8bit", "limit",
-                 str(2 * CG_LOCAL))
+                 str(CG_LOCAL + CG_OVER))
         sk.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 1 << 30)
         sk.setblocking(False)
         before = slab(CG)
@@ -532,6 +533,31 @@ def t_memcg_local(env):
         check(after - before >= q["local_flows"] * 64,
               f"local queues charged: {after - before} bytes for "
               f"{q['local_flows']}")
+        # The limit holds: past memory.max a new queue is refused (a drop
+        # for want of memory), not charged beyond it.
+        with open(CG + "/memory.current") as f:
+            cur = int(f.read())
+        with open(CG + "/memory.max", "w") as f:
+            f.write(str(cur + (1 << 20)))
+        try:
+            for i in range(CG_LOCAL, CG_LOCAL + CG_OVER):
+                sk.sendto(bytes(64), (socket.inet_ntoa(
+                    struct.pack(">I", base + i)), 9))
+            q = tclib.parq_qdisc(a, dev)
+            with open(CG + "/memory.current") as f:
+                now = int(f.read())
+        finally:
+            with open(CG + "/memory.max", "w") as f:
+                f.write("max")
+        diag(f"{CG_OVER} more destinations with memory.max 1 MiB above: "
+             f"local_flows {q['local_flows']}, drop_local_nomem "
+             f"{q['drop_local_nomem']}, memory.current {now - cur} bytes "
+             "above")
+        check(q["drop_local_nomem"] > 0,
+              f"no queue refused past memory.max ({q['local_flows']} "
+              "destinations queued)")
+        check(now - cur <= 1 << 20, f"charged {now - cur} bytes past "
+              "memory.max")
         tc(a, "qdisc", "del", "dev", dev, "root")
     finally:
         sk.close()
@@ -624,7 +650,8 @@ def main():
     suite.case("the monitor's sources are charged to the memory cgroup of "
                "whoever enabled it", t_memcg_sources)
     suite.case("local destinations' queues are charged to the memory cgroup "
-               "of whoever made the qdisc", t_memcg_local)
+               "of whoever made the qdisc, and its limit holds",
+               t_memcg_local)
     suite.case("error texts are per request", t_err_ring)
     return lab.run(suite, "saf", tools=("iperf3", "unshare", "ethtool"),
                    setup=setup)

@@ -507,6 +507,8 @@ Result<std::unique_ptr<KernelMonitor>, KernelError> OpenGenlMonitor() {
     r = nl_socket_add_membership(ev, grp);
   if (r >= 0)
     r = nl_socket_set_nonblocking(ev);
+  if (r >= 0 && grp < 0 && grp != -NLE_OBJ_NOTFOUND)
+    r = grp;  // the lookup failed: not the same as no group
   if (r >= 0 && grp < 0) {
     // No events group (a kernel without GENL_MCAST_CAP_NET_ADMIN, where
     // anyone could read them): the state can be read and set, no event
