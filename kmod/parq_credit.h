@@ -21,6 +21,15 @@ static inline bool parq_addr_eq(const struct parq_addr *a,
 	return a->family == b->family && !memcmp(a->a, b->a, sizeof(a->a));
 }
 
+/* A total order: by family, then address. */
+static inline int parq_addr_cmp(const struct parq_addr *a,
+				const struct parq_addr *b)
+{
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	return memcmp(a->a, b->a, sizeof(a->a));
+}
+
 enum parq_credit_verdict {
 	PARQ_CREDIT_NONE,	/* no live entry: send freely */
 	PARQ_CREDIT_PASS,	/* within the credit, now charged */

@@ -291,13 +291,6 @@ static struct parq_lflow *parq_lflow_alloc(struct parq_sched_data *q)
 	return kmem_cache_zalloc(parq_lflow_cache, GFP_ATOMIC | __GFP_NOWARN);
 }
 
-static int parq_addr_cmp(const struct parq_addr *a, const struct parq_addr *b)
-{
-	if (a->family != b->family)
-		return a->family < b->family ? -1 : 1;
-	return memcmp(a->a, b->a, sizeof(a->a));
-}
-
 static bool parq_lflow_stale(const struct parq_lflow *f)
 {
 	return !f->q.qlen &&

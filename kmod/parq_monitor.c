@@ -236,13 +236,10 @@ static bool parq_peer_idle(const struct parq_peer *p, u64 now)
 	return (s64)(now - seen) >= (s64)PARQ_MON_IDLE_NS;
 }
 
-static int parq_addr_cmp(const void *x, const void *y)
+/* parq_addr_cmp() for sort(). */
+static int parq_addr_sort_cmp(const void *x, const void *y)
 {
-	const struct parq_addr *a = x, *b = y;
-
-	if (a->family != b->family)
-		return a->family < b->family ? -1 : 1;
-	return memcmp(a->a, b->a, sizeof(a->a));
+	return parq_addr_cmp(x, y);
 }
 
 /* Under rcu_read_lock(): may @src be counted? */
@@ -757,7 +754,7 @@ static int parq_mon_peers_parse(const struct nlattr *nest,
 			nla_memcpy(pa->a, na, sizeof(pa->a));
 		}
 	}
-	sort(ps->addr, n, sizeof(ps->addr[0]), parq_addr_cmp, NULL);
+	sort(ps->addr, n, sizeof(ps->addr[0]), parq_addr_sort_cmp, NULL);
 	for (i = 1, j = 1; i < n; i++)
 		if (parq_addr_cmp(&ps->addr[i], &ps->addr[j - 1]))
 			ps->addr[j++] = ps->addr[i];
