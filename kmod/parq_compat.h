@@ -175,6 +175,19 @@ rb_add_cached(struct rb_node *node, struct rb_root_cached *tree,
 #define parq_txq_qdisc_sleeping(txq)	((txq)->qdisc_sleeping)
 #endif
 
+/*
+ * 7.2's __ethtool_get_link_ksettings() takes the device's instance lock
+ * when its operations are locked (dummy, netdevsim, and drivers with queue
+ * management), and tc already holds that lock around a qdisc's or class's
+ * init and change: there the qdisc must call netif_get_link_ksettings(),
+ * added with that change, which expects the lock (or RTNL) held.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 2, 0)
+#define parq_get_link_ksettings	netif_get_link_ksettings
+#else
+#define parq_get_link_ksettings	__ethtool_get_link_ksettings
+#endif
+
 /* 6.1 added the big-endian integer policy types. */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
 #define NLA_BE32	NLA_U32

@@ -50,12 +50,15 @@
 
 /* --- admission control ------------------------------------------------ */
 
-/* The device's link speed in bytes/s, 0 if unknown.  Under RTNL. */
+/*
+ * The device's link speed in bytes/s, 0 if unknown.  Under RTNL, and under
+ * the device's instance lock when its operations take one (tc takes it).
+ */
 static u64 parq_link_speed(struct net_device *dev)
 {
 	struct ethtool_link_ksettings ks;
 
-	if (__ethtool_get_link_ksettings(dev, &ks) ||
+	if (parq_get_link_ksettings(dev, &ks) ||
 	    !ks.base.speed || ks.base.speed == (u32)SPEED_UNKNOWN)
 		return 0;
 	return (u64)ks.base.speed * 1000000 / 8;

@@ -242,6 +242,41 @@ def t_round_trip(env):
              "its default")
 
 
+def t_ops_locked(env):
+    """parq on a device whose operations take its instance lock (dummy
+    since 7.2): tc holds that lock around the qdisc's and the class's init
+    and change, and the link speed is read under it, not by taking it again
+    (which never returns, with RTNL held).  Elsewhere the same commands on
+    a plain device."""
+    a, dev = env.a, "parqol0"
+    a.run(["ip", "link", "add", dev, "numtxqueues", "4", "txqueuelen",
+           "1000", "type", "dummy"])
+    try:
+        a.run(["ip", "link", "set", dev, "up"])
+        tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq")
+        check_eq(tclib.parq_qdisc(a, dev)["effective_linkrate"], 0,
+                 "effective linkrate of a device without a link speed")
+        tc(a, "qdisc", "change", "dev", dev, "root", "parq", "threshold",
+           "9")
+        r = tc(a, "class", "add", "dev", dev, "parent", "1:", "classid",
+               "1:16", "parq", "rate", "1mbit", check=False)
+        check(r.returncode != 0 and "no link rate known" in r.stderr,
+              f"a reservation without a link rate: {r.stderr.strip()}")
+        a.run(["ip", "link", "set", dev, "down"])
+        a.run(["ip", "link", "set", dev, "up"])
+        del_root(env, dev=dev)
+        tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
+        for i in range(1, 5):
+            tc(a, "qdisc", "add", "dev", dev, "parent", f"1:{i:x}",
+               "handle", f"{i + 1:x}:", "parq")
+        check_eq(len([q for q in tclib.qdiscs(a, dev)
+                      if q.get("kind") == "parq"]), 4,
+                 "parq children of mq")
+    finally:
+        del_root(env, dev=dev)
+        a.run(["ip", "link", "del", dev], check=False)
+
+
 def t_change_subset(env):
     a, dev = env.a, env.dev
     del_root(env)
@@ -495,6 +530,7 @@ def main():
     suite.case("every parameter", t_every_parameter)
     suite.case("tc qdisc show parses back unchanged, every parameter",
                t_round_trip)
+    suite.case("a device whose operations are locked", t_ops_locked)
     suite.case("change a subset", t_change_subset)
     suite.case("replace", t_replace)
     suite.case("delete", t_delete)
