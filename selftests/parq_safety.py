@@ -564,6 +564,72 @@ def t_memcg_local(env):
         a.run(["ip", "route", "del", MANY_NET], check=False)
 
 
+CG_IDLE = 10000
+CG_IDLE_LIMIT = 16384
+
+
+def t_memcg_idle(env):
+    """A local queue that empties is kept, idle, for its destination's
+    next packet, but no more of them than the limit (stale ones are also
+    freed as lookups pass them, so this bound is rarely what frees them),
+    and a change of the limit that resizes the table frees them all:
+    measured by what they cost the qdisc maker's memory cgroup."""
+    a, dev, topo = env.a, env.dev, env.topo
+    if ktap.kernel_older(6, 1):
+        raise ktap.Skip("this kernel does not export int_active_memcg to "
+                        "modules: queues made in softirq are not charged "
+                        "(Documentation/kernels.md)")
+    memcg_setup()
+    a.run(["ip", "route", "replace", MANY_NET, "via", topo.ip_b()])
+    base = int(ipaddress.IPv4Network(MANY_NET).network_address)
+    first = [socket.inet_ntoa(struct.pack(">I", base + i))
+             for i in range(CG_IDLE)]
+    second = [socket.inet_ntoa(struct.pack(">I", base + CG_IDLE + i))
+              for i in range(CG_IDLE)]
+    sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+    def drain():
+        tc(a, "qdisc", "change", "dev", dev, "root", "handle", "1:",
+           "parq", "rate", "unlimited")
+        q = ktap.poll(lambda: tclib.parq_qdisc(a, dev),
+                      lambda q: q["qlen"] == 0, 60.0)
+        check_eq(q["local_flows"], 0, "destinations with packets")
+
+    try:
+        with InCgroup(CG):
+            root(env, "handle", "1:", "parq", "rate", "8bit", "limit",
+                 str(CG_IDLE_LIMIT), "flow-limit", "10")
+        sk.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 1 << 30)
+        sk.setblocking(False)
+        s0 = slab(CG)
+        fill_dsts(env, sk, first)
+        drain()
+        s1 = slab(CG)
+        each = (s1 - s0) / CG_IDLE
+        diag(f"{CG_IDLE} destinations sent to and emptied: {s1 - s0} "
+             f"bytes still charged ({each:.0f} a queue)")
+        check(s1 - s0 >= CG_IDLE * 64,
+              f"emptied queues kept idle: {s1 - s0} bytes for {CG_IDLE}")
+        fill_dsts(env, sk, second)
+        drain()
+        s2 = slab(CG)
+        bound = CG_IDLE_LIMIT * each * 1.1
+        diag(f"{CG_IDLE} more: {s2 - s0} bytes charged, at most "
+             f"{bound:.0f} for {CG_IDLE_LIMIT} idle queues")
+        check(s2 - s0 <= bound, f"{s2 - s0} bytes of idle queues for "
+              f"{2 * CG_IDLE} destinations with limit {CG_IDLE_LIMIT}")
+        tc(a, "qdisc", "change", "dev", dev, "root", "handle", "1:", "parq",
+           "limit", str(4 * CG_IDLE_LIMIT))
+        s3 = slab(CG)
+        diag(f"limit {4 * CG_IDLE_LIMIT}: {s3 - s0} bytes charged")
+        check(s3 - s0 <= CG_IDLE * each / 10,
+              f"{s3 - s0} bytes still charged after the table was resized")
+        tc(a, "qdisc", "del", "dev", dev, "root")
+    finally:
+        sk.close()
+        a.run(["ip", "route", "del", MANY_NET], check=False)
+
+
 ERR_HAMMER = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -652,6 +718,8 @@ def main():
     suite.case("local destinations' queues are charged to the memory cgroup "
                "of whoever made the qdisc, and its limit holds",
                t_memcg_local)
+    suite.case("idle local queues are bounded by the limit and freed on "
+               "resize", t_memcg_idle)
     suite.case("error texts are per request", t_err_ring)
     return lab.run(suite, "saf", tools=("iperf3", "unshare", "ethtool"),
                    setup=setup)
