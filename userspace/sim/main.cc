@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// parq-sim: runs one simulation (sim.h) and prints its result as JSON.
+// parq-sim: runs one simulation (cluster_sim.h) and prints its result as JSON.
 
 #include <CLI/CLI.hpp>
 #include <exception>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sim.h"
+#include "cluster_sim.h"
 
 namespace {
 
