@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <utility>
 
 namespace parqbench {
 
@@ -327,27 +328,32 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   if (!run->count("--seed"))
     c.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 
-  try {
-    if (*serve) {
-      c.role = Role::kServe;
-      c.listen = listen;
-      ParseAddr(listen);
-    } else if (*bulk) {
-      c.role = Role::kBulk;
-      c.to = ParseAddr(to);
-    } else if (*timer) {
-      c.role = Role::kTimer;
-      c.count = timer_count;
-      c.interval_us = timer_interval;
-    } else {
-      c.role = Role::kRun;
-      if (!pattern_s.empty())
-        c.pattern = patterns.at(pattern_s);
-      for (const auto& p : peers)
-        c.peers.push_back(ParseAddr(p));
+  const std::string sub = app.get_subcommands().front()->get_name();
+  if (*serve) {
+    c.role = Role::kServe;
+    c.listen = listen;
+    if (auto a = ParseAddr(listen); !a.ok())
+      return fail(sub, a.error());
+  } else if (*bulk) {
+    c.role = Role::kBulk;
+    auto a = ParseAddr(to);
+    if (!a.ok())
+      return fail(sub, a.error());
+    c.to = std::move(a).value();
+  } else if (*timer) {
+    c.role = Role::kTimer;
+    c.count = timer_count;
+    c.interval_us = timer_interval;
+  } else {
+    c.role = Role::kRun;
+    if (!pattern_s.empty())
+      c.pattern = patterns.at(pattern_s);  // CLI11 checked it is a key
+    for (const auto& p : peers) {
+      auto a = ParseAddr(p);
+      if (!a.ok())
+        return fail(sub, a.error());
+      c.peers.push_back(std::move(a).value());
     }
-  } catch (const std::invalid_argument& e) {
-    return fail(app.get_subcommands().front()->get_name(), e.what());
   }
 
   if (c.role == Role::kRun) {
