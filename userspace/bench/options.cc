@@ -8,6 +8,8 @@
 #include <sstream>
 #include <utility>
 
+#include "parqd/cli_parse.h"
+
 namespace parqbench {
 
 const char* PatternName(Pattern p) {
@@ -90,14 +92,6 @@ whichever is later.
 Loss (UDP): a message (iteration) without its reply (all its messages) within
 --timeout counts in "lost" and not in the latency.  TCP: no data moving for
 --timeout is an error.)";
-
-// Every CLI11 error becomes exit code 2 (a usage error), with CLI11's
-// message and where to look.
-int UsageExit(CLI::App& app, const CLI::Error& e, std::ostringstream& out,
-              std::ostringstream& err) {
-  int code = app.exit(e, out, err);
-  return code == 0 ? 0 : 2;
-}
 
 }  // namespace
 
@@ -298,10 +292,10 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
               "information.\n";
     return res;
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    res.exit_code = UsageExit(app, e, out, err);
+  // Every CLI11 error becomes exit code 2 (a usage error), with CLI11's
+  // message and where to look.
+  if (auto code = parq::parqd::ParseCli(app, argc, argv, out, err)) {
+    res.exit_code = *code == 0 ? 0 : 2;
     res.out = out.str();
     res.err = err.str();
     return res;
