@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // CLI11 reports a bad command line only by throwing CLI::ParseError.  This
-// is the one place in userspace/ that catches it: the command lines of
-// parqd, parqctl and parq-bench parse through ParseCli(), which turns the
-// exception into the exit status CLI11 chose, with --help or the usage
-// error printed on out or err.
+// is the one place in userspace/ that catches it: every command line
+// (parqd, parqctl, parq-bench, parq-sim, parqd's benchmarks) is parsed
+// through ParseCli(), which turns the exception into the exit status CLI11
+// chose, with --help or the usage error printed on out or err.
 
 #ifndef PARQD_CLI_PARSE_H
 #define PARQD_CLI_PARSE_H
