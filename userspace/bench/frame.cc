@@ -80,13 +80,14 @@ void Encode(const Header& h, uint8_t out[kHeaderSize]) {
   Put64(out + 24, h.ts_ns);
 }
 
-Header Decode(const uint8_t in[kHeaderSize], uint32_t max_size) {
+Result<Header, std::string> Decode(const uint8_t in[kHeaderSize],
+                                   uint32_t max_size) {
   if (Get32(in) != kMagic)
-    throw FrameError(
+    return Err{std::string(
         "not a parq-bench message (bad magic); is the peer a parq-bench of the "
-        "same version?");
+        "same version?")};
   if (!KnownType(in[4]))
-    throw FrameError("unknown message type " + std::to_string(in[4]));
+    return Err{"unknown message type " + std::to_string(in[4])};
   Header h;
   h.type = Type(in[4]);
   h.src = Get16(in + 6);
@@ -94,13 +95,14 @@ Header Decode(const uint8_t in[kHeaderSize], uint32_t max_size) {
   h.seq = Get64(in + 16);
   h.ts_ns = Get64(in + 24);
   if (h.size < kHeaderSize || h.size > max_size)
-    throw FrameError("message size " + std::to_string(h.size) + " outside [" +
-                     std::to_string(kHeaderSize) + ", " +
-                     std::to_string(max_size) + "]");
+    return Err{"message size " + std::to_string(h.size) + " outside [" +
+               std::to_string(kHeaderSize) + ", " + std::to_string(max_size) +
+               "]"};
   return h;
 }
 
-void FrameDecoder::feed(const uint8_t* p, size_t n, std::vector<Header>& out) {
+Result<std::monostate, std::string> FrameDecoder::feed(
+    const uint8_t* p, size_t n, std::vector<Header>& out) {
   while (n > 0) {
     if (skip_ > 0) {
       size_t k = size_t(std::min<uint64_t>(skip_, n));
@@ -119,11 +121,15 @@ void FrameDecoder::feed(const uint8_t* p, size_t n, std::vector<Header>& out) {
     if (have_ < kHeaderSize)
       break;
     have_ = 0;
-    cur_ = Decode(hdr_);
+    auto h = Decode(hdr_);
+    if (!h.ok())
+      return Err{h.error()};
+    cur_ = h.value();
     skip_ = cur_.size - kHeaderSize;
     if (skip_ == 0)
       out.push_back(cur_);
   }
+  return std::monostate{};
 }
 
 }  // namespace parqbench

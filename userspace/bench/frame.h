@@ -15,15 +15,24 @@
 // The size - 32 bytes after the header are zeros; a reader skips them.  Over
 // TCP a message is a frame in the byte stream (FrameDecoder reassembles it
 // from reads of any length); over UDP it is one datagram.
-#pragma once
+
+#ifndef BENCH_FRAME_H
+#define BENCH_FRAME_H
 
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "parqd/result.h"
+
 namespace parqbench {
+
+// Every fallible call of parq-bench returns a Result: its value, or a
+// message that says what went wrong (parqd's type, parqd/result.h).
+using parq::parqd::Err;
+using parq::parqd::Result;
 
 constexpr uint32_t kMagic = 0x50514231;  // "PQB1"
 constexpr uint32_t kHeaderSize = 32;
@@ -53,24 +62,22 @@ struct Header {
   bool operator==(const Header&) const = default;
 };
 
-// A malformed message: wrong magic, unknown type, impossible size.
-class FrameError : public std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 void Encode(const Header& h, uint8_t out[kHeaderSize]);
 
-// Decodes one header; throws FrameError when it is not a parq-bench header
-// or its size is below kHeaderSize or above max_size.
-Header Decode(const uint8_t in[kHeaderSize], uint32_t max_size = kMaxTcpSize);
+// Decodes one header; an error when it is not a parq-bench header (wrong
+// magic, unknown type) or its size is below kHeaderSize or above max_size.
+Result<Header, std::string> Decode(const uint8_t in[kHeaderSize],
+                                   uint32_t max_size = kMaxTcpSize);
 
 // Reassembles frames from a TCP byte stream.  Payload bytes are counted
 // and skipped, never stored, so a 64 MiB message costs 32 bytes of memory.
 class FrameDecoder {
  public:
   // Consumes all n bytes; appends every frame completed by them to out.
-  // Throws FrameError on a malformed header (the stream is then lost).
-  void feed(const uint8_t* p, size_t n, std::vector<Header>& out);
+  // An error on a malformed header (the frames before it are in out; the
+  // stream is then lost).
+  Result<std::monostate, std::string> feed(const uint8_t* p, size_t n,
+                                           std::vector<Header>& out);
 
   // True between frames (no partial header or payload pending).
   bool at_boundary() const { return have_ == 0 && skip_ == 0; }
@@ -83,3 +90,5 @@ class FrameDecoder {
 };
 
 }  // namespace parqbench
+
+#endif

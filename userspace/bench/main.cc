@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <string>
 
 #include "options.h"
 #include "roles.h"
@@ -17,8 +18,39 @@ void OnSignal(int) {
   g_stop.store(true);
 }
 
+// Runs the role c names; its report, or what went wrong.
+parqbench::Result<parqbench::json, std::string> Run(
+    const parqbench::Config& c) {
+  using namespace parqbench;
+  if (c.role == Role::kServe) {
+    auto s = Server::Open(c);
+    if (!s.ok())
+      return Err{s.error()};
+    const auto port = s.value().port();
+    if (!port.ok())
+      return Err{port.error()};
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = OnSignal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    std::cerr << "parq-bench serve: listening on " << c.listen << " ("
+              << TransportName(c.transport) << "), port " << port.value()
+              << std::endl;
+    return s.value().run(g_stop);
+  }
+  if (c.role == Role::kBulk)
+    return RunBulk(c, [](const json& sample) {
+      std::cout << sample.dump() << std::endl;  // flushed: read live
+    });
+  if (c.role == Role::kTimer)
+    return RunTimer(c);
+  return RunPattern(c);
+}
+
 }  // namespace
 
+// The role's report on stdout; its error, if any, on stderr, and exit 1.
 int main(int argc, char** argv) {
   using namespace parqbench;
   ParseResult p = ParseCommandLine(argc, argv);
@@ -31,32 +63,11 @@ int main(int argc, char** argv) {
                      : c.role == Role::kBulk  ? "bulk"
                      : c.role == Role::kTimer ? "timer"
                                               : "run";
-  try {
-    json j;
-    if (c.role == Role::kServe) {
-      Server s(c);
-      struct sigaction sa;
-      std::memset(&sa, 0, sizeof(sa));
-      sa.sa_handler = OnSignal;
-      sigaction(SIGINT, &sa, nullptr);
-      sigaction(SIGTERM, &sa, nullptr);
-      std::cerr << "parq-bench serve: listening on " << c.listen << " ("
-                << TransportName(c.transport) << "), port " << s.port()
-                << std::endl;
-      j = s.run(g_stop);
-    } else if (c.role == Role::kBulk) {
-      j = RunBulk(c, [](const json& sample) {
-        std::cout << sample.dump() << std::endl;  // flushed: read live
-      });
-    } else if (c.role == Role::kTimer) {
-      j = RunTimer(c);
-    } else {
-      j = RunPattern(c);
-    }
-    std::cout << j.dump(2) << std::endl;
-  } catch (const std::exception& e) {
-    std::cerr << "parq-bench " << role << ": " << e.what() << std::endl;
+  const Result<json, std::string> j = Run(c);
+  if (!j.ok()) {
+    std::cerr << "parq-bench " << role << ": " << j.error() << std::endl;
     return 1;
   }
+  std::cout << j.value().dump(2) << std::endl;
   return 0;
 }

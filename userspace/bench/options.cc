@@ -6,6 +6,9 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <utility>
+
+#include "parqd/cli_parse.h"
 
 namespace parqbench {
 
@@ -89,14 +92,6 @@ whichever is later.
 Loss (UDP): a message (iteration) without its reply (all its messages) within
 --timeout counts in "lost" and not in the latency.  TCP: no data moving for
 --timeout is an error.)";
-
-// Every CLI11 error becomes exit code 2 (a usage error), with CLI11's
-// message and where to look.
-int UsageExit(CLI::App& app, const CLI::Error& e, std::ostringstream& out,
-              std::ostringstream& err) {
-  int code = app.exit(e, out, err);
-  return code == 0 ? 0 : 2;
-}
 
 }  // namespace
 
@@ -297,10 +292,10 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
               "information.\n";
     return res;
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    res.exit_code = UsageExit(app, e, out, err);
+  // Every CLI11 error becomes exit code 2 (a usage error), with CLI11's
+  // message and where to look.
+  if (auto code = parq::parqd::ParseCli(app, argc, argv, out, err)) {
+    res.exit_code = *code == 0 ? 0 : 2;
     res.out = out.str();
     res.err = err.str();
     return res;
@@ -327,27 +322,32 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   if (!run->count("--seed"))
     c.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 
-  try {
-    if (*serve) {
-      c.role = Role::kServe;
-      c.listen = listen;
-      ParseAddr(listen);
-    } else if (*bulk) {
-      c.role = Role::kBulk;
-      c.to = ParseAddr(to);
-    } else if (*timer) {
-      c.role = Role::kTimer;
-      c.count = timer_count;
-      c.interval_us = timer_interval;
-    } else {
-      c.role = Role::kRun;
-      if (!pattern_s.empty())
-        c.pattern = patterns.at(pattern_s);
-      for (const auto& p : peers)
-        c.peers.push_back(ParseAddr(p));
+  const std::string sub = app.get_subcommands().front()->get_name();
+  if (*serve) {
+    c.role = Role::kServe;
+    c.listen = listen;
+    if (auto a = ParseAddr(listen); !a.ok())
+      return fail(sub, a.error());
+  } else if (*bulk) {
+    c.role = Role::kBulk;
+    auto a = ParseAddr(to);
+    if (!a.ok())
+      return fail(sub, a.error());
+    c.to = std::move(a).value();
+  } else if (*timer) {
+    c.role = Role::kTimer;
+    c.count = timer_count;
+    c.interval_us = timer_interval;
+  } else {
+    c.role = Role::kRun;
+    if (!pattern_s.empty())
+      c.pattern = patterns.at(pattern_s);  // CLI11 checked it is a key
+    for (const auto& p : peers) {
+      auto a = ParseAddr(p);
+      if (!a.ok())
+        return fail(sub, a.error());
+      c.peers.push_back(std::move(a).value());
     }
-  } catch (const std::invalid_argument& e) {
-    return fail(app.get_subcommands().front()->get_name(), e.what());
   }
 
   if (c.role == Role::kRun) {

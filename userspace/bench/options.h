@@ -3,7 +3,9 @@
 // The command line of parq-bench (CLI11).  parse_command_line() never
 // exits and never prints: it returns what to print and the exit code, so
 // the tests can check every error message.
-#pragma once
+
+#ifndef BENCH_OPTIONS_H
+#define BENCH_OPTIONS_H
 
 #include <cstdint>
 #include <optional>
@@ -65,3 +67,5 @@ ParseResult ParseCommandLine(const std::vector<std::string>& args);
 std::optional<int64_t> ParsePriority(const std::string& s);
 
 }  // namespace parqbench
+
+#endif

@@ -23,7 +23,7 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <stdexcept>
+#include <utility>
 
 #include "timing.h"
 
@@ -65,7 +65,8 @@ Header Make(Type t, uint16_t src, uint32_t size, uint64_t seq,
   return h;
 }
 
-std::unique_ptr<Mesh> MakeMesh(const Config& c, bool one_to_one) {
+Result<std::unique_ptr<Mesh>, std::string> MakeMesh(const Config& c,
+                                                    bool one_to_one) {
   const uint64_t deadline = NowNs() + c.connect_timeout_ms * kMs;
   if (c.transport == Transport::kTcp) {
     if (one_to_one)
@@ -96,30 +97,83 @@ json SummaryJson(const Summary& s) {
 
 // --- server ----------------------------------------------------------------
 
-Server::Server(const Config& c) : c_(c), addr_(ParseAddr(c.listen)) {
-  if (c_.transport == Transport::kTcp)
-    fd_ = TcpListen(addr_, c_.sock);
-  else
-    fd_ = UdpBind(addr_, c_.sock);
-  SetNonblocking(fd_.get());
+Result<Server, std::string> Server::Open(const Config& c) {
+  auto addr = ParseAddr(c.listen);
+  if (!addr.ok())
+    return Err{addr.error()};
+  auto fd = c.transport == Transport::kTcp ? TcpListen(addr.value(), c.sock)
+                                           : UdpBind(addr.value(), c.sock);
+  if (!fd.ok())
+    return Err{fd.error()};
+  if (auto r = SetNonblocking(fd.value().get()); !r.ok())
+    return Err{r.error()};
+  return Server(c, std::move(addr).value(), std::move(fd).value());
 }
 
-uint16_t Server::port() const {
+Result<uint16_t, std::string> Server::port() const {
   return LocalPort(fd_.get());
 }
 
-json Server::run(const std::atomic<bool>& stop) {
+Result<json, std::string> Server::run(const std::atomic<bool>& stop) {
   return c_.transport == Transport::kTcp ? run_tcp(stop) : run_udp(stop);
 }
 
-json Server::run_tcp(const std::atomic<bool>& stop) {
+namespace {
+
+// What poll reported for one client of the TCP server: Data is answered,
+// Bulk counted, anything else an error (the caller then drops the client).
+struct ServedCounts {
+  uint64_t data = 0, bulk = 0, bytes = 0;
+};
+
+Result<std::monostate, std::string> ServeClient(TcpConn& conn, bool& closing,
+                                                bool& drop, short rev,
+                                                ServedCounts& n) {
+  if (rev & POLLOUT)
+    if (auto w = conn.flush_some(); !w.ok())
+      return Err{w.error()};
+  if (!closing && (rev & (POLLIN | POLLHUP | POLLERR))) {
+    std::vector<Header> frames;
+    uint64_t before = conn.bytes_in();
+    auto open = conn.read_some(frames);
+    if (!open.ok())
+      return Err{open.error()};
+    n.bytes += conn.bytes_in() - before;
+    for (const Header& h : frames) {
+      if (h.type == Type::kData) {
+        n.data++;
+        if (auto q =
+                conn.queue(Make(Type::kAck, 0, kHeaderSize, h.seq, h.ts_ns));
+            !q.ok())
+          return Err{q.error()};
+      } else if (h.type == Type::kBulk) {
+        n.bulk++;
+      } else {
+        return Err{std::string("unexpected ") + TypeName(h.type) +
+                   " message; collective ranks talk to each other, not to "
+                   "serve"};
+      }
+    }
+    closing = !open.value();
+  } else if (closing && (rev & (POLLHUP | POLLERR))) {
+    drop = true;
+  }
+  if (closing && !conn.want_write())
+    drop = true;
+  return std::monostate{};
+}
+
+}  // namespace
+
+Result<json, std::string> Server::run_tcp(const std::atomic<bool>& stop) {
   struct Client {
     std::unique_ptr<TcpConn> conn;
     std::string name;
     bool closing = false;  // EOF seen, writing the rest
   };
   std::vector<Client> clients;
-  uint64_t connections = 0, data = 0, bulk = 0, bytes = 0, errors = 0;
+  uint64_t connections = 0, errors = 0;
+  ServedCounts n;
 
   while (!stop.load()) {
     std::vector<pollfd> fds{{fd_.get(), POLLIN, 0}};
@@ -128,40 +182,18 @@ json Server::run_tcp(const std::atomic<bool>& stop) {
                      short((cl.closing ? 0 : POLLIN) |
                            (cl.conn->want_write() ? POLLOUT : 0)),
                      0});
-    if (PollUntil(fds, NowNs() + 100 * kMs) == 0)
+    auto polled = PollUntil(fds, NowNs() + 100 * kMs);
+    if (!polled.ok())
+      return Err{polled.error()};
+    if (polled.value() == 0)
       continue;
     for (size_t i = 0; i < clients.size(); i++) {
       Client& cl = clients[i];
-      short rev = fds[i + 1].revents;
       bool drop = false;
-      try {
-        if (rev & POLLOUT)
-          cl.conn->flush_some();
-        if (!cl.closing && (rev & (POLLIN | POLLHUP | POLLERR))) {
-          std::vector<Header> frames;
-          uint64_t before = cl.conn->bytes_in();
-          bool open = cl.conn->read_some(frames);
-          bytes += cl.conn->bytes_in() - before;
-          for (const Header& h : frames) {
-            if (h.type == Type::kData) {
-              data++;
-              cl.conn->queue(Make(Type::kAck, 0, kHeaderSize, h.seq, h.ts_ns));
-            } else if (h.type == Type::kBulk) {
-              bulk++;
-            } else {
-              throw FrameError(std::string("unexpected ") + TypeName(h.type) +
-                               " message; collective ranks talk to each "
-                               "other, not to serve");
-            }
-          }
-          cl.closing = !open;
-        } else if (cl.closing && (rev & (POLLHUP | POLLERR))) {
-          drop = true;
-        }
-        if (cl.closing && !cl.conn->want_write())
-          drop = true;
-      } catch (const std::exception& e) {
-        std::cerr << "parq-bench serve: " << cl.name << ": " << e.what()
+      auto served =
+          ServeClient(*cl.conn, cl.closing, drop, fds[i + 1].revents, n);
+      if (!served.ok()) {
+        std::cerr << "parq-bench serve: " << cl.name << ": " << served.error()
                   << "; closing that connection\n";
         errors++;
         drop = true;
@@ -177,7 +209,10 @@ json Server::run_tcp(const std::atomic<bool>& stop) {
                    SOCK_CLOEXEC));
       if (c) {
         connections++;
-        clients.push_back({std::make_unique<TcpConn>(std::move(c)),
+        auto conn = TcpConn::Open(std::move(c));
+        if (!conn.ok())
+          return Err{conn.error()};
+        clients.push_back({std::move(conn).value(),
                            FormatAddr(reinterpret_cast<sockaddr*>(&ss)),
                            false});
       }
@@ -191,14 +226,14 @@ json Server::run_tcp(const std::atomic<bool>& stop) {
   j["transport"] = "tcp";
   j["listen"] = c_.listen;
   j["connections"] = connections;
-  j["data_messages"] = data;
-  j["bulk_messages"] = bulk;
-  j["bytes_received"] = bytes;
+  j["data_messages"] = n.data;
+  j["bulk_messages"] = n.bulk;
+  j["bytes_received"] = n.bytes;
   j["errors"] = errors;
   return j;
 }
 
-json Server::run_udp(const std::atomic<bool>& stop) {
+Result<json, std::string> Server::run_udp(const std::atomic<bool>& stop) {
   std::vector<uint8_t> buf(kMaxUdpSize + 1);
   uint64_t data = 0, bytes = 0, malformed = 0;
   while (!stop.load()) {
@@ -208,23 +243,24 @@ json Server::run_udp(const std::atomic<bool>& stop) {
                          reinterpret_cast<sockaddr*>(&ss), &len);
     if (r < 0) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        ThrowErrno("recvfrom");
+        return Err{ErrnoText("recvfrom")};
       std::vector<pollfd> p{{fd_.get(), POLLIN, 0}};
-      PollUntil(p, NowNs() + 100 * kMs);
+      if (auto polled = PollUntil(p, NowNs() + 100 * kMs); !polled.ok())
+        return Err{polled.error()};
       continue;
     }
     bytes += uint64_t(r);
-    Header h;
-    try {
-      if (size_t(r) < kHeaderSize)
-        throw FrameError("short");
-      h = Decode(buf.data(), kMaxUdpSize);
-      if (h.size != size_t(r) || h.type != Type::kData)
-        throw FrameError("not data");
-    } catch (const FrameError&) {
+    if (size_t(r) < kHeaderSize) {
       malformed++;
       continue;
     }
+    auto decoded = Decode(buf.data(), kMaxUdpSize);
+    if (!decoded.ok() || decoded.value().size != size_t(r) ||
+        decoded.value().type != Type::kData) {
+      malformed++;
+      continue;
+    }
+    const Header& h = decoded.value();
     data++;
     uint8_t ack[kHeaderSize];
     Encode(Make(Type::kAck, 0, kHeaderSize, h.seq, h.ts_ns), ack);
@@ -247,15 +283,18 @@ json Server::run_udp(const std::atomic<bool>& stop) {
 
 // --- run -------------------------------------------------------------------
 
-json RunPattern(const Config& c) {
+Result<json, std::string> RunPattern(const Config& c) {
   return c.pattern == Pattern::kOneToOne ? RunOneToOne(c) : RunCollective(c);
 }
 
-json RunOneToOne(const Config& c) {
+Result<json, std::string> RunOneToOne(const Config& c) {
   const bool udp = c.transport == Transport::kUdp;
   const bool closed_loop = c.interval_us == 0;
   const uint64_t timeout = c.effective_timeout_ms() * kMs;
-  auto mesh = MakeMesh(c, true);
+  auto made = MakeMesh(c, true);
+  if (!made.ok())
+    return Err{made.error()};
+  const std::unique_ptr<Mesh> mesh = std::move(made).value();
   Arrivals arrivals(c.interval_us * 1000, c.exponential, c.seed);
 
   enum : uint8_t { kOutstanding, kAnswered, kLost };
@@ -287,7 +326,9 @@ json RunOneToOne(const Config& c) {
     if (next_seq < c.count &&
         (closed_loop ? outstanding == 0 : now >= next_send)) {
       uint64_t ts = NowNs();
-      mesh->send(0, Make(Type::kData, 1, c.size, next_seq, ts));
+      if (auto r = mesh->send(0, Make(Type::kData, 1, c.size, next_seq, ts));
+          !r.ok())
+        return Err{r.error()};
       sent_at[next_seq] = ts;
       if (next_seq == 0)
         first = ts;
@@ -312,10 +353,13 @@ json RunOneToOne(const Config& c) {
       }
     }
     Msg m;
-    if (mesh->recv(m, deadline)) {
+    auto got = mesh->recv(m, deadline);
+    if (!got.ok())
+      return Err{got.error()};
+    if (got.value()) {
       if (m.eof)
-        throw std::runtime_error("the server " + c.peers[0].text +
-                                 " closed the connection during the run");
+        return Err{"the server " + c.peers[0].text +
+                   " closed the connection during the run"};
       if (m.h.type != Type::kAck || m.h.seq >= next_seq) {
         unexpected++;
         continue;
@@ -335,11 +379,11 @@ json RunOneToOne(const Config& c) {
     if (udp)
       expire(now);
     else if (outstanding && now >= mesh->last_progress_ns() + timeout)
-      throw std::runtime_error(
+      return Err{
           "no data moved to or from the server " + c.peers[0].text + " for " +
           std::to_string(c.effective_timeout_ms()) + " ms with " +
           std::to_string(outstanding) +
-          " replies outstanding (raise --timeout if the path is that slow)");
+          " replies outstanding (raise --timeout if the path is that slow)"};
   }
 
   json j = CommonJson(c);
@@ -362,7 +406,7 @@ json RunOneToOne(const Config& c) {
 namespace {
 
 // The root of a collective: starts and times the iterations.
-json CollectiveRoot(const Config& c, Mesh& mesh) {
+Result<json, std::string> CollectiveRoot(const Config& c, Mesh& mesh) {
   const bool udp = c.transport == Transport::kUdp;
   const size_t n = c.peers.size();
   const uint64_t timeout = c.effective_timeout_ms() * kMs;
@@ -378,19 +422,22 @@ json CollectiveRoot(const Config& c, Mesh& mesh) {
   const uint64_t connect_deadline = NowNs() + c.connect_timeout_ms * kMs;
   while (nready < n) {
     Msg m;
-    if (!mesh.recv(m, connect_deadline)) {
+    auto got = mesh.recv(m, connect_deadline);
+    if (!got.ok())
+      return Err{got.error()};
+    if (!got.value()) {
       std::string missing;
       for (size_t r = 1; r < n; r++)
         if (!ready[r])
           missing += (missing.empty() ? "" : ", ") + std::to_string(r) + " (" +
                      c.peers[r].text + ")";
-      throw std::runtime_error(
-          "rank(s) " + missing + " not ready within --connect-timeout " +
-          std::to_string(c.connect_timeout_ms) + " ms; are they running?");
+      return Err{"rank(s) " + missing + " not ready within --connect-timeout " +
+                 std::to_string(c.connect_timeout_ms) +
+                 " ms; are they running?"};
     }
     if (m.eof)
-      throw std::runtime_error("rank " + std::to_string(m.h.src) +
-                               " closed its connection before the start");
+      return Err{"rank " + std::to_string(m.h.src) +
+                 " closed its connection before the start"};
     if (m.h.type == Type::kReady && check_src(m) && !ready[m.h.src]) {
       ready[m.h.src] = 1;
       nready++;
@@ -407,10 +454,13 @@ json CollectiveRoot(const Config& c, Mesh& mesh) {
   for (uint64_t k = 0; k < c.count; k++) {
     // Wait for the scheduled start, reading (and ignoring) stragglers.
     for (Msg m; NowNs() < next_start;) {
-      if (mesh.recv(m, next_start)) {
+      auto got = mesh.recv(m, next_start);
+      if (!got.ok())
+        return Err{got.error()};
+      if (got.value()) {
         if (m.eof)
-          throw std::runtime_error("rank " + std::to_string(m.h.src) +
-                                   " closed its connection during the run");
+          return Err{"rank " + std::to_string(m.h.src) +
+                     " closed its connection during the run"};
         stale++;
       }
     }
@@ -422,10 +472,14 @@ json CollectiveRoot(const Config& c, Mesh& mesh) {
       first = t0;
     const uint32_t start_size = pat == Pattern::kBarrier ? c.size : kHeaderSize;
     for (size_t r = 1; r < n; r++) {
-      mesh.send(int(r), Make(Type::kStart, 0, start_size, k, t0));
+      if (auto s = mesh.send(int(r), Make(Type::kStart, 0, start_size, k, t0));
+          !s.ok())
+        return Err{s.error()};
       sent++;
       if (pat == Pattern::kAllToAll) {
-        mesh.send(int(r), Make(Type::kData, 0, c.size, k, t0));
+        if (auto s = mesh.send(int(r), Make(Type::kData, 0, c.size, k, t0));
+            !s.ok())
+          return Err{s.error()};
         sent++;
       }
     }
@@ -437,20 +491,22 @@ json CollectiveRoot(const Config& c, Mesh& mesh) {
       uint64_t deadline =
           udp ? t0 + timeout : mesh.last_progress_ns() + timeout;
       Msg m;
-      if (!mesh.recv(m, deadline)) {
+      auto got = mesh.recv(m, deadline);
+      if (!got.ok())
+        return Err{got.error()};
+      if (!got.value()) {
         if (udp)
           break;
         if (NowNs() < mesh.last_progress_ns() + timeout)
           continue;
-        throw std::runtime_error(
-            "iteration " + std::to_string(k) + ": no data moved for " +
-            std::to_string(c.effective_timeout_ms()) +
-            " ms (raise --timeout if the path is that slow)");
+        return Err{"iteration " + std::to_string(k) + ": no data moved for " +
+                   std::to_string(c.effective_timeout_ms()) +
+                   " ms (raise --timeout if the path is that slow)"};
       }
       if (m.eof)
-        throw std::runtime_error("rank " + std::to_string(m.h.src) + " (" +
-                                 c.peers[m.h.src].text +
-                                 ") closed its connection during the run");
+        return Err{"rank " + std::to_string(m.h.src) + " (" +
+                   c.peers[m.h.src].text +
+                   ") closed its connection during the run"};
       if (!check_src(m)) {
         unexpected++;
         continue;
@@ -486,13 +542,22 @@ json CollectiveRoot(const Config& c, Mesh& mesh) {
   // The end; TCP: wait until every rank has read it and closed.
   for (int rep = 0; rep < (udp ? 3 : 1); rep++)
     for (size_t r = 1; r < n; r++)
-      mesh.send(int(r), Make(Type::kEnd, 0, kHeaderSize, c.count));
+      if (auto s = mesh.send(int(r), Make(Type::kEnd, 0, kHeaderSize, c.count));
+          !s.ok())
+        return Err{s.error()};
   if (!udp) {
     const uint64_t deadline = NowNs() + timeout;
-    mesh.flush(deadline);
+    if (auto f = mesh.flush(deadline); !f.ok())
+      return Err{f.error()};
     size_t closed = 0;
-    for (Msg m; closed < n - 1 && mesh.recv(m, deadline);)
+    for (Msg m; closed < n - 1;) {
+      auto got = mesh.recv(m, deadline);
+      if (!got.ok())
+        return Err{got.error()};
+      if (!got.value())
+        break;
       closed += m.eof;
+    }
   }
 
   json j = CommonJson(c);
@@ -513,7 +578,7 @@ json CollectiveRoot(const Config& c, Mesh& mesh) {
 }
 
 // Any other rank: answers the root's iterations until End.
-json CollectiveMember(const Config& c, Mesh& mesh) {
+Result<json, std::string> CollectiveMember(const Config& c, Mesh& mesh) {
   const bool udp = c.transport == Transport::kUdp;
   const size_t n = c.peers.size();
   const uint16_t self = uint16_t(c.rank);
@@ -524,7 +589,9 @@ json CollectiveMember(const Config& c, Mesh& mesh) {
   bool heard_root = false;
   uint64_t next_ready = NowNs(), last_heard = NowNs();
   if (!udp) {
-    mesh.send(0, Make(Type::kReady, self, kHeaderSize, 0));
+    if (auto s = mesh.send(0, Make(Type::kReady, self, kHeaderSize, 0));
+        !s.ok())
+      return Err{s.error()};
     next_ready = kNever;
   }
 
@@ -540,35 +607,42 @@ json CollectiveMember(const Config& c, Mesh& mesh) {
     std::fill(got.begin(), got.end(), 0);
     ngot = 0;
   };
-  auto maybe_done = [&] {
+  auto maybe_done = [&]() -> Result<std::monostate, std::string> {
     if (started && !done && ngot == n - 1) {
-      mesh.send(0, Make(Type::kDone, self, kHeaderSize, cur));
+      if (auto s = mesh.send(0, Make(Type::kDone, self, kHeaderSize, cur));
+          !s.ok())
+        return Err{s.error()};
       sent++;
       done = true;
     }
+    return std::monostate{};
   };
   uint64_t last_start = kNever;  // barrier, many-to-one: last Start answered
 
   for (;;) {
     uint64_t now = NowNs();
     if (udp && !heard_root && now >= next_ready) {
-      mesh.send(0, Make(Type::kReady, self, kHeaderSize, 0));
+      if (auto s = mesh.send(0, Make(Type::kReady, self, kHeaderSize, 0));
+          !s.ok())
+        return Err{s.error()};
       next_ready = now + 50 * kMs;
     }
     uint64_t deadline = std::min(next_ready, last_heard + idle);
     Msg m;
-    if (!mesh.recv(m, deadline)) {
+    auto heard = mesh.recv(m, deadline);
+    if (!heard.ok())
+      return Err{heard.error()};
+    if (!heard.value()) {
       if (NowNs() >= last_heard + idle)
-        throw std::runtime_error(std::string("rank ") + std::to_string(self) +
-                                 ": nothing from the root for --idle-timeout " +
-                                 std::to_string(c.idle_timeout_s) +
-                                 " s; is rank 0 running?");
+        return Err{std::string("rank ") + std::to_string(self) +
+                   ": nothing from the root for --idle-timeout " +
+                   std::to_string(c.idle_timeout_s) + " s; is rank 0 running?"};
       continue;
     }
     if (m.eof) {
       if (m.h.src == 0)
-        throw std::runtime_error("the root (" + c.peers[0].text +
-                                 ") closed its connection before the end");
+        return Err{"the root (" + c.peers[0].text +
+                   ") closed its connection before the end"};
       continue;  // another rank is done
     }
     last_heard = m.rx_ns;
@@ -590,7 +664,8 @@ json CollectiveMember(const Config& c, Mesh& mesh) {
         }
         last_start = k;
         received++;
-        mesh.send(0, Make(Type::kData, self, c.size, k));
+        if (auto s = mesh.send(0, Make(Type::kData, self, c.size, k)); !s.ok())
+          return Err{s.error()};
         sent++;
         continue;
       }
@@ -609,10 +684,13 @@ json CollectiveMember(const Config& c, Mesh& mesh) {
       for (size_t r = 0; r < n; r++) {
         if (r == self)
           continue;
-        mesh.send(int(r), Make(Type::kData, self, c.size, k));
+        if (auto s = mesh.send(int(r), Make(Type::kData, self, c.size, k));
+            !s.ok())
+          return Err{s.error()};
         sent++;
       }
-      maybe_done();
+      if (auto d = maybe_done(); !d.ok())
+        return Err{d.error()};
       continue;
     }
     if (m.h.type == Type::kData && pat == Pattern::kAllToAll) {
@@ -629,7 +707,8 @@ json CollectiveMember(const Config& c, Mesh& mesh) {
       got[src] = 1;
       ngot++;
       received++;
-      maybe_done();
+      if (auto d = maybe_done(); !d.ok())
+        return Err{d.error()};
       continue;
     }
     if (m.h.type == Type::kReady)
@@ -658,9 +737,12 @@ json CollectiveMember(const Config& c, Mesh& mesh) {
 
 }  // namespace
 
-json RunCollective(const Config& c) {
+Result<json, std::string> RunCollective(const Config& c) {
   auto mesh = MakeMesh(c, false);
-  return c.rank == 0 ? CollectiveRoot(c, *mesh) : CollectiveMember(c, *mesh);
+  if (!mesh.ok())
+    return Err{mesh.error()};
+  return c.rank == 0 ? CollectiveRoot(c, *mesh.value())
+                     : CollectiveMember(c, *mesh.value());
 }
 
 // --- bulk ------------------------------------------------------------------
@@ -669,21 +751,27 @@ namespace {
 
 // Bytes the server has acknowledged: written, less what the socket still
 // holds (unsent or unacknowledged).
-uint64_t BytesAcked(const TcpConn& conn) {
+Result<uint64_t, std::string> BytesAcked(const TcpConn& conn) {
   int queued = 0;
   if (ioctl(conn.fd(), SIOCOUTQ, &queued))
-    ThrowErrno("ioctl SIOCOUTQ");
+    return Err{ErrnoText("ioctl SIOCOUTQ")};
   return conn.bytes_out() - uint64_t(std::max(queued, 0));
 }
 
 }  // namespace
 
-json RunBulk(const Config& c, const Progress& progress) {
+Result<json, std::string> RunBulk(const Config& c, const Progress& progress) {
   const uint64_t timeout = c.effective_timeout_ms() * kMs;
   SockOpts o = c.sock;
   o.nodelay = false;
   const uint64_t t0 = NowNs();
-  TcpConn conn(TcpConnect(c.to, o, t0 + c.connect_timeout_ms * kMs));
+  auto fd = TcpConnect(c.to, o, t0 + c.connect_timeout_ms * kMs);
+  if (!fd.ok())
+    return Err{fd.error()};
+  auto opened = TcpConn::Open(std::move(fd).value());
+  if (!opened.ok())
+    return Err{opened.error()};
+  TcpConn& conn = *opened.value();
   const uint64_t start = NowNs();
   const uint64_t stop = start + uint64_t(c.seconds * 1e9);
   const uint64_t period = uint64_t(c.progress_ms) * kMs;
@@ -691,63 +779,80 @@ json RunBulk(const Config& c, const Progress& progress) {
 
   // A sample when one is due; the time until the next bounds each wait,
   // so that a stream held back (no room in the socket) is sampled too.
-  auto sample = [&] {
+  auto sample = [&]() -> Result<uint64_t, std::string> {
     if (!period || !progress)
       return stop;
     const uint64_t now = NowNs();
     if (now >= next_sample) {
-      progress(json{{"t_ns", now}, {"bytes_acked", BytesAcked(conn)}});
+      auto acked = BytesAcked(conn);
+      if (!acked.ok())
+        return Err{acked.error()};
+      progress(json{{"t_ns", now}, {"bytes_acked", acked.value()}});
       next_sample = std::max(next_sample + period, now + 1);
     }
     return std::min(stop, next_sample);
   };
 
-  auto wait = [&](short ev, uint64_t deadline) {
+  auto wait = [&](short ev, uint64_t deadline) -> Result<short, std::string> {
     std::vector<pollfd> p{{conn.fd(), ev, 0}};
-    if (PollUntil(p, deadline) == 0)
+    auto polled = PollUntil(p, deadline);
+    if (!polled.ok())
+      return Err{polled.error()};
+    if (polled.value() == 0)
       return short(0);
     return p[0].revents;
   };
-  auto server_gone = [&] {
-    throw std::runtime_error("the server " + c.to.text +
-                             " closed the connection during the stream");
-  };
+  const std::string server_gone =
+      "the server " + c.to.text + " closed the connection during the stream";
 
   while (NowNs() < stop) {
-    const uint64_t until = sample();
+    const auto until = sample();
+    if (!until.ok())
+      return Err{until.error()};
     if (!conn.want_write()) {
-      conn.queue(Make(Type::kBulk, 1, c.size, messages));
+      if (auto q = conn.queue(Make(Type::kBulk, 1, c.size, messages)); !q.ok())
+        return Err{q.error()};
       messages++;
       continue;
     }
-    short rev = wait(POLLOUT, until);
-    if (rev & (POLLERR | POLLHUP))
-      server_gone();
-    if (rev & POLLOUT)
-      conn.flush_some();
+    const auto rev = wait(POLLOUT, until.value());
+    if (!rev.ok())
+      return Err{rev.error()};
+    if (rev.value() & (POLLERR | POLLHUP))
+      return Err{server_gone};
+    if (rev.value() & POLLOUT)
+      if (auto w = conn.flush_some(); !w.ok())
+        return Err{w.error()};
   }
   // Finish the message in flight, then close our side and wait until the
   // server has read everything and closed its side.
   const uint64_t deadline = NowNs() + timeout;
   while (conn.want_write()) {
-    short rev = wait(POLLOUT, deadline);
-    if (rev == 0)
-      throw std::runtime_error("the server " + c.to.text +
-                               " stopped reading (no progress for --timeout)");
-    if (rev & (POLLERR | POLLHUP))
-      server_gone();
-    conn.flush_some();
+    const auto rev = wait(POLLOUT, deadline);
+    if (!rev.ok())
+      return Err{rev.error()};
+    if (rev.value() == 0)
+      return Err{"the server " + c.to.text +
+                 " stopped reading (no progress for --timeout)"};
+    if (rev.value() & (POLLERR | POLLHUP))
+      return Err{server_gone};
+    if (auto w = conn.flush_some(); !w.ok())
+      return Err{w.error()};
   }
   if (shutdown(conn.fd(), SHUT_WR))
-    ThrowErrno("shutdown");
+    return Err{ErrnoText("shutdown")};
   for (;;) {
-    short rev = wait(POLLIN, deadline);
-    if (rev == 0)
-      throw std::runtime_error(
-          "the server " + c.to.text +
-          " did not confirm the end of the stream within --timeout");
+    const auto rev = wait(POLLIN, deadline);
+    if (!rev.ok())
+      return Err{rev.error()};
+    if (rev.value() == 0)
+      return Err{"the server " + c.to.text +
+                 " did not confirm the end of the stream within --timeout"};
     std::vector<Header> frames;
-    if (!conn.read_some(frames))
+    const auto open = conn.read_some(frames);
+    if (!open.ok())
+      return Err{open.error()};
+    if (!open.value())
       break;
   }
   const uint64_t end = NowNs();

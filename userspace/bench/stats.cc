@@ -2,15 +2,15 @@
 #include "stats.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace parqbench {
 
-uint64_t Percentile(const std::vector<uint64_t>& sorted, uint32_t milli_pct) {
+Result<uint64_t, std::string> Percentile(const std::vector<uint64_t>& sorted,
+                                         uint32_t milli_pct) {
   if (sorted.empty())
-    throw std::invalid_argument("percentile of no samples");
+    return Err{"percentile of no samples"};
   if (milli_pct > 100000)
-    throw std::invalid_argument("percentile above 100");
+    return Err{"percentile above 100"};
   const uint64_t n = sorted.size();
   uint64_t k = (n * milli_pct + 99999) / 100000;  // ceil
   if (k == 0)
@@ -30,9 +30,10 @@ Summary Summarize(std::vector<uint64_t>& samples) {
   s.mean = double(sum / s.count);
   s.min = samples.front();
   s.max = samples.back();
-  s.p50 = Percentile(samples, 50000);
-  s.p99 = Percentile(samples, 99000);
-  s.p999 = Percentile(samples, 99900);
+  // Neither can fail: samples is not empty and every p is at most 100.
+  s.p50 = Percentile(samples, 50000).value();
+  s.p99 = Percentile(samples, 99000).value();
+  s.p999 = Percentile(samples, 99900).value();
   return s;
 }
 

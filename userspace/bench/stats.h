@@ -5,16 +5,25 @@
 // k = ceil(p/100 * n) (and k = 1 when that is 0), so the value reported is
 // always one that was measured.  k is computed in integers (p in units of
 // 1/1000 %), so p99.9 of 1000 samples is exactly the 999th smallest.
-#pragma once
+
+#ifndef BENCH_STATS_H
+#define BENCH_STATS_H
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "parqd/result.h"
 
 namespace parqbench {
 
+using parq::parqd::Err;
+using parq::parqd::Result;
+
 // The k-th smallest (nearest rank) for p = milli_pct / 1000 percent, over an
-// ascending, non-empty vector.
-uint64_t Percentile(const std::vector<uint64_t>& sorted, uint32_t milli_pct);
+// ascending vector; an error when it is empty or p is above 100.
+Result<uint64_t, std::string> Percentile(const std::vector<uint64_t>& sorted,
+                                         uint32_t milli_pct);
 
 struct Summary {
   uint64_t count = 0;
@@ -27,3 +36,5 @@ struct Summary {
 Summary Summarize(std::vector<uint64_t>& samples);
 
 }  // namespace parqbench
+
+#endif

@@ -12,11 +12,9 @@
 #include <sys/prctl.h>
 
 #include <cerrno>
-#include <cstring>
 #include <ctime>
 #include <functional>
 #include <future>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,24 +32,19 @@ timespec Timespec(uint64_t ns) {
   return ts;
 }
 
-std::string Errno(const char* what) {
-  return std::string(what) + ": " + std::strerror(errno);
-}
-
 // The measurement, on the thread that calls it (slack and policy are per
 // thread).
-json Measure(const Config& c) {
+Result<json, std::string> Measure(const Config& c) {
   if (c.interval_us == 0)
-    throw std::invalid_argument("the timer needs an interval above 0");
+    return Err{"the timer needs an interval above 0"};
   if (prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(c.slack_ns), 0, 0,
             0) != 0)
-    throw std::runtime_error(Errno("PR_SET_TIMERSLACK"));
+    return Err{ErrnoText("PR_SET_TIMERSLACK")};
   if (c.realtime) {
     sched_param sp{};
     sp.sched_priority = 1;
     if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
-      throw std::runtime_error(
-          Errno("--realtime: SCHED_FIFO (needs CAP_SYS_NICE)"));
+      return Err{ErrnoText("--realtime: SCHED_FIFO (needs CAP_SYS_NICE)")};
   }
   const uint64_t interval = c.interval_us * 1000;
   std::vector<uint64_t> late;
@@ -66,7 +59,7 @@ json Measure(const Config& c) {
       continue;
     if (rc != 0) {
       errno = rc;
-      throw std::runtime_error(Errno("clock_nanosleep"));
+      return Err{ErrnoText("clock_nanosleep")};
     }
     const uint64_t now = NowNs();
     late.push_back(now - deadline);
@@ -96,8 +89,8 @@ json Measure(const Config& c) {
 }  // namespace
 
 // On a thread of its own, so that the caller keeps its timer slack and its
-// scheduling policy; its exceptions reach the caller.
-json RunTimer(const Config& c) {
+// scheduling policy; its result, or its error, reaches the caller.
+Result<json, std::string> RunTimer(const Config& c) {
   return std::async(std::launch::async, Measure, std::cref(c)).get();
 }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // One clock (CLOCK_MONOTONIC, ns) and the inter-arrival generator.
-#pragma once
+
+#ifndef BENCH_TIMING_H
+#define BENCH_TIMING_H
 
 #include <cstdint>
 #include <random>
@@ -26,3 +28,5 @@ class Arrivals {
 };
 
 }  // namespace parqbench
+
+#endif

@@ -13,8 +13,8 @@
 // a full Ethernet frame of kLen = 1514 bytes, the quantum psched_mtu() gives
 // on a 1500-byte MTU.
 
-#ifndef PARQ_USERSPACE_COREBENCH_OPS_H
-#define PARQ_USERSPACE_COREBENCH_OPS_H
+#ifndef COREBENCH_OPS_H
+#define COREBENCH_OPS_H
 
 #include <algorithm>
 #include <atomic>
@@ -294,4 +294,4 @@ class CreditWait {
 
 }  // namespace parq::corebench
 
-#endif  // PARQ_USERSPACE_COREBENCH_OPS_H
+#endif  // COREBENCH_OPS_H

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "cli_parse.h"
 #include "topology.h"
 
 namespace parq::parqd {
@@ -25,12 +26,7 @@ std::optional<int> Parse(App& app, const std::vector<std::string>& argv,
   v.reserve(argv.size());
   for (const std::string& s : argv)
     v.push_back(s.c_str());
-  try {
-    app.parse(static_cast<int>(v.size()), v.data());
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e, out, err);
-  }
-  return std::nullopt;
+  return ParseCli(app, static_cast<int>(v.size()), v.data(), out, err);
 }
 
 // A CLI11 validator for durations.

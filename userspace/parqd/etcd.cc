@@ -7,11 +7,14 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <system_error>
 
 #include "key.h"
 
@@ -74,11 +77,10 @@ int64_t Int(const json& j, const char* key) {
   if (it == j.end())
     return 0;
   if (it->is_string()) {
-    try {
-      return std::stoll(it->get<std::string>());
-    } catch (...) {
-      return 0;
-    }
+    const std::string& s = it->get_ref<const std::string&>();
+    int64_t v = 0;
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    return r.ec == std::errc() ? v : 0;
   }
   return it->is_number_integer() ? it->get<int64_t>() : 0;
 }

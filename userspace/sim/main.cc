@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// parq-sim: runs one simulation (sim.h) and prints its result as JSON.
+// parq-sim: runs one simulation (cluster_sim.h) and prints its result as JSON.
 
 #include <CLI/CLI.hpp>
 #include <exception>
@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim.h"
+#include "cli_parse.h"
+#include "cluster_sim.h"
 
 namespace {
 
@@ -127,7 +128,9 @@ int Main(int argc, char** argv) {
   app.add_option("--local-cpu-ns", c.local_cpu_ns,
                  "CPU time of delivering one local packet")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code =
+          parq::parqd::ParseCli(app, argc, argv, std::cout, std::cerr))
+    return *code;
 
   c.parallel = !no_parallel;
   c.local = !no_local;

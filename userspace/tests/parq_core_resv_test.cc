@@ -23,13 +23,13 @@
 #include <vector>
 
 #include "parq_core.h"
-#include "sim.h"
+#include "two_class_model.h"
 
 namespace {
 
-using parq::sim::Fixed;
-using parq::sim::LenGen;
-using parq::sim::RandomOf;
+using parq::model::Fixed;
+using parq::model::LenGen;
+using parq::model::RandomOf;
 
 using u128 = unsigned __int128;
 

@@ -2,7 +2,7 @@
 //
 // Unit tests of parq_thresh (THRESHOLD_send), in the order of parq_core.c:
 // init, pick, charge, then the behaviour of the two together under the
-// dequeue loop of sim.h.
+// dequeue loop of two_class_model.h.
 
 #include <gtest/gtest.h>
 
@@ -19,17 +19,17 @@
 #include <vector>
 
 #include "parq_core.h"
-#include "sim.h"
+#include "two_class_model.h"
 
 namespace {
 
-using parq::sim::Class;
-using parq::sim::Cycle;
-using parq::sim::Fixed;
-using parq::sim::LenGen;
-using parq::sim::RandomOf;
-using parq::sim::Sent;
-using parq::sim::TwoClass;
+using parq::model::Class;
+using parq::model::Cycle;
+using parq::model::Fixed;
+using parq::model::LenGen;
+using parq::model::RandomOf;
+using parq::model::Sent;
+using parq::model::TwoClass;
 
 constexpr uint8_t kBytes = PARQ_UNIT_BYTES;
 constexpr uint8_t kPackets = PARQ_UNIT_PACKETS;
@@ -49,7 +49,7 @@ std::string Trace(TwoClass& sim, int n) {
     std::optional<Sent> p = sim.Dequeue();
     if (!p)
       break;
-    s += parq::sim::Letter(p->cls);
+    s += parq::model::Letter(p->cls);
   }
   return s;
 }

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -32,7 +34,7 @@ uint16_t FreePort(int type) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(0, bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
-  return LocalPort(s.get());
+  return LocalPort(s.get()).value();
 }
 
 Config Parsed(std::vector<std::string> args) {
@@ -79,21 +81,29 @@ void ExpectLatency(const json& j, uint64_t count) {
   EXPECT_GE(j["completion_ns"].get<uint64_t>(), max);
 }
 
+// The report of a role that must succeed; its error fails the test.
+json Report(const Result<json, std::string>& r) {
+  EXPECT_TRUE(r.ok()) << r.error();
+  return r.ok() ? r.value() : json();
+}
+
 struct ServerThread {
   explicit ServerThread(const char* transport)
-      : server(Parsed({"serve", "--listen", "127.0.0.1:0", transport})) {
-    port = server.port();
+      : server(Server::Open(
+                   Parsed({"serve", "--listen", "127.0.0.1:0", transport}))
+                   .value()) {
+    port = server.port().value();
     result =
         std::async(std::launch::async, [this] { return server.run(stop); });
   }
   json finish() {
     stop = true;
-    return result.get();
+    return Report(result.get());
   }
   Server server;
   uint16_t port;
   std::atomic<bool> stop{false};
-  std::future<json> result;
+  std::future<Result<json, std::string>> result;
 };
 
 std::string Loopback(uint16_t port) {
@@ -108,7 +118,7 @@ std::vector<json> ThreeRanks(const char* pattern, const char* transport,
   int type = std::string(transport) == "--udp" ? SOCK_DGRAM : SOCK_STREAM;
   std::string peers = Loopback(FreePort(type)) + "," +
                       Loopback(FreePort(type)) + "," + Loopback(FreePort(type));
-  std::vector<std::future<json>> f;
+  std::vector<std::future<Result<json, std::string>>> f;
   // Members first, the root last: ranks may start in any order, but
   // this also checks that members wait for the root.
   for (int r : {2, 1, 0}) {
@@ -134,9 +144,9 @@ std::vector<json> ThreeRanks(const char* pattern, const char* transport,
   }
   std::vector<json> out(3);
   // The root first: when something fails, its error says the most.
-  out[0] = f[2].get();
-  out[1] = f[1].get();
-  out[2] = f[0].get();
+  out[0] = Report(f[2].get());
+  out[1] = Report(f[1].get());
+  out[2] = Report(f[0].get());
   return out;
 }
 
@@ -144,8 +154,8 @@ std::vector<json> ThreeRanks(const char* pattern, const char* transport,
 
 TEST(EndToEnd, OneToOneTcpPingPong) {
   ServerThread s("--tcp");
-  json j = RunPattern(Parsed(
-      {"run", "--peers", Loopback(s.port), "--count", "50", "--size", "1000"}));
+  json j = Report(RunPattern(Parsed({"run", "--peers", Loopback(s.port),
+                                     "--count", "50", "--size", "1000"})));
   ExpectRunReport(j, "one-to-one", "tcp");
   EXPECT_EQ(j["role"], "client");
   EXPECT_EQ(j["sent"], 50);
@@ -167,9 +177,9 @@ TEST(EndToEnd, OneToOneTcpPingPong) {
 
 TEST(EndToEnd, OneToOneTcpOpenLoopExponential) {
   ServerThread s("--tcp");
-  json j = RunPattern(Parsed({"run", "--peers", Loopback(s.port), "--count",
-                              "40", "--interval", "500", "--exp", "--seed", "1",
-                              "--tos", "0xb8", "--priority", "1:1"}));
+  json j = Report(RunPattern(Parsed(
+      {"run", "--peers", Loopback(s.port), "--count", "40", "--interval", "500",
+       "--exp", "--seed", "1", "--tos", "0xb8", "--priority", "1:1"})));
   ExpectRunReport(j, "one-to-one", "tcp");
   EXPECT_EQ(j["arrivals"], "exponential");
   EXPECT_EQ(j["seed"], 1);
@@ -182,9 +192,9 @@ TEST(EndToEnd, OneToOneUdp) {
   ServerThread s("--udp");
   // A generous timeout: on loopback nothing is lost unless a reply
   // takes 10 s, so lost == 0 does not depend on the machine's load.
-  json j =
+  json j = Report(
       RunPattern(Parsed({"run", "--udp", "--peers", Loopback(s.port), "--count",
-                         "30", "--size", "500", "--timeout", "10000"}));
+                         "30", "--size", "500", "--timeout", "10000"})));
   ExpectRunReport(j, "one-to-one", "udp");
   EXPECT_EQ(j["sent"], 30);
   EXPECT_EQ(j["received"], 30);
@@ -199,9 +209,9 @@ TEST(EndToEnd, OneToOneUdpCountsLoss) {
   // Nobody listens: every message is lost after --timeout, and the
   // report says so rather than hanging or failing.
   uint16_t port = FreePort(SOCK_DGRAM);
-  json j =
+  json j = Report(
       RunPattern(Parsed({"run", "--udp", "--peers", Loopback(port), "--count",
-                         "3", "--interval", "1000", "--timeout", "50"}));
+                         "3", "--interval", "1000", "--timeout", "50"})));
   ExpectRunReport(j, "one-to-one", "udp");
   EXPECT_EQ(j["sent"], 3);
   EXPECT_EQ(j["received"], 0);
@@ -214,15 +224,35 @@ TEST(EndToEnd, OneToOneTcpNoServerIsAnError) {
   uint16_t port = FreePort(SOCK_STREAM);
   Config c = Parsed({"run", "--peers", Loopback(port), "--count", "1",
                      "--connect-timeout", "200"});
-  try {
-    RunPattern(c);
-    FAIL() << "no error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(Loopback(port)), std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("listening"), std::string::npos)
-        << e.what();
-  }
+  const auto r = RunPattern(c);
+  ASSERT_FALSE(r.ok()) << "no error";
+  EXPECT_NE(r.error().find(Loopback(port)), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("listening"), std::string::npos) << r.error();
+}
+
+// A server cannot listen where another one does: Open() says where and why.
+TEST(EndToEnd, ServeOnABoundAddressIsAnError) {
+  ServerThread s("--tcp");
+  const auto second =
+      Server::Open(Parsed({"serve", "--listen", Loopback(s.port), "--tcp"}));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error(), "bind " + Loopback(s.port) +
+                                " (TCP): " + std::strerror(EADDRINUSE));
+  s.finish();
+}
+
+// Collective ranks wait for each other only as long as --connect-timeout:
+// a root whose members never come says which ones are missing.
+TEST(EndToEnd, CollectiveRootAloneIsAnError) {
+  const std::string peers =
+      Loopback(FreePort(SOCK_DGRAM)) + "," + Loopback(FreePort(SOCK_DGRAM));
+  const auto r =
+      RunPattern(Parsed({"run", "--udp", "--pattern", "barrier", "--peers",
+                         peers, "--rank", "0", "--connect-timeout", "100"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("not ready within --connect-timeout 100 ms"),
+            std::string::npos)
+      << r.error();
 }
 
 TEST(EndToEnd, BarrierTcp3Ranks) {
@@ -313,8 +343,8 @@ TEST(EndToEnd, AllToAllUdp3Ranks) {
 
 TEST(EndToEnd, BulkTcp) {
   ServerThread s("--tcp");
-  json j = RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--size", "8192",
-                           "--seconds", "0.2"}));
+  json j = Report(RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--size",
+                                  "8192", "--seconds", "0.2"})));
   EXPECT_EQ(j["mode"], "bulk");
   uint64_t bytes = j["bytes"], messages = j["messages"];
   EXPECT_GT(messages, 0u);
@@ -330,9 +360,10 @@ TEST(EndToEnd, BulkTcpProgress) {
   ServerThread s("--tcp");
   std::vector<json> samples;
   const uint64_t before = NowNs();
-  json j = RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--size", "8192",
-                           "--seconds", "0.3", "--progress-ms", "20"}),
-                   [&](const json& x) { samples.push_back(x); });
+  json j =
+      Report(RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--size", "8192",
+                             "--seconds", "0.3", "--progress-ms", "20"}),
+                     [&](const json& x) { samples.push_back(x); }));
   // One sample about every 20 ms of the 0.3 s: at least half of the 15 on
   // a loaded machine; in order; what is acknowledged only grows, and
   // never passes what was sent.
@@ -353,8 +384,9 @@ TEST(EndToEnd, BulkTcpProgress) {
 TEST(EndToEnd, BulkTcpNoProgressByDefault) {
   ServerThread s("--tcp");
   int calls = 0;
-  RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--seconds", "0.05"}),
-          [&](const json&) { calls++; });
+  Report(
+      RunBulk(Parsed({"bulk", "--to", Loopback(s.port), "--seconds", "0.05"}),
+              [&](const json&) { calls++; }));
   EXPECT_EQ(calls, 0);
   s.finish();
 }
@@ -368,13 +400,16 @@ struct Child {
   FILE* out = nullptr;
 };
 
-Child Spawn(const std::vector<std::string>& args) {
+// with_stderr: the child's stderr goes into the same pipe as its stdout.
+Child Spawn(const std::vector<std::string>& args, bool with_stderr = false) {
   int p[2];
   EXPECT_EQ(0, pipe(p));
   Child c;
   c.pid = fork();
   if (c.pid == 0) {
     dup2(p[1], 1);
+    if (with_stderr)
+      dup2(p[1], 2);
     close(p[0]);
     close(p[1]);
     std::vector<char*> argv;
@@ -430,7 +465,7 @@ TEST(Binary, ServeRunAndStop) {
 // run takes at least count x interval, and every sample is a lateness.
 TEST(Timer, CountsEveryWakeUp) {
   Config c = Parsed({"timer", "--count", "50", "--interval", "100"});
-  json j = RunTimer(c);
+  json j = Report(RunTimer(c));
   EXPECT_EQ(j["tool"], "parq-bench");
   EXPECT_EQ(j["mode"], "timer");
   EXPECT_EQ(j["count"], 50);
@@ -449,13 +484,12 @@ TEST(Timer, CountsEveryWakeUp) {
 // --realtime either runs under SCHED_FIFO or says what it lacks.
 TEST(Timer, RealtimeRunsOrSaysWhy) {
   Config c = Parsed({"timer", "--count", "5", "--realtime"});
-  try {
-    json j = RunTimer(c);
-    EXPECT_EQ(j["realtime"], true);
-    EXPECT_EQ(j["lateness_ns"]["count"], 5);
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("CAP_SYS_NICE"), std::string::npos)
-        << e.what();
+  const auto r = RunTimer(c);
+  if (r.ok()) {
+    EXPECT_EQ(r.value()["realtime"], true);
+    EXPECT_EQ(r.value()["lateness_ns"]["count"], 5);
+  } else {
+    EXPECT_NE(r.error().find("CAP_SYS_NICE"), std::string::npos) << r.error();
   }
 }
 
@@ -467,6 +501,27 @@ TEST(Binary, Timer) {
   json j = json::parse(out);
   EXPECT_EQ(j["mode"], "timer");
   EXPECT_EQ(j["lateness_ns"]["count"], 20);
+}
+
+// An error of the role: its message on stderr, nothing on stdout, exit 1.
+TEST(Binary, ServeOnABoundAddressExits1) {
+  Fd taken(socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(0, bind(taken.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
+  const std::string addr = Loopback(LocalPort(taken.get()).value());
+
+  Child quiet = Spawn({PARQ_BENCH_BINARY, "serve", "--listen", addr});
+  auto [out, code] = Reap(quiet);
+  EXPECT_EQ(code, 1);
+  EXPECT_TRUE(out.empty()) << out;
+
+  Child loud = Spawn({PARQ_BENCH_BINARY, "serve", "--listen", addr}, true);
+  auto [both, code2] = Reap(loud);
+  EXPECT_EQ(code2, 1);
+  EXPECT_EQ(both, "parq-bench serve: bind " + addr +
+                      " (TCP): " + std::strerror(EADDRINUSE) + "\n");
 }
 
 TEST(Binary, UsageErrorExits2) {

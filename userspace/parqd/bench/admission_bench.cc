@@ -33,6 +33,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli_parse.h"
 #include "cluster_admission.h"
 #include "etcd.h"
 #include "stats.h"
@@ -93,7 +94,9 @@ int Run(int argc, char** argv) {
       ->check(CLI::IsMember({"disjoint", "shared"}));
   app.add_option("--prefix", prefix, "Key prefix (its keys are deleted)");
   app.add_flag("--json", json, "One JSON object");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code =
+          parq::parqd::ParseCli(app, argc, argv, std::cout, std::cerr))
+    return *code;
 
   auto topology = Topology::Parse(TopologyText(clients), "bench.toml");
   if (!topology.ok()) {

@@ -64,6 +64,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../tests/fake_kernel.h"
+#include "cli_parse.h"
 #include "config.h"
 #include "daemon.h"
 #include "datagrams.h"
@@ -419,7 +420,9 @@ int Run(int argc, char** argv) {
       ->check(CLI::Range(1, 10000000));
   app.add_option("--seconds", seconds, "seconds of each flood run")
       ->check(CLI::Range(1, 600));
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code =
+          parq::parqd::ParseCli(app, argc, argv, std::cout, std::cerr))
+    return *code;
   spdlog::set_level(spdlog::level::err);
 
   // SIGTERM goes to a signalfd, for RunDaemon: blocked before any thread.

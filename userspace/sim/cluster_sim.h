@@ -43,8 +43,8 @@
 //     a local packet as delivered and acknowledged, when its item ends.
 //     Sending costs no CPU.
 
-#ifndef PARQ_SIM_SIM_H
-#define PARQ_SIM_SIM_H
+#ifndef SIM_CLUSTER_SIM_H
+#define SIM_CLUSTER_SIM_H
 
 #include <cstdint>
 #include <string>

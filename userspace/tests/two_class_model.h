@@ -10,8 +10,8 @@
 //
 // The model holds no scheduling logic of its own: it keeps the queues.
 
-#ifndef PARQ_USERSPACE_TESTS_SIM_H
-#define PARQ_USERSPACE_TESTS_SIM_H
+#ifndef TESTS_TWO_CLASS_MODEL_H
+#define TESTS_TWO_CLASS_MODEL_H
 
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@
 #include "parq_core.h"
 #include "parq_policy.h"
 
-namespace parq::sim {
+namespace parq::model {
 
 enum class Class { kParallel = 0, kLocal = 1 };
 
@@ -150,6 +150,6 @@ class TwoClass {
   std::array<uint64_t, 2> packets_{};
 };
 
-}  // namespace parq::sim
+}  // namespace parq::model
 
-#endif  // PARQ_USERSPACE_TESTS_SIM_H
+#endif  // TESTS_TWO_CLASS_MODEL_H

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// parq-sim's model (sim.h says what is real and what is modelled).
+// parq-sim's model (cluster_sim.h says what is real and what is modelled).
 
-#include "sim.h"
+#include "cluster_sim.h"
 
 #include <algorithm>
 #include <cstddef>

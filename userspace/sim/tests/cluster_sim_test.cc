@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "sim.h"
+#include "cluster_sim.h"
 
 namespace parq::sim {
 namespace {
