@@ -244,10 +244,10 @@ def t_round_trip(env):
 
 def t_ops_locked(env):
     """parq on a device whose operations take its instance lock (dummy
-    since 7.2): tc holds that lock around the qdisc's and the class's init
+    since 6.15): tc holds that lock around the qdisc's and the class's init
     and change, and the link speed is read under it, not by taking it again
-    (which never returns, with RTNL held).  Elsewhere the same commands on
-    a plain device."""
+    (since 7.2 __ethtool_get_link_ksettings() does, and never returns, with
+    RTNL held).  Before 6.15 the same commands on a plain device."""
     a, dev = env.a, "parqol0"
     a.run(["ip", "link", "add", dev, "numtxqueues", "4", "txqueuelen",
            "1000", "type", "dummy"])
