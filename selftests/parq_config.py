@@ -247,7 +247,8 @@ def t_ops_locked(env):
     since 6.15): tc holds that lock around the qdisc's and the class's init
     and change, and the link speed is read under it, not by taking it again
     (since 7.2 __ethtool_get_link_ksettings() does, and never returns, with
-    RTNL held).  Before 6.15 the same commands on a plain device."""
+    RTNL held): tc's qdisc and class commands, and mq making its children
+    with default_qdisc parq.  Before 6.15 the same on a plain device."""
     a, dev = env.a, "parqol0"
     a.run(["ip", "link", "add", dev, "numtxqueues", "4", "txqueuelen",
            "1000", "type", "dummy"])
@@ -262,8 +263,6 @@ def t_ops_locked(env):
                "1:16", "parq", "rate", "1mbit", check=False)
         check(r.returncode != 0 and "no link rate known" in r.stderr,
               f"a reservation without a link rate: {r.stderr.strip()}")
-        a.run(["ip", "link", "set", dev, "down"])
-        a.run(["ip", "link", "set", dev, "up"])
         del_root(env, dev=dev)
         tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
         for i in range(1, 5):
@@ -272,6 +271,20 @@ def t_ops_locked(env):
         check_eq(len([q for q in tclib.qdiscs(a, dev)
                       if q.get("kind") == "parq"]), 4,
                  "parq children of mq")
+        # Children that mq's own init makes, with default_qdisc parq.
+        del_root(env, dev=dev)
+        path = "/proc/sys/net/core/default_qdisc"
+        with open(path) as f:
+            old = f.read().strip()
+        try:
+            with open(path, "w") as f:
+                f.write("parq")
+            tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
+        finally:
+            with open(path, "w") as f:
+                f.write(old)
+        kids = [q for q in tclib.qdiscs(a, dev) if q.get("kind") == "parq"]
+        check_eq(len(kids), 4, "default parq children of mq")
     finally:
         del_root(env, dev=dev)
         a.run(["ip", "link", "del", dev], check=False)

@@ -4,6 +4,7 @@
 // process (signals, printing, exit codes) is in the parqbench library.
 #include <csignal>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <string>
 
@@ -48,10 +49,8 @@ parqbench::Result<parqbench::json, std::string> Run(
   return RunPattern(c);
 }
 
-}  // namespace
-
 // The role's report on stdout; its error, if any, on stderr, and exit 1.
-int main(int argc, char** argv) {
+int RunMain(int argc, char** argv) {
   using namespace parqbench;
   ParseResult p = ParseCommandLine(argc, argv);
   std::cout << p.out;
@@ -70,4 +69,17 @@ int main(int argc, char** argv) {
   }
   std::cout << j.value().dump(2) << std::endl;
   return 0;
+}
+
+}  // namespace
+
+// What escapes RunMain() (an allocation for a --count of billions, a thread
+// the library cannot start) is reported, not left to std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return RunMain(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "parq-bench: " << e.what() << '\n';
+    return 1;
+  }
 }
