@@ -110,6 +110,12 @@ def t_limit_frees(env):
 
 MANY_DSTS = 100000
 MANY_NET = "10.128.0.0/14"	# routed to B, which drops what is not its own
+MANY_BASE = int(ipaddress.IPv4Network(MANY_NET).network_address)
+
+
+def many_dst(i):
+    """The @i-th address of MANY_NET."""
+    return socket.inet_ntoa(struct.pack(">I", MANY_BASE + i))
 
 
 def fill_dsts(env, sk, dsts):
@@ -146,9 +152,7 @@ def fill_dsts(env, sk, dsts):
 def t_many_destinations(env):
     a, dev, topo = env.a, env.dev, env.topo
     a.run(["ip", "route", "replace", MANY_NET, "via", topo.ip_b()])
-    base = int(ipaddress.IPv4Network(MANY_NET).network_address)
-    dsts = [socket.inet_ntoa(struct.pack(">I", base + i))
-            for i in range(MANY_DSTS)]
+    dsts = [many_dst(i) for i in range(MANY_DSTS)]
     resv.shrink_slabs()
     before = resv.slab_active()
     root(env, "handle", "1:", "parq", "rate", "8bit", "limit",
@@ -497,6 +501,17 @@ def t_memcg_sources(env):
         check_eq(g.mon_set(mon_enabled=0).error, 0, "monitor off")
 
 
+def memcg_local_setup(env):
+    """For the local queues' charge: skipped where it is not made, the
+    memory controller on, MANY_NET routed to B."""
+    if ktap.kernel_older(6, 1):
+        raise ktap.Skip("this kernel does not export int_active_memcg to "
+                        "modules: queues made in softirq are not charged "
+                        "(Documentation/kernels.md)")
+    memcg_setup()
+    env.a.run(["ip", "route", "replace", MANY_NET, "via", env.topo.ip_b()])
+
+
 CG_LOCAL = 8000
 CG_OVER = 30000		# 3.8 MB of queues, against 1 MiB of room
 
@@ -505,16 +520,9 @@ def t_memcg_local(env):
     """The local destinations' queues, made in softirq as packets come, are
     charged to the memory cgroup of whoever made the qdisc: a user who owns
     a namespace cannot hold millions of them outside its limit."""
-    a, dev, topo = env.a, env.dev, env.topo
-    if ktap.kernel_older(6, 1):
-        raise ktap.Skip("this kernel does not export int_active_memcg to "
-                        "modules: queues made in softirq are not charged "
-                        "(Documentation/kernels.md)")
-    memcg_setup()
-    a.run(["ip", "route", "replace", MANY_NET, "via", topo.ip_b()])
-    base = int(ipaddress.IPv4Network(MANY_NET).network_address)
-    dsts = [socket.inet_ntoa(struct.pack(">I", base + i))
-            for i in range(CG_LOCAL)]
+    a, dev = env.a, env.dev
+    memcg_local_setup(env)
+    dsts = [many_dst(i) for i in range(CG_LOCAL)]
     sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         with InCgroup(CG):
@@ -541,8 +549,7 @@ def t_memcg_local(env):
             f.write(str(cur + (1 << 20)))
         try:
             for i in range(CG_LOCAL, CG_LOCAL + CG_OVER):
-                sk.sendto(bytes(64), (socket.inet_ntoa(
-                    struct.pack(">I", base + i)), 9))
+                sk.sendto(bytes(64), (many_dst(i), 9))
             q = tclib.parq_qdisc(a, dev)
             with open(CG + "/memory.current") as f:
                 now = int(f.read())
@@ -574,18 +581,10 @@ def t_memcg_idle(env):
     freed as lookups pass them, so this bound is rarely what frees them),
     and a change of the limit that resizes the table frees them all:
     measured by what they cost the qdisc maker's memory cgroup."""
-    a, dev, topo = env.a, env.dev, env.topo
-    if ktap.kernel_older(6, 1):
-        raise ktap.Skip("this kernel does not export int_active_memcg to "
-                        "modules: queues made in softirq are not charged "
-                        "(Documentation/kernels.md)")
-    memcg_setup()
-    a.run(["ip", "route", "replace", MANY_NET, "via", topo.ip_b()])
-    base = int(ipaddress.IPv4Network(MANY_NET).network_address)
-    first = [socket.inet_ntoa(struct.pack(">I", base + i))
-             for i in range(CG_IDLE)]
-    second = [socket.inet_ntoa(struct.pack(">I", base + CG_IDLE + i))
-              for i in range(CG_IDLE)]
+    a, dev = env.a, env.dev
+    memcg_local_setup(env)
+    first = [many_dst(i) for i in range(CG_IDLE)]
+    second = [many_dst(CG_IDLE + i) for i in range(CG_IDLE)]
     sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
 
     def drain():
