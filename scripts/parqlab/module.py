@@ -67,6 +67,18 @@ def ensure_loaded():
     return "insmod"
 
 
+def load_built(who):
+    """Insmod the built module (or PARQ_KO's), never an installed one: for
+    a benchmark that compares builds.  Refuses, naming @who, when a module
+    is loaded already.  Returns the path loaded."""
+    if loaded():
+        raise SystemExit(f"{who}: sch_parq is loaded already: unload it "
+                         "first")
+    ko = built_ko()
+    run(["insmod", str(ko)])
+    return ko
+
+
 def vermagic(path):
     r = run(["modinfo", "-F", "vermagic", str(path)], check=False)
     return r.stdout.split()[0] if r.returncode == 0 and r.stdout.split() \
