@@ -1,6 +1,9 @@
 """The sch_parq module: loaded? installed (so that the kernel can autoload
 it)? and the ways to get it loaded or unloaded."""
+import contextlib
 import os
+import sys
+import time
 from pathlib import Path
 
 from . import repo_path
@@ -67,16 +70,29 @@ def ensure_loaded():
     return "insmod"
 
 
+@contextlib.contextmanager
 def load_built(who):
     """Insmod the built module (or PARQ_KO's), never an installed one: for
-    a benchmark that compares builds.  Refuses, naming @who, when a module
-    is loaded already.  Returns the path loaded."""
+    a benchmark that compares builds; rmmod it on the way out, so that the
+    next run (or the other build) starts from no module.  Refuses, naming
+    @who, when a module is loaded already.  Yields the path loaded."""
     if loaded():
         raise SystemExit(f"{who}: sch_parq is loaded already: unload it "
                          "first")
     ko = built_ko()
     run(["insmod", str(ko)])
-    return ko
+    try:
+        yield ko
+    finally:
+        # A namespace's qdiscs go when the kernel's cleanup_net() gets to
+        # them, after the namespace is deleted.
+        end = time.monotonic() + 60
+        while refcnt() and time.monotonic() < end:
+            time.sleep(0.2)
+        r = rmmod()
+        if r.returncode != 0:
+            print(f"{who}: rmmod sch_parq: {r.stderr.strip()}",
+                  file=sys.stderr)
 
 
 def vermagic(path):
