@@ -9,6 +9,11 @@ kernel malformed or out-of-range attributes.
 Requests carry NLM_F_ACK; the socket has NETLINK_EXT_ACK and NETLINK_CAP_ACK
 set, so the answer is an nlmsgerr with the error and the kernel's extended
 ack message (if any).
+
+Its own encoder rather than pyroute2's: the tests need what a library's
+typed encoder will not produce (an attribute whose length lies, options
+without the nested flag), and the harness then needs no package beyond
+Python's own.
 """
 import errno as _errno
 import os
