@@ -571,52 +571,57 @@ def t_memcg_local(env):
         a.run(["ip", "route", "del", MANY_NET], check=False)
 
 
-CG_IDLE = 10000
-CG_IDLE_LIMIT = 16384
+CG_IDLE_LIMIT = 4096
+CG_IDLE = CG_IDLE_LIMIT // 2		# kept idle, all of them
+CG_IDLE_MORE = 4 * CG_IDLE_LIMIT	# within the age, so the limit frees
 
 
 def t_memcg_idle(env):
     """A local queue that empties is kept, idle, for its destination's
-    next packet, but no more of them than the limit (stale ones are also
-    freed as lookups pass them, so this bound is rarely what frees them),
-    and a change of the limit that resizes the table frees them all:
-    measured by what they cost the qdisc maker's memory cgroup."""
+    next packet, but no more of them than the limit, and a change of the
+    limit that resizes the table frees them all: measured by what they
+    cost the qdisc maker's memory cgroup.  Without a shaper every packet
+    leaves at once, and its destination's queue goes idle; the second
+    round sends to four times the limit in new destinations, well within
+    the age after which a lookup frees a stale queue (3 s), so that the
+    limit is what frees them."""
     a, dev = env.a, env.dev
     memcg_local_setup(env)
     first = [many_dst(i) for i in range(CG_IDLE)]
-    second = [many_dst(CG_IDLE + i) for i in range(CG_IDLE)]
+    second = [many_dst(CG_IDLE + i) for i in range(CG_IDLE_MORE)]
     sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
 
-    def drain():
-        tc(a, "qdisc", "change", "dev", dev, "root", "handle", "1:",
-           "parq", "rate", "unlimited")
-        q = ktap.poll(lambda: tclib.parq_qdisc(a, dev),
-                      lambda q: q["qlen"] == 0, 60.0)
+    def send_each(dsts):
+        t0 = time.monotonic()
+        for d in dsts:
+            sk.sendto(bytes(64), (d, 9))
+        took = time.monotonic() - t0
+        q = tclib.parq_qdisc(a, dev)
         check_eq(q["local_flows"], 0, "destinations with packets")
+        check_eq(q["drops"], 0, "drops")
+        return took
 
     try:
         with InCgroup(CG):
-            root(env, "handle", "1:", "parq", "rate", "8bit", "limit",
-                 str(CG_IDLE_LIMIT), "flow-limit", "10")
+            root(env, "handle", "1:", "parq", "limit", str(CG_IDLE_LIMIT),
+                 "flow-limit", "10")
         sk.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 1 << 30)
-        sk.setblocking(False)
         s0 = slab(CG)
-        fill_dsts(env, sk, first)
-        drain()
+        send_each(first)
         s1 = slab(CG)
         each = (s1 - s0) / CG_IDLE
-        diag(f"{CG_IDLE} destinations sent to and emptied: {s1 - s0} "
-             f"bytes still charged ({each:.0f} a queue)")
+        diag(f"{CG_IDLE} destinations sent to, their queues emptied: "
+             f"{s1 - s0} bytes still charged ({each:.0f} a queue)")
         check(s1 - s0 >= CG_IDLE * 64,
               f"emptied queues kept idle: {s1 - s0} bytes for {CG_IDLE}")
-        fill_dsts(env, sk, second)
-        drain()
+        took = send_each(second)
         s2 = slab(CG)
-        bound = CG_IDLE_LIMIT * each * 1.1
-        diag(f"{CG_IDLE} more: {s2 - s0} bytes charged, at most "
-             f"{bound:.0f} for {CG_IDLE_LIMIT} idle queues")
+        bound = (CG_IDLE_LIMIT + 1) * each * 1.25
+        diag(f"{CG_IDLE_MORE} more in {took:.2f} s: {s2 - s0} bytes "
+             f"charged, at most {bound:.0f} for {CG_IDLE_LIMIT} idle queues")
         check(s2 - s0 <= bound, f"{s2 - s0} bytes of idle queues for "
-              f"{2 * CG_IDLE} destinations with limit {CG_IDLE_LIMIT}")
+              f"{CG_IDLE + CG_IDLE_MORE} destinations with limit "
+              f"{CG_IDLE_LIMIT}")
         tc(a, "qdisc", "change", "dev", dev, "root", "handle", "1:", "parq",
            "limit", str(4 * CG_IDLE_LIMIT))
         s3 = slab(CG)
