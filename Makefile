@@ -21,7 +21,7 @@
 #                   instructions (callgrind), Documentation/benchmarks.md
 #   make bench-admission  admissions per second of the cluster admission
 #                   on etcd (one member and three, disjoint and shared paths)
-#   make bench-parqd  what parqd costs a host: CPU per epoch (1, 16, 128
+#   make bench-parqd  what parqd costs a host: CPU per epoch (1 to 1 024
 #                   peers) and per datagram, its epochs under a flood
 #   make install    install the module (DKMS), tc plugin, parqd, parqctl,
 #                   their systemd units, example configuration and man pages

@@ -800,7 +800,7 @@ const ConfigKey kKeys[] = {
        c.parallel_min_bytes = static_cast<uint32_t>(n.value());
        return std::nullopt;
      })},
-    {{"lease", ConfigType::kInteger, true, false, true, "lease = 3",
+    {{"lease", ConfigType::kInteger, true, false, true, "lease = 49",
       "epochs a grant lasts, 1..65535"},
      {},
      PARQD_READ({

@@ -22,6 +22,7 @@
 #include "etcd.h"
 #include "inbox.h"
 #include "result.h"
+#include "wire.h"
 
 namespace parq::parqd {
 
@@ -108,7 +109,7 @@ struct Config {
   uint64_t link_rate = 0;     // bits/s; 0: the interface's speed
   uint64_t epoch_ns = kNsPerMs;
   uint64_t hold_ns = 10 * kNsPerMs;
-  uint16_t lease = 3;  // epochs
+  uint16_t lease = wire::kDefaultLeaseEpochs;
   // Parallel bytes that must arrive within one hold before the receiver
   // declares parallel traffic (the kernel monitor's min-bytes).
   uint32_t parallel_min_bytes = 0;

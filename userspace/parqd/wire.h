@@ -66,7 +66,10 @@ inline constexpr size_t kOffReserved = 50;  // 14 bytes, to kHeaderBytes
 // Field ranges.
 inline constexpr uint32_t kMinEpochUs = 100;         // 100 us
 inline constexpr uint32_t kMaxEpochUs = 60'000'000;  // 60 s
-inline constexpr uint16_t kDefaultLeaseEpochs = 3;
+// 49 epochs: at the default 1 ms epoch a lost RELEASE or a dead receiver
+// holds a sender back for at most 49 ms, and a grant of unchanged credit
+// is restated every 24 epochs.
+inline constexpr uint16_t kDefaultLeaseEpochs = 49;
 
 enum class Type : uint8_t {
   kGrant = 1,    // credit `credit` bytes per epoch to the addresses

@@ -6,7 +6,7 @@
 //
 //   receiving role   the CPU time (user and system, CLOCK_PROCESS_CPUTIME_ID)
 //                    of the receiving role per epoch of 1 ms while
-//                    parallel traffic arrives and N peers (1, 16, 128) send
+//                    parallel traffic arrives and N peers (1 to 1 024) send
 //                    local traffic, run when its NextTick() says, as
 //                    parqd's loop runs it: the monitor's table when read
 //                    (N + 1 sources, from a fake: the kernel's dump is not
@@ -18,8 +18,8 @@
 //                    kernel's start report (the table read once a second)
 //                    or from the table alone (read every epoch: a kernel
 //                    without reports of local senders, as before them).
-//                    With the default lease (3 epochs: a GRANT per peer per
-//                    epoch) and a lease of 41 (restated every 20 epochs).
+//                    With the default lease (49 epochs: restated every 24
+//                    epochs) and a lease of 3 (a GRANT per peer per epoch).
 //                    As a share of a core.
 //   sending role     the CPU time of one datagram through the inbox:
 //                    accepted (a GRANT, applied to a fake kernel table),
@@ -110,9 +110,11 @@ KeyRing Ring() {
   return KeyRing::Cluster(1, BenchKey()).value();
 }
 
-// 127.0.1.x: peer x's address.
+// 127.1.y.x, y * 256 + x = id: peer id's address.
 Address PeerAddress(uint64_t id) {
-  return Address::Parse("127.0.1." + std::to_string(id)).value();
+  return Address::Parse("127.1." + std::to_string((id >> 8) & 255) + "." +
+                        std::to_string(id & 255))
+      .value();
 }
 
 // The benchmarked host's address, where the messages are sent (their MAC
@@ -185,7 +187,7 @@ void ReceivingRoleCost(int n, uint16_t lease, int epochs, bool reported) {
   ReceivingRole role(
       c, Ring(), mon,
       [out, &sent](std::span<const Outgoing> batch) {
-        // Every peer's address is 127.0.1.x: send to the sink instead.
+        // Every peer's address is 127.1.y.x: send to the sink instead.
         static const Address sink_address = Address::Parse("127.0.0.1").value();
         std::vector<OutDatagram> d(batch.size());
         for (size_t i = 0; i < batch.size(); ++i) {
@@ -353,9 +355,9 @@ bool Flood(const std::filesystem::path& dir, int seconds, bool flood,
       const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
       sockaddr_in src{};
       src.sin_family = AF_INET;
-      inet_pton(AF_INET, "127.0.1.2", &src.sin_addr);
+      inet_pton(AF_INET, "127.1.0.2", &src.sin_addr);
       if (bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof(src)) != 0)
-        std::perror("parq-parqd-bench: bind 127.0.1.2");
+        std::perror("parq-parqd-bench: bind 127.1.0.2");
       sockaddr_in to{};
       to.sin_family = AF_INET;
       to.sin_port = htons(port);
@@ -433,8 +435,8 @@ int Run(int argc, char** argv) {
   const int signal_fd = signalfd(-1, &set, SFD_CLOEXEC);
 
   for (bool reported : {true, false})
-    for (int n : {1, 16, 128})
-      for (uint16_t lease : {3, 41})
+    for (int n : {1, 16, 128, 512, 1024})
+      for (uint16_t lease : {wire::kDefaultLeaseEpochs, uint16_t{3}})
         ReceivingRoleCost(n, lease, epochs, reported);
   SendingRoleCost(datagrams);
 

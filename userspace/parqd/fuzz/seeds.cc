@@ -23,7 +23,7 @@ wire::Message Grant(uint64_t seq, uint64_t steps, std::vector<Address> to) {
   m.sequence = seq;
   m.credit = 15000;
   m.epoch_us = 10000;
-  m.lease = wire::kDefaultLeaseEpochs;
+  m.lease = 3;
   m.addresses = std::move(to);
   return m;
 }

@@ -87,7 +87,7 @@ TEST(ConfigTest, MinimalFileTakesTheDefaults) {
   EXPECT_EQ(c.epoch_ns, 1'000'000u);
   EXPECT_EQ(c.hold_ns, 10'000'000u);
   EXPECT_EQ(c.parallel_min_bytes, 0u);
-  EXPECT_EQ(c.lease, 3);
+  EXPECT_EQ(c.lease, 49);
   EXPECT_EQ(c.key_id, 1u);
   EXPECT_EQ(c.max_clock_skew_ns, 500'000'000u);
   EXPECT_EQ(c.metrics_file, "");

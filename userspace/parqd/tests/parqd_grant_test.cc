@@ -49,7 +49,7 @@ TEST(GrantPolicy, Checks) {
   p.lease = 0;
   EXPECT_NE(CheckPolicy(p)->find("lease"), std::string::npos);
   EXPECT_EQ(GrantPolicy{}.threshold_recv, 0u);  // default: stop
-  EXPECT_EQ(GrantPolicy{}.lease, 3);            // default: 3 epochs
+  EXPECT_EQ(GrantPolicy{}.lease, 49);           // default: 49 epochs
 }
 
 TEST(Granter, NothingWithoutObservations) {
@@ -247,7 +247,7 @@ TEST(Granter, ToMessageEncodes) {
   auto m = ToMessage(G(4), p, Stamp{9, 5, 1234, 77}, own);
   EXPECT_EQ(m.type, wire::Type::kGrant);
   EXPECT_EQ(m.credit, kGrantBytes);
-  EXPECT_EQ(m.lease, 3);
+  EXPECT_EQ(m.lease, p.lease);
   EXPECT_EQ(m.sender, 9u);
   EXPECT_EQ(m.key_id, 5u);
   EXPECT_EQ(m.time_ns, 1234u);

@@ -50,7 +50,7 @@ inline wire::Message Grant(uint64_t sender, uint64_t time, uint64_t seq,
   m.sequence = seq;
   m.credit = credit;
   m.epoch_us = 10'000;  // 10 ms
-  m.lease = wire::kDefaultLeaseEpochs;
+  m.lease = 3;          // 30 ms
   m.addresses = std::move(to);
   return m;
 }
