@@ -77,7 +77,7 @@ struct Config {
   uint64_t threshold_recv = 0;    // bytes per epoch, to each host
   uint32_t local_floor_pct = 20;  // of link_bps, shared per epoch
   uint64_t hold_ns = 10'000'000;  // also the monitor's
-  uint16_t lease = 3;             // epochs
+  uint16_t lease = 3;             // epochs (parqd: 49; simulation.md)
   uint64_t react_ns = 10'000;     // a report to parqd's decision
   // The parallel job.
   uint32_t job_hosts = 16;   // hosts 0, stride, 2 stride, ...
