@@ -71,16 +71,19 @@ bool Unbase64(std::string_view in, std::string& out) {
   return true;
 }
 
-// The gateway writes int64 fields as strings and leaves out zeros.
+// The gateway writes int64 fields as strings and leaves out zeros.  A
+// field that is not wholly a number reads as absent (0), as one of another
+// type does: "12abc" is not 12.
 int64_t Int(const json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end())
     return 0;
   if (it->is_string()) {
     const std::string& s = it->get_ref<const std::string&>();
+    const char* const end = s.data() + s.size();
     int64_t v = 0;
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    return r.ec == std::errc() ? v : 0;
+    const auto r = std::from_chars(s.data(), end, v);
+    return r.ec == std::errc() && r.ptr == end ? v : 0;
   }
   return it->is_number_integer() ? it->get<int64_t>() : 0;
 }

@@ -330,6 +330,28 @@ TEST(EtcdCurlTest, AnswersPastTheCapAreRefused) {
   }
 }
 
+// A number the gateway writes as a string is read whole or not at all: a
+// revision with trailing bytes reads as absent, as a revision of another
+// type does, never as its leading digits.
+TEST(EtcdCurlTest, NumbersWithTrailingBytesReadAsAbsent) {
+  OneAnswerServer s(
+      R"({"header":{"revision":"12abc"},"kvs":[{"key":"aw==","value":"dg==",)"
+      R"("create_revision":"5","mod_revision":"7 ","version":"0x1",)"
+      R"("lease":"-3"}]})");
+  ASSERT_FALSE(s.url().empty());
+  EtcdClient c({s.url()}, 10s, CurlPost());
+  const auto r = c.Range("k");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().revision, 0);
+  ASSERT_EQ(r.value().kvs.size(), 1u);
+  const EtcdKv& kv = r.value().kvs[0];
+  EXPECT_EQ(kv.key, "k");
+  EXPECT_EQ(kv.create_revision, 5);
+  EXPECT_EQ(kv.mod_revision, 0);
+  EXPECT_EQ(kv.version, 0);
+  EXPECT_EQ(kv.lease, -3);
+}
+
 TEST(EtcdTlsTest, ClientCertificatesAndTheirErrors) {
   etcd_test::TestPki pki{std::filesystem::temp_directory_path() /
                          ("parqd-etcd-pki-" + std::to_string(getpid()))};
