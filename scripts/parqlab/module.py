@@ -2,6 +2,7 @@
 it)? and the ways to get it loaded or unloaded."""
 import contextlib
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -89,10 +90,13 @@ def load_built(who):
         end = time.monotonic() + 60
         while refcnt() and time.monotonic() < end:
             time.sleep(0.2)
-        r = rmmod()
-        if r.returncode != 0:
-            print(f"{who}: rmmod sch_parq: {r.stderr.strip()}",
-                  file=sys.stderr)
+        try:
+            r = rmmod()
+            why = r.stderr.strip() if r.returncode else ""
+        except subprocess.TimeoutExpired:
+            why = "no answer within 30 s"
+        if why:
+            print(f"{who}: rmmod sch_parq: {why}", file=sys.stderr)
 
 
 def vermagic(path):
