@@ -319,9 +319,13 @@ def t_peek_then_dequeue(env):
     try:
         tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
            "rate", "20mbit", "burst", "3000", "latency", "200ms")
-        tc(a, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "2:",
-           "cbs", "idleslope", "20000", "sendslope", "-980000", "hicredit",
-           "30", "locredit", "-1470")
+        r = tc(a, "qdisc", "add", "dev", dev, "parent", "1:1", "handle",
+               "2:", "cbs", "idleslope", "20000", "sendslope", "-980000",
+               "hicredit", "30", "locredit", "-1470", check=False)
+        if r.returncode and "kind is unknown" in r.stderr:
+            raise ktap.Skip("this kernel has no cbs qdisc "
+                            "(CONFIG_NET_SCH_CBS)")
+        check(r.returncode == 0, f"tc qdisc add ... cbs: {r.stderr.strip()}")
         tc(a, "qdisc", "add", "dev", dev, "parent", "2:1", "handle", "3:",
            "parq")
         n = 200
@@ -571,9 +575,10 @@ def t_memcg_local(env):
         a.run(["ip", "route", "del", MANY_NET], check=False)
 
 
-CG_IDLE_LIMIT = 4096
+CG_IDLE_LIMIT = 1024
 CG_IDLE = CG_IDLE_LIMIT // 2		# kept idle, all of them
 CG_IDLE_MORE = 4 * CG_IDLE_LIMIT	# within the age, so the limit frees
+CG_IDLE_AGE = 3.0			# PARQ_LOCAL_IDLE_AGE
 
 
 def t_memcg_idle(env):
@@ -606,6 +611,9 @@ def t_memcg_idle(env):
             root(env, "handle", "1:", "parq", "limit", str(CG_IDLE_LIMIT),
                  "flow-limit", "10")
         sk.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 1 << 30)
+        # B's address resolved first: packets that wait for it wait in
+        # the neighbour table, not in parq, and past its queue are lost.
+        a.run(["ping", "-c", "1", "-W", "5", env.topo.ip_b()], check=False)
         s0 = slab(CG)
         send_each(first)
         s1 = slab(CG)
@@ -615,6 +623,10 @@ def t_memcg_idle(env):
         check(s1 - s0 >= CG_IDLE * 64,
               f"emptied queues kept idle: {s1 - s0} bytes for {CG_IDLE}")
         took = send_each(second)
+        if took > CG_IDLE_AGE * 0.8:
+            raise ktap.Skip(f"{CG_IDLE_MORE} sends took {took:.1f} s: "
+                            "the first queues aged out before the last, "
+                            "so the bound cannot be told from ageing here")
         s2 = slab(CG)
         bound = (CG_IDLE_LIMIT + 1) * each * 1.25
         diag(f"{CG_IDLE_MORE} more in {took:.2f} s: {s2 - s0} bytes "
