@@ -579,6 +579,7 @@ CG_IDLE_LIMIT = 1024
 CG_IDLE = CG_IDLE_LIMIT // 2		# kept idle, all of them
 CG_IDLE_MORE = 4 * CG_IDLE_LIMIT	# within the age, so the limit frees
 CG_IDLE_AGE = 3.0			# PARQ_LOCAL_IDLE_AGE
+CG_IDLE_RESIZED = 64 * CG_IDLE_LIMIT	# limit / 8 trees: 8192, not 1024
 
 
 def t_memcg_idle(env):
@@ -635,9 +636,9 @@ def t_memcg_idle(env):
               f"{CG_IDLE + CG_IDLE_MORE} destinations with limit "
               f"{CG_IDLE_LIMIT}")
         tc(a, "qdisc", "change", "dev", dev, "root", "handle", "1:", "parq",
-           "limit", str(4 * CG_IDLE_LIMIT))
+           "limit", str(CG_IDLE_RESIZED))
         s3 = slab(CG)
-        diag(f"limit {4 * CG_IDLE_LIMIT}: {s3 - s0} bytes charged")
+        diag(f"limit {CG_IDLE_RESIZED}: {s3 - s0} bytes charged")
         check(s3 - s0 <= CG_IDLE * each / 10,
               f"{s3 - s0} bytes still charged after the table was resized")
         tc(a, "qdisc", "del", "dev", dev, "root")
