@@ -624,24 +624,31 @@ def t_memcg_idle(env):
         check(s1 - s0 >= CG_IDLE * 64,
               f"emptied queues kept idle: {s1 - s0} bytes for {CG_IDLE}")
         took = send_each(second)
-        if took > CG_IDLE_AGE * 0.8:
-            raise ktap.Skip(f"{CG_IDLE_MORE} sends took {took:.1f} s: "
-                            "the first queues aged out before the last, "
-                            "so the bound cannot be told from ageing here")
         s2 = slab(CG)
         bound = (CG_IDLE_LIMIT + 1) * each * 1.25
         diag(f"{CG_IDLE_MORE} more in {took:.2f} s: {s2 - s0} bytes "
              f"charged, at most {bound:.0f} for {CG_IDLE_LIMIT} idle queues")
-        check(s2 - s0 <= bound, f"{s2 - s0} bytes of idle queues for "
-              f"{CG_IDLE + CG_IDLE_MORE} destinations with limit "
-              f"{CG_IDLE_LIMIT}")
+        # Sends that outlast the idle age let ageing free the first queues
+        # before the last are made: the bound is then not judged.
+        judged = took <= CG_IDLE_AGE * 0.8
+        if judged:
+            check(s2 - s0 <= bound, f"{s2 - s0} bytes of idle queues for "
+                  f"{CG_IDLE + CG_IDLE_MORE} destinations with limit "
+                  f"{CG_IDLE_LIMIT}")
         tc(a, "qdisc", "change", "dev", dev, "root", "handle", "1:", "parq",
            "limit", str(CG_IDLE_RESIZED))
         s3 = slab(CG)
         diag(f"limit {CG_IDLE_RESIZED}: {s3 - s0} bytes charged")
-        check(s3 - s0 <= CG_IDLE * each / 10,
-              f"{s3 - s0} bytes still charged after the table was resized")
+        # A quarter: the memory cgroup's per-CPU batches (a page each) are
+        # small against it.
+        check(s3 - s0 <= (s2 - s0) / 4,
+              f"{s3 - s0} bytes still charged after the table was resized, "
+              f"of {s2 - s0}")
         tc(a, "qdisc", "del", "dev", dev, "root")
+        if not judged:
+            raise ktap.Skip(f"the bound: {CG_IDLE_MORE} sends took "
+                            f"{took:.1f} s, and the first queues aged out "
+                            "before the last were made (the rest passed)")
     finally:
         sk.close()
         a.run(["ip", "route", "del", MANY_NET], check=False)
@@ -738,7 +745,8 @@ def main():
     suite.case("idle local queues are bounded by the limit and freed on "
                "resize", t_memcg_idle)
     suite.case("error texts are per request", t_err_ring)
-    return lab.run(suite, "saf", tools=("iperf3", "unshare", "ethtool"),
+    return lab.run(suite, "saf",
+                   tools=("iperf3", "unshare", "ethtool", "ping"),
                    setup=setup)
 
 
