@@ -13,7 +13,9 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config.h"
@@ -799,13 +801,42 @@ std::string DocName(const ConfigKeyInfo& k) {
   return std::string(k.name);
 }
 
+// A key's name: lower-case letters, digits and '-', with '.' between a
+// section's name and its key.
+bool IsKeyName(std::string_view name) {
+  return !name.empty() && name[0] >= 'a' && name[0] <= 'z' &&
+         name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") ==
+             std::string_view::npos;
+}
+
+// Whether the parser takes `name`, a key of a section as the documents
+// write it ("peer.id", "admission.etcd-prefix", "[[admission.allow]]"):
+// kKeys has the sections, each section's reader its keys.  A file of the
+// section with only this key fails, if at all, for another reason than an
+// unknown key.
+bool IsSectionKey(std::string name) {
+  std::erase(name, '[');
+  std::erase(name, ']');
+  const size_t dot = name.rfind('.');
+  if (!IsKeyName(name) || dot == std::string::npos)
+    return false;
+  const std::string section = name.substr(0, dot);
+  const std::string header =
+      section == "admission" ? "[admission]" : "[[" + section + "]]";
+  auto c = ParseConfig(header + "\n" + name.substr(dot + 1) + " = 0\n", "doc");
+  return c.ok() || c.error().find("unknown key") == std::string::npos;
+}
+
 TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
   std::map<std::string, std::string> doc = DocumentedKeys();
   ASSERT_FALSE(doc.empty());
   for (const ConfigKeyInfo& k : ConfigKeys()) {
     const std::string name = DocName(k);
     auto it = doc.find(name);
-    ASSERT_NE(it, doc.end()) << name << " is not in parqd.md's table";
+    if (it == doc.end()) {
+      ADD_FAILURE() << name << " is not in parqd.md's table";
+      continue;
+    }
     if (k.required)
       EXPECT_EQ(it->second, "required") << name;
     else if (OneOfTwo(k.name))
@@ -818,17 +849,9 @@ TEST(ConfigTest, DocumentationListsEveryKeyAndItsDefault) {
     }
     doc.erase(it);
   }
-  doc.erase("peer.id");
-  doc.erase("peer.addresses");
-  doc.erase("host.id");
-  doc.erase("host.name");
-  doc.erase("host.addresses");
-  std::erase_if(doc, [](const auto& kv) {
-    return kv.first.starts_with("admission.") ||
-           kv.first == "[[admission.allow]]";
-  });
-  EXPECT_TRUE(doc.empty()) << "parqd.md documents a key the code lacks: "
-                           << doc.begin()->first;
+  for (const auto& [name, value] : doc)
+    EXPECT_TRUE(IsSectionKey(name))
+        << "parqd.md documents a key the code lacks: " << name;
 }
 
 std::string ReadFile(const std::string& path) {
@@ -852,21 +875,112 @@ TEST(ConfigTest, ManPageListsEveryKey) {
     const std::string name = DocName(k);
     EXPECT_EQ(listed.erase(name), 1u) << name << " is not in parqd.toml.5";
   }
-  std::erase_if(listed, [](const std::string& n) {
-    return n.starts_with("peer.") || n.starts_with("host.") ||
-           n.starts_with("admission.") || n == "[[admission.allow]]" ||
-           n.starts_with("/");
-  });
-  EXPECT_TRUE(listed.empty())
-      << "parqd.toml.5 lists a key the code lacks: " << *listed.begin();
+  for (const std::string& name : listed)
+    EXPECT_TRUE(IsSectionKey(name) || name.starts_with("/"))
+        << "parqd.toml.5 lists a key the code lacks: " << name;
 }
 
-// The example `make install` puts in /usr/share/doc/parq/examples is a
-// valid configuration.
+// The example `make install` puts in /usr/share/doc/parq/examples.
+const std::string kExample =
+    PARQ_DOC_DIR "/../userspace/parqd/parqd.toml.example";
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    lines.push_back(l);
+  return lines;
+}
+
+std::string Unlines(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& l : lines)
+    text += l + "\n";
+  return text;
+}
+
+// A key of the example, set or commented out ("# key = ..."): a top-level
+// key by its name, a section by its header ("[[peer]]", "[admission]"), a
+// key of a section as "section.key".
+struct ExampleKey {
+  std::string name;
+  size_t line;                // its index in the file's lines
+  bool commented;             // the line starts with "# "
+  bool in_commented_section;  // under a header that is commented out
+};
+
+std::vector<ExampleKey> ExampleKeys(const std::vector<std::string>& lines) {
+  std::vector<ExampleKey> keys;
+  std::string section;
+  bool section_commented = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view l = lines[i];
+    const bool commented = l.starts_with("# ");
+    if (commented)
+      l.remove_prefix(2);
+    if (l.starts_with('[') && l.ends_with(']')) {
+      std::string name(l);
+      std::erase(name, '[');
+      std::erase(name, ']');
+      if (!IsKeyName(name))
+        continue;
+      section = name;
+      section_commented = commented;
+      keys.push_back({std::string(l), i, commented, commented});
+      continue;
+    }
+    const std::string key(l.substr(0, l.find(" = ")));
+    if (key.size() == l.size() || !IsKeyName(key))
+      continue;
+    keys.push_back({section.empty() ? key : section + "." + key, i, commented,
+                    section_commented});
+  }
+  return keys;
+}
+
+// The example shows every key, a top-level one before the first section,
+// and no key the code lacks.
+TEST(ConfigTest, TheInstalledExampleShowsEveryKey) {
+  std::multiset<std::string> shown;
+  for (const ExampleKey& k : ExampleKeys(Lines(ReadFile(kExample))))
+    shown.insert(k.name);
+  for (const ConfigKeyInfo& k : ConfigKeys()) {
+    const std::string name = DocName(k);
+    if (shown.erase(name) == 0)
+      ADD_FAILURE() << name << " is not in parqd.toml.example"
+                    << (name.starts_with("[") ? ""
+                                              : " (before its first section)");
+  }
+  for (const std::string& name : shown)
+    EXPECT_TRUE(IsSectionKey(name))
+        << "parqd.toml.example has a key the code lacks: " << name;
+}
+
+// Each commented-out key of the example, uncommented alone, still makes a
+// valid file and shows its default; admission.host has none.  Not the
+// alternatives (key-file for keys-file, [[host]] for [[peer]]), which
+// replace what is set.
+TEST(ConfigTest, TheInstalledExamplesCommentedKeysAreValid) {
+  const std::vector<std::string> lines = Lines(ReadFile(kExample));
+  auto as_is = ParseConfig(Unlines(lines), "parqd.toml.example");
+  ASSERT_TRUE(as_is.ok()) << as_is.error();
+  for (const ExampleKey& k : ExampleKeys(lines)) {
+    if (!k.commented || k.in_commented_section || OneOfTwo(k.name))
+      continue;
+    std::vector<std::string> changed = lines;
+    changed[k.line].erase(0, 2);
+    auto c = ParseConfig(Unlines(changed), "parqd.toml.example");
+    ASSERT_TRUE(c.ok()) << lines[k.line] << ", uncommented: " << c.error();
+    if (k.name != "admission.host") {
+      EXPECT_TRUE(c.value() == as_is.value())
+          << lines[k.line] << " is not " << k.name << "'s default";
+    }
+  }
+}
+
+// The example is a valid configuration, as it is.
 TEST(ConfigTest, TheInstalledExampleIsValid) {
-  auto c = ParseConfig(ReadFile(PARQ_DOC_DIR "/../userspace/parqd/"
-                                             "parqd.toml.example"),
-                       "parqd.toml.example");
+  auto c = ParseConfig(ReadFile(kExample), "parqd.toml.example");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c.value().keys_file, "keys");
   EXPECT_TRUE(c.value().receiver);
