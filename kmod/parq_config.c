@@ -4,21 +4,10 @@
  * the tree lock, init, change, destroy and the dumps; and the link rate
  * that admission control divides.
  *
- * Adding a qdisc parameter TCA_PARQ_FOO touches, in order:
- *   1. include/uapi/linux/parq.h: the attribute, and its range and default
- *      as constants (PARQ_FOO_MAX, PARQ_FOO_DEFAULT);
- *   2. parq_qdisc.h: its field in struct parq_config;
- *   3. here: its row in PARQ_QDISC_PARAMS (policy, default and message,
- *      ranges from those constants), from which the policy, the messages,
- *      the defaults, parsing and the dump are made; parq_config_parse() if
- *      it must agree with another parameter, parq_config_apply() if it
- *      changes running state;
- *   4. tc-plugin/q_parq.c: usage, parse and print; tc-plugin/test-plugin.sh;
- *   5. userspace/nlfuzz/nlfuzz.cc: its range table and the defaults it
- *      checks after a refused message;
- *   6. selftests/parq_config.py: the defaults, a round trip and the bad
- *      values;
- *   7. Documentation/tc-parq.8 and Documentation/parq.md.
+ * A qdisc parameter is a row of PARQ_PARAMS (<parq/params.h>), from which
+ * its policy, message, default, parsing and dump here are made; what must
+ * agree with another parameter is checked in parq_config_parse(), what
+ * changes running state is done in parq_config_apply().
  */
 #include <linux/build_bug.h>
 #include <linux/ethtool.h>
@@ -39,6 +28,7 @@
 #include <net/pkt_sched.h>
 #include <net/sch_generic.h>
 #include <linux/parq.h>
+#include <parq/params.h>
 
 #include "core/parq_core.h"
 #include "core/parq_policy.h"
@@ -105,93 +95,68 @@ u64 parq_linkrate(struct Qdisc *sch, const struct parq_config *cfg)
 
 /* --- configuration --------------------------------------------------- */
 
-static struct netlink_range_validation parq_threshold_range = {
-	.min = 1, .max = PARQ_THRESHOLD_INF,
+/*
+ * The parameters come from one table, PARQ_PARAMS in <parq/params.h>: here
+ * each row gives the range its policy checks, its policy, its message, its
+ * default, and where it lives in struct parq_config, from which parsing and
+ * the dump are made.  The field's type says how it travels.
+ */
+#define PARQ_RANGE_ROW(attr, lo, hi)					\
+	[attr] = { .min = (lo), .max = (hi) },
+#define PARQ_RANGE_NONE(attr, lo, hi)
+#define PARQ_URANGE_PARQ_U8		PARQ_RANGE_ROW
+#define PARQ_URANGE_PARQ_U32		PARQ_RANGE_ROW
+#define PARQ_URANGE_PARQ_U64		PARQ_RANGE_ROW
+#define PARQ_URANGE_PARQ_S32		PARQ_RANGE_NONE
+#define PARQ_SRANGE_PARQ_U8		PARQ_RANGE_NONE
+#define PARQ_SRANGE_PARQ_U32		PARQ_RANGE_NONE
+#define PARQ_SRANGE_PARQ_U64		PARQ_RANGE_NONE
+#define PARQ_SRANGE_PARQ_S32		PARQ_RANGE_ROW
+
+#define PARQ_URANGE(attr, field, kw, type, syn, meta, lo, hi, dflt, word, \
+		    wval, names, msg)					\
+	PARQ_URANGE_##type(attr, PARQ_PARAM_LO(lo, wval),		\
+			   PARQ_PARAM_HI(hi, wval))
+static struct netlink_range_validation parq_ranges[TCA_PARQ_MAX + 1] = {
+	PARQ_PARAMS(PARQ_URANGE)
 };
 
-static struct netlink_range_validation parq_rate_range = {
-	.min = 1, .max = PARQ_RATE_UNLIMITED,
-};
-
-static struct netlink_range_validation parq_limit_range = {
-	.min = 1, .max = PARQ_LIMIT_MAX,
+#define PARQ_SRANGE(attr, field, kw, type, syn, meta, lo, hi, dflt, word, \
+		    wval, names, msg)					\
+	PARQ_SRANGE_##type(attr, PARQ_PARAM_LO(lo, wval),		\
+			   PARQ_PARAM_HI(hi, wval))
+static struct netlink_range_validation_signed parq_sranges[TCA_PARQ_MAX + 1] = {
+	PARQ_PARAMS(PARQ_SRANGE)
 };
 
 /*
- * Ranges in the messages below that are not spelled from the UAPI header
- * are tied to it here, so that a change there breaks the build until the
- * message follows.
+ * Messages whose numbers are not spelled from the UAPI header are tied to
+ * it here, so that a change there breaks the build until the message
+ * follows.
  */
 static_assert(PARQ_RATE_MAX == 200000000000ULL);	/* "1.6Tbit" */
 static_assert(PARQ_OVERHEAD_MIN == -64);
 static_assert(PARQ_CLASS_PARALLEL == 1 && PARQ_CLASS_LOCAL == 2);
 
-/*
- * The qdisc's parameters, one row each: P(attribute, field of struct
- * parq_config, netlink policy, default, message for a rejected value in
- * the words of tc-parq(8)).  The policy, the messages, the defaults, the
- * parsing and the dump below are all made from these rows; the field's
- * size says how it travels (u8, u32 or s32, u64).  split-gso and linkrate
- * are dumped as their effective values (parq_dump()).
- */
-#define PARQ_QDISC_PARAMS(P)						\
-	P(TCA_PARQ_THRESHOLD, threshold,				\
-	  NLA_POLICY_FULL_RANGE(NLA_U32, &parq_threshold_range),	\
-	  PARQ_THRESHOLD_DEFAULT,					\
-	  "parq: threshold must be 1.." __stringify(PARQ_THRESHOLD_MAX) " or inf") \
-	P(TCA_PARQ_UNIT, unit,						\
-	  NLA_POLICY_MAX(NLA_U8, PARQ_UNIT_MAX), PARQ_UNIT_BYTES,	\
-	  "parq: unit must be bytes or packets")			\
-	P(TCA_PARQ_RATE, rate,						\
-	  NLA_POLICY_FULL_RANGE(NLA_U64, &parq_rate_range),		\
-	  PARQ_RATE_UNLIMITED,						\
-	  "parq: rate must be 1 byte/s to 1.6Tbit, or unlimited")	\
-	P(TCA_PARQ_OVERHEAD, overhead,					\
-	  NLA_POLICY_RANGE(NLA_S32, PARQ_OVERHEAD_MIN, PARQ_OVERHEAD_MAX), \
-	  0,								\
-	  "parq: overhead must be -64.." __stringify(PARQ_OVERHEAD_MAX) " bytes") \
-	P(TCA_PARQ_SPLIT_GSO, split_gso,				\
-	  NLA_POLICY_MAX(NLA_U8, PARQ_SPLIT_GSO_MAX), PARQ_SPLIT_GSO_AUTO, \
-	  "parq: invalid split-gso mode")				\
-	P(TCA_PARQ_LIMIT, limit,					\
-	  NLA_POLICY_FULL_RANGE(NLA_U32, &parq_limit_range),		\
-	  PARQ_LIMIT_DEFAULT,						\
-	  "parq: limit must be 1.." __stringify(PARQ_LIMIT_MAX) " packets") \
-	P(TCA_PARQ_FLOW_LIMIT, flow_limit,				\
-	  NLA_POLICY_FULL_RANGE(NLA_U32, &parq_limit_range),		\
-	  PARQ_FLOW_LIMIT_DEFAULT,					\
-	  "parq: flow-limit must be 1.." __stringify(PARQ_LIMIT_MAX) " packets") \
-	P(TCA_PARQ_DSCP_PARALLEL, dscp_parallel,			\
-	  { .type = NLA_U64 }, PARQ_DSCP_DEFAULT,			\
-	  "parq: dscp-parallel must be a 64-bit mask")			\
-	P(TCA_PARQ_DEFAULT_CLASS, default_class,			\
-	  NLA_POLICY_RANGE(NLA_U8, PARQ_CLASS_PARALLEL, PARQ_CLASS_LOCAL), \
-	  PARQ_CLASS_LOCAL,						\
-	  "parq: default must be parallel (1) or local (2)")		\
-	P(TCA_PARQ_LINKRATE, linkrate,					\
-	  NLA_POLICY_FULL_RANGE(NLA_U64, &parq_rate_range),		\
-	  PARQ_LINKRATE_AUTO,						\
-	  "parq: linkrate must be 1 byte/s to 1.6Tbit, or auto")	\
-	P(TCA_PARQ_RESERVABLE, reservable,				\
-	  NLA_POLICY_RANGE(NLA_U8, 1, PARQ_RESERVABLE_MAX),		\
-	  PARQ_RESERVABLE_DEFAULT,					\
-	  "parq: reservable must be 1.." __stringify(PARQ_RESERVABLE_MAX) " percent") \
-	P(TCA_PARQ_DSCP_MARK, dscp_mark,				\
-	  NLA_POLICY_MAX(NLA_U8, PARQ_DSCP_MARK_OFF), PARQ_DSCP_MARK_OFF, \
-	  "parq: dscp-mark must be a DSCP 0.." __stringify(PARQ_DSCP_MAX) " or off")
-
-#define PARQ_PARAM_POLICY(attr, field, policy, def, msg)	\
-	[attr] = policy,
+#define PARQ_POLICY_PARQ_U8(a)	NLA_POLICY_FULL_RANGE(NLA_U8, &parq_ranges[a])
+#define PARQ_POLICY_PARQ_U32(a)	NLA_POLICY_FULL_RANGE(NLA_U32, &parq_ranges[a])
+#define PARQ_POLICY_PARQ_U64(a)	NLA_POLICY_FULL_RANGE(NLA_U64, &parq_ranges[a])
+#define PARQ_POLICY_PARQ_S32(a)	\
+	NLA_POLICY_FULL_RANGE_SIGNED(NLA_S32, &parq_sranges[a])
+#define PARQ_POLICY(attr, field, kw, type, syn, meta, min, max, dflt,	\
+		    word, wval, names, msg)				\
+	[attr] = PARQ_POLICY_##type(attr),
 static const struct nla_policy parq_policy[TCA_PARQ_MAX + 1] = {
 	[TCA_PARQ_PAD]	= { .type = NLA_REJECT },
-	PARQ_QDISC_PARAMS(PARQ_PARAM_POLICY)
+	PARQ_PARAMS(PARQ_POLICY)
 };
 
-#define PARQ_PARAM_ERR(attr, field, policy, def, msg)	\
+#define PARQ_ERR(attr, field, kw, type, syn, meta, min, max, dflt, word, \
+		 wval, names, msg)					\
 	[attr] = msg,
 static const char * const parq_attr_err[TCA_PARQ_MAX + 1] = {
 	[TCA_PARQ_PAD]	= "parq: unexpected padding attribute",
-	PARQ_QDISC_PARAMS(PARQ_PARAM_ERR)
+	PARQ_PARAMS(PARQ_ERR)
 };
 
 struct parq_param {
@@ -201,14 +166,15 @@ struct parq_param {
 	u64	def;
 };
 
-#define PARQ_PARAM_ROW(type, field, policy, dflt, msg)			\
-	{ .attr = type, .offset = offsetof(struct parq_config, field),	\
+#define PARQ_ROW(attr_, field, kw, type, syn, meta, min, max, dflt, word, \
+		 wval, names, msg)					\
+	{ .attr = attr_, .offset = offsetof(struct parq_config, field),	\
 	  .size = sizeof_field(struct parq_config, field), .def = dflt },
 static const struct parq_param parq_params[] = {
-	PARQ_QDISC_PARAMS(PARQ_PARAM_ROW)
+	PARQ_PARAMS(PARQ_ROW)
 };
 
-/* Every attribute but the padding has its row. */
+/* Every attribute but the padding has its row (W=1 warns of a repeated one). */
 static_assert(ARRAY_SIZE(parq_params) == TCA_PARQ_MAX - TCA_PARQ_PAD);
 static_assert(sizeof(struct parq_config) <= U8_MAX);
 
@@ -281,12 +247,13 @@ static __always_inline unsigned int parq_nla_size(u8 type)
  * module is built (the compiler folds each row's policy type, a constant),
  * so that no request can read past an attribute.
  */
-#define PARQ_PARAM_SIZE_BAD(attr, field, policy, def, msg)		\
-	parq_nla_size(parq_policy[attr].type) !=			\
+#define PARQ_SIZE_BAD(a, field, kw, t, syn, meta, min, max, dflt, word, \
+		      wval, names, msg)					\
+	parq_nla_size(parq_policy[a].type) !=				\
 		sizeof_field(struct parq_config, field) ||
 static __always_inline void parq_config_build_check(void)
 {
-	BUILD_BUG_ON(PARQ_QDISC_PARAMS(PARQ_PARAM_SIZE_BAD) false);
+	BUILD_BUG_ON(PARQ_PARAMS(PARQ_SIZE_BAD) false);
 }
 
 /* Replace the policy's generic message by one naming the parameter. */

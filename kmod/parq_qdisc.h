@@ -11,8 +11,7 @@
  * The decisions themselves are in core/parq_policy.h, the arithmetic in
  * core/parq_core.c.
  *
- * Adding a qdisc parameter (TCA_PARQ_*): see the checklist at the top of
- * parq_config.c.
+ * Adding a qdisc parameter (TCA_PARQ_*): see <parq/params.h>.
  */
 #ifndef _PARQ_QDISC_H
 #define _PARQ_QDISC_H
@@ -23,6 +22,7 @@
 #include <net/pkt_cls.h>
 #include <net/sch_generic.h>
 #include <linux/parq.h>
+#include <parq/params.h>
 
 #include "core/parq_core.h"
 #include "core/parq_policy.h"
@@ -111,19 +111,22 @@ struct parq_resv_class {
 };
 
 /* Everything tc can set on the qdisc, validated as a whole first. */
+/*
+ * The qdisc's parameters, a field each, declared by their rows in
+ * PARQ_PARAMS (<parq/params.h>): rates in bytes/s, PARQ_RATE_UNLIMITED the
+ * shaper off, PARQ_LINKRATE_AUTO the link's speed; dscp_mark a DSCP or
+ * PARQ_DSCP_MARK_OFF; reservable a percentage.
+ */
+#define PARQ_CTYPE_PARQ_U8	u8
+#define PARQ_CTYPE_PARQ_U32	u32
+#define PARQ_CTYPE_PARQ_S32	s32
+#define PARQ_CTYPE_PARQ_U64	u64
+#define PARQ_CONFIG_FIELD(attr, field, kw, type, syn, meta, min, max,	\
+			  dflt, word, wval, names, msg)			\
+	PARQ_CTYPE_##type field;
+
 struct parq_config {
-	u64	rate;		/* bytes/s, PARQ_RATE_UNLIMITED: off */
-	u64	linkrate;	/* bytes/s, PARQ_LINKRATE_AUTO */
-	u64	dscp_parallel;
-	u32	threshold;
-	u32	limit;
-	u32	flow_limit;
-	s32	overhead;
-	u8	unit;
-	u8	split_gso;	/* enum parq_split_gso */
-	u8	default_class;
-	u8	reservable;	/* percent */
-	u8	dscp_mark;	/* DSCP, or PARQ_DSCP_MARK_OFF */
+	PARQ_PARAMS(PARQ_CONFIG_FIELD)
 };
 
 struct parq_sched_data {

@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "scripts"))
-from parqlab import ktap, lab, module, uapi  # noqa: E402
+from parqlab import ktap, lab, module, params, uapi  # noqa: E402
 from parqlab import rtnl as nl  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
@@ -27,12 +27,8 @@ from parqlab.traffic import TOS_EF, udp_burst  # noqa: E402
 
 DISCARD_PORT = 9
 
-DEFAULTS = {
-    "threshold": 4, "unit": "bytes", "rate": "unlimited", "overhead": 0,
-    "split_gso": "auto", "limit": 10000, "flow_limit": 1000,
-    "dscp_parallel": ["CS5", "EF"], "default": "local",
-    "linkrate": "auto", "reservable": 90, "dscp_mark": "off",
-}
+# As tc -j prints them, from the parameter table.
+DEFAULTS = params.json_defaults()
 KNOWN_KEYS = set(DEFAULTS)
 
 # A configuration where no value is a default, so that a reset would show.
@@ -198,12 +194,7 @@ def t_round_trip(env):
     parameter, auto values included, also on a device with no link speed
     (where linkrate auto resolves to nothing)."""
     a = env.a
-    params = sorted(n[len("TCA_PARQ_"):].lower() for n in dir(uapi)
-                    if n.startswith("TCA_PARQ_") and
-                    not n.startswith("TCA_PARQ_CLASS_") and
-                    n not in ("TCA_PARQ_UNSPEC", "TCA_PARQ_MAX",
-                              "TCA_PARQ_PAD"))
-    key = {"default_class": "default"}
+    keys = sorted(p.key for p in params.TABLE.values())
     covered = set()
     a.run(["ip", "link", "add", "parqrt0", "type", "dummy"])
     try:
@@ -229,15 +220,14 @@ def t_round_trip(env):
                    "parq", *words)
                 check_eq(tclib.parq_qdisc(a, dev, stats=False)["options"],
                          before, f"{what}: options of a new qdisc")
-                for p in params:
-                    k = key.get(p, p)
+                for k in keys:
                     if k in before and before[k] != DEFAULTS.get(k):
-                        covered.add(p)
+                        covered.add(k)
                 diag(f"{what}: {' '.join(words)}")
     finally:
         del_root(env, dev="parqrt0")
         a.run(["ip", "link", "del", "parqrt0"], check=False)
-    check_eq(sorted(set(params) - covered), [],
+    check_eq(sorted(set(keys) - covered), [],
              "parameters no configuration set to a value other than "
              "its default")
 
@@ -469,6 +459,29 @@ RAW_CASES = [
      opts(nl.nla_u32(T.TCA_PARQ_THRESHOLD, 5), nested_flag=False), None),
     ("truncated nested attribute", truncated_opts(), None),
 ]
+
+_TYPE_RANGE = {"u8": (0, 2**8 - 1), "u32": (0, 2**32 - 1),
+               "s32": (-2**31, 2**31 - 1), "u64": (0, 2**64 - 1)}
+_ENCODE = {"u8": nl.nla_u8, "u32": nl.nla_u32, "s32": nl.nla_s32,
+           "u64": nl.nla_u64}
+
+
+def table_cases():
+    """Each parameter just outside what its row accepts, refused with its
+    row's message: the module's policy and messages are the table's."""
+    cases = []
+    for p in params.TABLE.values():
+        lo = min(p.min, p.word_value)
+        hi = max(p.max, p.word_value)
+        tmin, tmax = _TYPE_RANGE[p.type]
+        for v in (lo - 1, hi + 1):
+            if tmin <= v <= tmax:
+                cases.append((f"{p.keyword} {v} (table)",
+                              opts(_ENCODE[p.type](p.attr, v)), p.message))
+    return cases
+
+
+RAW_CASES += table_cases()
 
 
 def raw_case(name, options, word):

@@ -11,8 +11,10 @@
  *
  * Only the parameters given on the command line are sent, so that
  * "tc qdisc change ... parq threshold 8" changes nothing else.  All
- * attributes travel nested (NLA_F_NESTED) in TCA_OPTIONS; their types and
- * ranges come from <linux/parq.h>.
+ * attributes travel nested (NLA_F_NESTED) in TCA_OPTIONS.  The qdisc's
+ * parameters (keyword, spelling, type, range, default) are the rows of
+ * PARQ_PARAMS in <parq/params.h>: parsing, printing and the usage are made
+ * from them.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -26,26 +28,22 @@
 
 #include <linux/parq.h>
 #include <linux/pkt_sched.h>
+#include <parq/params.h>
 
 #include "iproute2.h"
 
 #define PARQ_MAXLEN	1024	/* bound passed to addattr*, as tc's qdiscs */
 
-/* ---- DSCP names (RFC 2474, 2597, 3246, 5865, 8622) ---- */
+/* ---- DSCP names: PARQ_DSCP_NAMES ---- */
 
 struct parq_dscp_name {
 	const char *name;
 	unsigned int dscp;
 };
 
+#define PARQ_DSCP_NAME(name_, dscp_)	{ .name = name_, .dscp = dscp_ },
 static const struct parq_dscp_name parq_dscp_names[] = {
-	{ "CS0", 0 },  { "LE", 1 },
-	{ "CS1", 8 },  { "AF11", 10 }, { "AF12", 12 }, { "AF13", 14 },
-	{ "CS2", 16 }, { "AF21", 18 }, { "AF22", 20 }, { "AF23", 22 },
-	{ "CS3", 24 }, { "AF31", 26 }, { "AF32", 28 }, { "AF33", 30 },
-	{ "CS4", 32 }, { "AF41", 34 }, { "AF42", 36 }, { "AF43", 38 },
-	{ "CS5", 40 }, { "VA", 44 },   { "EF", 46 },
-	{ "CS6", 48 }, { "CS7", 56 },
+	PARQ_DSCP_NAMES(PARQ_DSCP_NAME)
 };
 
 #define PARQ_NUM_DSCP_NAMES \
@@ -88,42 +86,137 @@ static void parq_format_dscp(__u64 mask, char *buf, size_t size)
 	}
 }
 
+/* ---- The qdisc's parameters: the rows of PARQ_PARAMS ---- */
+
+struct parq_qopt {
+	const char *kw;
+	unsigned short attr;
+	enum parq_param_type type;
+	enum parq_param_syntax syntax;
+	const char *meta;	/* what tc-parq(8) calls a value */
+	long long min;
+	__u64 max;
+	__u64 dflt;
+	const char *word;	/* stands for word_value, or NULL */
+	__u64 word_value;
+	const char *const *names;	/* names[v - min], NULL-terminated */
+};
+
+#define PARQ_NAMES(...)		((const char *const[]){ __VA_ARGS__, NULL })
+#define PARQ_NO_NAMES		NULL
+#define PARQ_QOPT(a, field, kw_, t, syn, meta_, lo, hi, dflt_, word_,	\
+		  wval, names_, msg)					\
+	{ .kw = kw_, .attr = a, .type = t, .syntax = syn, .meta = meta_, \
+	  .min = lo,							\
+	  .max = hi, .dflt = dflt_, .word = word_, .word_value = wval,	\
+	  .names = names_ },
+
+static const struct parq_qopt parq_qopts[] = {
+	PARQ_PARAMS(PARQ_QOPT)
+};
+
+#define PARQ_NUM_QOPTS	(sizeof(parq_qopts) / sizeof(parq_qopts[0]))
+
+/* Attributes are bits of struct parq_opts's seen. */
+_Static_assert(TCA_PARQ_MAX < 32, "parq: too many attributes for seen");
+
+/* The JSON key: the keyword with '-' as '_'. */
+static void parq_json_key(const struct parq_qopt *o, char *buf, size_t size)
+{
+	size_t i;
+
+	for (i = 0; o->kw[i] && i + 1 < size; i++)
+		buf[i] = o->kw[i] == '-' ? '_' : o->kw[i];
+	buf[i] = '\0';
+}
+
+static size_t parq_num_names(const struct parq_qopt *o)
+{
+	size_t n = 0;
+
+	while (o->names && o->names[n])
+		n++;
+	return n;
+}
+
+/* "a", "a or b", "a, b or c". */
+static void parq_join_names(const struct parq_qopt *o, const char *sep,
+			    const char *last, char *buf, size_t size)
+{
+	size_t i, n = parq_num_names(o), len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && len < size; i++)
+		len += snprintf(buf + len, size - len, "%s%s",
+				i == 0 ? "" : i + 1 == n ? last : sep,
+				o->names[i]);
+}
+
+/* @o's grammar on tc's command line, as tc-parq(8)'s SYNOPSIS has it. */
+static void parq_syntax(const struct parq_qopt *o, char *buf, size_t size)
+{
+	char names[64];
+
+	if (o->syntax == PARQ_SYN_FLAG) {
+		snprintf(buf, size, "%s [ %s ] | no-%s", o->kw, o->names[0],
+			 o->kw);
+	} else if (o->meta) {
+		snprintf(buf, size, "%s %s%s%s", o->kw, o->meta,
+			 o->word ? " | " : "", o->word ? o->word : "");
+	} else {
+		parq_join_names(o, " | ", " | ", names, sizeof(names));
+		snprintf(buf, size, "%s %s", o->kw, names);
+	}
+}
+
+static void parq_format_value(const struct parq_qopt *o, __u64 v,
+			      char *buf, size_t size);
+
+/*
+ * The grammar, then each parameter's values and default: all from the
+ * table but the placeholders' and the classes' lines.
+ */
 static void explain(void)
 {
-	char dflt[PARQ_DSCP_TEXT];
+	const char *pre = "Usage: ... parq";
+	char item[96], dflt[PARQ_DSCP_TEXT];
+	const struct parq_qopt *o;
+	size_t col = 0, n;
 
-	parq_format_dscp(PARQ_DSCP_DEFAULT, dflt, sizeof(dflt));
+	for (o = parq_qopts; o < parq_qopts + PARQ_NUM_QOPTS; o++) {
+		parq_syntax(o, item, sizeof(item));
+		n = strlen(item) + 5;
+		if (col && col + n > 79) {
+			fputc('\n', stderr);
+			col = 0;
+		}
+		if (!col)
+			col = fprintf(stderr, "%-15s", pre);
+		col += fprintf(stderr, " [ %s ]", item);
+		pre = "";
+	}
+	fputs("\n       tc class ... classid MAJOR:MINOR parq { rate RATE | idt TIME }\n\n",
+	      stderr);
+	for (o = parq_qopts; o < parq_qopts + PARQ_NUM_QOPTS; o++) {
+		parq_format_value(o, o->dflt, dflt, sizeof(dflt));
+		if (o->syntax == PARQ_SYN_NUMBER ||
+		    o->syntax == PARQ_SYN_PERCENT)
+			snprintf(item, sizeof(item), "%s %lld..%llu%s%s",
+				 o->meta, o->min, (unsigned long long)o->max,
+				 o->word ? " or " : "", o->word ? o->word : "");
+		else
+			snprintf(item, sizeof(item), "%s", "");
+		fprintf(stderr, "  %-14s %-24s default %s\n", o->kw, item,
+			dflt);
+	}
 	fprintf(stderr,
-		"Usage: ... parq [ threshold N | inf ] [ unit bytes | packets ]\n"
-		"                [ rate RATE | unlimited ] [ overhead BYTES ]\n"
-		"                [ split-gso [ auto ] | no-split-gso ] [ limit PACKETS ]\n"
-		"                [ flow-limit PACKETS ] [ dscp-parallel LIST | none ]\n"
-		"                [ default parallel | local ]\n"
-		"                [ linkrate RATE | auto ] [ reservable PERCENT ]\n"
-		"                [ dscp-mark DSCP | off ]\n"
-		"       tc class ... classid MAJOR:MINOR parq { rate RATE | idt TIME }\n"
-		"\n"
-		"  N        parallel units sent per local unit, %d..%d (default %d);\n"
-		"           inf: strict priority for parallel\n"
-		"  RATE     a rate such as 100mbit or 10gbit, at most 1600gbit;\n"
-		"           rate: the shaper (default unlimited); linkrate: the capacity\n"
-		"           reservations share (default auto: the shaper rate, else the\n"
-		"           link speed); class rate: the class's reservation\n"
-		"  BYTES    %d..%d, added to each packet's length by the shaper\n"
-		"  PACKETS  1..%d (limit default %d, flow-limit default %d)\n"
-		"  LIST     DSCP[,DSCP]...  DSCP := CS0..CS7 | AF11..AF43 | EF | VA | LE | 0..63\n"
-		"           (default %s)\n"
-		"  dscp-mark  parallel packets leave with DSCP, local ones that carry a\n"
-		"           parallel DSCP with CS0 (default off: as they came)\n"
-		"  PERCENT  share of linkrate that reservations may take, 1..%d (default %d)\n"
+		"\n  RATE     a rate such as 100mbit or 10gbit, at most 1600gbit\n"
+		"  DSCP     CS0..CS7 | AF11..AF43 | EF | VA | LE | 0..63\n"
+		"  LIST     DSCP[,DSCP]...\n"
 		"  TIME     a reserved class's time between packets, such as 100us,\n"
 		"           1ns..%llus (units s, ms, us, ns)\n"
 		"Classes 1:1 (parallel) and 1:2 (local) are fixed; reserved classes are\n"
-		"MAJOR:%x to MAJOR:ffff (minors are hexadecimal).\n",
-		1, PARQ_THRESHOLD_MAX, PARQ_THRESHOLD_DEFAULT,
-		PARQ_OVERHEAD_MIN, PARQ_OVERHEAD_MAX,
-		PARQ_LIMIT_MAX, PARQ_LIMIT_DEFAULT, PARQ_FLOW_LIMIT_DEFAULT,
-		dflt, PARQ_RESERVABLE_MAX, PARQ_RESERVABLE_DEFAULT,
+		"MAJOR:%x to MAJOR:ffff (minors are hexadecimal).  See tc-parq(8).\n",
 		(unsigned long long)(PARQ_IDT_MAX / 1000000000ULL),
 		PARQ_RESV_MINOR_MIN);
 }
@@ -362,27 +455,27 @@ static int parq_parse_dscp(const char *tok)
 	return -1;
 }
 
-/* Comma separated DSCP names or numbers, or "none". */
-static int parq_parse_dscp_list(const char *arg, __u64 *mask)
+/*
+ * Comma separated DSCP names or numbers for @kw; its word for the empty set,
+ * @none, is read before this.
+ */
+static int parq_parse_dscp_list(const char *kw, const char *arg,
+				const char *none, __u64 *mask)
 {
-	static const char expected[] =
-		"expected CS0..CS7, AF11..AF43, EF, VA, LE or 0..63, "
-		"comma separated, or none";
-	char *copy, *tok, *save = NULL;
+	char *copy, *tok, *save = NULL, expected[128];
 	const char *p;
 	__u64 m = 0;
 	int dscp, err = 0;
 
-	if (strcmp(arg, "none") == 0) {
-		*mask = 0;
-		return 0;
-	}
+	snprintf(expected, sizeof(expected),
+		 "expected CS0..CS7, AF11..AF43, EF, VA, LE or 0..63, comma separated%s%s",
+		 none ? ", or " : "", none ? none : "");
 	/* Empty list or empty element ("CS5,,EF", "CS5,"): strtok would
 	 * silently skip those.
 	 */
 	if (!*arg || arg[0] == ',' || arg[strlen(arg) - 1] == ',' ||
 	    strstr(arg, ",,"))
-		return parq_bad_value("dscp-parallel", arg, "%s", expected);
+		return parq_bad_value(kw, arg, "%s", expected);
 
 	copy = strdup(arg);
 	if (!copy) {
@@ -396,8 +489,8 @@ static int parq_parse_dscp_list(const char *arg, __u64 *mask)
 			for (p = tok; *p && isdigit((unsigned char)*p); p++)
 				;
 			fprintf(stderr,
-				"parq: illegal \"dscp-parallel\" value \"%s\": %s \"%s\"; %s\n",
-				arg, *p ? "unknown DSCP name" :
+				"parq: illegal \"%s\" value \"%s\": %s \"%s\"; %s\n",
+				kw, arg, *p ? "unknown DSCP name" :
 				"DSCP out of range", tok, expected);
 			err = -1;
 			break;
@@ -414,18 +507,7 @@ static int parq_parse_dscp_list(const char *arg, __u64 *mask)
 
 struct parq_opts {
 	unsigned int seen;	/* bit per TCA_PARQ_* attribute given */
-	__u32 threshold;
-	__u8 unit;
-	__u64 rate;
-	__s32 overhead;
-	__u8 split_gso;
-	__u32 limit;
-	__u32 flow_limit;
-	__u64 dscp_parallel;
-	__u8 default_class;
-	__u64 linkrate;
-	__u8 reservable;
-	__u8 dscp_mark;
+	__u64 val[TCA_PARQ_MAX + 1];
 };
 
 /* Mark @attr given; a second occurrence is an error. */
@@ -442,227 +524,232 @@ static int parq_seen(struct parq_opts *o, int attr, const char *kw)
 
 static int parq_put_opts(const struct parq_opts *o, struct nlmsghdr *n)
 {
+	const struct parq_qopt *q;
 	struct rtattr *tail;
 	__u32 before = n->nlmsg_len;
+	__s32 s32v;
 	int err = 0;
 
 	tail = addattr_nest(n, PARQ_MAXLEN, TCA_OPTIONS | NLA_F_NESTED);
 	if (n->nlmsg_len == before)
 		return -1;	/* addattr_l() printed the error */
 
-#define PARQ_GIVEN(a)	(o->seen & (1U << (a)))
-	if (PARQ_GIVEN(TCA_PARQ_THRESHOLD))
-		err |= addattr32(n, PARQ_MAXLEN, TCA_PARQ_THRESHOLD,
-				 o->threshold);
-	if (PARQ_GIVEN(TCA_PARQ_UNIT))
-		err |= addattr8(n, PARQ_MAXLEN, TCA_PARQ_UNIT, o->unit);
-	if (PARQ_GIVEN(TCA_PARQ_RATE))
-		err |= addattr64(n, PARQ_MAXLEN, TCA_PARQ_RATE, o->rate);
-	if (PARQ_GIVEN(TCA_PARQ_OVERHEAD))
-		err |= addattr_l(n, PARQ_MAXLEN, TCA_PARQ_OVERHEAD,
-				 &o->overhead, sizeof(o->overhead));
-	if (PARQ_GIVEN(TCA_PARQ_SPLIT_GSO))
-		err |= addattr8(n, PARQ_MAXLEN, TCA_PARQ_SPLIT_GSO,
-				o->split_gso);
-	if (PARQ_GIVEN(TCA_PARQ_LIMIT))
-		err |= addattr32(n, PARQ_MAXLEN, TCA_PARQ_LIMIT, o->limit);
-	if (PARQ_GIVEN(TCA_PARQ_FLOW_LIMIT))
-		err |= addattr32(n, PARQ_MAXLEN, TCA_PARQ_FLOW_LIMIT,
-				 o->flow_limit);
-	if (PARQ_GIVEN(TCA_PARQ_DSCP_PARALLEL))
-		err |= addattr64(n, PARQ_MAXLEN, TCA_PARQ_DSCP_PARALLEL,
-				 o->dscp_parallel);
-	if (PARQ_GIVEN(TCA_PARQ_DEFAULT_CLASS))
-		err |= addattr8(n, PARQ_MAXLEN, TCA_PARQ_DEFAULT_CLASS,
-				o->default_class);
-	if (PARQ_GIVEN(TCA_PARQ_LINKRATE))
-		err |= addattr64(n, PARQ_MAXLEN, TCA_PARQ_LINKRATE,
-				 o->linkrate);
-	if (PARQ_GIVEN(TCA_PARQ_RESERVABLE))
-		err |= addattr8(n, PARQ_MAXLEN, TCA_PARQ_RESERVABLE,
-				o->reservable);
-	if (PARQ_GIVEN(TCA_PARQ_DSCP_MARK))
-		err |= addattr8(n, PARQ_MAXLEN, TCA_PARQ_DSCP_MARK,
-				o->dscp_mark);
-#undef PARQ_GIVEN
+	for (q = parq_qopts; q < parq_qopts + PARQ_NUM_QOPTS; q++) {
+		__u64 v = o->val[q->attr];
+
+		if (!(o->seen & (1U << q->attr)))
+			continue;
+		switch (q->type) {
+		case PARQ_U8:
+			err |= addattr8(n, PARQ_MAXLEN, q->attr, v);
+			break;
+		case PARQ_U32:
+			err |= addattr32(n, PARQ_MAXLEN, q->attr, v);
+			break;
+		case PARQ_S32:
+			s32v = (__s32)v;
+			err |= addattr_l(n, PARQ_MAXLEN, q->attr, &s32v,
+					 sizeof(s32v));
+			break;
+		case PARQ_U64:
+			err |= addattr64(n, PARQ_MAXLEN, q->attr, v);
+			break;
+		}
+	}
 	if (err)
 		return -1;
 	addattr_nest_end(n, tail);
 	return 0;
 }
 
+/* The row whose keyword is @kw, or "no-" and a flag's keyword. */
+static const struct parq_qopt *parq_find_qopt(const char *kw)
+{
+	const struct parq_qopt *o;
+
+	for (o = parq_qopts; o < parq_qopts + PARQ_NUM_QOPTS; o++) {
+		if (strcmp(kw, o->kw) == 0)
+			return o;
+		if (o->syntax == PARQ_SYN_FLAG && strncmp(kw, "no-", 3) == 0 &&
+		    strcmp(kw + 3, o->kw) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+/* @arg's index in @o's names, or -1. */
+static int parq_name_index(const struct parq_qopt *o, const char *arg)
+{
+	size_t i, n = parq_num_names(o);
+
+	for (i = 0; i < n; i++)
+		if (strcmp(arg, o->names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* @arg as a value of @o (not a flag), in *@v; prints why not. */
+static int parq_parse_value(const struct parq_qopt *o, const char *arg,
+			    const char *dev, __u64 *v)
+{
+	char names[64], num[32];
+	size_t len = strlen(arg);
+	long long ll;
+	int i;
+
+	if (o->word && strcmp(arg, o->word) == 0) {
+		*v = o->word_value;
+		return 0;
+	}
+	switch (o->syntax) {
+	case PARQ_SYN_NUMBER:
+		if (parq_parse_ll(arg, o->type == PARQ_S32, o->min,
+				  (long long)o->max, &ll))
+			return parq_bad_value(o->kw, arg,
+					      "expected %lld..%llu%s%s", o->min,
+					      (unsigned long long)o->max,
+					      o->word ? " or " : "",
+					      o->word ? o->word : "");
+		*v = ll;
+		return 0;
+	case PARQ_SYN_PERCENT:
+		/* "90" or "90%" */
+		if (len && arg[len - 1] == '%')
+			len--;
+		if (len < sizeof(num)) {
+			memcpy(num, arg, len);
+			num[len] = '\0';
+		}
+		if (len >= sizeof(num) ||
+		    parq_parse_ll(num, false, o->min, (long long)o->max, &ll))
+			return parq_bad_value(o->kw, arg,
+					      "expected a percentage, %lld..%llu",
+					      o->min,
+					      (unsigned long long)o->max);
+		*v = ll;
+		return 0;
+	case PARQ_SYN_RATE:
+		return parq_parse_rate(o->kw, arg, dev, o->word,
+				       o->word_value, v);
+	case PARQ_SYN_NAMES:
+	case PARQ_SYN_FLAG:
+		i = parq_name_index(o, arg);
+		if (i < 0) {
+			parq_join_names(o, ", ", " or ", names, sizeof(names));
+			return parq_bad_value(o->kw, arg, "expected %s", names);
+		}
+		*v = o->min + i;
+		return 0;
+	case PARQ_SYN_DSCP:
+		i = parq_parse_dscp(arg);
+		if (i < 0 || (__u64)i > o->max)
+			return parq_bad_value(o->kw, arg,
+					      "expected one DSCP (CS0..CS7, AF11..AF43, EF, VA, LE or 0..%llu)%s%s",
+					      (unsigned long long)o->max,
+					      o->word ? " or " : "",
+					      o->word ? o->word : "");
+		*v = i;
+		return 0;
+	case PARQ_SYN_DSCP_SET:
+		return parq_parse_dscp_list(o->kw, arg, o->word, v);
+	}
+	return -1;
+}
+
 static int parq_parse_opt(struct qdisc_util *qu, int argc, char **argv,
 			  struct nlmsghdr *n, const char *dev)
 {
-	struct parq_opts o;
-	long long v;
+	const struct parq_qopt *o;
+	struct parq_opts opts;
 
 	(void)qu;
-	memset(&o, 0, sizeof(o));
+	memset(&opts, 0, sizeof(opts));
 
 	for (; argc > 0; argc--, argv++) {
 		const char *kw = *argv;
-		const char *arg = NULL;
 
 		if (strcmp(kw, "help") == 0) {
 			explain();
 			return -1;
 		}
-		if (strcmp(kw, "split-gso") == 0 ||
-		    strcmp(kw, "no-split-gso") == 0) {
-			if (parq_seen(&o, TCA_PARQ_SPLIT_GSO, kw))
-				return -1;
-			o.split_gso = kw[0] == 'n' ? PARQ_SPLIT_GSO_OFF :
-						     PARQ_SPLIT_GSO_ON;
-			/* "split-gso auto": split whenever the shaper is on. */
-			if (kw[0] != 'n' && argc > 1 &&
-			    strcmp(argv[1], "auto") == 0) {
-				o.split_gso = PARQ_SPLIT_GSO_AUTO;
-				argc--, argv++;
-			}
-			continue;
-		}
-
-		if (strcmp(kw, "threshold") && strcmp(kw, "unit") &&
-		    strcmp(kw, "rate") && strcmp(kw, "overhead") &&
-		    strcmp(kw, "limit") && strcmp(kw, "flow-limit") &&
-		    strcmp(kw, "dscp-parallel") && strcmp(kw, "default") &&
-		    strcmp(kw, "linkrate") && strcmp(kw, "reservable") &&
-		    strcmp(kw, "dscp-mark")) {
+		o = parq_find_qopt(kw);
+		if (!o) {
 			fprintf(stderr, "parq: unknown parameter \"%s\"\n", kw);
 			explain();
 			return -1;
+		}
+		if (parq_seen(&opts, o->attr, kw))
+			return -1;
+		if (o->syntax == PARQ_SYN_FLAG) {
+			/* "no-KW", "KW", or "KW NAME" */
+			opts.val[o->attr] = o->min + (kw[0] == 'n' &&
+						      strcmp(kw, o->kw) ? 2 : 1);
+			if (strcmp(kw, o->kw) == 0 && argc > 1 &&
+			    strcmp(argv[1], o->names[0]) == 0) {
+				opts.val[o->attr] = o->min;
+				argc--, argv++;
+			}
+			continue;
 		}
 		if (argc < 2) {
 			fprintf(stderr, "parq: missing value after \"%s\"\n",
 				kw);
 			return -1;
 		}
-		argc--;
-		argv++;
-		arg = *argv;
-
-		if (strcmp(kw, "threshold") == 0) {
-			if (parq_seen(&o, TCA_PARQ_THRESHOLD, kw))
-				return -1;
-			if (strcmp(arg, "inf") == 0)
-				o.threshold = PARQ_THRESHOLD_INF;
-			else if (parq_parse_ll(arg, false, 1,
-					       PARQ_THRESHOLD_MAX, &v) == 0)
-				o.threshold = v;
-			else
-				return parq_bad_value(kw, arg,
-						      "expected 1..%u or inf",
-						      PARQ_THRESHOLD_MAX);
-		} else if (strcmp(kw, "unit") == 0) {
-			if (parq_seen(&o, TCA_PARQ_UNIT, kw))
-				return -1;
-			if (strcmp(arg, "bytes") == 0)
-				o.unit = PARQ_UNIT_BYTES;
-			else if (strcmp(arg, "packets") == 0)
-				o.unit = PARQ_UNIT_PACKETS;
-			else
-				return parq_bad_value(kw, arg,
-						      "expected bytes or packets");
-		} else if (strcmp(kw, "rate") == 0) {
-			if (parq_seen(&o, TCA_PARQ_RATE, kw))
-				return -1;
-			if (parq_parse_rate(kw, arg, dev, "unlimited",
-					    PARQ_RATE_UNLIMITED, &o.rate))
-				return -1;
-		} else if (strcmp(kw, "linkrate") == 0) {
-			if (parq_seen(&o, TCA_PARQ_LINKRATE, kw))
-				return -1;
-			if (parq_parse_rate(kw, arg, dev, "auto",
-					    PARQ_LINKRATE_AUTO, &o.linkrate))
-				return -1;
-		} else if (strcmp(kw, "reservable") == 0) {
-			char num[32];
-			size_t len = strlen(arg);
-
-			if (parq_seen(&o, TCA_PARQ_RESERVABLE, kw))
-				return -1;
-			/* "90" or "90%" */
-			if (len && arg[len - 1] == '%')
-				len--;
-			if (len < sizeof(num)) {
-				memcpy(num, arg, len);
-				num[len] = '\0';
-			}
-			if (len >= sizeof(num) ||
-			    parq_parse_ll(num, false, 1, PARQ_RESERVABLE_MAX,
-					  &v))
-				return parq_bad_value(kw, arg,
-						      "expected a percentage of linkrate, 1..%d",
-						      PARQ_RESERVABLE_MAX);
-			o.reservable = v;
-		} else if (strcmp(kw, "overhead") == 0) {
-			if (parq_seen(&o, TCA_PARQ_OVERHEAD, kw))
-				return -1;
-			if (parq_parse_ll(arg, true, PARQ_OVERHEAD_MIN,
-					  PARQ_OVERHEAD_MAX, &v))
-				return parq_bad_value(kw, arg,
-						      "expected %d..%d bytes",
-						      PARQ_OVERHEAD_MIN,
-						      PARQ_OVERHEAD_MAX);
-			o.overhead = v;
-		} else if (strcmp(kw, "limit") == 0 ||
-			   strcmp(kw, "flow-limit") == 0) {
-			int attr = kw[0] == 'l' ? TCA_PARQ_LIMIT :
-						  TCA_PARQ_FLOW_LIMIT;
-
-			if (parq_seen(&o, attr, kw))
-				return -1;
-			if (parq_parse_ll(arg, false, 1, PARQ_LIMIT_MAX, &v))
-				return parq_bad_value(kw, arg,
-						      "expected 1..%u packets",
-						      PARQ_LIMIT_MAX);
-			if (attr == TCA_PARQ_LIMIT)
-				o.limit = v;
-			else
-				o.flow_limit = v;
-		} else if (strcmp(kw, "dscp-mark") == 0) {
-			int dscp = strcmp(arg, "off") == 0 ?
-				   PARQ_DSCP_MARK_OFF : parq_parse_dscp(arg);
-
-			if (parq_seen(&o, TCA_PARQ_DSCP_MARK, kw))
-				return -1;
-			if (dscp < 0)
-				return parq_bad_value(kw, arg,
-						      "expected one DSCP (CS0..CS7, AF11..AF43, EF, VA, LE or 0..%d) or off",
-						      PARQ_DSCP_MAX);
-			o.dscp_mark = dscp;
-		} else if (strcmp(kw, "dscp-parallel") == 0) {
-			if (parq_seen(&o, TCA_PARQ_DSCP_PARALLEL, kw))
-				return -1;
-			if (parq_parse_dscp_list(arg, &o.dscp_parallel))
-				return -1;
-		} else { /* default */
-			if (parq_seen(&o, TCA_PARQ_DEFAULT_CLASS, kw))
-				return -1;
-			if (strcmp(arg, "parallel") == 0)
-				o.default_class = PARQ_CLASS_PARALLEL;
-			else if (strcmp(arg, "local") == 0)
-				o.default_class = PARQ_CLASS_LOCAL;
-			else
-				return parq_bad_value(kw, arg,
-						      "expected parallel or local");
-		}
+		argc--, argv++;
+		if (parq_parse_value(o, *argv, dev, &opts.val[o->attr]))
+			return -1;
 	}
 
-	return parq_put_opts(&o, n);
+	return parq_put_opts(&opts, n);
 }
 
 /* ---- print_qopt ---- */
 
-static void parq_print_dscp(__u64 mask)
+/* @v as tc's text would give it back (not a flag's text). */
+static void parq_format_value(const struct parq_qopt *o, __u64 v,
+			      char *buf, size_t size)
 {
-	char text[PARQ_DSCP_TEXT];
+	const char *name = NULL;
+
+	if (o->word && v == o->word_value) {
+		snprintf(buf, size, "%s", o->word);
+		return;
+	}
+	switch (o->syntax) {
+	case PARQ_SYN_NAMES:
+	case PARQ_SYN_FLAG:
+		if (v >= (__u64)o->min && v - o->min < parq_num_names(o))
+			name = o->names[v - o->min];
+		break;
+	case PARQ_SYN_DSCP:
+		name = v <= PARQ_DSCP_MAX ? parq_dscp_to_name(v) : NULL;
+		break;
+	case PARQ_SYN_DSCP_SET:
+		parq_format_dscp(v, buf, size);
+		return;
+	case PARQ_SYN_RATE:
+		snprintf(buf, size, "%llubit", (unsigned long long)v * 8);
+		return;
+	default:
+		break;
+	}
+	if (name)
+		snprintf(buf, size, "%s", name);
+	else if (o->type == PARQ_S32)
+		snprintf(buf, size, "%d", (int)(__s32)v);
+	else
+		snprintf(buf, size, "%llu", (unsigned long long)v);
+}
+
+static void parq_print_dscp_set(const char *key, const char *kw, __u64 mask)
+{
+	char text[PARQ_DSCP_TEXT], fmt[64];
 	const char *name;
 	unsigned int d;
 
 	if (is_json_context()) {
-		open_json_array(PRINT_JSON, "dscp_parallel");
+		open_json_array(PRINT_JSON, key);
 		for (d = 0; d < 64; d++) {
 			if (!(mask & PARQ_DSCP_BIT(d)))
 				continue;
@@ -677,17 +764,66 @@ static void parq_print_dscp(__u64 mask)
 	}
 
 	parq_format_dscp(mask, text, sizeof(text));
-	parq_print_string(PRINT_FP, NULL, "dscp-parallel %s ",
-			  text[0] ? text : "none");
+	snprintf(fmt, sizeof(fmt), "%s %%s ", kw);
+	parq_print_string(PRINT_FP, NULL, fmt, text[0] ? text : "none");
+}
+
+/* One parameter, as configured: the statistics give what "auto" gives. */
+static void parq_print_qopt(const struct parq_qopt *o, __u64 v)
+{
+	char key[32], fmt[48], text[PARQ_DSCP_TEXT];
+	bool number;
+
+	parq_json_key(o, key, sizeof(key));
+	snprintf(fmt, sizeof(fmt), "%s %%s ", o->kw);
+	switch (o->syntax) {
+	case PARQ_SYN_DSCP_SET:
+		parq_print_dscp_set(key, o->kw, v);
+		return;
+	case PARQ_SYN_FLAG:
+		parq_format_value(o, v, text, sizeof(text));
+		parq_print_string(PRINT_JSON, key, NULL, text);
+		if (v == (__u64)o->min + 1)
+			snprintf(text, sizeof(text), "%s", o->kw);
+		else if (v == (__u64)o->min + 2)
+			snprintf(text, sizeof(text), "no-%s", o->kw);
+		else
+			snprintf(text, sizeof(text), "%s %s", o->kw,
+				 o->names[0]);
+		parq_print_string(PRINT_FP, NULL, "%s ", text);
+		return;
+	case PARQ_SYN_RATE:
+		if (!(o->word && v == o->word_value)) {
+			tc_print_rate(PRINT_ANY, key, fmt, v);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	parq_format_value(o, v, text, sizeof(text));
+	/* Numbers stay numbers in JSON; names and words are strings. */
+	number = isdigit((unsigned char)text[0]) || text[0] == '-';
+	if (!number) {
+		parq_print_string(PRINT_ANY, key, fmt, text);
+		return;
+	}
+	parq_print_string(PRINT_FP, NULL, fmt, text);
+	if (o->type == PARQ_S32)
+		parq_print_int(PRINT_JSON, key, NULL, (__s32)v);
+	else
+		parq_print_u64(PRINT_JSON, key, NULL, v);
 }
 
 static int parq_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 {
+	static const unsigned int size[] = {
+		[PARQ_U8] = 1, [PARQ_U32] = 4, [PARQ_S32] = 4, [PARQ_U64] = 8,
+	};
 	struct rtattr *tb[TCA_PARQ_MAX + 1];
+	const struct parq_qopt *o;
 	struct rtattr *a;
-	__u32 u32v;
-	__u64 u64v;
-	__u8 u8v;
+	__u64 v;
 
 	(void)qu;
 	(void)f;
@@ -695,101 +831,26 @@ static int parq_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 		return 0;
 	parq_parse_nested(tb, TCA_PARQ_MAX, opt);
 
-#define PARQ_ATTR(t, type) \
-	((a = tb[t]) && RTA_PAYLOAD(a) >= sizeof(type))
-
-	if (PARQ_ATTR(TCA_PARQ_THRESHOLD, __u32)) {
-		u32v = parq_rta_u32(a);
-		if (u32v >= PARQ_THRESHOLD_INF)
-			parq_print_string(PRINT_ANY, "threshold",
-					  "threshold %s ", "inf");
-		else
-			parq_print_uint(PRINT_ANY, "threshold",
-					"threshold %u ", u32v);
-	}
-	if (PARQ_ATTR(TCA_PARQ_UNIT, __u8)) {
-		u8v = parq_rta_u8(a);
-		if (u8v == PARQ_UNIT_BYTES || u8v == PARQ_UNIT_PACKETS)
-			parq_print_string(PRINT_ANY, "unit", "unit %s ",
-					  u8v == PARQ_UNIT_BYTES ?
-					  "bytes" : "packets");
-		else
-			parq_print_uint(PRINT_ANY, "unit", "unit %u ", u8v);
-	}
-	if (PARQ_ATTR(TCA_PARQ_RATE, __u64)) {
-		u64v = parq_rta_u64(a);
-		if (u64v >= PARQ_RATE_UNLIMITED)
-			parq_print_string(PRINT_ANY, "rate", "rate %s ",
-					  "unlimited");
-		else
-			tc_print_rate(PRINT_ANY, "rate", "rate %s ", u64v);
-	}
-	if (PARQ_ATTR(TCA_PARQ_OVERHEAD, __s32))
-		parq_print_int(PRINT_ANY, "overhead", "overhead %d ",
-			       parq_rta_s32(a));
-	if (PARQ_ATTR(TCA_PARQ_SPLIT_GSO, __u8)) {
-		/* As configured: what auto gives is in the statistics. */
-		u8v = parq_rta_u8(a);
-		if (u8v == PARQ_SPLIT_GSO_AUTO) {
-			parq_print_string(PRINT_JSON, "split_gso", NULL, "auto");
-			parq_print_string(PRINT_FP, NULL, "%s ",
-					  "split-gso auto");
-		} else if (u8v == PARQ_SPLIT_GSO_ON ||
-			   u8v == PARQ_SPLIT_GSO_OFF) {
-			parq_print_string(PRINT_JSON, "split_gso", NULL,
-					  u8v == PARQ_SPLIT_GSO_ON ?
-					  "on" : "off");
-			parq_print_string(PRINT_FP, NULL, "%s ",
-					  u8v == PARQ_SPLIT_GSO_ON ?
-					  "split-gso" : "no-split-gso");
+	for (o = parq_qopts; o < parq_qopts + PARQ_NUM_QOPTS; o++) {
+		a = tb[o->attr];
+		if (!a || RTA_PAYLOAD(a) < size[o->type])
+			continue;
+		switch (o->type) {
+		case PARQ_U8:
+			v = parq_rta_u8(a);
+			break;
+		case PARQ_U32:
+			v = parq_rta_u32(a);
+			break;
+		case PARQ_S32:
+			v = (__u64)(__s64)parq_rta_s32(a);
+			break;
+		default:
+			v = parq_rta_u64(a);
+			break;
 		}
+		parq_print_qopt(o, v);
 	}
-	if (PARQ_ATTR(TCA_PARQ_LIMIT, __u32))
-		parq_print_uint(PRINT_ANY, "limit", "limit %u ",
-				parq_rta_u32(a));
-	if (PARQ_ATTR(TCA_PARQ_FLOW_LIMIT, __u32))
-		parq_print_uint(PRINT_ANY, "flow_limit", "flow-limit %u ",
-				parq_rta_u32(a));
-	if (PARQ_ATTR(TCA_PARQ_DSCP_PARALLEL, __u64))
-		parq_print_dscp(parq_rta_u64(a));
-	if (PARQ_ATTR(TCA_PARQ_DEFAULT_CLASS, __u8)) {
-		u8v = parq_rta_u8(a);
-		if (u8v == PARQ_CLASS_PARALLEL || u8v == PARQ_CLASS_LOCAL)
-			parq_print_string(PRINT_ANY, "default", "default %s ",
-					  u8v == PARQ_CLASS_PARALLEL ?
-					  "parallel" : "local");
-		else
-			parq_print_uint(PRINT_ANY, "default", "default %u ",
-					u8v);
-	}
-	if (PARQ_ATTR(TCA_PARQ_LINKRATE, __u64)) {
-		/* As configured: what auto gives is in the statistics. */
-		u64v = parq_rta_u64(a);
-		if (u64v >= PARQ_LINKRATE_AUTO) {
-			parq_print_string(PRINT_ANY, "linkrate",
-					  "linkrate %s ", "auto");
-		} else {
-			tc_print_rate(PRINT_ANY, "linkrate", "linkrate %s ",
-				      u64v);
-		}
-	}
-	if (PARQ_ATTR(TCA_PARQ_RESERVABLE, __u8))
-		parq_print_uint(PRINT_ANY, "reservable", "reservable %u ",
-				parq_rta_u8(a));
-	if (PARQ_ATTR(TCA_PARQ_DSCP_MARK, __u8)) {
-		const char *name;
-
-		u8v = parq_rta_u8(a);
-		name = u8v == PARQ_DSCP_MARK_OFF ? "off" :
-		       parq_dscp_to_name(u8v);
-		if (name)
-			parq_print_string(PRINT_ANY, "dscp_mark",
-					  "dscp-mark %s ", name);
-		else
-			parq_print_uint(PRINT_ANY, "dscp_mark",
-					"dscp-mark %u ", u8v);
-	}
-#undef PARQ_ATTR
 	return 0;
 }
 

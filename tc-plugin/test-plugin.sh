@@ -439,7 +439,7 @@ bad "linkrate unlimited" '"linkrate" value "unlimited"' linkrate unlimited
 bad "linkrate AUTO" '"linkrate" value "AUTO"' linkrate AUTO
 bad "linkrate 10% on lo (no link speed)" '"linkrate" value "10%"' linkrate 10%
 bad "duplicate linkrate" 'duplicate or conflicting parameter "linkrate"' linkrate auto linkrate 1gbit
-bad "reservable 0" 'parq: illegal "reservable" value "0": expected a percentage of linkrate, 1..100' reservable 0
+bad "reservable 0" 'parq: illegal "reservable" value "0": expected a percentage, 1..100' reservable 0
 bad "reservable 101" '"reservable" value "101"' reservable 101
 bad "reservable 101%" '"reservable" value "101%"' reservable 101%
 bad "reservable 50.5" '"reservable" value "50.5"' reservable 50.5

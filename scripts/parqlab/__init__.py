@@ -12,6 +12,7 @@ Modules:
   module   sch_parq module state (loaded, installed, autoload, rmmod)
   kmsg     kernel log snapshots and the scripts/check-kmsg verdict
   uapi     constants read from kmod/include/uapi/linux/parq.h
+  params   the qdisc's parameters from their table (tc-plugin/parq-params)
   scenarios  measurement scenarios shared by tests, demo and experiments
   resv     reserved classes: tc lines, packets into a class, memory
   bench    parq-bench in namespaces: servers, exchanges, collectives, bulk

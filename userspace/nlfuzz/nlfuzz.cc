@@ -34,6 +34,7 @@
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <parq/params.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -523,37 +524,48 @@ void Fuzzer::add_options(std::vector<Attr>& top, std::vector<Attr> opts) {
 struct OptSpec {
   uint16_t type;
   size_t size;
-  uint64_t lo, hi;
+  int64_t lo;  // what the module accepts
+  uint64_t hi;
+  bool is_signed;
+  uint64_t dflt;
 };
 
-const OptSpec kQopts[] = {
-    {TCA_PARQ_PAD, 8, 0, 0},
-    {TCA_PARQ_THRESHOLD, 4, 1, PARQ_THRESHOLD_INF},
-    {TCA_PARQ_UNIT, 1, 0, PARQ_UNIT_MAX},
-    {TCA_PARQ_RATE, 8, 1, PARQ_RATE_UNLIMITED},
-    {TCA_PARQ_OVERHEAD, 4, static_cast<uint64_t>(PARQ_OVERHEAD_MIN),
-     PARQ_OVERHEAD_MAX},
-    {TCA_PARQ_SPLIT_GSO, 1, 0, PARQ_SPLIT_GSO_MAX},
-    {TCA_PARQ_LIMIT, 4, 1, 20000},
-    {TCA_PARQ_FLOW_LIMIT, 4, 1, 20000},
-    {TCA_PARQ_DSCP_PARALLEL, 8, 0, ~0ULL},
-    {TCA_PARQ_DEFAULT_CLASS, 1, PARQ_CLASS_PARALLEL, PARQ_CLASS_LOCAL},
-    {TCA_PARQ_LINKRATE, 8, 1, PARQ_RATE_UNLIMITED},
-    {TCA_PARQ_RESERVABLE, 1, 1, PARQ_RESERVABLE_MAX},
-    {TCA_PARQ_DSCP_MARK, 1, 0, PARQ_DSCP_MARK_OFF},
-};
+constexpr size_t ParamSize(parq_param_type t) {
+  return t == PARQ_U8 ? 1 : t == PARQ_U64 ? 8 : 4;
+}
+
+#define PARQ_FUZZ_OPT(a, field, kw, t, syn, meta, lo, hi, dflt, word, wval, \
+                      names, msg)                                           \
+  OptSpec{a,                                                                \
+          ParamSize(t),                                                     \
+          PARQ_PARAM_LO(lo, wval),                                          \
+          PARQ_PARAM_HI(hi, wval),                                          \
+          t == PARQ_S32,                                                    \
+          static_cast<uint64_t>(dflt)},
+
+// The padding, then every parameter from its row in <parq/params.h>.
+const OptSpec kQopts[] = {{TCA_PARQ_PAD, 8, 0, 0, false, 0},
+                          PARQ_PARAMS(PARQ_FUZZ_OPT)};
+
+#undef PARQ_FUZZ_OPT
+
+// Limits above this only cost the fuzzer's machine memory.
+constexpr uint64_t kFuzzLimitMax = 20000;
 
 int Fuzzer::send_qdisc(Bytes* opts_out) {
   std::vector<Attr> opts;
   unsigned n = static_cast<unsigned>(u(5));
   for (unsigned i = 0; i < n; i++) {
     const OptSpec& s = kQopts[u(std::size(kQopts))];
-    uint64_t v = s.type == TCA_PARQ_OVERHEAD
-                     ? static_cast<uint64_t>(static_cast<int64_t>(
-                           PARQ_OVERHEAD_MIN - 2 +
-                           static_cast<int64_t>(
-                               u(PARQ_OVERHEAD_MAX - PARQ_OVERHEAD_MIN + 5))))
-                     : edge(s.lo, s.hi);
+    uint64_t hi = s.type == TCA_PARQ_LIMIT || s.type == TCA_PARQ_FLOW_LIMIT
+                      ? kFuzzLimitMax
+                      : s.hi;
+    // A signed range: its edges and what lies just outside them.
+    uint64_t v = s.is_signed ? static_cast<uint64_t>(
+                                   s.lo - 2 +
+                                   static_cast<int64_t>(u(static_cast<uint64_t>(
+                                       static_cast<int64_t>(hi) - s.lo + 5))))
+                             : edge(static_cast<uint64_t>(s.lo), hi);
     opts.push_back(random_leaf(s.type, s.size, v));
   }
   bool mutated = chance(30);
@@ -902,19 +914,15 @@ Fuzzer::Qstate Fuzzer::check_qdisc(int err, const Bytes& opts,
            now.opts);
     uint64_t v = 0;
     std::memcpy(&v, it->second.data(), s.size);
-    if (s.type == TCA_PARQ_OVERHEAD) {
+    if (s.is_signed) {
       int32_t o;
       std::memcpy(&o, it->second.data(), 4);
-      if (o < PARQ_OVERHEAD_MIN || o > PARQ_OVERHEAD_MAX)
-        fail("overhead out of range", now.opts);
+      if (o < s.lo || o > static_cast<int64_t>(s.hi))
+        fail("option " + std::to_string(s.type) + " out of range", now.opts);
       continue;
     }
-    uint64_t hi = s.type == TCA_PARQ_LIMIT || s.type == TCA_PARQ_FLOW_LIMIT
-                      ? PARQ_LIMIT_MAX
-                      : s.hi;
-    bool zero_ok = s.type == TCA_PARQ_LINKRATE || s.type == TCA_PARQ_UNIT ||
-                   s.type == TCA_PARQ_DSCP_PARALLEL;
-    if ((v < s.lo && !zero_ok) || v > hi)
+    bool zero_ok = s.type == TCA_PARQ_LINKRATE || s.lo == 0;
+    if ((v < static_cast<uint64_t>(s.lo) && !zero_ok) || v > s.hi)
       fail("option " + std::to_string(s.type) + " out of range", now.opts);
     // What the message set reads back.
     auto m = sent.find(s.type);
@@ -1077,20 +1085,20 @@ void Fuzzer::setup() {
 
   // The qdisc, with every option given.
   want_linkrate_ = 125000000;
-  std::vector<Attr> opts{
-      Leaf<uint32_t>(TCA_PARQ_THRESHOLD, 4),
-      Leaf<uint8_t>(TCA_PARQ_UNIT, PARQ_UNIT_BYTES),
-      Leaf<uint64_t>(TCA_PARQ_RATE, PARQ_RATE_UNLIMITED),
-      Leaf<int32_t>(TCA_PARQ_OVERHEAD, 0),
-      Leaf<uint8_t>(TCA_PARQ_SPLIT_GSO, want_split_),
-      Leaf<uint32_t>(TCA_PARQ_LIMIT, PARQ_LIMIT_DEFAULT),
-      Leaf<uint32_t>(TCA_PARQ_FLOW_LIMIT, PARQ_FLOW_LIMIT_DEFAULT),
-      Leaf<uint64_t>(TCA_PARQ_DSCP_PARALLEL, PARQ_DSCP_DEFAULT),
-      Leaf<uint8_t>(TCA_PARQ_DEFAULT_CLASS, PARQ_CLASS_LOCAL),
-      Leaf<uint64_t>(TCA_PARQ_LINKRATE, want_linkrate_),
-      Leaf<uint8_t>(TCA_PARQ_RESERVABLE, PARQ_RESERVABLE_DEFAULT),
-      Leaf<uint8_t>(TCA_PARQ_DSCP_MARK, PARQ_DSCP_MARK_OFF),
-  };
+  std::vector<Attr> opts;
+  for (const OptSpec& s : kQopts) {
+    uint64_t v = s.type == TCA_PARQ_SPLIT_GSO  ? want_split_
+                 : s.type == TCA_PARQ_LINKRATE ? want_linkrate_
+                                               : s.dflt;
+    if (s.type == TCA_PARQ_PAD)
+      continue;
+    if (s.size == 1)
+      opts.push_back(Leaf<uint8_t>(s.type, static_cast<uint8_t>(v)));
+    else if (s.size == 4)
+      opts.push_back(Leaf<uint32_t>(s.type, static_cast<uint32_t>(v)));
+    else
+      opts.push_back(Leaf<uint64_t>(s.type, v));
+  }
   Attr o;
   o.type = TCA_OPTIONS | NLA_F_NESTED;
   o.is_nest = true;
