@@ -37,6 +37,7 @@
 #include "key.h"
 #include "lease_keeper.h"
 #include "metrics.h"
+#include "nft.h"
 #include "receiving_role.h"
 #include "request_server.h"
 #include "reserved_classes.h"
@@ -171,11 +172,7 @@ struct AdmissionStack {
             CurlPost(c.admission->etcd_tls, &agent_stop,
                      c.admission->etcd_auth)),
         admission(topology, etcd, c.admission->etcd_prefix, LogRoleLine),
-        classes(
-            c.interface,
-            [](const std::vector<std::string>& argv, const std::string& input) {
-              return RunProgram(argv, input);
-            }),
+        classes(c.interface, RunCommand),
         lease_etcd(
             c.admission->etcd_endpoints,
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),

@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nft.h"
 #include "toml_read.h"
 
 namespace parq::parqd {
@@ -117,7 +118,7 @@ int Ok(bool as_json, std::ostream& out, json extra = json::object()) {
 Result<std::optional<JobTable>, std::string> ReadTable(const JobEnv& env) {
   auto r = env.nft({"-j", "list", "table", "inet", "parq"}, "");
   if (!r.ok())
-    return Err{r.error() + " (install nftables)"};
+    return Err{"nft list table inet parq: " + r.error()};
   if (r.value().status != 0) {
     if (r.value().err.find("No such file or directory") != std::string::npos)
       return std::optional<JobTable>();
@@ -132,7 +133,7 @@ Result<std::optional<JobTable>, std::string> ReadTable(const JobEnv& env) {
 std::optional<std::string> Apply(const JobEnv& env, const std::string& script) {
   auto r = env.nft({"-f", "-"}, script);
   if (!r.ok())
-    return r.error() + " (install nftables)";
+    return "nft: " + r.error();
   if (r.value().status != 0)
     return "nft refused the change: " + ErrorText(r.value());
   return std::nullopt;
@@ -509,11 +510,7 @@ std::map<unsigned, JobLevel> SplitJobs(const JobTable& t,
 }
 
 NftRunner SystemNft() {
-  return [](const std::vector<std::string>& args, const std::string& input) {
-    std::vector<std::string> argv = {"nft"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunProgram(argv, input);
-  };
+  return RunNft;
 }
 
 int JobAdd(const JobEnv& env, const std::string& path, bool as_json,

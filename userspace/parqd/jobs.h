@@ -144,8 +144,8 @@ std::map<unsigned, JobLevel> SplitJobs(const JobTable& t,
                                        const std::string& root,
                                        const CgroupProbe& probe);
 
-// Runs nft with these arguments and standard input (RunProgram in the
-// binary, a fake in the tests).
+// Runs nft's command with these arguments and standard input (RunNft,
+// libnftables in this process, in the binary; a fake in the tests).
 using NftRunner = std::function<Result<ProgramOutput, std::string>(
     const std::vector<std::string>& args, const std::string& input)>;
 NftRunner SystemNft();

@@ -27,6 +27,7 @@
 #include "etcd.h"
 #include "kernel.h"
 #include "key.h"
+#include "nft.h"
 #include "notify.h"
 #include "reserved_classes.h"
 #include "subprocess.h"
@@ -110,11 +111,7 @@ int Run(int argc, char** argv) {
                     std::chrono::milliseconds(a->etcd_timeout_ns / 1'000'000),
                     CurlPost(a->etcd_tls, nullptr, a->etcd_auth));
     ClusterAdmission admission(t.value().topology, etcd, a->etcd_prefix);
-    TcReservedClasses classes(
-        config.value().interface,
-        [](const std::vector<std::string>& argv, const std::string& input) {
-          return RunProgram(argv, input);
-        });
+    TcReservedClasses classes(config.value().interface, RunCommand);
     const bool ok = CleanUpAfterParqd(t.value().host, admission, etcd, classes,
                                       LogRoleLine);
     return ok ? 0 : 1;

@@ -87,7 +87,7 @@ std::optional<std::string> TcReservedClasses::Tc(
 std::optional<std::string> TcReservedClasses::Nft(const std::string& script) {
   auto r = run_({"nft", "-f", "-"}, script);
   if (!r.ok())
-    return r.error() + " (install nftables)";
+    return "nft: " + r.error();
   if (r.value().status != 0)
     return "nft: " + ErrorText(r.value());
   return std::nullopt;
@@ -227,7 +227,7 @@ std::optional<std::string> TcReservedClasses::Chains(
     std::set<uint32_t>* marking) {
   auto r = run_({"nft", "list", "table", "inet", "parq"}, "");
   if (!r.ok())
-    return r.error() + " (install nftables)";
+    return "nft: " + r.error();
   if (r.value().status != 0) {
     // No table (flushed): no chain.
     if (r.value().err.find("No such file or directory") != std::string::npos)

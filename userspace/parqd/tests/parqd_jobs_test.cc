@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "jobs.h"
+#include "nft.h"
 #include "subprocess.h"
 #include "test_util.h"
 
@@ -76,15 +77,15 @@ std::string NftJson(const std::map<unsigned, std::vector<json>>& sets) {
 struct FakeNft {
   std::optional<std::map<unsigned, std::vector<json>>> table;
   std::vector<std::string> scripts;
-  bool missing = false;  // not installed
-  int refuse = 0;        // exit status for -f
+  bool broken = false;  // no nftables context
+  int refuse = 0;       // exit status for -f
 
   NftRunner Runner() {
     return [this](
                const std::vector<std::string>& args,
                const std::string& input) -> Result<ProgramOutput, std::string> {
-      if (missing)
-        return Err{std::string("cannot run nft: No such file or directory")};
+      if (broken)
+        return Err{std::string("cannot make an nftables context")};
       ProgramOutput o;
       if (args.size() >= 2 && args[0] == "-j" && args[1] == "list") {
         if (!table) {
@@ -445,10 +446,12 @@ TEST_F(JobsTest, BadInputChangesNothing) {
   EXPECT_TRUE(nft_.scripts.empty());
 }
 
-TEST_F(JobsTest, WithoutNftTheErrorSaysWhatToInstall) {
-  nft_.missing = true;
+TEST_F(JobsTest, WithoutNftablesTheErrorSaysSo) {
+  nft_.broken = true;
   EXPECT_EQ(Add("/sys/fs/cgroup/slurm/job_7"), 1);
-  EXPECT_NE(err_.find("install nftables"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("cannot make an nftables context"), std::string::npos)
+      << err_;
+  EXPECT_TRUE(nft_.scripts.empty());
 }
 
 TEST_F(JobsTest, RefusedByNftIsAnError) {
@@ -589,6 +592,20 @@ TEST(Subprocess, RunProgramOfAMissingProgram) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("cannot run parq-no-such-program"),
             std::string::npos);
+}
+
+// RunNft takes nft's arguments as the jobs and the reserved classes give
+// them; anything else is refused before nftables is asked.
+TEST(RunNftTest, ArgumentsItDoesNotTakeAreRefused) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"-a", "list", "ruleset"},
+                                             {"-f", "-", "list", "ruleset"},
+                                             {},
+                                             {"-j"},
+                                             {"-f", "/etc/nftables.conf"}}) {
+    auto r = RunNft(args, "");
+    EXPECT_FALSE(r.ok()) << ::testing::PrintToString(args);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "nft.h"
+
+#include <nftables/libnftables.h>
+
+#include <memory>
+
+namespace parq::parqd {
+
+namespace {
+
+struct CtxFree {
+  void operator()(nft_ctx* c) const { nft_ctx_free(c); }
+};
+
+}  // namespace
+
+Result<ProgramOutput, std::string> RunNft(const std::vector<std::string>& args,
+                                          const std::string& input) {
+  bool as_json = false;
+  bool from_input = false;
+  std::string command;
+  for (size_t i = 0; i < args.size(); i++) {
+    const std::string& a = args[i];
+    if (command.empty() && a == "-j") {
+      as_json = true;
+    } else if (command.empty() && a == "-f" && i + 1 < args.size() &&
+               args[i + 1] == "-") {
+      from_input = true;
+      i++;
+    } else if (command.empty() && !a.empty() && a[0] == '-') {
+      return Err{"nft option " + a + " is not supported here"};
+    } else {
+      command += (command.empty() ? "" : " ") + a;
+    }
+  }
+  if (from_input == !command.empty())
+    return Err{std::string("nft needs either -f - or a command")};
+
+  std::unique_ptr<nft_ctx, CtxFree> ctx(nft_ctx_new(NFT_CTX_DEFAULT));
+  if (!ctx)
+    return Err{std::string("cannot make an nftables context")};
+  if (as_json)
+    nft_ctx_output_set_flags(ctx.get(), NFT_CTX_OUTPUT_JSON);
+  if (nft_ctx_buffer_output(ctx.get()) || nft_ctx_buffer_error(ctx.get()))
+    return Err{std::string("cannot buffer nftables' output")};
+
+  ProgramOutput o;
+  const std::string& text = from_input ? input : command;
+  o.status = nft_run_cmd_from_buffer(ctx.get(), text.c_str()) ? 1 : 0;
+  if (const char* s = nft_ctx_get_output_buffer(ctx.get()))
+    o.out = s;
+  if (const char* s = nft_ctx_get_error_buffer(ctx.get()))
+    o.err = s;
+  return o;
+}
+
+Result<ProgramOutput, std::string> RunCommand(
+    const std::vector<std::string>& argv, const std::string& input) {
+  if (!argv.empty() && argv[0] == "nft")
+    return RunNft({argv.begin() + 1, argv.end()}, input);
+  return RunProgram(argv, input);
+}
+
+}  // namespace parq::parqd

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// nftables through libnftables, in this process: what `nft ARGS` would do,
+// without running a program.
+
+#ifndef PARQD_NFT_H
+#define PARQD_NFT_H
+
+#include <string>
+#include <vector>
+
+#include "result.h"
+#include "subprocess.h"
+
+namespace parq::parqd {
+
+// Runs what `nft args...` with `input` on its standard input would: the
+// arguments are nft's (-j for JSON output, -f - for the commands of
+// `input`, else the command itself, such as "list table inet parq").
+// Returns what nft would have printed and its status (0, or 1 when nftables
+// refused), so that callers read it as they read nft's; an error for
+// arguments it does not take or a context it could not make.
+Result<ProgramOutput, std::string> RunNft(const std::vector<std::string>& args,
+                                          const std::string& input);
+
+// argv as RunProgram() runs it, but nft (argv[0] "nft") through RunNft().
+Result<ProgramOutput, std::string> RunCommand(
+    const std::vector<std::string>& argv, const std::string& input);
+
+}  // namespace parq::parqd
+
+#endif  // PARQD_NFT_H
