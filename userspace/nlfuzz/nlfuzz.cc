@@ -534,13 +534,26 @@ constexpr size_t ParamSize(parq_param_type t) {
   return t == PARQ_U8 ? 1 : t == PARQ_U64 ? 8 : 4;
 }
 
+// What the module accepts of a row: min(min, word_value) ..
+// max(max, word_value), compared by value whatever the types' signs.
+template <typename A, typename B>
+constexpr int64_t ParamLo(A min, B word_value) {
+  return std::cmp_less(min, word_value) ? static_cast<int64_t>(min)
+                                        : static_cast<int64_t>(word_value);
+}
+template <typename A, typename B>
+constexpr uint64_t ParamHi(A max, B word_value) {
+  return std::cmp_greater(max, word_value) ? static_cast<uint64_t>(max)
+                                           : static_cast<uint64_t>(word_value);
+}
+
 #define PARQ_FUZZ_OPT(a, field, kw, t, syn, meta, lo, hi, dflt, word, wval, \
                       names, msg)                                           \
   OptSpec{a,                                                                \
           ParamSize(t),                                                     \
-          PARQ_PARAM_LO(lo, wval),                                          \
-          PARQ_PARAM_HI(hi, wval),                                          \
-          t == PARQ_S32,                                                    \
+          ParamLo(+(lo), +(wval)),                                          \
+          ParamHi(+(hi), +(wval)),                                          \
+          (t) == PARQ_S32,                                                  \
           static_cast<uint64_t>(dflt)},
 
 // The padding, then every parameter from its row in <parq/params.h>.
