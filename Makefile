@@ -288,15 +288,17 @@ unit-lint: tools
 first-run-test:
 	scripts/test-first-run
 
-# The YNL spec of the parq genetlink family agrees with the UAPI header.
-# pyflakes on every Python file of the harness, the experiments and the
-# scripts (by extension, or by a python3 shebang).
+# flake8 (pyflakes and pycodestyle, Debian's defaults) on every Python
+# file of the harness, the experiments and the scripts (by extension, or by
+# a python3 shebang; the parqlab links are the package itself).
 py-lint:
-	pyflakes3 $$(git ls-files scripts selftests tc-plugin | while read -r f; do \
+	flake8 $$(git ls-files scripts selftests tc-plugin | while read -r f; do \
+		[ -L "$$f" ] && continue; \
 		case $$f in *.py) echo "$$f" ;; *.*) ;; \
 		*) head -n 1 "$$f" | grep -q python && echo "$$f" ;; esac; \
 	done)
 
+# The YNL spec of the parq genetlink family agrees with the UAPI header.
 spec-lint:
 	scripts/check-genl-spec
 

@@ -59,16 +59,14 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import etcd, ktap, lab, parqd  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.netns import Star  # noqa: E402
+from parqlab import etcd, ktap, lab, parqd
+from parqlab import tc as tclib
+from parqlab.ktap import check, check_eq, diag
+from parqlab.netns import Star
 
 HOSTS = ["a", "b", "c"]
-LEASE_S = 8 * etcd.timer_scale()	# parqd's etcd lease
-ETCD_TIMEOUT_S = 1 * ktap.slowdown()	# each etcd call, per endpoint
+LEASE_S = 8 * etcd.timer_scale()  # parqd's etcd lease
+ETCD_TIMEOUT_S = 1 * ktap.slowdown()  # each etcd call, per endpoint
 RATE = "10mbit"
 
 

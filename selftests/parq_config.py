@@ -11,19 +11,16 @@ of A's veth.  For the rejected-input cases parq runs with "rate 8bit"
 ones stay queued for minutes, so a change that touched the queues or the
 counters would show.
 """
-import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab, module, params, uapi  # noqa: E402
-from parqlab import rtnl as nl  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
-from parqlab.netns import run  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import TOS_EF, udp_burst  # noqa: E402
+from parqlab import ktap, lab, module, params, uapi
+from parqlab import rtnl as nl
+from parqlab import tc as tclib
+from parqlab.ktap import Skip, check, check_eq, diag
+from parqlab.netns import run
+from parqlab.tc import tc
+from parqlab.traffic import TOS_EF, udp_burst
 
 DISCARD_PORT = 9
 
@@ -571,7 +568,7 @@ def main():
         (["rate", "10000Tbit"], ["rate"]),
         (["limit", "0"], ["limit"]),
         (["flow-limit", "0"], ["flow-limit"]),
-        (["flow-limit", "501"], ["flow-limit"]),	# > limit 500
+        (["flow-limit", "501"], ["flow-limit"]),  # > limit 500
         (["limit", "49"], ["flow-limit"]),		# < flow-limit 50
         (["dscp-parallel", "FOO"], ["dscp-parallel"]),
         (["overhead", "1000"], ["overhead"]),

@@ -20,17 +20,14 @@ local packets are evicted for parallel ones, and a parallel packet is
 dropped only when no local packet is left (or its flow is at flow-limit).
 """
 import json
-import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab, uapi  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import UDP_OVERHEAD, send_udp, udp_socket  # noqa: E402
+from parqlab import ktap, lab, uapi
+from parqlab import tc as tclib
+from parqlab.ktap import check, check_eq, diag
+from parqlab.tc import tc
+from parqlab.traffic import UDP_OVERHEAD, send_udp, udp_socket
 
 K = 20			# packets per class and kind of traffic
 TOS_EF, TOS_CS5, TOS_CS6, TOS_CS7 = 46 << 2, 40 << 2, 48 << 2, 56 << 2
@@ -151,10 +148,10 @@ def t_priority(env):
     fresh(env)
     run_and_check(env, [
         (K, 300, None, 0x10001, 9, PAR),
-        (K, 100, TOS_EF, 0x10002, 9, LOC),	# priority beats DSCP
-        (5, 200, TOS_EF, 0x20001, 9, PAR),	# other major: DSCP decides
+        (K, 100, TOS_EF, 0x10002, 9, LOC),  # priority beats DSCP
+        (5, 200, TOS_EF, 0x20001, 9, PAR),  # other major: DSCP decides
         (5, 201, None, 0x20001, 9, LOC),
-        (5, 202, TOS_EF, 0x10005, 9, LOC),	# minor 5: the default class
+        (5, 202, TOS_EF, 0x10005, 9, LOC),  # minor 5: the default class
     ], xs_want={"unknown_class": 5})
 
 
@@ -176,7 +173,7 @@ def t_priority_handle0(env):
         with open(path, "w") as f:
             f.write("parq")
         tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
-        for d in (dev, dev + "p"):	# nothing but the test's packets
+        for d in (dev, dev + "p"):  # nothing but the test's packets
             a.sysctl(f"net.ipv6.conf.{d}.disable_ipv6", 1, missing_ok=True)
         a.run(["ip", "addr", "add", "10.99.0.1/24", "dev", dev])
         a.run(["ip", "link", "set", dev + "p", "up"])
@@ -223,7 +220,7 @@ def t_u32(env):
     run_and_check(env, [
         (K, 300, None, None, 5001, PAR),
         (K, 100, TOS_EF, None, 5002, LOC),
-        (5, 200, TOS_EF, None, 5003, PAR),	# no match: DSCP
+        (5, 200, TOS_EF, None, 5003, PAR),  # no match: DSCP
         (5, 201, None, None, 5003, LOC),
         (7, 202, TOS_EF, None, 5009, "drop"),
     ])
@@ -274,14 +271,14 @@ def t_unknown_class(env):
     filter_add(env, "protocol", "ip", "prio", "1", "u32", "match", "ip",
                     "dport", "5007", "0xffff", "flowid", "1:7")
     run_and_check(env, [
-        (K, 300, TOS_EF, None, 5007, LOC),	# the filter's verdict, not DSCP
+        (K, 300, TOS_EF, None, 5007, LOC),  # the filter's verdict, not DSCP
         (5, 100, None, None, 5001, LOC),
     ], xs_want={"unknown_class": K})
     fresh(env, "default", "parallel")
     filter_add(env, "protocol", "ip", "prio", "1", "u32", "match", "ip",
                     "dport", "5007", "0xffff", "flowid", "1:7")
     run_and_check(env, [(K, 300, None, None, 5007, PAR)],
-                       xs_want={"unknown_class": K})
+                  xs_want={"unknown_class": K})
 
 
 # --- statistics output ----------------------------------------------------

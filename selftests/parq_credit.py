@@ -3,9 +3,9 @@
 """parq credit table: the "parq" generic netlink family.
 
 The table limits the local traffic a host sends to one destination (the
-receiver-side credits that parqd's GRANTs set).  The first cases check the table and its
-netlink interface, spoken by hand (parqlab.genl) so that malformed requests
-can be sent too:
+receiver-side credits that parqd's GRANTs set).  The first cases check
+the table and its netlink interface, spoken by hand (parqlab.genl) so
+that malformed requests can be sent too:
   - the family resolves, and loads sch_parq when it is not loaded;
   - set / get / dump round trips for IPv4 and IPv6 destinations; a
     repeated set keeps the entry's counters and epoch grid and refreshes
@@ -39,21 +39,19 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab, module, resv, uapi  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.genl import ParqGenl, genlhdr  # noqa: E402
-from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
-from parqlab.netns import Netns  # noqa: E402
-from parqlab.rtnl import Rtnl, nla, nla_u32, nla_u64  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import TOS_EF, UDP_OVERHEAD, udp_socket  # noqa: E402
+from parqlab import ktap, lab, module, resv, uapi
+from parqlab import tc as tclib
+from parqlab.genl import ParqGenl, genlhdr
+from parqlab.ktap import Skip, check, check_eq, diag
+from parqlab.netns import Netns
+from parqlab.rtnl import Rtnl, nla, nla_u32, nla_u64
+from parqlab.tc import tc
+from parqlab.traffic import TOS_EF, UDP_OVERHEAD, udp_socket
 
 MS = 1000000
 SEC = 1000 * MS
 A4, B4, A6 = "10.77.0.2", "10.77.0.3", "fd00:77::2"
-D1, D2 = "10.77.0.2", "10.77.0.3"	# B's two addresses
+D1, D2 = "10.77.0.2", "10.77.0.3"  # B's two addresses
 PORT = 6001
 PAYLOAD = 972				# 1014 bytes on the wire
 
@@ -170,7 +168,7 @@ def bad_requests(g):
                                           nla_u32(uapi.PARQ_A_USED, 5)], C,
          POLICY, None),
         ("unknown command", [a4], uapi.PARQ_CMD_MAX + 1,
-         ("EOPNOTSUPP", "ENOTSUP"), False),	# genl core: no message
+         ("EOPNOTSUPP", "ENOTSUP"), False),  # genl core: no message
         ("get without address", [], uapi.PARQ_CMD_CREDIT_GET, "EINVAL",
          "parq: give an address, or dump the table"),
         ("get of a missing address", [nla(uapi.PARQ_A_ADDR4,
@@ -647,7 +645,7 @@ def t_credit_rate(env, refresh=False):
             ok(g.delete(), "flush")
             ok(g.set(D1, credit=credit, lease=60 * SEC, epoch=epoch),
                "credit for D1")
-            tx = Sender(env, [D1], burst=10, period=0.003)	# several x that
+            tx = Sender(env, [D1], burst=10, period=0.003)  # several x that
             again = Refresher(env, credit, epoch) if refresh else None
             try:
                 time.sleep(1.0)
@@ -704,7 +702,8 @@ def main():
     suite.case("credit 0 holds one destination, not another; lease ends it",
                t_stop_and_lease, speed="a sender in Python keeps D1's queue "
                "full and the lease's end is timed to 0.5 s")
-    suite.case("deleting the entry releases the destination", t_delete_releases)
+    suite.case("deleting the entry releases the destination",
+               t_delete_releases)
     suite.case("parallel traffic is not held by credits", t_parallel_not_held)
     suite.case("a credit holds a destination to credit per epoch",
                t_credit_rate, speed="a sender in Python offers twice the "

@@ -25,7 +25,6 @@ import sys
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
-sys.path.insert(0, os.path.join(REPO, "scripts"))
 sys.path.insert(0, os.path.join(REPO, "scripts", "experiments"))
 from parqlab import ktap, lab  # noqa: E402
 from parqlab.ktap import check, diag  # noqa: E402

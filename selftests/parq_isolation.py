@@ -49,19 +49,16 @@ discipline, and on a small (emulated) machine the bulk job's processes
 would otherwise add their CPU time to the probe's round trips.  It blocks
 in recvfrom, so it never spins.
 """
-import os
 import statistics
 import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.ktap import check, diag  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import (Iperf3Client, Iperf3Server,  # noqa: E402
+from parqlab import ktap, lab
+from parqlab import tc as tclib
+from parqlab.ktap import check, diag
+from parqlab.tc import tc
+from parqlab.traffic import (Iperf3Client, Iperf3Server,
                              SockperfServer, realtime_prefix,
                              sockperf_pingpong)
 
@@ -224,9 +221,9 @@ def setup(env):
     # argv prefix of sockperf: chrt -f 50, if it works
     env.probe_prio = realtime_prefix(env.a)
     env.results = {"parq": [], "pfifo": [], "idle": [], "busy": []}
-    env.judged = []	# the rounds (indices) the medians are taken over
+    env.judged = []  # the rounds (indices) the medians are taken over
     env.pfifo_limit = []
-    setup_parq(env, topo.dev_a(1))	# the busy case's bulk link, for good
+    setup_parq(env, topo.dev_a(1))  # the busy case's bulk link, for good
     return [SockperfServer(topo.b, topo.ip_b(), SP_PORT,
                            prefix=env.probe_prio),
             Iperf3Server(topo.b, topo.ip_b(), BULK_PORT),

@@ -27,15 +27,15 @@ import json
 import os
 import sys
 
+from parqlab import jobs as joblib
+from parqlab import ktap, lab
+from parqlab import tc as tclib
+from parqlab.genl import ParqGenl
+from parqlab.ktap import check, check_eq, diag
+from parqlab.tc import tc
+
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.join(HERE, "..")
-sys.path.insert(0, os.path.join(REPO, "scripts"))
-from parqlab import jobs as joblib  # noqa: E402
-from parqlab import ktap, lab  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.genl import ParqGenl  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
 
 PARQCTL = joblib.PARQCTL
 K = 50
@@ -159,7 +159,7 @@ def t_gone(env):
     check_eq(jobs(env), {"jobs": [], "gone": []}, "jobs after the sweep")
 
 
-SLURM = f"{TOP}/system.slice/slurmstepd.scope"	# below CG, as Slurm's
+SLURM = f"{TOP}/system.slice/slurmstepd.scope"  # below CG, as Slurm's
 
 
 def slurm(a, script, job):

@@ -42,14 +42,12 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab, module, uapi  # noqa: E402
-from parqlab.genl import NLA_F_NESTED, ParqGenl, addr_attr  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.rtnl import nla, nla_u32, nla_u64  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import TOS_EF  # noqa: E402
+from parqlab import ktap, lab, module, uapi
+from parqlab.genl import NLA_F_NESTED, ParqGenl, addr_attr
+from parqlab.ktap import check, check_eq, diag
+from parqlab.rtnl import nla, nla_u32, nla_u64
+from parqlab.tc import tc
+from parqlab.traffic import TOS_EF
 
 MS = 1000000
 PARQCTL = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
@@ -185,7 +183,8 @@ def t_refusals(env):
 
 def t_counts(env):
     with genl(env) as g:
-        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_dscp=uapi.PARQ_DSCP_DEFAULT),
+        ok(g.mon_set(mon_enabled=1, mon_size=1024,
+                     mon_dscp=uapi.PARQ_DSCP_DEFAULT),
            "enable")
         send(env, B1, 10, TOS_EF)
         send(env, B1, 5, TOS_AF11)
@@ -266,8 +265,8 @@ def t_mark(env):
             ok(g.mon_set(mon_enabled=1, mon_dscp=uapi.PARQ_DSCP_DEFAULT),
                "monitor on, the default DSCP set")
             before = g.peers()
-            send(env, B1, 6, 0, prio=par)	# parallel: leaves EF
-            send(env, B1, 4, TOS_EF, prio=loc)	# local: leaves CS0
+            send(env, B1, 6, 0, prio=par)  # parallel: leaves EF
+            send(env, B1, 4, TOS_EF, prio=loc)  # local: leaves CS0
             send(env, B1, 3, TOS_EF)		# parallel by DSCP: EF
             send(env, B1, 2, TOS_AF11)		# local, not parallel: AF11
             send(env, B6, 5, 0, dst=A6, family=socket.AF_INET6, prio=par)
@@ -275,7 +274,7 @@ def t_mark(env):
                  prio=loc)
             for tos in (0x01, 0x02):		# ECT(1), ECT(0)
                 send(env, B1, 1, tos, prio=par, port=PORT + 1)
-            send(env, B1, 1, TOS_EF | 0x03, prio=loc, port=PORT + 1)	# CE
+            send(env, B1, 1, TOS_EF | 0x03, prio=loc, port=PORT + 1)  # CE
             settle()
             after = g.peers()
         tos_at_a.settimeout(2)
@@ -310,10 +309,12 @@ def t_bounded(env):
         p = g.peers()
         m = g.mon_get()
         diag(f"{len(p)} sources kept, {m['mon_evicted'] - m0['mon_evicted']} "
-             f"evicted, {m['mon_uncounted'] - m0['mon_uncounted']} packets uncounted")
+             f"evicted, {m['mon_uncounted'] - m0['mon_uncounted']} "
+             "packets uncounted")
         check_eq((m["mon_sources"], len(p)), (16, 16), "sources kept")
         check_eq(m["mon_evicted"] - m0["mon_evicted"], 0, "evictions")
-        check_eq(m["mon_uncounted"] - m0["mon_uncounted"], 84, "uncounted packets")
+        check_eq(m["mon_uncounted"] - m0["mon_uncounted"], 84,
+                 "uncounted packets")
         check_eq(sorted(p), sorted(spoofed[:16]), "the first 16 are kept")
         # Idle for 2 s now: two new sources replace the two oldest (the
         # budget, 16 / (4 x CPUs) a second per CPU, is at least one each
@@ -325,7 +326,8 @@ def t_bounded(env):
         settle()
         p = g.peers()
         m2 = g.mon_get()
-    check_eq(m2["mon_evicted"] - m["mon_evicted"], 2, "evictions of idle sources")
+    check_eq(m2["mon_evicted"] - m["mon_evicted"], 2,
+             "evictions of idle sources")
     check_eq(sorted(p), sorted(spoofed[2:16] + spoofed[100:]),
              "the two seen longest ago made room")
 
@@ -333,14 +335,15 @@ def t_bounded(env):
 def t_events(env):
     hold = 50 * MS
     with genl(env) as g, genl(env) as listener:
-        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=hold), "hold 50 ms")
+        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=hold),
+           "hold 50 ms")
         listener.subscribe()
         sk = env.topo.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, TOS_EF)
         sk.bind((B1, 0))
         t_start = time.monotonic()
         try:
-            while time.monotonic() - t_start < 0.6:	# a packet every 5 ms
+            while time.monotonic() - t_start < 0.6:  # a packet every 5 ms
                 sk.sendto(bytes(PAYLOAD), (A1, PORT))
                 t_last = time.monotonic()
                 time.sleep(0.005)
@@ -348,7 +351,8 @@ def t_events(env):
             sk.close()
         ev = listener.events(1.0)
         ok(g.mon_set(mon_hold=uapi.PARQ_MON_HOLD_DEFAULT), "hold back")
-    diag(f"events: {[(e['mon_active'], e.get('addr'), round(e['t'] - t_start, 3)) for e in ev]}")
+    diag("events: " + str([(e["mon_active"], e.get("addr"),
+                            round(e["t"] - t_start, 3)) for e in ev]))
     check_eq([(e["cmd"], e["mon_active"]) for e in ev],
              [(uapi.PARQ_CMD_MON_EVENT, 1), (uapi.PARQ_CMD_MON_EVENT, 0)],
              "one start and one stop")
@@ -410,7 +414,8 @@ def t_min_bytes(env):
                     lambda t: active.append((t, g.mon_get()["mon_active"])))
             late = [a for t, a in active if t >= 0.4]
             ev = listener.events(0.3)
-            diag(f"burst then trickle: reports {[e['mon_active'] for e in ev]}, "
+            diag("burst then trickle: reports "
+                 f"{[e['mon_active'] for e in ev]}, "
                  f"active after 0.4 s in {sum(late)} of {len(late)} reads")
             check_eq([e["mon_active"] for e in ev], [1, 0],
                      "a burst starts parallel traffic, which stops during "
@@ -459,13 +464,15 @@ def local_reports_during_burst(env, g, listener):
 def t_local_reports(env):
     hold = 200 * MS
     with genl(env) as g, genl(env) as listener:
-        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=hold, mon_report_local=1),
+        ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=hold,
+                     mon_report_local=1),
            "hold 200 ms, report local senders")
         listener.subscribe()
         time.sleep(0.3)		# any stop report of earlier cases is out
         listener.events(0.1)
         ev, m0, m = local_reports_during_burst(env, g, listener)
-        diag(f"reported: {[(e['cmd'], e.get('mon_active'), e.get('addr')) for e in ev]}")
+        diag("reported: " + str([(e["cmd"], e.get("mon_active"),
+                                  e.get("addr")) for e in ev]))
         check_eq(m["mon_report_local"], 1, "report-local in MON_GET")
         check_eq([(e["cmd"], e.get("mon_active"), e.get("addr")) for e in ev],
                  [(uapi.PARQ_CMD_MON_EVENT, 1, B1),
@@ -500,7 +507,8 @@ def t_peers(env):
     ]
     with genl(env) as g, genl(env) as listener:
         try:
-            ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=50 * MS), "enable")
+            ok(g.mon_set(mon_enabled=1, mon_size=1024, mon_hold=50 * MS),
+               "enable")
             send(env, B2, 3, 0)
             settle()
             check(B2 in g.peers(), "B2 counted before the peer set")
@@ -521,7 +529,8 @@ def t_peers(env):
             settle()
             m = g.mon_get()
             ev = listener.events(0.3)
-            check_eq(m["mon_foreign"] - m0["mon_foreign"], 20, "foreign packets")
+            check_eq(m["mon_foreign"] - m0["mon_foreign"], 20,
+                     "foreign packets")
             check(B2 not in g.peers(), "B2 (not a peer) is in the table")
             check_eq(ev, [], "reports for a host outside the peer set")
             b1 = g.peers().get(B1, {}).get("par_packets", 0)
@@ -529,8 +538,8 @@ def t_peers(env):
             settle()
             ev = listener.events(0.3)
             check_eq(g.peers()[B1]["par_packets"] - b1, 10, "a peer's packets")
-            check_eq([(e["mon_active"], e.get("addr")) for e in ev][:1], [(1, B1)],
-                     "a peer starts parallel traffic")
+            check_eq([(e["mon_active"], e.get("addr")) for e in ev][:1],
+                     [(1, B1)], "a peer starts parallel traffic")
             ok(g.mon_set(mon_peers=[]), "an empty set")
             check_eq(g.mon_get()["mon_npeers"], 0, "peers after the empty set")
             send(env, B2, 4, 0)
@@ -607,8 +616,8 @@ def t_disable_and_netns(env):
     with genl(env) as g, genl(env, env.topo.b) as gb:
         ok(g.mon_set(mon_enabled=0), "disable")
         m = g.mon_get()
-        check_eq((m["mon_enabled"], m["mon_sources"], m["mon_active"]), (0, 0, 0),
-                 "after disable")
+        check_eq((m["mon_enabled"], m["mon_sources"], m["mon_active"]),
+                 (0, 0, 0), "after disable")
         send(env, B1, 5, TOS_EF)
         settle()
         check_eq(g.peers(), {}, "sources counted while disabled")
@@ -627,7 +636,7 @@ def t_rmmod(env):
     r = module.rmmod()
     check(r.returncode == 0, f"rmmod with the monitor on: {r.stderr.strip()}")
     module.ensure_loaded()
-    send(env, B1, 3, TOS_EF)	# no hook left behind
+    send(env, B1, 3, TOS_EF)  # no hook left behind
     with genl(env) as g:
         m = g.mon_get()
         check_eq((m["mon_enabled"], m["mon_sources"]), (0, 0),
@@ -682,8 +691,8 @@ def main():
     suite.case("local senders reported during parallel traffic, if asked",
                t_local_reports)
     suite.case("a peer set: only peers are counted", t_peers)
-    suite.case("thousands of sources: shrink, peer set, disable under arrivals",
-               t_turnover, timeout=180)
+    suite.case("thousands of sources: shrink, peer set, disable under "
+               "arrivals", t_turnover, timeout=180)
     suite.case("disable forgets; other namespaces untouched",
                t_disable_and_netns)
     suite.case("rmmod with the monitor on", t_rmmod)

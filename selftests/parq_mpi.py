@@ -42,14 +42,12 @@ import os
 import statistics
 import sys
 
-HERE = os.path.dirname(os.path.realpath(__file__))
-REPO = os.path.join(HERE, "..")
-sys.path.insert(0, os.path.join(REPO, "scripts"))
-from parqlab import jobs as joblib  # noqa: E402
-from parqlab import ktap, lab, mpi  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.genl import ParqGenl  # noqa: E402
-from parqlab.ktap import check, diag  # noqa: E402
+from parqlab import jobs as joblib
+from parqlab import ktap, lab, mpi
+from parqlab import tc as tclib
+from parqlab.genl import ParqGenl
+from parqlab.ktap import check, diag
+
 
 PARQCTL = joblib.PARQCTL
 JOB = "parqmpi/job_1"		# below /sys/fs/cgroup
@@ -93,7 +91,7 @@ class Series:
         self.name = ("Open MPI's defaults" if tick is None else
                      f"its event library polled every {tick} us")
         self.results = {k: [] for k in KINDS}
-        self.in_parq = []	# (mean, p99 bound) ns of the job's packets
+        self.in_parq = []  # (mean, p99 bound) ns of the job's packets
 
     def med(self, kind):
         return statistics.median(self.results[kind])

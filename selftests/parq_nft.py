@@ -27,14 +27,13 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from parqlab import jobs as joblib  # noqa: E402
-from parqlab import ktap, lab  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.netns import Netns  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
+from parqlab import jobs as joblib
+from parqlab import ktap, lab
+from parqlab import tc as tclib
+from parqlab.ktap import check, check_eq, diag
+from parqlab.netns import Netns
+from parqlab.tc import tc
+
 
 PARQCTL = joblib.PARQCTL
 CG = joblib.CG
@@ -98,7 +97,8 @@ def table(env):
 
 
 def rules(t, chain):
-    return [i["rule"] for i in t if "rule" in i and i["rule"]["chain"] == chain]
+    return [i["rule"] for i in t
+            if "rule" in i and i["rule"]["chain"] == chain]
 
 
 def t_boot(env):

@@ -17,10 +17,8 @@ import re
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab, repo_path  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
+from parqlab import ktap, lab, repo_path
+from parqlab.ktap import check, check_eq, diag
 
 BUILD = repo_path(os.environ.get("PARQ_USERSPACE_BUILD", "build/userspace"))
 NLFUZZ = BUILD / "nlfuzz" / "parq-nlfuzz"

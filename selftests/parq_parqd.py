@@ -19,9 +19,10 @@ parqlab.credits, which follows Documentation/parqd-protocol.md byte by byte
   - parqctl credit set / show / clear, errors with the kernel's message,
     and parqctl qdisc show, all with --json output that parses;
   - a parqd whose admission role or status socket cannot start exits
-    with the error and leaves the kernel's receive monitor off; an etcd that never answers
-    stalls nothing but admission (in B, which runs no other parqd), and a
-    SIGTERM stops it within etcd-timeout (its calls in flight give up);
+    with the error and leaves the kernel's receive monitor off; an etcd
+    that never answers stalls nothing but admission (in B, which runs no
+    other parqd), and a SIGTERM stops it within etcd-timeout (its calls
+    in flight give up);
   - parqd speaks to its service manager as sd_notify(3) says (READY=1
     with a STATUS= line once it runs, WATCHDOG=1 at half WATCHDOG_USEC,
     STOPPING=1), read from a NOTIFY_SOCKET the test binds;
@@ -45,13 +46,11 @@ import tempfile
 import threading
 import time
 
-HERE = os.path.dirname(os.path.realpath(__file__))
-REPO = os.path.join(HERE, "..")
-sys.path.insert(0, os.path.join(REPO, "scripts"))
-from parqlab import credits, ktap, lab, sbin  # noqa: E402
-from parqlab.parqd import read_metrics, topology_text  # noqa: E402
-from parqlab.genl import ParqGenl  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
+from parqlab import credits, ktap, lab, sbin
+from parqlab.parqd import read_metrics, topology_text
+from parqlab.genl import ParqGenl
+from parqlab.ktap import check, check_eq, diag
+
 
 PARQD = str(sbin("parqd"))
 PARQCTL = str(sbin("parqctl"))
@@ -377,8 +376,9 @@ def t_bad_messages_change_nothing(env):
     def counted():
         m = metrics(env)
         return all(m.get(f'parqd_messages_dropped_total{{reason="{r}"}}', 0)
-                   - before.get(f'parqd_messages_dropped_total{{reason="{r}"}}',
-                                0) == n for r, n in expect.items()) and m
+                   - before.get(f'parqd_messages_dropped_total'
+                                f'{{reason="{r}"}}', 0) == n
+                   for r, n in expect.items()) and m
     m = wait_for(f"drops counted {expect}", counted)
     check_eq(m["parqd_messages_accepted_total"], accepted, "accepted")
     check_eq(m['parqd_messages_malformed_total{error="short"}'] -

@@ -124,7 +124,6 @@ releases L in the middle of the parallel traffic.
 
 The binaries come from $PARQ_USERSPACE_BUILD (default build/userspace).
 """
-import os
 import statistics
 import sys
 import tempfile
@@ -132,17 +131,15 @@ import threading
 import time
 from types import SimpleNamespace
 
-HERE = os.path.dirname(os.path.realpath(__file__))
-REPO = os.path.join(HERE, "..")
-sys.path.insert(0, os.path.join(REPO, "scripts"))
-from parqlab import bench, ktap, lab, parqd, uapi  # noqa: E402
-from parqlab.genl import ParqGenl  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.netns import Star  # noqa: E402
-from parqlab.tc import parq_qdisc, tc  # noqa: E402
-from parqlab.traffic import (TOS_EF, Iperf3Client,  # noqa: E402
+from parqlab import bench, ktap, lab, parqd, uapi
+from parqlab.genl import ParqGenl
+from parqlab.ktap import check, check_eq, diag
+from parqlab.netns import Star
+from parqlab.tc import parq_qdisc, tc
+from parqlab.traffic import (TOS_EF, Iperf3Client,
                              Iperf3Server, SockperfServer, sockperf_pingpong,
                              udp_burst)
+
 
 RECEIVERS = ("r", "q")
 SENDERS = ("p", "l")
@@ -569,7 +566,7 @@ def t_kill_receiver(env):
                 time.monotonic() < deadline:
             time.sleep(0.005)
         left = (entry or {}).get("lease", 0) / 1e6
-        t_kill = time.monotonic()	# before: kill() also reaps it
+        t_kill = time.monotonic()  # before: kill() also reaps it
         env.cluster.kill("r")
         time.sleep(1.0)
         check(sp.is_alive(), "P stopped before the measurement ended")
@@ -579,7 +576,7 @@ def t_kill_receiver(env):
         sp.join(30)
         b.stop()
         env.cluster.stop()
-        with ParqGenl(star.ns["r"]) as g:	# what parqd would have done
+        with ParqGenl(star.ns["r"]) as g:  # what parqd would have done
             g.mon_set(mon_enabled=0)
     lease = LEASE * EPOCH_MS
     check(entry is not None, "L had no live credit entry for R in the 2 s "
@@ -836,7 +833,7 @@ def t_key_rotation(env):
                                      WIDE_LEASE), pair_keys=True)
     key_drops = ('parqd_messages_dropped_total{reason="bad_mac"}',
                  'parqd_messages_dropped_total{reason="unknown_key"}')
-    seen = {h: 0 for h in c.hosts()}	# key drops of every parqd run
+    seen = {h: 0 for h in c.hosts()}  # key drops of every parqd run
 
     def applied():
         return c.metrics("l").get("parqd_grants_applied_total", 0)
@@ -951,9 +948,10 @@ def setup(env):
     if star.ns["p"].run(rt + ["true"], check=False).returncode == 0:
         env.probe_prio.extend(rt)
     recovery = parqd.Cluster(star, RECEIVERS, SENDERS,
-                           tempfile.mkdtemp(prefix="parq-receiver-recovery-"),
-                           parqd.Settings(EPOCH_MS, THRESHOLD, HOLD_MS,
-                                          RECOVERY_LEASE))
+                             tempfile.mkdtemp(
+                                 prefix="parq-receiver-recovery-"),
+                             parqd.Settings(EPOCH_MS, THRESHOLD, HOLD_MS,
+                                            RECOVERY_LEASE))
     wide = parqd.Cluster(star, RECEIVERS, SENDERS,
                          tempfile.mkdtemp(prefix="parq-receiver-wide-"),
                          parqd.Settings(EPOCH_MS, THRESHOLD, WIDE_HOLD_MS,

@@ -55,13 +55,11 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab, module, resv, uapi  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.tc import TcError, tc  # noqa: E402
-from parqlab.traffic import (TOS_EF, UDP_OVERHEAD, Iperf3Client,  # noqa: E402
+from parqlab import ktap, lab, module, resv, uapi
+from parqlab import tc as tclib
+from parqlab.ktap import check, check_eq, diag
+from parqlab.tc import TcError, tc
+from parqlab.traffic import (TOS_EF, UDP_OVERHEAD, Iperf3Client,
                              Iperf3Server, udp_socket)
 
 TOL = 0.02			# the design's bound on a reserved rate
@@ -163,7 +161,7 @@ def check_xstats(env, dev=None, ns=None, rejects=None, dispatches=True):
     check(q["resv_sum_rate"] <= q["resv_capacity"],
           f"resv_sum_rate {q['resv_sum_rate']} > resv_capacity "
           f"{q['resv_capacity']}")
-    if dispatches:	# not after classes were deleted
+    if dispatches:  # not after classes were deleted
         check_eq(q["resv_dispatches"],
                  sum(c["packets"] for c in rc.values()),
                  "resv_dispatches (sum of reserved class packets)")
@@ -461,7 +459,7 @@ def t_rates_alone(env):
         diag("refused during every run: class 1:16 to 30mbit, reservable "
              "70, rate 80mbit; configuration unchanged")
         freeze(env)
-        check_xstats(env, rejects=3)	# 1 class, 2 qdisc changes
+        check_xstats(env, rejects=3)  # 1 class, 2 qdisc changes
     finally:
         del_root(env)
         set_mtu(env, 1500)
@@ -571,7 +569,7 @@ def t_idt_jumbo(env):
     b.run(["ip", "link", "set", topo.dev_b(), "mtu", "9000"])
     try:
         s = udp_socket(a)
-        payload = 9000 - UDP_OVERHEAD + 14	# a 9000-byte IP packet
+        payload = 9000 - UDP_OVERHEAD + 14  # a 9000-byte IP packet
         t0 = time.monotonic()
         try:
             for _ in range(n):
@@ -784,16 +782,16 @@ def t_filters(env):
         want[k] = (p + n, b + n * l2)
 
     sent("1:16", send(env, None, 6001, 100, K), K)
-    sent("1:17", send(env, None, 6002, 200, K, tos=TOS_EF), K)	# beats DSCP
+    sent("1:17", send(env, None, 6002, 200, K, tos=TOS_EF), K)  # beats DSCP
     sent("1:18", send(env, None, 6003, 300, K), K)
-    sent("1:19", send(env, 0x19, 6004, 400, K), K)	# SO_PRIORITY, no filter
-    sent("1:16", send(env, 0x19, 6001, 101, 5), 5)	# a filter beats priority
+    sent("1:19", send(env, 0x19, 6004, 400, K), K)  # SO_PRIORITY, no filter
+    sent("1:16", send(env, 0x19, 6001, 101, 5), 5)  # a filter beats priority
     sent(LOC, send(env, None, 6005, 500, K), K)
     check_counts(env, want)
     # matchall last: what nothing else matched goes to 1:1a.
     flt("prio", "9", "matchall", "classid", "1:1a")
     sent("1:1a", send(env, None, 6005, 600, K), K)
-    sent("1:1a", send(env, 0x19, 6004, 700, 7), 7)	# filters before priority
+    sent("1:1a", send(env, 0x19, 6004, 700, 7), 7)  # filters before priority
     sent("1:18", send(env, None, 6003, 301, 3), 3)
     q = check_counts(env, want)
     check_eq(q["unknown_class"], 0, "unknown_class")
@@ -1121,8 +1119,8 @@ def t_throttled_count(env):
     kept in the tree of backlogged classes (subtree sizes), not walked,
     so it is checked here in every shape the tree takes."""
     a, dev = env.a, env.dev
-    paced = list(range(0x16, 0x16 + 40))	# idt 10s: one packet, then wait
-    due = list(range(0x3e, 0x3e + 60))	# 10 Mbit/s, held by the shaper
+    paced = list(range(0x16, 0x16 + 40))  # idt 10s: one packet, then wait
+    due = list(range(0x3e, 0x3e + 60))  # 10 Mbit/s, held by the shaper
     add_root(env, "linkrate", "10gbit")
     batch = "".join(f"class add dev {dev} parent 1: classid {cid(m)} parq "
                     "idt 10s\n" for m in paced)

@@ -44,15 +44,13 @@ import struct
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab, resv, rtnl, uapi  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.genl import ParqGenl  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import (Iperf3Client, Iperf3Server, send_udp,  # noqa: E402
-                             udp_socket)
+from parqlab import ktap, lab, resv, rtnl, uapi
+from parqlab import tc as tclib
+from parqlab.genl import ParqGenl
+from parqlab.ktap import check, check_eq, diag
+from parqlab.tc import tc
+from parqlab.traffic import (Iperf3Client, Iperf3Server,
+                             send_udp, udp_socket)
 
 SEC = 10**9
 MS = 10**6
@@ -109,7 +107,7 @@ def t_limit_frees(env):
 
 
 MANY_DSTS = 100000
-MANY_NET = "10.128.0.0/14"	# routed to B, which drops what is not its own
+MANY_NET = "10.128.0.0/14"  # routed to B, which drops what is not its own
 MANY_BASE = int(ipaddress.IPv4Network(MANY_NET).network_address)
 
 
@@ -490,7 +488,8 @@ def t_memcg_sources(env):
     with ParqGenl(a) as g:
         check_eq(g.mon_set(mon_enabled=0).error, 0, "monitor off")
         with InCgroup(CG):
-            check_eq(g.mon_set(mon_enabled=1, mon_size=2 * CG_SOURCES).error, 0,
+            check_eq(g.mon_set(mon_enabled=1,
+                               mon_size=2 * CG_SOURCES).error, 0,
                      "monitor on, from inside the cgroup")
         before = slab(CG)
         spoof(topo.b, topo.ip_a(),
@@ -577,9 +576,9 @@ def t_memcg_local(env):
 
 CG_IDLE_LIMIT = 1024
 CG_IDLE = CG_IDLE_LIMIT // 2		# kept idle, all of them
-CG_IDLE_MORE = 4 * CG_IDLE_LIMIT	# within the age, so the limit frees
+CG_IDLE_MORE = 4 * CG_IDLE_LIMIT  # within the age, so the limit frees
 CG_IDLE_AGE = 3.0			# PARQ_LOCAL_IDLE_AGE
-CG_IDLE_RESIZED = 64 * CG_IDLE_LIMIT	# limit / 8 trees: 8192, not 1024
+CG_IDLE_RESIZED = 64 * CG_IDLE_LIMIT  # limit / 8 trees: 8192, not 1024
 
 
 def t_memcg_idle(env):

@@ -17,16 +17,13 @@ values are printed, with the smallest queue length seen in each class
 the rule (the other class may then take everything); it is reported and
 replaced, at most twice.
 """
-import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab  # noqa: E402
-from parqlab.ktap import check, diag  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import (TOS_EF, Iperf3Client, Iperf3Server,  # noqa: E402
+from parqlab import ktap, lab
+from parqlab.ktap import check, diag
+from parqlab.tc import tc
+from parqlab.traffic import (TOS_EF, Iperf3Client, Iperf3Server,
                              sample_classes)
 
 RATE = "100mbit"

@@ -45,15 +45,13 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab, module, uapi  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.genl import ParqGenl  # noqa: E402
-from parqlab.ktap import check, check_eq, diag  # noqa: E402
-from parqlab.netns import Topology, run  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import TOS_EF, Iperf3Client, Iperf3Server  # noqa: E402
+from parqlab import ktap, lab, module, uapi
+from parqlab import tc as tclib
+from parqlab.genl import ParqGenl
+from parqlab.ktap import check, check_eq, diag
+from parqlab.netns import Topology, run
+from parqlab.tc import tc
+from parqlab.traffic import TOS_EF, Iperf3Client, Iperf3Server
 
 SEC = 10**9
 SCALE = float(os.environ.get("PARQ_STRESS_SCALE", "1"))
@@ -86,7 +84,7 @@ class Flood:
                 "udp_dst_min 9", "udp_dst_max 9", f"tos {tos:#04x}")]
         self.ns.run(["sh", "-ec", "\n".join(cmds)])
         self.proc = self.ns.popen(["sh", "-c", f"echo start > {PG}/pgctrl"])
-        self.stopped = None	# packets sent, once stop() has run
+        self.stopped = None  # packets sent, once stop() has run
 
     def sent(self):
         n = 0
@@ -140,7 +138,8 @@ def t_monitor_flood(env):
     with Flood(env.topo) as f:
         for i in range(ROUNDS):
             with mon(env) as g:
-                ok(g.mon_set(mon_enabled=1, mon_size=8192), f"round {i}: size 8192")
+                ok(g.mon_set(mon_enabled=1, mon_size=8192),
+                   f"round {i}: size 8192")
                 time.sleep(1.3)
                 m = g.mon_get()
                 check(m["mon_sources"] <= 8192, f"{m['mon_sources']} sources")

@@ -16,24 +16,21 @@ unload and reload, while iperf3 keeps A's veths busy.
 Afterwards the kernel log must hold no warning.
 """
 import errno
-import os
 import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                "..", "scripts"))
-from parqlab import ktap, lab, module  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.ktap import Skip, check, check_eq, diag  # noqa: E402
-from parqlab.genl import ParqGenl  # noqa: E402
-from parqlab.netns import run  # noqa: E402
-from parqlab.tc import tc  # noqa: E402
-from parqlab.traffic import Iperf3Client, Iperf3Server  # noqa: E402
-from parqlab.ynl import GenlError  # noqa: E402
+from parqlab import ktap, lab, module
+from parqlab import tc as tclib
+from parqlab.ktap import Skip, check, check_eq, diag
+from parqlab.genl import ParqGenl
+from parqlab.netns import run
+from parqlab.tc import tc
+from parqlab.traffic import Iperf3Client, Iperf3Server
+from parqlab.ynl import GenlError
 
 PORTS = (5201, 5202)
-MIN_BYTES = 100000	# a link counts as carrying traffic above this per s
+MIN_BYTES = 100000  # a link counts as carrying traffic above this per s
 
 
 def dev(env, i=0):

@@ -33,13 +33,11 @@ import time
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-from parqlab import bench, ktap, parqd, scenarios, traffic  # noqa: E402
-from parqlab import tc as tclib  # noqa: E402
-from parqlab.netns import Topology  # noqa: E402
+from parqlab import bench, ktap, parqd, scenarios, traffic
+from parqlab import tc as tclib
+from parqlab.netns import Topology
+
 
 EF = traffic.TOS_EF
 PAR_PORT = scenarios.PING_PORT		# the parallel job's server
@@ -126,7 +124,7 @@ class Progress:
         self.t0 = time.monotonic()
         self.out = out
 
-    PRIOR = 60.0	# s of expected time the first guess weighs as
+    PRIOR = 60.0  # s of expected time the first guess weighs as
 
     def eta(self):
         """The expected time left, scaled by (time taken + PRIOR) /

@@ -97,7 +97,7 @@ def commit(out=None):
         try:
             spec.append(":(exclude)" + str(Path(out).resolve()
                                            .relative_to(Path(REPO).resolve())))
-        except ValueError:	# @out is outside the repository
+        except ValueError:  # @out is outside the repository
             pass
     changed = _git("status", "--porcelain", "--untracked-files=no", *spec)
     return name + ("-dirty" if changed else "")

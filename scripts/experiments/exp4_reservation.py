@@ -47,8 +47,8 @@ BULK_SIZE = 16384
 class App(NamedTuple):
     port: int		# its server's on B
     mbit: int		# its reservation
-    classid: str	# parq's reserved class
-    divisor: int	# it sends p.count // divisor messages
+    classid: str  # parq's reserved class
+    divisor: int  # it sends p.count // divisor messages
 
 
 APPS = {"a1": App(7000, 20, "1:16", 1), "a2": App(7001, 10, "1:17", 2)}
@@ -230,6 +230,7 @@ nothing.  The two applications together send at most 30 Mbit/s of the
     verdicts = common.md_table(
         ["scheduler", f"every ratio within {BOUND - 1:.0%}"],
         [[c, verdict(_worst(sd, c))] for c in cfgs])
+
     def together(app):
         return ", ".join(f"{c} {common.cell(sd.get((c, app, 'together')))}"
                          for c in cfgs)
@@ -264,7 +265,7 @@ alone, same scheduler and repetition.  "Within {BOUND - 1:.0%}": every
 median ratio is at most {BOUND}.  Documentation/experiments.md has the
 details.
 """, sections + [("Verdict", verdicts),
-                  ("Headline", "\n\n".join(heads))])
+                 ("Headline", "\n\n".join(heads))])
     return heads
 
 

@@ -73,7 +73,7 @@ ADMISSIONS = ("cluster", "host-local")
 # classes send less than their rates.  At 20 Mbit/s the applications keep
 # their classes backlogged.
 LINK_MBIT = 20
-PAIRS = ((50, 20), (30, 40), (60, 60))	# % of LINK_MBIT, A1's and A2's
+PAIRS = ((50, 20), (30, 40), (60, 60))  # % of LINK_MBIT, A1's and A2's
 PARAMS = {
     "full": Params(reps=3, extra={"pairs": PAIRS}),
     "quick": Params(reps=1, extra={"pairs": PAIRS}),

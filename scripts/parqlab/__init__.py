@@ -1,7 +1,8 @@
 """parqlab: the shared lab library of the parq selftests and experiments.
 
 Modules:
-  ktap     KTAP output (TAP version 13, ok/not ok/SKIP, diagnostics, exit codes)
+  ktap     KTAP output (TAP version 13, ok/not ok/SKIP, diagnostics, exit
+           codes)
   netns    network namespaces joined by veth pairs, static neighbours, cleanup
   tc       tc(8) with the repository's q_parq.so, parsed output, snapshots
   rtnl     hand-built netlink requests (tc messages bypassing the plugin)

@@ -26,7 +26,7 @@ GRANT = 1
 RELEASE = 2
 # magic, version, type, flags, count, sender, key id, epoch length,
 # time, sequence, credit, lease, 14 reserved bytes
-HEADER = struct.Struct(">IBBBBQIIQQQH14s")	# 64 bytes
+HEADER = struct.Struct(">IBBBBQIIQQQH14s")  # 64 bytes
 MAC_BYTES = 32
 
 

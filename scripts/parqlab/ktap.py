@@ -43,7 +43,7 @@ import traceback
 KSFT_PASS = 0
 KSFT_FAIL = 1
 KSFT_SKIP = 4
-DEBUG_SLOWDOWN = 4	# how much longer any step may take under a debug kernel
+DEBUG_SLOWDOWN = 4  # how much longer any step may take under a debug kernel
 
 
 class Skip(Exception):

@@ -20,8 +20,9 @@ otherwise once every 10 ms (the MCA parameter mpi_event_tick_rate, default
 falls into that rate: its answers leave on a 10.0 ms clock (tcpdump at
 the answering rank's interface: every reply 10 ms after the one before,
 the ping in between), and NetPIPE prints 5.0 ms one way whatever the
-queue in front of it.  @event_tick_us sets that parameter, so that a measurement
-can show the queue rather than Open MPI's poll (EVENT_TICK_US: 100 us).
+queue in front of it.  @event_tick_us sets that parameter, so that a
+measurement can show the queue rather than Open MPI's poll
+(EVENT_TICK_US: 100 us).
 """
 import os
 import re

@@ -68,7 +68,7 @@ class Settings:
     # veth, whose speed the kernel does not know).
     local_floor: int = 0		# percent of link_rate
     link_rate: int = 0		# bits/s
-    parallel_dscp: list = None	# e.g. ["af41"]; None: parqd's default
+    parallel_dscp: list = None  # e.g. ["af41"]; None: parqd's default
     # Every host's max-clock-skew: parqd's default, longer under the debug
     # kernel, where a message can wait that long for parqd to run.
     max_skew_ms: int = None		# None: 500 x ktap.slowdown()
@@ -132,7 +132,7 @@ class Cluster:
     def __init__(self, star, receivers, senders, workdir,
                  settings=None, port=PORT, pair_keys=False, sections=None):
         self.star = star
-        self.sections = dict(sections or {})	# host: text after [[peer]]
+        self.sections = dict(sections or {})  # host: text after [[peer]]
         self.receivers, self.senders = list(receivers), list(senders)
         self.workdir = str(workdir)
         self.settings = settings or Settings()

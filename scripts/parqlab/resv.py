@@ -76,7 +76,7 @@ def struct_layout(name):
     m = re.search(r"struct\s+" + name + r"\s*\{(.*?)\}", src, flags=re.S)
     if not m:
         raise KeyError(f"struct {name} not in {uapi.HEADER}")
-    out, off, align = [], 0, 1	# -> a tuple: cached
+    out, off, align = [], 0, 1  # -> a tuple: cached
     for ctype, field in re.findall(r"(__[us]\d+)\s+(\w+)\s*;", m.group(1)):
         fmt = _CTYPES[ctype]
         size = struct.calcsize("=" + fmt)

@@ -102,7 +102,7 @@ class Result:
         self.error = error		# 0 or -errno
         self.msg = msg			# extack message or None
         self.offset = offset		# NLMSGERR_ATTR_OFFS or None
-        self.replies = list(replies)	# payloads answered before the ack
+        self.replies = list(replies)  # payloads answered before the ack
 
     @property
     def errname(self):
@@ -286,7 +286,7 @@ def parse_stats2(data):
     if TCA_STATS_QUEUE in a:
         (st["qlen"], st["backlog"], st["drops"], st["requeues"],
          st["overlimits"]) = struct.unpack_from("=IIIII",
-                                               a[TCA_STATS_QUEUE])
+                                                a[TCA_STATS_QUEUE])
     if TCA_STATS_APP in a:
         st["xstats"] = a[TCA_STATS_APP]
     return st

@@ -17,7 +17,7 @@ from . import tc as tclib
 ETH_HLEN = 14
 IPV4_HLEN = 20
 UDP_HLEN = 8
-UDP_OVERHEAD = ETH_HLEN + IPV4_HLEN + UDP_HLEN	# L2 length = payload + 42
+UDP_OVERHEAD = ETH_HLEN + IPV4_HLEN + UDP_HLEN  # L2 length = payload + 42
 
 SO_PRIORITY = socket.SO_PRIORITY
 TOS_EF = 0xb8		# DSCP 46 << 2
@@ -272,7 +272,7 @@ class Sample:
     def __init__(self, before, after, dt, qlen_samples):
         self.dt = dt
         self.before, self.after = before, after
-        self.qlen_samples = qlen_samples	# {classid: [qlen, ...]}
+        self.qlen_samples = qlen_samples  # {classid: [qlen, ...]}
 
     def delta(self, cid, key):
         return self.after[cid][key] - self.before[cid][key]
