@@ -77,6 +77,18 @@ def wait_listen(ns, port, proto="tcp", timeout=15):
 
 # --- iperf3 -----------------------------------------------------------------
 
+def stop_server(proc):
+    """Terminate a server started with Popen; kill it if it has not ended
+    within 5 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 class Iperf3Server:
     """iperf3 -s in @ns bound to @ip:@port; serves clients until stopped."""
 
@@ -88,13 +100,7 @@ class Iperf3Server:
         wait_listen(ns, port)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_server(self.proc)
 
 
 class Iperf3Client:
@@ -205,13 +211,7 @@ class SockperfServer:
         wait_listen(ns, port, "tcp" if tcp else "udp")
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_server(self.proc)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
