@@ -17,7 +17,7 @@ import sys
 from parqlab import ktap, lab, module, params, uapi
 from parqlab import rtnl as nl
 from parqlab import tc as tclib
-from parqlab.ktap import Skip, check, check_eq, diag
+from parqlab.ktap import Skip, check, check_eq, defer, diag
 from parqlab.netns import run
 from parqlab.tc import tc
 from parqlab.traffic import TOS_EF, udp_burst
@@ -194,36 +194,34 @@ def t_round_trip(env):
     keys = sorted(p.key for p in params.TABLE.values())
     covered = set()
     a.run(["ip", "link", "add", "parqrt0", "type", "dummy"])
-    try:
-        a.run(["ip", "link", "set", "parqrt0", "up"])
-        for dev in (env.dev, "parqrt0"):
-            for args in ROUND_TRIP:
-                del_root(env, dev=dev)
-                tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:",
-                   "parq", *args)
-                before = tclib.parq_qdisc(a, dev, stats=False)["options"]
-                words = qdisc_text(a, dev)
-                what = f"{dev}: {' '.join(args) or 'defaults'}"
-                r = tc(a, "qdisc", "change", "dev", dev, "root", "parq",
-                       *words, check=False)
-                check(r.returncode == 0, f"{what}: tc qdisc change "
-                      f"{' '.join(words)}: {r.stderr.strip()}")
-                check_eq(tclib.parq_qdisc(a, dev, stats=False)["options"],
-                         before, f"{what}: options after the change")
-                check_eq(qdisc_text(a, dev), words,
-                         f"{what}: tc qdisc show after the change")
-                del_root(env, dev=dev)
-                tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:",
-                   "parq", *words)
-                check_eq(tclib.parq_qdisc(a, dev, stats=False)["options"],
-                         before, f"{what}: options of a new qdisc")
-                for k in keys:
-                    if k in before and before[k] != DEFAULTS.get(k):
-                        covered.add(k)
-                diag(f"{what}: {' '.join(words)}")
-    finally:
-        del_root(env, dev="parqrt0")
-        a.run(["ip", "link", "del", "parqrt0"], check=False)
+    defer(a.run, ["ip", "link", "del", "parqrt0"], check=False)
+    defer(del_root, env, dev="parqrt0")
+    a.run(["ip", "link", "set", "parqrt0", "up"])
+    for dev in (env.dev, "parqrt0"):
+        for args in ROUND_TRIP:
+            del_root(env, dev=dev)
+            tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:",
+               "parq", *args)
+            before = tclib.parq_qdisc(a, dev, stats=False)["options"]
+            words = qdisc_text(a, dev)
+            what = f"{dev}: {' '.join(args) or 'defaults'}"
+            r = tc(a, "qdisc", "change", "dev", dev, "root", "parq",
+                   *words, check=False)
+            check(r.returncode == 0, f"{what}: tc qdisc change "
+                  f"{' '.join(words)}: {r.stderr.strip()}")
+            check_eq(tclib.parq_qdisc(a, dev, stats=False)["options"],
+                     before, f"{what}: options after the change")
+            check_eq(qdisc_text(a, dev), words,
+                     f"{what}: tc qdisc show after the change")
+            del_root(env, dev=dev)
+            tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:",
+               "parq", *words)
+            check_eq(tclib.parq_qdisc(a, dev, stats=False)["options"],
+                     before, f"{what}: options of a new qdisc")
+            for k in keys:
+                if k in before and before[k] != DEFAULTS.get(k):
+                    covered.add(k)
+            diag(f"{what}: {' '.join(words)}")
     check_eq(sorted(set(keys) - covered), [],
              "parameters no configuration set to a value other than "
              "its default")
@@ -239,42 +237,40 @@ def t_ops_locked(env):
     a, dev = env.a, "parqol0"
     a.run(["ip", "link", "add", dev, "numtxqueues", "4", "txqueuelen",
            "1000", "type", "dummy"])
+    defer(a.run, ["ip", "link", "del", dev], check=False)
+    defer(del_root, env, dev=dev)
+    a.run(["ip", "link", "set", dev, "up"])
+    tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq")
+    check_eq(tclib.parq_qdisc(a, dev)["effective_linkrate"], 0,
+             "effective linkrate of a device without a link speed")
+    tc(a, "qdisc", "change", "dev", dev, "root", "parq", "threshold",
+       "9")
+    r = tc(a, "class", "add", "dev", dev, "parent", "1:", "classid",
+           "1:16", "parq", "rate", "1mbit", check=False)
+    check(r.returncode != 0 and "no link rate known" in r.stderr,
+          f"a reservation without a link rate: {r.stderr.strip()}")
+    del_root(env, dev=dev)
+    tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
+    for i in range(1, 5):
+        tc(a, "qdisc", "add", "dev", dev, "parent", f"1:{i:x}",
+           "handle", f"{i + 1:x}:", "parq")
+    check_eq(len([q for q in tclib.qdiscs(a, dev)
+                  if q.get("kind") == "parq"]), 4,
+             "parq children of mq")
+    # Children that mq's own init makes, with default_qdisc parq.
+    del_root(env, dev=dev)
+    path = "/proc/sys/net/core/default_qdisc"
+    with open(path) as f:
+        old = f.read().strip()
     try:
-        a.run(["ip", "link", "set", dev, "up"])
-        tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq")
-        check_eq(tclib.parq_qdisc(a, dev)["effective_linkrate"], 0,
-                 "effective linkrate of a device without a link speed")
-        tc(a, "qdisc", "change", "dev", dev, "root", "parq", "threshold",
-           "9")
-        r = tc(a, "class", "add", "dev", dev, "parent", "1:", "classid",
-               "1:16", "parq", "rate", "1mbit", check=False)
-        check(r.returncode != 0 and "no link rate known" in r.stderr,
-              f"a reservation without a link rate: {r.stderr.strip()}")
-        del_root(env, dev=dev)
+        with open(path, "w") as f:
+            f.write("parq")
         tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
-        for i in range(1, 5):
-            tc(a, "qdisc", "add", "dev", dev, "parent", f"1:{i:x}",
-               "handle", f"{i + 1:x}:", "parq")
-        check_eq(len([q for q in tclib.qdiscs(a, dev)
-                      if q.get("kind") == "parq"]), 4,
-                 "parq children of mq")
-        # Children that mq's own init makes, with default_qdisc parq.
-        del_root(env, dev=dev)
-        path = "/proc/sys/net/core/default_qdisc"
-        with open(path) as f:
-            old = f.read().strip()
-        try:
-            with open(path, "w") as f:
-                f.write("parq")
-            tc(a, "qdisc", "add", "dev", dev, "root", "handle", "1:", "mq")
-        finally:
-            with open(path, "w") as f:
-                f.write(old)
-        kids = [q for q in tclib.qdiscs(a, dev) if q.get("kind") == "parq"]
-        check_eq(len(kids), 4, "default parq children of mq")
     finally:
-        del_root(env, dev=dev)
-        a.run(["ip", "link", "del", dev], check=False)
+        with open(path, "w") as f:
+            f.write(old)
+    kids = [q for q in tclib.qdiscs(a, dev) if q.get("kind") == "parq"]
+    check_eq(len(kids), 4, "default parq children of mq")
 
 
 def t_change_subset(env):

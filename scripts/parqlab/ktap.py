@@ -26,6 +26,10 @@ reported as "ok N name # SKIP not judged under the debug kernel: why", with
 the failure as a diagnostic.  It still ran in full, under KASAN and lockdep,
 which is what the debug kernel is for; other failures fail as anywhere.
 
+A case undoes what it made with defer(fn, *args): the clean-ups run when
+the case ends, however it ends, the last registered first, so that a case
+needs no try/finally and a failure part-way undoes exactly what was made.
+
 PARQ_CASES, when set, is a regular expression: only the cases whose names it
 matches (re.search) are in the plan, for running one case while working on
 it.  make check never sets it.  PARQ_QUICK=1 (make quick) leaves the cases
@@ -172,13 +176,27 @@ class Suite:
 
     def _one(self, i, name, fn, timeout, speed=None):
         t0 = time.monotonic()
+        verdict, note = self._verdict(name, fn, timeout, speed)
+        failed = _run_deferred()
+        if failed and verdict != "fail":
+            diag(f"{name}: FAILED: {failed} of its clean-ups failed")
+            verdict, note = "fail", ""
+        if verdict == "pass":
+            diag(f"{name}: {time.monotonic() - t0:.1f}s")
+            print(f"ok {i} {name}", flush=True)
+        elif verdict == "skip":
+            print(f"ok {i} {name} # SKIP {note}", flush=True)
+        else:
+            print(f"not ok {i} {name}", flush=True)
+        return verdict
+
+    def _verdict(self, name, fn, timeout, speed):
+        """Run one case: ("pass" | "skip" | "fail", the skip's reason)."""
         signal.alarm(timeout)
         try:
             fn()
         except Skip as e:
-            signal.alarm(0)
-            print(f"ok {i} {name} # SKIP {e}", flush=True)
-            return "skip"
+            return "skip", str(e)
         except BaseException as e:  # noqa: B902 - a case never kills the suite
             signal.alarm(0)
             if isinstance(e, KeyboardInterrupt):
@@ -190,19 +208,47 @@ class Suite:
                         subprocess.TimeoutExpired)):
                 diag(f"{name}: under the debug kernel: {type(e).__name__}: "
                      f"{e}")
-                print(f"ok {i} {name} # SKIP not judged under the debug "
-                      f"kernel: {speed}", flush=True)
-                return "skip"
+                return "skip", f"not judged under the debug kernel: {speed}"
             diag(f"{name}: FAILED: {type(e).__name__}: {e}")
             tb = traceback.format_exc().rstrip().splitlines()
             diag(*tb[-12:])
-            print(f"not ok {i} {name}", flush=True)
-            return "fail"
+            return "fail", ""
         finally:
             signal.alarm(0)
-        diag(f"{name}: {time.monotonic() - t0:.1f}s")
-        print(f"ok {i} {name}", flush=True)
-        return "pass"
+        return "pass", ""
+
+
+# --- clean-ups: defer() ------------------------------------------------------
+
+_deferred = []
+
+
+def defer(fn, *args, **kwargs):
+    """Have fn(*args, **kwargs) run when the current case ends, however it
+    ends (passed, failed, skipped, out of time), after the clean-ups
+    registered after it: the last registered runs first.  Register each
+    clean-up right after what it undoes was made.  A clean-up that raises
+    is reported, the others still run, and a case that had passed fails.
+    Outside a Suite's case (a script), run_deferred() runs them."""
+    _deferred.append((fn, args, kwargs))
+
+
+def _run_deferred():
+    """Run and forget the deferred clean-ups, last first; how many
+    raised."""
+    failed = 0
+    while _deferred:
+        fn, args, kwargs = _deferred.pop()
+        try:
+            fn(*args, **kwargs)
+        except Exception as e:  # noqa: B902 - every clean-up gets its turn
+            failed += 1
+            what = getattr(fn, "__qualname__", repr(fn))
+            diag(f"clean-up {what}: {type(e).__name__}: {e}")
+    return failed
+
+
+run_deferred = _run_deferred
 
 
 # --- checks: raise AssertionError with a message that says what differed ---

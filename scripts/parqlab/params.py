@@ -50,15 +50,16 @@ _DSCP_BY_VALUE = {v: k for k, v in DSCP_NAMES.items()}
 
 
 def json_value(p, v):
-    """@v of @p as tc -j prints it."""
+    """@v of @p as tc -j prints it (a set of DSCPs as a list, empty for
+    its word "none")."""
+    if p.syntax == "dscp-set":
+        return [_DSCP_BY_VALUE.get(d, d) for d in range(64) if v >> d & 1]
     if p.word is not None and v == p.word_value:
         return p.word
     if p.syntax in ("names", "flag") and 0 <= v - p.min < len(p.names):
         return p.names[v - p.min]
     if p.syntax == "dscp":
         return _DSCP_BY_VALUE.get(v, v)
-    if p.syntax == "dscp-set":
-        return [_DSCP_BY_VALUE.get(d, d) for d in range(64) if v >> d & 1]
     return v
 
 

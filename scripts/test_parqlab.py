@@ -1,0 +1,92 @@
+"""Unit tests of parqlab that need no kernel: make py-unit (pytest)."""
+import pytest
+
+from parqlab import ktap, params
+
+
+def run_suite(cases, capsys):
+    suite = ktap.Suite("unit")
+    for name, fn in cases:
+        suite.case(name, fn, timeout=10)
+    status = suite.run()
+    return status, capsys.readouterr().out.splitlines()
+
+
+def test_deferred_clean_ups_run_last_first_however_a_case_ends(capsys):
+    ran = []
+
+    def passes(env):
+        ktap.defer(ran.append, "made first")
+        ktap.defer(ran.append, "made second")
+
+    def fails(env):
+        ktap.defer(ran.append, "before the failure")
+        raise AssertionError("boom")
+
+    def skips(env):
+        ktap.defer(ran.append, "before the skip")
+        raise ktap.Skip("no such facility")
+
+    status, out = run_suite([("passes", passes), ("fails", fails),
+                             ("skips", skips)], capsys)
+    assert ran == ["made second", "made first", "before the failure",
+                   "before the skip"]
+    assert "ok 1 passes" in out
+    assert "not ok 2 fails" in out
+    assert "ok 3 skips # SKIP no such facility" in out
+    assert status == ktap.KSFT_FAIL
+
+
+def test_a_failing_clean_up_fails_the_case_and_the_rest_still_run(capsys):
+    ran = []
+
+    def broken():
+        raise OSError("device busy")
+
+    def case(env):
+        ktap.defer(ran.append, "undone")
+        ktap.defer(broken)
+
+    status, out = run_suite([("case", case), ("next", lambda env: None)],
+                            capsys)
+    assert ran == ["undone"]
+    assert "not ok 1 case" in out
+    assert "ok 2 next" in out
+    assert any("device busy" in line for line in out)
+    assert status == ktap.KSFT_FAIL
+
+
+def test_clean_ups_belong_to_their_case(capsys):
+    ran = []
+
+    def first(env):
+        ktap.defer(ran.append, "first's")
+
+    def second(env):
+        assert ran == ["first's"]
+
+    status, _ = run_suite([("first", first), ("second", second)], capsys)
+    assert status == ktap.KSFT_PASS
+
+
+def test_every_parameter_has_a_default_as_tc_prints_it():
+    d = params.json_defaults()
+    assert set(d) == {p.keyword.replace("-", "_")
+                      for p in params.TABLE.values()}
+    assert d["threshold"] == 4
+    assert d["rate"] == "unlimited"
+    assert d["split_gso"] == "auto"
+    assert d["dscp_parallel"] == ["CS5", "EF"]
+    assert d["default"] == "local"
+    assert d["dscp_mark"] == "off"
+
+
+@pytest.mark.parametrize("keyword,value,shown", [
+    ("threshold", 65536, "inf"), ("threshold", 7, 7),
+    ("unit", 1, "packets"), ("unit", 9, 9),
+    ("dscp-mark", 34, "AF41"), ("dscp-mark", 7, 7),
+    ("dscp-parallel", 0, []), ("dscp-parallel", 1 << 7 | 1 << 46, [7, "EF"]),
+    ("overhead", -64, -64), ("linkrate", 125000000, 125000000),
+])
+def test_values_as_tc_prints_them(keyword, value, shown):
+    assert params.json_value(params.TABLE[keyword], value) == shown
