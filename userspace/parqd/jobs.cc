@@ -510,7 +510,9 @@ std::map<unsigned, JobLevel> SplitJobs(const JobTable& t,
 }
 
 NftRunner SystemNft() {
-  return RunNft;
+  return [](const std::vector<std::string>& args, const std::string& input) {
+    return RunNft(args, input);
+  };
 }
 
 int JobAdd(const JobEnv& env, const std::string& path, bool as_json,

@@ -2,9 +2,16 @@
 
 #include "nft.h"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/netlink.h>
 #include <nftables/libnftables.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
+#include <mutex>
 
 namespace parq::parqd {
 
@@ -14,10 +21,25 @@ struct CtxFree {
   void operator()(nft_ctx* c) const { nft_ctx_free(c); }
 };
 
+// libnftables exits the process when it cannot open its netlink socket
+// (a kernel without nf_tables, or none that may be loaded): ask first.
+std::optional<std::string> NfnetlinkProblem() {
+  const int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+  if (fd < 0)
+    return std::string("this kernel offers no nftables (netfilter netlink: ") +
+           std::strerror(errno) + ")";
+  close(fd);
+  return std::nullopt;
+}
+
+// libnftables' first context sets up shared state without a lock.
+std::mutex nft_lock;
+
 }  // namespace
 
 Result<ProgramOutput, std::string> RunNft(const std::vector<std::string>& args,
-                                          const std::string& input) {
+                                          const std::string& input,
+                                          const NftProbe& probe) {
   bool as_json = false;
   bool from_input = false;
   std::string command;
@@ -37,7 +59,10 @@ Result<ProgramOutput, std::string> RunNft(const std::vector<std::string>& args,
   }
   if (from_input == !command.empty())
     return Err{std::string("nft needs either -f - or a command")};
+  if (auto e = (probe ? probe : NfnetlinkProblem)())
+    return Err{*e};
 
+  const std::lock_guard<std::mutex> hold(nft_lock);
   std::unique_ptr<nft_ctx, CtxFree> ctx(nft_ctx_new(NFT_CTX_DEFAULT));
   if (!ctx)
     return Err{std::string("cannot make an nftables context")};

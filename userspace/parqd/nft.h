@@ -6,6 +6,8 @@
 #ifndef PARQD_NFT_H
 #define PARQD_NFT_H
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,14 +16,21 @@
 
 namespace parq::parqd {
 
+// Why nftables cannot be reached, or nullopt.
+using NftProbe = std::function<std::optional<std::string>()>;
+
 // Runs what `nft args...` with `input` on its standard input would: the
 // arguments are nft's (-j for JSON output, -f - for the commands of
 // `input`, else the command itself, such as "list table inet parq").
 // Returns what nft would have printed and its status (0, or 1 when nftables
 // refused), so that callers read it as they read nft's; an error for
-// arguments it does not take or a context it could not make.
+// arguments it does not take, or when `probe` (by default: can this process
+// open netfilter's netlink socket?) finds nftables out of reach, before
+// libnftables is asked: it ends the process when it cannot open that
+// socket.  One call at a time in a process.
 Result<ProgramOutput, std::string> RunNft(const std::vector<std::string>& args,
-                                          const std::string& input);
+                                          const std::string& input,
+                                          const NftProbe& probe = {});
 
 // argv as RunProgram() runs it, but nft (argv[0] "nft") through RunNft().
 Result<ProgramOutput, std::string> RunCommand(

@@ -77,7 +77,7 @@ std::string NftJson(const std::map<unsigned, std::vector<json>>& sets) {
 struct FakeNft {
   std::optional<std::map<unsigned, std::vector<json>>> table;
   std::vector<std::string> scripts;
-  bool broken = false;  // no nftables context
+  bool broken = false;  // no nftables in the kernel
   int refuse = 0;       // exit status for -f
 
   NftRunner Runner() {
@@ -85,7 +85,9 @@ struct FakeNft {
                const std::vector<std::string>& args,
                const std::string& input) -> Result<ProgramOutput, std::string> {
       if (broken)
-        return Err{std::string("cannot make an nftables context")};
+        return Err{
+            std::string("this kernel offers no nftables (netfilter netlink: "
+                        "Protocol not supported)")};
       ProgramOutput o;
       if (args.size() >= 2 && args[0] == "-j" && args[1] == "list") {
         if (!table) {
@@ -449,8 +451,7 @@ TEST_F(JobsTest, BadInputChangesNothing) {
 TEST_F(JobsTest, WithoutNftablesTheErrorSaysSo) {
   nft_.broken = true;
   EXPECT_EQ(Add("/sys/fs/cgroup/slurm/job_7"), 1);
-  EXPECT_NE(err_.find("cannot make an nftables context"), std::string::npos)
-      << err_;
+  EXPECT_NE(err_.find("offers no nftables"), std::string::npos) << err_;
   EXPECT_TRUE(nft_.scripts.empty());
 }
 
@@ -606,6 +607,18 @@ TEST(RunNftTest, ArgumentsItDoesNotTakeAreRefused) {
     auto r = RunNft(args, "");
     EXPECT_FALSE(r.ok()) << ::testing::PrintToString(args);
   }
+}
+
+// Without nftables in the kernel, libnftables would end the process: the
+// probe's answer is the error, and libnftables is not asked.
+TEST(RunNftTest, WithoutNftablesItIsAnErrorNotAnExit) {
+  auto r = RunNft({"list", "table", "inet", "parq"}, "", [] {
+    return std::optional<std::string>(
+        "this kernel offers no nftables (netfilter netlink: Protocol not "
+        "supported)");
+  });
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("offers no nftables"), std::string::npos);
 }
 
 }  // namespace
