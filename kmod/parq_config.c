@@ -21,7 +21,6 @@
 #include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
-#include <linux/stringify.h>
 #include <net/dsfield.h>
 #include <net/netlink.h>
 #include <net/pkt_cls.h>
@@ -117,6 +116,7 @@ u64 parq_linkrate(struct Qdisc *sch, const struct parq_config *cfg)
 		    wval, names, msg)					\
 	PARQ_URANGE_##type(attr, PARQ_PARAM_LO(lo, wval),		\
 			   PARQ_PARAM_HI(hi, wval))
+/* Not const: on 6.1 and older, struct nla_policy points at them so. */
 static struct netlink_range_validation parq_ranges[TCA_PARQ_MAX + 1] = {
 	PARQ_PARAMS(PARQ_URANGE)
 };

@@ -117,16 +117,33 @@ struct parq_resv_class {
  * shaper off, PARQ_LINKRATE_AUTO the link's speed; dscp_mark a DSCP or
  * PARQ_DSCP_MARK_OFF; reservable a percentage.
  */
-#define PARQ_CTYPE_PARQ_U8	u8
-#define PARQ_CTYPE_PARQ_U32	u32
-#define PARQ_CTYPE_PARQ_S32	s32
-#define PARQ_CTYPE_PARQ_U64	u64
-#define PARQ_CONFIG_FIELD(attr, field, kw, type, syn, meta, min, max,	\
-			  dflt, word, wval, names, msg)			\
-	PARQ_CTYPE_##type field;
+#define PARQ_FIELD_U64_PARQ_U64(f)	u64 f;
+#define PARQ_FIELD_U64_PARQ_U32(f)
+#define PARQ_FIELD_U64_PARQ_S32(f)
+#define PARQ_FIELD_U64_PARQ_U8(f)
+#define PARQ_FIELD_32_PARQ_U64(f)
+#define PARQ_FIELD_32_PARQ_U32(f)	u32 f;
+#define PARQ_FIELD_32_PARQ_S32(f)	s32 f;
+#define PARQ_FIELD_32_PARQ_U8(f)
+#define PARQ_FIELD_U8_PARQ_U64(f)
+#define PARQ_FIELD_U8_PARQ_U32(f)
+#define PARQ_FIELD_U8_PARQ_S32(f)
+#define PARQ_FIELD_U8_PARQ_U8(f)	u8 f;
+#define PARQ_FIELD_U64(attr, field, kw, type, syn, meta, min, max, dflt, \
+		       word, wval, names, msg)				\
+	PARQ_FIELD_U64_##type(field)
+#define PARQ_FIELD_32(attr, field, kw, type, syn, meta, min, max, dflt, \
+		      word, wval, names, msg)				\
+	PARQ_FIELD_32_##type(field)
+#define PARQ_FIELD_U8(attr, field, kw, type, syn, meta, min, max, dflt, \
+		      word, wval, names, msg)				\
+	PARQ_FIELD_U8_##type(field)
 
+/* By size, largest first: no holes, and one cache line. */
 struct parq_config {
-	PARQ_PARAMS(PARQ_CONFIG_FIELD)
+	PARQ_PARAMS(PARQ_FIELD_U64)
+	PARQ_PARAMS(PARQ_FIELD_32)
+	PARQ_PARAMS(PARQ_FIELD_U8)
 };
 
 struct parq_sched_data {

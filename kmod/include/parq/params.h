@@ -130,8 +130,8 @@
 	  PARQ_STR(PARQ_DSCP_MAX) " or off")
 
 /*
- * The DSCPs' names that tc and parqd read and print (RFC 2474, 2597, 3246,
- * 5865, 8622): N(name, dscp).
+ * The DSCPs' names that tc-parq(8) reads and prints (RFC 2474, 2597, 3246,
+ * 5865, 8622): N(name, dscp).  parqd spells DSCPs as nft does.
  */
 #define PARQ_DSCP_NAMES(N)						\
 	N("CS0", 0) N("LE", 1)						\

@@ -86,8 +86,8 @@ enum {
 	TCA_PARQ_RATE,		/* u64: bytes/s, 1..PARQ_RATE_MAX or _UNLIMITED */
 	TCA_PARQ_OVERHEAD,	/* s32: bytes added per packet by the shaper */
 	/*
-	 * u8: enum parq_split_gso; dumped as the
-	 * effective state (_ON or _OFF)
+	 * u8: enum parq_split_gso; dumped as set,
+	 * effective_split_gso in the statistics
 	 */
 	TCA_PARQ_SPLIT_GSO,
 	TCA_PARQ_LIMIT,		/* u32: packets in the whole qdisc */
@@ -101,7 +101,8 @@ enum {
 	/*
 	 * u64: bytes/s admission control divides,
 	 * 1..PARQ_RATE_MAX or PARQ_LINKRATE_AUTO;
-	 * dumped as the effective value, 0 if none
+	 * dumped as set, effective_linkrate (0 if
+	 * none) in the statistics
 	 */
 	TCA_PARQ_LINKRATE,
 	TCA_PARQ_RESERVABLE,	/* u8: percent of linkrate, 1..100 */
