@@ -198,16 +198,15 @@ static void explain(void)
 	fputs("\n       tc class ... classid MAJOR:MINOR parq { rate RATE | idt TIME }\n\n",
 	      stderr);
 	for (o = parq_qopts; o < parq_qopts + PARQ_NUM_QOPTS; o++) {
+		char range[48] = "";
+
+		parq_syntax(o, item, sizeof(item));
 		parq_format_value(o, o->dflt, dflt, sizeof(dflt));
 		if (o->syntax == PARQ_SYN_NUMBER ||
 		    o->syntax == PARQ_SYN_PERCENT)
-			snprintf(item, sizeof(item), "%s %lld..%llu%s%s",
-				 o->meta, o->min, (unsigned long long)o->max,
-				 o->word ? " or " : "", o->word ? o->word : "");
-		else
-			snprintf(item, sizeof(item), "%s", "");
-		fprintf(stderr, "  %-14s %-24s default %s\n", o->kw, item,
-			dflt);
+			snprintf(range, sizeof(range), "%s %lld..%llu, ",
+				 o->meta, o->min, (unsigned long long)o->max);
+		fprintf(stderr, "  %-34s %sdefault %s\n", item, range, dflt);
 	}
 	fprintf(stderr,
 		"\n  RATE     a rate such as 100mbit or 10gbit, at most 1600gbit\n"
@@ -706,13 +705,27 @@ static int parq_parse_opt(struct qdisc_util *qu, int argc, char **argv,
 
 /* ---- print_qopt ---- */
 
+/*
+ * Whether @v is @o's word: its value, or for a number or a rate whose word
+ * lies past the maximum (inf, unlimited, auto), anything from there on.
+ */
+static bool parq_is_word(const struct parq_qopt *o, __u64 v)
+{
+	if (!o->word)
+		return false;
+	if (v == o->word_value)
+		return true;
+	return (o->syntax == PARQ_SYN_NUMBER || o->syntax == PARQ_SYN_RATE) &&
+	       o->word_value > o->max && v > o->word_value;
+}
+
 /* @v as tc's text would give it back (not a flag's text). */
 static void parq_format_value(const struct parq_qopt *o, __u64 v,
 			      char *buf, size_t size)
 {
 	const char *name = NULL;
 
-	if (o->word && v == o->word_value) {
+	if (parq_is_word(o, v)) {
 		snprintf(buf, size, "%s", o->word);
 		return;
 	}
@@ -781,6 +794,9 @@ static void parq_print_qopt(const struct parq_qopt *o, __u64 v)
 		parq_print_dscp_set(key, o->kw, v);
 		return;
 	case PARQ_SYN_FLAG:
+		/* A mode this plugin does not know: nothing, as before. */
+		if (v < (__u64)o->min || v - o->min >= parq_num_names(o))
+			return;
 		parq_format_value(o, v, text, sizeof(text));
 		parq_print_string(PRINT_JSON, key, NULL, text);
 		if (v == (__u64)o->min + 1)
@@ -793,7 +809,7 @@ static void parq_print_qopt(const struct parq_qopt *o, __u64 v)
 		parq_print_string(PRINT_FP, NULL, "%s ", text);
 		return;
 	case PARQ_SYN_RATE:
-		if (!(o->word && v == o->word_value)) {
+		if (!parq_is_word(o, v)) {
 			tc_print_rate(PRINT_ANY, key, fmt, v);
 			return;
 		}

@@ -381,6 +381,42 @@ if command -v groff >/dev/null; then
 	else
 		fail "usage matches the man page SYNOPSIS" "usage:    $use" "synopsis: $syn"
 	fi
+	# Each parameter's paragraph gives the default the plugin's help
+	# gives (both from the parameter table: this checks the page).
+	man=$(groff -man -Tutf8 -rHY=0 -rLL=300n -P-cbou "$MAN" 2>/dev/null |
+		sed 's/\xe2\x80\x90/-/g; s/\xe2\x88\x92/-/g')
+	if msg=$(MAN_TEXT=$man USAGE_TEXT=$USAGE python3 - <<'PY'
+import os
+import re
+import sys
+
+man = os.environ["MAN_TEXT"].splitlines()
+bad = []
+rows = re.findall(r"^  (\S.*?)  +(?:\S+ \S+, )?default (\S+)$",
+                  os.environ["USAGE_TEXT"], flags=re.M)
+for syntax, default in rows:
+    at = [i for i, line in enumerate(man) if line.strip() == syntax]
+    if not at:
+        bad.append(f"no paragraph for {syntax!r}")
+        continue
+    text = []
+    for line in man[at[0] + 1:]:
+        if line.strip() and not line.startswith(" " * 10):
+            break
+        text.append(line.strip())
+    text = " ".join(" ".join(text).split())
+    if not re.search(r"Default: " + re.escape(default) + r"[.,:]", text):
+        bad.append(f"{syntax!r}: the page's default is not {default}")
+if not rows:
+    bad.append("the help lists no defaults")
+print("; ".join(bad))
+sys.exit(1 if bad else 0)
+PY
+	); then
+		pass "each parameter's default in the man page is the plugin's"
+	else
+		fail "each parameter's default in the man page is the plugin's" "$msg"
+	fi
 fi
 
 # ---- bad inputs: each fails, names the token, sends nothing ----
@@ -673,6 +709,10 @@ show "an empty DSCP set, a rate, unknown attributes, no NLA_F_NESTED" \
 	"[{$Q, \"options\": {\"RATE\": 1234000, \"DSCP_PARALLEL\": 0}, \"extra\": [[99, \"01020304\"]], \"nested\": false}]" \
 	"qdisc parq 1: root refcnt 2 rate 9872Kbit dscp-parallel none" \
 	'{"rate": 1234000, "dscp_parallel": []}'
+show "values past a word's sentinel and a split-gso mode this plugin lacks (a newer module)" \
+	"[{$Q, \"options\": {\"THRESHOLD\": 70000, \"RATE\": 200000000005, \"SPLIT_GSO\": 3, \"LINKRATE\": 200000000009}}]" \
+	"qdisc parq 1: root refcnt 2 threshold inf rate unlimited linkrate auto" \
+	'{"threshold": "inf", "rate": "unlimited", "linkrate": "auto"}' noreparse
 
 # ---- printing: statistics ----
 # xsize STRUCT [FIELD]: the size of a struct of linux/parq.h, or the offset
