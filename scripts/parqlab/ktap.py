@@ -176,7 +176,11 @@ class Suite:
 
     def _one(self, i, name, fn, timeout, speed=None):
         t0 = time.monotonic()
-        verdict, note = self._verdict(name, fn, timeout, speed)
+        try:
+            verdict, note = self._verdict(name, fn, timeout, speed)
+        except KeyboardInterrupt:
+            _run_deferred()
+            raise
         failed = _run_deferred()
         if failed and verdict != "fail":
             diag(f"{name}: FAILED: {failed} of its clean-ups failed")
