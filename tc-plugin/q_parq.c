@@ -139,6 +139,14 @@ static size_t parq_num_names(const struct parq_qopt *o)
 	return n;
 }
 
+/* The name of @o's value @v, or NULL if the names do not cover it. */
+static const char *parq_value_name(const struct parq_qopt *o, __u64 v)
+{
+	if (v < (__u64)o->min || v - o->min >= parq_num_names(o))
+		return NULL;
+	return o->names[v - o->min];
+}
+
 /* "a", "a or b", "a, b or c". */
 static void parq_join_names(const struct parq_qopt *o, const char *sep,
 			    const char *last, char *buf, size_t size)
@@ -732,8 +740,7 @@ static void parq_format_value(const struct parq_qopt *o, __u64 v,
 	switch (o->syntax) {
 	case PARQ_SYN_NAMES:
 	case PARQ_SYN_FLAG:
-		if (v >= (__u64)o->min && v - o->min < parq_num_names(o))
-			name = o->names[v - o->min];
+		name = parq_value_name(o, v);
 		break;
 	case PARQ_SYN_DSCP:
 		name = v <= PARQ_DSCP_MAX ? parq_dscp_to_name(v) : NULL;
@@ -785,6 +792,7 @@ static void parq_print_dscp_set(const char *key, const char *kw, __u64 mask)
 static void parq_print_qopt(const struct parq_qopt *o, __u64 v)
 {
 	char key[32], fmt[48], text[PARQ_DSCP_TEXT];
+	const char *name;
 	bool number;
 
 	parq_json_key(o, key, sizeof(key));
@@ -795,10 +803,10 @@ static void parq_print_qopt(const struct parq_qopt *o, __u64 v)
 		return;
 	case PARQ_SYN_FLAG:
 		/* A mode this plugin does not know: nothing, as before. */
-		if (v < (__u64)o->min || v - o->min >= parq_num_names(o))
+		name = parq_value_name(o, v);
+		if (!name)
 			return;
-		parq_format_value(o, v, text, sizeof(text));
-		parq_print_string(PRINT_JSON, key, NULL, text);
+		parq_print_string(PRINT_JSON, key, NULL, name);
 		if (v == (__u64)o->min + 1)
 			snprintf(text, sizeof(text), "%s", o->kw);
 		else if (v == (__u64)o->min + 2)
