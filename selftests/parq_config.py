@@ -464,10 +464,8 @@ def table_cases():
     row's message: the module's policy and messages are the table's."""
     cases = []
     for p in params.TABLE.values():
-        lo = min(p.min, p.word_value)
-        hi = max(p.max, p.word_value)
         tmin, tmax = _TYPE_RANGE[p.type]
-        for v in (lo - 1, hi + 1):
+        for v in (p.accept_min - 1, p.accept_max + 1):
             if tmin <= v <= tmax:
                 cases.append((f"{p.keyword} {v} (table)",
                               opts(_ENCODE[p.type](p.attr, v)), p.message))

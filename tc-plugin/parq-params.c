@@ -62,8 +62,11 @@ static void json_names(const char *const *names)
 		       (long long)(dflt));				\
 		fputs(", \"word\": ", stdout);				\
 		json_str(word);						\
-		printf(", \"word_value\": %lld, \"names\": ",		\
-		       (long long)(wval));				\
+		printf(", \"word_value\": %lld, \"accept_min\": %lld"	\
+		       ", \"accept_max\": %llu, \"names\": ",		\
+		       (long long)(wval),				\
+		       (long long)PARQ_PARAM_LO(min, wval),		\
+		       (unsigned long long)PARQ_PARAM_HI(max, wval));	\
 		json_names(names);					\
 		fputs(", \"message\": ", stdout);			\
 		json_str(msg);						\

@@ -26,6 +26,8 @@ class Param:
     default: int
     word: str
     word_value: int
+    accept_min: int  # what the module accepts: min..max and the word's
+    accept_max: int
     names: tuple
     message: str
 
