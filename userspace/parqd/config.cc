@@ -500,12 +500,6 @@ std::optional<std::string> InterfaceNameProblem(std::string_view name) {
            "\" is not an interface name (1 to 15 bytes, not \".\" or "
            "\"..\", no '/', ':' or white space)";
   }
-  // Valid for the kernel, but tc's batch input, where parqd writes the
-  // name, reads '#' as a comment and quotes and '\\' as its quoting.
-  if (const auto at = name.find_first_of("#\"'\\"); at != name.npos)
-    return "\"" + std::string(name) + "\" has '" + name[at] +
-           "', which parqd cannot pass to tc; rename the interface "
-           "(ip link set dev OLD name NEW)";
   return std::nullopt;
 }
 

@@ -172,7 +172,7 @@ struct AdmissionStack {
             CurlPost(c.admission->etcd_tls, &agent_stop,
                      c.admission->etcd_auth)),
         admission(topology, etcd, c.admission->etcd_prefix, LogRoleLine),
-        classes(c.interface, RunCommand),
+        classes(c.interface, RunCommand, RtnlTcLink(c.interface)),
         lease_etcd(
             c.admission->etcd_endpoints,
             std::chrono::milliseconds(c.admission->etcd_timeout_ns / 1'000'000),

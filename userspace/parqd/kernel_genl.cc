@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// KernelCreditTable over libnl-genl-3.  Extended acks are switched on
-// (NETLINK_EXT_ACK, with NETLINK_CAP_ACK so errors do not echo the
-// request) and the kernel's message is read from the error's TLVs.
+// KernelCreditTable and KernelMonitor over libnl-genl-3, with the
+// kernel's extended-ack messages (nl_exchange.h).
 
 #include <linux/netlink.h>
 #include <linux/parq.h>
@@ -16,10 +15,7 @@
 #include <cstring>
 
 #include "kernel.h"
-
-#ifndef SOL_NETLINK
-#define SOL_NETLINK 270
-#endif
+#include "nl_exchange.h"
 
 namespace parq::parqd {
 
@@ -33,51 +29,11 @@ std::string KernelError::Text() const {
 namespace {
 
 struct Reply {
-  bool done = false;
-  int error = 0;
-  std::string message;
+  NlOutcome outcome;
   std::vector<KernelEntry> entries;
   std::vector<PeerSample> peers;
   std::optional<MonitorState> monitor;
 };
-
-std::string ExtackMessage(const nlmsgerr* e) {
-  const auto* hdr = reinterpret_cast<const nlmsghdr*>(
-      reinterpret_cast<const char*>(e) - NLMSG_HDRLEN);
-  if (!(hdr->nlmsg_flags & NLM_F_ACK_TLVS))
-    return {};
-  size_t off = NLMSG_HDRLEN + sizeof(nlmsgerr);
-  if (!(hdr->nlmsg_flags & NLM_F_CAPPED))
-    off += e->msg.nlmsg_len - NLMSG_HDRLEN;
-  const char* base = reinterpret_cast<const char*>(hdr);
-  while (off + NLA_HDRLEN <= hdr->nlmsg_len) {
-    nlattr a;
-    std::memcpy(&a, base + off, sizeof(a));
-    if (a.nla_len < NLA_HDRLEN || off + a.nla_len > hdr->nlmsg_len)
-      break;
-    if ((a.nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
-      std::string s(base + off + NLA_HDRLEN, a.nla_len - NLA_HDRLEN);
-      if (auto z = s.find('\0'); z != std::string::npos)
-        s.resize(z);
-      return s;
-    }
-    off += NLA_ALIGN(a.nla_len);
-  }
-  return {};
-}
-
-int OnError(sockaddr_nl*, nlmsgerr* e, void* arg) {
-  auto* r = static_cast<Reply*>(arg);
-  r->error = -e->error;
-  r->message = ExtackMessage(e);
-  r->done = true;
-  return NL_STOP;
-}
-
-int OnAck(nl_msg*, void* arg) {
-  static_cast<Reply*>(arg)->done = true;
-  return NL_STOP;
-}
 
 int OnValid(nl_msg* msg, void* arg) {
   auto* r = static_cast<Reply*>(arg);
@@ -110,11 +66,6 @@ int OnValid(nl_msg* msg, void* arg) {
     e.held = nla_get_u64(tb[PARQ_A_HELD]);
   r->entries.push_back(e);
   return NL_OK;
-}
-
-int OnFinish(nl_msg*, void* arg) {
-  static_cast<Reply*>(arg)->done = true;
-  return NL_STOP;
 }
 
 KernelError FromLibnl(int nlerr, const std::string& what) {
@@ -202,27 +153,9 @@ int OnMonitor(nl_msg* msg, void* arg) {
 // end; `valid` gets every answer.
 std::optional<KernelError> Exchange(nl_sock* sk, nl_msg* msg, Reply* reply,
                                     nl_recvmsg_msg_cb_t valid) {
-  const int sent = nl_send_auto(sk, msg);
-  nlmsg_free(msg);
-  if (sent < 0)
-    return FromLibnl(sent, "sending to the parq family");
-  nl_cb* cb = nl_cb_alloc(NL_CB_DEFAULT);
-  if (!cb)
-    return KernelError{ENOMEM, "cannot allocate netlink callbacks"};
-  nl_cb_err(cb, NL_CB_CUSTOM, OnError, reply);
-  nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, OnAck, reply);
-  nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, valid, reply);
-  nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, OnFinish, reply);
-  std::optional<KernelError> err;
-  while (!reply->done) {
-    const int r = nl_recvmsgs(sk, cb);
-    if (r < 0 && !reply->done) {
-      err = FromLibnl(r, "reading from the parq family");
-      break;
-    }
-  }
-  nl_cb_put(cb);
-  return err;
+  return NlExchange(
+      sk, msg, &reply->outcome, [&](nl_msg* m) { valid(m, reply); },
+      "the parq family");
 }
 
 class GenlCreditTable final : public KernelCreditTable {
@@ -259,9 +192,7 @@ class GenlCreditTable final : public KernelCreditTable {
     auto err = Exchange(msg, &reply);
     if (err)
       return err;
-    if (reply.error)
-      return KernelError{reply.error, reply.message};
-    return std::nullopt;
+    return Refusal(reply.outcome);
   }
 
   Result<std::vector<KernelEntry>, KernelError> Dump() override {
@@ -276,8 +207,8 @@ class GenlCreditTable final : public KernelCreditTable {
     Reply reply;
     if (auto err = Exchange(msg, &reply))
       return Err{*err};
-    if (reply.error)
-      return Err{KernelError{reply.error, reply.message}};
+    if (auto e = Refusal(reply.outcome))
+      return Err{*e};
     return std::move(reply.entries);
   }
 
@@ -302,19 +233,10 @@ constexpr const char* kNoEventsGroup =
 
 // A generic netlink socket with extended acks and the parq family's id.
 Result<std::pair<nl_sock*, int>, KernelError> OpenFamily() {
-  nl_sock* sk = nl_socket_alloc();
-  if (!sk)
-    return Err{KernelError{ENOMEM, "cannot allocate a netlink socket"}};
-  if (int r = genl_connect(sk); r < 0) {
-    nl_socket_free(sk);
-    return Err{FromLibnl(r, "cannot open a generic netlink socket")};
-  }
-  const int one = 1;
-  // Best effort: without them errors still carry their errno.
-  setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &one,
-             sizeof(one));
-  setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_CAP_ACK, &one,
-             sizeof(one));
+  auto opened = OpenNetlink(NETLINK_GENERIC);
+  if (!opened.ok())
+    return Err{opened.error()};
+  nl_sock* sk = opened.value();
   const int family = genl_ctrl_resolve(sk, PARQ_GENL_NAME);
   if (family < 0) {
     nl_socket_free(sk);
@@ -355,8 +277,8 @@ class GenlMonitor final : public KernelMonitor {
     Reply reply;
     if (auto err = Exchange(sk_, msg, &reply, OnPeer))
       return Err{*err};
-    if (reply.error)
-      return Err{KernelError{reply.error, reply.message}};
+    if (auto e = Refusal(reply.outcome))
+      return Err{*e};
     return std::move(reply.peers);
   }
 
@@ -372,8 +294,8 @@ class GenlMonitor final : public KernelMonitor {
     Reply reply;
     if (auto err = Exchange(sk_, msg, &reply, OnMonitor))
       return Err{*err};
-    if (reply.error)
-      return Err{KernelError{reply.error, reply.message}};
+    if (auto e = Refusal(reply.outcome))
+      return Err{*e};
     if (!reply.monitor)
       return Err{KernelError{EPROTO, "the kernel sent no monitor state"}};
     return *reply.monitor;
@@ -456,9 +378,7 @@ class GenlMonitor final : public KernelMonitor {
     Reply reply;
     if (auto err = Exchange(sk_, msg, &reply, OnValid))
       return err;
-    if (reply.error)
-      return KernelError{reply.error, reply.message};
-    return std::nullopt;
+    return Refusal(reply.outcome);
   }
 
   // PARQ_A_MON_PEERS, always: an empty set counts every source again.

@@ -111,7 +111,8 @@ int Run(int argc, char** argv) {
                     std::chrono::milliseconds(a->etcd_timeout_ns / 1'000'000),
                     CurlPost(a->etcd_tls, nullptr, a->etcd_auth));
     ClusterAdmission admission(t.value().topology, etcd, a->etcd_prefix);
-    TcReservedClasses classes(config.value().interface, RunCommand);
+    TcReservedClasses classes(config.value().interface, RunCommand,
+                              RtnlTcLink(config.value().interface));
     const bool ok = CleanUpAfterParqd(t.value().host, admission, etcd, classes,
                                       LogRoleLine);
     return ok ? 0 : 1;

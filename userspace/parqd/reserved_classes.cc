@@ -2,14 +2,12 @@
 
 #include "reserved_classes.h"
 
+#include <linux/pkt_sched.h>
+
 #include <charconv>
 #include <cstdio>
-#include <iterator>
 #include <set>
 #include <sstream>
-#include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "jobs.h"
 #include "topology.h"
@@ -26,14 +24,8 @@ std::string Hex(uint32_t v) {
 
 }  // namespace
 
-std::string InstallBatch(const std::string& dev, const std::string& handle,
-                         uint32_t minor, uint64_t rate) {
-  const std::string cls = handle + Hex(minor);
-  return "class add dev " + dev + " parent " + handle + " classid " + cls +
-         " parq rate " + FormatRate(rate) + "\n" + "filter add dev " + dev +
-         " parent " + handle + " protocol all prio " + std::to_string(minor) +
-         " handle 0x" + Hex(ReservedMark(minor)) + "/0x" +
-         Hex(kReservedMarkMask) + " fw classid " + cls + "\n";
+uint64_t ClassBytes(uint64_t bps) {
+  return bps >= 8 ? bps / 8 : 1;
 }
 
 std::string ReservedNftChain(uint32_t minor) {
@@ -69,20 +61,10 @@ std::string ReservedNftScript(uint32_t minor, uint32_t owner,
          l4 + set;
   return s;
 }
-TcReservedClasses::TcReservedClasses(std::string dev, Run run)
-    : dev_(std::move(dev)), run_(std::move(run)) {}
 
-std::optional<std::string> TcReservedClasses::Tc(
-    const std::vector<std::string>& args, const std::string& input) {
-  std::vector<std::string> argv = {"tc"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto r = run_(argv, input);
-  if (!r.ok())
-    return r.error();
-  if (r.value().status != 0)
-    return "tc " + args.front() + " " + args[1] + ": " + ErrorText(r.value());
-  return std::nullopt;
-}
+TcReservedClasses::TcReservedClasses(std::string dev, Run run,
+                                     std::unique_ptr<TcLink> tc)
+    : dev_(std::move(dev)), run_(std::move(run)), tc_(std::move(tc)) {}
 
 std::optional<std::string> TcReservedClasses::Nft(const std::string& script) {
   auto r = run_({"nft", "-f", "-"}, script);
@@ -104,83 +86,82 @@ std::optional<std::string> TcReservedClasses::DelChain(uint32_t minor) {
   return std::nullopt;
 }
 
-std::optional<std::string> TcReservedClasses::Handle(std::string* handle) {
-  auto r = run_({"tc", "-j", "qdisc", "show", "dev", dev_, "root"}, "");
-  if (!r.ok())
-    return r.error();
-  if (r.value().status != 0)
-    return "tc qdisc show dev " + dev_ + ": " + ErrorText(r.value());
-  const auto j = nlohmann::json::parse(r.value().out, nullptr, false);
+std::optional<std::string> TcReservedClasses::Handle(uint32_t* handle) {
+  auto qdiscs = tc_->Qdiscs();
+  if (!qdiscs.ok())
+    return qdiscs.error().Text();
   const std::string add = "; add one with: tc qdisc add dev " + dev_ +
                           " root handle 1: parq linkrate RATE";
-  if (j.is_discarded() || !j.is_array() || j.empty() || !j[0].is_object())
-    return "no root qdisc on " + dev_ + add;
-  const std::string kind = j[0].value("kind", "");
-  if (kind != "parq")
-    return dev_ + "'s root qdisc is " + kind + ", not parq" + add;
-  *handle = j[0].value("handle", "");
-  return std::nullopt;
+  for (const TcObject& q : qdiscs.value()) {
+    if (q.parent != TC_H_ROOT)
+      continue;
+    if (q.kind != "parq")
+      return dev_ + "'s root qdisc is " + q.kind + ", not parq" + add;
+    *handle = q.handle;
+    return std::nullopt;
+  }
+  return "no root qdisc on " + dev_ + add;
 }
 
 std::optional<std::string> TcReservedClasses::Install(
     uint32_t minor, uint64_t rate, const Match& match,
     const std::vector<Address>& to, uint32_t owner) {
-  std::string h;
+  uint32_t h = 0;
   if (auto e = Handle(&h))
     return e;
   if (auto e = Nft(ReservedNftScript(minor, owner, match, to))) {
     (void)DelChain(minor);
     return e;
   }
-  if (auto e = Tc({"-batch", "-"}, InstallBatch(dev_, h, minor, rate))) {
+  auto e = tc_->SetParqClass(h, h | minor, ClassBytes(rate), /*create=*/true);
+  if (!e)
+    e = tc_->AddFwFilter(h, minor, ReservedMark(minor), kReservedMarkMask,
+                         h | minor);
+  if (e) {
     (void)RemoveFrom(h, minor);
-    return e;
+    return e->Text();
   }
   return std::nullopt;
 }
 
 std::optional<std::string> TcReservedClasses::SetRate(uint32_t minor,
                                                       uint64_t rate) {
-  std::string h;
+  uint32_t h = 0;
   if (auto e = Handle(&h))
     return e;
-  return Tc({"class", "change", "dev", dev_, "classid", h + Hex(minor), "parq",
-             "rate", FormatRate(rate)});
+  if (auto e =
+          tc_->SetParqClass(h, h | minor, ClassBytes(rate), /*create=*/false))
+    return e->Text();
+  return std::nullopt;
 }
 
 std::optional<std::string> TcReservedClasses::Remove(uint32_t minor) {
-  std::string h;
+  uint32_t h = 0;
   if (auto e = Handle(&h))
     return e;
   return RemoveFrom(h, minor);
 }
 
-std::optional<std::string> TcReservedClasses::RemoveFrom(const std::string& h,
+std::optional<std::string> TcReservedClasses::RemoveFrom(uint32_t h,
                                                          uint32_t minor) {
   // The marking first: no packet is marked for a class that is gone.
-  const auto chain = DelChain(minor);
+  auto chain = DelChain(minor);
   // No filter of that priority is not an error: Install() may have failed
   // before adding one.
-  (void)Tc({"filter", "del", "dev", dev_, "parent", h, "prio",
-            std::to_string(minor)});
-  auto cls = Tc({"class", "del", "dev", dev_, "classid", h + Hex(minor)});
-  return cls ? cls : chain;
+  (void)tc_->DelFilters(h, minor);
+  if (auto e = tc_->DelClass(h | minor))
+    return e->Text();
+  return chain;
 }
 
 namespace {
 
-// The minor of `classid` ("1:1000") if it is a class of the qdisc of
-// handle `h` ("1:") in the agent's range.
-std::optional<uint32_t> AgentMinor(std::string_view classid,
-                                   const std::string& h) {
-  if (!classid.starts_with(h))
-    return std::nullopt;
-  classid.remove_prefix(h.size());
-  uint32_t minor = 0;
-  const auto [p, ec] = std::from_chars(
-      classid.data(), classid.data() + classid.size(), minor, 16);
-  if (ec != std::errc() || p != classid.data() + classid.size() ||
-      minor < kAgentMinorFirst || minor > kAgentMinorLast)
+// The minor of `handle` if it is a class of the qdisc of handle `h` in
+// the agent's range.
+std::optional<uint32_t> AgentMinor(uint32_t handle, uint32_t h) {
+  const uint32_t minor = TC_H_MIN(handle);
+  if (TC_H_MAJ(handle) != TC_H_MAJ(h) || minor < kAgentMinorFirst ||
+      minor > kAgentMinorLast)
     return std::nullopt;
   return minor;
 }
@@ -188,39 +169,22 @@ std::optional<uint32_t> AgentMinor(std::string_view classid,
 }  // namespace
 
 std::optional<std::string> TcReservedClasses::Scan(
-    const std::string& h, std::set<uint32_t>* classes,
-    std::set<uint32_t>* filters) {
-  // Text, not -j: tc has printed classes as JSON only since 6.x.  Lines
-  // "class parq H:MINOR ..." and "filter ... classid|flowid H:MINOR ...".
-  const auto scan =
-      [&](const std::vector<std::string>& argv, const char* first,
-          std::set<uint32_t>* found) -> std::optional<std::string> {
-    auto r = run_(argv, "");
-    if (!r.ok())
-      return r.error();
-    if (r.value().status != 0)
-      return argv[0] + " " + argv[1] + " " + argv[2] + " dev " + dev_ + ": " +
-             ErrorText(r.value());
-    std::istringstream lines(r.value().out);
-    for (std::string line; std::getline(lines, line);) {
-      std::istringstream words(line);
-      std::vector<std::string> w{std::istream_iterator<std::string>(words),
-                                 std::istream_iterator<std::string>()};
-      if (w.empty() || w[0] != first)
-        continue;
-      for (size_t i = 0; i + 1 < w.size(); i++) {
-        const bool is_class = w[0] == "class" && i == 1 && w[1] == "parq";
-        if (is_class || w[i] == "classid" || w[i] == "flowid")
-          if (auto m = AgentMinor(w[i + 1], h))
-            found->insert(*m);
-      }
-    }
-    return std::nullopt;
-  };
-  if (auto e = scan({"tc", "class", "show", "dev", dev_}, "class", classes))
-    return e;
-  return scan({"tc", "filter", "show", "dev", dev_, "parent", h}, "filter",
-              filters);
+    uint32_t h, std::set<uint32_t>* classes, std::set<uint32_t>* filters) {
+  auto c = tc_->Classes();
+  if (!c.ok())
+    return c.error().Text();
+  for (const TcObject& o : c.value())
+    if (o.kind == "parq")
+      if (auto m = AgentMinor(o.handle, h))
+        classes->insert(*m);
+  auto f = tc_->Filters(h);
+  if (!f.ok())
+    return f.error().Text();
+  for (const TcObject& o : f.value())
+    if (o.classid)
+      if (auto m = AgentMinor(*o.classid, h))
+        filters->insert(*m);
+  return std::nullopt;
 }
 
 std::optional<std::string> TcReservedClasses::Chains(
@@ -263,7 +227,7 @@ std::optional<std::string> TcReservedClasses::Chains(
 }
 
 Result<std::vector<uint32_t>, std::string> TcReservedClasses::Installed() {
-  std::string h;
+  uint32_t h = 0;
   if (auto e = Handle(&h))
     return Err{*e};
   std::set<uint32_t> classes, filters;
@@ -275,7 +239,7 @@ Result<std::vector<uint32_t>, std::string> TcReservedClasses::Installed() {
 
 Result<ReservedClasses::Parts, std::string>
 TcReservedClasses::InstalledParts() {
-  std::string h;
+  uint32_t h = 0;
   if (auto e = Handle(&h))
     return Err{*e};
   std::set<uint32_t> classes, filters, marking;

@@ -19,20 +19,24 @@
 //       handle MARK/0xffff0000 fw classid H:MINOR
 //
 // parq owns the mark's upper 16 bits (kReservedMarkMask) and leaves the
-// lower ones to others.  `tc -s class show`, `tc filter show` and
-// `nft list table inet parq` show what parqd did; removal deletes the
-// chain, the filter of priority MINOR, then the class.
+// lower ones to others.  The class and filter are made over rtnetlink
+// (tc_link.h) and the chain by libnftables (nft.h): no program is run.
+// `tc -s class show`, `tc filter show` and `nft list table inet parq`
+// show what parqd did; removal deletes the chain, the filter of priority
+// MINOR, then the class.
 
 #ifndef PARQD_RESERVED_CLASSES_H
 #define PARQD_RESERVED_CLASSES_H
 
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "admission_agent.h"
 #include "subprocess.h"
+#include "tc_link.h"
 
 namespace parq::parqd {
 
@@ -42,10 +46,10 @@ inline constexpr uint32_t ReservedMark(uint32_t minor) {
   return minor << 16;
 }
 
-// The tc commands of Install(), one per line, for `tc -batch -`.
-// `handle`: the qdisc's, e.g. "1:".
-std::string InstallBatch(const std::string& dev, const std::string& handle,
-                         uint32_t minor, uint64_t rate);
+// A reservation's rate in bits/s as its class's rate in bytes/s (as tc
+// reads "RATEbit"; 1 at least).
+uint64_t ClassBytes(uint64_t bps);
+
 // The nft script (`nft -f -`, one transaction) that marks the packets of
 // user `owner`'s sockets that `match` toward any of `to` for class
 // `minor`, and the one that removes it.
@@ -56,12 +60,13 @@ std::string ReservedNftChain(uint32_t minor);
 
 class TcReservedClasses : public ReservedClasses {
  public:
-  // Runs a program and returns what it printed (RunProgram() unless a
-  // test gives its own).
+  // Runs nft and returns what it printed (RunCommand(), libnftables in
+  // this process, unless a test gives its own).
   using Run = std::function<Result<ProgramOutput, std::string>(
       const std::vector<std::string>& argv, const std::string& input)>;
 
-  TcReservedClasses(std::string dev, Run run);
+  // On device `dev`, through `tc` (RtnlTcLink(dev) but in tests).
+  TcReservedClasses(std::string dev, Run run, std::unique_ptr<TcLink> tc);
 
   std::optional<std::string> Install(uint32_t minor, uint64_t rate,
                                      const Match& match,
@@ -69,29 +74,25 @@ class TcReservedClasses : public ReservedClasses {
                                      uint32_t owner) override;
   std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) override;
   std::optional<std::string> Remove(uint32_t minor) override;
-  // Classes by classid (tc class show), filters by the classid they send
-  // to (tc filter show), not by what they match.
+  // Classes by classid, filters by the classid they send to, not by what
+  // they match.
   Result<std::vector<uint32_t>, std::string> Installed() override;
-  // Also by `nft list table inet parq`: a chain resv_MINOR with no rule
-  // that marks is as good as none.
+  // Also by the table inet parq: a chain resv_MINOR with no rule that
+  // marks is as good as none.
   Result<Parts, std::string> InstalledParts() override;
 
  private:
   // The agent's minors that have a class, and a filter, on the qdisc of
   // handle `h`.
-  std::optional<std::string> Scan(const std::string& h,
-                                  std::set<uint32_t>* classes,
+  std::optional<std::string> Scan(uint32_t h, std::set<uint32_t>* classes,
                                   std::set<uint32_t>* filters);
   // The agent's minors whose chain marks packets.
   std::optional<std::string> Chains(std::set<uint32_t>* marking);
-  // Sets `handle` to the root qdisc's ("1:"), or says why there is no
-  // parq there.
-  std::optional<std::string> Handle(std::string* handle);
+  // Sets `handle` to the root qdisc's (0x10000 for "1:"), or says why
+  // there is no parq there.
+  std::optional<std::string> Handle(uint32_t* handle);
   // Remove() on the qdisc of handle `h`, already looked up.
-  std::optional<std::string> RemoveFrom(const std::string& h, uint32_t minor);
-  // Runs tc with `args` (and `input` for -batch); its error text.
-  std::optional<std::string> Tc(const std::vector<std::string>& args,
-                                const std::string& input = "");
+  std::optional<std::string> RemoveFrom(uint32_t h, uint32_t minor);
   // nft -f - with `script`; its error text.
   std::optional<std::string> Nft(const std::string& script);
   // Deletes class `minor`'s chain; none is not an error.
@@ -99,6 +100,7 @@ class TcReservedClasses : public ReservedClasses {
 
   std::string dev_;
   Run run_;
+  std::unique_ptr<TcLink> tc_;
 };
 
 }  // namespace parq::parqd

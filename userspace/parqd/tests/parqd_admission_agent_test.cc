@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // Tests of parqd's admission role (admission_agent.cc, admission_socket.cc,
-// reserved_classes.cc): the match syntax, the tc commands, the policy (who
-// may reserve how much, who may release what), changes, a class that
+// reserved_classes.cc): the match syntax, the classes and filters, the policy
+// (who may reserve how much, who may release what), changes, a class that
 // cannot be installed, the lease (demotion before it could expire when
 // etcd stops answering, an expired lease, release at stop), the JSON
 // requests, a request over the Unix socket with SO_PEERCRED, and libparq
@@ -36,6 +36,7 @@
 #include "etcd.h"
 #include "etcd_server.h"
 #include "fake_classes.h"
+#include "fake_tc_link.h"
 #include "incoming.h"
 #include "parq.h"
 #include "reserved_classes.h"
@@ -66,6 +67,7 @@ std::string Text() {
 
 // The qdisc's reserved classes: minor -> rate, and what was asked.
 using test::FakeClasses;
+using test::FakeTcLink;
 
 uint64_t MonotonicNs() {
   return static_cast<uint64_t>(
@@ -239,11 +241,40 @@ TEST(MatchTest, RefusesWhatItCannotInstall) {
 // Another user sending the same traffic must not ride the class: the tc
 // filter matches the mark that nftables sets for the owner's sockets only,
 // not the destination and ports.
-TEST(TcClassesTest, InstallBatchIsOneClassAndAFilterOnItsMark) {
-  EXPECT_EQ(InstallBatch("eth0", "1:", 0x1000, 250 * kMbit),
-            "class add dev eth0 parent 1: classid 1:1000 parq rate 250mbit\n"
-            "filter add dev eth0 parent 1: protocol all prio 4096 handle "
-            "0x10000000/0xffff0000 fw classid 1:1000\n");
+TEST(TcClassesTest, InstallIsOneClassAndAFilterOnItsMark) {
+  auto link =
+      std::make_unique<FakeTcLink>(FakeTcLink::WithRoot("parq", 0x10000));
+  FakeTcLink* l = link.get();
+  std::vector<std::vector<std::string>> ran;
+  TcReservedClasses tc(
+      "eth0",
+      [&](const std::vector<std::string>& argv,
+          const std::string&) -> Result<ProgramOutput, std::string> {
+        ran.push_back(argv);
+        return ProgramOutput{0, "", ""};
+      },
+      std::move(link));
+  EXPECT_EQ(
+      tc.Install(0x1000, 250 * kMbit, {}, {*Address::Parse("10.0.0.2")}, 0),
+      std::nullopt);
+  EXPECT_EQ(l->log, (std::vector<std::string>{
+                        // 250 Mbit/s is 31 250 000 bytes/s, as tc
+                        // reads "250mbit".
+                        "class add 1:1000 rate 31250000",
+                        "filter add 1: prio 4096 fw 0x10000000/0xffff0000 "
+                        "classid 1:1000"}));
+  EXPECT_EQ(ran, (std::vector<std::vector<std::string>>{{"nft", "-f", "-"}}));
+  EXPECT_EQ(tc.SetRate(0x1000, kMbit), std::nullopt);
+  EXPECT_EQ(l->log.back(), "class change 1:1000 rate 125000");
+  EXPECT_EQ(ClassBytes(7), 1u);
+  EXPECT_EQ(ClassBytes(15), 1u);
+  EXPECT_EQ(ClassBytes(16), 2u);
+  auto in = tc.Installed();
+  ASSERT_TRUE(in.ok()) << in.error();
+  EXPECT_EQ(in.value(), (std::vector<uint32_t>{0x1000}));
+  EXPECT_EQ(tc.Remove(0x1000), std::nullopt);
+  EXPECT_TRUE(l->classes.empty());
+  EXPECT_TRUE(l->filters.empty());
 }
 
 TEST(TcClassesTest, NftMarksTheOwnersTrafficPerAddress) {
@@ -282,46 +313,46 @@ TEST(TcClassesTest, NftMarksTheOwnersTrafficPerAddress) {
 
 TEST(TcClassesTest, NeedsAParqRootAndCleansUpAFailedInstall) {
   std::vector<std::vector<std::string>> ran;
-  std::string root = R"([{"kind":"fq_codel","handle":"0:","root":true}])";
-  bool batch_fails = false;
+  auto link = std::make_unique<FakeTcLink>(FakeTcLink::WithRoot("fq_codel", 0));
+  FakeTcLink* l = link.get();
   TcReservedClasses tc(
       "eth0",
       [&](const std::vector<std::string>& argv,
           const std::string&) -> Result<ProgramOutput, std::string> {
         ran.push_back(argv);
-        if (argv[1] == "-j")
-          return ProgramOutput{0, root, ""};
-        if (argv[1] == "-batch" && batch_fails)
-          return ProgramOutput{1, "",
-                               "Error: parq: the reserved classes' sum "
-                               "would exceed the capacity.\n"};
         return ProgramOutput{0, "", ""};
-      });
+      },
+      std::move(link));
   auto e = tc.Install(0x1000, kMbit, {}, {*Address::Parse("10.0.0.2")}, 0);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(*e,
             "eth0's root qdisc is fq_codel, not parq; add one with: tc qdisc "
             "add dev eth0 root handle 1: parq linkrate RATE");
-  root = R"([{"kind":"parq","handle":"7:","root":true}])";
-  batch_fails = true;
-  ran.clear();
+  EXPECT_TRUE(ran.empty());
+  EXPECT_TRUE(l->log.empty());
+  l->qdiscs = {{0x70000, TC_H_ROOT, 0, "parq", std::nullopt}};
+  l->refuse = "filter add";
+  l->refusal = {EINVAL,
+                "parq: the reserved classes' sum would exceed the capacity."};
   e = tc.Install(0x1000, kMbit, {}, {*Address::Parse("10.0.0.2")}, 1000);
   ASSERT_TRUE(e.has_value());
   EXPECT_NE(e->find("would exceed the capacity"), std::string::npos) << *e;
-  // The owner's marking went in before the class.
-  ASSERT_GE(ran.size(), 5u);
-  EXPECT_EQ(ran[1], (std::vector<std::string>{"nft", "-f", "-"}));
-  // After the failed batch: the marking, the filters of priority 4096,
-  // then the class.
-  EXPECT_EQ(ran[ran.size() - 3],
-            (std::vector<std::string>{"nft", "delete", "chain", "inet", "parq",
-                                      "resv_1000"}));
-  EXPECT_EQ(ran[ran.size() - 2],
-            (std::vector<std::string>{"tc", "filter", "del", "dev", "eth0",
-                                      "parent", "7:", "prio", "4096"}));
-  EXPECT_EQ(ran.back(),
-            (std::vector<std::string>{"tc", "class", "del", "dev", "eth0",
-                                      "classid", "7:1000"}));
+  // The owner's marking went in before the class; after the refused
+  // filter: the marking, the filters of priority 4096, then the class.
+  EXPECT_EQ(ran, (std::vector<std::vector<std::string>>{
+                     {"nft", "-f", "-"},
+                     {"nft", "delete", "chain", "inet", "parq", "resv_1000"}}));
+  EXPECT_EQ(l->log, (std::vector<std::string>{
+                        "class add 7:1000 rate 125000",
+                        "filter add 7: prio 4096 fw 0x10000000/0xffff0000 "
+                        "classid 7:1000",
+                        "filter del 7: prio 4096", "class del 7:1000"}));
+  EXPECT_TRUE(l->classes.empty());
+  // No root at all.
+  l->qdiscs.clear();
+  e = tc.Remove(0x1000);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->rfind("no root qdisc on eth0", 0), 0u) << *e;
 }
 
 TEST_F(AgentTest, ReservesInstallsAndReleases) {

@@ -34,6 +34,7 @@
 #include "etcd.h"
 #include "etcd_server.h"
 #include "fake_classes.h"
+#include "fake_tc_link.h"
 #include "reserved_classes.h"
 #include "topology.h"
 #include "topology_text.h"
@@ -44,6 +45,7 @@ using namespace parq::parqd;
 using namespace std::chrono_literals;
 using etcd_test::EtcdTest;
 using etcd_test::server;
+using test::FakeTcLink;
 using test::TomlCable;
 using test::TomlHost;
 using test::TomlSwitch;
@@ -417,54 +419,47 @@ TEST_F(ClusterTest, CleanUpRemovesWhatAKilledParqdLeft) {
 
 // What TcReservedClasses finds on the qdisc: parq's classes by their
 // classid, and the filters into them, whatever the filters match.
-// tc and nft as a qdisc with the agent's classes 1000 (class, filter on
-// its mark), 1004 (a filter only) and 2a0f (a class only), and classes
-// below the agent's range; `nft` answers `nft list table inet parq`.
-TcReservedClasses::Run FakeTc(std::vector<std::vector<std::string>>& ran,
-                              const ProgramOutput& nft) {
+// A qdisc with the agent's classes 1000 (class, filter on its mark), 1004
+// (a filter only) and 2a0f (a class only), and classes below the agent's
+// range; `nft` answers `nft list table inet parq`.
+std::unique_ptr<FakeTcLink> FakeQdisc() {
+  auto l = std::make_unique<FakeTcLink>(FakeTcLink::WithRoot("parq", 0x10000));
+  for (uint32_t minor : {0x1u, 0x2u, 0x10u, 0x1000u, 0x2a0fu})
+    l->classes.push_back({0x10000 | minor, 0x10000, 0, "parq", std::nullopt});
+  // A class of another qdisc with a minor in the agent's range.
+  l->classes.push_back({0x20000 | 0x1008, 0x20000, 0, "htb", std::nullopt});
+  l->filters = {{0, 0x10000, 4096, "fw", std::nullopt},
+                {0x10000000, 0x10000, 4096, "fw", 0x11000},
+                {0, 0x10000, 4100, "flower", std::nullopt},
+                {1, 0x10000, 4100, "flower", 0x11004},
+                {0x800800, 0x10000, 16, "u32", 0x10010}};
+  return l;
+}
+
+TcReservedClasses::Run FakeNft(std::vector<std::vector<std::string>>& ran,
+                               const ProgramOutput& nft) {
   return [&ran, nft](const std::vector<std::string>& argv,
                      const std::string&) -> Result<ProgramOutput, std::string> {
     ran.push_back(argv);
-    if (argv[0] == "nft")
-      return nft;
-    if (argv[1] == "-j")
-      return ProgramOutput{0, R"([{"kind":"parq","handle":"1:","root":true}])",
-                           ""};
-    if (argv[1] == "class")
-      return ProgramOutput{0,
-                           "class parq 1:1 root \n"
-                           "class parq 1:2 root \n"
-                           "class parq 1:10 root rate 1Mbit \n"
-                           "class parq 1:1000 root rate 100Mbit \n"
-                           "class parq 1:2a0f root rate 5Mbit \n",
-                           ""};
-    if (argv[1] == "filter")
-      return ProgramOutput{
-          0,
-          "filter parent 1: protocol all pref 4096 fw chain 0 \n"
-          "filter parent 1: protocol all pref 4096 fw chain 0 handle "
-          "0x10000000/0xffff0000 classid 1:1000 \n"
-          "filter parent 1: protocol ip pref 4100 flower chain 0 \n"
-          "filter parent 1: protocol ip pref 4100 flower chain 0 handle "
-          "0x1 classid 1:1004\n"
-          "  dst_ip 10.0.0.2\n"
-          "filter parent 1: protocol ip pref 16 u32 chain 0 fh 800::800 "
-          "order 2048 key ht 800 bkt 0 flowid 1:10 \n",
-          ""};
-    return ProgramOutput{1, "", "unexpected"};
+    return nft;
   };
 }
 
 TEST(TcClassesTest, InstalledFindsTheAgentsClassesAndFilters) {
   std::vector<std::vector<std::string>> ran;
-  TcReservedClasses tc("eth0", FakeTc(ran, {1, "", "unexpected"}));
+  TcReservedClasses tc("eth0", FakeNft(ran, {1, "", "unexpected"}),
+                       FakeQdisc());
   auto got = tc.Installed();
   ASSERT_TRUE(got.ok()) << got.error();
   EXPECT_EQ(got.value(), (std::vector<uint32_t>{0x1000, 0x1004, 0x2a0f}));
-  EXPECT_EQ(ran[1],
-            (std::vector<std::string>{"tc", "class", "show", "dev", "eth0"}));
-  EXPECT_EQ(ran[2], (std::vector<std::string>{"tc", "filter", "show", "dev",
-                                              "eth0", "parent", "1:"}));
+  EXPECT_TRUE(ran.empty());
+  auto broken = FakeQdisc();
+  broken->broken = KernelError{EPERM, ""};
+  TcReservedClasses cannot("eth0", FakeNft(ran, {1, "", "unexpected"}),
+                           std::move(broken));
+  got = cannot.Installed();
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error(), "Operation not permitted");
 }
 
 // A class is whole with its class, its filter and a chain whose rule
@@ -484,7 +479,7 @@ TEST(TcClassesTest, PartsFindAClassWithoutItsFilterOrChain) {
       "\t\ttype filter hook output priority mangle; policy accept;\n"
       "\t}\n"
       "}\n";
-  TcReservedClasses tc("eth0", FakeTc(ran, {0, table, ""}));
+  TcReservedClasses tc("eth0", FakeNft(ran, {0, table, ""}), FakeQdisc());
   auto got = tc.InstalledParts();
   ASSERT_TRUE(got.ok()) << got.error();
   EXPECT_EQ(got.value().installed,
@@ -494,15 +489,17 @@ TEST(TcClassesTest, PartsFindAClassWithoutItsFilterOrChain) {
             (std::vector<std::string>{"nft", "list", "table", "inet", "parq"}));
   TcReservedClasses flushed(
       "eth0",
-      FakeTc(
+      FakeNft(
           ran,
-          {1, "", "Error: No such file or directory\nlist table inet parq\n"}));
+          {1, "", "Error: No such file or directory\nlist table inet parq\n"}),
+      FakeQdisc());
   got = flushed.InstalledParts();
   ASSERT_TRUE(got.ok()) << got.error();
   EXPECT_EQ(got.value().incomplete,
             (std::vector<uint32_t>{0x1000, 0x1004, 0x2a0f}));
   // An nft that fails: the classes are still listed, the check says why.
-  TcReservedClasses broken("eth0", FakeTc(ran, {1, "", "Error: boom\n"}));
+  TcReservedClasses broken("eth0", FakeNft(ran, {1, "", "Error: boom\n"}),
+                           FakeQdisc());
   got = broken.InstalledParts();
   ASSERT_TRUE(got.ok()) << got.error();
   EXPECT_EQ(got.value().installed.size(), 3u);

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// One netlink request and its answers over libnl, for the parq family
+// (kernel_genl.cc) and for tc's objects over rtnetlink (tc_link.cc).
+// Sockets are opened with extended acks (NETLINK_EXT_ACK, and
+// NETLINK_CAP_ACK so that an error does not echo the request), and a
+// refusal carries the kernel's message from the error's TLVs.
+
+#ifndef PARQD_NL_EXCHANGE_H
+#define PARQD_NL_EXCHANGE_H
+
+#include <linux/netlink.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "kernel.h"
+#include "result.h"
+
+struct nl_msg;
+struct nl_sock;
+
+namespace parq::parqd {
+
+// How a request ended: its errno (0 for success) and the kernel's
+// message.
+struct NlOutcome {
+  bool done = false;
+  int error = 0;  // positive errno
+  std::string message;
+};
+
+// The NLMSGERR_ATTR_MSG of an error that carries TLVs, or "".
+std::string ExtackMessage(const nlmsgerr* e);
+
+// A socket of `protocol` (NETLINK_ROUTE, NETLINK_GENERIC), connected,
+// with extended acks asked for and a deadline of 10 s on each read;
+// nl_socket_free() it.
+Result<nl_sock*, KernelError> OpenNetlink(int protocol);
+
+// Sends `msg` (consumed) on `sk` and reads until its ack, its error or
+// the end of its dump, giving every answer to `answer`.  The returned
+// error is the socket's (`peer` names the other side in it); the
+// kernel's refusal is in `outcome`.
+std::optional<KernelError> NlExchange(
+    nl_sock* sk, nl_msg* msg, NlOutcome* outcome,
+    const std::function<void(nl_msg*)>& answer, const std::string& peer);
+
+// Turns an outcome with an error into a KernelError.
+inline std::optional<KernelError> Refusal(const NlOutcome& o) {
+  if (!o.error)
+    return std::nullopt;
+  return KernelError{o.error, o.message};
+}
+
+}  // namespace parq::parqd
+
+#endif
