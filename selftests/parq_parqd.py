@@ -46,7 +46,7 @@ import tempfile
 import threading
 import time
 
-from parqlab import credits, ktap, lab, sbin
+from parqlab import credits, ktap, lab, sbin, tc
 from parqlab.parqd import read_metrics, topology_text
 from parqlab.genl import ParqGenl
 from parqlab.ktap import check, check_eq, diag
@@ -541,12 +541,31 @@ def t_parqctl_qdisc(env):
     r = ctl_json(env, "qdisc", "show", topo.dev_a(), check_rc=False)
     check(r.get("ok") is False and "no parq qdisc" in r.get("error", ""),
           f"no parq qdisc yet: {r}")
+    # Options away from their defaults, names, words and a negative one.
     topo.a.run(["tc", "qdisc", "add", "dev", topo.dev_a(), "root", "handle",
-                "1:", "parq"])
+                "1:", "parq", "threshold", "7", "unit", "packets", "rate",
+                "50mbit", "overhead", "-4", "no-split-gso",
+                "dscp-parallel", "EF,CS5,AF41", "dscp-mark", "CS4",
+                "default", "parallel", "linkrate", "1gbit"])
     q = ctl_json(env, "qdisc", "show", topo.dev_a())
     check(isinstance(q, list) and len(q) == 1, f"one parq qdisc: {q}")
-    check_eq((q[0]["kind"], q[0]["dev"]), ("parq", topo.dev_a()),
-             "kind, dev")
+    check_eq((q[0]["kind"], q[0]["dev"], q[0]["handle"], q[0].get("root")),
+             ("parq", topo.dev_a(), "1:", True), "kind, dev, handle, root")
+    # parqctl reads the kernel's attributes by the parameter and statistics
+    # tables; tc prints them through the plugin: both name and show them
+    # alike (the qdisc is idle: its statistics stand still).
+    # tc prints the extended statistics beside the others, parqctl apart.
+    t = tc.root_qdisc(topo.a, topo.dev_a())
+    check_eq(q[0]["options"], t["options"], "options as tc -j shows them")
+    basic = {"kind", "handle", "root", "parent", "refcnt", "options",
+             *tc.STAT_KEYS}
+    check_eq(q[0]["xstats"], {k: v for k, v in t.items() if k not in basic},
+             "xstats as tc -s -j shows them")
+    check_eq({k: q[0][k] for k in tc.STAT_KEYS},
+             {k: t[k] for k in tc.STAT_KEYS}, "statistics")
+    check("threshold_turns" in q[0]["xstats"]
+          and "local_sojourn_hist" in q[0]["xstats"],
+          f"every group of xstats: {sorted(q[0]['xstats'])}")
     diag(*ctl(env, "qdisc", "show", topo.dev_a()).stdout.splitlines()[:8])
     topo.a.run(["tc", "qdisc", "del", "dev", topo.dev_a(), "root"])
 

@@ -29,6 +29,7 @@
 #include <linux/parq.h>
 #include <linux/pkt_sched.h>
 #include <parq/params.h>
+#include <parq/xstats.h>
 
 #include "iproute2.h"
 
@@ -972,12 +973,89 @@ static void parq_print_class_xstats(const void *data, size_t len)
 				st.lateness_sum / st.dispatches : 0);
 }
 
+static const struct parq_xs_field parq_xs_fields[] = {
+	PARQ_XSTATS(PARQ_XS_FIELD)
+};
+
+#define PARQ_XS_N (sizeof(parq_xs_fields) / sizeof(parq_xs_fields[0]))
+
+_Static_assert(0 PARQ_XSTATS(PARQ_XS_SIZE) == sizeof(struct tc_parq_xstats),
+	       "PARQ_XSTATS must list every field of struct tc_parq_xstats");
+
+/* Where the last histogram ends: the histograms print together. */
+static size_t parq_xs_hist_end(void)
+{
+	size_t i, end = 0;
+
+	for (i = 0; i < PARQ_XS_N; i++)
+		if (parq_xs_fields[i].kind == PARQ_XS_HIST)
+			end = parq_xs_fields[i].offset + parq_xs_fields[i].size;
+	return end;
+}
+
+/* The row of PARQ_XS_SUM @name, for a histogram's sum. */
+static __u64 parq_xs_sum(const char *st, const char *name)
+{
+	char want[64];
+	size_t i;
+	__u64 v = 0;
+
+	snprintf(want, sizeof(want), "%s_sum", name);
+	for (i = 0; i < PARQ_XS_N; i++)
+		if (!strcmp(parq_xs_fields[i].name, want))
+			memcpy(&v, st + parq_xs_fields[i].offset, sizeof(v));
+	return v;
+}
+
+/* One field at @p of the struct at @st, as its row says. */
+static void parq_print_xs_field(const struct parq_xs_field *x, const char *p,
+				const char *st)
+{
+	const char *pre = x->lead ? "  " : " ";
+	__u64 hist[PARQ_SOJOURN_BUCKETS];
+	char fmt[80];
+	__u64 v64;
+	__u32 v32;
+
+	if (x->lead && x->kind != PARQ_XS_SUM && x->kind != PARQ_XS_PAD)
+		print_nl();
+	switch (x->kind) {
+	case PARQ_XS_VERSION:
+		memcpy(&v32, p, sizeof(v32));
+		parq_print_uint(PRINT_ANY, "xstats_version",
+				"  xstats_version %u", v32);
+		break;
+	case PARQ_XS_U32:
+		memcpy(&v32, p, sizeof(v32));
+		snprintf(fmt, sizeof(fmt), "%s%s %%u", pre, x->name);
+		parq_print_uint(PRINT_ANY, x->name, fmt, v32);
+		break;
+	case PARQ_XS_U64:
+		memcpy(&v64, p, sizeof(v64));
+		snprintf(fmt, sizeof(fmt), "%s%s %%llu", pre, x->name);
+		parq_print_u64(PRINT_ANY, x->name, fmt, v64);
+		break;
+	case PARQ_XS_RATE:
+		memcpy(&v64, p, sizeof(v64));
+		snprintf(fmt, sizeof(fmt), "%s%s %%s", pre, x->name);
+		tc_print_rate(PRINT_ANY, x->name, fmt, v64);
+		break;
+	case PARQ_XS_HIST:
+		memcpy(hist, p, sizeof(hist));
+		parq_print_sojourn(x->name, pre, parq_xs_sum(st, x->name), hist);
+		break;
+	case PARQ_XS_SUM:
+	case PARQ_XS_PAD:
+		break;
+	}
+}
+
 static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 			     struct rtattr *xstats)
 {
 	struct tc_parq_xstats st;
 	__u32 first;
-	size_t len;
+	size_t len, i;
 
 	(void)qu;
 	(void)f;
@@ -998,91 +1076,16 @@ static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 
 	memset(&st, 0, sizeof(st));
 	memcpy(&st, RTA_DATA(xstats), len < sizeof(st) ? len : sizeof(st));
+	for (i = 0; i < PARQ_XS_N; i++) {
+		const struct parq_xs_field *x = &parq_xs_fields[i];
+		const char *p = (const char *)&st + x->offset;
 
-#define PARQ_X32(field, pre)						\
-	do {								\
-		if (PARQ_HAS(st, field, len))				\
-			parq_print_uint(PRINT_ANY, #field,		\
-					pre #field " %u", st.field);	\
-	} while (0)
-#define PARQ_X64(field, pre)						\
-	do {								\
-		if (PARQ_HAS(st, field, len))				\
-			parq_print_u64(PRINT_ANY, #field,		\
-				       pre #field " %llu", st.field);	\
-	} while (0)
-#define PARQ_XRATE(field, pre)						\
-	do {								\
-		if (PARQ_HAS(st, field, len))				\
-			tc_print_rate(PRINT_ANY, #field,		\
-				      pre #field " %s", st.field);	\
-	} while (0)
-
-	parq_print_uint(PRINT_ANY, "xstats_version", "  xstats_version %u",
-			st.version);
-	PARQ_X32(flows_active, " ");
-	PARQ_X64(threshold_turns, " ");
-	PARQ_X64(parallel_only, " ");
-	PARQ_X64(local_only, " ");
-
-	if (PARQ_HAS(st, throttled, len)) {
-		print_nl();
-		PARQ_X64(throttled, "  ");
-		PARQ_X64(wakeups, " ");
-		PARQ_X64(gso_segments, " ");
-		PARQ_X64(unknown_class, " ");
+		if (x->offset + x->size > len)
+			break;
+		if (x->kind == PARQ_XS_HIST && parq_xs_hist_end() > len)
+			break;
+		parq_print_xs_field(x, p, (const char *)&st);
 	}
-
-	if (PARQ_HAS(st, drop_local_full, len)) {
-		print_nl();
-		PARQ_X64(drop_local_full, "  ");
-		PARQ_X64(drop_local_evicted, " ");
-		PARQ_X64(drop_parallel_full, " ");
-		PARQ_X64(drop_flow_limit, " ");
-		PARQ_X64(drop_gso_failed, " ");
-		PARQ_X64(drop_filter, " ");
-	}
-
-	/* version 2: reserved flows */
-	if (PARQ_HAS(st, resv_dispatches, len)) {
-		print_nl();
-		PARQ_X64(resv_dispatches, "  ");
-		PARQ_X64(resv_rejects, " ");
-		PARQ_XRATE(resv_sum_rate, " ");
-		PARQ_XRATE(resv_capacity, " ");
-		PARQ_X32(resv_classes, " ");
-		PARQ_X32(resv_backlogged, " ");
-		PARQ_X32(resv_throttled, " ");
-	}
-
-	/* version 3: local destinations, receiver-side credits */
-	if (PARQ_HAS(st, local_flows, len)) {
-		print_nl();
-		PARQ_X32(local_flows, "  ");
-		PARQ_X32(local_waiting, " ");
-		PARQ_X64(credit_waits, " ");
-		PARQ_X64(drop_local_nomem, " ");
-	}
-
-	/* version 4: sojourn times */
-	if (PARQ_HAS(st, local_sojourn, len)) {
-		print_nl();
-		parq_print_sojourn("parallel_sojourn", "  ",
-				   st.parallel_sojourn_sum, st.parallel_sojourn);
-		print_nl();
-		parq_print_sojourn("local_sojourn", "  ", st.local_sojourn_sum,
-				   st.local_sojourn);
-	}
-
-	/* version 5: what "auto" resolves to */
-	if (PARQ_HAS(st, effective_split_gso, len)) {
-		print_nl();
-		PARQ_XRATE(effective_linkrate, "  ");
-		PARQ_X32(effective_split_gso, " ");
-	}
-#undef PARQ_XRATE
-#undef PARQ_X64
-#undef PARQ_X32
 	return 0;
 }
 

@@ -178,8 +178,8 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
   qdisc->require_subcommand(1);
   CLI::App* qshow = qdisc->add_subcommand(
       "show",
-      "Summary of the parq qdisc on DEV and its statistics (from "
-      "`tc -s -j qdisc show dev DEV`)");
+      "The parq qdisc on DEV: its options and statistics, as tc -s -j "
+      "names them");
   qshow->add_option("DEV", a.dev, "Interface")
       ->required()
       ->check(CLI::Validator(

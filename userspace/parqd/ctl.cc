@@ -21,7 +21,7 @@
 #include "dscp.h"
 #include "etcd.h"
 #include "key.h"
-#include "subprocess.h"
+#include "qdisc_json.h"
 #include "topology.h"
 
 namespace parq::parqd {
@@ -47,20 +47,6 @@ int Ok(const CtlArgs& a, std::ostream& out) {
   if (a.json)
     out << json{{"ok", true}}.dump() << "\n";
   return 0;
-}
-
-// Runs argv, returns its standard output, or an error message.
-Result<Output, std::string> Capture(const std::vector<std::string>& argv) {
-  auto r = RunProgram(argv);
-  if (!r.ok())
-    return Err{r.error() + " (install iproute2)"};
-  if (r.value().status != 0) {
-    const std::string msg = ErrorText(r.value());
-    return Err{argv[0] + " failed (exit status " +
-               std::to_string(r.value().status) + ")" +
-               (msg.empty() ? "" : ": " + msg)};
-  }
-  return Output{r.value().out};
 }
 
 void Flatten(const json& j, const std::string& prefix, std::ostream& o) {
@@ -543,15 +529,12 @@ Result<Output, std::string> FormatPeers(const json& reply, bool as_json) {
   return Output{o.str()};
 }
 
-Result<Output, std::string> FormatQdisc(const std::string& tc_json,
+Result<Output, std::string> FormatQdisc(const std::vector<TcObject>& qdiscs,
                                         const std::string& dev, bool as_json) {
-  const json all = json::parse(tc_json, nullptr, /*allow_exceptions=*/false);
-  if (all.is_discarded() || !all.is_array())
-    return Err{std::string("tc printed something that is not a JSON array")};
   json parq = json::array();
-  for (const json& q : all)
-    if (q.is_object() && q.value("kind", "") == "parq") {
-      json s = q;
+  for (const TcObject& q : qdiscs)
+    if (q.kind == "parq") {
+      json s = QdiscJson(q);
       s["dev"] = dev;
       parq.push_back(std::move(s));
     }
@@ -671,10 +654,11 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
     return 0;
   }
   if (a.cmd == CtlArgs::Cmd::kQdiscShow) {
-    auto text = Capture({"tc", "-s", "-j", "qdisc", "show", "dev", a.dev});
-    if (!text.ok())
-      return Fail(a, out, err, text.error(), 0);
-    auto f = FormatQdisc(text.value().text, a.dev, a.json);
+    auto qdiscs = RtnlTcLink(a.dev)->Qdiscs();
+    if (!qdiscs.ok())
+      return Fail(a, out, err, "qdisc show: " + qdiscs.error().Text(),
+                  qdiscs.error().error);
+    auto f = FormatQdisc(qdiscs.value(), a.dev, a.json);
     if (!f.ok())
       return Fail(a, out, err, f.error(), 0);
     out << f.value().text;

@@ -2,8 +2,8 @@
 //
 // What parqctl does with its parsed command line.  The kernel table comes
 // from `open` (OpenGenlCreditTable in the binary, a fake in the tests);
-// `qdisc show` runs `tc -s -j qdisc show dev DEV` and keeps the parq
-// qdiscs (FormatQdisc does the reformatting).
+// `qdisc show` reads the device's qdiscs over rtnetlink and shows the parq
+// ones (FormatQdisc).
 
 #ifndef PARQD_CTL_H
 #define PARQD_CTL_H
@@ -19,6 +19,7 @@
 #include "jobs.h"
 #include "kernel.h"
 #include "result.h"
+#include "tc_link.h"
 
 namespace parq::parqd {
 
@@ -39,9 +40,9 @@ struct Output {
   std::string text;
 };
 
-// From tc's JSON for one device to parqctl's output (text or JSON).
-// Errors: not JSON, or no parq qdisc on the device.
-Result<Output, std::string> FormatQdisc(const std::string& tc_json,
+// One device's parq qdiscs as parqctl prints them (text, or JSON under
+// tc -s -j's names: qdisc_json.h).  Error: no parq qdisc on the device.
+Result<Output, std::string> FormatQdisc(const std::vector<TcObject>& qdiscs,
                                         const std::string& dev, bool json);
 
 // The entries as parqctl prints them.

@@ -3,11 +3,16 @@
 // Unit tests of ctl.cc: what parqctl asks the kernel and prints.
 
 #include <gtest/gtest.h>
+#include <linux/netlink.h>
+#include <linux/parq.h>
+#include <linux/pkt_sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -18,6 +23,7 @@
 #include "ctl.h"
 #include "fake_kernel.h"
 #include "key.h"
+#include "qdisc_json.h"
 #include "test_util.h"
 #include "topology_text.h"
 
@@ -223,25 +229,97 @@ TEST_F(CtlTest, NoFamily) {
   EXPECT_EQ(json::parse(out_)["ok"], false);
 }
 
-TEST(FormatQdiscTest, KeepsParqQdiscs) {
-  const std::string tc = R"([{"kind":"noqueue","handle":"0:"},
-    {"kind":"parq","handle":"1:","root":true,"options":{"threshold":4},
-     "bytes":100,"packets":2,"xstats":{"threshold_turns":3}}])";
-  auto j = FormatQdisc(tc, "veth0a", true);
+// An attribute as the kernel lays it out.
+template <typename T>
+void PutAttr(std::vector<uint8_t>& b, uint16_t type, T v) {
+  const nlattr a{static_cast<uint16_t>(NLA_HDRLEN + sizeof(v)), type};
+  const size_t at = b.size();
+  b.resize(at + NLA_ALIGN(a.nla_len));
+  std::memcpy(b.data() + at, &a, sizeof(a));
+  std::memcpy(b.data() + at + NLA_HDRLEN, &v, sizeof(v));
+}
+
+std::vector<uint8_t> Bytes(const tc_parq_xstats& x, size_t n) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&x);
+  return {p, p + n};
+}
+
+// parqctl qdisc show reads the kernel's attributes by the parameter and
+// statistics tables, under tc -s -j's names (parq_parqd compares it with
+// tc's on a real qdisc).
+TEST(FormatQdiscTest, KeepsParqQdiscsAndReadsThemByTheTables) {
+  TcObject parq{0x10000, TC_H_ROOT, 0, "parq", std::nullopt, {}, {}, {}};
+  PutAttr<uint32_t>(parq.options, TCA_PARQ_THRESHOLD, 4);
+  PutAttr<uint8_t>(parq.options, TCA_PARQ_UNIT, PARQ_UNIT_PACKETS);
+  PutAttr<uint64_t>(parq.options, TCA_PARQ_RATE, PARQ_RATE_UNLIMITED);
+  PutAttr<int32_t>(parq.options, TCA_PARQ_OVERHEAD, -4);
+  PutAttr<uint64_t>(parq.options, TCA_PARQ_DSCP_PARALLEL,
+                    (1ULL << 40) | (1ULL << 46) | (1ULL << 5));
+  PutAttr<uint8_t>(parq.options, TCA_PARQ_DSCP_MARK, PARQ_DSCP_MARK_OFF);
+  PutAttr<uint64_t>(parq.options, 200, 1);  // from a newer module
+  parq.stats = TcStats{100, 2, 0, 0, 0, 0, 0};
+  tc_parq_xstats x{};
+  x.version = PARQ_XSTATS_VERSION;
+  x.threshold_turns = 3;
+  x.resv_sum_rate = 125000;
+  x.parallel_sojourn_sum = 10;
+  x.parallel_sojourn[0] = 2;
+  parq.xstats = Bytes(x, sizeof(x));
+  const std::vector<TcObject> qdiscs = {
+      {0, TC_H_INGRESS, 0, "ingress", std::nullopt, {}, {}, {}}, parq};
+  auto j = FormatQdisc(qdiscs, "veth0a", true);
   ASSERT_TRUE(j.ok()) << j.error();
   const json p = json::parse(j.value().text);
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0]["dev"], "veth0a");
-  EXPECT_EQ(p[0]["xstats"]["threshold_turns"], 3);
-  auto t = FormatQdisc(tc, "veth0a", false);
+  EXPECT_EQ(p[0]["handle"], "1:");
+  EXPECT_EQ(p[0]["root"], true);
+  EXPECT_EQ(p[0]["bytes"], 100);
+  EXPECT_EQ(p[0]["options"], json::parse(R"({"threshold": 4, "unit": "packets",
+              "rate": "unlimited", "overhead": -4,
+              "dscp_parallel": [5, "CS5", "EF"], "dscp_mark": "off"})"));
+  const json& xs = p[0]["xstats"];
+  EXPECT_EQ(xs["xstats_version"], PARQ_XSTATS_VERSION);
+  EXPECT_EQ(xs["threshold_turns"], 3);
+  EXPECT_EQ(xs["resv_sum_rate"], 125000);
+  EXPECT_EQ(xs["parallel_sojourn_pkts"], 2);
+  EXPECT_EQ(xs["parallel_sojourn_mean"], 5);
+  EXPECT_EQ(xs["parallel_sojourn_hist"].size(), size_t{PARQ_SOJOURN_BUCKETS});
+  EXPECT_EQ(xs["local_sojourn_pkts"], 0);
+  EXPECT_FALSE(xs.contains("pad") || xs.contains("parallel_sojourn_sum_sum"));
+  auto t = FormatQdisc(qdiscs, "veth0a", false);
   ASSERT_TRUE(t.ok());
   EXPECT_NE(t.value().text.find("parq 1: dev veth0a root"), std::string::npos)
       << t.value().text;
   EXPECT_NE(t.value().text.find("xstats.threshold_turns"), std::string::npos);
-  auto none = FormatQdisc(R"([{"kind":"fq"}])", "eth0", true);
+  auto none = FormatQdisc({qdiscs[0]}, "eth0", true);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().find("no parq qdisc on eth0"), std::string::npos);
-  EXPECT_FALSE(FormatQdisc("nope", "eth0", true).ok());
+}
+
+// An older module's shorter statistics: what is there, whole fields only,
+// and the histograms together or not at all; a class's are not a
+// qdisc's.
+TEST(FormatQdiscTest, ShorterStatisticsShowWhatIsThere) {
+  tc_parq_xstats x{};
+  x.version = 1;
+  x.flows_active = 9;
+  x.local_only = 7;
+  json xs = ParqXstatsJson(Bytes(x, offsetof(tc_parq_xstats, local_only) + 4));
+  EXPECT_EQ(xs, json::parse(R"({"xstats_version": 1, "flows_active": 9,
+      "threshold_turns": 0, "parallel_only": 0})"));
+  xs = ParqXstatsJson(Bytes(x, offsetof(tc_parq_xstats, local_sojourn) + 8));
+  EXPECT_TRUE(xs.contains("drop_local_nomem"));
+  EXPECT_FALSE(xs.contains("parallel_sojourn_pkts"));
+  EXPECT_EQ(ParqXstatsJson(Bytes(x, 2)), json::object());
+  x.version = PARQ_XSTATS_CLASS | 1;
+  EXPECT_EQ(ParqXstatsJson(Bytes(x, sizeof(x))), json::object());
+  // Options cut short are left out, not misread.
+  std::vector<uint8_t> o;
+  PutAttr<uint16_t>(o, TCA_PARQ_LIMIT, 5);
+  EXPECT_EQ(ParqOptionsJson(o), json::object());
+  o.resize(3);
+  EXPECT_EQ(ParqOptionsJson(o), json::object());
 }
 
 // parqctl key derive: standard output, --output (mode 0600) that parqd's
