@@ -83,9 +83,11 @@ Result<ProgramOutput, std::string> RunNft(const std::vector<std::string>& args,
 
 Result<ProgramOutput, std::string> RunCommand(
     const std::vector<std::string>& argv, const std::string& input) {
-  if (!argv.empty() && argv[0] == "nft")
-    return RunNft({argv.begin() + 1, argv.end()}, input);
-  return RunProgram(argv, input);
+  if (argv.empty() || argv[0] != "nft")
+    return Err{"parqd runs no program (asked for " +
+               (argv.empty() ? std::string("nothing") : argv[0]) +
+               "): nft only, through libnftables"};
+  return RunNft({argv.begin() + 1, argv.end()}, input);
 }
 
 }  // namespace parq::parqd

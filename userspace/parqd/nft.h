@@ -32,7 +32,8 @@ Result<ProgramOutput, std::string> RunNft(const std::vector<std::string>& args,
                                           const std::string& input,
                                           const NftProbe& probe = {});
 
-// argv as RunProgram() runs it, but nft (argv[0] "nft") through RunNft().
+// `nft args...` (argv[0] "nft") through RunNft(); any other program is
+// refused: parqd runs none.
 Result<ProgramOutput, std::string> RunCommand(
     const std::vector<std::string>& argv, const std::string& input);
 

@@ -609,6 +609,19 @@ TEST(RunNftTest, ArgumentsItDoesNotTakeAreRefused) {
   }
 }
 
+// What parqd hands its reserved classes runs nft in this process and no
+// program at all.
+TEST(RunNftTest, RunCommandRunsNoProgram) {
+  for (const std::vector<std::string>& argv :
+       std::vector<std::vector<std::string>>{
+           {"tc", "-batch", "-"}, {"/usr/sbin/nft", "list", "ruleset"}, {}}) {
+    auto r = RunCommand(argv, "");
+    ASSERT_FALSE(r.ok()) << ::testing::PrintToString(argv);
+    EXPECT_NE(r.error().find("parqd runs no program"), std::string::npos)
+        << r.error();
+  }
+}
+
 // Without nftables in the kernel, libnftables would end the process: the
 // probe's answer is the error, and libnftables is not asked.
 TEST(RunNftTest, WithoutNftablesItIsAnErrorNotAnExit) {
