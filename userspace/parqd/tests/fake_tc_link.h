@@ -2,7 +2,8 @@
 //
 // A TcLink that keeps a device's qdiscs, classes and filters in memory,
 // logs each change as a line ("class add 1:1000 rate 125000", "filter
-// del 1: prio 4096") and refuses the change that `refuse` names.
+// del 1: prio 4096") and refuses the change that `refuse` names; and an
+// nft runner that records what it is asked.
 
 #ifndef PARQD_TESTS_FAKE_TC_LINK_H
 #define PARQD_TESTS_FAKE_TC_LINK_H
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "reserved_classes.h"
 #include "tc_link.h"
 
 namespace parq::parqd::test {
@@ -110,6 +112,19 @@ class FakeTcLink : public TcLink {
     return std::nullopt;
   }
 };
+
+// An nft runner for TcReservedClasses that records each command in `ran`
+// and answers `answer`.
+inline TcReservedClasses::Run RecordingNft(
+    std::vector<std::vector<std::string>>& ran,
+    const ProgramOutput& answer = {0, "", ""}) {
+  return
+      [&ran, answer](const std::vector<std::string>& argv,
+                     const std::string&) -> Result<ProgramOutput, std::string> {
+        ran.push_back(argv);
+        return answer;
+      };
+}
 
 }  // namespace parq::parqd::test
 

@@ -68,6 +68,7 @@ std::string Text() {
 // The qdisc's reserved classes: minor -> rate, and what was asked.
 using test::FakeClasses;
 using test::FakeTcLink;
+using test::RecordingNft;
 
 uint64_t MonotonicNs() {
   return static_cast<uint64_t>(
@@ -246,14 +247,7 @@ TEST(TcClassesTest, InstallIsOneClassAndAFilterOnItsMark) {
       std::make_unique<FakeTcLink>(FakeTcLink::WithRoot("parq", 0x10000));
   FakeTcLink* l = link.get();
   std::vector<std::vector<std::string>> ran;
-  TcReservedClasses tc(
-      "eth0",
-      [&](const std::vector<std::string>& argv,
-          const std::string&) -> Result<ProgramOutput, std::string> {
-        ran.push_back(argv);
-        return ProgramOutput{0, "", ""};
-      },
-      std::move(link));
+  TcReservedClasses tc("eth0", RecordingNft(ran), std::move(link));
   EXPECT_EQ(
       tc.Install(0x1000, 250 * kMbit, {}, {*Address::Parse("10.0.0.2")}, 0),
       std::nullopt);
@@ -315,14 +309,7 @@ TEST(TcClassesTest, NeedsAParqRootAndCleansUpAFailedInstall) {
   std::vector<std::vector<std::string>> ran;
   auto link = std::make_unique<FakeTcLink>(FakeTcLink::WithRoot("fq_codel", 0));
   FakeTcLink* l = link.get();
-  TcReservedClasses tc(
-      "eth0",
-      [&](const std::vector<std::string>& argv,
-          const std::string&) -> Result<ProgramOutput, std::string> {
-        ran.push_back(argv);
-        return ProgramOutput{0, "", ""};
-      },
-      std::move(link));
+  TcReservedClasses tc("eth0", RecordingNft(ran), std::move(link));
   auto e = tc.Install(0x1000, kMbit, {}, {*Address::Parse("10.0.0.2")}, 0);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(*e,

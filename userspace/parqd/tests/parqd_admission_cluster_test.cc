@@ -46,6 +46,7 @@ using namespace std::chrono_literals;
 using etcd_test::EtcdTest;
 using etcd_test::server;
 using test::FakeTcLink;
+using test::RecordingNft;
 using test::TomlCable;
 using test::TomlHost;
 using test::TomlSwitch;
@@ -436,18 +437,9 @@ std::unique_ptr<FakeTcLink> FakeQdisc() {
   return l;
 }
 
-TcReservedClasses::Run FakeNft(std::vector<std::vector<std::string>>& ran,
-                               const ProgramOutput& nft) {
-  return [&ran, nft](const std::vector<std::string>& argv,
-                     const std::string&) -> Result<ProgramOutput, std::string> {
-    ran.push_back(argv);
-    return nft;
-  };
-}
-
 TEST(TcClassesTest, InstalledFindsTheAgentsClassesAndFilters) {
   std::vector<std::vector<std::string>> ran;
-  TcReservedClasses tc("eth0", FakeNft(ran, {1, "", "unexpected"}),
+  TcReservedClasses tc("eth0", RecordingNft(ran, {1, "", "unexpected"}),
                        FakeQdisc());
   auto got = tc.Installed();
   ASSERT_TRUE(got.ok()) << got.error();
@@ -455,7 +447,7 @@ TEST(TcClassesTest, InstalledFindsTheAgentsClassesAndFilters) {
   EXPECT_TRUE(ran.empty());
   auto broken = FakeQdisc();
   broken->broken = KernelError{EPERM, ""};
-  TcReservedClasses cannot("eth0", FakeNft(ran, {1, "", "unexpected"}),
+  TcReservedClasses cannot("eth0", RecordingNft(ran, {1, "", "unexpected"}),
                            std::move(broken));
   got = cannot.Installed();
   ASSERT_FALSE(got.ok());
@@ -479,7 +471,7 @@ TEST(TcClassesTest, PartsFindAClassWithoutItsFilterOrChain) {
       "\t\ttype filter hook output priority mangle; policy accept;\n"
       "\t}\n"
       "}\n";
-  TcReservedClasses tc("eth0", FakeNft(ran, {0, table, ""}), FakeQdisc());
+  TcReservedClasses tc("eth0", RecordingNft(ran, {0, table, ""}), FakeQdisc());
   auto got = tc.InstalledParts();
   ASSERT_TRUE(got.ok()) << got.error();
   EXPECT_EQ(got.value().installed,
@@ -489,7 +481,7 @@ TEST(TcClassesTest, PartsFindAClassWithoutItsFilterOrChain) {
             (std::vector<std::string>{"nft", "list", "table", "inet", "parq"}));
   TcReservedClasses flushed(
       "eth0",
-      FakeNft(
+      RecordingNft(
           ran,
           {1, "", "Error: No such file or directory\nlist table inet parq\n"}),
       FakeQdisc());
@@ -498,7 +490,7 @@ TEST(TcClassesTest, PartsFindAClassWithoutItsFilterOrChain) {
   EXPECT_EQ(got.value().incomplete,
             (std::vector<uint32_t>{0x1000, 0x1004, 0x2a0f}));
   // An nft that fails: the classes are still listed, the check says why.
-  TcReservedClasses broken("eth0", FakeNft(ran, {1, "", "Error: boom\n"}),
+  TcReservedClasses broken("eth0", RecordingNft(ran, {1, "", "Error: boom\n"}),
                            FakeQdisc());
   got = broken.InstalledParts();
   ASSERT_TRUE(got.ok()) << got.error();
