@@ -563,6 +563,13 @@ def t_parqctl_qdisc(env):
              "xstats as tc -s -j shows them")
     check_eq({k: q[0][k] for k in tc.STAT_KEYS},
              {k: t[k] for k in tc.STAT_KEYS}, "statistics")
+    # The other words: no parallel DSCP, no shaper, the link's own speed.
+    topo.a.run(["tc", "qdisc", "change", "dev", topo.dev_a(), "root", "parq",
+                "dscp-parallel", "none", "rate", "unlimited", "linkrate",
+                "auto", "threshold", "inf", "dscp-mark", "off"])
+    q = ctl_json(env, "qdisc", "show", topo.dev_a())
+    t = tc.root_qdisc(topo.a, topo.dev_a())
+    check_eq(q[0]["options"], t["options"], "words as tc -j shows them")
     check("threshold_turns" in q[0]["xstats"]
           and "local_sojourn_hist" in q[0]["xstats"],
           f"every group of xstats: {sorted(q[0]['xstats'])}")

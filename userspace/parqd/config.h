@@ -164,8 +164,7 @@ struct ConfigOverrides {
 // Why `name` is not a name the kernel gives an interface (dev_valid_name():
 // 1 to IFNAMSIZ-1 bytes, not "." or "..", no '/', ':' or white space, and no
 // NUL here); nullopt when it is one.  Every interface name parqd and parqctl
-// take is checked with it: names end up in `tc -batch` text, where a newline
-// would start a command.
+// take is checked with it, before it is looked up or printed.
 std::optional<std::string> InterfaceNameProblem(std::string_view name);
 
 // How to write a duration, for messages.

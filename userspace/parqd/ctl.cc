@@ -540,7 +540,7 @@ Result<Output, std::string> FormatQdisc(const std::vector<TcObject>& qdiscs,
     }
   if (parq.empty())
     return Err{"no parq qdisc on " + dev + " (add one: tc qdisc add dev " +
-               dev + " root handle 1: parq)"};
+               ShellWord(dev) + " root handle 1: parq)"};
   if (as_json)
     return Output{parq.dump() + "\n"};
   std::ostringstream o;

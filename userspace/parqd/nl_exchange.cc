@@ -50,11 +50,6 @@ Result<nl_sock*, KernelError> OpenNetlink(int protocol) {
     return Err{KernelError{
         EIO, std::string("cannot open a netlink socket: ") + nl_geterror(r)}};
   }
-  // A deadline on every answer: the kernel answers at once, and a
-  // socket that did not would fail the request, not hold it forever.
-  const timeval deadline{10, 0};
-  setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_RCVTIMEO, &deadline,
-             sizeof(deadline));
   const int one = 1;
   // Best effort: without them errors still carry their errno.
   setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &one,
@@ -79,8 +74,22 @@ int OnError(sockaddr_nl*, nlmsgerr* e, void* arg) {
   return NL_STOP;
 }
 
-int OnEnd(nl_msg*, void* arg) {
+int OnAck(nl_msg*, void* arg) {
   static_cast<Exchange*>(arg)->outcome->done = true;
+  return NL_STOP;
+}
+
+// The end of a dump: its payload is the errno of a dump that failed
+// midway, which is not to be read as complete.
+int OnDone(nl_msg* msg, void* arg) {
+  NlOutcome* o = static_cast<Exchange*>(arg)->outcome;
+  const nlmsghdr* h = nlmsg_hdr(msg);
+  int error = 0;
+  if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(error)))
+    std::memcpy(&error, nlmsg_data(h), sizeof(error));
+  if (error < 0 && !o->error)
+    o->error = -error;
+  o->done = true;
   return NL_STOP;
 }
 
@@ -90,6 +99,12 @@ int OnValid(nl_msg* msg, void* arg) {
 }
 
 }  // namespace
+
+void SetNlDeadline(nl_sock* sk) {
+  const timeval deadline{kNlDeadlineSeconds, 0};
+  setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_RCVTIMEO, &deadline,
+             sizeof(deadline));
+}
 
 std::optional<KernelError> NlExchange(
     nl_sock* sk, nl_msg* msg, NlOutcome* outcome,
@@ -103,13 +118,23 @@ std::optional<KernelError> NlExchange(
     return KernelError{ENOMEM, "cannot allocate netlink callbacks"};
   Exchange x{outcome, &answer};
   nl_cb_err(cb, NL_CB_CUSTOM, OnError, &x);
-  nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, OnEnd, &x);
+  nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, OnAck, &x);
   nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, OnValid, &x);
-  nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, OnEnd, &x);
+  nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, OnDone, &x);
   std::optional<KernelError> err;
   while (!outcome->done) {
+    // A refusal ends the reading with its error, already in `outcome`;
+    // a dump the kernel marked interrupted ends it whole but is not.
     const int r = nl_recvmsgs(sk, cb);
-    if (r < 0 && !outcome->done) {
+    if (outcome->done && r != -NLE_DUMP_INTR)
+      break;
+    if (r == -NLE_AGAIN) {
+      err =
+          KernelError{ETIMEDOUT, "no answer from " + peer + " within " +
+                                     std::to_string(kNlDeadlineSeconds) + " s"};
+      break;
+    }
+    if (r < 0) {
       err = KernelError{EIO, "reading from " + peer + ": " + nl_geterror(r)};
       break;
     }

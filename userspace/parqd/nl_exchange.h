@@ -34,14 +34,20 @@ struct NlOutcome {
 // The NLMSGERR_ATTR_MSG of an error that carries TLVs, or "".
 std::string ExtackMessage(const nlmsgerr* e);
 
-// A socket of `protocol` (NETLINK_ROUTE, NETLINK_GENERIC), connected,
-// with extended acks asked for and a deadline of 10 s on each read;
-// nl_socket_free() it.
+// A socket of `protocol` (NETLINK_ROUTE, NETLINK_GENERIC), connected and
+// with extended acks asked for; nl_socket_free() it.
 Result<nl_sock*, KernelError> OpenNetlink(int protocol);
 
+// A deadline on each read of `sk`: a request with no answer within it
+// fails (ETIMEDOUT).  For a socket of one request only: a late answer
+// would be read as the next request's.
+inline constexpr int kNlDeadlineSeconds = 10;
+void SetNlDeadline(nl_sock* sk);
+
 // Sends `msg` (consumed) on `sk` and reads until its ack, its error or
-// the end of its dump, giving every answer to `answer`.  The returned
-// error is the socket's (`peer` names the other side in it); the
+// the end of its dump, giving every answer to `answer`; a dump that ended
+// with an error, or that the kernel marked interrupted, is an error.  The
+// returned error is the socket's (`peer` names the other side in it); the
 // kernel's refusal is in `outcome`.
 std::optional<KernelError> NlExchange(
     nl_sock* sk, nl_msg* msg, NlOutcome* outcome,

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,16 +75,9 @@ json Dscp(unsigned d) {
   return d;
 }
 
-// The value as tc -j shows it: its word, its name, its DSCPs, or the
-// number.
-json Value(const ParamRow& r, uint64_t raw, int64_t value) {
-  if (r.word && raw == r.word_value)
-    return r.word;
-  if ((r.syntax == PARQ_SYN_NAMES || r.syntax == PARQ_SYN_FLAG) &&
-      value >= r.min && static_cast<uint64_t>(value - r.min) < r.names.size())
-    return r.names[value - r.min];
-  if (r.syntax == PARQ_SYN_DSCP)
-    return Dscp(static_cast<unsigned>(raw));
+// The value as tc -j shows it: its DSCPs, its word, its name, or the
+// number; nothing for a mode this reader does not know (as tc).
+std::optional<json> Value(const ParamRow& r, uint64_t raw, int64_t value) {
   if (r.syntax == PARQ_SYN_DSCP_SET) {
     json set = json::array();
     for (unsigned d = 0; d < 64; d++)
@@ -91,6 +85,16 @@ json Value(const ParamRow& r, uint64_t raw, int64_t value) {
         set.push_back(Dscp(d));
     return set;
   }
+  if (r.word && raw == r.word_value)
+    return r.word;
+  const bool named =
+      value >= r.min && static_cast<uint64_t>(value - r.min) < r.names.size();
+  if (r.syntax == PARQ_SYN_FLAG && !named)
+    return std::nullopt;
+  if ((r.syntax == PARQ_SYN_NAMES || r.syntax == PARQ_SYN_FLAG) && named)
+    return r.names[value - r.min];
+  if (r.syntax == PARQ_SYN_DSCP)
+    return Dscp(static_cast<unsigned>(raw));
   if (r.type == PARQ_S32)
     return value;
   return raw;
@@ -157,7 +161,8 @@ json ParqOptionsJson(const std::vector<uint8_t>& options) {
       } else {
         break;
       }
-      out[Key(r.keyword)] = Value(r, raw, value);
+      if (auto v = Value(r, raw, value))
+        out[Key(r.keyword)] = *v;
     }
     off += NLA_ALIGN(a.nla_len);
   }

@@ -90,7 +90,8 @@ std::optional<std::string> TcReservedClasses::Handle(uint32_t* handle) {
   auto qdiscs = tc_->Qdiscs();
   if (!qdiscs.ok())
     return qdiscs.error().Text();
-  const std::string add = "; add one with: tc qdisc add dev " + dev_ +
+  const std::string add = "; add one with: tc qdisc add dev " +
+                          ShellWord(dev_) +
                           " root handle 1: parq linkrate RATE";
   for (const TcObject& q : qdiscs.value()) {
     if (q.parent != TC_H_ROOT)

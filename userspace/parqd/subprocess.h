@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Running another program (tc, nft) and collecting what it printed.
+// Running another program and collecting what it printed; and
+// ProgramOutput, the shape of nft's answers also when libnftables gives
+// them (nft.h).  parqd and parqctl themselves run no program.
 
 #ifndef PARQD_SUBPROCESS_H
 #define PARQD_SUBPROCESS_H
@@ -19,8 +21,8 @@ struct ProgramOutput {
   std::string err;
 };
 
-// How long RunProgram() waits for a program unless told: tc and nft
-// answer in milliseconds; one that takes this long is stuck.
+// How long RunProgram() waits for a program unless told: one that takes
+// this long is stuck.
 inline constexpr std::chrono::milliseconds kProgramTimeout{10'000};
 
 // Runs argv (argv[0] looked up in PATH) with `input` on its standard input

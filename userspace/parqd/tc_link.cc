@@ -37,6 +37,20 @@ std::string TcHandleText(uint32_t handle) {
   return b;
 }
 
+std::string ShellWord(const std::string& dev) {
+  const bool plain =
+      !dev.empty() && dev.find_first_not_of(
+                          "abcdefghijklmnopqrstuvwxyz"
+                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789._-@%+=,") == std::string::npos;
+  if (plain)
+    return dev;
+  std::string q = "'";
+  for (char c : dev)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 namespace {
 
 // The filter kinds whose options' attribute 1 is the class they send to
@@ -96,6 +110,9 @@ void ReadStats(nlattr* stats2, TcObject* o) {
     s.bytes = b.bytes;
     s.packets = b.packets;
   }
+  // Past 2^32 packets the kernel adds the whole count.
+  if (sb[TCA_STATS_PKT64] && nla_len(sb[TCA_STATS_PKT64]) == 8)
+    s.packets = nla_get_u64(sb[TCA_STATS_PKT64]);
   if (sb[TCA_STATS_QUEUE]) {
     gnet_stats_queue q{};
     std::memcpy(&q, nla_data(sb[TCA_STATS_QUEUE]),
@@ -197,7 +214,7 @@ class RtnlTc final : public TcLink {
     const int i = Index();
     if (i < 0)
       return NoDevice();
-    return Ask(ParqClassRequest(i, parent, classid, rate, create),
+    return Ask(ParqClassRequest(i, parent, classid, rate, create), i,
                std::string("class ") + (create ? "add " : "change ") +
                    TcHandleText(classid));
   }
@@ -208,7 +225,7 @@ class RtnlTc final : public TcLink {
       return NoDevice();
     return Ask(
         TcMessage(RTM_DELTCLASS, NLM_F_REQUEST | NLM_F_ACK, i, 0, classid, 0),
-        "class del " + TcHandleText(classid));
+        i, "class del " + TcHandleText(classid));
   }
 
   std::optional<KernelError> AddFwFilter(uint32_t parent, uint32_t prio,
@@ -217,7 +234,7 @@ class RtnlTc final : public TcLink {
     const int i = Index();
     if (i < 0)
       return NoDevice();
-    return Ask(FwFilterRequest(i, parent, prio, mark, mask, classid),
+    return Ask(FwFilterRequest(i, parent, prio, mark, mask, classid), i,
                "filter add prio " + std::to_string(prio));
   }
 
@@ -228,7 +245,7 @@ class RtnlTc final : public TcLink {
       return NoDevice();
     return Ask(TcMessage(RTM_DELTFILTER, NLM_F_REQUEST | NLM_F_ACK, i, parent,
                          0, TC_H_MAKE(prio << 16, 0)),
-               "filter del prio " + std::to_string(prio));
+               i, "filter del prio " + std::to_string(prio));
   }
 
  private:
@@ -241,18 +258,19 @@ class RtnlTc final : public TcLink {
     return KernelError{ENODEV, "no device " + dev_};
   }
 
-  // Sends `msg` and reads its answers into `out` (when given); `what`
-  // prefixes a refusal's message.
-  std::optional<KernelError> Exchange(nl_msg* msg, const std::string& what,
+  // Sends `msg` about device `ifindex` and reads its answers into `out`
+  // (when given); `what` prefixes an error.
+  std::optional<KernelError> Exchange(nl_msg* msg, int ifindex,
+                                      const std::string& what,
                                       std::vector<TcObject>* out) {
     if (!msg)
-      return KernelError{ENOMEM, "cannot build a netlink request"};
+      return KernelError{ENOMEM, what + ": cannot build a netlink request"};
     auto sk = OpenNetlink(NETLINK_ROUTE);
     if (!sk.ok()) {
       nlmsg_free(msg);
       return sk.error();
     }
-    const int ifindex = Index();
+    SetNlDeadline(sk.value());
     NlOutcome outcome;
     auto err = NlExchange(
         sk.value(), msg, &outcome,
@@ -260,26 +278,25 @@ class RtnlTc final : public TcLink {
           if (!out)
             return;
           const nlmsghdr* h = nlmsg_hdr(m);
-          const auto* t = static_cast<const tcmsg*>(nlmsg_data(h));
-          if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(tcmsg)) &&
-              t->tcm_ifindex == ifindex)
-            if (auto o = ParseTcObject(h))
-              out->push_back(std::move(*o));
+          if (h->nlmsg_len < NLMSG_LENGTH(sizeof(tcmsg)) ||
+              static_cast<const tcmsg*>(nlmsg_data(h))->tcm_ifindex != ifindex)
+            return;
+          if (auto o = ParseTcObject(h))
+            out->push_back(std::move(*o));
         },
         "rtnetlink");
     nl_socket_free(sk.value());
+    if (!err)
+      err = Refusal(outcome);
     if (err)
-      return err;
-    if (auto e = Refusal(outcome)) {
-      e->message = what + ": " +
-                   (e->message.empty() ? std::string("refused") : e->message);
-      return e;
-    }
-    return std::nullopt;
+      err->message =
+          what + ": " + (err->message.empty() ? "refused" : err->message);
+    return err;
   }
 
-  std::optional<KernelError> Ask(nl_msg* msg, const std::string& what) {
-    return Exchange(msg, what + " dev " + dev_, nullptr);
+  std::optional<KernelError> Ask(nl_msg* msg, int ifindex,
+                                 const std::string& what) {
+    return Exchange(msg, ifindex, what + " dev " + dev_, nullptr);
   }
 
   Result<std::vector<TcObject>, KernelError> Dump(int type, uint32_t parent) {
@@ -288,7 +305,7 @@ class RtnlTc final : public TcLink {
       return Err{NoDevice()};
     std::vector<TcObject> out;
     if (auto e = Exchange(
-            TcMessage(type, NLM_F_REQUEST | NLM_F_DUMP, i, parent, 0, 0),
+            TcMessage(type, NLM_F_REQUEST | NLM_F_DUMP, i, parent, 0, 0), i,
             "listing tc objects on " + dev_, &out))
       return Err{*e};
     return out;

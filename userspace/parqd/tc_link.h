@@ -86,6 +86,10 @@ std::unique_ptr<TcLink> RtnlTcLink(std::string dev);
 // "1:", "1:1000", "root": as tc prints a handle.
 std::string TcHandleText(uint32_t handle);
 
+// `dev` as a word of a shell command line for a message that suggests one:
+// as it is when it is plain, else in single quotes ("'eth$(x)'").
+std::string ShellWord(const std::string& dev);
+
 // The requests RtnlTcLink sends, and how it reads an answer; for tests.
 nl_msg* ParqClassRequest(int ifindex, uint32_t parent, uint32_t classid,
                          uint64_t rate, bool create);

@@ -4,7 +4,8 @@
  * field by field in the struct's order: the one list that q_parq.so prints
  * (tc -s) and parqctl reads (parqctl qdisc show), each under the field's
  * name.  A new field is appended to the struct and here; both readers
- * check that this list covers the struct, padding included.
+ * fail to build unless the rows' sizes add up to the struct's, padding
+ * included, and parqctl also checks that they follow its order.
  *
  *   X(kind, field, lead)
  *

@@ -314,6 +314,13 @@ TEST(FormatQdiscTest, ShorterStatisticsShowWhatIsThere) {
   EXPECT_EQ(ParqXstatsJson(Bytes(x, 2)), json::object());
   x.version = PARQ_XSTATS_CLASS | 1;
   EXPECT_EQ(ParqXstatsJson(Bytes(x, sizeof(x))), json::object());
+  // No DSCP at all is an empty list, as tc prints it, not the word
+  // "none"; a split-gso mode this reader does not know is left out, as tc
+  // leaves it.
+  std::vector<uint8_t> none;
+  PutAttr<uint64_t>(none, TCA_PARQ_DSCP_PARALLEL, 0);
+  PutAttr<uint8_t>(none, TCA_PARQ_SPLIT_GSO, PARQ_SPLIT_GSO_MAX + 1);
+  EXPECT_EQ(ParqOptionsJson(none), json::parse(R"({"dscp_parallel": []})"));
   // Options cut short are left out, not misread.
   std::vector<uint8_t> o;
   PutAttr<uint16_t>(o, TCA_PARQ_LIMIT, 5);

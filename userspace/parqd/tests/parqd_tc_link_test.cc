@@ -133,6 +133,15 @@ TEST(TcLinkTest, ParseTcObjectReadsOnlyWhatItKnows) {
   EXPECT_EQ(ParseTcObject(nlmsg_hdr(cut.get())), std::nullopt);
 }
 
+// A name the kernel takes, in a suggested command line, stays one word
+// that the shell does not expand.
+TEST(TcLinkTest, ShellWord) {
+  EXPECT_EQ(ShellWord("eth0.10"), "eth0.10");
+  EXPECT_EQ(ShellWord("e$(reboot)"), "'e$(reboot)'");
+  EXPECT_EQ(ShellWord("a'b"), "'a'\\''b'");
+  EXPECT_EQ(ShellWord("eth0#1"), "'eth0#1'");
+}
+
 TEST(TcLinkTest, HandlesAsTcPrintsThem) {
   EXPECT_EQ(TcHandleText(0x10000), "1:");
   EXPECT_EQ(TcHandleText(0x11000), "1:1000");
@@ -157,6 +166,13 @@ TEST(TcLinkTest, RealKernel) {
   auto e = none->SetParqClass(0x10000, 0x11000, 1, true);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->error, ENODEV);
+  // The kernel refuses (no such class; or no permission): its errno, not
+  // a failure to read the answer.
+  e = RtnlTcLink("lo")->DelClass(0x11000);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_TRUE(e->error == ENOENT || e->error == EINVAL || e->error == EPERM)
+      << e->Text();
+  EXPECT_EQ(e->message.rfind("class del 1:1000 dev lo: ", 0), 0u) << e->Text();
 }
 
 }  // namespace
