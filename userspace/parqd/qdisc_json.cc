@@ -5,6 +5,7 @@
 #include <linux/netlink.h>
 #include <linux/parq.h>
 #include <linux/pkt_sched.h>
+#include <netlink/attr.h>
 #include <parq/params.h>
 #include <parq/xstats.h>
 
@@ -135,36 +136,35 @@ T At(const std::vector<uint8_t>& b, size_t off) {
 
 json ParqOptionsJson(const std::vector<uint8_t>& options) {
   json out = json::object();
-  size_t off = 0;
-  while (off + NLA_HDRLEN <= options.size()) {
-    nlattr a;
-    std::memcpy(&a, options.data() + off, sizeof(a));
-    if (a.nla_len < NLA_HDRLEN || off + a.nla_len > options.size())
-      break;
-    const size_t len = a.nla_len - NLA_HDRLEN;
-    const size_t at = off + NLA_HDRLEN;
-    for (const ParamRow& r : Params()) {
-      if (r.attr != (a.nla_type & NLA_TYPE_MASK))
-        continue;
-      uint64_t raw = 0;
-      int64_t value = 0;
-      if (r.type == PARQ_U8 && len >= 1) {
-        raw = value = options[at];
-      } else if (r.type == PARQ_U32 && len >= 4) {
-        raw = value = At<uint32_t>(options, at);
-      } else if (r.type == PARQ_S32 && len >= 4) {
-        value = At<int32_t>(options, at);
-        raw = static_cast<uint32_t>(value);
-      } else if (r.type == PARQ_U64 && len >= 8) {
-        raw = At<uint64_t>(options, at);
-        value = static_cast<int64_t>(raw);
-      } else {
-        break;
-      }
-      if (auto v = Value(r, raw, value))
-        out[Key(r.keyword)] = *v;
+  // libnl's parser, as for the rest of the dump: it stops at an attribute
+  // that runs past the end.
+  std::vector<uint8_t> copy = options;
+  nlattr* tb[TCA_PARQ_MAX + 1] = {};
+  if (nla_parse(tb, TCA_PARQ_MAX, reinterpret_cast<nlattr*>(copy.data()),
+                static_cast<int>(copy.size()), nullptr) < 0)
+    return out;
+  for (const ParamRow& r : Params()) {
+    nlattr* a = tb[r.attr];
+    if (!a)
+      continue;
+    const int len = nla_len(a);
+    uint64_t raw = 0;
+    int64_t value = 0;
+    if (r.type == PARQ_U8 && len >= 1) {
+      raw = value = nla_get_u8(a);
+    } else if (r.type == PARQ_U32 && len >= 4) {
+      raw = value = nla_get_u32(a);
+    } else if (r.type == PARQ_S32 && len >= 4) {
+      raw = nla_get_u32(a);
+      value = static_cast<int32_t>(nla_get_u32(a));
+    } else if (r.type == PARQ_U64 && len >= 8) {
+      raw = nla_get_u64(a);
+      value = static_cast<int64_t>(raw);
+    } else {
+      continue;
     }
-    off += NLA_ALIGN(a.nla_len);
+    if (auto v = Value(r, raw, value))
+      out[Key(r.keyword)] = *v;
   }
   return out;
 }
