@@ -180,8 +180,11 @@ tools:
 	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
 	cmake --build $(RELEASE) -j2 --target $(TOOLS_TARGETS)
 
+# Two tests at a time, as the builds use two jobs: a test that starts a
+# server (etcd, a parqd) asks the kernel for a free port and makes its own
+# directory.
 unit: userspace
-	ctest --test-dir $(USERSPACE) --output-on-failure
+	ctest --test-dir $(USERSPACE) --output-on-failure -j2
 
 # The developers' tier, for the minutes between commits (within 10 minutes
 # on a built tree): the fresh-machine test, the unit tests built without
@@ -208,7 +211,7 @@ unit-quick:
 	cmake -S userspace -B $(QUICK) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DPARQ_BUILD_TESTS=ON -DPARQ_SANITIZE=OFF -DPARQ_WERROR=ON >/dev/null
 	cmake --build $(QUICK) -j2
-	ctest --test-dir $(QUICK) --output-on-failure
+	ctest --test-dir $(QUICK) --output-on-failure -j2
 
 # One C++ style for userspace/: its .clang-format (layout) and .clang-tidy
 # (bugs, needless copies, Google's naming), both in make check.  make format
