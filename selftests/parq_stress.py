@@ -54,7 +54,7 @@ from parqlab.tc import tc
 from parqlab.traffic import TOS_EF, Iperf3Client, Iperf3Server
 
 SEC = 10**9
-SCALE = float(os.environ.get("PARQ_STRESS_SCALE", "1"))
+SCALE = ktap.stress_scale()
 PG = "/proc/net/pktgen"
 SOURCES = 4000			# spoofed source addresses, 10.98.x.y
 

@@ -105,6 +105,13 @@ def slowdown():
     return DEBUG_SLOWDOWN if debug_kernel() else 1
 
 
+def stress_scale():
+    """PARQ_STRESS_SCALE (default 1): the factor for the stress loops'
+    counts and the scale tests' sizes; make check runs a kernel's second
+    pass at a fraction of them (the Makefile says which)."""
+    return float(os.environ.get("PARQ_STRESS_SCALE", "1"))
+
+
 def _alarm(signum, frame):
     raise CaseTimeout("case exceeded its time limit")
 
