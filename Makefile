@@ -314,12 +314,14 @@ spec-lint:
 selftest: kmod plugin
 	$(IN_KERNEL) selftests/run --kmsg-check $(SELFTEST_ARGS)
 
-# Benchmarks print figures and assert nothing.
-bench: kmod plugin
+# Benchmarks print figures and assert nothing; the last is the selftests'
+# figure (PARQ_FIGURES, scripts/parqlab/ktap.py) that make check leaves out.
+bench: kmod plugin userspace
 	$(IN_KERNEL) scripts/bench/resv-dequeue
 	$(IN_KERNEL) scripts/bench/pktgen-qdisc
 	$(IN_KERNEL) scripts/bench/monitor-flood
 	$(IN_KERNEL) scripts/bench/local-dest
+	PARQ_CASES="Open MPI's defaults" $(IN_KERNEL) selftests/run parq_mpi
 
 # The scheduling core's per-packet operations, in a build tree of their own
 # without sanitizers: Google Benchmark (ns/packet, depends on the machine),
@@ -407,7 +409,7 @@ check:
 		first-run-test format-check tidy fuzz FUZZ_TIME=30
 	@$(call PHASE,the packages on 6.1) $(MAKE) deb-test
 	@$(call PHASE,selftests on 6.1) \
-		$(MAKE) selftest \
+		PARQ_FIGURES=0 $(MAKE) selftest \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_61_EXCEPT) $(DEB_TESTS))"
 	@$(call PHASE,selftests on 6.12) \
 		PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=20000 \

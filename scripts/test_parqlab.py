@@ -69,6 +69,25 @@ def test_clean_ups_belong_to_their_case(capsys):
     assert status == ktap.KSFT_PASS
 
 
+@pytest.mark.parametrize("figures, planned",
+                         [(None, 2), ("1", 2), ("0", 1)])
+def test_figures_are_left_out_only_when_asked(figures, planned, monkeypatch,
+                                              capsys):
+    if figures is None:
+        monkeypatch.delenv("PARQ_FIGURES", raising=False)
+    else:
+        monkeypatch.setenv("PARQ_FIGURES", figures)
+    suite = ktap.Suite("unit")
+    suite.case("judged", lambda env: None, timeout=10, speed="a rate")
+    suite.case("printed", lambda env: None, timeout=10, figure=True)
+    assert suite.run() == ktap.KSFT_PASS
+    out = capsys.readouterr().out.splitlines()
+    assert f"1..{planned}" in out
+    named = [line for line in out if line.startswith("# PARQ_FIGURES=0")]
+    assert len(named) == (planned == 1)
+    assert ("ok 2 printed" in out) == (planned == 2)
+
+
 def test_every_parameter_has_a_default_as_tc_prints_it():
     d = params.json_defaults()
     assert set(d) == {p.keyword.replace("-", "_")

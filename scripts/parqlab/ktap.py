@@ -34,7 +34,9 @@ PARQ_CASES, when set, is a regular expression: only the cases whose names it
 matches (re.search) are in the plan, for running one case while working on
 it.  make check never sets it.  PARQ_QUICK=1 (make quick) leaves the cases
 added with speed= out of the plan, and names them: their verdicts depend on
-the CPU's speed, and make check judges them.
+the CPU's speed, and make check judges them.  PARQ_FIGURES=0 (make check)
+leaves out the cases added with figure=True, and names them: they measure
+and print a figure that no verdict reads, which make bench prints.
 """
 import functools
 import os
@@ -121,19 +123,25 @@ class Suite:
         self.name = name
         self.cases = []
         self.left_out = []		# timing cases, under PARQ_QUICK=1
+        self.figures_out = []		# figure cases, under PARQ_FIGURES=0
         self.results = []		# "pass" | "fail" | "skip"
         self.setup = None
         self.teardown = None
 
-    def case(self, name, fn, timeout=300, speed=None):
+    def case(self, name, fn, timeout=300, speed=None, figure=False):
         """Add a case; fn(env) runs with at most @timeout seconds (times
         slowdown()).  @speed, if given, says why its verdict depends on the
-        CPU's speed: it is not judged under a debug kernel."""
+        CPU's speed: it is not judged under a debug kernel.  @figure: the
+        case only measures and prints, and no later case reads what it
+        measured."""
         only = os.environ.get("PARQ_CASES")
         if only and not re.search(only, name):
             return
         if speed and os.environ.get("PARQ_QUICK") == "1":
             self.left_out.append(name)
+            return
+        if figure and os.environ.get("PARQ_FIGURES") == "0":
+            self.figures_out.append(name)
             return
         self.cases.append((name, fn, timeout * slowdown(), speed))
 
@@ -161,6 +169,9 @@ class Suite:
         if self.left_out:
             diag(f"PARQ_QUICK=1: not in this plan, make check judges them: "
                  f"{', '.join(self.left_out)}")
+        if self.figures_out:
+            diag(f"PARQ_FIGURES=0: figures not measured here, make bench "
+                 f"prints them: {', '.join(self.figures_out)}")
         t_suite = time.monotonic()
         old = signal.signal(signal.SIGALRM, _alarm)
         try:
