@@ -15,8 +15,9 @@
 #                   tidy, the .clang-tidy checks, are in make check)
 #   make bench      the kernel benchmarks: reserved-flow dequeue cost,
 #                   per-packet cost against the kernel's qdiscs (pktgen),
-#                   the receive monitor under a spoofed-source flood, and
-#                   the local class's cost against its destinations
+#                   the receive monitor under a spoofed-source flood, the
+#                   local class's cost against its destinations, and
+#                   parq_mpi's NetPIPE times with Open MPI's defaults
 #   make bench-core the core's per-packet cost: ns (Google Benchmark) and
 #                   instructions (callgrind), Documentation/benchmarks.md
 #   make bench-admission  admissions per second of the cluster admission
@@ -180,9 +181,10 @@ tools:
 	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
 	cmake --build $(RELEASE) -j2 --target $(TOOLS_TARGETS)
 
-# Two tests at a time, as the builds use two jobs: a test that starts a
-# server (etcd, a parqd) asks the kernel for a free port and makes its own
-# directory.
+# Two tests at a time, as the builds use two jobs: a test writes its files
+# in a directory of its own, and a test that starts a server (etcd, a
+# parqd) asks the kernel for a free port, which another test could take
+# before the server binds it: unlikely, and a failure, never a false pass.
 unit: userspace
 	ctest --test-dir $(USERSPACE) --output-on-failure -j2
 
@@ -315,13 +317,15 @@ selftest: kmod plugin
 	$(IN_KERNEL) selftests/run --kmsg-check $(SELFTEST_ARGS)
 
 # Benchmarks print figures and assert nothing; the last is the selftests'
-# figure (PARQ_FIGURES, scripts/parqlab/ktap.py) that make check leaves out.
+# figure (PARQ_FIGURES, scripts/parqlab/ktap.py) that make check leaves out,
+# after the case that checks the MPI job is classified and times it idle.
 bench: kmod plugin userspace
 	$(IN_KERNEL) scripts/bench/resv-dequeue
 	$(IN_KERNEL) scripts/bench/pktgen-qdisc
 	$(IN_KERNEL) scripts/bench/monitor-flood
 	$(IN_KERNEL) scripts/bench/local-dest
-	PARQ_CASES="Open MPI's defaults" $(IN_KERNEL) selftests/run parq_mpi
+	PARQ_FIGURES=1 PARQ_CASES="parallel at A|Open MPI's defaults" \
+		$(IN_KERNEL) selftests/run parq_mpi
 
 # The scheduling core's per-packet operations, in a build tree of their own
 # without sanitizers: Google Benchmark (ns/packet, depends on the machine),

@@ -73,12 +73,12 @@ def test_clean_ups_belong_to_their_case(capsys):
                          [(None, 2), ("1", 2), ("0", 1)])
 def test_figures_are_left_out_only_when_asked(figures, planned, monkeypatch,
                                               capsys):
-    if figures is None:
-        monkeypatch.delenv("PARQ_FIGURES", raising=False)
-    else:
+    for name in ("PARQ_FIGURES", "PARQ_CASES", "PARQ_QUICK"):
+        monkeypatch.delenv(name, raising=False)
+    if figures is not None:
         monkeypatch.setenv("PARQ_FIGURES", figures)
     suite = ktap.Suite("unit")
-    suite.case("judged", lambda env: None, timeout=10, speed="a rate")
+    suite.case("judged", lambda env: None, timeout=10)
     suite.case("printed", lambda env: None, timeout=10, figure=True)
     assert suite.run() == ktap.KSFT_PASS
     out = capsys.readouterr().out.splitlines()

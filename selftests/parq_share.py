@@ -16,9 +16,9 @@ With threshold N the parallel class sends N units for every local unit, so:
   unit packets, N = 4:   local packet share 1/5 (+- 2 points)
 Each configuration is measured three times and the median is judged; all
 values are printed, with the smallest queue length seen in each class
-(sampled every second).  A run in which a class ran empty did not measure
-the rule (the other class may then take everything); it is reported and
-replaced, at most twice.
+(sampled every half second).  A run in which a class ran empty did not
+measure the rule (the other class may then take everything); it is
+reported and replaced, at most twice.
 """
 import statistics
 import sys
@@ -52,7 +52,7 @@ def measure(env, threshold, unit):
                             tos=TOS_EF),
                Iperf3Client(a, topo.ip_b(), PORT_LOC, secs, parallel=4)]
     try:
-        s = sample_classes(a, dev, WARMUP, INTERVAL)
+        s = sample_classes(a, dev, WARMUP, INTERVAL, qlen_every=0.5)
         for c in clients:
             c.check_running("early")
     finally:

@@ -108,9 +108,10 @@ def slowdown():
 
 
 def stress_scale():
-    """PARQ_STRESS_SCALE (default 1): the factor for the stress loops'
-    counts and the scale tests' sizes; make check runs a kernel's second
-    pass at a fraction of them (the Makefile says which)."""
+    """PARQ_STRESS_SCALE (default 1): the factor for parq_stress's loop
+    counts and parq_resv's 100 000-class test; make check runs its 6.12
+    and debug-kernel passes at a fraction of them (the Makefile says
+    which)."""
     return float(os.environ.get("PARQ_STRESS_SCALE", "1"))
 
 
