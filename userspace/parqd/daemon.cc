@@ -43,7 +43,6 @@
 #include "reserved_classes.h"
 #include "sending_role.h"
 #include "status.h"
-#include "subprocess.h"
 #include "topology.h"
 #include "wire.h"
 

@@ -52,8 +52,8 @@
 #include <vector>
 
 #include "dscp.h"
+#include "nft.h"
 #include "result.h"
-#include "subprocess.h"
 
 namespace parq::parqd {
 

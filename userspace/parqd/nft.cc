@@ -81,6 +81,13 @@ Result<ProgramOutput, std::string> RunNft(const std::vector<std::string>& args,
   return o;
 }
 
+std::string ErrorText(const ProgramOutput& o) {
+  std::string s = o.err;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
 Result<ProgramOutput, std::string> RunCommand(
     const std::vector<std::string>& argv, const std::string& input) {
   if (argv.empty() || argv[0] != "nft")

@@ -12,9 +12,19 @@
 #include <vector>
 
 #include "result.h"
-#include "subprocess.h"
 
 namespace parq::parqd {
+
+// What nft would have printed, and its status.
+struct ProgramOutput {
+  int status = 0;  // 0, or 1 when nftables refused
+  std::string out;
+  std::string err;
+};
+
+// What it printed on standard error, without the trailing newlines: to
+// quote in a message.
+std::string ErrorText(const ProgramOutput& o);
 
 // Why nftables cannot be reached, or nullopt.
 using NftProbe = std::function<std::optional<std::string>()>;

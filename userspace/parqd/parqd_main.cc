@@ -30,7 +30,6 @@
 #include "nft.h"
 #include "notify.h"
 #include "reserved_classes.h"
-#include "subprocess.h"
 
 using namespace parq::parqd;
 

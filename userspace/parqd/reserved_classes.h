@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "admission_agent.h"
-#include "subprocess.h"
+#include "nft.h"
 #include "tc_link.h"
 
 namespace parq::parqd {

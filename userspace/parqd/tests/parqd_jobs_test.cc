@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // Unit tests of jobs.cc (parqctl job ...) against a fake file system and a
-// fake nft, and of subprocess.cc's RunProgram against /bin/sh.
+// fake nft, and of nft.cc's refusals.
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,6 @@
 #include "cli.h"
 #include "jobs.h"
 #include "nft.h"
-#include "subprocess.h"
 #include "test_util.h"
 
 namespace {
@@ -571,28 +570,11 @@ TEST(Jobs, CommandLines) {
   ASSERT_TRUE(std::holds_alternative<int>(a));
 }
 
-TEST(Subprocess, RunProgramFeedsInputAndCollectsBothOutputs) {
-  std::string big(1 << 20, 'x');  // more than a pipe holds
-  const auto r =
-      RunProgram({"/bin/sh", "-c", "cat; echo oops >&2; exit 3"}, big);
-  ASSERT_TRUE(r.ok()) << r.error();
-  EXPECT_EQ(r.value().status, 3);
-  EXPECT_EQ(r.value().out, big);
-  EXPECT_EQ(r.value().err, "oops\n");
-}
-
-TEST(Subprocess, RunProgramOfAProgramThatReadsNothing) {
-  const auto r =
-      RunProgram({"/bin/sh", "-c", "exit 0"}, std::string(1 << 20, 'x'));
-  ASSERT_TRUE(r.ok()) << r.error();
-  EXPECT_EQ(r.value().status, 0);
-}
-
-TEST(Subprocess, RunProgramOfAMissingProgram) {
-  const auto r = RunProgram({"parq-no-such-program"});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("cannot run parq-no-such-program"),
-            std::string::npos);
+// nft's message, quoted in parqd's, without its trailing newlines.
+TEST(RunNftTest, ErrorTextIsStandardErrorTrimmed) {
+  EXPECT_EQ(ErrorText({1, "", "Error: No such file or directory\n \n"}),
+            "Error: No such file or directory");
+  EXPECT_EQ(ErrorText({1, "printed", ""}), "");
 }
 
 // RunNft takes nft's arguments as the jobs and the reserved classes give
