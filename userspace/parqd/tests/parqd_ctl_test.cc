@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -377,7 +376,9 @@ TEST_F(CtlTest, KeyDerivePrintsAndWritesAKeysFile) {
 class CtlTopologyTest : public CtlTest {
  protected:
   void SetUp() override {
-    path_ = ::testing::TempDir() + "parqd_ctl_topology.toml";
+    // A directory of its own: ctest may run two of these tests at once.
+    ASSERT_FALSE(dir_.path().empty());
+    path_ = dir_.path() + "/topology.toml";
     std::ofstream(path_) << "reservable = 50\n" +
                                 test::TomlHost("a", {"10.0.0.1"}, "1gbit") +
                                 test::TomlHost("b", {"10.0.0.2", "fd00::2"},
@@ -388,7 +389,6 @@ class CtlTopologyTest : public CtlTest {
     // The kernel is never asked: opening it would fail.
     open_error_ = KernelError{ENOENT, "no kernel in this test"};
   }
-  void TearDown() override { std::remove(path_.c_str()); }
 
   CtlArgs Args(CtlArgs::Cmd cmd, bool json) {
     CtlArgs a;
@@ -398,6 +398,7 @@ class CtlTopologyTest : public CtlTest {
     return a;
   }
 
+  test::TempDir dir_{"parqd_ctl_topology"};
   std::string path_;
 };
 
