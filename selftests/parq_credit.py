@@ -247,13 +247,11 @@ def t_netns(env):
         ok(ga.delete(), "flush a")
     # A namespace's entries are freed with it.
     tmp = Netns("parqcr-tmp")
-    try:
-        with genl(env, tmp) as g:
-            for i in range(100):
-                ok(g.set(f"10.78.0.{i}", credit=i, lease=60 * SEC), "set")
-            check_eq(len(g.dump()), 100, "entries in the temporary namespace")
-    finally:
-        tmp.delete()
+    ktap.defer(tmp.delete)
+    with genl(env, tmp) as g:
+        for i in range(100):
+            ok(g.set(f"10.78.0.{i}", credit=i, lease=60 * SEC), "set")
+        check_eq(len(g.dump()), 100, "entries in the temporary namespace")
 
 
 def t_lease(env):

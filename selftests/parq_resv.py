@@ -451,19 +451,19 @@ def t_rates_alone(env):
         except AssertionError as e:
             outcome["error"] = str(e)
 
-    try:
-        with BigSocketBuffers():
-            judge_rates(env, load=False, during=refused_changes)
-        check("error" not in outcome, outcome.get("error", ""))
-        check(not outcome["config"], "a refused change altered the "
-              f"configuration: {outcome['config']}")
-        diag("refused during every run: class 1:16 to 30mbit, reservable "
-             "70, rate 80mbit; configuration unchanged")
-        freeze(env)
-        check_xstats(env, rejects=3)  # 1 class, 2 qdisc changes
-    finally:
+    def undo():
         del_root(env)
         set_mtu(env, 1500)
+    ktap.defer(undo)
+    with BigSocketBuffers():
+        judge_rates(env, load=False, during=refused_changes)
+    check("error" not in outcome, outcome.get("error", ""))
+    check(not outcome["config"], "a refused change altered the "
+          f"configuration: {outcome['config']}")
+    diag("refused during every run: class 1:16 to 30mbit, reservable "
+         "70, rate 80mbit; configuration unchanged")
+    freeze(env)
+    check_xstats(env, rejects=3)  # 1 class, 2 qdisc changes
 
 
 _COUNTERS = ("bytes", "packets", "drops", "overlimits", "requeues",
@@ -482,14 +482,15 @@ def _is_counter(d):
 
 
 def t_rates_load(env):
-    try:
-        with BigSocketBuffers():
-            judge_rates(env, load=True)
-        freeze(env)
-        check_xstats(env, rejects=0)
-    finally:
+
+    def undo():
         del_root(env)
         set_mtu(env, 1500)
+    ktap.defer(undo)
+    with BigSocketBuffers():
+        judge_rates(env, load=True)
+    freeze(env)
+    check_xstats(env, rejects=0)
 
 
 def lateness(s, k):
@@ -568,30 +569,31 @@ def t_idt_jumbo(env):
     setup_idt(env, m, port)
     a.run(["ip", "link", "set", dev, "mtu", "9000"])
     b.run(["ip", "link", "set", topo.dev_b(), "mtu", "9000"])
-    try:
-        s = udp_socket(a)
-        payload = 9000 - UDP_OVERHEAD + 14  # a 9000-byte IP packet
-        t0 = time.monotonic()
-        try:
-            for _ in range(n):
-                s.sendto(bytes(payload), (topo.ip_b(), port))
-        finally:
-            s.close()
-        q = resv.wait_qlen(a, dev, 0, timeout=30)
-        took = time.monotonic() - t0
-        c = resv.classes(a, dev)[cid(m)]
-        diag(f"{c['packets']} packets of {c['bytes'] // max(1, c['packets'])}"
-             f" bytes in {took * 1000:.0f} ms; drops {c['drops']}")
-        check_eq((q["qlen"], c["packets"], c["drops"]), (0, n, 0),
-                 "qlen, packets sent by the class, drops")
-        want = (n - 1) * 9014 / 1514 * 1e-3
-        check(took >= 0.99 * want,
-              f"{n} packets of 9014 bytes left in {took:.3f} s, want >= "
-              f"{want:.3f} s (1514 bytes per ms)")
-    finally:
+
+    def undo():
         a.run(["ip", "link", "set", dev, "mtu", "1500"])
         b.run(["ip", "link", "set", topo.dev_b(), "mtu", "1500"])
         del_root(env)
+    ktap.defer(undo)
+    s = udp_socket(a)
+    payload = 9000 - UDP_OVERHEAD + 14  # a 9000-byte IP packet
+    t0 = time.monotonic()
+    try:
+        for _ in range(n):
+            s.sendto(bytes(payload), (topo.ip_b(), port))
+    finally:
+        s.close()
+    q = resv.wait_qlen(a, dev, 0, timeout=30)
+    took = time.monotonic() - t0
+    c = resv.classes(a, dev)[cid(m)]
+    diag(f"{c['packets']} packets of {c['bytes'] // max(1, c['packets'])}"
+         f" bytes in {took * 1000:.0f} ms; drops {c['drops']}")
+    check_eq((q["qlen"], c["packets"], c["drops"]), (0, n, 0),
+             "qlen, packets sent by the class, drops")
+    want = (n - 1) * 9014 / 1514 * 1e-3
+    check(took >= 0.99 * want,
+          f"{n} packets of 9014 bytes left in {took:.3f} s, want >= "
+          f"{want:.3f} s (1514 bytes per ms)")
 
 
 # --- admission -----------------------------------------------------------
@@ -1276,40 +1278,41 @@ def t_scale_100k(env):
     devs = SCALE_DEVS
     per = N // len(devs)
     check(resv.RESV_MIN + per - 1 <= resv.RESV_MAX, "minors overflow")
-    try:
-        for i, dev in enumerate(devs, 1):
-            scale_dummy(env, dev, i)
-        slab0, mem0 = settle_slab()
-        lines = []
-        for dev in devs:
-            add_root(env, "linkrate", "100gbit", dev=dev)
-            lines += resv.class_add_lines(
-                dev, range(resv.RESV_MIN, resv.RESV_MIN + per), "rate 1mbit")
-        t0 = time.monotonic()
-        timed_out = False
-        try:
-            secs, _ = resv.tc_batch(a, lines, timeout=BOUND)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            secs = time.monotonic() - t0
-        made = count_created(env, devs)
-        slab1, mem1 = settle_slab()
-        per_class = (mem1["Slab"] - mem0["Slab"]) / max(1, made)
-        k256 = resv.grown_caches(slab0, slab1, int(made * 0.9))
-        diag(f"tc -batch: {made} of {N} classes ({len(devs)} qdiscs of "
-             f"{per}) in {secs:.1f}s" + (" (killed at the bound)"
-                                         if timed_out else ""))
-        diag(f"memory: Slab +{per_class:.0f} bytes per class; caches grown "
-             f"{[(c, round(g / max(1, made), 2)) for c, g in k256]} "
-             "objects per class")
-        check(not timed_out and made == N,
-              f"{N} classes through tc -batch took more than {BOUND:.0f}s: "
-              f"{made} made in {secs:.0f}s")
-        check(secs < BOUND, f"{N} classes took {secs:.1f}s")
-    finally:
+
+    def undo():
         for dev in devs:
             del_root(env, dev)
             a.run(["ip", "link", "del", dev], check=False)
+    ktap.defer(undo)
+    for i, dev in enumerate(devs, 1):
+        scale_dummy(env, dev, i)
+    slab0, mem0 = settle_slab()
+    lines = []
+    for dev in devs:
+        add_root(env, "linkrate", "100gbit", dev=dev)
+        lines += resv.class_add_lines(
+            dev, range(resv.RESV_MIN, resv.RESV_MIN + per), "rate 1mbit")
+    t0 = time.monotonic()
+    timed_out = False
+    try:
+        secs, _ = resv.tc_batch(a, lines, timeout=BOUND)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        secs = time.monotonic() - t0
+    made = count_created(env, devs)
+    slab1, mem1 = settle_slab()
+    per_class = (mem1["Slab"] - mem0["Slab"]) / max(1, made)
+    k256 = resv.grown_caches(slab0, slab1, int(made * 0.9))
+    diag(f"tc -batch: {made} of {N} classes ({len(devs)} qdiscs of "
+         f"{per}) in {secs:.1f}s" + (" (killed at the bound)"
+                                     if timed_out else ""))
+    diag(f"memory: Slab +{per_class:.0f} bytes per class; caches grown "
+         f"{[(c, round(g / max(1, made), 2)) for c, g in k256]} "
+         "objects per class")
+    check(not timed_out and made == N,
+          f"{N} classes through tc -batch took more than {BOUND:.0f}s: "
+          f"{made} made in {secs:.0f}s")
+    check(secs < BOUND, f"{N} classes took {secs:.1f}s")
 
 
 def main():
