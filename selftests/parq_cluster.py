@@ -27,7 +27,9 @@ switch ports).  A's root qdisc is parq.
   (b) C, made the leader, cut off (one member of three): admissions and
       releases go on once A's and B's members have elected a leader
       (an election timeout, 2 s under TCG, during which every etcd call
-      fails, parqd's included) and answer a linearizable read;
+      fails, parqd's included) and answer a linearizable read; when the
+      cut heals, C rejoins without an election (pre-vote: the Raft term
+      stays as it was);
   (c) A cut off (its member alone, no quorum): its class stays on the
       qdisc at first, since the lease is not lost yet; a new request is
       refused with etcd's error; before the lease could expire in etcd
@@ -278,6 +280,13 @@ def t_one_member_cut(env):
         check_eq(rc, 0, f"release with C cut off: {out}")
         check_eq(len(classes(env)[0]), 1, "A's classes after the release")
         check_eq(in_etcd(env, "a"), {env.held["first"]}, "etcd, read from A")
+        # Long enough for C to call elections of its own, were it to (its
+        # Raft term would rise, and when the cut heals C would depose the
+        # leader and hold up every lease renewal for an election).
+        time.sleep(max(0.0, t0 + 5 * env.members.election_timeout() -
+                       time.monotonic()))
+        term = env.members.terms("a")
+        diag(f"Raft terms during the cut: {term}")
     except AssertionError:
         explain(env)
         raise
@@ -285,6 +294,10 @@ def t_one_member_cut(env):
         star.heal("c")
     wait_for("C back in the cluster",
              lambda: sorted(env.members.healthy("a")) == HOSTS, 30)
+    after = env.members.terms("a")
+    diag(f"Raft terms after the cut: {after}")
+    check_eq(set(after.values()), set(term.values()),
+             "Raft terms: C's return calls no election")
 
 
 def t_quorum_lost(env):

@@ -14,8 +14,11 @@ after 1 s) times timer_scale(): ktap.slowdown(), and twice that under
 QEMU/TCG, so that a member of a slow guest does not call elections it need
 not (a leader's heartbeat held up for a second by an emulated CPU that is
 busy elsewhere makes the followers elect again, and no write, lease
-renewal included, goes through until they agree).  Data directories and
-logs are in @workdir/etcd-NAME.
+renewal included, goes through until they agree).  Pre-vote is on (etcd
+3.5's default, off in 3.4): a member cut off from the others does not
+raise its term, so that when the cut heals it does not depose the leader
+and hold up every write for an election.  Data directories and logs are
+in @workdir/etcd-NAME.
 """
 import json
 import os
@@ -85,7 +88,8 @@ class Cluster:
                      f"--initial-cluster={initial}",
                      "--initial-cluster-state=new",
                      f"--heartbeat-interval={beat}",
-                     f"--election-timeout={10 * beat}"],
+                     f"--election-timeout={10 * beat}",
+                     "--pre-vote"],
                     stdout=log, stderr=log)
         deadline = time.monotonic() + timeout * ktap.slowdown()
         while set(self.healthy(self.hosts[0])) != set(self.hosts):
@@ -117,6 +121,16 @@ class Cluster:
             return json.loads(r.stdout or "null")
         except ValueError:
             return None
+
+    def election_timeout(self):
+        """Raft's election timeout of the members, in seconds."""
+        return 1.0 * timer_scale()
+
+    def terms(self, frm):
+        """{host: Raft term} of the members that answer from host @frm."""
+        rows = self._ctl(frm, "endpoint", "status") or []
+        return {h: e["Status"]["raftTerm"] for h in self.hosts
+                for e in rows if e.get("Endpoint") == self.client_url(h)}
 
     def leader(self, frm):
         """The host whose member leads, as every member that answers from
