@@ -482,7 +482,6 @@ def _is_counter(d):
 
 
 def t_rates_load(env):
-
     def undo():
         del_root(env)
         set_mtu(env, 1500)
@@ -1279,13 +1278,14 @@ def t_scale_100k(env):
     per = N // len(devs)
     check(resv.RESV_MIN + per - 1 <= resv.RESV_MAX, "minors overflow")
 
-    def undo():
-        for dev in devs:
-            del_root(env, dev)
-            a.run(["ip", "link", "del", dev], check=False)
-    ktap.defer(undo)
+    def undo(dev):
+        # Deleting a qdisc of many classes takes as long as making them.
+        tc(a, "qdisc", "del", "dev", dev, "root", check=False,
+           timeout=max(30, BOUND) * ktap.slowdown())
+        a.run(["ip", "link", "del", dev], check=False)
     for i, dev in enumerate(devs, 1):
         scale_dummy(env, dev, i)
+        ktap.defer(undo, dev)
     slab0, mem0 = settle_slab()
     lines = []
     for dev in devs:

@@ -252,7 +252,9 @@ def defer(fn, *args, **kwargs):
     registered after it: the last registered runs first.  Register each
     clean-up right after what it undoes was made.  A clean-up that raises
     is reported, the others still run, and a case that had passed fails.
-    Outside a Suite's case (a script), run_deferred() runs them."""
+    Clean-ups run after the case's time limit is disarmed: a slow one
+    cannot make the case time out.  Outside a Suite's case (a script),
+    run_deferred() runs them."""
     _deferred.append((fn, args, kwargs))
 
 
