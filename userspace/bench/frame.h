@@ -25,12 +25,12 @@
 #include <variant>
 #include <vector>
 
-#include "parqd/result.h"
+#include "parqd/base/result.h"
 
 namespace parqbench {
 
 // Every fallible call of parq-bench returns a Result: its value, or a
-// message that says what went wrong (parqd's type, parqd/result.h).
+// message that says what went wrong (parqd's type, parqd/base/result.h).
 using parq::parqd::Err;
 using parq::parqd::Result;
 

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <utility>
 
-#include "parqd/cli_parse.h"
+#include "parqd/base/cli_parse.h"
 
 namespace parqbench {
 

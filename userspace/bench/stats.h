@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "parqd/result.h"
+#include "parqd/base/result.h"
 
 namespace parqbench {
 

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "admission_client.h"
+#include "admission/admission_client.h"
 
 using nlohmann::json;
 using parq::parqd::AdmissionCall;

@@ -5,8 +5,8 @@
 
 #include <iostream>
 
-#include "cli.h"
-#include "ctl.h"
+#include "ctl/cli.h"
+#include "ctl/ctl.h"
 
 using namespace parq::parqd;
 

@@ -19,17 +19,17 @@
 #include <spdlog/sinks/systemd_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "admission_agent.h"
-#include "cli.h"
-#include "cluster_admission.h"
-#include "config.h"
-#include "daemon.h"
-#include "etcd.h"
-#include "kernel.h"
-#include "key.h"
-#include "nft.h"
-#include "notify.h"
-#include "reserved_classes.h"
+#include "admission/admission_agent.h"
+#include "admission/cluster_admission.h"
+#include "admission/etcd.h"
+#include "admission/reserved_classes.h"
+#include "config/config.h"
+#include "ctl/cli.h"
+#include "daemon/daemon.h"
+#include "daemon/notify.h"
+#include "jobs/nft.h"
+#include "netlink/kernel.h"
+#include "proto/key.h"
 
 using namespace parq::parqd;
 

@@ -15,9 +15,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "grant.h"
 #include "parq_core.h"
 #include "parq_policy.h"
+#include "proto/grant.h"
 
 namespace parq::sim {
 namespace {

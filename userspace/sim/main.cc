@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cli_parse.h"
+#include "base/cli_parse.h"
 #include "cluster_sim.h"
 
 namespace {

@@ -33,11 +33,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli_parse.h"
-#include "cluster_admission.h"
-#include "etcd.h"
+#include "admission/cluster_admission.h"
+#include "admission/etcd.h"
+#include "admission/topology.h"
+#include "base/cli_parse.h"
 #include "stats.h"
-#include "topology.h"
 
 namespace {
 

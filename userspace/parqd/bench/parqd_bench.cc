@@ -64,16 +64,16 @@
 #include <CLI/CLI.hpp>
 
 #include "../tests/fake_kernel.h"
-#include "cli_parse.h"
-#include "config.h"
-#include "daemon.h"
-#include "datagrams.h"
-#include "inbox.h"
-#include "key.h"
-#include "notify.h"
-#include "receiving_role.h"
-#include "sending_role.h"
-#include "wire.h"
+#include "base/cli_parse.h"
+#include "config/config.h"
+#include "credit/receiving_role.h"
+#include "credit/sending_role.h"
+#include "daemon/daemon.h"
+#include "daemon/notify.h"
+#include "proto/datagrams.h"
+#include "proto/inbox.h"
+#include "proto/key.h"
+#include "proto/wire.h"
 
 namespace {
 

@@ -21,9 +21,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "address.h"
-#include "inbox.h"
-#include "key.h"
+#include "base/address.h"
+#include "proto/inbox.h"
+#include "proto/key.h"
 
 namespace parq::parqd::fuzz {
 

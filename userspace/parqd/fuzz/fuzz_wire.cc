@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "fuzz_common.h"
-#include "inbox.h"
-#include "wire.h"
+#include "proto/inbox.h"
+#include "proto/wire.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include "seeds.h"
 
 #include "fuzz_common.h"
-#include "wire.h"
+#include "proto/wire.h"
 
 namespace parq::parqd::fuzz {
 

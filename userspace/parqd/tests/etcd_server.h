@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "etcd.h"
+#include "admission/etcd.h"
 
 extern char** environ;
 

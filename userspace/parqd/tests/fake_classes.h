@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "admission_agent.h"
+#include "admission/admission_agent.h"
 
 namespace parq::parqd::test {
 

@@ -9,7 +9,7 @@
 #include <deque>
 #include <vector>
 
-#include "kernel.h"
+#include "netlink/kernel.h"
 
 namespace parq::parqd::test {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "reserved_classes.h"
-#include "tc_link.h"
+#include "admission/reserved_classes.h"
+#include "netlink/tc_link.h"
 
 namespace parq::parqd::test {
 

@@ -27,16 +27,16 @@
 #include <tuple>
 #include <vector>
 
-#include "admission_agent.h"
-#include "admission_socket.h"
-#include "cluster_admission.h"
-#include "ctl.h"
-#include "etcd.h"
+#include "admission/admission_agent.h"
+#include "admission/admission_socket.h"
+#include "admission/cluster_admission.h"
+#include "admission/etcd.h"
+#include "admission/reserved_classes.h"
+#include "admission/topology.h"
+#include "ctl/ctl.h"
 #include "etcd_server.h"
 #include "fake_classes.h"
 #include "fake_tc_link.h"
-#include "reserved_classes.h"
-#include "topology.h"
 #include "topology_text.h"
 
 namespace {

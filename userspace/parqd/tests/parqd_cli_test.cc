@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "cli.h"
+#include "ctl/cli.h"
 #include "test_util.h"
 
 namespace {

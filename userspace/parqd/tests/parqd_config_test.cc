@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "config.h"
-#include "daemon.h"
+#include "config/config.h"
+#include "daemon/daemon.h"
 #include "test_util.h"
 
 namespace {

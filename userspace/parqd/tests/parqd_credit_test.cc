@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "credit.h"
+#include "proto/credit.h"
 #include "test_util.h"
 
 namespace {

@@ -19,10 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "fake_kernel.h"
-#include "key.h"
-#include "qdisc_json.h"
+#include "netlink/qdisc_json.h"
+#include "proto/key.h"
 #include "test_util.h"
 #include "topology_text.h"
 

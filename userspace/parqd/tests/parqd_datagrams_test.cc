@@ -17,8 +17,8 @@
 #include <cstring>
 #include <vector>
 
-#include "datagrams.h"
-#include "inbox.h"
+#include "proto/datagrams.h"
+#include "proto/inbox.h"
 #include "test_util.h"
 
 namespace {

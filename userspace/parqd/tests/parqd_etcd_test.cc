@@ -31,14 +31,14 @@
 #include <thread>
 #include <vector>
 
-#include "cli.h"
-#include "cluster_admission.h"
-#include "ctl.h"
-#include "etcd.h"
+#include "admission/cluster_admission.h"
+#include "admission/etcd.h"
+#include "admission/incoming.h"
+#include "admission/topology.h"
+#include "ctl/cli.h"
+#include "ctl/ctl.h"
 #include "etcd_server.h"
-#include "incoming.h"
-#include "metrics.h"
-#include "topology.h"
+#include "proto/metrics.h"
 #include "topology_text.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "grant.h"
+#include "proto/grant.h"
 #include "test_util.h"
 
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "inbox.h"
+#include "proto/inbox.h"
 #include "test_util.h"
 
 namespace {

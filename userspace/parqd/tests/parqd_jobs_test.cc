@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli.h"
-#include "jobs.h"
-#include "nft.h"
+#include "ctl/cli.h"
+#include "jobs/jobs.h"
+#include "jobs/nft.h"
 #include "test_util.h"
 
 namespace {
@@ -77,7 +77,7 @@ struct FakeNft {
   std::optional<std::map<unsigned, std::vector<json>>> table;
   std::vector<std::string> scripts;
   bool broken = false;  // no nftables in the kernel
-  int refuse = 0;       // exit status for -f
+  int refuse = 0;       // status for -f: 1, nftables refuses the script
 
   NftRunner Runner() {
     return [this](
@@ -104,7 +104,8 @@ struct FakeNft {
           o.err = "Error: Could not process rule: Operation not permitted\n";
         return o;
       }
-      o.status = 2;
+      o.status = 1;
+      o.err = "Error: the fake nft knows no such command\n";
       return o;
     };
   }

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "key.h"
+#include "proto/key.h"
 #include "test_util.h"
 
 namespace {

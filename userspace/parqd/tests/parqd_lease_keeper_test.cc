@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include "admission_agent.h"
-#include "cluster_admission.h"
-#include "etcd.h"
+#include "admission/admission_agent.h"
+#include "admission/cluster_admission.h"
+#include "admission/etcd.h"
+#include "admission/lease_keeper.h"
+#include "admission/topology.h"
 #include "etcd_server.h"
 #include "fake_classes.h"
-#include "lease_keeper.h"
-#include "topology.h"
 #include "topology_text.h"
 
 namespace {

@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "metrics.h"
 #include "prom_check.h"
+#include "proto/metrics.h"
 #include "test_util.h"
 
 namespace {

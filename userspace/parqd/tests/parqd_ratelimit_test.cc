@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "ratelimit.h"
+#include "proto/ratelimit.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 // fake receive monitor reports, and the messages it sends (decoded again
 // with the protocol library).
 
-#include "receiving_role.h"
+#include "credit/receiving_role.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 
 #include "fake_kernel.h"
 #include "prom_check.h"
+#include "proto/wire.h"
 #include "test_util.h"
-#include "wire.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "replay.h"
+#include "proto/replay.h"
 
 namespace {
 

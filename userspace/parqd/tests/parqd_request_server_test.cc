@@ -23,8 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "admission_client.h"
-#include "request_server.h"
+#include "admission/admission_client.h"
+#include "admission/request_server.h"
 
 namespace {
 

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "daemon.h"
+#include "config/config.h"
+#include "credit/sending_role.h"
+#include "daemon/daemon.h"
 #include "fake_kernel.h"
 #include "prom_check.h"
-#include "sending_role.h"
 #include "test_util.h"
 
 namespace {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <future>
 #include <string>
@@ -15,10 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "admission_client.h"
-#include "ctl.h"
-#include "request_server.h"
-#include "status.h"
+#include "admission/admission_client.h"
+#include "admission/request_server.h"
+#include "ctl/ctl.h"
+#include "daemon/status.h"
 #include "test_util.h"
 
 namespace {

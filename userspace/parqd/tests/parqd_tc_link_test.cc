@@ -21,7 +21,7 @@
 #include <memory>
 #include <string>
 
-#include "tc_link.h"
+#include "netlink/tc_link.h"
 
 namespace {
 

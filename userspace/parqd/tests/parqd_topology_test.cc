@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "topology.h"
+#include "admission/topology.h"
 #include "topology_text.h"
 
 namespace {

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "proto/wire.h"
 #include "test_util.h"
-#include "wire.h"
 
 namespace {
 

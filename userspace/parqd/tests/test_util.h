@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "address.h"
-#include "key.h"
-#include "wire.h"
+#include "base/address.h"
+#include "proto/key.h"
+#include "proto/wire.h"
 
 namespace parq::parqd::test {
 

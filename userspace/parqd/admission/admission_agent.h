@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// parqd's admission role on a source host (Documentation/admission.md,
+// "parqd's admission role").  It admits this host's reservations across
+// the cluster (ClusterAdmission), installs each admitted one on the local
+// parq qdisc as a reserved class with the filters that send its traffic
+// there (ReservedClasses), and releases them.  All of them hang on one
+// etcd lease, which it keeps alive; when it cannot renew the lease, it
+// demotes every class to best effort before the lease could have expired
+// in etcd (a lease is not a fence: another host may then be admitted on
+// the capacity).  Who may reserve how much is the configuration's
+// [[admission.allow]]; root may reserve any rate and release anything.
+//
+// Single-threaded: parqd's event loop calls Tick() and the requests.
+
+#ifndef PARQD_ADMISSION_ADMISSION_AGENT_H
+#define PARQD_ADMISSION_ADMISSION_AGENT_H
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admission/admission_config.h"
+#include "admission/cluster_admission.h"
+#include "admission/etcd.h"
+#include "admission/lease_keeper.h"
+#include "admission/topology.h"
+#include "base/address.h"
+#include "base/result.h"
+#include "proto/metrics.h"
+
+namespace parq::parqd {
+
+// The traffic a reservation covers, toward the destination host's
+// addresses: "" (all of it), or comma-separated proto=udp|tcp, dport=N,
+// sport=N (ports need proto).
+struct Match {
+  std::string proto;  // "", "udp", "tcp"
+  uint16_t dport = 0, sport = 0;
+
+  bool operator==(const Match&) const = default;
+};
+Result<Match, std::string> ParseMatch(std::string_view text);
+// The text ParseMatch reads back, in a fixed order ("" for all traffic).
+std::string FormatMatch(const Match& m);
+
+// The cluster's topology and this host in it.
+struct AgentTopology {
+  Topology topology;
+  std::string host;
+};
+// Loads a.topology_file and finds this host there (a.host, or the
+// system's host name), and checks that etcd's TLS files can be read; an
+// error says what to fix.
+Result<AgentTopology, std::string> LoadAgentTopology(const AdmissionConfig& a);
+
+// Reserved classes on this host's parq qdisc (TcReservedClasses in
+// reserved_classes.h; tests give their own).
+class ReservedClasses {
+ public:
+  virtual ~ReservedClasses() = default;
+  // Class `minor` at `rate` bits/s, and filters sending the traffic of
+  // user `owner`'s sockets that `match` toward any of `to` into it, and
+  // nobody else's; on an error nothing of it stays.
+  virtual std::optional<std::string> Install(uint32_t minor, uint64_t rate,
+                                             const Match& match,
+                                             const std::vector<Address>& to,
+                                             uint32_t owner) = 0;
+  virtual std::optional<std::string> SetRate(uint32_t minor, uint64_t rate) = 0;
+  // Filters, then the class.
+  virtual std::optional<std::string> Remove(uint32_t minor) = 0;
+  // The minors of the agent's range (kAgentMinorFirst..kAgentMinorLast)
+  // that have a class, or a filter into one, on the qdisc now, in order:
+  // what the agent compares with what it holds.
+  virtual Result<std::vector<uint32_t>, std::string> Installed() = 0;
+  // Installed(), and of those the minors that lack a part (the class,
+  // its filter, or its nftables chain with its rules: `nft flush ruleset`
+  // removes chains), from one look at the qdisc: what the agent's check
+  // removes and installs again.  When the chains cannot be read,
+  // `incomplete_error` says why and `incomplete` is empty.
+  struct Parts {
+    std::vector<uint32_t> installed, incomplete;
+    std::string incomplete_error;
+  };
+  virtual Result<Parts, std::string> InstalledParts() = 0;
+};
+
+// Who asks (from SO_PEERCRED and the user database).
+struct Requester {
+  uint32_t uid = 0;
+  std::string user;                 // name (the uid in decimal if none)
+  std::vector<std::string> groups;  // names of the user's groups
+};
+
+struct AgentConfig {
+  std::string host;  // this host, as the topology names it
+  int64_t lease_ttl_s = 10;
+  std::vector<AllowRule> allow;
+};
+
+// What the agent counts, for metrics.
+struct AgentCounters {
+  uint64_t admitted = 0, refused = 0, released = 0, changed = 0;
+  uint64_t lease_grants = 0, keepalive_errors = 0, demotions = 0;
+  uint64_t demoted = 0;  // reservations demoted in all
+};
+
+// Reserved class minors the agent uses: its own range, so that classes
+// made by hand (<handle>:16 and up) stay clear of it.
+inline constexpr uint32_t kAgentMinorFirst = 0x1000;
+inline constexpr uint32_t kAgentMinorLast = 0xffff;
+
+// How often the agent checks that each reservation's job still runs and
+// that the qdisc holds no class of its range that it does not hold (left
+// by a parqd that died, or made by hand): the longest a reservation
+// outlives its job's cgroup.
+inline constexpr uint64_t kJobCheckNs = 5'000'000'000;
+
+// The Slurm job id in a process's /proc/PID/cgroup (a job_N directory on
+// its cgroup v2 path, as Slurm's cgroup/v2 plugin makes them), or "".
+std::string SlurmJobOf(std::string_view proc_cgroup);
+// The job a request is for: `*job` holds the one the request names ("":
+// none) and becomes the one the asking process runs in (`process_job`,
+// from its cgroup; "" when unknown) if there is one; an error when they
+// differ.
+std::optional<std::string> RequestJob(const std::string& process_job,
+                                      std::string* job);
+
+class AdmissionAgent {
+ public:
+  using Log = std::function<void(int level, const std::string& line)>;
+  enum LogLevel { kInfo, kWarn, kError };
+
+  // Everything given must outlive the agent.  `clock`: monotonic
+  // nanoseconds, the time Tick() and `etcd`'s deadline are in.  `keeper`:
+  // renews the lease on its own thread (parqd's); without one, Tick()
+  // renews it through `etcd`, between requests.
+  AdmissionAgent(AgentConfig config, const Topology& topology,
+                 ClusterAdmission& admission, EtcdClient& etcd,
+                 ReservedClasses& classes, Log log, EtcdClient::Clock clock,
+                 LeaseKeeper* keeper = nullptr);
+
+  // Grants the lease when there is none (retrying each second), renews it
+  // every TTL / 4, and demotes everything once 3/4 of the TTL has passed
+  // since the last renewal that etcd answered.  While it holds a lease,
+  // every call of `etcd` ends by that moment (EtcdClient::set_deadline):
+  // a call that etcd does not answer, a renewal's or a request's, cannot
+  // hold the classes past it.  `now_ns`: the clock's.
+  void Tick(uint64_t now_ns);
+  // When Tick() has something to do next.
+  uint64_t NextTick() const;
+
+  // `job`: the Slurm job the reservation is for ("": none), which must
+  // run on this host; the reservation ends with it.
+  Result<Reservation, std::string> Reserve(const Requester& who,
+                                           const std::string& to, uint64_t rate,
+                                           const std::string& match,
+                                           const std::string& job = "");
+  Result<Reservation, std::string> Change(const Requester& who,
+                                          const std::string& id, uint64_t rate);
+  Result<Reservation, std::string> Release(const Requester& who,
+                                           const std::string& id);
+  // Releases this host's reservations for `job` that `who` may touch (all
+  // of them for root): the job ended.  None is no error, nor are others'.
+  Result<std::vector<Reservation>, std::string> ReleaseJob(
+      const Requester& who, const std::string& job);
+  // Whether a Slurm job runs on this host (its cgroup exists); unset,
+  // reservations for a job are refused.
+  void set_job_alive(std::function<bool(const std::string& job)> alive) {
+    job_alive_ = std::move(alive);
+  }
+  // This host's reservations, by id.
+  std::vector<Reservation> List() const;
+
+  // parqd's stop: removes every class, deletes the reservations and
+  // revokes the lease, so that their capacity is free at once.
+  void Stop();
+
+  // Its families (parqd_admission_*), for the metrics file.
+  void Metrics(PromText& out) const;
+
+  bool leased() const { return lease_ != 0; }
+  int64_t lease() const { return lease_; }
+  const AgentCounters& counters() const { return counters_; }
+
+ private:
+  struct Held {
+    Reservation r;
+    uint32_t minor = 0;
+    uint32_t uid = 0;
+  };
+
+  // The rate `who` may hold in all; nullopt: no limit (root).
+  std::optional<uint64_t> Allowance(const Requester& who) const;
+  // `who` may act on `h`, or why not.
+  std::optional<std::string> MayTouch(const Requester& who,
+                                      const Held& h) const;
+  std::optional<std::string> CheckAllowance(const Requester& who,
+                                            uint64_t more) const;
+  std::optional<uint32_t> FreeMinor() const;
+  // Installs again each held reservation whose class is not among
+  // `parts.installed` or is among `parts.incomplete`.
+  void Repair(const ReservedClasses::Parts& parts);
+  // Why nothing can be admitted while parqd holds no lease.
+  std::string NoLease() const;
+  void Demote(const std::string& why);
+  void RevokeStale();
+  // Revokes the leases of this host's reservations that etcd holds under
+  // another lease than ours: an earlier parqd's, which died without
+  // revoking it.
+  void RevokeEarlier();
+  // Every kJobCheckNs: releases the reservations whose job ended,
+  // installs again those whose class lacks a part, and removes the
+  // classes of its range that it does not hold.
+  void Check(uint64_t now);
+  // A renewal answered at `now`: the next one, and the deadline.
+  void Renewed(uint64_t now);
+  uint64_t TtlNs() const;
+  uint64_t DemoteAt() const;
+
+  AgentConfig config_;
+  const Topology& topology_;
+  ClusterAdmission& admission_;
+  EtcdClient& etcd_;
+  ReservedClasses& classes_;
+  Log log_;
+  EtcdClient::Clock clock_;
+  LeaseKeeper* keeper_;
+  std::map<std::string, Held> held_;
+  std::set<uint32_t> repair_failing_;  // classes Repair() cannot install
+  // Released here but not yet in etcd (it did not answer): retried.
+  std::vector<std::string> unreleased_;
+  int64_t lease_ = 0;
+  int64_t stale_lease_ = 0;         // given up at a demotion, not yet revoked
+  uint64_t renewed_ns_ = 0;         // when the last answered renewal was sent
+  uint64_t next_keepalive_ns_ = 0;  // or the next grant, without a lease
+  uint64_t next_check_ns_ = 0;      // Check()
+  std::function<bool(const std::string&)> job_alive_;
+  std::string etcd_error_;  // the last one, for refusals
+  bool warned_ = false;     // etcd_error_ was logged
+  AgentCounters counters_;
+};
+
+// What parqd --clean-up does after a parqd that did not stop cleanly
+// (SIGKILL, OOM, its watchdog; the unit's ExecStopPost): removes every
+// class of the agent's range from the qdisc, with its filters, and revokes
+// the leases of `host`'s reservations in etcd, so that their capacity is
+// free at once.  Each step is logged; false if one failed.
+bool CleanUpAfterParqd(const std::string& host, ClusterAdmission& admission,
+                       EtcdClient& etcd, ReservedClasses& classes,
+                       const AdmissionAgent::Log& log);
+
+}  // namespace parq::parqd
+
+#endif

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include "admission/admission_socket.h"
+
+#include <grp.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "admission/topology.h"
+
+namespace parq::parqd {
+
+namespace {
+
+using nlohmann::json;
+
+// A rate as a tc rate string or a number of bits/s.
+Result<uint64_t, std::string> RateOf(const json& j) {
+  if (j.is_number_unsigned())
+    return j.get<uint64_t>();
+  if (j.is_string())
+    return ParseRate(j.get<std::string>());
+  return Err{std::string(
+      "\"rate\" must be a rate such as \"100mbit\" or bits/s as a number")};
+}
+
+std::string StringOf(const json& req, const char* key) {
+  const auto it = req.find(key);
+  return it != req.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+json ReservationJson(const Reservation& r) {
+  return json{
+      {"id", r.id},         {"from", r.from},   {"to", r.to},
+      {"rate_bps", r.rate}, {"match", r.match}, {"owner", r.owner},
+      {"job", r.job},       {"lease", r.lease}, {"resources", r.resources}};
+}
+
+std::string HandleAdmissionRequest(
+    AdmissionAgent& agent, const Requester& who, std::string_view request,
+    const IncomingReservations* incoming,
+    const std::optional<std::string>& process_job) {
+  auto parsed = ParseRequest(request);
+  if (!parsed.ok())
+    return parsed.error();
+  const json& req = parsed.value().body;
+  const std::string& op = parsed.value().op;
+  Result<Reservation, std::string> r = Err{std::string()};
+  if (op == "list") {
+    json all = json::array();
+    for (const Reservation& x : agent.List())
+      all.push_back(ReservationJson(x));
+    return json{{"ok", true}, {"reservations", all}}.dump();
+  } else if (op == "incoming") {
+    if (!incoming)
+      return ErrorReply(
+          "this parqd does not watch the reservations toward its "
+          "host");
+    const IncomingReservations::View v = incoming->Snapshot();
+    json all = json::array();
+    for (const Reservation& x : v.reservations)
+      all.push_back(ReservationJson(x));
+    json reply = {{"ok", true}, {"reservations", all}, {"synced", v.synced}};
+    if (!v.synced)
+      reply["sync_error"] = v.error;
+    return reply.dump();
+  } else if (op == "reserve" || op == "change") {
+    if (!req.contains("rate"))
+      return ErrorReply("\"" + op + "\" needs \"rate\"");
+    auto rate = RateOf(req["rate"]);
+    if (!rate.ok())
+      return ErrorReply(rate.error());
+    if (op == "reserve") {
+      const std::string to = StringOf(req, "to");
+      if (to.empty())
+        return ErrorReply("\"reserve\" needs \"to\": the destination host");
+      std::string job = StringOf(req, "job");
+      if (!process_job && who.uid != 0)
+        return ErrorReply(
+            "cannot tell which Slurm job the asking process runs in: its "
+            "/proc/PID/cgroup cannot be read (did it end before its "
+            "answer?)");
+      if (auto e = RequestJob(process_job.value_or(""), &job))
+        return ErrorReply(*e);
+      r = agent.Reserve(who, to, rate.value(), StringOf(req, "match"), job);
+    } else {
+      const std::string id = StringOf(req, "id");
+      if (id.empty())
+        return ErrorReply("\"change\" needs \"id\"");
+      r = agent.Change(who, id, rate.value());
+    }
+  } else if (op == "release") {
+    const std::string id = StringOf(req, "id");
+    const std::string job = StringOf(req, "job");
+    if (id.empty() && !job.empty()) {
+      auto gone = agent.ReleaseJob(who, job);
+      if (!gone.ok())
+        return ErrorReply(gone.error());
+      json all = json::array();
+      for (const Reservation& x : gone.value())
+        all.push_back(ReservationJson(x));
+      return json{{"ok", true}, {"reservations", all}}.dump();
+    }
+    if (id.empty())
+      return ErrorReply(
+          "\"release\" needs \"id\", or \"job\" for a job's reservations");
+    r = agent.Release(who, id);
+  } else {
+    return ErrorReply(
+        "unknown \"op\" \"" + op +
+        "\"; the ops are reserve, change, release, list and incoming");
+  }
+  if (!r.ok())
+    return ErrorReply(r.error());
+  return json{{"ok", true}, {"reservation", ReservationJson(r.value())}}.dump();
+}
+
+std::optional<std::string> SlurmJobOfPid(pid_t pid) {
+  if (pid <= 0)
+    return std::nullopt;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cgroup");
+  if (!f)
+    return std::nullopt;
+  const std::string text{std::istreambuf_iterator<char>(f),
+                         std::istreambuf_iterator<char>()};
+  if (f.bad() || text.empty())
+    return std::nullopt;
+  return SlurmJobOf(text);
+}
+
+Requester RequesterOf(uid_t uid, gid_t gid) {
+  Requester who;
+  who.uid = uid;
+  who.user = std::to_string(uid);
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || !found)
+    return who;
+  who.user = pw.pw_name;
+  int n = 64;
+  std::vector<gid_t> gids(n);
+  if (getgrouplist(pw.pw_name, gid, gids.data(), &n) < 0) {
+    gids.resize(n);
+    if (getgrouplist(pw.pw_name, gid, gids.data(), &n) < 0)
+      n = 0;
+  }
+  gids.resize(n);
+  std::vector<char> gbuf(16384);
+  for (gid_t g : gids) {
+    group gr{};
+    group* gf = nullptr;
+    if (getgrgid_r(g, &gr, gbuf.data(), gbuf.size(), &gf) == 0 && gf)
+      who.groups.emplace_back(gr.gr_name);
+  }
+  return who;
+}
+
+Result<AdmissionServer, std::string> AdmissionServer::Open(
+    const std::string& path) {
+  auto s = RequestServer::Open(path, 0666, "admission socket");
+  if (!s.ok())
+    return Err{s.error()};
+  return AdmissionServer(std::move(s.value()));
+}
+
+void AdmissionServer::Serve(AdmissionAgent& agent, uint64_t now) {
+  server_.Serve(
+      [this, &agent](const Asker& who, std::string_view request) {
+        return HandleAdmissionRequest(agent, RequesterOf(who.uid, who.gid),
+                                      request, incoming_,
+                                      SlurmJobOfPid(who.pid));
+      },
+      now);
+}
+
+}  // namespace parq::parqd
