@@ -200,7 +200,7 @@ QUICK := $(BUILD)/quick
 unexport PARQ_QUICK
 QUICK_SELFTESTS := parq_config parq_counters parq_credit parq_monitor \
 		   parq_safety parq_unload parq_jobs parq_nft
-quick: first-run-test unit-quick plugin-test py-unit kmod
+quick: first-run-test unit-quick plugin-test py-unit layer-lint kmod
 	PARQ_QUICK=1 PARQ_USERSPACE_BUILD=$(QUICK) $(IN_KERNEL) \
 		selftests/run --kmsg-check $(QUICK_SELFTESTS)
 
@@ -309,6 +309,11 @@ py-unit: plugin
 	cd scripts && /usr/bin/python3 -m pytest -q -p no:cacheprovider \
 		test_parqlab.py
 
+# parqd's libraries include only what they link (development.md, "parqd's
+# libraries"), and link no cycle.
+layer-lint:
+	scripts/check-parqd-layers
+
 # The YNL spec of the parq genetlink family agrees with the UAPI header.
 spec-lint:
 	scripts/check-genl-spec
@@ -409,7 +414,8 @@ check:
 		$(MAKE) kmod-lint && \
 		$(MAKE) kmod-lint KERNEL=6.12 PARQ_FAULT_INJECT=y
 	@$(call PHASE,build unit tests lint tidy fuzz) \
-		$(MAKE) all unit plugin-test man-lint unit-lint spec-lint py-lint py-unit \
+		$(MAKE) all unit plugin-test man-lint unit-lint spec-lint layer-lint \
+		py-lint py-unit \
 		first-run-test format-check tidy fuzz FUZZ_TIME=30
 	@$(call PHASE,the packages on 6.1) $(MAKE) deb-test
 	@$(call PHASE,selftests on 6.1) \
@@ -561,7 +567,7 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all kmod kmod-tree kmod-lint check-kernels selftest-quick kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint py-lint py-unit \
+.PHONY: all kmod kmod-tree kmod-lint check-kernels selftest-quick kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint layer-lint py-lint py-unit \
 	selftest bench bench-core bench-admission bench-parqd tools demo demo-run experiments experiments-run \
 	first-run-test quick unit-quick deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \
