@@ -63,9 +63,12 @@ class Cluster:
             hosts = hosts[i:] + hosts[:i]
         return [self.client_url(h) for h in hosts]
 
+    def _log_path(self, h):
+        return os.path.join(self.workdir, f"etcd-{h}.log")
+
     def log(self, h, tail=800):
         try:
-            with open(os.path.join(self.workdir, f"etcd-{h}.log")) as f:
+            with open(self._log_path(h)) as f:
                 return f.read()[-tail:]
         except FileNotFoundError:
             return ""
@@ -126,11 +129,22 @@ class Cluster:
         """Raft's election timeout of the members, in seconds."""
         return 1.0 * timer_scale()
 
-    def terms(self, frm):
-        """{host: Raft term} of the members that answer from host @frm."""
-        rows = self._ctl(frm, "endpoint", "status") or []
-        return {h: e["Status"]["raftTerm"] for h in self.hosts
-                for e in rows if e.get("Endpoint") == self.client_url(h)}
+    def log_size(self, h):
+        """How long host @h's member's log is now: an offset for
+        log_since()."""
+        try:
+            return os.path.getsize(self._log_path(h))
+        except FileNotFoundError:
+            return 0
+
+    def log_since(self, h, offset):
+        """What host @h's member logged after @offset (log_size())."""
+        try:
+            with open(self._log_path(h), errors="replace") as f:
+                f.seek(offset)
+                return f.read()
+        except FileNotFoundError:
+            return ""
 
     def leader(self, frm):
         """The host whose member leads, as every member that answers from
