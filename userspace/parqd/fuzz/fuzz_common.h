@@ -14,8 +14,8 @@
 // Whatever the mode, a datagram that decodes must re-encode to the same
 // bytes, and a dropped datagram must leave the credit table as it was.
 
-#ifndef PARQD_FUZZ_COMMON_H
-#define PARQD_FUZZ_COMMON_H
+#ifndef PARQD_FUZZ_FUZZ_COMMON_H
+#define PARQD_FUZZ_FUZZ_COMMON_H
 
 #include <array>
 #include <cstdint>

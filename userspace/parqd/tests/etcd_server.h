@@ -183,6 +183,7 @@ class EtcdServer {
                                      "--listen-peer-urls=" + m.peer,
                                      "--initial-advertise-peer-urls=" + m.peer,
                                      "--initial-cluster=" + cluster_,
+                                     "--pre-vote",
                                      "--logger=zap",
                                      "--log-outputs=" + (d.string() + ".log")};
     if (pki_) {
