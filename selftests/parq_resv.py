@@ -1280,7 +1280,8 @@ def t_scale_100k(env):
 
     for i, dev in enumerate(devs, 1):
         # Clean-ups run last first: the qdisc goes, then the device.
-        ktap.defer(a.run, ["ip", "link", "del", dev], check=False)
+        ktap.defer(a.run, ["ip", "link", "del", dev], check=False,
+                   timeout=max(30, BOUND) * ktap.slowdown())
         scale_dummy(env, dev, i)
         # Deleting a qdisc of many classes takes as long as making them.
         ktap.defer(tc, a, "qdisc", "del", "dev", dev, "root", check=False,

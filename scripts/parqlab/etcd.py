@@ -140,9 +140,9 @@ class Cluster:
     def log_since(self, h, offset):
         """What host @h's member logged after @offset (log_size())."""
         try:
-            with open(self._log_path(h), errors="replace") as f:
+            with open(self._log_path(h), "rb") as f:
                 f.seek(offset)
-                return f.read()
+                return f.read().decode(errors="replace")
         except FileNotFoundError:
             return ""
 
