@@ -1278,14 +1278,15 @@ def t_scale_100k(env):
     per = N // len(devs)
     check(resv.RESV_MIN + per - 1 <= resv.RESV_MAX, "minors overflow")
 
+    # Deleting a qdisc of many classes takes as long as making them.
+    undo_s = max(30, BOUND) * ktap.slowdown()
     for i, dev in enumerate(devs, 1):
         # Clean-ups run last first: the qdisc goes, then the device.
         ktap.defer(a.run, ["ip", "link", "del", dev], check=False,
-                   timeout=max(30, BOUND) * ktap.slowdown())
+                   timeout=undo_s)
         scale_dummy(env, dev, i)
-        # Deleting a qdisc of many classes takes as long as making them.
         ktap.defer(tc, a, "qdisc", "del", "dev", dev, "root", check=False,
-                   timeout=max(30, BOUND) * ktap.slowdown())
+                   timeout=undo_s)
     slab0, mem0 = settle_slab()
     lines = []
     for dev in devs:

@@ -77,7 +77,7 @@ class Cluster:
         """Start every member, then wait (@timeout seconds times
         ktap.slowdown()) until each answers a linearizable read."""
         initial = ",".join(f"{h}={self.peer_url(h)}" for h in self.hosts)
-        beat = 100 * timer_scale()
+        election_ms = round(self.election_timeout() * 1000)
         for h in self.hosts:
             d = os.path.join(self.workdir, f"etcd-{h}")
             os.makedirs(d, exist_ok=True)
@@ -90,8 +90,8 @@ class Cluster:
                      f"--initial-advertise-peer-urls={self.peer_url(h)}",
                      f"--initial-cluster={initial}",
                      "--initial-cluster-state=new",
-                     f"--heartbeat-interval={beat}",
-                     f"--election-timeout={10 * beat}",
+                     f"--heartbeat-interval={election_ms // 10}",
+                     f"--election-timeout={election_ms}",
                      "--pre-vote"],
                     stdout=log, stderr=log)
         deadline = time.monotonic() + timeout * ktap.slowdown()
@@ -126,7 +126,8 @@ class Cluster:
             return None
 
     def election_timeout(self):
-        """Raft's election timeout of the members, in seconds."""
+        """Raft's election timeout of the members, in seconds (the
+        heartbeat is a tenth of it)."""
         return 1.0 * timer_scale()
 
     def log_size(self, h):
