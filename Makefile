@@ -200,13 +200,13 @@ QUICK := $(BUILD)/quick
 unexport PARQ_QUICK
 QUICK_SELFTESTS := parq_config parq_counters parq_credit parq_monitor \
 		   parq_safety parq_unload parq_jobs parq_nft
-quick: first-run-test unit-quick plugin-test py-unit layer-lint kmod
+quick: first-run-test unit-quick plugin-test py-unit layer-lint kmod ynl
 	PARQ_QUICK=1 PARQ_USERSPACE_BUILD=$(QUICK) $(IN_KERNEL) \
 		selftests/run --kmsg-check $(QUICK_SELFTESTS)
 
 # make quick's functional selftests alone, without their timing cases, on
 # the KERNEL= kernel (check-kernels) or the default one.
-selftest-quick: kmod plugin
+selftest-quick: kmod plugin ynl
 	PARQ_QUICK=1 $(IN_KERNEL) selftests/run --kmsg-check $(QUICK_SELFTESTS)
 
 unit-quick:
@@ -314,17 +314,23 @@ py-unit: plugin
 layer-lint:
 	scripts/check-parqd-layers
 
-# The YNL spec of the parq genetlink family agrees with the UAPI header.
-spec-lint:
-	scripts/check-genl-spec
+# The kernel's YNL tools (linux-source-6.12's tools/net/ynl), fetched once:
+# ynl-gen for scripts/ynl-regen, the YNL library for the selftests.
+ynl:
+	scripts/kernel-fetch ynl >/dev/null
 
-selftest: kmod plugin
+# The parq family's UAPI header and kernel policies are what the kernel's
+# ynl-gen makes of its spec (scripts/ynl-regen writes them).
+spec-lint: ynl
+	scripts/ynl-regen --check
+
+selftest: kmod plugin ynl
 	$(IN_KERNEL) selftests/run --kmsg-check $(SELFTEST_ARGS)
 
 # Benchmarks print figures and assert nothing; the last is the selftests'
 # figure (PARQ_FIGURES, scripts/parqlab/ktap.py) that make check leaves out,
 # after the case that checks the MPI job is classified and times it idle.
-bench: kmod plugin userspace
+bench: kmod plugin userspace ynl
 	$(IN_KERNEL) scripts/bench/resv-dequeue
 	$(IN_KERNEL) scripts/bench/pktgen-qdisc
 	$(IN_KERNEL) scripts/bench/monitor-flood
@@ -448,7 +454,7 @@ check-kernels:
 
 # The stress tests and the netlink fuzzer alone, then a kmemleak scan: what
 # make check runs under the debug kernel (KERNEL=debug).
-selftest-stress: kmod plugin userspace
+selftest-stress: kmod plugin userspace ynl
 	$(IN_KERNEL) selftests/run --kmsg-check --kmemleak --timeout 1800 \
 		parq_stress parq_nlfuzz
 
@@ -567,7 +573,7 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all kmod kmod-tree kmod-lint check-kernels selftest-quick kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint layer-lint py-lint py-unit \
+.PHONY: all ynl kmod kmod-tree kmod-lint check-kernels selftest-quick kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint layer-lint py-lint py-unit \
 	selftest bench bench-core bench-admission bench-parqd tools demo demo-run experiments experiments-run \
 	first-run-test quick unit-quick deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \

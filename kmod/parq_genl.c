@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The "parq" generic netlink family: the credit table (parq_credit.c) and
- * the receive monitor (parq_monitor.c), per network namespace.  One strict
- * policy covers every request.  Every request, reads too, and joining the
- * "events" group (the monitor's start and stop reports) need CAP_NET_ADMIN
- * over the namespace, that is in the user namespace that owns it
- * (GENL_UNS_ADMIN_PERM): what the tables hold tells which hosts talk to
- * which, and a container's root manages its own namespace and no other.  The family is described in
- * Documentation/netlink/specs/parq.yaml, which scripts/check-genl-spec
- * holds to this UAPI.
+ * the receive monitor (parq_monitor.c), per network namespace.  Every
+ * request, reads too, and joining the "events" group (the monitor's start
+ * and stop reports) need CAP_NET_ADMIN over the namespace, that is in the
+ * user namespace that owns it (GENL_UNS_ADMIN_PERM): what the tables hold
+ * tells which hosts talk to which, and a container's root manages its own
+ * namespace and no other.  Documentation/netlink/specs/parq.yaml describes
+ * the family; the UAPI (linux/parq_genl.h) and each request's strict
+ * policy (parq_genl_policy.h) are made from it by scripts/ynl-regen, with
+ * the kernel's ynl-gen.  A request without attributes in the spec has no
+ * policy, and its attributes are not read.
  */
 #include <linux/in6.h>
 #include <linux/module.h>
@@ -18,51 +20,7 @@
 
 #include "parq_compat.h"
 #include "parq_genl.h"
-
-static struct netlink_range_validation parq_epoch_range = {
-	.min = PARQ_EPOCH_MIN,
-	.max = PARQ_EPOCH_MAX,
-};
-
-static struct netlink_range_validation parq_lease_range = {
-	.min = 1,
-	.max = PARQ_LEASE_MAX,
-};
-
-static struct netlink_range_validation parq_size_range = {
-	.min = 1,
-	.max = PARQ_MON_SIZE_MAX,
-};
-
-static struct netlink_range_validation parq_hold_range = {
-	.min = PARQ_MON_HOLD_MIN,
-	.max = PARQ_MON_HOLD_MAX,
-};
-
-/* One address of PARQ_A_MON_PEERS. */
-static const struct nla_policy parq_peer_policy[PARQ_A_ADDR6 + 1] = {
-	[PARQ_A_ADDR4]		= { .type = NLA_BE32 },
-	[PARQ_A_ADDR6]		= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
-};
-
-static const struct nla_policy parq_genl_policy[PARQ_A_MAX + 1] = {
-	[PARQ_A_ADDR4]		= { .type = NLA_BE32 },
-	[PARQ_A_ADDR6]		= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
-	[PARQ_A_CREDIT]		= { .type = NLA_U32 },
-	[PARQ_A_EPOCH]		= NLA_POLICY_FULL_RANGE(NLA_U64,
-							&parq_epoch_range),
-	[PARQ_A_LEASE]		= NLA_POLICY_FULL_RANGE(NLA_U64,
-							&parq_lease_range),
-	[PARQ_A_MON_ENABLED]	= NLA_POLICY_MAX(NLA_U8, 1),
-	[PARQ_A_MON_SIZE]	= NLA_POLICY_FULL_RANGE(NLA_U32,
-							&parq_size_range),
-	[PARQ_A_MON_DSCP]	= { .type = NLA_U64 },
-	[PARQ_A_MON_HOLD]	= NLA_POLICY_FULL_RANGE(NLA_U64,
-							&parq_hold_range),
-	[PARQ_A_MON_PEERS]	= NLA_POLICY_NESTED(parq_peer_policy),
-	[PARQ_A_MON_REPORT_LOCAL] = NLA_POLICY_MAX(NLA_U8, 1),
-	[PARQ_A_MON_MIN_BYTES]	= { .type = NLA_U32 },
-};
+#include "parq_genl_policy.h"
 
 /*
  * Open while the per-namespace tables exist: a request's handler runs under
@@ -97,16 +55,22 @@ static int parq_genl_pre_doit(PARQ_GENL_PRE_DOIT_OPS_T *ops,
 static const struct genl_ops parq_genl_ops[] = {
 	{
 		.cmd	= PARQ_CMD_CREDIT_SET,
+		.policy	= parq_credit_set_nl_policy,
+		.maxattr = ARRAY_SIZE(parq_credit_set_nl_policy) - 1,
 		.doit	= parq_credit_genl_set,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{
 		.cmd	= PARQ_CMD_CREDIT_DEL,
+		.policy	= parq_credit_del_nl_policy,
+		.maxattr = ARRAY_SIZE(parq_credit_del_nl_policy) - 1,
 		.doit	= parq_credit_genl_del,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{
 		.cmd	= PARQ_CMD_CREDIT_GET,
+		.policy	= parq_credit_get_nl_policy,
+		.maxattr = ARRAY_SIZE(parq_credit_get_nl_policy) - 1,
 		.doit	= parq_credit_genl_get,
 		.start	= parq_genl_credit_dump_start,
 		.dumpit	= parq_credit_genl_dump,
@@ -115,6 +79,8 @@ static const struct genl_ops parq_genl_ops[] = {
 	},
 	{
 		.cmd	= PARQ_CMD_MON_SET,
+		.policy	= parq_mon_set_nl_policy,
+		.maxattr = ARRAY_SIZE(parq_mon_set_nl_policy) - 1,
 		.doit	= parq_mon_genl_set,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
@@ -138,8 +104,6 @@ static const struct genl_multicast_group parq_genl_mcgrps[] = {
 static struct genl_family parq_genl_family __ro_after_init = {
 	.name		= PARQ_GENL_NAME,
 	.version	= PARQ_GENL_VERSION,
-	.maxattr	= PARQ_A_MAX,
-	.policy		= parq_genl_policy,
 	.netnsok	= true,
 	.pre_doit	= parq_genl_pre_doit,
 	.module		= THIS_MODULE,

@@ -1,9 +1,12 @@
-"""Constants of kmod/include/uapi/linux/parq.h, read from the header itself
-so that the tests follow the one source of truth.
+"""Constants of kmod/include/uapi/linux/parq.h and of the header it
+includes, linux/parq_genl.h (the netlink family's, made from its spec by
+scripts/ynl-regen), read from the headers themselves so that the tests
+follow the one source of truth.
 
     from parqlab import uapi
     uapi.TCA_PARQ_THRESHOLD, uapi.PARQ_THRESHOLD_INF, uapi.XSTATS_FIELDS
 """
+import os
 import re
 
 from . import repo_path
@@ -21,8 +24,18 @@ def _c_expr(expr, names):
     return eval(expr, {"__builtins__": {}}, names)  # noqa: S307 - our header
 
 
+def _source(path):
+    """@path's text, with the headers of its own folder it includes."""
+    src = open(path).read()
+    folder = os.path.dirname(path)
+    for name in re.findall(r'^#include\s+<linux/(\w+\.h)>', src, flags=re.M):
+        if os.path.exists(os.path.join(folder, name)):
+            src += "\n" + _source(os.path.join(folder, name))
+    return src
+
+
 def parse(path=HEADER):
-    src = _strip_comments(open(path).read()).replace("\\\n", " ")
+    src = _strip_comments(_source(path)).replace("\\\n", " ")
     names = {"PARQ_DSCP_BIT": lambda d: 1 << d}
     # Enums first (defines refer to their last members).
     for body in re.findall(r"enum\s*\w*\s*\{(.*?)\}", src, flags=re.S):
