@@ -982,28 +982,15 @@ static const struct parq_xs_field parq_xs_fields[] = {
 _Static_assert(0 PARQ_XSTATS(PARQ_XS_SIZE) == sizeof(struct tc_parq_xstats),
 	       "PARQ_XSTATS must list every field of struct tc_parq_xstats");
 
-/* Where the last histogram ends: the histograms print together. */
-static size_t parq_xs_hist_end(void)
-{
-	size_t i, end = 0;
-
-	for (i = 0; i < PARQ_XS_N; i++)
-		if (parq_xs_fields[i].kind == PARQ_XS_HIST)
-			end = parq_xs_fields[i].offset + parq_xs_fields[i].size;
-	return end;
-}
-
-/* The row of PARQ_XS_SUM @name, for a histogram's sum. */
+/* The sum of histogram @name's sojourn times, 0 if the struct has none. */
 static __u64 parq_xs_sum(const char *st, const char *name)
 {
-	char want[64];
-	size_t i;
+	const struct parq_xs_field *x;
 	__u64 v = 0;
 
-	snprintf(want, sizeof(want), "%s_sum", name);
-	for (i = 0; i < PARQ_XS_N; i++)
-		if (!strcmp(parq_xs_fields[i].name, want))
-			memcpy(&v, st + parq_xs_fields[i].offset, sizeof(v));
+	x = parq_xs_sum_of(parq_xs_fields, PARQ_XS_N, name);
+	if (x)
+		memcpy(&v, st + x->offset, sizeof(v));
 	return v;
 }
 
@@ -1082,7 +1069,8 @@ static int parq_print_xstats(struct qdisc_util *qu, FILE *f,
 
 		if (x->offset + x->size > len)
 			break;
-		if (x->kind == PARQ_XS_HIST && parq_xs_hist_end() > len)
+		if (x->kind == PARQ_XS_HIST &&
+		    parq_xs_hist_end(parq_xs_fields, PARQ_XS_N) > len)
 			break;
 		parq_print_xs_field(x, p, (const char *)&st);
 	}

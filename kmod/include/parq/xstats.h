@@ -27,6 +27,7 @@
 #define _PARQ_XSTATS_H
 
 #include <stddef.h>
+#include <string.h>
 #include <linux/parq.h>
 
 #define PARQ_XSTATS(X)							\
@@ -91,5 +92,33 @@ struct parq_xs_field {
 	  PARQ_XS_MEMBER_SIZE(field), kind, lead },
 /* 0 PARQ_XSTATS(PARQ_XS_SIZE) is the rows' total size. */
 #define PARQ_XS_SIZE(kind, field, lead) + PARQ_XS_MEMBER_SIZE(field)
+
+/*
+ * Where the last histogram of the @n rows @f ends: a reader prints the
+ * histograms only if the payload holds them all.
+ */
+static inline size_t parq_xs_hist_end(const struct parq_xs_field *f,
+				      size_t n)
+{
+	size_t i, end = 0;
+
+	for (i = 0; i < n; i++)
+		if (f[i].kind == PARQ_XS_HIST)
+			end = f[i].offset + f[i].size;
+	return end;
+}
+
+/* The PARQ_XS_SUM row of histogram @hist (its name and "_sum"), or NULL. */
+static inline const struct parq_xs_field *
+parq_xs_sum_of(const struct parq_xs_field *f, size_t n, const char *hist)
+{
+	size_t i, len = strlen(hist);
+
+	for (i = 0; i < n; i++)
+		if (f[i].kind == PARQ_XS_SUM && !strncmp(f[i].name, hist, len) &&
+		    !strcmp(f[i].name + len, "_sum"))
+			return &f[i];
+	return NULL;
+}
 
 #endif /* _PARQ_XSTATS_H */

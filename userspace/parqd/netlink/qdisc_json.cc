@@ -174,10 +174,7 @@ json ParqXstatsJson(const std::vector<uint8_t>& xs) {
   // A reserved class's statistics, or too short for the version.
   if (xs.size() < sizeof(uint32_t) || (At<uint32_t>(xs, 0) & PARQ_XSTATS_CLASS))
     return out;
-  size_t hist_end = 0;
-  for (const parq_xs_field& f : kXstats)
-    if (f.kind == PARQ_XS_HIST)
-      hist_end = f.offset + f.size;
+  const size_t hist_end = parq_xs_hist_end(kXstats.data(), kXstats.size());
   for (const parq_xs_field& f : kXstats) {
     if (f.offset + f.size > xs.size() ||
         (f.kind == PARQ_XS_HIST && hist_end > xs.size()))
@@ -195,10 +192,9 @@ json ParqXstatsJson(const std::vector<uint8_t>& xs) {
         out[name] = At<uint64_t>(xs, f.offset);
         break;
       case PARQ_XS_HIST: {
-        uint64_t sum = 0;
-        for (const parq_xs_field& s : kXstats)
-          if (s.kind == PARQ_XS_SUM && name + "_sum" == s.name)
-            sum = At<uint64_t>(xs, s.offset);
+        const parq_xs_field* s =
+            parq_xs_sum_of(kXstats.data(), kXstats.size(), f.name);
+        const uint64_t sum = s ? At<uint64_t>(xs, s->offset) : 0;
         json hist = json::array();
         uint64_t pkts = 0;
         for (size_t b = 0; b < PARQ_SOJOURN_BUCKETS; b++) {
