@@ -565,7 +565,7 @@ deb:
 # Install the packages, run DEB_TESTS against what they installed, remove
 # them (scripts/deb-test): in the VM, whose root is a throw-away overlay.
 DEB_TESTS ?= parq_config parq_parqd
-deb-test: deb
+deb-test: deb ynl
 	$(IN_KERNEL) scripts/deb-test $(DEB) $(DEB_TESTS)
 
 clean:

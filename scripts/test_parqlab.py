@@ -1,7 +1,7 @@
 """Unit tests of parqlab that need no kernel: make py-unit (pytest)."""
 import pytest
 
-from parqlab import ktap, params
+from parqlab import kernel_ynl, ktap, params
 
 
 def run_suite(cases, capsys):
@@ -109,3 +109,20 @@ def test_every_parameter_has_a_default_as_tc_prints_it():
 ])
 def test_values_as_tc_prints_them(keyword, value, shown):
     assert params.json_value(params.TABLE[keyword], value) == shown
+
+
+def test_the_newest_complete_ynl_tools_are_found(tmp_path, monkeypatch):
+    for name, complete in (("ynl-6.12.9-1", True), ("ynl-6.12.10-1", True),
+                           ("ynl-6.12.11-1", False)):
+        (tmp_path / name).mkdir()
+        if complete:
+            (tmp_path / name / ".complete").write_text("6.12\n")
+    monkeypatch.setenv("PARQ_KERNEL_CACHE", str(tmp_path))
+    assert kernel_ynl.tools_dir() == tmp_path / "ynl-6.12.10-1"
+
+
+def test_missing_ynl_tools_say_how_to_fetch_them(tmp_path, monkeypatch):
+    (tmp_path / "ynl-6.12.9-1").mkdir()		# unpacked, not complete
+    monkeypatch.setenv("PARQ_KERNEL_CACHE", str(tmp_path))
+    with pytest.raises(RuntimeError, match="run scripts/kernel-fetch ynl"):
+        kernel_ynl.tools_dir()

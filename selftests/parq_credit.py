@@ -167,6 +167,13 @@ def bad_requests(g):
         ("read-only attribute in a set", [a4, cr, ls,
                                           nla_u32(uapi.PARQ_A_USED, 5)], C,
          POLICY, None),
+        # Each request has its own policy: a monitor setting, which
+        # mon-set takes, is refused in a credit request, not ignored.
+        ("monitor attribute in a set",
+         [a4, cr, ls, nla_u32(uapi.PARQ_A_MON_SIZE, 16)], C, POLICY, None),
+        ("monitor attribute in a delete",
+         [a4, nla_u32(uapi.PARQ_A_MON_SIZE, 16)], uapi.PARQ_CMD_CREDIT_DEL,
+         POLICY, None),
         ("unknown command", [a4], uapi.PARQ_CMD_MAX + 1,
          ("EOPNOTSUPP", "ENOTSUP"), False),  # genl core: no message
         ("get without address", [], uapi.PARQ_CMD_CREDIT_GET, "EINVAL",
@@ -204,14 +211,14 @@ def t_refusals(env):
 UNPRIV = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-from parqlab.genl import ParqGenl
+from parqlab.genl import ParqGenl, GenlError
 g = ParqGenl()
 print(g.set("10.77.0.5", credit=1, lease=10**9).errname)
 print(g.delete().errname)
 try:
     print(len(g.dump()))
-except PermissionError:
-    print("EPERM")
+except GenlError as e:
+    print(e.res.errname)
 """
 
 

@@ -23,11 +23,10 @@ import time
 from parqlab import ktap, lab, module
 from parqlab import tc as tclib
 from parqlab.ktap import Skip, check, check_eq, diag
-from parqlab.genl import ParqGenl
+from parqlab.genl import GenlError, ParqGenl
 from parqlab.netns import run
 from parqlab.tc import tc
 from parqlab.traffic import Iperf3Client, Iperf3Server
-from parqlab.ynl import GenlError
 
 PORTS = (5201, 5202)
 MIN_BYTES = 100000  # a link counts as carrying traffic above this per s

@@ -6,9 +6,10 @@ Modules:
   netns    network namespaces joined by veth pairs, static neighbours, cleanup
   tc       tc(8) with the repository's q_parq.so, parsed output, snapshots
   rtnl     hand-built netlink requests (tc messages bypassing the plugin)
-  ynl      a generic netlink client built from a YNL spec (Documentation/
-           netlink/specs/*.yaml): attributes by name, dicts in and out
-  genl     the parq generic netlink family (credits, monitor) through ynl
+  kernel_ynl  the kernel's YNL library (tools/net/ynl/lib of
+           linux-source-6.12) where scripts/kernel-fetch ynl put it
+  genl     the parq generic netlink family (credits, monitor) through the
+           kernel's YnlFamily and its spec (Documentation/netlink/specs/)
   traffic  UDP sockets inside a netns, iperf3, sockperf, class counter sampler
   module   sch_parq module state (loaded, installed, autoload, rmmod)
   kmsg     kernel log snapshots and the scripts/check-kmsg verdict
