@@ -9,8 +9,7 @@
  * namespace and no other.  Documentation/netlink/specs/parq.yaml describes
  * the family; the UAPI (linux/parq_genl.h) and each request's strict
  * policy (parq_genl_policy.h) are made from it by scripts/ynl-regen, with
- * the kernel's ynl-gen.  A request without attributes in the spec has no
- * policy, and its attributes are not read.
+ * the kernel's ynl-gen.
  */
 #include <linux/in6.h>
 #include <linux/module.h>
@@ -21,6 +20,16 @@
 #include "parq_compat.h"
 #include "parq_genl.h"
 #include "parq_genl_policy.h"
+
+/*
+ * The requests that take no attribute (mon-get, peer-get) refuse any: the
+ * generated policies cover only requests with attributes, a request
+ * without a policy has its attributes ignored before 6.2 and refused
+ * since, and this one answers alike on every kernel.
+ */
+static const struct nla_policy parq_genl_no_attrs[PARQ_A_PAD + 1] = {
+	[PARQ_A_PAD]	= { .type = NLA_REJECT },
+};
 
 /*
  * Open while the per-namespace tables exist: a request's handler runs under
@@ -86,11 +95,15 @@ static const struct genl_ops parq_genl_ops[] = {
 	},
 	{
 		.cmd	= PARQ_CMD_MON_GET,
+		.policy	= parq_genl_no_attrs,
+		.maxattr = ARRAY_SIZE(parq_genl_no_attrs) - 1,
 		.doit	= parq_mon_genl_get,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{
 		.cmd	= PARQ_CMD_PEER_GET,
+		.policy	= parq_genl_no_attrs,
+		.maxattr = ARRAY_SIZE(parq_genl_no_attrs) - 1,
 		.start	= parq_genl_dump_start_open,
 		.dumpit	= parq_peer_genl_dump,
 		.flags	= GENL_UNS_ADMIN_PERM,

@@ -43,7 +43,7 @@ import threading
 import time
 
 from parqlab import ktap, lab, module, uapi
-from parqlab.genl import NLA_F_NESTED, ParqGenl, addr_attr
+from parqlab.genl import NLA_F_NESTED, NLM_F_DUMP, ParqGenl, addr_attr
 from parqlab.ktap import check, check_eq, diag
 from parqlab.rtnl import nla, nla_u32, nla_u64
 from parqlab.tc import tc
@@ -169,6 +169,16 @@ def t_refusals(env):
                   f"{name}: {r}")
             diag(f"{name}: {r.errname} {r.msg!r}")
             check_eq(g.mon_get(), before, f"monitor after the refused {name}")
+        # The reads take no attribute, and refuse one on every kernel
+        # (without a policy of their own, 6.1 would ignore it).
+        for name, cmd, flags in (
+                ("mon-get", uapi.PARQ_CMD_MON_GET, 0),
+                ("peer-get dump", uapi.PARQ_CMD_PEER_GET, NLM_F_DUMP)):
+            r = g.cmd(cmd, nla_u32(uapi.PARQ_A_MON_SIZE, 16), flags=flags)
+            check_eq(r.errname, "EINVAL", f"{name} with an attribute: {r}")
+            r = g.cmd(cmd, nla(uapi.PARQ_A_PAD, bytes(8)), flags=flags)
+            check_eq(r.errname, "EINVAL", f"{name} with a pad: {r}")
+        check_eq(g.mon_get(), before, "monitor after the refused reads")
     scripts = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
                            "scripts")
     p = topo.a.run(["setpriv", "--reuid=65534", "--regid=65534",

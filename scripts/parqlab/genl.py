@@ -176,9 +176,13 @@ def _ynl_family():
     family.async_msg_queue = []
     family.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
                                 family.nlproto.proto_num)
-    for opt in (NL.NETLINK_CAP_ACK, NL.NETLINK_EXT_ACK,
-                NL.NETLINK_GET_STRICT_CHK):
-        family.sock.setsockopt(NL.SOL_NETLINK, opt, 1)
+    try:
+        for opt in (NL.NETLINK_CAP_ACK, NL.NETLINK_EXT_ACK,
+                    NL.NETLINK_GET_STRICT_CHK):
+            family.sock.setsockopt(NL.SOL_NETLINK, opt, 1)
+    except BaseException:
+        family.sock.close()
+        raise
     return family
 
 

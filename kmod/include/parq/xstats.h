@@ -21,7 +21,11 @@
  * lead   1 if tc's text starts a line with the field.
  *
  * A reader prints a field only if the payload holds all of it: an older
- * module sends fewer.
+ * module sends fewer.  The sums come before the histograms, so a payload
+ * that holds the histograms holds their sums.
+ *
+ * For user space only (tc's plugin, parqctl): the module fills the struct
+ * itself.
  */
 #ifndef _PARQ_XSTATS_H
 #define _PARQ_XSTATS_H
