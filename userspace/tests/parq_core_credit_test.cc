@@ -151,7 +151,8 @@ TEST(ParqCreditTake, DebtIsPaidAcrossTheWrapOfTheEpochNumber) {
   uint64_t state = 0;
   ASSERT_EQ(Fill(c, &state, wrap - PARQ_EPOCH_MIN, 5000), 1);
   EXPECT_EQ(parq_credit_used(&c, state, wrap), 4000u);
-  EXPECT_EQ(parq_credit_used(&c, state, wrap + 2 * PARQ_EPOCH_MIN), 2000u);
+  EXPECT_EQ(parq_credit_used(&c, state, wrap + 2 * uint64_t{PARQ_EPOCH_MIN}),
+            2000u);
 }
 
 // A usage word left from an epoch long gone (the wrap of the number
