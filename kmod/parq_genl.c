@@ -23,9 +23,9 @@
 
 /*
  * The requests that take no attribute (mon-get, peer-get) refuse any: the
- * generated policies cover only requests with attributes, a request
- * without a policy has its attributes ignored before 6.2 and refused
- * since, and this one answers alike on every kernel.
+ * generated policies cover only requests with attributes, and the genl
+ * core refuses the attributes of a request without a policy only since
+ * 6.1 (5.10 ignores them): with this one, every kernel refuses them.
  */
 static const struct nla_policy parq_genl_no_attrs[PARQ_A_PAD + 1] = {
 	[PARQ_A_PAD]	= { .type = NLA_REJECT },

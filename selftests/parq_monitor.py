@@ -170,7 +170,7 @@ def t_refusals(env):
             diag(f"{name}: {r.errname} {r.msg!r}")
             check_eq(g.mon_get(), before, f"monitor after the refused {name}")
         # The reads take no attribute, and refuse one on every kernel
-        # (without a policy of their own, 6.1 would ignore it).
+        # (without a policy of their own, 5.10's genl core ignores it).
         for name, cmd, flags in (
                 ("mon-get", uapi.PARQ_CMD_MON_GET, 0),
                 ("peer-get dump", uapi.PARQ_CMD_PEER_GET, NLM_F_DUMP)):
