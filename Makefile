@@ -185,8 +185,16 @@ tools:
 # in a directory of its own, and a test that starts a server (etcd, a
 # parqd) asks the kernel for a free port, which another test could take
 # before the server binds it: unlikely, and a failure, never a false pass.
-unit: userspace
+unit: userspace kmod-unit
 	ctest --test-dir $(USERSPACE) --output-on-failure -j2
+
+# The kernel glue's unit tests (kmod/tests): sch_parq's files compiled in
+# user space against the kernel's headers (KVER's, as for the module) and
+# a mock of the kernel, under ASan and UBSan; milliseconds.  T=name runs
+# those whose name contains it.
+kmod-unit:
+	$(MAKE) -C kmod/tests KVER=$(KVER) $(if $(KDIR),KDIR=$(KDIR)) \
+		OUT=$(CURDIR)/$(BUILD)/kmod-unit/$(KVER) run
 
 # The developers' tier, for the minutes between commits (within 10 minutes
 # on a built tree): the fresh-machine test, the unit tests built without
@@ -209,7 +217,7 @@ quick: first-run-test unit-quick plugin-test py-unit layer-lint kmod ynl
 selftest-quick: kmod plugin ynl
 	PARQ_QUICK=1 $(IN_KERNEL) selftests/run --kmsg-check $(QUICK_SELFTESTS)
 
-unit-quick:
+unit-quick: kmod-unit
 	cmake -S userspace -B $(QUICK) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DPARQ_BUILD_TESTS=ON -DPARQ_SANITIZE=OFF -DPARQ_WERROR=ON >/dev/null
 	cmake --build $(QUICK) -j2
@@ -496,7 +504,8 @@ install-dkms-source:
 	rm -rf $(DKMS_SRC)
 	install -d $(DKMS_SRC)/kmod
 	cd kmod && cp --parents Makefile Kbuild \
-		$$(find . -name '*.[ch]' ! -name '*.mod.c') $(DKMS_SRC)/kmod/
+		$$(find . -path ./tests -prune -o -name '*.[ch]' ! -name '*.mod.c' -print) \
+		$(DKMS_SRC)/kmod/
 	sed 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' dkms.conf \
 		>$(DKMS_SRC)/dkms.conf
 
@@ -573,7 +582,7 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all ynl kmod kmod-tree kmod-lint check-kernels selftest-quick kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint layer-lint py-lint py-unit \
+.PHONY: all ynl kmod kmod-tree kmod-lint kmod-unit check-kernels selftest-quick kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint layer-lint py-lint py-unit \
 	selftest bench bench-core bench-admission bench-parqd tools demo demo-run experiments experiments-run \
 	first-run-test quick unit-quick deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \

@@ -21,9 +21,6 @@
  * table in batches with bottom halves enabled and yields between them.
  */
 #include <linux/in6.h>
-#include <linux/if_vlan.h>
-#include <linux/ip.h>
-#include <linux/ipv6.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/rhashtable.h>
@@ -32,6 +29,7 @@
 #include <linux/workqueue.h>
 #include <net/genetlink.h>
 #include <net/net_namespace.h>
+#include <net/sock.h>
 #include <net/netns/generic.h>
 
 #include "parq_compat.h"
@@ -102,26 +100,6 @@ static struct parq_credit *parq_credit_find(struct parq_credit_net *cn,
 					    const struct parq_addr *dst)
 {
 	return rhashtable_lookup(&cn->ht, dst, parq_credit_params);
-}
-
-bool parq_skb_dst(struct sk_buff *skb, struct parq_addr *dst)
-{
-	memset(dst, 0, sizeof(*dst));
-	switch (skb_protocol(skb, true)) {
-	case htons(ETH_P_IP):
-		if (!pskb_network_may_pull(skb, sizeof(struct iphdr)))
-			return false;
-		dst->family = AF_INET;
-		dst->a[0] = ip_hdr(skb)->daddr;
-		return true;
-	case htons(ETH_P_IPV6):
-		if (!pskb_network_may_pull(skb, sizeof(struct ipv6hdr)))
-			return false;
-		dst->family = AF_INET6;
-		memcpy(dst->a, &ipv6_hdr(skb)->daddr, sizeof(dst->a));
-		return true;
-	}
-	return false;
 }
 
 bool parq_credit_active(const struct net *net)

@@ -36,8 +36,6 @@ enum parq_credit_verdict {
 	PARQ_CREDIT_WAIT,	/* over the credit until *until */
 };
 
-/* The IPv4/IPv6 destination of @skb; false if it has none. */
-bool parq_skb_dst(struct sk_buff *skb, struct parq_addr *dst);
 /* Does namespace @net hold any credit entry?  (A cheap first test.) */
 bool parq_credit_active(const struct net *net);
 /* Charge @len bytes of local traffic to @dst at @now (RCU, no lock). */

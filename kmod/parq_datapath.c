@@ -10,6 +10,9 @@
  */
 #include <linux/ethtool.h>
 #include <linux/hash.h>
+#include <linux/if_vlan.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/jhash.h>
 #include <linux/kernel.h>
 #include <linux/memcontrol.h>
@@ -303,6 +306,27 @@ static void parq_lflow_free(struct parq_sched_data *q, struct rb_root *root,
 	rb_erase(&f->node, root);
 	q->local_idle--;
 	kmem_cache_free(parq_lflow_cache, f);
+}
+
+/* The IPv4/IPv6 destination of @skb; false if it has none. */
+static bool parq_skb_dst(struct sk_buff *skb, struct parq_addr *dst)
+{
+	memset(dst, 0, sizeof(*dst));
+	switch (skb_protocol(skb, true)) {
+	case htons(ETH_P_IP):
+		if (!pskb_network_may_pull(skb, sizeof(struct iphdr)))
+			return false;
+		dst->family = AF_INET;
+		dst->a[0] = ip_hdr(skb)->daddr;
+		return true;
+	case htons(ETH_P_IPV6):
+		if (!pskb_network_may_pull(skb, sizeof(struct ipv6hdr)))
+			return false;
+		dst->family = AF_INET6;
+		memcpy(dst->a, &ipv6_hdr(skb)->daddr, sizeof(dst->a));
+		return true;
+	}
+	return false;
 }
 
 /*

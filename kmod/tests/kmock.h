@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A user-space stand-in for the kernel functions sch_parq's glue calls
+ * (kmock.c), and what a test controls and reads of it.  Included by the
+ * tests, which are compiled against the kernel's headers.
+ */
+#ifndef _PARQ_KMOCK_H
+#define _PARQ_KMOCK_H
+
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <net/sch_generic.h>
+
+#include "ktest.h"
+
+/* The C library, which the kernel's headers do not declare. */
+void *malloc(size_t size);
+void *calloc(size_t n, size_t size);
+void free(void *p);
+int vprintf(const char *fmt, va_list ap);
+
+/* The clock ktime_get() reads, in ns; tests move it. */
+extern u64 kmock_now;
+/* The link speed ethtool reports, in Mbit/s; 0: none (an error). */
+extern u32 kmock_link_mbps;
+/*
+ * Allocation failure injection: the allocation that many allocations
+ * from now fails (0: the next one); negative: none fails.  Every kmalloc,
+ * kvmalloc, kmem_cache_alloc and skb counts.
+ */
+extern long kmock_fail_at;
+/* Allocations made since the start, and those not freed yet. */
+extern long kmock_allocs;
+extern long kmock_live;
+/* What the qdisc told its parents it dropped (qdisc_tree_reduce_backlog). */
+extern long kmock_reduced_pkts, kmock_reduced_bytes;
+/* Estimators the code holds (gen_replace_estimator, gen_kill_estimator). */
+extern long kmock_estimators;
+/* The last qdisc_watchdog_schedule_range_ns(): its expiry, 0 if none. */
+extern u64 kmock_watchdog_at;
+
+/*
+ * The receiver credits the datapath asks (parq_credit.c's, whose table
+ * lives in a network namespace): when kmock_credit_on, a packet to
+ * 10.0.0.kmock_credit_dst gets kmock_credit_verdict, and a wait until
+ * kmock_credit_until.
+ */
+extern bool kmock_credit_on;
+extern u8 kmock_credit_dst;
+extern int kmock_credit_verdict;
+extern u64 kmock_credit_until;
+
+/* Start from a clean mock: clock at 1 s, 10 Gbit/s, no injection. */
+void kmock_reset(void);
+
+/*
+ * The module's init, once for the whole run (its cache outlives every
+ * qdisc); ktest_exit() undoes it.
+ */
+int kmock_module_init(void);
+
+/* A net_device with one tx queue; kmock_qdisc_new() puts a qdisc on it. */
+struct net_device *kmock_dev_new(unsigned int mtu);
+void kmock_dev_free(struct net_device *dev);
+
+/* A root qdisc of @ops with its private area, on @dev. */
+struct Qdisc *kmock_qdisc_new(struct net_device *dev,
+			      const struct Qdisc_ops *ops, u32 handle);
+void kmock_qdisc_free(struct Qdisc *sch);
+
+/* An skb for netlink attributes; kfree_skb() frees it. */
+struct sk_buff *kmock_nl_skb(unsigned int size);
+
+/*
+ * An IPv4 UDP packet of @len bytes from the network header on, to
+ * 10.0.0.@dst, with @prio in skb->priority and @tos in its header.
+ */
+struct sk_buff *kmock_ipv4(unsigned int len, u8 dst, u32 prio, u8 tos);
+
+#endif /* _PARQ_KMOCK_H */

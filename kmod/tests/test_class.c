@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Reserved classes (parq_class.c): admission, change, delete. */
+#include "tparq.h"
+
+/* Class 1:<minor> in tc's notation, whose minors are hexadecimal. */
+#define TCLASS(minor)	(TPARQ_HANDLE | 0x##minor)
+
+/* Add or change class @classid as @opt says; @arg as tc passes it. */
+static int tclass_change(struct tparq *t, u32 classid, struct nlattr *opt,
+			 unsigned long *arg, struct netlink_ext_ack *extack)
+{
+	struct nlattr *tca[TCA_MAX + 1] = {};
+
+	tca[TCA_OPTIONS] = opt;
+	return parq_class_ops.change(t->sch, classid, TPARQ_HANDLE, tca, arg,
+				     extack);
+}
+
+static void tclass_req(struct treq *r, u64 rate)
+{
+	treq_start(r);
+	nla_put_u64_64bit(r->skb, TCA_PARQ_CLASS_RATE, rate,
+			  TCA_PARQ_CLASS_PAD);
+	treq_end(r);
+}
+
+/* Add or change class @classid to @rate bytes/s. */
+static int tclass_set(struct tparq *t, u32 classid, u64 rate,
+		      unsigned long *arg, struct netlink_ext_ack *extack)
+{
+	struct treq r;
+	int err;
+
+	tclass_req(&r, rate);
+	err = tclass_change(t, classid, r.nest, arg, extack);
+	treq_free(&r);
+	return err;
+}
+
+static unsigned long tclass_find(struct tparq *t, u32 classid)
+{
+	return parq_class_ops.find(t->sch, classid);
+}
+
+static int tclass_delete(struct tparq *t, unsigned long arg)
+{
+	return parq_class_ops.delete(t->sch, arg, NULL);
+}
+
+/* Admission: up to the reservable share of the link, no further. */
+KTEST(class_admission_up_to_capacity)
+{
+	struct netlink_ext_ack extack = {};
+	unsigned long a = 0, b = 0;
+	struct tparq t;
+	u64 cap;
+
+	kmock_reset();
+	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	cap = t.q->resv_capacity;
+	/* 90% of 10 Gbit/s, in bytes/s. */
+	KT_ASSERT_EQ(cap, 10000ULL * 1000000 / 8 * PARQ_RESERVABLE_DEFAULT / 100);
+
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), cap / 2, &a, NULL), 0);
+	KT_ASSERT(a && tclass_find(&t, TCLASS(16)) == a);
+	KT_ASSERT_EQ(t.q->resv_sum, cap / 2);
+
+	/* One byte/s too many is refused, and nothing is left of it. */
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(17), cap - cap / 2 + 1, &b, &extack),
+		     -ENOSPC);
+	KT_ASSERT(extack._msg && strstr(extack._msg, "refused"));
+	KT_ASSERT_EQ(b, 0);
+	KT_ASSERT_EQ(tclass_find(&t, TCLASS(17)), 0);
+	KT_ASSERT_EQ(t.q->resv_sum, cap / 2);
+	KT_ASSERT_EQ(t.q->resv_classes, 1);
+	KT_ASSERT_EQ(t.q->s.xs.resv_rejects, 1);
+
+	/* A class may grow into what it holds and what is free. */
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), cap, &a, NULL), 0);
+	KT_ASSERT_EQ(t.q->resv_sum, cap);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), cap + 1, &a, NULL), -ENOSPC);
+	KT_ASSERT_EQ(t.q->resv_sum, cap);
+
+	/* The qdisc cannot lower its reservable share below what is held. */
+	{
+		struct treq r;
+
+		treq_start(&r);
+		nla_put_u8(r.skb, TCA_PARQ_RESERVABLE, 50);
+		KT_ASSERT_EQ(parq_change(t.sch, treq_end(&r), NULL), -EINVAL);
+		treq_free(&r);
+		KT_ASSERT_EQ(t.q->cfg.reservable, PARQ_RESERVABLE_DEFAULT);
+		KT_ASSERT_EQ(t.q->resv_capacity, cap);
+	}
+	tparq_destroy(&t);
+	KT_ASSERT_EQ(kmock_live, t.live);
+}
+
+/* Fixed classes and bad minors are refused with a reason. */
+KTEST(class_bad_ids_refused)
+{
+	struct netlink_ext_ack extack = {};
+	unsigned long a = 0;
+	struct tparq t;
+
+	kmock_reset();
+	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(3), 1000, &a, &extack), -EINVAL);
+	KT_ASSERT(extack._msg && strstr(extack._msg, "16 and up"));
+	KT_ASSERT_EQ(tclass_set(&t, 0x20000 | PARQ_RESV_MINOR_MIN, 1000, &a, NULL), -EINVAL);
+	a = PARQ_CLASS_PARALLEL;
+	KT_ASSERT_EQ(tclass_set(&t, TPARQ_PARALLEL, 1000, &a, NULL),
+		     -EOPNOTSUPP);
+	KT_ASSERT_EQ(tclass_delete(&t, PARQ_CLASS_LOCAL), -EOPNOTSUPP);
+	KT_ASSERT_EQ(t.q->resv_classes, 0);
+	tparq_destroy(&t);
+	KT_ASSERT_EQ(kmock_live, t.live);
+}
+
+/* Adding a class fails cleanly at each of its allocations. */
+KTEST(class_add_every_allocation_fails_cleanly)
+{
+	struct parq_resv_class **tab;
+	unsigned long a;
+	struct tparq t;
+	struct treq r;
+	long n, live;
+	int err;
+
+	kmock_reset();
+	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	tclass_req(&r, 1000000);
+	for (n = 0; n < 16; n++) {
+		a = 0;
+		live = kmock_live;
+		tab = t.q->resv_tab;
+		kmock_fail_at = n;
+		err = tclass_change(&t, TCLASS(16), r.nest, &a, NULL);
+		kmock_fail_at = -1;
+		if (!err)
+			break;
+		KT_ASSERT_EQ(err, -ENOMEM);
+		KT_ASSERT_EQ(a, 0);
+		/* Only the room made for the class may stay, for later. */
+		KT_ASSERT_EQ(kmock_live, live + (!tab && t.q->resv_tab));
+		KT_ASSERT_EQ(t.q->resv_sum, 0);
+		KT_ASSERT_EQ(t.q->resv_classes, 0);
+		KT_ASSERT_EQ(tclass_find(&t, TCLASS(16)), 0);
+	}
+	treq_free(&r);
+	/* The class table and the class. */
+	KT_ASSERT(n >= 2 && n < 16);
+	KT_ASSERT_EQ(t.q->resv_sum, 1000000);
+	tparq_destroy(&t);
+	KT_ASSERT_EQ(kmock_live, t.live);
+}
+
+/*
+ * A class a filter points at cannot go; one with packets can, and they go
+ * with it, told to the parents.  The others stay found.
+ */
+KTEST(class_delete_with_filters_and_backlog)
+{
+	unsigned long a = 0, b = 0, c = 0, f;
+	struct tparq t;
+	unsigned int i;
+
+	kmock_reset();
+	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), 1000000, &a, NULL), 0);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(17), 2000000, &b, NULL), 0);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(18), 3000000, &c, NULL), 0);
+
+	f = parq_class_ops.bind_tcf(t.sch, 0, TCLASS(16));
+	KT_ASSERT_EQ(f, a);
+	KT_ASSERT_EQ(tclass_delete(&t, a), -EBUSY);
+	KT_ASSERT_EQ(tclass_find(&t, TCLASS(16)), a);
+	parq_class_ops.unbind_tcf(t.sch, f);
+
+	for (i = 0; i < 5; i++)
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(500, 4, TCLASS(16), 0)),
+			     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(700, 4, TCLASS(17), 0)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(t.sch->q.qlen, 6);
+	KT_ASSERT_EQ(t.q->resv_backlogged, 2);
+
+	KT_ASSERT_EQ(tclass_delete(&t, a), 0);
+	KT_ASSERT_EQ(tclass_find(&t, TCLASS(16)), 0);
+	KT_ASSERT_EQ(tclass_find(&t, TCLASS(17)), b);
+	KT_ASSERT_EQ(tclass_find(&t, TCLASS(18)), c);
+	KT_ASSERT_EQ(t.q->resv_classes, 2);
+	KT_ASSERT_EQ(t.q->resv_sum, 5000000);
+	KT_ASSERT_EQ(t.q->resv_backlogged, 1);
+	KT_ASSERT_EQ(t.sch->q.qlen, 1);
+	KT_ASSERT_EQ(t.sch->qstats.backlog, 700);
+	KT_ASSERT_EQ(kmock_reduced_pkts, 5);
+	KT_ASSERT_EQ(kmock_reduced_bytes, 2500);
+
+	/* The last packet is still sent, from the class that stayed. */
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 700);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	tparq_destroy(&t);
+	KT_ASSERT_EQ(kmock_live, t.live);
+}
