@@ -25,7 +25,8 @@
 #include <net/pkt_cls.h>
 #include <net/pkt_sched.h>
 
-#include "../parq_credit.h"
+#include "../parq_genl.h"
+#include "../parq_monitor.h"
 #include "../parq_qdisc.h"
 #include "kmock.h"
 
@@ -37,6 +38,47 @@ long kmock_reduced_pkts, kmock_reduced_bytes;
 long kmock_estimators;
 u64 kmock_watchdog_at;
 
+static bool kmock_module_up;
+
+/* As parq_module_init() does, but for the qdisc's registration. */
+int kmock_module_init(void)
+{
+	long fail_at = kmock_fail_at;
+	int err;
+
+	if (kmock_module_up)
+		return 0;
+	/* Not what a test injects failures into. */
+	kmock_fail_at = -1;
+	err = parq_datapath_init();
+	if (err)
+		return err;
+	err = parq_genl_init();
+	if (!err)
+		err = parq_credit_init();
+	if (!err)
+		err = parq_monitor_init();
+	kmock_fail_at = fail_at;
+	if (WARN_ON(err))
+		return err;
+	parq_genl_set_open(true);
+	kmock_module_up = true;
+	return 0;
+}
+
+void ktest_teardown(void)
+{
+	if (!kmock_module_up)
+		return;
+	parq_genl_set_open(false);
+	parq_monitor_exit();
+	parq_credit_exit();
+	parq_genl_exit();
+	kmock_rcu_sync();
+	parq_datapath_exit();
+	kmock_module_up = false;
+}
+
 void kmock_reset(void)
 {
 	kmock_now = NSEC_PER_SEC;
@@ -45,27 +87,7 @@ void kmock_reset(void)
 	kmock_reduced_pkts = 0;
 	kmock_reduced_bytes = 0;
 	kmock_watchdog_at = 0;
-	kmock_credit_on = false;
-}
-
-static bool kmock_module_up;
-
-int kmock_module_init(void)
-{
-	int err;
-
-	if (kmock_module_up)
-		return 0;
-	err = parq_datapath_init();
-	kmock_module_up = !err;
-	return err;
-}
-
-void ktest_exit(void)
-{
-	if (kmock_module_up)
-		parq_datapath_exit();
-	kmock_module_up = false;
+	WARN_ON(kmock_module_init());
 }
 
 /* --- the CPU: current, preemption, time ------------------------------- */
@@ -76,7 +98,8 @@ void ktest_exit(void)
  */
 static struct task_struct kmock_task;
 DEFINE_PER_CPU(struct task_struct *, current_task) = &kmock_task;
-DEFINE_PER_CPU(int, __preempt_count);
+/* Preemption enabled, and no reschedule asked: never 0 in a test. */
+DEFINE_PER_CPU(int, __preempt_count) = PREEMPT_ENABLED;
 DEFINE_PER_CPU(struct mem_cgroup *, int_active_memcg);
 /* jiffies is this, as the kernel's linker script has it (Makefile). */
 u64 jiffies_64 = INITIAL_JIFFIES;
@@ -148,6 +171,11 @@ static void *kmock_alloc(size_t size, gfp_t flags)
 	if (p)
 		kmock_live++;
 	return p;
+}
+
+void *kmock_zalloc(size_t size)
+{
+	return kmock_alloc(size, __GFP_ZERO);
 }
 
 static void kmock_free(const void *p)
@@ -357,6 +385,21 @@ struct sk_buff *kmock_ipv4(unsigned int len, u8 dst, u32 prio, u8 tos)
 	return skb;
 }
 
+struct sk_buff *kmock_ipv4_from(unsigned int len, u8 src, u8 tos)
+{
+	struct sk_buff *skb = kmock_ipv4(len, 1, 0, tos);
+
+	if (skb)
+		ip_hdr(skb)->saddr = htonl(0x0a000100 | src);
+	return skb;
+}
+
+void kmock_advance(u64 ns)
+{
+	kmock_now += ns;
+	jiffies_64 += div_u64(ns, NSEC_PER_SEC / HZ);
+}
+
 /* --- red-black trees, unbalanced --------------------------------------- */
 
 void rb_insert_color(struct rb_node *node, struct rb_root *root)
@@ -524,6 +567,11 @@ static int kmock_nla_range(const struct nla_policy *pt,
 	return 0;
 }
 
+static int kmock_nla_validate_all(const struct nlattr *head, int len,
+				  int maxtype, const struct nla_policy *policy,
+				  bool strict, struct nlattr **tb,
+				  struct netlink_ext_ack *extack);
+
 static int kmock_nla_validate(const struct nla_policy *pt,
 			      const struct nlattr *nla, bool strict,
 			      struct netlink_ext_ack *extack)
@@ -551,6 +599,15 @@ static int kmock_nla_validate(const struct nla_policy *pt,
 					     extack);
 		break;
 	case NLA_BINARY:
+		/* NLA_POLICY_EXACT_LEN() and its kin: a range of lengths. */
+		if (pt->validation_type == NLA_VALIDATE_RANGE ||
+		    pt->validation_type == NLA_VALIDATE_RANGE_WARN_TOO_LONG) {
+			if (len < pt->min || len > pt->max)
+				return kmock_nla_bad(nla,
+						     "Attribute has wrong length",
+						     extack);
+			return 0;
+		}
 		if (pt->len && len > pt->len)
 			return kmock_nla_bad(nla, "Attribute too long", extack);
 		return 0;
@@ -558,22 +615,25 @@ static int kmock_nla_validate(const struct nla_policy *pt,
 		if (len && len < NLA_HDRLEN)
 			return kmock_nla_bad(nla, "Attribute has wrong length",
 					     extack);
-		return 0;
+		if (!pt->nested_policy || !len)
+			return 0;
+		return kmock_nla_validate_all(nla_data(nla), len, pt->len,
+					      pt->nested_policy, strict, NULL,
+					      extack);
 	default:
 		return kmock_nla_bad(nla, "kmock: type not modelled", extack);
 	}
 	return kmock_nla_range(pt, nla, extack);
 }
 
-int __nla_parse(struct nlattr **tb, int maxtype, const struct nlattr *head,
-		int len, const struct nla_policy *policy, unsigned int validate,
-		struct netlink_ext_ack *extack)
+static int kmock_nla_validate_all(const struct nlattr *head, int len,
+				  int maxtype, const struct nla_policy *policy,
+				  bool strict, struct nlattr **tb,
+				  struct netlink_ext_ack *extack)
 {
-	bool strict = validate & NL_VALIDATE_STRICT;
 	const struct nlattr *nla;
 	int rem, err;
 
-	memset(tb, 0, sizeof(*tb) * (maxtype + 1));
 	nla_for_each_attr(nla, head, len, rem) {
 		u16 type = nla_type(nla);
 
@@ -590,13 +650,23 @@ int __nla_parse(struct nlattr **tb, int maxtype, const struct nlattr *head,
 			if (err)
 				return err;
 		}
-		tb[type] = (struct nlattr *)nla;
+		if (tb)
+			tb[type] = (struct nlattr *)nla;
 	}
-	if (rem > 0 && (validate & NL_VALIDATE_TRAILING)) {
+	if (rem > 0 && strict) {
 		NL_SET_ERR_MSG(extack, "bytes leftover after parsing attributes");
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int __nla_parse(struct nlattr **tb, int maxtype, const struct nlattr *head,
+		int len, const struct nla_policy *policy, unsigned int validate,
+		struct netlink_ext_ack *extack)
+{
+	memset(tb, 0, sizeof(*tb) * (maxtype + 1));
+	return kmock_nla_validate_all(head, len, maxtype, policy,
+				      validate & NL_VALIDATE_STRICT, tb, extack);
 }
 
 int nla_memcpy(void *dest, const struct nlattr *src, int count)
@@ -654,7 +724,6 @@ void qdisc_watchdog_schedule_range_ns(struct qdisc_watchdog *wd, u64 expires,
 void qdisc_watchdog_cancel(struct qdisc_watchdog *wd)
 {
 	kmock_watchdog_at = 0;
-	kmock_credit_on = false;
 }
 
 int qdisc_class_hash_init(struct Qdisc_class_hash *clhash)
@@ -784,6 +853,7 @@ struct net_device *kmock_dev_new(unsigned int mtu)
 	dev->real_num_tx_queues = 1;
 	dev->mtu = mtu;
 	dev->hard_header_len = ETH_HLEN;
+	dev_net_set(dev, kmock_net);
 	return dev;
 }
 
@@ -815,25 +885,3 @@ void kmock_qdisc_free(struct Qdisc *sch)
 	free(sch);
 }
 
-/* --- parq's receiver credits ------------------------------------------- */
-
-bool kmock_credit_on;
-u8 kmock_credit_dst;
-int kmock_credit_verdict;
-u64 kmock_credit_until;
-
-bool parq_credit_active(const struct net *net)
-{
-	return kmock_credit_on;
-}
-
-enum parq_credit_verdict parq_credit_charge(const struct net *net,
-					    const struct parq_addr *dst,
-					    u32 len, u64 now, u64 *until)
-{
-	if (dst->family != AF_INET ||
-	    dst->a[0] != htonl(0x0a000000 | kmock_credit_dst))
-		return PARQ_CREDIT_NONE;
-	*until = kmock_credit_until;
-	return kmock_credit_verdict;
-}

@@ -39,23 +39,39 @@ extern long kmock_estimators;
 /* The last qdisc_watchdog_schedule_range_ns(): its expiry, 0 if none. */
 extern u64 kmock_watchdog_at;
 
-/*
- * The receiver credits the datapath asks (parq_credit.c's, whose table
- * lives in a network namespace): when kmock_credit_on, a packet to
- * 10.0.0.kmock_credit_dst gets kmock_credit_verdict, and a wait until
- * kmock_credit_until.
- */
-extern bool kmock_credit_on;
-extern u8 kmock_credit_dst;
-extern int kmock_credit_verdict;
-extern u64 kmock_credit_until;
+/* A tracked, zeroed allocation (kvfree() frees it), for the mock's own use. */
+void *kmock_zalloc(size_t size);
 
-/* Start from a clean mock: clock at 1 s, 10 Gbit/s, no injection. */
+/* The one network namespace (kmock_net.c). */
+extern struct net *kmock_net;
+/* A socket in it, for a dump's request. */
+struct sock *kmock_sock(void);
+/* Free what kfree_rcu() was given: a grace period. */
+void kmock_rcu_sync(void);
+/* Run the delayed work queued so far; how many ran. */
+unsigned int kmock_run_work(void);
+/* The last unicast reply (genlmsg_reply()), the test's to free. */
+extern struct sk_buff *kmock_reply;
+/* The generic netlink family registered, for requests to it. */
+extern const struct genl_family *kmock_genl_family;
+/* Multicast notifications sent. */
+extern long kmock_notified;
+
+/* The netfilter hooks registered last (kmock_mon.c). */
+extern const struct nf_hook_ops *kmock_hooks;
+extern unsigned int kmock_nhooks;
+/* Fire the hrtimers due at kmock_now; how many fired. */
+unsigned int kmock_fire_timers(void);
+
+/*
+ * Start a test from a clean mock: clock at 1 s, 10 Gbit/s, no injection,
+ * and the module initialized.
+ */
 void kmock_reset(void);
 
 /*
- * The module's init, once for the whole run (its cache outlives every
- * qdisc); ktest_exit() undoes it.
+ * The module's init, once per test whatever the calls (its cache outlives
+ * every qdisc); ktest_teardown() undoes it after the test.
  */
 int kmock_module_init(void);
 
@@ -76,5 +92,11 @@ struct sk_buff *kmock_nl_skb(unsigned int size);
  * 10.0.0.@dst, with @prio in skb->priority and @tos in its header.
  */
 struct sk_buff *kmock_ipv4(unsigned int len, u8 dst, u32 prio, u8 tos);
+
+/* An arriving IPv4 packet from 10.0.1.@src, with @tos. */
+struct sk_buff *kmock_ipv4_from(unsigned int len, u8 src, u8 tos);
+
+/* Move the clock and jiffies on by @ns. */
+void kmock_advance(u64 ns);
 
 #endif /* _PARQ_KMOCK_H */

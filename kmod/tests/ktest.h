@@ -20,8 +20,11 @@ void ktest_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Is the running test failed? */
 int ktest_failed(void);
-/* After the last test: what the tests set up once goes. */
-void ktest_exit(void);
+/*
+ * After each test: the module's state goes (its tables, its namespace's
+ * data), so that a test that fails leaves nothing to the next.
+ */
+void ktest_teardown(void);
 int printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define KTEST(name)							\

@@ -44,7 +44,7 @@ int ktest_failed(void)
 
 static void ktest_on_ud2(int sig)
 {
-	static const char msg[] = "\nWARN or BUG (ud2) in the code under test\n";
+	static const char msg[] = "\nWARN or BUG (ud2) in the code under test: gdb shows where\n";
 
 	(void)sig;
 	if (write(2, msg, sizeof(msg) - 1) < 0)
@@ -79,6 +79,7 @@ int main(int argc, char **argv)
 		ktest_cur_name = t->name;
 		ktest_cur_failed = 0;
 		t->fn();
+		ktest_teardown();
 		run++;
 		if (ktest_cur_failed) {
 			failed++;
@@ -87,7 +88,6 @@ int main(int argc, char **argv)
 			printf("ok   %s\n", t->name);
 		}
 	}
-	ktest_exit();
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("%d tests, %d failed, %.0f ms\n", run, failed,
 	       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);

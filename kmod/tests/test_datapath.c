@@ -61,49 +61,51 @@ KTEST(datapath_threshold_share_in_packets)
 
 /*
  * A destination over its receiver's credit waits aside: the other local
- * destinations go on, the watchdog is armed for the end of the wait, and
- * after it the waiting destination sends.
+ * destinations go on, the watchdog is armed for its next epoch, and then
+ * it sends again, one credit's worth per epoch.
  */
 KTEST(datapath_credit_wait_holds_one_destination)
 {
-	unsigned int i, len, to_waiting = 0;
-	struct sk_buff *skb;
+	unsigned int i, len, to_7 = 0, to_8 = 0;
 	struct tparq t;
+	u64 start;
 
 	kmock_reset();
+	start = kmock_now;
 	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	/* 1000 bytes per 1 ms epoch to 10.0.0.7. */
+	KT_ASSERT_EQ(tcredit_set(7, 1000, NSEC_PER_MSEC, NSEC_PER_SEC), 0);
 	for (i = 0; i < 4; i++) {
 		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 7, TPARQ_LOCAL, 0)),
 			     NET_XMIT_SUCCESS);
 		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(600, 8, TPARQ_LOCAL, 0)),
 			     NET_XMIT_SUCCESS);
 	}
-	kmock_credit_on = true;
-	kmock_credit_dst = 7;
-	kmock_credit_verdict = PARQ_CREDIT_WAIT;
-	kmock_credit_until = kmock_now + 50 * NSEC_PER_USEC;
 
-	/* Only 10.0.0.8's packets go while 10.0.0.7 waits. */
-	for (i = 0; i < 4; i++) {
-		skb = parq_dequeue(t.sch);
-		KT_ASSERT(skb);
-		len = qdisc_pkt_len(skb);
-		kfree_skb(skb);
-		KT_ASSERT_EQ(len, 600);
+	/* One packet to 10.0.0.7 uses its epoch's credit; 10.0.0.8's go. */
+	while ((len = tparq_dequeue(&t, NULL))) {
+		to_7 += len == 1000;
+		to_8 += len == 600;
 	}
-	KT_ASSERT(!parq_dequeue(t.sch));
+	KT_ASSERT_EQ(to_7, 1);
+	KT_ASSERT_EQ(to_8, 4);
 	KT_ASSERT_EQ(t.q->local_waiting, 1);
-	KT_ASSERT_EQ(kmock_watchdog_at, kmock_credit_until);
-	KT_ASSERT_EQ(t.sch->q.qlen, 4);
+	KT_ASSERT_EQ(t.sch->q.qlen, 3);
+	KT_ASSERT_EQ(kmock_watchdog_at, start + NSEC_PER_MSEC);
 
-	/* The wait ends: the credit allows it again. */
-	kmock_now = kmock_credit_until;
-	kmock_credit_verdict = PARQ_CREDIT_PASS;
-	while ((len = tparq_dequeue(&t, NULL)))
-		to_waiting += len == 1000;
-	KT_ASSERT_EQ(to_waiting, 4);
+	/* Each epoch lets one more go. */
+	for (i = 2; i <= 4; i++) {
+		kmock_now = kmock_watchdog_at;
+		KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 1000);
+		KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+		KT_ASSERT_EQ(t.sch->q.qlen, 4 - i);
+		if (i < 4)
+			KT_ASSERT_EQ(kmock_watchdog_at,
+				     start + i * NSEC_PER_MSEC);
+	}
 	KT_ASSERT_EQ(t.q->local_waiting, 0);
-	KT_ASSERT_EQ(t.sch->q.qlen, 0);
+	KT_ASSERT_EQ(tcredit_del(0), 0);
+	kmock_rcu_sync();
 	tparq_destroy(&t);
 	KT_ASSERT_EQ(kmock_live, t.live);
 }

@@ -6,6 +6,7 @@
 #include <net/netlink.h>
 #include <net/pkt_sched.h>
 
+#include "../parq_genl.h"
 #include "../parq_qdisc.h"
 #include "kmock.h"
 
@@ -99,6 +100,109 @@ static inline unsigned int tparq_dequeue(struct tparq *t, u32 *prio)
 		*prio = skb->priority;
 	kfree_skb(skb);
 	return len;
+}
+
+/*
+ * A request to the parq family: put attributes in g.skb, then tgenl_do()
+ * does what the genl core does with a request for @cmd: finds its
+ * operation in the family that registered, parses the attributes with the
+ * operation's policy, and calls pre_doit, then doit with the genl_info it
+ * would make.
+ */
+struct tgenl {
+	struct sk_buff		*skb;
+	struct nlattr		*tb[PARQ_A_MAX + 1];
+	struct genl_info	info;
+	struct netlink_ext_ack	extack;
+};
+
+static inline void tgenl_start(struct tgenl *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->skb = kmock_nl_skb(1024);
+}
+
+static inline int tgenl_do(struct tgenl *g, u8 cmd)
+{
+	const struct genl_family *f = kmock_genl_family;
+	const struct genl_ops *op = NULL;
+	int i, err;
+
+	for (i = 0; f && i < f->n_ops; i++)
+		if (f->ops[i].cmd == cmd)
+			op = &f->ops[i];
+	if (!op || !op->doit)
+		return -EOPNOTSUPP;
+	if (op->maxattr > PARQ_A_MAX)
+		return -EINVAL;
+	memset(g->tb, 0, sizeof(g->tb));
+	memset(&g->extack, 0, sizeof(g->extack));
+	err = nla_parse(g->tb, op->maxattr, (struct nlattr *)g->skb->data,
+			g->skb->len, op->policy, &g->extack);
+	if (err)
+		return err;
+	memset(&g->info, 0, sizeof(g->info));
+	g->info.attrs = g->tb;
+	g->info.extack = &g->extack;
+	write_pnet(&g->info._net, kmock_net);
+	if (f->pre_doit) {
+		err = f->pre_doit(op, NULL, &g->info);
+		if (err)
+			return err;
+	}
+	return op->doit(NULL, &g->info);
+}
+
+static inline void tgenl_end(struct tgenl *g)
+{
+	kfree_skb(g->skb);
+	g->skb = NULL;
+}
+
+/* The attributes of a message of the family. */
+static inline int tgenl_parse_msg(struct nlmsghdr *nlh,
+				  struct nlattr *tb[PARQ_A_MAX + 1])
+{
+	struct genlmsghdr *gh = nlmsg_data(nlh);
+
+	return nla_parse_deprecated(tb, PARQ_A_MAX, genlmsg_data(gh),
+				    genlmsg_len(gh), NULL, NULL);
+}
+
+/* A request setting a credit for 10.0.0.@dst, as parqd sends it. */
+static inline void tcredit_req(struct tgenl *g, u8 dst, u32 credit,
+			       u64 epoch, u64 lease)
+{
+	tgenl_start(g);
+	nla_put_in_addr(g->skb, PARQ_A_ADDR4, htonl(0x0a000000 | dst));
+	nla_put_u32(g->skb, PARQ_A_CREDIT, credit);
+	nla_put_u64_64bit(g->skb, PARQ_A_EPOCH, epoch, PARQ_A_PAD);
+	nla_put_u64_64bit(g->skb, PARQ_A_LEASE, lease, PARQ_A_PAD);
+}
+
+static inline int tcredit_set(u8 dst, u32 credit, u64 epoch, u64 lease)
+{
+	struct tgenl g;
+	int err;
+
+	tcredit_req(&g, dst, credit, epoch, lease);
+	err = tgenl_do(&g, PARQ_CMD_CREDIT_SET);
+	tgenl_end(&g);
+	return err;
+}
+
+/* Delete 10.0.0.@dst's credit, or every credit when @dst is 0. */
+static inline int tcredit_del(u8 dst)
+{
+	struct tgenl g;
+	int err;
+
+	tgenl_start(&g);
+	if (dst)
+		nla_put_in_addr(g.skb, PARQ_A_ADDR4, htonl(0x0a000000 | dst));
+	err = tgenl_do(&g, PARQ_CMD_CREDIT_DEL);
+	tgenl_end(&g);
+	return err;
 }
 
 #endif /* _PARQ_TPARQ_H */

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The receiver credits (parq_credit.c): the table and its requests. */
+#include "tparq.h"
+
+static struct parq_addr taddr(u8 dst)
+{
+	struct parq_addr a = { .family = AF_INET };
+
+	a.a[0] = htonl(0x0a000000 | dst);
+	return a;
+}
+
+static enum parq_credit_verdict tcharge(u8 dst, u32 len, u64 *until)
+{
+	struct parq_addr a = taddr(dst);
+
+	return parq_credit_charge(kmock_net, &a, len, kmock_now, until);
+}
+
+/* PARQ_A_PASSED and PARQ_A_HELD of 10.0.0.@dst, as credit-get replies. */
+static int tcredit_get(u8 dst, u64 *passed, u64 *held)
+{
+	struct nlattr *tb[PARQ_A_MAX + 1];
+	struct tgenl g;
+	int err;
+
+	tgenl_start(&g);
+	nla_put_in_addr(g.skb, PARQ_A_ADDR4, htonl(0x0a000000 | dst));
+	err = tgenl_do(&g, PARQ_CMD_CREDIT_GET);
+	tgenl_end(&g);
+	if (err)
+		return err;
+	err = tgenl_parse_msg(nlmsg_hdr(kmock_reply), tb);
+	if (!err && (!tb[PARQ_A_PASSED] || !tb[PARQ_A_HELD]))
+		err = -ENODATA;
+	if (!err) {
+		*passed = nla_get_u64(tb[PARQ_A_PASSED]);
+		*held = nla_get_u64(tb[PARQ_A_HELD]);
+	}
+	kfree_skb(kmock_reply);
+	kmock_reply = NULL;
+	return err;
+}
+
+/*
+ * Within the credit a packet passes; over it, it waits for the next epoch.
+ * The same epoch again changes the entry in place and keeps its usage; a
+ * new epoch replaces the entry, keeping its counters, and the old one is
+ * freed after a grace period, not before.
+ */
+KTEST(credit_charge_change_replace)
+{
+	u64 start, until = 0, passed = 0, held = 0;
+	long live;
+
+	kmock_reset();
+	KT_ASSERT_EQ(kmock_module_init(), 0);
+	start = kmock_now;
+	live = kmock_live;
+	KT_ASSERT_EQ(tcharge(7, 600, &until), PARQ_CREDIT_NONE);
+	KT_ASSERT_EQ(tcredit_set(7, 1000, NSEC_PER_MSEC, NSEC_PER_SEC), 0);
+	KT_ASSERT(parq_credit_active(kmock_net));
+	KT_ASSERT_EQ(tcharge(7, 600, &until), PARQ_CREDIT_PASS);
+	KT_ASSERT_EQ(tcharge(7, 600, &until), PARQ_CREDIT_PASS);
+	KT_ASSERT_EQ(tcharge(7, 600, &until), PARQ_CREDIT_WAIT);
+	KT_ASSERT_EQ(until, start + NSEC_PER_MSEC);
+	KT_ASSERT_EQ(tcharge(8, 600, &until), PARQ_CREDIT_NONE);
+
+	/* Same epoch, more credit: in place, the usage stays (1200). */
+	KT_ASSERT_EQ(tcredit_set(7, 1300, NSEC_PER_MSEC, NSEC_PER_SEC), 0);
+	KT_ASSERT_EQ(kmock_live, live + 1);
+	KT_ASSERT_EQ(tcharge(7, 100, &until), PARQ_CREDIT_PASS);
+	KT_ASSERT_EQ(tcharge(7, 100, &until), PARQ_CREDIT_WAIT);
+	KT_ASSERT_EQ(tcredit_get(7, &passed, &held), 0);
+	KT_ASSERT_EQ(passed, 3);
+	KT_ASSERT_EQ(held, 2);
+
+	/* A new epoch: a new entry with the counters, a fresh usage. */
+	KT_ASSERT_EQ(tcredit_set(7, 1000, 2 * NSEC_PER_MSEC, NSEC_PER_SEC), 0);
+	KT_ASSERT_EQ(kmock_live, live + 2);	/* the old one waits for RCU */
+	KT_ASSERT_EQ(tcharge(7, 900, &until), PARQ_CREDIT_PASS);
+	KT_ASSERT_EQ(tcredit_get(7, &passed, &held), 0);
+	KT_ASSERT_EQ(passed, 4);
+	KT_ASSERT_EQ(held, 2);
+	kmock_rcu_sync();
+	KT_ASSERT_EQ(kmock_live, live + 1);
+
+	/* The lease ends: no credit applies, and the entry is swept. */
+	kmock_now += 2 * NSEC_PER_SEC;
+	KT_ASSERT_EQ(tcharge(7, 100, &until), PARQ_CREDIT_NONE);
+	KT_ASSERT(kmock_run_work() >= 1);
+	kmock_rcu_sync();
+	KT_ASSERT_EQ(kmock_live, live);
+	KT_ASSERT(!parq_credit_active(kmock_net));
+	KT_ASSERT_EQ(tcredit_get(7, &passed, &held), -ENOENT);
+}
+
+/* A request that cannot be met changes nothing. */
+KTEST(credit_refusals_change_nothing)
+{
+	struct tgenl g;
+	long live;
+
+	kmock_reset();
+	KT_ASSERT_EQ(kmock_module_init(), 0);
+	live = kmock_live;
+
+	/* Out of memory for the entry. */
+	tcredit_req(&g, 9, 1000, NSEC_PER_MSEC, NSEC_PER_SEC);
+	kmock_fail_at = 0;
+	KT_ASSERT_EQ(tgenl_do(&g, PARQ_CMD_CREDIT_SET), -ENOMEM);
+	kmock_fail_at = -1;
+	tgenl_end(&g);
+	KT_ASSERT(!parq_credit_active(kmock_net));
+	KT_ASSERT_EQ(kmock_live, live);
+
+	/* No lease. */
+	tgenl_start(&g);
+	nla_put_in_addr(g.skb, PARQ_A_ADDR4, htonl(0x0a000009));
+	nla_put_u32(g.skb, PARQ_A_CREDIT, 1000);
+	KT_ASSERT_EQ(tgenl_do(&g, PARQ_CMD_CREDIT_SET), -EINVAL);
+	KT_ASSERT(g.extack._msg && strstr(g.extack._msg, "lease"));
+	tgenl_end(&g);
+
+	/* Two addresses. */
+	tgenl_start(&g);
+	nla_put_in_addr(g.skb, PARQ_A_ADDR4, htonl(0x0a000009));
+	nla_put(g.skb, PARQ_A_ADDR6, 16, &(struct in6_addr){ .s6_addr = { 1 } });
+	nla_put_u32(g.skb, PARQ_A_CREDIT, 1000);
+	nla_put_u64_64bit(g.skb, PARQ_A_LEASE, NSEC_PER_SEC, PARQ_A_PAD);
+	KT_ASSERT_EQ(tgenl_do(&g, PARQ_CMD_CREDIT_SET), -EINVAL);
+	tgenl_end(&g);
+
+	/* An epoch out of its range is refused by the policy. */
+	KT_ASSERT_EQ(tcredit_set(9, 1000, 1, NSEC_PER_SEC), -ERANGE);
+
+	/* Deleting what is not there. */
+	KT_ASSERT_EQ(tcredit_del(9), -ENOENT);
+	KT_ASSERT(!parq_credit_active(kmock_net));
+	KT_ASSERT_EQ(kmock_live, live);
+	KT_ASSERT_EQ(kmock_run_work(), 0);
+}
+
+/*
+ * The table holds PARQ_CREDIT_ENTRIES_MAX destinations and refuses one
+ * more, but still takes a change to one it holds.
+ */
+KTEST(credit_table_full)
+{
+	u32 i, d;
+	int err = 0;
+
+	kmock_reset();
+	KT_ASSERT_EQ(kmock_module_init(), 0);
+	for (i = 0; i < PARQ_CREDIT_ENTRIES_MAX && !err; i++) {
+		struct parq_addr a = { .family = AF_INET6 };
+		struct tgenl g;
+
+		a.a[3] = htonl(i + 1);
+		tgenl_start(&g);
+		nla_put(g.skb, PARQ_A_ADDR6, 16, a.a);
+		nla_put_u32(g.skb, PARQ_A_CREDIT, 1000);
+		nla_put_u64_64bit(g.skb, PARQ_A_LEASE, NSEC_PER_SEC, PARQ_A_PAD);
+		err = tgenl_do(&g, PARQ_CMD_CREDIT_SET);
+		tgenl_end(&g);
+	}
+	KT_ASSERT_EQ(err, 0);
+	err = tcredit_set(9, 1000, NSEC_PER_MSEC, NSEC_PER_SEC);
+	KT_ASSERT_EQ(err, -ENOSPC);
+	for (d = 0; d < 2; d++) {
+		struct tgenl g;
+
+		tgenl_start(&g);
+		nla_put(g.skb, PARQ_A_ADDR6, 16,
+			&(struct in6_addr){ .s6_addr32 = { 0, 0, 0, htonl(1) } });
+		nla_put_u32(g.skb, PARQ_A_CREDIT, 2000 + d);
+		nla_put_u64_64bit(g.skb, PARQ_A_LEASE, NSEC_PER_SEC, PARQ_A_PAD);
+		KT_ASSERT_EQ(tgenl_do(&g, PARQ_CMD_CREDIT_SET), 0);
+		tgenl_end(&g);
+	}
+	KT_ASSERT_EQ(tcredit_del(0), 0);
+	kmock_rcu_sync();
+	KT_ASSERT(!parq_credit_active(kmock_net));
+}
+
+/*
+ * A dump in messages too small for the table resumes where it stopped:
+ * every entry once, even when the one it stopped on goes meanwhile.
+ */
+KTEST(credit_dump_resumes)
+{
+	struct nlmsghdr req = { .nlmsg_seq = 5 };
+	struct netlink_callback cb = {};
+	unsigned int seen[41] = {}, i, msgs = 0, total = 0;
+	struct sk_buff *skb, *in;
+	int len, rem;
+
+	kmock_reset();
+	KT_ASSERT_EQ(kmock_module_init(), 0);
+	for (i = 1; i <= 40; i++)
+		KT_ASSERT_EQ(tcredit_set(i, 1000, NSEC_PER_MSEC, NSEC_PER_SEC),
+			     0);
+	in = kmock_nl_skb(64);
+	in->sk = kmock_sock();
+	cb.skb = in;
+	cb.nlh = &req;
+	KT_ASSERT_EQ(parq_credit_genl_dump_start(&cb), 0);
+	do {
+		struct nlmsghdr *nlh;
+
+		skb = kmock_nl_skb(256);
+		len = parq_credit_genl_dump(skb, &cb);
+		KT_ASSERT_EQ(len, skb->len);
+		nlmsg_for_each_msg(nlh, (struct nlmsghdr *)skb->data, len, rem) {
+			struct nlattr *tb[PARQ_A_MAX + 1];
+			u32 a;
+
+			KT_ASSERT_EQ(tgenl_parse_msg(nlh, tb), 0);
+			KT_ASSERT(tb[PARQ_A_ADDR4]);
+			a = ntohl(nla_get_in_addr(tb[PARQ_A_ADDR4])) & 0xff;
+			KT_ASSERT(a >= 1 && a <= 40);
+			seen[a]++;
+			total++;
+			/* Take away the one after, while the walk is stopped. */
+			if (a == 20)
+				tcredit_del(21);
+		}
+		kfree_skb(skb);
+		msgs++;
+	} while (len && msgs < 100);
+	KT_ASSERT_EQ(parq_credit_genl_dump_done(&cb), 0);
+	kfree_skb(in);
+	for (i = 1; i <= 40; i++)
+		KT_ASSERT(seen[i] <= 1);
+	KT_ASSERT(total >= 39 && total <= 40);
+	KT_ASSERT(msgs > 5);
+	KT_ASSERT_EQ(tcredit_del(0), 0);
+	kmock_rcu_sync();
+	KT_ASSERT(!parq_credit_active(kmock_net));
+}
