@@ -350,11 +350,39 @@ netdev_features_t netif_skb_features(struct sk_buff *skb)
 	return 0;
 }
 
-/* GSO packets are not made here. */
+/*
+ * A GSO packet made by kmock_ipv4_gso(): an IPv4 header and its payload in
+ * gso_size pieces, each segment the header and one piece, as the kernel's
+ * segmentation gives (without checksums or a transport header).
+ */
 struct sk_buff *__skb_gso_segment(struct sk_buff *skb,
 				  netdev_features_t features, bool tx_path)
 {
-	return ERR_PTR(-EINVAL);
+	unsigned int hlen = sizeof(struct iphdr), mss = skb_shinfo(skb)->gso_size;
+	struct sk_buff *segs = NULL, **tail = &segs;
+	unsigned int off, n;
+
+	if (!mss || skb_headlen(skb) <= hlen)
+		return ERR_PTR(-EINVAL);
+	for (off = hlen; off < skb->len; off += n) {
+		struct sk_buff *seg;
+
+		n = min_t(unsigned int, mss, skb->len - off);
+		seg = alloc_skb(hlen + n, GFP_ATOMIC);
+		if (!seg) {
+			kfree_skb_list(segs);
+			return ERR_PTR(-ENOMEM);
+		}
+		skb_reset_network_header(seg);
+		skb_put_data(seg, skb->data, hlen);
+		skb_put_data(seg, skb->data + off, n);
+		ip_hdr(seg)->tot_len = htons(hlen + n);
+		seg->protocol = skb->protocol;
+		seg->priority = skb->priority;
+		*tail = seg;
+		tail = &seg->next;
+	}
+	return segs;
 }
 
 struct sk_buff *kmock_nl_skb(unsigned int size)
@@ -382,6 +410,20 @@ struct sk_buff *kmock_ipv4(unsigned int len, u8 dst, u32 prio, u8 tos)
 	skb->protocol = htons(ETH_P_IP);
 	skb->priority = prio;
 	qdisc_skb_cb(skb)->pkt_len = len;
+	return skb;
+}
+
+struct sk_buff *kmock_ipv4_gso(unsigned int len, u8 dst, u32 prio,
+			       unsigned int mss)
+{
+	struct sk_buff *skb = kmock_ipv4(len, dst, prio, 0);
+
+	if (skb) {
+		skb_shinfo(skb)->gso_size = mss;
+		skb_shinfo(skb)->gso_segs =
+			DIV_ROUND_UP(len - sizeof(struct iphdr), mss);
+		skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+	}
 	return skb;
 }
 

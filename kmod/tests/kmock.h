@@ -93,6 +93,13 @@ struct sk_buff *kmock_nl_skb(unsigned int size);
  */
 struct sk_buff *kmock_ipv4(unsigned int len, u8 dst, u32 prio, u8 tos);
 
+/*
+ * A GSO packet of @len bytes from the network header on, to 10.0.0.@dst,
+ * that segments into pieces of @mss bytes after its IPv4 header.
+ */
+struct sk_buff *kmock_ipv4_gso(unsigned int len, u8 dst, u32 prio,
+			       unsigned int mss);
+
 /* An arriving IPv4 packet from 10.0.1.@src, with @tos. */
 struct sk_buff *kmock_ipv4_from(unsigned int len, u8 src, u8 tos);
 

@@ -109,3 +109,70 @@ KTEST(datapath_credit_wait_holds_one_destination)
 	tparq_destroy(&t);
 	KT_ASSERT_EQ(kmock_live, t.live);
 }
+
+/*
+ * A GSO packet for a reserved class is queued as its segments: the
+ * parents are told the difference in packets and bytes, and a
+ * segmentation that fails for memory drops the packet whole.
+ */
+KTEST(datapath_gso_segments_accounted)
+{
+	struct nlattr *tca[TCA_MAX + 1] = {};
+	unsigned long cl = 0;
+	unsigned int bytes = 0, len, n = 0;
+	struct tparq t;
+	struct treq r;
+	long live;
+
+	kmock_reset();
+	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	treq_start(&r);
+	nla_put_u64_64bit(r.skb, TCA_PARQ_CLASS_RATE, 1000000,
+			  TCA_PARQ_CLASS_PAD);
+	tca[TCA_OPTIONS] = treq_end(&r);
+	KT_ASSERT_EQ(parq_class_ops.change(t.sch, TPARQ_HANDLE | 0x16,
+					   TPARQ_HANDLE, tca, &cl, NULL), 0);
+	treq_free(&r);
+
+	/* 20 + 4 x 1000 bytes: four segments of 1020. */
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4_gso(4020, 9,
+						      TPARQ_HANDLE | 0x16,
+						      1000)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(t.sch->q.qlen, 4);
+	KT_ASSERT_EQ(t.sch->qstats.backlog, 4 * 1020);
+	KT_ASSERT_EQ(t.q->s.xs.gso_segments, 4);
+	KT_ASSERT_EQ(kmock_reduced_pkts, 1 - 4);
+	KT_ASSERT_EQ(kmock_reduced_bytes, 4020 - 4 * 1020);
+
+	/* Out of memory at the second segment: nothing more is held. */
+	live = kmock_live;
+	kmock_fail_at = 4;	/* the packet's skb and data, a segment's */
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4_gso(4020, 9,
+						      TPARQ_HANDLE | 0x16,
+						      1000)),
+		     NET_XMIT_DROP);
+	kmock_fail_at = -1;
+	KT_ASSERT_EQ(t.sch->q.qlen, 4);
+	KT_ASSERT_EQ(t.q->s.xs.drop_gso_failed, 1);
+	kfree_skb_list(t.to_free);
+	t.to_free = NULL;
+	KT_ASSERT_EQ(kmock_live, live);
+
+	/* The reserved class's pace lets one go per its interval. */
+	while (n < 4) {
+		len = tparq_dequeue(&t, NULL);
+		if (!len) {
+			KT_ASSERT(kmock_watchdog_at > kmock_now);
+			kmock_now = kmock_watchdog_at;
+			continue;
+		}
+		KT_ASSERT_EQ(len, 1020);
+		bytes += len;
+		n++;
+	}
+	KT_ASSERT_EQ(bytes, 4 * 1020);
+	KT_ASSERT_EQ(t.sch->qstats.backlog, 0);
+	tparq_destroy(&t);
+	KT_ASSERT_EQ(kmock_live, t.live);
+}
