@@ -4,4 +4,5 @@
 kmock-flags:
 	@echo 'KSRC := $(abspath $(srctree))'
 	@echo 'KOBJ := $(abspath $(objtree))'
+	@echo 'KSERIES := $(VERSION).$(PATCHLEVEL)'
 	@echo 'KINCLUDE := $(NOSTDINC_FLAGS) $(LINUXINCLUDE)'
