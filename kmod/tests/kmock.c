@@ -33,7 +33,7 @@
 u64 kmock_now;
 u32 kmock_link_mbps;
 long kmock_fail_at = -1;
-long kmock_allocs, kmock_live;
+long kmock_allocs, kmock_live, kmock_base;
 long kmock_reduced_pkts, kmock_reduced_bytes;
 long kmock_estimators;
 u64 kmock_watchdog_at;
@@ -88,6 +88,7 @@ void kmock_reset(void)
 	kmock_reduced_bytes = 0;
 	kmock_watchdog_at = 0;
 	WARN_ON(kmock_module_init());
+	kmock_base = kmock_live;
 }
 
 /* --- the CPU: current, preemption, time ------------------------------- */

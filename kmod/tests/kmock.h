@@ -29,9 +29,16 @@ extern u32 kmock_link_mbps;
  * kvmalloc, kmem_cache_alloc and skb counts.
  */
 extern long kmock_fail_at;
-/* Allocations made since the start, and those not freed yet. */
+/*
+ * Allocations made since the start, those not freed yet, and those that
+ * were live when the test started (kmock_reset()).
+ */
 extern long kmock_allocs;
 extern long kmock_live;
+extern long kmock_base;
+
+/* Everything the test allocated is freed. */
+#define KT_ASSERT_NO_LEAK()	KT_ASSERT_EQ(kmock_live, kmock_base)
 /* What the qdisc told its parents it dropped (qdisc_tree_reduce_backlog). */
 extern long kmock_reduced_pkts, kmock_reduced_bytes;
 /* Estimators the code holds (gen_replace_estimator, gen_kill_estimator). */

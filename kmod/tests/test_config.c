@@ -14,7 +14,7 @@ KTEST(config_init_defaults_destroy_frees_all)
 	/* 10 Gbit/s, the whole link: the qdisc is the root. */
 	KT_ASSERT_EQ(t.q->linkrate, 10000ULL * 1000000 / 8);
 	tparq_destroy(&t);
-	KT_ASSERT_EQ(kmock_live, t.live);
+	KT_ASSERT_NO_LEAK();
 }
 
 /* A request that fails validation changes nothing and says why. */
@@ -57,7 +57,7 @@ KTEST(config_change_refused_changes_nothing)
 	treq_free(&r);
 
 	tparq_destroy(&t);
-	KT_ASSERT_EQ(kmock_live, t.live);
+	KT_ASSERT_NO_LEAK();
 }
 
 /*
@@ -90,7 +90,7 @@ KTEST(config_change_out_of_memory_changes_nothing)
 	KT_ASSERT(t.q->lbuckets > lbuckets);
 	treq_free(&r);
 	tparq_destroy(&t);
-	KT_ASSERT_EQ(kmock_live, t.live);
+	KT_ASSERT_NO_LEAK();
 }
 
 /*
@@ -110,11 +110,11 @@ KTEST(config_init_every_allocation_fails_cleanly)
 		kmock_fail_at = -1;
 		if (!err) {
 			tparq_destroy(&t);
-			KT_ASSERT_EQ(kmock_live, t.live);
+			KT_ASSERT_NO_LEAK();
 			break;
 		}
 		KT_ASSERT_EQ(err, -ENOMEM);
-		KT_ASSERT_EQ(kmock_live, t.live);
+		KT_ASSERT_NO_LEAK();
 		failed++;
 	}
 	/* The class hash, the flow table and the destinations' table. */
@@ -130,10 +130,8 @@ KTEST(config_dump_round_trip)
 	struct parq_config set;
 	struct tparq t;
 	struct treq r;
-	long live;
 
 	kmock_reset();
-	live = kmock_live;
 	treq_start(&r);
 	nla_put_u32(r.skb, TCA_PARQ_LIMIT, 5000);
 	nla_put_u32(r.skb, TCA_PARQ_THRESHOLD, 9);
@@ -163,7 +161,7 @@ KTEST(config_dump_round_trip)
 	KT_ASSERT_EQ(dump->len, 0);
 	kfree_skb(dump);
 	tparq_destroy(&t);
-	KT_ASSERT_EQ(kmock_live, live);
+	KT_ASSERT_NO_LEAK();
 }
 
 /*
@@ -207,5 +205,5 @@ KTEST(config_lower_limit_evicts_local_first)
 	KT_ASSERT_EQ(bytes, 10 * 100 + 2 * 1000);
 	KT_ASSERT_EQ(t.sch->qstats.backlog, 0);
 	tparq_destroy(&t);
-	KT_ASSERT_EQ(kmock_live, t.live);
+	KT_ASSERT_NO_LEAK();
 }

@@ -51,12 +51,9 @@ static int tcredit_get(u8 dst, u64 *passed, u64 *held)
 KTEST(credit_charge_change_replace)
 {
 	u64 start, until = 0, passed = 0, held = 0;
-	long live;
 
 	kmock_reset();
-	KT_ASSERT_EQ(kmock_module_init(), 0);
 	start = kmock_now;
-	live = kmock_live;
 	KT_ASSERT_EQ(tcharge(7, 600, &until), PARQ_CREDIT_NONE);
 	KT_ASSERT_EQ(tcredit_set(7, 1000, NSEC_PER_MSEC, NSEC_PER_SEC), 0);
 	KT_ASSERT(parq_credit_active(kmock_net));
@@ -68,7 +65,7 @@ KTEST(credit_charge_change_replace)
 
 	/* Same epoch, more credit: in place, the usage stays (1200). */
 	KT_ASSERT_EQ(tcredit_set(7, 1300, NSEC_PER_MSEC, NSEC_PER_SEC), 0);
-	KT_ASSERT_EQ(kmock_live, live + 1);
+	KT_ASSERT_EQ(kmock_live, kmock_base + 1);
 	KT_ASSERT_EQ(tcharge(7, 100, &until), PARQ_CREDIT_PASS);
 	KT_ASSERT_EQ(tcharge(7, 100, &until), PARQ_CREDIT_WAIT);
 	KT_ASSERT_EQ(tcredit_get(7, &passed, &held), 0);
@@ -77,20 +74,20 @@ KTEST(credit_charge_change_replace)
 
 	/* A new epoch: a new entry with the counters, a fresh usage. */
 	KT_ASSERT_EQ(tcredit_set(7, 1000, 2 * NSEC_PER_MSEC, NSEC_PER_SEC), 0);
-	KT_ASSERT_EQ(kmock_live, live + 2);	/* the old one waits for RCU */
+	KT_ASSERT_EQ(kmock_live, kmock_base + 2);	/* the old one waits for RCU */
 	KT_ASSERT_EQ(tcharge(7, 900, &until), PARQ_CREDIT_PASS);
 	KT_ASSERT_EQ(tcredit_get(7, &passed, &held), 0);
 	KT_ASSERT_EQ(passed, 4);
 	KT_ASSERT_EQ(held, 2);
 	kmock_rcu_sync();
-	KT_ASSERT_EQ(kmock_live, live + 1);
+	KT_ASSERT_EQ(kmock_live, kmock_base + 1);
 
 	/* The lease ends: no credit applies, and the entry is swept. */
 	kmock_now += 2 * NSEC_PER_SEC;
 	KT_ASSERT_EQ(tcharge(7, 100, &until), PARQ_CREDIT_NONE);
 	KT_ASSERT(kmock_run_work() >= 1);
 	kmock_rcu_sync();
-	KT_ASSERT_EQ(kmock_live, live);
+	KT_ASSERT_NO_LEAK();
 	KT_ASSERT(!parq_credit_active(kmock_net));
 	KT_ASSERT_EQ(tcredit_get(7, &passed, &held), -ENOENT);
 }
@@ -99,11 +96,8 @@ KTEST(credit_charge_change_replace)
 KTEST(credit_refusals_change_nothing)
 {
 	struct tgenl g;
-	long live;
 
 	kmock_reset();
-	KT_ASSERT_EQ(kmock_module_init(), 0);
-	live = kmock_live;
 
 	/* Out of memory for the entry. */
 	tcredit_req(&g, 9, 1000, NSEC_PER_MSEC, NSEC_PER_SEC);
@@ -112,7 +106,7 @@ KTEST(credit_refusals_change_nothing)
 	kmock_fail_at = -1;
 	tgenl_end(&g);
 	KT_ASSERT(!parq_credit_active(kmock_net));
-	KT_ASSERT_EQ(kmock_live, live);
+	KT_ASSERT_NO_LEAK();
 
 	/* No lease. */
 	tgenl_start(&g);
@@ -137,7 +131,7 @@ KTEST(credit_refusals_change_nothing)
 	/* Deleting what is not there. */
 	KT_ASSERT_EQ(tcredit_del(9), -ENOENT);
 	KT_ASSERT(!parq_credit_active(kmock_net));
-	KT_ASSERT_EQ(kmock_live, live);
+	KT_ASSERT_NO_LEAK();
 	KT_ASSERT_EQ(kmock_run_work(), 0);
 }
 
@@ -151,7 +145,6 @@ KTEST(credit_table_full)
 	int err = 0;
 
 	kmock_reset();
-	KT_ASSERT_EQ(kmock_module_init(), 0);
 	for (i = 0; i < PARQ_CREDIT_ENTRIES_MAX && !err; i++) {
 		struct parq_addr a = { .family = AF_INET6 };
 		struct tgenl g;
@@ -196,7 +189,6 @@ KTEST(credit_dump_resumes)
 	int len, rem;
 
 	kmock_reset();
-	KT_ASSERT_EQ(kmock_module_init(), 0);
 	for (i = 1; i <= 40; i++)
 		KT_ASSERT_EQ(tcredit_set(i, 1000, NSEC_PER_MSEC, NSEC_PER_SEC),
 			     0);

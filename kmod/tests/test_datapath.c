@@ -30,10 +30,8 @@ KTEST(datapath_threshold_share_in_packets)
 	unsigned int i, par, loc;
 	struct tparq t;
 	struct treq r;
-	long live;
 
 	kmock_reset();
-	live = kmock_live;
 	treq_start(&r);
 	nla_put_u32(r.skb, TCA_PARQ_THRESHOLD, 4);
 	nla_put_u8(r.skb, TCA_PARQ_UNIT, PARQ_UNIT_PACKETS);
@@ -56,7 +54,7 @@ KTEST(datapath_threshold_share_in_packets)
 	KT_ASSERT_EQ(t.sch->q.qlen, 0);
 	KT_ASSERT_EQ(t.sch->qstats.backlog, 0);
 	tparq_destroy(&t);
-	KT_ASSERT_EQ(kmock_live, live);
+	KT_ASSERT_NO_LEAK();
 }
 
 /*
@@ -107,7 +105,7 @@ KTEST(datapath_credit_wait_holds_one_destination)
 	KT_ASSERT_EQ(tcredit_del(0), 0);
 	kmock_rcu_sync();
 	tparq_destroy(&t);
-	KT_ASSERT_EQ(kmock_live, t.live);
+	KT_ASSERT_NO_LEAK();
 }
 
 /*
@@ -174,5 +172,5 @@ KTEST(datapath_gso_segments_accounted)
 	KT_ASSERT_EQ(bytes, 4 * 1020);
 	KT_ASSERT_EQ(t.sch->qstats.backlog, 0);
 	tparq_destroy(&t);
-	KT_ASSERT_EQ(kmock_live, t.live);
+	KT_ASSERT_NO_LEAK();
 }

@@ -19,7 +19,6 @@ struct tparq {
 	struct Qdisc		*sch;
 	struct parq_sched_data	*q;
 	struct sk_buff		*to_free;
-	long			live;	/* kmock_live before the qdisc */
 };
 
 static const struct Qdisc_ops tparq_ops = {
@@ -59,7 +58,6 @@ static inline int tparq_init(struct tparq *t, struct nlattr *opt,
 	err = kmock_module_init();
 	if (err)
 		return err;
-	t->live = kmock_live;
 	t->dev = kmock_dev_new(1500);
 	t->sch = kmock_qdisc_new(t->dev, &tparq_ops, TPARQ_HANDLE);
 	t->q = qdisc_priv(t->sch);
