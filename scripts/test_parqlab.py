@@ -126,3 +126,22 @@ def test_missing_ynl_tools_say_how_to_fetch_them(tmp_path, monkeypatch):
     monkeypatch.setenv("PARQ_KERNEL_CACHE", str(tmp_path))
     with pytest.raises(RuntimeError, match="run scripts/kernel-fetch ynl"):
         kernel_ynl.tools_dir()
+
+
+def test_a_client_uses_the_ids_it_resolved_and_never_dumps(monkeypatch):
+    """The kernel library would dump every family once per process and
+    keep the ids it found; a client gives it the ids its own lookup found
+    (sch_parq's may change when it is loaded again)."""
+    from parqlab import genl
+
+    def no_dump():
+        raise AssertionError("the library dumped the families")
+
+    monkeypatch.setattr(genl.lib.ynl, "_genl_load_families", no_dump)
+    for fid, events in ((31, 7), (40, 9)):
+        family = genl._ynl_family(fid, {"events": events})
+        try:
+            assert family.nlproto.family_id == fid
+            assert family.nlproto.get_mcast_id("events", None) == events
+        finally:
+            family.sock.close()

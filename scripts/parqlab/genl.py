@@ -145,34 +145,36 @@ def _merge_subsets(family):
             aset.attrs_by_val[a.value] = a
 
 
-# The kernel library looks the families up once per process and keeps
-# their ids; unloading and loading sch_parq may change parq's.  Each
-# ParqGenl drops that cache and looks the family up again, under this lock.
+# The kernel library looks the families up once per process, by a dump of
+# every family, and keeps their ids in a module global; unloading and
+# loading sch_parq may change parq's.  Each ParqGenl looks the family up
+# itself (_resolve(), which also lets the kernel load the module) and gives
+# the library those ids, under this lock, so that the library never dumps.
 _ynl_lock = threading.Lock()
 _template = None
 
 
-def _ynl_family():
-    """A YnlFamily of the parq spec, with a socket of its own in this
-    thread's namespace.  YnlFamily() parses the spec, which takes longer
-    under QEMU than the tests may wait between two reads (parq_receiver
-    polls L's table every 20 ms with a new ParqGenl): the spec is parsed
-    once, and each family is a copy of that first one with its own
-    socket, made as YnlFamily makes it, notification queue and family
-    id, all the state a YnlFamily keeps (but its shortcuts per operation,
-    family.credit_get(): use do() and dump())."""
+def _ynl_family(fid, groups):
+    """A YnlFamily of the parq spec for family id @fid and multicast
+    groups @groups (as _resolve() found them), with a socket of its own in
+    this thread's namespace.  YnlFamily() parses the spec, which takes
+    longer under QEMU than the tests may wait between two reads
+    (parq_receiver polls L's table every 20 ms with a new ParqGenl): the
+    spec is parsed once, and each family is a copy of that first one with
+    its own socket, notification queue and protocol object (the family's
+    ids), all the state a YnlFamily keeps (but its shortcuts per
+    operation, family.credit_get(): use do() and dump())."""
     global _template
     with _ynl_lock:
-        lib.ynl.genl_family_name_to_id = None
+        lib.ynl.genl_family_name_to_id = {
+            SPEC.name: {"id": fid, "mcast": groups}}
         if _template is None:
             # The spec was validated when this module was imported.
             _template = lib.YnlFamily(SPEC_PATH, "", process_unknown=True)
             _template.sock.close()
             _merge_subsets(_template)
-            family = copy.copy(_template)
-        else:
-            family = copy.copy(_template)
-            family.nlproto = lib.ynl.GenlProtocol(SPEC.name)
+        family = copy.copy(_template)
+        family.nlproto = lib.ynl.GenlProtocol(SPEC.name)
     family.async_msg_queue = []
     family.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
                                 family.nlproto.proto_num)
@@ -197,10 +199,10 @@ class ParqGenl:
         try:
             self.family, self.groups = _resolve(self.raw, SPEC.name)
             if ns is None:
-                self.ynl = _ynl_family()
+                self.ynl = _ynl_family(self.family, self.groups)
             else:
                 with entered(ns.name):
-                    self.ynl = _ynl_family()
+                    self.ynl = _ynl_family(self.family, self.groups)
         except BaseException:
             self.raw.close()
             raise
