@@ -58,8 +58,10 @@ static u64 parq_link_speed(struct net_device *dev)
  * own qdisc under a root that gives each queue one (mq, mqprio, taprio or
  * htb offloaded to the device), every such qdisc sends on one of the
  * device's queues.  A qdisc inside one tree (htb, taprio in software) has
- * the whole link.  A child of mq or mqprio is not grafted yet while it is
- * made (its init): the root tells then.  Under RTNL.
+ * the whole link.  A qdisc is not grafted yet while it is made (its init):
+ * a root one is known by its parent, which the qdisc layer sets first (the
+ * root then is still the one it replaces, mq on a multi-queue device), and
+ * for a child of mq or mqprio the root tells.  Under RTNL.
  */
 static unsigned int parq_link_sharers(struct Qdisc *sch)
 {
@@ -67,7 +69,7 @@ static unsigned int parq_link_sharers(struct Qdisc *sch)
 	struct Qdisc *root = rtnl_dereference(dev->qdisc);
 	unsigned int i, n = dev->real_num_tx_queues;
 
-	if (root == sch || !n)
+	if (sch->parent == TC_H_ROOT || root == sch || !n)
 		return 1;
 	if (!strcmp(root->ops->id, "mq") || !strcmp(root->ops->id, "mqprio"))
 		return n;

@@ -886,28 +886,46 @@ int __ethtool_get_link_ksettings(struct net_device *dev,
 
 /* --- devices and qdiscs ------------------------------------------------- */
 
-struct net_device *kmock_dev_new(unsigned int mtu)
+static const struct Qdisc_ops kmock_mq_ops = { .id = "mq" };
+static const struct Qdisc_ops kmock_pfifo_fast_ops = { .id = "pfifo_fast" };
+
+struct net_device *kmock_dev_new(unsigned int mtu, unsigned int ntx)
 {
 	struct net_device *dev = calloc(1, sizeof(*dev));
+	unsigned int i;
 
-	dev->_tx = calloc(1, sizeof(*dev->_tx));
-	dev->_tx->dev = dev;
-	dev->num_tx_queues = 1;
-	dev->real_num_tx_queues = 1;
+	dev->_tx = calloc(ntx, sizeof(*dev->_tx));
+	for (i = 0; i < ntx; i++)
+		dev->_tx[i].dev = dev;
+	dev->num_tx_queues = ntx;
+	dev->real_num_tx_queues = ntx;
 	dev->mtu = mtu;
 	dev->hard_header_len = ETH_HLEN;
 	dev_net_set(dev, kmock_net);
+	/*
+	 * The default root, kept in ml_priv to be freed with the device: mq
+	 * on a device with several queues, pfifo_fast on one with one.
+	 */
+	dev->ml_priv = kmock_qdisc_new(dev, ntx > 1 ? &kmock_mq_ops :
+						      &kmock_pfifo_fast_ops,
+				       0x10000, TC_H_ROOT);
+	rcu_assign_pointer(dev->qdisc, dev->ml_priv);
+	for (i = 0; i < ntx; i++)
+		rcu_assign_pointer(dev->_tx[i].qdisc_sleeping, dev->ml_priv);
 	return dev;
 }
 
 void kmock_dev_free(struct net_device *dev)
 {
+	free(dev->ml_priv);
 	free(dev->_tx);
 	free(dev);
 }
 
+/* As qdisc_create() makes it: not grafted yet. */
 struct Qdisc *kmock_qdisc_new(struct net_device *dev,
-			      const struct Qdisc_ops *ops, u32 handle)
+			      const struct Qdisc_ops *ops, u32 handle,
+			      u32 parent)
 {
 	/* qdisc_priv() is what follows the structure. */
 	size_t size = sizeof(struct Qdisc) + ops->priv_size;
@@ -915,12 +933,25 @@ struct Qdisc *kmock_qdisc_new(struct net_device *dev,
 
 	sch->ops = ops;
 	sch->handle = handle;
+	sch->parent = parent;
 	sch->dev_queue = dev->_tx;
-	sch->limit = 0;
 	spin_lock_init(&sch->q.lock);
-	rcu_assign_pointer(dev->_tx->qdisc_sleeping, sch);
-	rcu_assign_pointer(dev->qdisc, sch);
 	return sch;
+}
+
+void kmock_graft(struct Qdisc *sch, int txq)
+{
+	struct net_device *dev = qdisc_dev(sch);
+	unsigned int i;
+
+	if (txq >= 0) {
+		sch->dev_queue = &dev->_tx[txq];
+		rcu_assign_pointer(dev->_tx[txq].qdisc_sleeping, sch);
+		return;
+	}
+	for (i = 0; i < dev->num_tx_queues; i++)
+		rcu_assign_pointer(dev->_tx[i].qdisc_sleeping, sch);
+	rcu_assign_pointer(dev->qdisc, sch);
 }
 
 void kmock_qdisc_free(struct Qdisc *sch)

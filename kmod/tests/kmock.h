@@ -82,13 +82,22 @@ void kmock_reset(void);
  */
 int kmock_module_init(void);
 
-/* A net_device with one tx queue; kmock_qdisc_new() puts a qdisc on it. */
-struct net_device *kmock_dev_new(unsigned int mtu);
+/*
+ * A net_device with @ntx tx queues, and mq at its root when there are
+ * several, as a multi-queue device starts.
+ */
+struct net_device *kmock_dev_new(unsigned int mtu, unsigned int ntx);
 void kmock_dev_free(struct net_device *dev);
 
-/* A root qdisc of @ops with its private area, on @dev. */
+/*
+ * A qdisc of @ops with its private area on @dev, as qdisc_create() makes
+ * it before its init: its parent set, not grafted.
+ */
 struct Qdisc *kmock_qdisc_new(struct net_device *dev,
-			      const struct Qdisc_ops *ops, u32 handle);
+			      const struct Qdisc_ops *ops, u32 handle,
+			      u32 parent);
+/* Graft @sch as the root (@txq < 0) or as tx queue @txq's qdisc (mq's). */
+void kmock_graft(struct Qdisc *sch, int txq);
 void kmock_qdisc_free(struct Qdisc *sch);
 
 /* An skb for netlink attributes; kfree_skb() frees it. */

@@ -17,6 +17,32 @@ KTEST(config_init_defaults_destroy_frees_all)
 	KT_ASSERT_NO_LEAK();
 }
 
+/*
+ * The link a qdisc divides among reservations: a root parq made on a
+ * multi-queue device (where mq is the root until parq is grafted) has all
+ * of it from the start; a child of mq has its queue's share.
+ */
+KTEST(config_linkrate_root_over_mq_and_child_of_mq)
+{
+	const u64 link = 10000ULL * 1000000 / 8;
+	struct net_device *dev;
+	struct tparq t, c;
+
+	kmock_reset();
+	dev = kmock_dev_new(1500, 4);
+	KT_ASSERT_EQ(tparq_init_on(&t, dev, TC_H_ROOT, -1, NULL, NULL), 0);
+	KT_ASSERT_EQ(t.q->linkrate, link);
+	KT_ASSERT_EQ(t.q->resv_capacity, link * PARQ_RESERVABLE_DEFAULT / 100);
+	tparq_destroy(&t);
+
+	dev = kmock_dev_new(1500, 4);
+	KT_ASSERT_EQ(tparq_init_on(&c, dev, TC_H_MAKE(0x10000, 2), 1, NULL,
+				   NULL), 0);
+	KT_ASSERT_EQ(c.q->linkrate, link / 4);
+	tparq_destroy(&c);
+	KT_ASSERT_NO_LEAK();
+}
+
 /* A request that fails validation changes nothing and says why. */
 KTEST(config_change_refused_changes_nothing)
 {

@@ -49,34 +49,59 @@ static inline void treq_free(struct treq *r)
 	kfree_skb(r->skb);
 }
 
-/* parq's init, as the qdisc layer calls it; destroy follows a failure. */
-static inline int tparq_init(struct tparq *t, struct nlattr *opt,
-			     struct netlink_ext_ack *extack)
+/*
+ * parq's init on @dev, as the qdisc layer makes a qdisc: created with its
+ * parent, init, then grafted (as the root when @txq < 0, else as mq's
+ * child on queue @txq); destroy follows a failed init.
+ */
+static inline int tparq_init_on(struct tparq *t, struct net_device *dev,
+				u32 parent, int txq, struct nlattr *opt,
+				struct netlink_ext_ack *extack)
 {
 	int err;
 
 	err = kmock_module_init();
 	if (err)
 		return err;
-	t->dev = kmock_dev_new(1500);
-	t->sch = kmock_qdisc_new(t->dev, &tparq_ops, TPARQ_HANDLE);
+	t->dev = dev;
+	t->sch = kmock_qdisc_new(dev, &tparq_ops,
+				 txq < 0 ? TPARQ_HANDLE : 0, parent);
 	t->q = qdisc_priv(t->sch);
 	t->to_free = NULL;
 	err = parq_init(t->sch, opt, extack);
 	if (err) {
 		parq_destroy(t->sch);
 		kmock_qdisc_free(t->sch);
-		kmock_dev_free(t->dev);
+		return err;
 	}
+	kmock_graft(t->sch, txq);
+	return 0;
+}
+
+/* A root parq on a device of its own with one queue. */
+static inline int tparq_init(struct tparq *t, struct nlattr *opt,
+			     struct netlink_ext_ack *extack)
+{
+	struct net_device *dev = kmock_dev_new(1500, 1);
+	int err = tparq_init_on(t, dev, TC_H_ROOT, -1, opt, extack);
+
+	if (err)
+		kmock_dev_free(dev);
 	return err;
 }
 
-static inline void tparq_destroy(struct tparq *t)
+/* The qdisc goes (its device stays: kmock_dev_free()). */
+static inline void tparq_destroy_qdisc(struct tparq *t)
 {
 	kfree_skb_list(t->to_free);
 	t->to_free = NULL;
 	parq_destroy(t->sch);
 	kmock_qdisc_free(t->sch);
+}
+
+static inline void tparq_destroy(struct tparq *t)
+{
+	tparq_destroy_qdisc(t);
 	kmock_dev_free(t->dev);
 }
 
