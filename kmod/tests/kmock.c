@@ -5,12 +5,13 @@
  * inline helpers are the kernel's, linked with the C library for memory.
  *
  * What is here is a model, not the kernel's code: memory comes from
- * malloc() and can be made to fail, the clock is a variable, locks and RCU
- * are nothing (one thread), the red-black tree is an unbalanced binary
- * tree (same order, same interface), the netlink parser checks what
- * parq's policies use (types, lengths, ranges, strict parsing) and reports
- * the offending attribute as the kernel does.  What needs a real kernel
- * (timers, estimators, softirq, other CPUs) stays in the VM's selftests.
+ * malloc() and can be made to fail, the clock is a variable, spinlocks
+ * are nothing (one thread; the mutex and RCU are in kmock_net.c), the
+ * red-black tree is an unbalanced binary tree (same order, same
+ * interface), the netlink parser checks what parq's policies use (types,
+ * lengths, ranges, the strict parsing bits) and reports the offending
+ * attribute as the kernel does.  What needs a real kernel (timers,
+ * estimators, softirq, other CPUs) stays in the VM's selftests.
  */
 #include <linux/ethtool.h>
 #include <linux/ip.h>
@@ -66,22 +67,37 @@ int kmock_module_init(void)
 	return 0;
 }
 
+/*
+ * After each test: the module goes, and what the test left is checked (a
+ * count of preemption or bottom halves not given back, hooks left
+ * registered) and reset, so that the next starts clean.
+ */
 void ktest_teardown(void)
 {
-	if (!kmock_module_up)
-		return;
-	parq_genl_set_open(false);
-	parq_monitor_exit();
-	parq_credit_exit();
-	parq_genl_exit();
-	kmock_rcu_sync();
-	parq_datapath_exit();
-	kmock_module_up = false;
+	if (kmock_module_up) {
+		parq_genl_set_open(false);
+		parq_monitor_exit();
+		parq_credit_exit();
+		parq_genl_exit();
+		kmock_rcu_sync();
+		parq_datapath_exit();
+		kmock_module_up = false;
+	}
+	if (preempt_count())
+		ktest_fail(__FILE__, __LINE__, "preempt count %#x left",
+			   preempt_count());
+	if (kmock_nhooks)
+		ktest_fail(__FILE__, __LINE__, "%u netfilter hooks left",
+			   kmock_nhooks);
+	preempt_count_set(PREEMPT_ENABLED);
+	kfree_skb(kmock_reply);
+	kmock_reply = NULL;
+	kmock_rht_size = KMOCK_RHT_SIZE;
 }
 
 void kmock_reset(void)
 {
-	kmock_now = NSEC_PER_SEC;
+	kmock_set_now(NSEC_PER_SEC);
 	kmock_link_mbps = 10000;
 	kmock_fail_at = -1;
 	kmock_reduced_pkts = 0;
@@ -168,7 +184,9 @@ static void *kmock_alloc(size_t size, gfp_t flags)
 	kmock_allocs++;
 	if (kmock_fail_at >= 0 && kmock_fail_at-- == 0)
 		return NULL;
-	p = flags & __GFP_ZERO ? calloc(1, size ?: 1) : malloc(size ?: 1);
+	if (!size)
+		return ZERO_SIZE_PTR;
+	p = flags & __GFP_ZERO ? calloc(1, size) : malloc(size);
 	if (p)
 		kmock_live++;
 	return p;
@@ -201,6 +219,11 @@ void *__kmalloc(size_t size, gfp_t flags)
 
 void *kvmalloc_node(size_t size, gfp_t flags, int node)
 {
+	/* As the kernel's: larger would overflow its callers' arithmetic. */
+	if (size > INT_MAX) {
+		WARN_ON_ONCE(!(flags & __GFP_NOWARN));
+		return NULL;
+	}
 	return kmock_alloc(size, flags);
 }
 
@@ -378,8 +401,14 @@ struct sk_buff *__skb_gso_segment(struct sk_buff *skb,
 		skb_put_data(seg, skb->data, hlen);
 		skb_put_data(seg, skb->data + off, n);
 		ip_hdr(seg)->tot_len = htons(hlen + n);
+		/* What __copy_skb_header() carries over. */
 		seg->protocol = skb->protocol;
 		seg->priority = skb->priority;
+		seg->mark = skb->mark;
+		seg->hash = skb->hash;
+		seg->l4_hash = skb->l4_hash;
+		seg->sw_hash = skb->sw_hash;
+		memcpy(seg->cb, skb->cb, sizeof(seg->cb));
 		*tail = seg;
 		tail = &seg->next;
 	}
@@ -420,10 +449,14 @@ struct sk_buff *kmock_ipv4_gso(unsigned int len, u8 dst, u32 prio,
 	struct sk_buff *skb = kmock_ipv4(len, dst, prio, 0);
 
 	if (skb) {
+		u16 segs = DIV_ROUND_UP(len - sizeof(struct iphdr), mss);
+
 		skb_shinfo(skb)->gso_size = mss;
-		skb_shinfo(skb)->gso_segs =
-			DIV_ROUND_UP(len - sizeof(struct iphdr), mss);
+		skb_shinfo(skb)->gso_segs = segs;
 		skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+		/* As qdisc_pkt_len_init(): each segment's header counted. */
+		qdisc_skb_cb(skb)->pkt_len = len + (segs - 1) *
+					     sizeof(struct iphdr);
 	}
 	return skb;
 }
@@ -437,10 +470,16 @@ struct sk_buff *kmock_ipv4_from(unsigned int len, u8 src, u8 tos)
 	return skb;
 }
 
+/* jiffies follow the clock, from INITIAL_JIFFIES at 0. */
+void kmock_set_now(u64 ns)
+{
+	kmock_now = ns;
+	jiffies_64 = INITIAL_JIFFIES + div_u64(ns, NSEC_PER_SEC / HZ);
+}
+
 void kmock_advance(u64 ns)
 {
-	kmock_now += ns;
-	jiffies_64 += div_u64(ns, NSEC_PER_SEC / HZ);
+	kmock_set_now(kmock_now + ns);
 }
 
 /* --- red-black trees, unbalanced --------------------------------------- */
@@ -612,11 +651,12 @@ static int kmock_nla_range(const struct nla_policy *pt,
 
 static int kmock_nla_validate_all(const struct nlattr *head, int len,
 				  int maxtype, const struct nla_policy *policy,
-				  bool strict, struct nlattr **tb,
+				  unsigned int validate, struct nlattr **tb,
 				  struct netlink_ext_ack *extack);
 
+/* One attribute against its policy; @validate: the NL_VALIDATE_* bits. */
 static int kmock_nla_validate(const struct nla_policy *pt,
-			      const struct nlattr *nla, bool strict,
+			      const struct nlattr *nla, unsigned int validate,
 			      struct netlink_ext_ack *extack)
 {
 	static const u8 size[] = {
@@ -624,35 +664,57 @@ static int kmock_nla_validate(const struct nla_policy *pt,
 		[NLA_S8] = 1, [NLA_S16] = 2, [NLA_S32] = 4, [NLA_S64] = 8,
 		[NLA_FLAG] = 0, [NLA_MSECS] = 8,
 	};
+	bool nested = pt->type == NLA_NESTED || pt->type == NLA_NESTED_ARRAY;
 	int len = nla_len(nla);
 
+	if (validate & NL_VALIDATE_NESTED) {
+		if (nested && !(nla->nla_type & NLA_F_NESTED))
+			return kmock_nla_bad(nla, "NLA_F_NESTED is missing",
+					     extack);
+		if (!nested && pt->type != NLA_UNSPEC &&
+		    (nla->nla_type & NLA_F_NESTED))
+			return kmock_nla_bad(nla, "NLA_F_NESTED not expected",
+					     extack);
+	}
 	switch (pt->type) {
 	case NLA_REJECT:
 		return kmock_nla_bad(nla, "Attribute not allowed", extack);
 	case NLA_UNSPEC:
-		if (strict)
+		if (validate & NL_VALIDATE_UNSPEC)
 			return kmock_nla_bad(nla, "Unsupported attribute",
 					     extack);
 		return 0;
 	case NLA_U8: case NLA_U16: case NLA_U32: case NLA_U64:
 	case NLA_S8: case NLA_S16: case NLA_S32: case NLA_S64:
 	case NLA_FLAG: case NLA_MSECS:
-		if (len < size[pt->type] || (strict && len != size[pt->type]))
-			return kmock_nla_bad(nla, "Attribute has wrong length",
+		if ((validate & NL_VALIDATE_STRICT_ATTRS) &&
+		    len != size[pt->type])
+			return kmock_nla_bad(nla, "invalid attribute length",
 					     extack);
+		if (len < size[pt->type]) {
+			kmock_nla_bad(nla, "Attribute too short", extack);
+			return -ERANGE;
+		}
 		break;
 	case NLA_BINARY:
 		/* NLA_POLICY_EXACT_LEN() and its kin: a range of lengths. */
-		if (pt->validation_type == NLA_VALIDATE_RANGE ||
-		    pt->validation_type == NLA_VALIDATE_RANGE_WARN_TOO_LONG) {
-			if (len < pt->min || len > pt->max)
-				return kmock_nla_bad(nla,
-						     "Attribute has wrong length",
-						     extack);
+		if (pt->validation_type == NLA_VALIDATE_RANGE) {
+			if (len < pt->min || len > pt->max) {
+				kmock_nla_bad(nla,
+					      "binary attribute size out of range",
+					      extack);
+				return -ERANGE;
+			}
 			return 0;
 		}
-		if (pt->len && len > pt->len)
-			return kmock_nla_bad(nla, "Attribute too long", extack);
+		if (pt->validation_type != NLA_VALIDATE_NONE)
+			return kmock_nla_bad(nla,
+					     "kmock: validation not modelled",
+					     extack);
+		if (pt->len && len > pt->len) {
+			kmock_nla_bad(nla, "Attribute too long", extack);
+			return -ERANGE;
+		}
 		return 0;
 	case NLA_NESTED:
 		if (len && len < NLA_HDRLEN)
@@ -661,8 +723,8 @@ static int kmock_nla_validate(const struct nla_policy *pt,
 		if (!pt->nested_policy || !len)
 			return 0;
 		return kmock_nla_validate_all(nla_data(nla), len, pt->len,
-					      pt->nested_policy, strict, NULL,
-					      extack);
+					      pt->nested_policy, validate,
+					      NULL, extack);
 	default:
 		return kmock_nla_bad(nla, "kmock: type not modelled", extack);
 	}
@@ -671,32 +733,35 @@ static int kmock_nla_validate(const struct nla_policy *pt,
 
 static int kmock_nla_validate_all(const struct nlattr *head, int len,
 				  int maxtype, const struct nla_policy *policy,
-				  bool strict, struct nlattr **tb,
+				  unsigned int validate, struct nlattr **tb,
 				  struct netlink_ext_ack *extack)
 {
+	u16 strict_start = policy ? policy[0].strict_start_type : 0;
 	const struct nlattr *nla;
 	int rem, err;
 
 	nla_for_each_attr(nla, head, len, rem) {
 		u16 type = nla_type(nla);
+		unsigned int v = validate;
 
+		if (strict_start && type >= strict_start)
+			v |= NL_VALIDATE_STRICT;
 		if (type == 0 || type > maxtype) {
-			if (strict)
+			if (v & NL_VALIDATE_MAXTYPE)
 				return kmock_nla_bad(nla,
 						     "Unknown attribute type",
 						     extack);
 			continue;
 		}
 		if (policy) {
-			err = kmock_nla_validate(&policy[type], nla, strict,
-						 extack);
+			err = kmock_nla_validate(&policy[type], nla, v, extack);
 			if (err)
 				return err;
 		}
 		if (tb)
 			tb[type] = (struct nlattr *)nla;
 	}
-	if (rem > 0 && strict) {
+	if (rem > 0 && (validate & NL_VALIDATE_TRAILING)) {
 		NL_SET_ERR_MSG(extack, "bytes leftover after parsing attributes");
 		return -EINVAL;
 	}
@@ -708,8 +773,8 @@ int __nla_parse(struct nlattr **tb, int maxtype, const struct nlattr *head,
 		struct netlink_ext_ack *extack)
 {
 	memset(tb, 0, sizeof(*tb) * (maxtype + 1));
-	return kmock_nla_validate_all(head, len, maxtype, policy,
-				      validate & NL_VALIDATE_STRICT, tb, extack);
+	return kmock_nla_validate_all(head, len, maxtype, policy, validate, tb,
+				      extack);
 }
 
 int nla_memcpy(void *dest, const struct nlattr *src, int count)

@@ -19,7 +19,7 @@ void *calloc(size_t n, size_t size);
 void free(void *p);
 int vprintf(const char *fmt, va_list ap);
 
-/* The clock ktime_get() reads, in ns; tests move it. */
+/* The clock ktime_get() reads, in ns: kmock_set_now() moves it. */
 extern u64 kmock_now;
 /* The link speed ethtool reports, in Mbit/s; 0: none (an error). */
 extern u32 kmock_link_mbps;
@@ -51,6 +51,9 @@ void *kmock_zalloc(size_t size);
 
 /* The one network namespace (kmock_net.c). */
 extern struct net *kmock_net;
+/* Buckets of the rhashtables made from now on (a power of 2). */
+#define KMOCK_RHT_SIZE	4096
+extern unsigned int kmock_rht_size;
 /* A socket in it, for a dump's request. */
 struct sock *kmock_sock(void);
 /* Free what kfree_rcu() was given: a grace period. */
@@ -111,7 +114,8 @@ struct sk_buff *kmock_ipv4(unsigned int len, u8 dst, u32 prio, u8 tos);
 
 /*
  * A GSO packet of @len bytes from the network header on, to 10.0.0.@dst,
- * that segments into pieces of @mss bytes after its IPv4 header.
+ * that segments into pieces of @mss bytes after its IPv4 header; its
+ * length for the qdisc counts every segment's header, as the stack's.
  */
 struct sk_buff *kmock_ipv4_gso(unsigned int len, u8 dst, u32 prio,
 			       unsigned int mss);
@@ -119,7 +123,8 @@ struct sk_buff *kmock_ipv4_gso(unsigned int len, u8 dst, u32 prio,
 /* An arriving IPv4 packet from 10.0.1.@src, with @tos. */
 struct sk_buff *kmock_ipv4_from(unsigned int len, u8 src, u8 tos);
 
-/* Move the clock and jiffies on by @ns. */
+/* Set the clock, or move it on by @ns; jiffies follow. */
+void kmock_set_now(u64 ns);
 void kmock_advance(u64 ns);
 
 #endif /* _PARQ_KMOCK_H */

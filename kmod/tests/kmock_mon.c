@@ -102,10 +102,10 @@ int nf_register_net_hooks(struct net *net, const struct nf_hook_ops *reg,
 void nf_unregister_net_hooks(struct net *net, const struct nf_hook_ops *reg,
 			     unsigned int n)
 {
-	if (kmock_hooks == reg) {
-		kmock_hooks = NULL;
-		kmock_nhooks = 0;
-	}
+	if (WARN_ON(kmock_hooks != reg || kmock_nhooks != n))
+		return;
+	kmock_hooks = NULL;
+	kmock_nhooks = 0;
 }
 
 #define KMOCK_TIMERS	8

@@ -7,13 +7,14 @@
  *   operations get as in the kernel (net_generic());
  * - rhashtable's out-of-line half over the kernel's own inline half: a
  *   table of fixed size that never resizes (so a walk never restarts), and
- *   a walker that keeps its place by position in the bucket, as the
- *   kernel's does;
+ *   a walker that keeps its place by position in the bucket and resumes
+ *   after an entry that went, as the kernel's does;
  * - RCU's deferred frees wait for kmock_rcu_sync(), so that a reader the
  *   test runs before it still sees the old object, and ASan sees a use
  *   after it;
  * - delayed work runs when the test says (kmock_run_work());
- * - a mutex taken twice is a WARN.
+ * - a mutex taken twice is a WARN; local_bh_enable() gives back the count
+ *   local_bh_disable() took.
  */
 #include <linux/mutex.h>
 #include <linux/rhashtable.h>
@@ -90,6 +91,10 @@ void unregister_pernet_subsys(struct pernet_operations *ops)
 	for (id = 1; id < KMOCK_NET_IDS; id++) {
 		if (kmock_pernet[id] != ops)
 			continue;
+		/* As cleanup_net(): pre_exit, a grace period, exit. */
+		if (ops->pre_exit)
+			ops->pre_exit(&kmock_net_ns);
+		kmock_rcu_sync();
 		if (ops->exit)
 			ops->exit(&kmock_net_ns);
 		free(ng->ptr[id]);
@@ -110,8 +115,12 @@ static struct kmock_rcu_free *kmock_rcu_pending;
 /* kfree_rcu(): @func is the rcu_head's offset in the object. */
 void kvfree_call_rcu(struct rcu_head *head, rcu_callback_t func)
 {
-	struct kmock_rcu_free *f = calloc(1, sizeof(*f));
+	struct kmock_rcu_free *f;
 
+	/* kvfree_rcu() of one argument, which parq does not use. */
+	if (WARN_ON(!head))
+		return;
+	f = calloc(1, sizeof(*f));
 	f->obj = (char *)head - (unsigned long)func;
 	f->next = kmock_rcu_pending;
 	kmock_rcu_pending = f;
@@ -146,8 +155,10 @@ void mutex_unlock(struct mutex *lock)
 	atomic_long_set(&lock->owner, 0);
 }
 
+/* local_bh_disable() added @cnt to the count inline. */
 void __local_bh_enable_ip(unsigned long ip, unsigned int cnt)
 {
+	__preempt_count_sub(cnt);
 }
 
 /*
@@ -241,7 +252,8 @@ unsigned int kmock_run_work(void)
 
 /* --- rhashtable ------------------------------------------------------------- */
 
-#define KMOCK_RHT_SIZE	4096	/* buckets of every table */
+/* Buckets of every table made from now on (a power of 2). */
+unsigned int kmock_rht_size = KMOCK_RHT_SIZE;
 
 /* The hash the kernel's inline code computes for a key of @len bytes. */
 static u32 kmock_jhash2(const void *key, u32 len, u32 seed)
@@ -267,13 +279,13 @@ int rhashtable_init(struct rhashtable *ht,
 	if (!ht->p.hashfn)
 		ht->p.hashfn = ht->key_len % sizeof(u32) ? kmock_jhash :
 							    kmock_jhash2;
-	tbl = kvzalloc(struct_size(tbl, buckets, KMOCK_RHT_SIZE), GFP_KERNEL);
+	tbl = kvzalloc(struct_size(tbl, buckets, kmock_rht_size), GFP_KERNEL);
 	if (!tbl)
 		return -ENOMEM;
-	tbl->size = KMOCK_RHT_SIZE;
+	tbl->size = kmock_rht_size;
 	tbl->hash_rnd = get_random_u32();
 	INIT_LIST_HEAD(&tbl->walkers);
-	for (i = 0; i < KMOCK_RHT_SIZE; i++)
+	for (i = 0; i < tbl->size; i++)
 		INIT_RHT_NULLS_HEAD(tbl->buckets[i]);
 	RCU_INIT_POINTER(ht->tbl, tbl);
 	return 0;
@@ -418,12 +430,19 @@ void *rhashtable_walk_next(struct rhashtable_iter *iter)
 	return NULL;
 }
 
+/*
+ * The current entry, or the next one: when the current one went while the
+ * walk was stopped, skip still counts it, and its successor took its
+ * position.
+ */
 void *rhashtable_walk_peek(struct rhashtable_iter *iter)
 {
 	if (iter->p)
 		return rht_obj(iter->ht, iter->p);
 	if (iter->end_of_table)
 		return NULL;
+	if (iter->skip)
+		iter->skip--;
 	return rhashtable_walk_next(iter);
 }
 

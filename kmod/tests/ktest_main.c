@@ -44,10 +44,14 @@ int ktest_failed(void)
 
 static void ktest_on_ud2(int sig)
 {
-	static const char msg[] = "\nWARN or BUG (ud2) in the code under test: gdb shows where\n";
+	static const char msg[] = "\nWARN or BUG (ud2) in the code under test, in ";
+	static const char end[] = ": gdb shows where\n";
+	const char *name = ktest_cur_name ? ktest_cur_name : "no test";
 
 	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
+	if (write(2, msg, sizeof(msg) - 1) < 0 ||
+	    write(2, name, strlen(name)) < 0 ||
+	    write(2, end, sizeof(end) - 1) < 0)
 		_exit(3);
 	_exit(2);
 }

@@ -129,12 +129,13 @@ static inline unsigned int tparq_dequeue(struct tparq *t, u32 *prio)
  * A request to the parq family: put attributes in g.skb, then tgenl_do()
  * does what the genl core does with a request for @cmd: finds its
  * operation in the family that registered, parses the attributes with the
- * operation's policy, and calls pre_doit, then doit with the genl_info it
- * would make.
+ * operation's policy into a table of the operation's size (so that ASan
+ * sees a handler read past it), and calls pre_doit, then doit with the
+ * genl_info it would make.  Permissions are not checked here.
  */
 struct tgenl {
 	struct sk_buff		*skb;
-	struct nlattr		*tb[PARQ_A_MAX + 1];
+	struct nlattr		**tb;
 	struct genl_info	info;
 	struct netlink_ext_ack	extack;
 };
@@ -156,9 +157,8 @@ static inline int tgenl_do(struct tgenl *g, u8 cmd)
 			op = &f->ops[i];
 	if (!op || !op->doit)
 		return -EOPNOTSUPP;
-	if (op->maxattr > PARQ_A_MAX)
-		return -EINVAL;
-	memset(g->tb, 0, sizeof(g->tb));
+	free(g->tb);
+	g->tb = calloc(op->maxattr + 1, sizeof(*g->tb));
 	memset(&g->extack, 0, sizeof(g->extack));
 	err = nla_parse(g->tb, op->maxattr, (struct nlattr *)g->skb->data,
 			g->skb->len, op->policy, &g->extack);
@@ -180,6 +180,8 @@ static inline void tgenl_end(struct tgenl *g)
 {
 	kfree_skb(g->skb);
 	g->skb = NULL;
+	free(g->tb);
+	g->tb = NULL;
 }
 
 /* The attributes of a message of the family. */
