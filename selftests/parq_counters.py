@@ -79,11 +79,8 @@ def send(env, spec):
     a, topo = env.a, env.topo
     out = []
     for count, payload, tos, prio, port in spec:
-        s = udp_socket(a, tos=tos, priority=prio)
-        try:
+        with udp_socket(a, tos=tos, priority=prio) as s:
             out.append(send_udp(s, topo.ip_b(), port, payload, count))
-        finally:
-            s.close()
     return out
 
 
@@ -185,11 +182,8 @@ def t_priority_handle0(env):
         check_eq({q["handle"] for q in kids}, {"0:"}, "their handles")
         for count, tos, prio in ((K, None, 1), (5, TOS_EF, 2),
                                  (5, None, 6)):
-            s = udp_socket(a, tos=tos, priority=prio)
-            try:
+            with udp_socket(a, tos=tos, priority=prio) as s:
                 send_udp(s, "10.99.0.2", 9, 100, count)
-            finally:
-                s.close()
 
         def totals():
             kids = [q for q in tclib.qdiscs(a, dev) if q.get("kind") == "parq"]

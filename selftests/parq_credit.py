@@ -527,14 +527,11 @@ def t_parallel_not_held(env):
         with genl(env) as g:
             ok(g.delete(), "flush")
             ok(g.set(D1, credit=0, lease=60 * SEC), "credit 0 for D1")
-            sk = udp_socket(topo.a, tos=TOS_EF)
-            try:
+            with udp_socket(topo.a, tos=TOS_EF) as sk:
                 for i in range(N):
                     sk.sendto(bytes(PAYLOAD), (D1, PORT))
                     if i % 20 == 19:
                         time.sleep(0.01)
-            finally:
-                sk.close()
             time.sleep(0.5)
             ok(g.delete(), "flush")
     finally:

@@ -74,8 +74,7 @@ def send(env, src, n, tos=0, dst=A1, family=socket.AF_INET, prio=None,
     """@n datagrams of PAYLOAD bytes from B's address @src to A (with
     SO_PRIORITY @prio if given: after IP_TOS, which sets the priority
     too)."""
-    sk = env.topo.b.socket(family, socket.SOCK_DGRAM)
-    try:
+    with env.topo.b.socket(family, socket.SOCK_DGRAM) as sk:
         if family == socket.AF_INET:
             sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
         else:
@@ -85,8 +84,6 @@ def send(env, src, n, tos=0, dst=A1, family=socket.AF_INET, prio=None,
         sk.bind((src, 0))
         for _ in range(n):
             sk.sendto(bytes(PAYLOAD), (dst, port))
-    finally:
-        sk.close()
 
 
 def csum(data):
@@ -100,8 +97,8 @@ def csum(data):
 
 def send_spoofed(env, sources, tos=0):
     """One UDP datagram to A from each of @sources (IPv4, raw socket)."""
-    sk = env.topo.b.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    try:
+    with env.topo.b.socket(socket.AF_INET, socket.SOCK_RAW,
+                           socket.IPPROTO_RAW) as sk:
         for src in sources:
             udp = struct.pack("!HHHH", 40000, PORT, 8 + PAYLOAD, 0) + \
                 bytes(PAYLOAD)
@@ -110,8 +107,6 @@ def send_spoofed(env, sources, tos=0):
                               socket.inet_aton(src), socket.inet_aton(A1))
             hdr = hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:]
             sk.sendto(hdr + udp, (A1, 0))
-    finally:
-        sk.close()
 
 
 def settle():

@@ -84,11 +84,8 @@ def nxt(env):
 
 def send(env, data, ns=None):
     topo = env.topo
-    s = (ns or topo.b).socket()
-    try:
+    with (ns or topo.b).socket() as s:
         s.sendto(data, (topo.ip_a(), PORT))
-    finally:
-        s.close()
 
 
 def send_accepted(env, data, what, also=lambda: True):
@@ -413,12 +410,9 @@ def t_wrong_source(env):
     e, s = nxt(env)
     data = credits.grant(key, PEER, e, s, 10, [topo.ip_b()], EPOCH_US, 500,
                          to=topo.ip_a())
-    sock = topo.b.socket()
-    try:
+    with topo.b.socket() as sock:
         sock.bind(("10.77.0.9", 0))
         sock.sendto(data, (topo.ip_a(), PORT))
-    finally:
-        sock.close()
     wait_for("wrong_source counted",
              lambda: drops(env, "wrong_source") == before + 1)
     check_eq(table(env), {}, "table after a wrong-source message")
@@ -482,8 +476,7 @@ def t_parqctl_peers(env):
     check_eq(p["held"], [], "nothing held after the RELEASE")
     # A connection that asks nothing is closed after 2 s (parqd.md), also
     # when nothing else arrives at the socket.
-    silent = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as silent:
         silent.connect(os.path.join(tmp, "parqd.toml.sock"))
         silent.settimeout(6 * ktap.slowdown())
         t0 = time.monotonic()
@@ -494,8 +487,6 @@ def t_parqctl_peers(env):
                                  f"{6 * ktap.slowdown()} s")
         check_eq(got, b"", "a silent connection is closed without a reply")
         diag(f"silent connection closed after {time.monotonic() - t0:.1f} s")
-    finally:
-        silent.close()
     r = ctl_json(env, "peers", "--socket", os.path.join(tmp, "none.sock"),
                  check_rc=False)
     check(r.get("ok") is False and "cannot reach parqd's status socket"

@@ -736,12 +736,9 @@ def send(env, m_or_none, port, payload, count, tos=None):
     """@count datagrams to B:@port, with SO_PRIORITY 1:@m if @m_or_none."""
     a, topo = env.a, env.topo
     prio = resv.prio_of(m_or_none) if m_or_none is not None else None
-    s = udp_socket(a, tos=tos, priority=prio)
-    try:
+    with udp_socket(a, tos=tos, priority=prio) as s:
         for _ in range(count):
             s.sendto(bytes(payload), (topo.ip_b(), port))
-    finally:
-        s.close()
     return payload + UDP_OVERHEAD
 
 
@@ -1219,12 +1216,9 @@ def t_scale_10k(env):
 
         # Traffic through a sample of the classes (SO_PRIORITY 1:minor).
         sample = list(minors)[::N // 50]
-        s = udp_socket(a)
-        try:
+        with udp_socket(a) as s:
             for m in sample:
                 resv.send_to_class(a, "10.99.0.2", 9, 100, 3, m, sock=s)
-        finally:
-            s.close()
         q = resv.wait_qlen(a, dev, 0)
         check_eq(q["qlen"], 0, "qdisc drained")
         cls = resv.classes(a, dev)

@@ -325,11 +325,8 @@ def t_peek_then_dequeue(env):
     tc(a, "qdisc", "add", "dev", dev, "parent", "2:1", "handle", "3:",
        "parq")
     n = 200
-    s = udp_socket(a)
-    try:
+    with udp_socket(a) as s:
         send_udp(s, topo.ip_b(), 9, 1000, n, gap=0.001)
-    finally:
-        s.close()
     q = ktap.poll(lambda: tclib.parq_qdisc(a, dev),
                   lambda q: q["qlen"] == 0 and q["packets"] >= n, 10.0)
     diag(f"parq: {q['packets']} packets sent, qlen {q['qlen']}, "
@@ -440,16 +437,14 @@ class InCgroup:
 
 def spoof(ns, dst, sources):
     """One UDP packet to @dst from each of @sources (raw IPv4 from @ns)."""
-    sk = ns.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    try:
+    with ns.socket(socket.AF_INET, socket.SOCK_RAW,
+                   socket.IPPROTO_RAW) as sk:
         d = socket.inet_aton(dst)
         for src in sources:
             udp = struct.pack("!HHHH", 9, 9, 8, 0)
             ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0,
                              socket.inet_aton(src), d)
             sk.sendto(ip + udp, (dst, 0))
-    finally:
-        sk.close()
 
 
 CG_CREDITS = 16384
