@@ -86,8 +86,8 @@ void kmock_reset(void);
 int kmock_module_init(void);
 
 /*
- * A net_device with @ntx tx queues, and mq at its root when there are
- * several, as a multi-queue device starts.
+ * A net_device with @ntx tx queues, and at its root what the kernel puts
+ * there first: mq when there are several queues, pfifo_fast for one.
  */
 struct net_device *kmock_dev_new(unsigned int mtu, unsigned int ntx);
 void kmock_dev_free(struct net_device *dev);
@@ -107,8 +107,9 @@ void kmock_qdisc_free(struct Qdisc *sch);
 struct sk_buff *kmock_nl_skb(unsigned int size);
 
 /*
- * An IPv4 UDP packet of @len bytes from the network header on, to
- * 10.0.0.@dst, with @prio in skb->priority and @tos in its header.
+ * An IPv4 packet of @len bytes from the network header on (protocol UDP,
+ * zeros after the IP header), to 10.0.0.@dst, with @prio in
+ * skb->priority and @tos in its header.
  */
 struct sk_buff *kmock_ipv4(unsigned int len, u8 dst, u32 prio, u8 tos);
 
