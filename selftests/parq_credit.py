@@ -209,8 +209,6 @@ def t_refusals(env):
 
 
 UNPRIV = r"""
-import sys
-sys.path.insert(0, sys.argv[1])
 from parqlab.genl import ParqGenl, GenlError
 g = ParqGenl()
 print(g.set("10.77.0.5", credit=1, lease=10**9).errname)
@@ -231,7 +229,8 @@ def t_admin_perm(env):
                            "scripts")
     p = topo.a.run(["setpriv", "--reuid=65534", "--regid=65534",
                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
-                    "/usr/bin/python3", "-c", UNPRIV, scripts], check=False)
+                    "env", f"PYTHONPATH={scripts}",
+                    "/usr/bin/python3", "-c", UNPRIV], check=False)
     check(p.returncode == 0, f"unprivileged client: {p.stderr.strip()}")
     check_eq(p.stdout.split(), ["EPERM", "EPERM", "EPERM"],
              "unprivileged set, delete all, dump")

@@ -337,8 +337,6 @@ def t_peek_then_dequeue(env):
 
 # Run in a child user namespace: prints one word per request.
 USERNS = r"""
-import sys
-sys.path.insert(0, sys.argv[1])
 from parqlab.genl import ParqGenl, GenlError
 from parqlab.ktap import Skip
 g = ParqGenl()
@@ -370,7 +368,8 @@ def t_permissions(env):
     join = [] if events else ["NOGROUP"]
     # Root of a user namespace that does not own A's network namespace.
     p = a.run(["unshare", "--user", "--map-root-user",
-               "/usr/bin/python3", "-c", USERNS, SCRIPTS], check=False)
+               "env", f"PYTHONPATH={SCRIPTS}",
+               "/usr/bin/python3", "-c", USERNS], check=False)
     check(p.returncode == 0, f"client in a user namespace: {p.stderr}")
     diag(f"another user namespace's root in A: {p.stdout.split()}")
     check_eq(p.stdout.split(), ["EPERM"] * (4 - len(join)) + join,
@@ -379,7 +378,8 @@ def t_permissions(env):
         check_eq(g.dump(), [], "A's table after the refused set")
     # Root of a user namespace that owns a fresh network namespace.
     p = a.run(["unshare", "--user", "--map-root-user", "--net",
-               "/usr/bin/python3", "-c", USERNS, SCRIPTS], check=False)
+               "env", f"PYTHONPATH={SCRIPTS}",
+               "/usr/bin/python3", "-c", USERNS], check=False)
     check(p.returncode == 0, f"client in its own namespaces: {p.stderr}")
     diag(f"container root in its own namespace: {p.stdout.split()}")
     check_eq(p.stdout.split(), ["OK"] * (4 - len(join)) + join,
@@ -660,11 +660,10 @@ def t_memcg_idle(env):
 
 ERR_HAMMER = r"""
 import sys
-sys.path.insert(0, sys.argv[1])
 from parqlab import rtnl, uapi
 nl = rtnl.Rtnl()
-ifindex = nl.ifindex(sys.argv[2])
-body = (rtnl.tcmsg(ifindex, 0x10000 | int(sys.argv[3]), 0x10000) +
+ifindex = nl.ifindex(sys.argv[1])
+body = (rtnl.tcmsg(ifindex, 0x10000 | int(sys.argv[2]), 0x10000) +
         rtnl.nla_str(rtnl.TCA_KIND, "parq") +
         rtnl.nest(rtnl.TCA_OPTIONS,
                   rtnl.nla_u64(uapi.TCA_PARQ_CLASS_RATE, 10**9)))
@@ -685,8 +684,9 @@ def t_err_ring(env):
         tc(ns, "qdisc", "del", "dev", d, "root", check=False)
         tc(ns, "qdisc", "add", "dev", d, "root", "handle", "1:", "parq",
            "linkrate", rate)
-    hammers = [topo.b.popen(["python3", "-c", ERR_HAMMER, SCRIPTS,
-                             topo.dev_b(), str(0x30 + i)]) for i in range(2)]
+    hammers = [topo.b.popen(["env", f"PYTHONPATH={SCRIPTS}", "python3", "-c",
+                             ERR_HAMMER, topo.dev_b(), str(0x30 + i)])
+               for i in range(2)]
     want = resv.refusal(95000000, 90000000, 90000000)
     tries = bad = 0
     try:
