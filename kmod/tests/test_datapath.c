@@ -177,3 +177,82 @@ KTEST(datapath_gso_segments_accounted)
 	tparq_destroy(&t);
 	KT_ASSERT_NO_LEAK();
 }
+
+/*
+ * A full qdisc takes a parallel packet in the place of a local one, and
+ * drops a local packet that arrives; the parents are told of the eviction
+ * only once the new packet is in, and a reset empties it all.
+ */
+KTEST(datapath_full_evicts_local_for_parallel)
+{
+	struct tparq t;
+	struct treq r;
+	unsigned int i;
+
+	kmock_reset();
+	treq_start(&r);
+	nla_put_u32(r.skb, TCA_PARQ_LIMIT, 8);
+	nla_put_u32(r.skb, TCA_PARQ_FLOW_LIMIT, 8);
+	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
+	treq_free(&r);
+	for (i = 0; i < 8; i++)
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(900, 2 + i % 3,
+							  TPARQ_LOCAL, 0)),
+			     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(900, 2, TPARQ_LOCAL, 0)),
+		     NET_XMIT_DROP);
+	KT_ASSERT_EQ(t.sch->qstats.drops, 1);
+	for (i = 0; i < 3; i++)
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 9,
+							  TPARQ_PARALLEL, 0)),
+			     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(t.sch->q.qlen, 8);
+	KT_ASSERT_EQ(t.q->parallel_qlen, 3);
+	KT_ASSERT_EQ(t.q->local_qlen, 5);
+	KT_ASSERT_EQ(kmock_reduced_pkts, 3);
+	KT_ASSERT_EQ(kmock_reduced_bytes, 3 * 900);
+	KT_ASSERT_EQ(t.sch->qstats.backlog, 3 * 100 + 5 * 900);
+
+	/* A parallel packet goes first; reset drops what is left. */
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 100);
+	parq_reset(t.sch);
+	KT_ASSERT_EQ(parq_held(t.sch), 0);
+	KT_ASSERT_EQ(t.q->parallel_qlen, 0);
+	KT_ASSERT_EQ(t.q->local_qlen, 0);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}
+
+/*
+ * The shaper: at 1 MB/s a 1000-byte packet goes, the next waits 1 ms with
+ * the watchdog armed for it, and goes then.
+ */
+KTEST(datapath_shaper_paces_at_its_rate)
+{
+	u64 start, wait;
+	struct tparq t;
+	struct treq r;
+
+	kmock_reset();
+	treq_start(&r);
+	nla_put_u64_64bit(r.skb, TCA_PARQ_RATE, 1000000, TCA_PARQ_PAD);
+	nla_put_u8(r.skb, TCA_PARQ_SPLIT_GSO, PARQ_SPLIT_GSO_OFF);
+	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
+	treq_free(&r);
+	start = kmock_now;
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 2, TPARQ_PARALLEL, 0)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 2, TPARQ_PARALLEL, 0)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 1000);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	wait = kmock_watchdog_at - start;
+	KT_ASSERT(wait >= NSEC_PER_MSEC && wait <= NSEC_PER_MSEC + 100000);
+	kmock_set_now(kmock_watchdog_at - 1);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	kmock_set_now(start + wait);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 1000);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}
