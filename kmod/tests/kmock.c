@@ -103,6 +103,8 @@ void kmock_reset(void)
 	kmock_reduced_pkts = 0;
 	kmock_reduced_bytes = 0;
 	kmock_watchdog_at = 0;
+	kmock_filter_verdict = TC_ACT_UNSPEC;
+	kmock_filter_classid = 0;
 	WARN_ON(kmock_module_init());
 	kmock_base = kmock_live;
 }
@@ -882,11 +884,16 @@ void tcf_block_put(struct tcf_block *block)
 {
 }
 
+int kmock_filter_verdict = TC_ACT_UNSPEC;
+u32 kmock_filter_classid;
+
+/* The qdisc's filters, when a test has given it some: one verdict. */
 int tcf_classify(struct sk_buff *skb, const struct tcf_block *block,
 		 const struct tcf_proto *tp, struct tcf_result *res,
 		 bool compat_mode)
 {
-	return TC_ACT_UNSPEC;
+	res->classid = kmock_filter_classid;
+	return kmock_filter_verdict;
 }
 
 void gnet_stats_basic_sync_init(struct gnet_stats_basic_sync *b)

@@ -46,6 +46,14 @@ extern long kmock_estimators;
 /* The last qdisc_watchdog_schedule_range_ns(): its expiry, 0 if none. */
 extern u64 kmock_watchdog_at;
 
+/*
+ * The filters of a qdisc whose filter_list a test set (to any non-NULL
+ * value): every packet gets this verdict (TC_ACT_*, or TC_ACT_UNSPEC for
+ * no match) and classid.
+ */
+extern int kmock_filter_verdict;
+extern u32 kmock_filter_classid;
+
 /* A tracked, zeroed allocation (kvfree() frees it), for the mock's own use. */
 void *kmock_zalloc(size_t size);
 
