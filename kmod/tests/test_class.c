@@ -203,3 +203,135 @@ KTEST(class_delete_with_filters_and_backlog)
 	tparq_destroy(&t);
 	KT_ASSERT_NO_LEAK();
 }
+
+struct twalk {
+	struct qdisc_walker	w;
+	unsigned long		seen[8];
+	unsigned int		n;
+	unsigned int		stop_at;	/* 0: never */
+};
+
+static int twalk_fn(struct Qdisc *sch, unsigned long cl,
+		    struct qdisc_walker *w)
+{
+	struct twalk *tw = container_of(w, struct twalk, w);
+
+	if (tw->stop_at && tw->n == tw->stop_at)
+		return -1;
+	if (tw->n < ARRAY_SIZE(tw->seen))
+		tw->seen[tw->n] = cl;
+	tw->n++;
+	return 0;
+}
+
+/*
+ * The walk gives the fixed classes, then the reserved ones; a dump that
+ * stopped resumes after what it sent; a class dumps its rate.
+ */
+KTEST(class_walk_resumes_and_dump)
+{
+	struct nlattr *tb[TCA_PARQ_CLASS_MAX + 1];
+	struct twalk tw = { .w.fn = twalk_fn };
+	unsigned long a = 0, b = 0;
+	struct sk_buff *skb;
+	struct tcmsg tcm;
+	struct tparq t;
+
+	kmock_reset();
+	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), 1000000, &a, NULL), 0);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(17), 2000000, &b, NULL), 0);
+
+	parq_class_ops.walk(t.sch, &tw.w);
+	KT_ASSERT_EQ(tw.n, 4);
+	KT_ASSERT_EQ(tw.seen[0], PARQ_CLASS_PARALLEL);
+	KT_ASSERT_EQ(tw.seen[1], PARQ_CLASS_LOCAL);
+	KT_ASSERT_EQ(tw.seen[2], a);
+	KT_ASSERT_EQ(tw.seen[3], b);
+
+	/* A dump that stops after three resumes at the fourth. */
+	memset(&tw, 0, sizeof(tw));
+	tw.w.fn = twalk_fn;
+	tw.stop_at = 3;
+	parq_class_ops.walk(t.sch, &tw.w);
+	KT_ASSERT_EQ(tw.w.stop, 1);
+	KT_ASSERT_EQ(tw.w.count, 3);
+	tw.w.skip = tw.w.count;
+	tw.w.count = 0;
+	tw.w.stop = 0;
+	tw.stop_at = 0;
+	tw.n = 0;
+	parq_class_ops.walk(t.sch, &tw.w);
+	KT_ASSERT_EQ(tw.n, 1);
+	KT_ASSERT_EQ(tw.seen[0], b);
+
+	skb = kmock_nl_skb(256);
+	KT_ASSERT(parq_class_ops.dump(t.sch, b, skb, &tcm) > 0);
+	KT_ASSERT_EQ(tcm.tcm_handle, TCLASS(17));
+	KT_ASSERT_EQ(nla_parse_nested(tb, TCA_PARQ_CLASS_MAX,
+				      (struct nlattr *)skb->data, NULL, NULL),
+		     0);
+	KT_ASSERT(tb[TCA_PARQ_CLASS_RATE] &&
+		  nla_get_u64(tb[TCA_PARQ_CLASS_RATE]) == 2000000);
+	kfree_skb(skb);
+	skb = kmock_nl_skb(256);
+	KT_ASSERT_EQ(parq_class_ops.dump(t.sch, PARQ_CLASS_LOCAL, skb, &tcm),
+		     0);
+	KT_ASSERT_EQ(tcm.tcm_handle, TPARQ_LOCAL);
+	KT_ASSERT_EQ(skb->len, 0);
+	kfree_skb(skb);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}
+
+/*
+ * Two reserved classes, both backlogged, are paced each at its rate, and
+ * go ahead of the parallel and local classes when their time has come.
+ */
+KTEST(class_reserved_paced_at_their_rates)
+{
+	unsigned int slow = 0, fast = 0, other = 0, i, len;
+	unsigned long a = 0, b = 0;
+	struct tparq t;
+	u32 prio;
+	u64 end;
+
+	kmock_reset();
+	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	/* 1000-byte packets: one every 1 ms and every 0.5 ms. */
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), 1000000, &a, NULL), 0);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(17), 2000000, &b, NULL), 0);
+	for (i = 0; i < 60; i++) {
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 3, TCLASS(16),
+							  0)),
+			     NET_XMIT_SUCCESS);
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 3, TCLASS(17),
+							  0)),
+			     NET_XMIT_SUCCESS);
+	}
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 3, TPARQ_PARALLEL, 0)),
+		     NET_XMIT_SUCCESS);
+
+	/* 20 ms of the qdisc's time, going wherever the watchdog says. */
+	end = kmock_now + 20 * NSEC_PER_MSEC;
+	while (kmock_now < end) {
+		len = tparq_dequeue(&t, &prio);
+		if (!len) {
+			KT_ASSERT(kmock_watchdog_at > kmock_now);
+			kmock_set_now(kmock_watchdog_at);
+			continue;
+		}
+		if (prio == TCLASS(16))
+			slow++;
+		else if (prio == TCLASS(17))
+			fast++;
+		else
+			other++;
+	}
+	/* 20 and 40, give or take the first dispatch of each. */
+	KT_ASSERT(slow >= 19 && slow <= 22);
+	KT_ASSERT(fast >= 39 && fast <= 42);
+	KT_ASSERT_EQ(other, 1);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}
