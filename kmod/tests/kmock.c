@@ -16,6 +16,7 @@
 #include <linux/ethtool.h>
 #include <linux/ip.h>
 #include <linux/memcontrol.h>
+#include <linux/module.h>
 #include <linux/rbtree_augmented.h>
 #include <linux/rtnetlink.h>
 #include <linux/sched.h>
@@ -26,9 +27,6 @@
 #include <net/pkt_cls.h>
 #include <net/pkt_sched.h>
 
-#include "../parq_genl.h"
-#include "../parq_monitor.h"
-#include "../parq_qdisc.h"
 #include "kmock.h"
 
 u64 kmock_now;
@@ -41,7 +39,10 @@ u64 kmock_watchdog_at;
 
 static bool kmock_module_up;
 
-/* As parq_module_init() does, but for the qdisc's registration. */
+/*
+ * The module's own init (init_module(), parq_qdisc.c's module_init()),
+ * once per test; ktest_teardown() calls its exit.
+ */
 int kmock_module_init(void)
 {
 	long fail_at = kmock_fail_at;
@@ -51,18 +52,10 @@ int kmock_module_init(void)
 		return 0;
 	/* Not what a test injects failures into. */
 	kmock_fail_at = -1;
-	err = parq_datapath_init();
-	if (err)
-		return err;
-	err = parq_genl_init();
-	if (!err)
-		err = parq_credit_init();
-	if (!err)
-		err = parq_monitor_init();
+	err = init_module();
 	kmock_fail_at = fail_at;
 	if (WARN_ON(err))
 		return err;
-	parq_genl_set_open(true);
 	kmock_module_up = true;
 	return 0;
 }
@@ -75,14 +68,11 @@ int kmock_module_init(void)
 void ktest_teardown(void)
 {
 	if (kmock_module_up) {
-		parq_genl_set_open(false);
-		parq_monitor_exit();
-		parq_credit_exit();
-		parq_genl_exit();
-		kmock_rcu_sync();
-		parq_datapath_exit();
+		cleanup_module();
 		kmock_module_up = false;
 	}
+	if (kmock_qdisc_ops)
+		ktest_fail(__FILE__, __LINE__, "the qdisc is still registered");
 	if (preempt_count())
 		ktest_fail(__FILE__, __LINE__, "preempt count %#x left",
 			   preempt_count());
@@ -954,6 +944,25 @@ int __ethtool_get_link_ksettings(struct net_device *dev,
 		return -EOPNOTSUPP;
 	ks->base.speed = kmock_link_mbps;
 	return 0;
+}
+
+/* --- the module and its qdisc ------------------------------------------ */
+
+struct module __this_module;
+const struct Qdisc_ops *kmock_qdisc_ops;
+
+int register_qdisc(struct Qdisc_ops *ops)
+{
+	if (WARN_ON(kmock_qdisc_ops))
+		return -EEXIST;
+	kmock_qdisc_ops = ops;
+	return 0;
+}
+
+void unregister_qdisc(struct Qdisc_ops *ops)
+{
+	WARN_ON(kmock_qdisc_ops != ops);
+	kmock_qdisc_ops = NULL;
 }
 
 /* --- devices and qdiscs ------------------------------------------------- */

@@ -88,10 +88,12 @@ unsigned int kmock_fire_timers(void);
 void kmock_reset(void);
 
 /*
- * The module's init, once per test whatever the calls (its cache outlives
- * every qdisc); ktest_teardown() undoes it after the test.
+ * The module's own init, once per test whatever the calls; after the test
+ * ktest_teardown() runs its exit.
  */
 int kmock_module_init(void);
+/* The qdisc's operations, as the module registered them. */
+extern const struct Qdisc_ops *kmock_qdisc_ops;
 
 /*
  * A net_device with @ntx tx queues, and at its root what the kernel puts

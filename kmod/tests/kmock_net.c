@@ -126,6 +126,11 @@ void kvfree_call_rcu(struct rcu_head *head, rcu_callback_t func)
 	kmock_rcu_pending = f;
 }
 
+void rcu_barrier(void)
+{
+	kmock_rcu_sync();
+}
+
 void kmock_rcu_sync(void)
 {
 	while (kmock_rcu_pending) {

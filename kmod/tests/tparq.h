@@ -21,11 +21,6 @@ struct tparq {
 	struct sk_buff		*to_free;
 };
 
-static const struct Qdisc_ops tparq_ops = {
-	.id		= "parq",
-	.priv_size	= sizeof(struct parq_sched_data),
-};
-
 /* A request's attributes, built in an skb: start, put, then tparq_opt(). */
 struct treq {
 	struct sk_buff	*skb;
@@ -64,7 +59,7 @@ static inline int tparq_init_on(struct tparq *t, struct net_device *dev,
 	if (err)
 		return err;
 	t->dev = dev;
-	t->sch = kmock_qdisc_new(dev, &tparq_ops,
+	t->sch = kmock_qdisc_new(dev, kmock_qdisc_ops,
 				 txq < 0 ? TPARQ_HANDLE : 0, parent);
 	t->q = qdisc_priv(t->sch);
 	t->to_free = NULL;
