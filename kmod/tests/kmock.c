@@ -946,6 +946,37 @@ int __ethtool_get_link_ksettings(struct net_device *dev,
 	return 0;
 }
 
+/* --- pending work and timers: a small set of pointers -------------------- */
+
+bool kmock_pending_add(void **set, unsigned int n, void *p)
+{
+	unsigned int i, slot = n;
+
+	for (i = 0; i < n; i++) {
+		if (set[i] == p)
+			return false;
+		if (!set[i] && slot == n)
+			slot = i;
+	}
+	if (WARN_ON(slot == n))
+		return false;
+	set[slot] = p;
+	return true;
+}
+
+bool kmock_pending_del(void **set, unsigned int n, void *p)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (set[i] == p) {
+			set[i] = NULL;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* --- the module and its qdisc ------------------------------------------ */
 
 struct module __this_module;

@@ -54,6 +54,14 @@ extern u64 kmock_watchdog_at;
 extern int kmock_filter_verdict;
 extern u32 kmock_filter_classid;
 
+/*
+ * A set of @n pending pointers (work queued, timers armed): add @p unless
+ * it is in already (false then; a full set WARNs), or take it out (false
+ * if it was not in).
+ */
+bool kmock_pending_add(void **set, unsigned int n, void *p);
+bool kmock_pending_del(void **set, unsigned int n, void *p);
+
 /* A tracked, zeroed allocation (kvfree() frees it), for the mock's own use. */
 void *kmock_zalloc(size_t size);
 

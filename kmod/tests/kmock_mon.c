@@ -110,7 +110,7 @@ void nf_unregister_net_hooks(struct net *net, const struct nf_hook_ops *reg,
 
 #define KMOCK_TIMERS	8
 
-static struct hrtimer *kmock_timers[KMOCK_TIMERS];
+static void *kmock_timers[KMOCK_TIMERS];	/* struct hrtimer * */
 
 void hrtimer_init(struct hrtimer *timer, clockid_t clock,
 		  enum hrtimer_mode mode)
@@ -121,30 +121,13 @@ void hrtimer_init(struct hrtimer *timer, clockid_t clock,
 void hrtimer_start_range_ns(struct hrtimer *timer, ktime_t tim,
 			    u64 range_ns, const enum hrtimer_mode mode)
 {
-	unsigned int i, slot = KMOCK_TIMERS;
-
 	hrtimer_set_expires(timer, tim);
-	for (i = 0; i < KMOCK_TIMERS; i++) {
-		if (kmock_timers[i] == timer)
-			return;
-		if (!kmock_timers[i] && slot == KMOCK_TIMERS)
-			slot = i;
-	}
-	if (!WARN_ON(slot == KMOCK_TIMERS))
-		kmock_timers[slot] = timer;
+	kmock_pending_add(kmock_timers, KMOCK_TIMERS, timer);
 }
 
 int hrtimer_cancel(struct hrtimer *timer)
 {
-	unsigned int i;
-
-	for (i = 0; i < KMOCK_TIMERS; i++) {
-		if (kmock_timers[i] == timer) {
-			kmock_timers[i] = NULL;
-			return 1;
-		}
-	}
-	return 0;
+	return kmock_pending_del(kmock_timers, KMOCK_TIMERS, timer);
 }
 
 unsigned int kmock_fire_timers(void)

@@ -188,7 +188,7 @@ int __SCT__cond_resched(void)
 
 #define KMOCK_WORKS	16
 
-static struct delayed_work *kmock_works[KMOCK_WORKS];
+static void *kmock_works[KMOCK_WORKS];	/* struct delayed_work * */
 struct workqueue_struct *system_wq;
 
 void init_timer_key(struct timer_list *timer,
@@ -205,18 +205,7 @@ void delayed_work_timer_fn(struct timer_list *t)
 bool queue_delayed_work_on(int cpu, struct workqueue_struct *wq,
 			   struct delayed_work *dwork, unsigned long delay)
 {
-	unsigned int i, free_slot = KMOCK_WORKS;
-
-	for (i = 0; i < KMOCK_WORKS; i++) {
-		if (kmock_works[i] == dwork)
-			return false;
-		if (!kmock_works[i] && free_slot == KMOCK_WORKS)
-			free_slot = i;
-	}
-	if (WARN_ON(free_slot == KMOCK_WORKS))
-		return false;
-	kmock_works[free_slot] = dwork;
-	return true;
+	return kmock_pending_add(kmock_works, KMOCK_WORKS, dwork);
 }
 
 /* The table's resize work: the mock's tables never resize. */
@@ -228,15 +217,7 @@ bool queue_work_on(int cpu, struct workqueue_struct *wq,
 
 bool cancel_delayed_work_sync(struct delayed_work *dwork)
 {
-	unsigned int i;
-
-	for (i = 0; i < KMOCK_WORKS; i++) {
-		if (kmock_works[i] == dwork) {
-			kmock_works[i] = NULL;
-			return true;
-		}
-	}
-	return false;
+	return kmock_pending_del(kmock_works, KMOCK_WORKS, dwork);
 }
 
 unsigned int kmock_run_work(void)
