@@ -32,9 +32,10 @@
 u64 kmock_now;
 u32 kmock_link_mbps;
 long kmock_fail_at = -1;
-long kmock_allocs, kmock_live, kmock_base;
+long kmock_live, kmock_base;
 long kmock_reduced_pkts, kmock_reduced_bytes;
-long kmock_estimators;
+/* Estimators started and not killed. */
+static long kmock_estimators;
 u64 kmock_watchdog_at;
 
 static bool kmock_module_up;
@@ -79,6 +80,10 @@ void ktest_teardown(void)
 	if (kmock_nhooks)
 		ktest_fail(__FILE__, __LINE__, "%u netfilter hooks left",
 			   kmock_nhooks);
+	if (kmock_estimators)
+		ktest_fail(__FILE__, __LINE__, "%ld rate estimators left",
+			   kmock_estimators);
+	kmock_estimators = 0;
 	preempt_count_set(PREEMPT_ENABLED);
 	kfree_skb(kmock_reply);
 	kmock_reply = NULL;
@@ -173,7 +178,6 @@ static void *kmock_alloc(size_t size, gfp_t flags)
 {
 	void *p;
 
-	kmock_allocs++;
 	if (kmock_fail_at >= 0 && kmock_fail_at-- == 0)
 		return NULL;
 	if (!size)

@@ -30,10 +30,9 @@ extern u32 kmock_link_mbps;
  */
 extern long kmock_fail_at;
 /*
- * Allocations made since the start, those not freed yet, and those that
- * were live when the test started (kmock_reset()).
+ * Allocations not freed yet, and those that were live when the test
+ * started (kmock_reset()).
  */
-extern long kmock_allocs;
 extern long kmock_live;
 extern long kmock_base;
 
@@ -41,8 +40,6 @@ extern long kmock_base;
 #define KT_ASSERT_NO_LEAK()	KT_ASSERT_EQ(kmock_live, kmock_base)
 /* What the qdisc told its parents it dropped (qdisc_tree_reduce_backlog). */
 extern long kmock_reduced_pkts, kmock_reduced_bytes;
-/* Estimators the code holds (gen_replace_estimator, gen_kill_estimator). */
-extern long kmock_estimators;
 /* The last qdisc_watchdog_schedule_range_ns(): its expiry, 0 if none. */
 extern u64 kmock_watchdog_at;
 
