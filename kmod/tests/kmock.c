@@ -432,7 +432,7 @@ struct sk_buff *kmock_ipv4(unsigned int len, u8 dst, u32 prio, u8 tos)
 	ip->ttl = 64;
 	ip->protocol = IPPROTO_UDP;
 	ip->saddr = htonl(0x0a000001);
-	ip->daddr = htonl(0x0a000000 | dst);
+	ip->daddr = KMOCK_DST(dst);
 	skb->protocol = htons(ETH_P_IP);
 	skb->priority = prio;
 	qdisc_skb_cb(skb)->pkt_len = len;
@@ -462,7 +462,7 @@ struct sk_buff *kmock_ipv4_from(unsigned int len, u8 src, u8 tos)
 	struct sk_buff *skb = kmock_ipv4(len, 1, 0, tos);
 
 	if (skb)
-		ip_hdr(skb)->saddr = htonl(0x0a000100 | src);
+		ip_hdr(skb)->saddr = KMOCK_SRC(src);
 	return skb;
 }
 

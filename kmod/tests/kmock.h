@@ -118,6 +118,13 @@ struct Qdisc *kmock_qdisc_new(struct net_device *dev,
 void kmock_graft(struct Qdisc *sch, int txq);
 void kmock_qdisc_free(struct Qdisc *sch);
 
+/*
+ * The tests' addresses: a destination host is 10.0.0.@n, a sender that
+ * packets arrive from is 10.0.1.@n (network byte order).
+ */
+#define KMOCK_DST(n)	htonl(0x0a000000 | (n))
+#define KMOCK_SRC(n)	htonl(0x0a000100 | (n))
+
 /* An skb for netlink attributes; kfree_skb() frees it. */
 struct sk_buff *kmock_nl_skb(unsigned int size);
 

@@ -8,7 +8,7 @@ static struct parq_addr taddr(u8 dst)
 {
 	struct parq_addr a = { .family = AF_INET };
 
-	a.a[0] = htonl(0x0a000000 | dst);
+	a.a[0] = KMOCK_DST(dst);
 	return a;
 }
 
@@ -27,7 +27,7 @@ static int tcredit_get(u8 dst, u64 *passed, u64 *held)
 	int err;
 
 	tgenl_start(&g);
-	nla_put_in_addr(g.skb, PARQ_A_ADDR4, htonl(0x0a000000 | dst));
+	nla_put_in_addr(g.skb, PARQ_A_ADDR4, KMOCK_DST(dst));
 	err = tgenl_do(&g, PARQ_CMD_CREDIT_GET);
 	tgenl_end(&g);
 	if (err)
@@ -112,7 +112,7 @@ KTEST(credit_refusals_change_nothing)
 
 	/* No lease. */
 	tgenl_start(&g);
-	nla_put_in_addr(g.skb, PARQ_A_ADDR4, htonl(0x0a000009));
+	nla_put_in_addr(g.skb, PARQ_A_ADDR4, KMOCK_DST(9));
 	nla_put_u32(g.skb, PARQ_A_CREDIT, 1000);
 	KT_ASSERT_EQ(tgenl_do(&g, PARQ_CMD_CREDIT_SET), -EINVAL);
 	KT_ASSERT(g.extack._msg && strstr(g.extack._msg, "lease"));
@@ -120,7 +120,7 @@ KTEST(credit_refusals_change_nothing)
 
 	/* Two addresses. */
 	tgenl_start(&g);
-	nla_put_in_addr(g.skb, PARQ_A_ADDR4, htonl(0x0a000009));
+	nla_put_in_addr(g.skb, PARQ_A_ADDR4, KMOCK_DST(9));
 	nla_put(g.skb, PARQ_A_ADDR6, 16, &(struct in6_addr){ .s6_addr = { 1 } });
 	nla_put_u32(g.skb, PARQ_A_CREDIT, 1000);
 	nla_put_u64_64bit(g.skb, PARQ_A_LEASE, NSEC_PER_SEC, PARQ_A_PAD);

@@ -30,7 +30,7 @@ KTEST(genl_each_request_refuses_others_attributes)
 		tgenl_start(&g);
 		if (bad[i].cmd == PARQ_CMD_CREDIT_SET) {
 			nla_put_in_addr(g.skb, PARQ_A_ADDR4,
-					htonl(0x0a000007));
+					KMOCK_DST(7));
 			nla_put_u32(g.skb, PARQ_A_CREDIT, 1000);
 			nla_put_u64_64bit(g.skb, PARQ_A_LEASE, NSEC_PER_SEC,
 					  PARQ_A_PAD);

@@ -35,7 +35,7 @@ static int tmon_peers(const u8 *src, unsigned int n)
 	nest = nla_nest_start(g.skb, PARQ_A_MON_PEERS);
 	for (i = 0; i < n; i++)
 		nla_put_in_addr(g.skb, PARQ_A_ADDR4,
-				htonl(0x0a000100 | src[i]));
+				KMOCK_SRC(src[i]));
 	nla_nest_end(g.skb, nest);
 	err = tgenl_do(&g, PARQ_CMD_MON_SET);
 	tgenl_end(&g);
@@ -198,7 +198,7 @@ KTEST(monitor_set_out_of_memory_changes_nothing)
 		nest = nla_nest_start(g.skb, PARQ_A_MON_PEERS);
 		for (i = 0; i < ARRAY_SIZE(peers); i++)
 			nla_put_in_addr(g.skb, PARQ_A_ADDR4,
-					htonl(0x0a000100 | peers[i]));
+					KMOCK_SRC(peers[i]));
 		nla_nest_end(g.skb, nest);
 		kmock_fail_at = n;
 		err = tgenl_do(&g, PARQ_CMD_MON_SET);

@@ -194,7 +194,7 @@ static inline void tcredit_req(struct tgenl *g, u8 dst, u32 credit,
 			       u64 epoch, u64 lease)
 {
 	tgenl_start(g);
-	nla_put_in_addr(g->skb, PARQ_A_ADDR4, htonl(0x0a000000 | dst));
+	nla_put_in_addr(g->skb, PARQ_A_ADDR4, KMOCK_DST(dst));
 	nla_put_u32(g->skb, PARQ_A_CREDIT, credit);
 	nla_put_u64_64bit(g->skb, PARQ_A_EPOCH, epoch, PARQ_A_PAD);
 	nla_put_u64_64bit(g->skb, PARQ_A_LEASE, lease, PARQ_A_PAD);
@@ -219,7 +219,7 @@ static inline int tcredit_del(u8 dst)
 
 	tgenl_start(&g);
 	if (dst)
-		nla_put_in_addr(g.skb, PARQ_A_ADDR4, htonl(0x0a000000 | dst));
+		nla_put_in_addr(g.skb, PARQ_A_ADDR4, KMOCK_DST(dst));
 	err = tgenl_do(&g, PARQ_CMD_CREDIT_DEL);
 	tgenl_end(&g);
 	return err;
