@@ -23,20 +23,25 @@ static int tmon_set(u32 size, u64 hold)
 	return err;
 }
 
-/* The peer set: 10.0.1.@src for each of @n sources. */
+/* Put the peer set 10.0.1.@src, for each of @n sources, in @skb. */
+static void tmon_put_peers(struct sk_buff *skb, const u8 *src, unsigned int n)
+{
+	struct nlattr *nest = nla_nest_start(skb, PARQ_A_MON_PEERS);
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		nla_put_in_addr(skb, PARQ_A_ADDR4, KMOCK_SRC(src[i]));
+	nla_nest_end(skb, nest);
+}
+
+/* Set the peer set. */
 static int tmon_peers(const u8 *src, unsigned int n)
 {
-	struct nlattr *nest;
 	struct tgenl g;
-	unsigned int i;
 	int err;
 
 	tgenl_start(&g);
-	nest = nla_nest_start(g.skb, PARQ_A_MON_PEERS);
-	for (i = 0; i < n; i++)
-		nla_put_in_addr(g.skb, PARQ_A_ADDR4,
-				KMOCK_SRC(src[i]));
-	nla_nest_end(g.skb, nest);
+	tmon_put_peers(g.skb, src, n);
 	err = tgenl_do(&g, PARQ_CMD_MON_SET);
 	tgenl_end(&g);
 	return err;
@@ -189,17 +194,11 @@ KTEST(monitor_set_out_of_memory_changes_nothing)
 	kmock_reset();
 	KT_ASSERT_EQ(tmon_set(16, 10 * NSEC_PER_MSEC), 0);
 	for (n = 0; n < 16; n++) {
-		struct nlattr *nest;
 		struct tgenl g;
-		unsigned int i;
 
 		tgenl_start(&g);
 		nla_put_u32(g.skb, PARQ_A_MON_SIZE, 8);
-		nest = nla_nest_start(g.skb, PARQ_A_MON_PEERS);
-		for (i = 0; i < ARRAY_SIZE(peers); i++)
-			nla_put_in_addr(g.skb, PARQ_A_ADDR4,
-					KMOCK_SRC(peers[i]));
-		nla_nest_end(g.skb, nest);
+		tmon_put_peers(g.skb, peers, ARRAY_SIZE(peers));
 		kmock_fail_at = n;
 		err = tgenl_do(&g, PARQ_CMD_MON_SET);
 		kmock_fail_at = -1;
