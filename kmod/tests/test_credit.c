@@ -137,42 +137,39 @@ KTEST(credit_refusals_change_nothing)
 	KT_ASSERT_EQ(kmock_run_work(), 0);
 }
 
+/* Set a credit of @credit for the IPv6 host ::@host, a lease of 1 s. */
+static int tcredit_set6(u32 host, u32 credit)
+{
+	struct in6_addr a = { .s6_addr32 = { 0, 0, 0, htonl(host) } };
+	struct tgenl g;
+	int err;
+
+	tgenl_start(&g);
+	nla_put(g.skb, PARQ_A_ADDR6, sizeof(a), &a);
+	nla_put_u32(g.skb, PARQ_A_CREDIT, credit);
+	nla_put_u64_64bit(g.skb, PARQ_A_LEASE, NSEC_PER_SEC, PARQ_A_PAD);
+	err = tgenl_do(&g, PARQ_CMD_CREDIT_SET);
+	tgenl_end(&g);
+	return err;
+}
+
 /*
  * The table holds PARQ_CREDIT_ENTRIES_MAX destinations and refuses one
  * more, but still takes a change to one it holds.
  */
 KTEST(credit_table_full)
 {
-	u32 i, d;
 	int err = 0;
+	u32 i;
 
 	kmock_reset();
-	for (i = 0; i < PARQ_CREDIT_ENTRIES_MAX && !err; i++) {
-		struct parq_addr a = { .family = AF_INET6 };
-		struct tgenl g;
-
-		a.a[3] = htonl(i + 1);
-		tgenl_start(&g);
-		nla_put(g.skb, PARQ_A_ADDR6, 16, a.a);
-		nla_put_u32(g.skb, PARQ_A_CREDIT, 1000);
-		nla_put_u64_64bit(g.skb, PARQ_A_LEASE, NSEC_PER_SEC, PARQ_A_PAD);
-		err = tgenl_do(&g, PARQ_CMD_CREDIT_SET);
-		tgenl_end(&g);
-	}
+	for (i = 0; i < PARQ_CREDIT_ENTRIES_MAX && !err; i++)
+		err = tcredit_set6(i + 1, 1000);
 	KT_ASSERT_EQ(err, 0);
 	err = tcredit_set(9, 1000, NSEC_PER_MSEC, NSEC_PER_SEC);
 	KT_ASSERT_EQ(err, -ENOSPC);
-	for (d = 0; d < 2; d++) {
-		struct tgenl g;
-
-		tgenl_start(&g);
-		nla_put(g.skb, PARQ_A_ADDR6, 16,
-			&(struct in6_addr){ .s6_addr32 = { 0, 0, 0, htonl(1) } });
-		nla_put_u32(g.skb, PARQ_A_CREDIT, 2000 + d);
-		nla_put_u64_64bit(g.skb, PARQ_A_LEASE, NSEC_PER_SEC, PARQ_A_PAD);
-		KT_ASSERT_EQ(tgenl_do(&g, PARQ_CMD_CREDIT_SET), 0);
-		tgenl_end(&g);
-	}
+	KT_ASSERT_EQ(tcredit_set6(1, 2000), 0);
+	KT_ASSERT_EQ(tcredit_set6(1, 2001), 0);
 	KT_ASSERT_EQ(tcredit_del(0), 0);
 	kmock_rcu_sync();
 	KT_ASSERT(!parq_credit_active(kmock_net));
