@@ -42,7 +42,9 @@ static bool kmock_module_up;
 
 /*
  * The module's own init (init_module(), parq_qdisc.c's module_init()),
- * once per test; ktest_teardown() calls its exit.
+ * once per test; ktest_teardown() calls its exit.  The C library has an
+ * init_module() too, the system call's: the binary's own definition wins,
+ * and nothing here calls the system call.
  */
 int kmock_module_init(void)
 {
@@ -1008,6 +1010,7 @@ static const struct Qdisc_ops kmock_pfifo_fast_ops = { .id = "pfifo_fast" };
 struct net_device *kmock_dev_new(unsigned int mtu, unsigned int ntx)
 {
 	struct net_device *dev = calloc(1, sizeof(*dev));
+	struct Qdisc **dflt;
 	unsigned int i;
 
 	dev->_tx = calloc(ntx, sizeof(*dev->_tx));
@@ -1019,21 +1022,36 @@ struct net_device *kmock_dev_new(unsigned int mtu, unsigned int ntx)
 	dev->hard_header_len = ETH_HLEN;
 	dev_net_set(dev, kmock_net);
 	/*
-	 * The default root, kept in ml_priv to be freed with the device: mq
-	 * on a device with several queues, pfifo_fast on one with one.
+	 * What the kernel attaches first, handle 0 (attach_default_qdiscs()):
+	 * on a device with one queue pfifo_fast at the root; with several, mq
+	 * at the root and a pfifo_fast on each queue.  Kept in ml_priv, the
+	 * root first, to be freed with the device.
 	 */
-	dev->ml_priv = kmock_qdisc_new(dev, ntx > 1 ? &kmock_mq_ops :
-						      &kmock_pfifo_fast_ops,
-				       0x10000, TC_H_ROOT);
-	rcu_assign_pointer(dev->qdisc, dev->ml_priv);
-	for (i = 0; i < ntx; i++)
-		rcu_assign_pointer(dev->_tx[i].qdisc_sleeping, dev->ml_priv);
+	dflt = calloc(ntx + 1, sizeof(*dflt));
+	dev->ml_priv = dflt;
+	dflt[0] = kmock_qdisc_new(dev, ntx > 1 ? &kmock_mq_ops :
+					      &kmock_pfifo_fast_ops,
+				  0, TC_H_ROOT);
+	rcu_assign_pointer(dev->qdisc, dflt[0]);
+	for (i = 0; i < ntx; i++) {
+		dflt[i + 1] = ntx > 1 ?
+			kmock_qdisc_new(dev, &kmock_pfifo_fast_ops, 0,
+					TC_H_MAKE(0, i + 1)) : dflt[0];
+		rcu_assign_pointer(dev->_tx[i].qdisc_sleeping, dflt[i + 1]);
+	}
 	return dev;
 }
 
 void kmock_dev_free(struct net_device *dev)
 {
-	free(dev->ml_priv);
+	struct Qdisc **dflt = dev->ml_priv;
+	unsigned int i;
+
+	if (dev->num_tx_queues > 1)
+		for (i = 0; i < dev->num_tx_queues; i++)
+			free(dflt[i + 1]);
+	free(dflt[0]);
+	free(dflt);
 	free(dev->_tx);
 	free(dev);
 }

@@ -79,7 +79,7 @@ KTEST(classify_handle0_ignores_priority)
 
 	kmock_reset();
 	dev = kmock_dev_new(1500, 2);
-	KT_ASSERT_EQ(tparq_init_on(&t, dev, TC_H_MAKE(0x10000, 1), 0, NULL,
+	KT_ASSERT_EQ(tparq_init_on(&t, dev, TC_H_MAKE(0, 1), 0, NULL,
 				   NULL), 0);
 	KT_ASSERT_EQ(t.sch->handle, 0);
 	KT_ASSERT_EQ(tclass_of(&t, kmock_ipv4(100, 2, PARQ_CLASS_PARALLEL, 0),

@@ -36,7 +36,7 @@ KTEST(config_linkrate_root_over_mq_and_child_of_mq)
 	tparq_destroy(&t);
 
 	dev = kmock_dev_new(1500, 4);
-	KT_ASSERT_EQ(tparq_init_on(&c, dev, TC_H_MAKE(0x10000, 2), 1, NULL,
+	KT_ASSERT_EQ(tparq_init_on(&c, dev, TC_H_MAKE(0, 2), 1, NULL,
 				   NULL), 0);
 	KT_ASSERT_EQ(c.q->linkrate, link / 4);
 	tparq_destroy(&c);
