@@ -142,7 +142,7 @@ std::optional<std::string> IncomingRecordProblem(const IncomingKey& key,
 
 EtcdRole HostRole(const std::string& host, const std::string& prefix) {
   EtcdRole role{"parq-" + host, {{false, prefix}}};
-  for (const char* kind : {"resv/", "use/", "user/", "to/"})
+  for (const char* kind : {"resv/", "use/", "user/", "to/", "job/", "member/"})
     role.permissions.push_back({true, prefix + kind + host + "/"});
   role.permissions.push_back({true, prefix + "serial/"});
   return role;
@@ -320,9 +320,6 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
     std::optional<uint64_t> allowance, const std::string& own,
     int64_t own_revision) {
   const auto& res = topology_.resources();
-  std::map<std::string_view, size_t, std::less<>> on_path;
-  for (size_t i : path)
-    on_path.emplace(res[i].id, i);
   std::vector<std::string> serials;
   serials.reserve(path.size() + 1);
   for (size_t i : path)
@@ -335,52 +332,37 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
     auto compares = Serials(serials);
     if (!compares.ok())
       return Err{compares.error()};
-    std::vector<uint64_t> reserved(res.size(), 0);
-    {
-      const std::string pre = prefix_ + "use/";
-      auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
-      if (!range.ok())
-        return Err{range.error()};
-      for (const EtcdKv& kv : range.value().kvs) {
-        const auto u = Counted(kv);
-        if (!u)
-          continue;
-        const auto it = on_path.find(u->resource);
-        if (it != on_path.end() &&
-            (own.empty() || kv.key != UseKey(r.from, u->resource, own)))
-          reserved[it->second] = SatAdd(reserved[it->second], Rate(kv.value));
-      }
-    }
+    auto held = ReadHoldings(r.from, own, "");
+    if (!held.ok())
+      return Err{held.error()};
     if (allowance) {
       // The owner's reservations on every host, guarded by the owner's
-      // serial/ key as the resources are by theirs.
-      const std::string pre = prefix_ + "user/";
-      auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
-      if (!range.ok())
-        return Err{range.error()};
-      uint64_t held = 0;
-      for (const EtcdKv& kv : range.value().kvs) {
-        const auto p = SplitKey(std::string_view(kv.key).substr(pre.size()));
-        if (!p || p->middle != r.owner)
-          continue;
-        if ((own.empty() || kv.key != UserKey(r.from, r.owner, own)) &&
-            Counts(kv))
-          held = SatAdd(held, Rate(kv.value));
-      }
-      if (SatAdd(held, r.rate) > *allowance)
+      // serial/ key as the resources are by theirs, and its jobs.
+      int64_t user_revision = 0;
+      auto h =
+          Held(r.owner, r.from, own, held.value().jobs, "", &user_revision);
+      if (!h.ok())
+        return Err{h.error()};
+      if (SatAdd(h.value(), r.rate) > *allowance)
         return Err{"user " + r.owner + " may hold " + FormatRate(*allowance) +
                    " of reservations in the cluster; holds " +
-                   FormatRate(held) +
+                   FormatRate(h.value()) +
                    (own.empty() ? ", asks " + FormatRate(r.rate) + " more"
                                 : " besides " + own + ", asks " +
                                       FormatRate(r.rate) + " for it")};
     }
+    const std::vector<uint64_t>& reserved = held.value().reserved;
     if (auto refusal = Admit(topology_, path, reserved, r.rate))
       return Err{RefusalMessage(topology_, *refusal)};
     if (!own.empty())
       compares.value().push_back({ResvKey(own), "",
                                   EtcdCompare::Target::kModRevision,
                                   EtcdCompare::Op::kEqual, own_revision});
+    // A job admitted since the jobs were read is not in the sums.
+    const std::string jobs = prefix_ + "job/";
+    compares.value().push_back(
+        {jobs, EtcdPrefixEnd(jobs), EtcdCompare::Target::kModRevision,
+         EtcdCompare::Op::kLess, held.value().job_revision + 1});
     std::vector<EtcdOp> ops;
     ops.reserve(path.size() + serials.size() + 4);
     for (size_t i : path)
@@ -484,28 +466,81 @@ Result<std::vector<Reservation>, std::string> ClusterAdmission::List(
 }
 
 Result<std::vector<ResourceUse>, std::string> ClusterAdmission::Use() {
+  auto held = ReadHoldings("", "", "");
+  if (!held.ok())
+    return Err{held.error()};
+  const Holdings& h = held.value();
+  std::vector<ResourceUse> out;
+  out.reserve(topology_.resources().size());
+  for (size_t i = 0; i < topology_.resources().size(); i++) {
+    const Resource& r = topology_.resources()[i];
+    out.push_back({&r, topology_.Reservable(r), h.reserved[i], h.count[i]});
+  }
+  return out;
+}
+
+Result<ClusterAdmission::Holdings, std::string> ClusterAdmission::ReadHoldings(
+    const std::string& own_from, const std::string& own,
+    const std::string& own_job) {
+  const size_t n = topology_.resources().size();
+  Holdings h{std::vector<uint64_t>(n, 0), std::vector<size_t>(n, 0), {}, 0, 0};
+  std::map<std::string, size_t, std::less<>> index;
+  for (size_t i = 0; i < n; i++)
+    index.emplace(topology_.resources()[i].id, i);
   const std::string pre = prefix_ + "use/";
   auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
   if (!range.ok())
     return Err{range.error()};
-  std::map<std::string, std::pair<uint64_t, size_t>, std::less<>> sums;
+  h.use_revision = range.value().revision;
   for (const EtcdKv& kv : range.value().kvs) {
     const auto u = Counted(kv);
-    if (!u)
+    if (!u || (!own.empty() && kv.key == UseKey(own_from, u->resource, own)))
       continue;
-    auto& s = sums[u->resource];
-    s.first = SatAdd(s.first, Rate(kv.value));
-    s.second++;
+    const auto it = index.find(u->resource);
+    if (it == index.end())
+      continue;  // a resource the topology no longer has
+    h.reserved[it->second] = SatAdd(h.reserved[it->second], Rate(kv.value));
+    h.count[it->second]++;
   }
-  std::vector<ResourceUse> out;
-  out.reserve(topology_.resources().size());
-  for (const Resource& r : topology_.resources()) {
-    const auto it = sums.find(r.id);
-    out.push_back({&r, topology_.Reservable(r),
-                   it == sums.end() ? 0 : it->second.first,
-                   it == sums.end() ? 0 : it->second.second});
+  auto jobs = ReadJobs(&h.job_revision);
+  if (!jobs.ok())
+    return Err{jobs.error()};
+  for (JobReservation& j : jobs.value()) {
+    if (own_job.empty() || j.leader + "/" + j.name != own_job) {
+      const std::vector<uint64_t> charges = JobCharges(j);
+      for (size_t i = 0; i < n; i++) {
+        if (charges[i] == 0)
+          continue;
+        h.reserved[i] = SatAdd(h.reserved[i], charges[i]);
+        h.count[i]++;
+      }
+    }
+    h.jobs.push_back(std::move(j));
   }
-  return out;
+  return h;
+}
+
+Result<uint64_t, std::string> ClusterAdmission::Held(
+    const std::string& owner, const std::string& own_from,
+    const std::string& own, const std::vector<JobReservation>& jobs,
+    const std::string& own_job, int64_t* revision) {
+  const std::string pre = prefix_ + "user/";
+  auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
+  if (!range.ok())
+    return Err{range.error()};
+  *revision = range.value().revision;
+  uint64_t held = 0;
+  for (const EtcdKv& kv : range.value().kvs) {
+    const auto p = SplitKey(std::string_view(kv.key).substr(pre.size()));
+    if (!p || p->middle != owner)
+      continue;
+    if ((own.empty() || kv.key != UserKey(own_from, owner, own)) && Counts(kv))
+      held = SatAdd(held, Rate(kv.value));
+  }
+  for (const JobReservation& j : jobs)
+    if (j.owner == owner && j.leader + "/" + j.name != own_job)
+      held = SatAdd(held, SatMul(j.rate, j.flows()));
+  return held;
 }
 
 }  // namespace parq::parqd

@@ -24,6 +24,35 @@
 //   P serial/RESOURCE         written by every admission that charges
 //   P serial/user/OWNER       RESOURCE (or is for OWNER), no lease
 //
+// A job (a parallel job's all-to-all, admitted as a whole) is one record
+// and one consent per host:
+//
+//   P job/LEADER/NAME         the job (JSON: name, leader, hosts, rate,
+//                             match, owner): `rate` for every ordered
+//                             pair of distinct hosts, written by LEADER
+//                             under its lease in one transaction
+//   P member/HOST/NAME        HOST's consent to carry its part of job NAME
+//                             of LEADER for OWNER (JSON: name, leader,
+//                             owner), under HOST's lease
+//
+// A job's flows from HOST count (are charged, and HOST installs them)
+// only while HOST's consent names the job's leader and owner and is
+// older than the job's record: a host cannot charge another host's
+// sending NIC or uplink by naming it in a job, nor join a job after it
+// was admitted.  The leader computes a job's charges from the topology
+// (every ordered pair's path), as everyone who sums them does; the record
+// holds none, so it is the same size for any topology and can claim no
+// charge its hosts do not imply.
+//
+// ReserveJob() reads the use/ keys, the jobs and the consents (and, with
+// an allowance, the user/ keys), each range at a revision, and commits
+// the job's one key on condition that no key in those ranges was written
+// since (one range compare each): a transaction of at most 3 compares and
+// 1 put whatever the job's size, within etcd's --max-txn-ops (128).  Any
+// admission committed meanwhile fails it and it decides again.  A job's
+// commit in turn fails every admission that read the jobs before it:
+// Reserve() and Change() compare the job/ range the same way.
+//
 // Reserve() reads the serial/ keys of the path's resources and of the
 // owner, then the use/ keys (one range) and, with an allowance, the user/
 // keys; it applies Admit() (topology.h) to the sums and commits with one
@@ -116,6 +145,39 @@ struct EtcdRole {
 };
 EtcdRole HostRole(const std::string& host, const std::string& prefix);
 
+// A job asked for: `rate` bits/s for every ordered pair of distinct
+// `hosts`, admitted all or nothing.
+struct JobRequest {
+  std::string name;    // 1-63 letters, digits, '-', '_', '.'
+  std::string leader;  // the host that asks and holds it, among `hosts`
+  std::vector<std::string> hosts;  // names or addresses, 2 or more
+  uint64_t rate = 0;
+  std::string match, owner;
+  std::optional<uint64_t> allowance;  // as ReservationRequest's
+};
+
+struct JobReservation {
+  std::string name, leader;
+  std::vector<std::string> hosts;  // topology names, in the request's order
+  uint64_t rate = 0;               // each ordered pair of distinct hosts
+  std::string match, owner;
+  // The hosts whose flows count: those whose consent holds (above).
+  std::vector<std::string> joined;
+  int64_t lease = 0, create_revision = 0;
+
+  // Ordered pairs of distinct hosts: n (n - 1).
+  uint64_t flows() const { return hosts.size() * (hosts.size() - 1); }
+};
+
+// A host's consent to a job (P member/HOST/NAME).
+struct JobMembership {
+  std::string host, name, leader, owner;  // host and leader: topology names
+  int64_t lease = 0, create_revision = 0;
+};
+
+// Whether `name` may name a job (a host name's characters).
+bool ValidJobName(std::string_view name);
+
 class ClusterAdmission {
  public:
   using Log = std::function<void(int level, const std::string& line)>;
@@ -139,6 +201,40 @@ class ClusterAdmission {
       std::optional<uint64_t> allowance = std::nullopt);
   // Deletes the reservation; an error when there is none of that id.
   Result<Reservation, std::string> Release(const std::string& id);
+
+  // Records `m.host`'s consent to job `m.name` of `m.leader` for
+  // `m.owner`, under `lease`.  Joining again as before changes nothing;
+  // a consent to that name of another leader or owner is an error (leave
+  // it first).
+  Result<JobMembership, std::string> Join(const JobMembership& m,
+                                          int64_t lease);
+  // Withdraws `host`'s consent to `name`: its flows stop counting.
+  // Whether there was one.
+  Result<bool, std::string> Leave(const std::string& host,
+                                  const std::string& name);
+  // Admits the job as a whole or not at all: a refusal names the first
+  // resource (in the topology's order) the job would take beyond what is
+  // reservable, or the hosts that have not joined it.  Nothing is written
+  // unless it is admitted.
+  Result<JobReservation, std::string> ReserveJob(const JobRequest& req,
+                                                 int64_t lease);
+  // The job's new rate for each pair, admitted the same way (its own
+  // charges not counted against it).
+  Result<JobReservation, std::string> ChangeJob(
+      const std::string& leader, const std::string& name, uint64_t rate,
+      std::optional<uint64_t> allowance = std::nullopt);
+  Result<JobReservation, std::string> ReleaseJob(const std::string& leader,
+                                                 const std::string& name);
+  // Every job, each with the hosts whose consent holds; records that are
+  // not jobs, or not where their leader keeps them, are logged (once)
+  // and left out.
+  Result<std::vector<JobReservation>, std::string> Jobs();
+  // The consents of `host`, every one (whether its job exists or not).
+  Result<std::vector<JobMembership>, std::string> Memberships(
+      const std::string& host);
+  // What job `j` charges each resource (indices into the topology's
+  // resources(), 0 where nothing), counting its joined hosts' flows.
+  std::vector<uint64_t> JobCharges(const JobReservation& j) const;
 
   // The reservations of every host, or of `from` only; a record that is
   // not a reservation, or not where its holder keeps it, is logged (once)
@@ -184,6 +280,39 @@ class ClusterAdmission {
                                           std::optional<uint64_t> allowance,
                                           const std::string& own,
                                           int64_t own_revision);
+
+  // What every reservation and job holds of each resource, read for one
+  // decision: the use/ keys but those of reservation `own` (of host
+  // `own_from`), and the jobs but job `own_job` ("LEADER/NAME").
+  struct Holdings {
+    std::vector<uint64_t> reserved;  // by resource index
+    std::vector<size_t> count;       // reservations and jobs on each
+    std::vector<JobReservation> jobs;
+    int64_t use_revision = 0, job_revision = 0;
+  };
+  Result<Holdings, std::string> ReadHoldings(const std::string& own_from,
+                                             const std::string& own,
+                                             const std::string& own_job);
+  // The jobs as read (with their consents), and the revision of the
+  // read of job/, the range a later transaction compares.
+  Result<std::vector<JobReservation>, std::string> ReadJobs(
+      int64_t* job_revision);
+  // What `owner` holds of its allowance across the cluster: its
+  // reservations' user/ keys (but reservation `own`'s) and its jobs (but
+  // `own_job`); the user/ read's revision into *`revision`.
+  Result<uint64_t, std::string> Held(const std::string& owner,
+                                     const std::string& own_from,
+                                     const std::string& own,
+                                     const std::vector<JobReservation>& jobs,
+                                     const std::string& own_job,
+                                     int64_t* revision);
+  // Admits and writes job `j`: a new one, or a `change` of its rate.
+  Result<JobReservation, std::string> CommitJob(
+      JobReservation j, std::optional<uint64_t> allowance, bool change);
+  std::string JobKey(const std::string& leader, const std::string& name) const;
+  std::string MemberKey(const std::string& host, const std::string& name) const;
+  // The topology index of the host named exactly `name`.
+  std::optional<size_t> HostNamed(std::string_view name) const;
 
   // Whether the use/ key `kv` counts: only a live lease's do (etcd keeps
   // a key only while its lease lives); the first time a key is left out,

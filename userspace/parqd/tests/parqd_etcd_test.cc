@@ -1024,7 +1024,8 @@ TEST(EtcdRolesTest, EachHostWritesItsOwnKeysOnly) {
   for (const std::string& key :
        {prefix + "resv/a2/a2-0123456789abcdef",
         prefix + "use/a2/link/tor1/tor2/a2-0123456789abcdef",
-        prefix + "to/a2/b2/a2-0123456789abcdef", prefix + "resv/" + id2}) {
+        prefix + "to/a2/b2/a2-0123456789abcdef", prefix + "resv/" + id2,
+        prefix + "job/a2/j", prefix + "member/b1/j"}) {
     auto put = a1.Put(key, "800000000", lease1.value().id);
     ASSERT_FALSE(put.ok()) << "a1 wrote " << key;
     EXPECT_NE(put.error().find("permission denied"), std::string::npos)
@@ -1059,6 +1060,13 @@ TEST(EtcdRolesTest, EachHostWritesItsOwnKeysOnly) {
   from_b1.rate = 800'000'000;
   auto full = adm_b1.Reserve(from_b1, lease_b1.value().id);
   EXPECT_TRUE(full.ok()) << "a1's use/ key charged b1's NIC: " << full.error();
+
+  // a1 leads a job of a1 and a2, with a2's consent written by a2 itself.
+  ASSERT_TRUE(adm2.Join({"a2", "j", "a1", "alice"}, lease2.value().id).ok());
+  ASSERT_TRUE(adm1.Join({"a1", "j", "a1", "alice"}, lease1.value().id).ok());
+  auto job = adm1.ReserveJob({"j", "a1", {"a1", "a2"}, 1, "", "alice", {}},
+                             lease1.value().id);
+  EXPECT_TRUE(job.ok()) << job.error();
 
   // A new password, in etcd and in the file: the next call authenticates
   // again with it.
