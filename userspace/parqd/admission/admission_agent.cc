@@ -327,13 +327,13 @@ bool RevokeLeasesOf(const std::string& host, int64_t keep,
   return ok;
 }
 
+}  // namespace
+
 std::string Hex(uint32_t v) {
   char b[16];
   std::snprintf(b, sizeof(b), "%x", v);
   return b;
 }
-
-}  // namespace
 
 bool CleanUpAfterParqd(const std::string& host, ClusterAdmission& admission,
                        EtcdClient& etcd, ReservedClasses& classes,
@@ -379,9 +379,22 @@ void AdmissionAgent::Check(uint64_t now) {
          "admission: cannot list the reserved classes: " + parts.error());
     return;
   }
+  std::vector<std::string> left;
+  for (const auto& [name, j] : joined_)
+    if (!j.slurm.empty() && (!job_alive_ || !job_alive_(j.slurm)))
+      left.push_back(name);
+  for (const std::string& name : left) {
+    const std::string slurm = joined_.at(name).slurm;
+    if (LeaveJob(Requester{0, "root", {}}, name).ok())
+      log_(kInfo, "admission: left job " + name + ": Slurm job " + slurm +
+                      " has ended (its cgroup is gone)");
+  }
+  SyncJobs();
   std::set<uint32_t> held;
   for (const auto& [id, h] : held_)
     held.insert(h.minor);
+  for (const auto& [key, f] : job_flows_)
+    held.insert(f.minor);
   Repair(parts.value());
   for (uint32_t minor : parts.value().installed) {
     if (held.count(minor))
@@ -450,6 +463,26 @@ Result<std::vector<Reservation>, std::string> AdmissionAgent::ReleaseJob(
       return Err{r.error()};
     out.push_back(std::move(r).value());
   }
+  // The jobs admitted as a whole under that name (or named "JOB.more",
+  // as a Slurm job's processes name theirs) that `who` joined here: the
+  // job itself if this host leads it, and this host's consent.
+  std::vector<std::string> names;
+  for (const auto& [name, j] : joined_)
+    if ((name == job || name.rfind(job + ".", 0) == 0) &&
+        (who.uid == 0 || who.uid == j.who.uid))
+      names.push_back(name);
+  for (const std::string& name : names) {
+    if (joined_.at(name).leader == config_.host) {
+      auto gone = admission_.ReleaseJob(config_.host, name);
+      if (gone.ok())
+        log_(kInfo, "admission: job " + name + " released");
+      else if (gone.error() != "no job " + name + " of " + config_.host)
+        return Err{gone.error()};
+    }
+    auto left = LeaveJob(who, name);
+    if (!left.ok())
+      return Err{left.error()};
+  }
   return out;
 }
 
@@ -460,7 +493,8 @@ uint64_t AdmissionAgent::NextTick() const {
 }
 
 void AdmissionAgent::Demote(const std::string& why) {
-  size_t n = held_.size();
+  size_t n = held_.size() + job_flows_.size();
+  DropJobs();
   for (const auto& [id, h] : held_)
     if (auto e = classes_.Remove(h.minor))
       log_(kError, "admission: cannot remove the class of " + id + ": " + *e);
@@ -516,6 +550,8 @@ std::optional<uint32_t> AdmissionAgent::FreeMinor() const {
   std::vector<uint32_t> used;
   for (const auto& [id, h] : held_)
     used.push_back(h.minor);
+  for (const auto& [key, f] : job_flows_)
+    used.push_back(f.minor);
   std::sort(used.begin(), used.end());
   uint32_t m = kAgentMinorFirst;
   for (uint32_t u : used) {
@@ -690,9 +726,22 @@ void AdmissionAgent::Metrics(PromText& out) const {
               counters_.demotions);
   out.Counter("parqd_admission_demoted_total",
               "Reservations demoted to best effort in all.", counters_.demoted);
+  const char* jobs = "parqd_admission_job_requests_total";
+  out.Family(jobs, "counter",
+             "Jobs this host asked to admit as a whole, by result.");
+  out.Sample(jobs, counters_.jobs_admitted, "result", "admitted");
+  out.Sample(jobs, counters_.jobs_refused, "result", "refused");
+  out.Gauge("parqd_admission_jobs_joined",
+            "Jobs this host has consented to carry its part of.",
+            joined_.size());
+  out.Gauge("parqd_admission_job_flows",
+            "Flows of jobs admitted as a whole that this host carries, each "
+            "a reserved class.",
+            job_flows_.size());
 }
 
 void AdmissionAgent::Stop() {
+  DropJobs();
   for (const auto& [id, h] : held_)
     if (auto e = classes_.Remove(h.minor))
       log_(kError, "admission: cannot remove the class of " + id + ": " + *e);

@@ -108,6 +108,7 @@ struct AgentCounters {
   uint64_t admitted = 0, refused = 0, released = 0, changed = 0;
   uint64_t lease_grants = 0, keepalive_errors = 0, demotions = 0;
   uint64_t demoted = 0;  // reservations demoted in all
+  uint64_t jobs_admitted = 0, jobs_refused = 0;
 };
 
 // Reserved class minors the agent uses: its own range, so that classes
@@ -167,8 +168,47 @@ class AdmissionAgent {
                                            const std::string& id);
   // Releases this host's reservations for `job` that `who` may touch (all
   // of them for root): the job ended.  None is no error, nor are others'.
+  // Also ends what this host has of a job admitted as a whole (below)
+  // named `job` and of `who` (any for root): the job itself if this host
+  // leads it, and this host's consent.
   Result<std::vector<Reservation>, std::string> ReleaseJob(
       const Requester& who, const std::string& job);
+
+  // Jobs admitted as a whole (cluster_admission.h, "A job").  This host's
+  // consent to carry its part of job `name` of `leader` for `who`; its
+  // flows are installed once the job is admitted (SyncJobs()).  `slurm`:
+  // the Slurm job the asking process runs in ("": none), with which the
+  // consent ends.
+  Result<JobMembership, std::string> JoinJob(const Requester& who,
+                                             const std::string& name,
+                                             const std::string& leader,
+                                             const std::string& slurm = "");
+  // Withdraws the consent (root: anyone's); this host's flows of the job
+  // are removed.  Whether there was one.
+  Result<bool, std::string> LeaveJob(const Requester& who,
+                                     const std::string& name);
+  // Admits job `name`, led by this host: `rate` for every ordered pair of
+  // distinct `hosts`, each of which has joined it; installs this host's
+  // flows of it.
+  Result<JobReservation, std::string> ReserveJob(
+      const Requester& who, const std::string& name,
+      const std::vector<std::string>& hosts, uint64_t rate,
+      const std::string& match);
+  // The job's new rate, admitted as a new job would be (leader only).
+  Result<JobReservation, std::string> ChangeJob(const Requester& who,
+                                                const std::string& name,
+                                                uint64_t rate);
+  // Job `name` as etcd holds it, once this host's flows of it are
+  // installed as it says.
+  Result<JobReservation, std::string> ShowJob(const std::string& name);
+  // Installs this host's flows of every job it has joined (a class toward
+  // each other host of the job, at the job's rate, for the consenting
+  // user's sockets), changes their rate, and removes those of jobs gone
+  // or left.  Called at each check (kJobCheckNs) and after each job
+  // request.
+  void SyncJobs();
+  // The classes this host carries for jobs: (job, destination) -> minor.
+  std::map<std::pair<std::string, std::string>, uint32_t> JobFlows() const;
   // Whether a Slurm job runs on this host (its cgroup exists); unset,
   // reservations for a job are refused.
   void set_job_alive(std::function<bool(const std::string& job)> alive) {
@@ -194,6 +234,21 @@ class AdmissionAgent {
     uint32_t minor = 0;
     uint32_t uid = 0;
   };
+
+  // This host's consent to a job.
+  struct Joined {
+    std::string leader;
+    Requester who;
+    std::string slurm;  // the Slurm job it ends with ("": none)
+  };
+  // A class this host installed for a job's flow.
+  struct JobFlow {
+    uint32_t minor = 0;
+    uint64_t rate = 0;
+  };
+  // Removes the classes of every job flow and forgets the consents (the
+  // lease that held them is gone or going).
+  void DropJobs();
 
   // The rate `who` may hold in all; nullopt: no limit (root).
   std::optional<uint64_t> Allowance(const Requester& who) const;
@@ -232,6 +287,9 @@ class AdmissionAgent {
   EtcdClient::Clock clock_;
   LeaseKeeper* keeper_;
   std::map<std::string, Held> held_;
+  std::map<std::string, Joined> joined_;  // by job name
+  // (job, destination host) -> its class.
+  std::map<std::pair<std::string, std::string>, JobFlow> job_flows_;
   std::set<uint32_t> repair_failing_;  // classes Repair() cannot install
   // Released here but not yet in etcd (it did not answer): retried.
   std::vector<std::string> unreleased_;
@@ -245,6 +303,9 @@ class AdmissionAgent {
   bool warned_ = false;     // etcd_error_ was logged
   AgentCounters counters_;
 };
+
+// A class minor in hexadecimal, as tc writes it.
+std::string Hex(uint32_t minor);
 
 // What parqd --clean-up does after a parqd that did not stop cleanly
 // (SIGKILL, OOM, its watchdog; the unit's ExecStopPost): removes every

@@ -38,6 +38,93 @@ std::string StringOf(const json& req, const char* key) {
   return it != req.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// A job admitted as a whole, as the socket answers it.
+json JobJson(const JobReservation& j) {
+  return json{{"job", j.name},      {"leader", j.leader}, {"hosts", j.hosts},
+              {"rate_bps", j.rate}, {"match", j.match},   {"owner", j.owner},
+              {"joined", j.joined}, {"flows", j.flows()}, {"lease", j.lease}};
+}
+
+// The name of a job admitted as a whole that a process of Slurm job
+// `slurm` ("": none) may use: the job's id, or the id, a dot and more.
+std::optional<std::string> JobNameProblem(const std::string& name,
+                                          const std::string& slurm) {
+  if (!ValidJobName(name))
+    return "\"" + name +
+           "\" cannot name a job: 1 to 63 letters, digits, '-', '_', '.'";
+  if (slurm.empty() || name == slurm || name.rfind(slurm + ".", 0) == 0)
+    return std::nullopt;
+  return "the asking process runs in Slurm job " + slurm +
+         ": its jobs are named " + slurm + " or " + slurm + ".NAME";
+}
+
+// The ops on jobs admitted as a whole; nullopt when `op` is not one.
+std::optional<std::string> HandleJobRequest(
+    AdmissionAgent& agent, const Requester& who, const std::string& op,
+    const json& req, const std::optional<std::string>& process_job) {
+  const bool whole =
+      (op == "reserve" && req.contains("hosts")) || op == "join" ||
+      op == "leave" || op == "job" ||
+      (op == "change" && !req.contains("id") && req.contains("job"));
+  if (!whole)
+    return std::nullopt;
+  const std::string name = StringOf(req, "job");
+  if (name.empty())
+    return ErrorReply("\"" + op + "\" needs \"job\": the job's name");
+  if (op == "job") {
+    auto j = agent.ShowJob(name);
+    if (!j.ok())
+      return ErrorReply(j.error());
+    return json{{"ok", true}, {"job", JobJson(j.value())}}.dump();
+  }
+  if (op == "leave") {
+    auto left = agent.LeaveJob(who, name);
+    if (!left.ok())
+      return ErrorReply(left.error());
+    return json{{"ok", true}, {"left", left.value()}}.dump();
+  }
+  if (!process_job && who.uid != 0)
+    return ErrorReply(
+        "cannot tell which Slurm job the asking process runs in: its "
+        "/proc/PID/cgroup cannot be read (did it end before its answer?)");
+  const std::string slurm = process_job.value_or("");
+  if (auto e = JobNameProblem(name, slurm))
+    return ErrorReply(*e);
+  if (op == "join") {
+    const std::string leader = StringOf(req, "leader");
+    if (leader.empty())
+      return ErrorReply("\"join\" needs \"leader\": the job's leader host");
+    auto m = agent.JoinJob(who, name, leader, slurm);
+    if (!m.ok())
+      return ErrorReply(m.error());
+    return json{{"ok", true},
+                {"joined", {{"job", name}, {"leader", m.value().leader}}}}
+        .dump();
+  }
+  if (!req.contains("rate"))
+    return ErrorReply("\"" + op + "\" needs \"rate\"");
+  auto rate = RateOf(req["rate"]);
+  if (!rate.ok())
+    return ErrorReply(rate.error());
+  Result<JobReservation, std::string> j = Err{std::string()};
+  if (op == "change") {
+    j = agent.ChangeJob(who, name, rate.value());
+  } else {
+    const json& hosts = req["hosts"];
+    std::vector<std::string> list;
+    if (hosts.is_array())
+      for (const json& h : hosts)
+        if (h.is_string())
+          list.push_back(h.get<std::string>());
+    if (!hosts.is_array() || list.size() != hosts.size())
+      return ErrorReply("\"hosts\" must be an array of host names");
+    j = agent.ReserveJob(who, name, list, rate.value(), StringOf(req, "match"));
+  }
+  if (!j.ok())
+    return ErrorReply(j.error());
+  return json{{"ok", true}, {"job", JobJson(j.value())}}.dump();
+}
+
 }  // namespace
 
 json ReservationJson(const Reservation& r) {
@@ -56,6 +143,8 @@ std::string HandleAdmissionRequest(
     return parsed.error();
   const json& req = parsed.value().body;
   const std::string& op = parsed.value().op;
+  if (auto reply = HandleJobRequest(agent, who, op, req, process_job))
+    return *reply;
   Result<Reservation, std::string> r = Err{std::string()};
   if (op == "list") {
     json all = json::array();

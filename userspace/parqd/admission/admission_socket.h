@@ -14,6 +14,17 @@
 //   {"op": "list"}
 //   {"op": "incoming"}
 //
+// Jobs admitted as a whole (cluster_admission.h), named by "job":
+//   {"op": "join", "job": "42", "leader": "n1"}  (this host's consent)
+//   {"op": "leave", "job": "42"}
+//   {"op": "reserve", "job": "42", "hosts": ["n1", "n2", ...],
+//    "rate": "10mbit", "match": ""}        (on the leader; every pair)
+//   {"op": "change", "job": "42", "rate": "20mbit"}
+//   {"op": "job", "job": "42"}              -> {"ok": true, "job": {...}}
+//   {"op": "release", "job": "42"}          (also ends the job and leaves)
+// A process of a Slurm job names its jobs by the job's id, or the id, a
+// dot and more ("42.world").
+//
 //   {"ok": true, "reservation": {...}}    {"ok": true, "reservations": [...]}
 //   (incoming: the reservations toward this host, and "synced": whether
 //   its watch of etcd is in sync, with "sync_error" when not)

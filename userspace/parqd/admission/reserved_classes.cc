@@ -14,16 +14,6 @@
 
 namespace parq::parqd {
 
-namespace {
-
-std::string Hex(uint32_t v) {
-  char b[16];
-  std::snprintf(b, sizeof(b), "%x", v);
-  return b;
-}
-
-}  // namespace
-
 uint64_t ClassBytes(uint64_t bps) {
   return bps >= 8 ? bps / 8 : 1;
 }

@@ -347,26 +347,42 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
   resvs->add_flag("--incoming", a.incoming,
                   "Those toward this host, as its parqd's watch of etcd "
                   "sees them, instead of those from it");
+  resvs->add_option("--job", a.job,
+                    "A job admitted as a whole: its hosts, rate, and which "
+                    "hosts have joined it (from this host's parqd)");
   json_flag(resvs);
   std::string rate_text;
   CLI::App* reserve = app.add_subcommand(
       "reserve",
       "Ask this host's parqd to reserve bandwidth to a host, admitted "
       "across the cluster; prints the reservation's id");
-  reserve->add_option("--to", a.to, "Destination host: a name or an address")
-      ->required();
+  CLI::Option* to = reserve->add_option(
+      "--to", a.to, "Destination host: a name or an address");
+  reserve
+      ->add_option("--hosts", a.hosts,
+                   "Instead of --to: a job admitted as a whole, --rate for "
+                   "every ordered pair of these hosts (comma-separated; "
+                   "this host leads it, and each must have joined it)")
+      ->delimiter(',')
+      ->excludes(to);
   reserve->add_option("--rate", rate_text, "Rate, e.g. 100mbit")->required();
   reserve->add_option("--match", a.match,
                       "The traffic it covers: proto=udp|tcp, dport=N, "
                       "sport=N, comma-separated (default: all to the host)");
   reserve->add_option("--job", a.job,
                       "The Slurm job it is for, released when the job ends "
-                      "(default: $SLURM_JOB_ID; --job '' for none)");
+                      "(default: $SLURM_JOB_ID; --job '' for none); with "
+                      "--hosts, the job's name");
   socket_option(reserve);
   json_flag(reserve);
   CLI::App* change = app.add_subcommand(
       "change", "Change a reservation's rate, admitted the same way");
-  change->add_option("ID", a.id, "The reservation")->required();
+  CLI::Option* change_id = change->add_option("ID", a.id, "The reservation");
+  change
+      ->add_option("--job", a.job,
+                   "Instead of ID: the job admitted as a whole that this "
+                   "host leads, a new rate for each of its flows")
+      ->excludes(change_id);
   change->add_option("--rate", rate_text, "The new rate, e.g. 200mbit")
       ->required();
   socket_option(change);
@@ -381,6 +397,19 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       ->excludes(release_id);
   socket_option(release);
   json_flag(release);
+  CLI::App* join = app.add_subcommand(
+      "join", "Consent to carry this host's part of a job admitted as a whole");
+  join->add_option("--leader", a.leader,
+                   "The job's leader: the host that will reserve it")
+      ->required();
+  join->add_option("--job", a.job, "The job's name (default: $SLURM_JOB_ID)");
+  socket_option(join);
+  json_flag(join);
+  CLI::App* leave = app.add_subcommand(
+      "leave", "Withdraw this host's consent to a job: its flows here end");
+  leave->add_option("--job", a.job, "The job's name (default: $SLURM_JOB_ID)");
+  socket_option(leave);
+  json_flag(leave);
 
   if (auto code = Parse(app, argv, out, err))
     return *code;
@@ -419,6 +448,11 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       return 2;
     }
     a.rate = r.value();
+  }
+  if (*resvs && !a.job.empty() && (a.incoming || !a.etcd.empty())) {
+    err << "parqctl: reservations: --job asks this host's parqd; leave out "
+           "--incoming, --topology and --etcd\n";
+    return 2;
   }
   if (*resvs && a.incoming && !a.etcd.empty()) {
     err << "parqctl: reservations: --incoming asks this host's parqd; "
@@ -485,8 +519,32 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     const char* slurm_job = std::getenv("SLURM_JOB_ID");
     if (reserve->count("--job") == 0 && slurm_job)
       a.job = slurm_job;
+    if (a.to.empty() && a.hosts.empty()) {
+      err << "parqctl reserve: give --to HOST, or --hosts A,B,... for a "
+             "job admitted as a whole\n";
+      return 2;
+    }
+    if (!a.hosts.empty() && a.job.empty()) {
+      err << "parqctl reserve: --hosts needs the job's name: --job NAME "
+             "(or $SLURM_JOB_ID)\n";
+      return 2;
+    }
+  } else if (*join || *leave) {
+    a.cmd = *join ? CtlArgs::Cmd::kJoin : CtlArgs::Cmd::kLeave;
+    const char* slurm_job = std::getenv("SLURM_JOB_ID");
+    if ((*join ? join : leave)->count("--job") == 0 && slurm_job)
+      a.job = slurm_job;
+    if (a.job.empty()) {
+      err << "parqctl " << (*join ? "join" : "leave")
+          << ": give the job's name: --job NAME (or $SLURM_JOB_ID)\n";
+      return 2;
+    }
   } else if (*change) {
     a.cmd = CtlArgs::Cmd::kChange;
+    if (a.id.empty() && a.job.empty()) {
+      err << "parqctl change: give the reservation's ID, or --job NAME\n";
+      return 2;
+    }
   } else if (*release) {
     a.cmd = CtlArgs::Cmd::kRelease;
     if (a.id.empty() && a.job.empty()) {

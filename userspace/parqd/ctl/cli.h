@@ -53,6 +53,8 @@ struct CtlArgs {
     kReserve,
     kChange,
     kRelease,
+    kJoin,  // a job admitted as a whole: this host's consent
+    kLeave,
     kKeyDerive,
     kMonitor,
     kPeers
@@ -75,9 +77,13 @@ struct CtlArgs {
   std::string socket = "/run/parqd/admission.sock";  // reserve, change, ...
   std::string status_socket = kDefaultStatusSocket;  // peers
   std::string id;                                    // change, release
-  std::string job;    // reserve: for this Slurm job; release: its reservations
-  uint64_t rate = 0;  // reserve, change: bits/s
-  std::string match;  // reserve
+  // reserve: for this Slurm job, or the name of a job admitted as a whole
+  // (--hosts); release: its reservations; join, leave, change: the job
+  std::string job;
+  std::vector<std::string> hosts;  // reserve: a job of these hosts, whole
+  std::string leader;              // join: the job's leader host
+  uint64_t rate = 0;               // reserve, change: bits/s
+  std::string match;               // reserve
   bool incoming = false;        // reservations: toward this host, not from it
   std::string secret_file;      // key derive: the cluster secret
   uint64_t node = 0;            // key derive: the host the keys are for

@@ -304,6 +304,28 @@ int Ask(const CtlArgs& a, const json& request, std::ostream& out,
     out << reply.dump() << "\n";
     return 0;
   }
+  if (reply.contains("job")) {
+    const json& j = reply["job"];
+    const json hosts = j.value("hosts", json::array());
+    const json joined = j.value("joined", json::array());
+    out << "job " << j.value("job", "") << ": " << j.value("flows", 0)
+        << " flows of " << FormatRate(j.value("rate_bps", uint64_t{0}))
+        << " among " << hosts.size() << " hosts, leader "
+        << j.value("leader", "") << ", owner " << j.value("owner", "");
+    if (!j.value("match", "").empty())
+      out << ", match " << j.value("match", "");
+    out << "\n";
+    for (const json& h : hosts) {
+      const bool in =
+          std::find(joined.begin(), joined.end(), h) != joined.end();
+      out << "  " << h.get<std::string>()
+          << (in ? "" : "  (has not joined: its flows are not reserved)")
+          << "\n";
+    }
+    return 0;
+  }
+  if (reply.contains("joined") || reply.contains("left"))
+    return 0;
   const json& res = reply["reservation"];
   if (a.cmd == CtlArgs::Cmd::kReserve)
     out << res.value("id", "") << "\n";
@@ -575,17 +597,26 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
     case CtlArgs::Cmd::kNftWatch:
       return NftWatch(jobs, out, err);
     case CtlArgs::Cmd::kReserve: {
-      json req = {{"op", "reserve"},
-                  {"to", a.to},
-                  {"rate", a.rate},
-                  {"match", a.match}};
+      json req = {{"op", "reserve"}, {"rate", a.rate}, {"match", a.match}};
+      if (a.hosts.empty())
+        req["to"] = a.to;
+      else
+        req["hosts"] = a.hosts;
       if (!a.job.empty())
         req["job"] = a.job;
       return Ask(a, req, out, err);
     }
     case CtlArgs::Cmd::kChange:
+      if (a.id.empty())
+        return Ask(a, {{"op", "change"}, {"job", a.job}, {"rate", a.rate}}, out,
+                   err);
       return Ask(a, {{"op", "change"}, {"id", a.id}, {"rate", a.rate}}, out,
                  err);
+    case CtlArgs::Cmd::kJoin:
+      return Ask(a, {{"op", "join"}, {"job", a.job}, {"leader", a.leader}}, out,
+                 err);
+    case CtlArgs::Cmd::kLeave:
+      return Ask(a, {{"op", "leave"}, {"job", a.job}}, out, err);
     case CtlArgs::Cmd::kRelease:
       if (!a.job.empty())
         return Ask(a, {{"op", "release"}, {"job", a.job}}, out, err);
@@ -593,6 +624,8 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
     case CtlArgs::Cmd::kKeyDerive:
       return KeyDerive(a, out, err);
     case CtlArgs::Cmd::kReservations:
+      if (!a.job.empty())
+        return Ask(a, {{"op", "job"}, {"job", a.job}}, out, err);
       if (a.etcd.empty())
         return Ask(a, {{"op", a.incoming ? "incoming" : "list"}}, out, err);
       [[fallthrough]];

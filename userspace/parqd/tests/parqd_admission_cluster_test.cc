@@ -316,40 +316,102 @@ TEST_F(ClusterTest, ReleasingAJobTakesOnlyWhatTheAskerMayTouch) {
 }
 
 // The epilog's own call: parqctl release --job N over the socket.
+// Runs parqctl's command line `argv` against `host`'s admission socket,
+// serving it meanwhile; its exit status, with what it printed in `out`.
+int Parqctl(Host& host, uint64_t now, std::vector<std::string> argv,
+            std::string& out) {
+  const std::string path = ::testing::TempDir() + "/parq-cluster-test.sock";
+  auto s = AdmissionServer::Open(path);
+  EXPECT_TRUE(s.ok()) << s.error();
+  if (!s.ok())
+    return -1;
+  argv.insert(argv.begin(), "parqctl");
+  argv.insert(argv.end(), {"--socket", path});
+  std::ostringstream o, e;
+  auto parsed = ParseCtlArgs(argv, o, e);
+  if (!std::holds_alternative<CtlArgs>(parsed)) {
+    out = o.str() + e.str();
+    return std::get<int>(parsed);
+  }
+  int rc = -1;
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    rc = RunCtl(
+        std::get<CtlArgs>(parsed),
+        []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
+          return Err{KernelError{ENODEV, "not used"}};
+        },
+        o, e);
+    done = true;
+  });
+  for (int i = 0; i < 2000 && !done; i++) {
+    s.value().Serve(host.agent, now);
+    std::this_thread::sleep_for(5ms);
+  }
+  t.join();
+  out = o.str() + e.str();
+  return rc;
+}
+
+// The epilog's own call: parqctl release --job N over the socket.
 TEST_F(ClusterTest, ParqctlReleasesByJob) {
   alive_ = {"42"};
   auto n1 = Start("n1", n1_classes_);
   const Requester me = RequesterOf(getuid(), getgid());
   auto r = n1->agent.Reserve(me, "n2", 100 * kMbit, "", "42");
   ASSERT_TRUE(r.ok()) << r.error();
-  const std::string path = ::testing::TempDir() + "/parq-cluster-test.sock";
-  auto s = AdmissionServer::Open(path);
-  ASSERT_TRUE(s.ok()) << s.error();
-  CtlArgs a;
-  a.cmd = CtlArgs::Cmd::kRelease;
-  a.job = "42";
-  a.socket = path;
-  std::ostringstream out, err;
-  int rc = -1;
-  std::atomic<bool> done{false};
-  std::thread t([&] {
-    rc = RunCtl(
-        a,
-        []() -> Result<std::unique_ptr<KernelCreditTable>, KernelError> {
-          return Err{KernelError{ENODEV, "not used"}};
-        },
-        out, err);
-    done = true;
-  });
-  for (int i = 0; i < 2000 && !done; i++) {
-    s.value().Serve(n1->agent, now_);
-    std::this_thread::sleep_for(5ms);
-  }
-  t.join();
-  EXPECT_EQ(rc, 0) << err.str();
-  EXPECT_NE(out.str().find(r.value().id), std::string::npos) << out.str();
+  std::string out;
+  EXPECT_EQ(Parqctl(*n1, now_, {"release", "--job", "42"}, out), 0) << out;
+  EXPECT_NE(out.find(r.value().id), std::string::npos) << out;
   EXPECT_TRUE(n1_classes_.rates.empty());
   EXPECT_TRUE(InEtcd().empty());
+}
+
+// A job admitted as a whole, from parqctl on each host: join, reserve on
+// the leader, show, change, and the epilog's release.
+TEST_F(ClusterTest, ParqctlAdmitsAJobAsAWhole) {
+  auto n1 = Start("n1", n1_classes_);
+  auto n2 = Start("n2", n2_classes_);
+  std::string out;
+  ASSERT_EQ(Parqctl(*n2, now_, {"join", "--leader", "n1", "--job", "j"}, out),
+            0)
+      << out;
+  ASSERT_EQ(
+      Parqctl(*n1, now_,
+              {"reserve", "--hosts", "n1,n2", "--rate", "10mbit", "--job", "j"},
+              out),
+      1)
+      << out;
+  EXPECT_EQ(out,
+            "parqctl: join job j here first, with this host (n1) as its "
+            "leader\n");
+  ASSERT_EQ(Parqctl(*n1, now_, {"join", "--leader", "n1", "--job", "j"}, out),
+            0)
+      << out;
+  ASSERT_EQ(
+      Parqctl(*n1, now_,
+              {"reserve", "--hosts", "n1,n2", "--rate", "10mbit", "--job", "j"},
+              out),
+      0)
+      << out;
+  ASSERT_EQ(
+      Parqctl(*n1, now_, {"change", "--job", "j", "--rate", "20mbit"}, out), 0)
+      << out;
+  ASSERT_EQ(Parqctl(*n2, now_, {"reservations", "--job", "j"}, out), 0) << out;
+  const std::string me = RequesterOf(getuid(), getgid()).user;
+  EXPECT_EQ(out, "job j: 2 flows of 20mbit among 2 hosts, leader n1, owner " +
+                     me + "\n  n1\n  n2\n");
+  EXPECT_EQ(n2_classes_.rates.size(), 1u);
+  EXPECT_EQ(Parqctl(*n1, now_, {"reserve", "--rate", "1mbit"}, out), 2);
+  EXPECT_EQ(out,
+            "parqctl reserve: give --to HOST, or --hosts A,B,... for a job "
+            "admitted as a whole\n");
+  ASSERT_EQ(Parqctl(*n1, now_, {"release", "--job", "j"}, out), 0) << out;
+  ASSERT_EQ(Parqctl(*n2, now_, {"release", "--job", "j"}, out), 0) << out;
+  EXPECT_TRUE(n1_classes_.rates.empty());
+  EXPECT_TRUE(n2_classes_.rates.empty());
+  EXPECT_EQ(Parqctl(*n2, now_, {"reservations", "--job", "j"}, out), 1);
+  EXPECT_EQ(out, "parqctl: no job j is admitted\n");
 }
 
 // The job's cgroup removed (the job ended, with or without the epilog):
@@ -369,6 +431,122 @@ TEST_F(ClusterTest, AJobWhoseCgroupIsGoneLosesItsReservations) {
   auto in = InEtcd();
   EXPECT_EQ(in.size(), 1u);
   EXPECT_EQ(in.count(j43.value().id), 1u);
+}
+
+// Advances the clock past the next check of each agent, ticking them.
+void PassACheck(uint64_t* now, std::initializer_list<Host*> hosts) {
+  const uint64_t end = *now + kJobCheckNs;
+  for (; *now <= end; *now += kSec / 4)
+    for (Host* h : hosts)
+      if (*now >= h->agent.NextTick())
+        h->agent.Tick(*now);
+}
+
+// A job admitted as a whole by its leader n1: every host that joined it
+// installs its flows (the leader at once, n2 at its next check), for the
+// user who joined; a new rate reaches both; the epilog on each host ends
+// it; and a job that does not fit installs nothing anywhere.
+TEST_F(ClusterTest, EveryHostThatJoinedAJobCarriesItsFlows) {
+  alive_ = {"42"};
+  auto n1 = Start("n1", n1_classes_);
+  auto n2 = Start("n2", n2_classes_);
+  ASSERT_TRUE(n2->agent.JoinJob(kAlice, "42", "n1", "42").ok());
+  // Not yet n1's consent: the leader must have joined too.
+  auto early =
+      n1->agent.ReserveJob(kAlice, "42", {"n1", "n2"}, 100 * kMbit, "");
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.error(),
+            "join job 42 here first, with this host (n1) as its leader");
+  ASSERT_TRUE(n1->agent.JoinJob(kAlice, "42", "n1", "42").ok());
+  // alice may hold 300mbit: two flows of 151mbit are refused whole, and
+  // nothing is installed.
+  ASSERT_TRUE(n1->agent.Reserve(kBob, "n2", 300 * kMbit, "").ok());
+  auto over = n1->agent.ReserveJob(kAlice, "42", {"n1", "n2"}, 151 * kMbit, "");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error(),
+            "user alice may hold 300mbit of reservations in the cluster; "
+            "holds 0bit, and job 42 asks 302mbit (2 flows of 151mbit)");
+  EXPECT_EQ(n1_classes_.rates.size(), 1u);
+  auto job = n1->agent.ReserveJob(kAlice, "42", {"n1", "n2"}, 100 * kMbit, "");
+  ASSERT_TRUE(job.ok()) << job.error();
+  EXPECT_EQ(job.value().joined, (std::vector<std::string>{"n1", "n2"}));
+  const auto flows = n1->agent.JobFlows();
+  ASSERT_EQ(flows.size(), 1u);
+  const uint32_t minor = flows.at({"42", "n2"});
+  EXPECT_EQ(n1_classes_.rates.at(minor), 100 * kMbit);
+  EXPECT_EQ(n1_classes_.owners.at(minor), kAlice.uid);
+  EXPECT_EQ(n1_classes_.dests.at(minor)[0].ToString(), "10.0.0.2");
+  EXPECT_TRUE(n2_classes_.rates.empty());
+  PassACheck(&now_, {n1.get(), n2.get()});
+  ASSERT_EQ(n2->agent.JobFlows().size(), 1u);
+  const uint32_t back = n2->agent.JobFlows().at({"42", "n1"});
+  EXPECT_EQ(n2_classes_.rates.at(back), 100 * kMbit);
+  EXPECT_EQ(n2_classes_.owners.at(back), kAlice.uid);
+
+  // Only the leader changes it, for its owner or root.
+  EXPECT_FALSE(n2->agent.ChangeJob(kAlice, "42", 150 * kMbit).ok());
+  EXPECT_FALSE(n1->agent.ChangeJob(kBob, "42", 150 * kMbit).ok());
+  EXPECT_FALSE(n1->agent.ChangeJob(kAlice, "42", 151 * kMbit).ok());
+  auto up = n1->agent.ChangeJob(kAlice, "42", 150 * kMbit);
+  ASSERT_TRUE(up.ok()) << up.error();
+  EXPECT_EQ(n1_classes_.rates.at(minor), 150 * kMbit);
+  auto shown = n2->agent.ShowJob("42");  // n2 installs as it reads
+  ASSERT_TRUE(shown.ok()) << shown.error();
+  EXPECT_EQ(shown.value().rate, 150 * kMbit);
+  EXPECT_EQ(n2_classes_.rates.at(back), 150 * kMbit);
+
+  // The epilog on the leader ends the job; n2 drops its flow at its next
+  // check, and its own epilog withdraws its consent.
+  ASSERT_TRUE(n1->agent.ReleaseJob(kRoot, "42").ok());
+  EXPECT_EQ(n1_classes_.rates.size(), 1u);  // bob's reservation
+  EXPECT_FALSE(n1->agent.ShowJob("42").ok());
+  PassACheck(&now_, {n1.get(), n2.get()});
+  EXPECT_TRUE(n2_classes_.rates.empty());
+  ASSERT_TRUE(n2->agent.ReleaseJob(kRoot, "42").ok());
+  EXPECT_TRUE(n2->agent.JobFlows().empty());
+  auto members = n2->admission.Memberships("");
+  ASSERT_TRUE(members.ok()) << members.error();
+  EXPECT_TRUE(members.value().empty());
+}
+
+// A consent made for a Slurm job ends with the job's cgroup, and with it
+// the host's flows of the job; a process of Slurm job 42 names its jobs
+// 42 or 42.NAME.
+TEST_F(ClusterTest, AConsentEndsWithItsSlurmJob) {
+  alive_ = {"42"};
+  auto n1 = Start("n1", n1_classes_);
+  auto n2 = Start("n2", n2_classes_);
+  const std::string join = R"({"op":"join","job":"42.world","leader":"n1"})";
+  EXPECT_NE(HandleAdmissionRequest(n1->agent, kAlice, join, nullptr, "42")
+                .find("\"ok\":true"),
+            std::string::npos);
+  EXPECT_NE(HandleAdmissionRequest(n2->agent, kAlice, join, nullptr, "42")
+                .find("\"ok\":true"),
+            std::string::npos);
+  const std::string other = R"({"op":"join","job":"43","leader":"n1"})";
+  EXPECT_EQ(HandleAdmissionRequest(n1->agent, kAlice, other, nullptr, "42"),
+            R"({"error":"the asking process runs in Slurm job 42: its jobs )"
+            R"(are named 42 or 42.NAME","ok":false})");
+  const std::string reserve =
+      R"({"op":"reserve","job":"42.world","hosts":["n1","n2"],"rate":"50mbit"})";
+  const std::string reply =
+      HandleAdmissionRequest(n1->agent, kAlice, reserve, nullptr, "42");
+  ASSERT_NE(reply.find("\"ok\":true"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("\"flows\":2"), std::string::npos) << reply;
+  PassACheck(&now_, {n1.get(), n2.get()});
+  EXPECT_EQ(n2_classes_.rates.size(), 1u);
+  // The epilog of job 42 on the leader ends "42.world" too; n2's consent
+  // ends with the job's cgroup.
+  ASSERT_TRUE(n1->agent.ReleaseJob(kRoot, "42").ok());
+  EXPECT_FALSE(n2->agent.ShowJob("42.world").ok());
+  EXPECT_TRUE(n2_classes_.rates.empty());
+  alive_.clear();
+  PassACheck(&now_, {n1.get(), n2.get()});
+  EXPECT_TRUE(n1_classes_.rates.empty());
+  EXPECT_TRUE(n2_classes_.rates.empty());
+  auto members = n1->admission.Memberships("");
+  ASSERT_TRUE(members.ok()) << members.error();
+  EXPECT_TRUE(members.value().empty());
 }
 
 // parqd killed (SIGKILL, OOM, the watchdog): its classes stay on the qdisc

@@ -279,8 +279,54 @@ TEST(CtlCliTest, ReserveChangeRelease) {
   EXPECT_EQ(std::get<int>(r.ctl), 2);
   EXPECT_NE(r.err.find("parqctl: --rate fast: "), std::string::npos) << r.err;
   r = Ctl({"reserve", "--rate", "1mbit"});
-  EXPECT_NE(std::get<int>(r.ctl), 0);  // --to is required
-  EXPECT_NE(r.err.find("--to is required"), std::string::npos) << r.err;
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_EQ(r.err,
+            "parqctl reserve: give --to HOST, or --hosts A,B,... for a job "
+            "admitted as a whole\n");
+
+  // Jobs admitted as a whole.
+  unsetenv("SLURM_JOB_ID");
+  a = std::get<CtlArgs>(
+      Ctl({"reserve", "--hosts", "n1,n2,n3", "--rate", "1mbit", "--job", "7"})
+          .ctl);
+  EXPECT_EQ(a.hosts, (std::vector<std::string>{"n1", "n2", "n3"}));
+  EXPECT_EQ(a.job, "7");
+  r = Ctl({"reserve", "--hosts", "n1,n2", "--to", "n2", "--rate", "1mbit"});
+  EXPECT_NE(std::get<int>(r.ctl), 0);
+  EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;
+  r = Ctl({"reserve", "--hosts", "n1,n2", "--rate", "1mbit"});
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_EQ(r.err,
+            "parqctl reserve: --hosts needs the job's name: --job NAME (or "
+            "$SLURM_JOB_ID)\n");
+  r = Ctl({"join", "--leader", "n1"});
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_EQ(r.err,
+            "parqctl join: give the job's name: --job NAME (or "
+            "$SLURM_JOB_ID)\n");
+  setenv("SLURM_JOB_ID", "42", 1);
+  a = std::get<CtlArgs>(Ctl({"join", "--leader", "n1"}).ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kJoin);
+  EXPECT_EQ(a.job, "42");
+  EXPECT_EQ(a.leader, "n1");
+  a = std::get<CtlArgs>(Ctl({"leave"}).ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kLeave);
+  EXPECT_EQ(a.job, "42");
+  unsetenv("SLURM_JOB_ID");
+  a = std::get<CtlArgs>(Ctl({"change", "--job", "7", "--rate", "2mbit"}).ctl);
+  EXPECT_EQ(a.cmd, CtlArgs::Cmd::kChange);
+  EXPECT_EQ(a.job, "7");
+  EXPECT_TRUE(a.id.empty());
+  r = Ctl({"change", "--rate", "2mbit"});
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_EQ(r.err,
+            "parqctl change: give the reservation's ID, or --job NAME\n");
+  r = Ctl({"reservations", "--job", "7", "--topology", "t.toml", "--etcd",
+           "http://127.0.0.1:2379"});
+  EXPECT_EQ(std::get<int>(r.ctl), 2);
+  EXPECT_EQ(r.err,
+            "parqctl: reservations: --job asks this host's parqd; leave out "
+            "--incoming, --topology and --etcd\n");
   r = Ctl({"reservations", "--topology", "t.toml"});
   EXPECT_EQ(std::get<int>(r.ctl), 2);
   EXPECT_EQ(r.err,
