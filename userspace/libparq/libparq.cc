@@ -289,4 +289,113 @@ int parq_list(parq_ctx* p, parq_reservation* out, size_t max, size_t* count) {
   });
 }
 
+namespace {
+
+// `j` (a job as parqd writes it) into `out`, or why not.
+bool ReadJob(const json& j, parq_job* out) {
+  parq_job r{};
+  if (!j.is_object() || !CopyString(j, "job", r.name, sizeof(r.name)) ||
+      !CopyString(j, "leader", r.leader, sizeof(r.leader)) ||
+      !CopyString(j, "owner", r.owner, sizeof(r.owner)))
+    return false;
+  const auto rate = j.find("rate_bps");
+  const auto flows = j.find("flows");
+  const auto hosts = j.find("hosts");
+  const auto joined = j.find("joined");
+  if (rate == j.end() || !rate->is_number_unsigned() || flows == j.end() ||
+      !flows->is_number_unsigned() || hosts == j.end() || !hosts->is_array() ||
+      joined == j.end() || !joined->is_array() || hosts->size() > UINT32_MAX ||
+      joined->size() > hosts->size())
+    return false;
+  r.rate_bps = rate->get<uint64_t>();
+  r.flows = flows->get<uint64_t>();
+  r.hosts = static_cast<uint32_t>(hosts->size());
+  r.joined = static_cast<uint32_t>(joined->size());
+  if (out)
+    *out = r;
+  return true;
+}
+
+// A request whose answer is one job.
+int AskJob(parq_ctx* p, const json& request, parq_job* out) {
+  json reply;
+  const int rc = Ask(p, request, &reply);
+  if (rc != PARQ_OK)
+    return rc;
+  const auto it = reply.find("job");
+  if (it == reply.end() || !ReadJob(*it, out))
+    return Fail(p, PARQ_ERR_REPLY,
+                "parqd's answer holds no job this library reads");
+  return PARQ_OK;
+}
+
+}  // namespace
+
+int parq_job_join(parq_ctx* p, const char* name, const char* leader) {
+  return Guard(p, [&]() -> int {
+    if (Empty(name) || Empty(leader))
+      return Fail(p, PARQ_ERR_INVALID, "give the job's name and its leader");
+    json reply;
+    return Ask(p, {{"op", "join"}, {"job", name}, {"leader", leader}}, &reply);
+  });
+}
+
+int parq_job_reserve(parq_ctx* p, const char* name, const char* const* hosts,
+                     size_t n, uint64_t rate_bps, const char* match,
+                     parq_job* out) {
+  return Guard(p, [&]() -> int {
+    if (Empty(name))
+      return Fail(p, PARQ_ERR_INVALID, "no job name");
+    if (n < 2 || !hosts)
+      return Fail(p, PARQ_ERR_INVALID,
+                  "a job needs two hosts or more: it has no flows otherwise");
+    if (rate_bps == 0)
+      return Fail(p, PARQ_ERR_INVALID, "a rate of 0 reserves nothing");
+    json list = json::array();
+    for (size_t i = 0; i < n; i++) {
+      if (Empty(hosts[i]))
+        return Fail(p, PARQ_ERR_INVALID,
+                    "host " + std::to_string(i) + " of the job has no name");
+      list.push_back(hosts[i]);
+    }
+    return AskJob(p,
+                  {{"op", "reserve"},
+                   {"job", name},
+                   {"hosts", list},
+                   {"rate", rate_bps},
+                   {"match", match ? match : ""}},
+                  out);
+  });
+}
+
+int parq_job_change(parq_ctx* p, const char* name, uint64_t rate_bps,
+                    parq_job* out) {
+  return Guard(p, [&]() -> int {
+    if (Empty(name))
+      return Fail(p, PARQ_ERR_INVALID, "no job name");
+    if (rate_bps == 0)
+      return Fail(p, PARQ_ERR_INVALID,
+                  "a rate of 0 reserves nothing: release the job");
+    return AskJob(p, {{"op", "change"}, {"job", name}, {"rate", rate_bps}},
+                  out);
+  });
+}
+
+int parq_job_query(parq_ctx* p, const char* name, parq_job* out) {
+  return Guard(p, [&]() -> int {
+    if (Empty(name))
+      return Fail(p, PARQ_ERR_INVALID, "no job name");
+    return AskJob(p, {{"op", "job"}, {"job", name}}, out);
+  });
+}
+
+int parq_job_release(parq_ctx* p, const char* name) {
+  return Guard(p, [&]() -> int {
+    if (Empty(name))
+      return Fail(p, PARQ_ERR_INVALID, "no job name");
+    json reply;
+    return Ask(p, {{"op", "release"}, {"job", name}}, &reply);
+  });
+}
+
 }  // extern "C"

@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define PARQ_API_VERSION 1
+#define PARQ_API_VERSION 2
 
 /* What parq_open(NULL) uses: $PARQ_ADMISSION_SOCKET, else this. */
 #define PARQ_DEFAULT_SOCKET "/run/parqd/admission.sock"
@@ -121,6 +121,59 @@ int parq_query(struct parq_ctx* p, const char* id,
  */
 int parq_list(struct parq_ctx* p, struct parq_reservation* out, size_t max,
               size_t* count);
+
+/*
+ * Jobs admitted as a whole (since PARQ_API_VERSION 2): a rate for every
+ * ordered pair of distinct hosts among a job's hosts, admitted all or
+ * nothing across the cluster (Documentation/admission.md, "Jobs admitted
+ * as a whole").  One process on each host of the job joins it, naming its
+ * leader; then the leader's reserves it; each host then carries its
+ * flows toward every other host of the job, for the sockets of the user
+ * who joined.  A process in Slurm job N names its jobs N or N.NAME.
+ *
+ *	on every host:	parq_job_join(p, "42.world", "n1");
+ *	on n1:		parq_job_reserve(p, "42.world", hosts, 4, 50000000,
+ *					 NULL, &job);
+ *	on every host:	parq_job_query(p, "42.world", &job);  (installs now)
+ *	at the end:	parq_job_release(p, "42.world");      (each host)
+ */
+#define PARQ_JOB_SIZE 64
+
+struct parq_job {
+  char name[PARQ_JOB_SIZE];
+  char leader[PARQ_HOST_SIZE];
+  char owner[PARQ_OWNER_SIZE];
+  uint64_t rate_bps; /* each ordered pair of distinct hosts */
+  uint64_t flows;    /* n (n - 1) for n hosts */
+  uint32_t hosts;    /* the job's hosts */
+  uint32_t joined;   /* of which have joined it: their flows are reserved */
+};
+
+/* This host's consent to carry its part of job @name, led by @leader. */
+int parq_job_join(struct parq_ctx* p, const char* name, const char* leader);
+
+/*
+ * On the leader: admits job @name of the @n hosts @hosts (names or
+ * addresses in the topology), each of which has joined it, at @rate_bps
+ * for each ordered pair; @match as parq_reserve()'s.
+ */
+int parq_job_reserve(struct parq_ctx* p, const char* name,
+                     const char* const* hosts, size_t n, uint64_t rate_bps,
+                     const char* match, struct parq_job* out);
+
+/* On the leader: the job's new rate for each pair, admitted the same way. */
+int parq_job_change(struct parq_ctx* p, const char* name, uint64_t rate_bps,
+                    struct parq_job* out);
+
+/* Job @name as admitted, once this host carries its flows of it. */
+int parq_job_query(struct parq_ctx* p, const char* name, struct parq_job* out);
+
+/*
+ * Ends what this host has of job @name: the job if this host leads it,
+ * and this host's consent (its flows of the job end).  Also releases this
+ * host's reservations made for Slurm job @name, if it is one.
+ */
+int parq_job_release(struct parq_ctx* p, const char* name);
 
 #ifdef __cplusplus
 }

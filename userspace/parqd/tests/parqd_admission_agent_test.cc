@@ -911,6 +911,57 @@ TEST_F(LibparqTest, RefusalsCarryParqdsReason) {
   EXPECT_TRUE(classes_.rates.empty());
 }
 
+// A job admitted as a whole through libparq: n1 leads it, n2's consent is
+// written as n2's parqd would.
+TEST_F(LibparqTest, JobsJoinReserveChangeQueryAndRelease) {
+  const std::string me = RequesterOf(getuid(), getgid()).user;
+  const char* hosts[] = {"n1", "n2"};
+  parq_job j{};
+  EXPECT_EQ(parq_job_reserve(p_, "j", hosts, 1, kMbit, nullptr, &j),
+            PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_job_join(p_, "j", ""), PARQ_ERR_INVALID);
+  ASSERT_EQ(Call([&] { return parq_job_join(p_, "j", "n1"); }), PARQ_OK)
+      << parq_error(p_);
+  EXPECT_EQ(
+      Call([&] { return parq_job_reserve(p_, "j", hosts, 2, kMbit, "", &j); }),
+      PARQ_ERR_DENIED);
+  EXPECT_EQ(
+      std::string(parq_error(p_)),
+      "job j: 1 of its 2 hosts have not joined it (of n1, for " + me + "): n2");
+  auto n2_lease = etcd_->LeaseGrant(60);
+  ASSERT_TRUE(n2_lease.ok()) << n2_lease.error();
+  ASSERT_TRUE(
+      admission_->Join({"n2", "j", "n1", me}, n2_lease.value().id).ok());
+  ASSERT_EQ(Call([&] {
+              return parq_job_reserve(p_, "j", hosts, 2, 100 * kMbit,
+                                      "proto=udp", &j);
+            }),
+            PARQ_OK)
+      << parq_error(p_);
+  EXPECT_STREQ(j.name, "j");
+  EXPECT_STREQ(j.leader, "n1");
+  EXPECT_EQ(j.owner, me);
+  EXPECT_EQ(j.rate_bps, 100 * kMbit);
+  EXPECT_EQ(j.flows, 2u);
+  EXPECT_EQ(j.hosts, 2u);
+  EXPECT_EQ(j.joined, 2u);
+  ASSERT_EQ(classes_.rates.size(), 1u);
+  EXPECT_EQ(classes_.matches.begin()->second.proto, "udp");
+  ASSERT_EQ(Call([&] { return parq_job_change(p_, "j", 200 * kMbit, &j); }),
+            PARQ_OK)
+      << parq_error(p_);
+  EXPECT_EQ(classes_.rates.begin()->second, 200 * kMbit);
+  parq_job q{};
+  ASSERT_EQ(Call([&] { return parq_job_query(p_, "j", &q); }), PARQ_OK)
+      << parq_error(p_);
+  EXPECT_EQ(q.rate_bps, 200 * kMbit);
+  ASSERT_EQ(Call([&] { return parq_job_release(p_, "j"); }), PARQ_OK)
+      << parq_error(p_);
+  EXPECT_TRUE(classes_.rates.empty());
+  EXPECT_EQ(Call([&] { return parq_job_query(p_, "j", &q); }), PARQ_ERR_DENIED);
+  EXPECT_STREQ(parq_error(p_), "no job j is admitted");
+}
+
 // The example program (libparq/examples/parq-reserve.c) end to end.
 TEST_F(LibparqTest, TheExampleReservesChangesAndReleases) {
   const std::string cmd = "PARQ_ADMISSION_SOCKET=" + path_ + " " +
