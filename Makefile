@@ -275,7 +275,8 @@ plugin-test: plugin
 	$(MAKE) -C tc-plugin test
 
 MAN_PAGES := Documentation/tc-parq.8 Documentation/parqd.8 \
-	     Documentation/parqctl.8 Documentation/parqd.toml.5
+	     Documentation/parqctl.8 Documentation/parqd.toml.5 \
+	     Documentation/parq_mpi.3
 man-lint:
 	for m in $(MAN_PAGES); do groff -man -ww -z $$m || exit 1; done
 

@@ -549,6 +549,138 @@ TEST_F(ClusterTest, AConsentEndsWithItsSlurmJob) {
   EXPECT_TRUE(members.value().empty());
 }
 
+// Two ranks of an MPI program, one on each host (PARQ_HOST and its
+// parqd's socket), through libparq-mpi: the communicator's attribute
+// reserves as a job, changes and releases it; and an unmodified program
+// with the library preloaded and PARQ_MPI_RATE holds a reservation from
+// MPI_Init to MPI_Finalize.
+class MpiTest : public ClusterTest {
+ protected:
+  // `program` on two ranks (n1's, then n2's) while both hosts serve their
+  // sockets; its output, and the most classes each host held meanwhile.
+  std::string Run(const std::string& env, const std::string& program) {
+    const std::string dir = ::testing::TempDir();
+    const std::string p1 = dir + "/parq-mpi-n1.sock";
+    const std::string p2 = dir + "/parq-mpi-n2.sock";
+    auto s1 = AdmissionServer::Open(p1);
+    auto s2 = AdmissionServer::Open(p2);
+    EXPECT_TRUE(s1.ok() && s2.ok());
+    if (!s1.ok() || !s2.ok())
+      return "";
+    const std::string mpirun =
+        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+        "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 "
+        "timeout 120 mpirun --oversubscribe --bind-to none --mca btl "
+        "self,tcp ";
+    const auto rank = [&](const char* host, const std::string& socket) {
+      return "-np 1 -x PARQ_HOST=" + std::string(host) +
+             " -x PARQ_ADMISSION_SOCKET=" + socket + " " + env + " " + program;
+    };
+    const std::string cmd =
+        mpirun + rank("n1", p1) + " : " + rank("n2", p2) + " 2>&1";
+    std::string out;
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+      FILE* f = popen(cmd.c_str(), "r");
+      if (f) {
+        char buf[512];
+        while (fgets(buf, sizeof(buf), f))
+          out += buf;
+        status_ = pclose(f);
+      }
+      done = true;
+    });
+    most1_ = most2_ = 0;
+    while (!done) {
+      s1.value().Serve(n1_->agent, now_);
+      s2.value().Serve(n2_->agent, now_);
+      most1_ = std::max(most1_, n1_classes_.rates.size());
+      most2_ = std::max(most2_, n2_classes_.rates.size());
+      std::this_thread::sleep_for(2ms);
+    }
+    t.join();
+    return out;
+  }
+  void SetUp() override {
+    ClusterTest::SetUp();
+    n1_ = Start("n1", n1_classes_);
+    n2_ = Start("n2", n2_classes_);
+  }
+  size_t Jobs() {
+    auto j = n1_->admission.Jobs();
+    EXPECT_TRUE(j.ok()) << j.error();
+    return j.ok() ? j.value().size() : 0;
+  }
+
+  std::unique_ptr<Host> n1_, n2_;
+  int status_ = -1;
+  size_t most1_ = 0, most2_ = 0;
+};
+
+TEST_F(MpiTest, ACommunicatorReservesChangesAndReleasesThroughItsAttribute) {
+#ifndef PARQ_MPI_QOS
+  FAIL() << "libparq-mpi was not built: install libopenmpi-dev";
+#else
+  std::string out = Run("", std::string(PARQ_MPI_QOS) + " 100000000 200000000");
+  ASSERT_EQ(status_, 0) << out;
+  const std::string job = "(job mpi-n1-";
+  EXPECT_NE(out.find("set: admitted 100000000 bit/s for each of 2 flows "
+                     "among 2 hosts " +
+                     job),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("changed: admitted 200000000 bit/s"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("released: not admitted\n"), std::string::npos) << out;
+  EXPECT_EQ(most1_, 1u);  // a class toward n2 on n1, and back on n2
+  EXPECT_EQ(most2_, 1u);
+  EXPECT_TRUE(n1_classes_.rates.empty());
+  EXPECT_TRUE(n2_classes_.rates.empty());
+  EXPECT_EQ(Jobs(), 0u);
+
+  // Beyond the NICs: refused whole, with parqd's reason on every rank.
+  out = Run("", std::string(PARQ_MPI_QOS) + " 900000000");
+  ASSERT_EQ(status_, 0) << out;
+  EXPECT_NE(out.find("set: not admitted: mpi-n1-"), std::string::npos) << out;
+  EXPECT_NE(out.find("n1's NIC (sending) is full"), std::string::npos) << out;
+  EXPECT_EQ(most1_ + most2_, 0u);
+  EXPECT_EQ(Jobs(), 0u);
+#endif
+}
+
+TEST_F(MpiTest, AnUnmodifiedProgramReservesFromTheEnvironment) {
+#ifndef PARQ_MPI_PLAIN
+  FAIL() << "libparq-mpi was not built: install libopenmpi-dev";
+#else
+  const std::string env = "-x LD_PRELOAD=" + std::string(PARQ_MPI_LIB) +
+                          " -x PARQ_MPI_RATE=50mbit -x PARQ_MPI_VERBOSE=1";
+  // 200 all-reduces, then 1 s with the reservation held.
+  std::string out = Run(env, std::string(PARQ_MPI_PLAIN) + " 200 1");
+  ASSERT_EQ(status_, 0) << out;
+  EXPECT_NE(out.find("parq: job mpi-n1-"), std::string::npos) << out;
+  EXPECT_NE(out.find("admitted: 50000000 bit/s for each of 2 flows among 2 "
+                     "hosts"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("2 ranks, 200 all-reduces, sum 2"), std::string::npos)
+      << out;
+  EXPECT_EQ(most1_, 1u);
+  EXPECT_EQ(most2_, 1u);
+  EXPECT_TRUE(n1_classes_.rates.empty());
+  EXPECT_TRUE(n2_classes_.rates.empty());
+  EXPECT_EQ(Jobs(), 0u);
+  // A rate that is not one: said on rank 0, and the program runs.
+  out = Run(
+      "-x LD_PRELOAD=" + std::string(PARQ_MPI_LIB) + " -x PARQ_MPI_RATE=fast",
+      std::string(PARQ_MPI_PLAIN) + " 10");
+  ASSERT_EQ(status_, 0) << out;
+  EXPECT_NE(out.find("parq: PARQ_MPI_RATE=fast is not a rate"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(most1_ + most2_, 0u);
+#endif
+}
+
 // parqd killed (SIGKILL, OOM, the watchdog): its classes stay on the qdisc
 // and its reservations in etcd until the lease expires.  The next parqd
 // removes the classes it does not hold and revokes the earlier lease, at
