@@ -154,8 +154,10 @@ static int do_release(struct parq_ctx *p, const struct qos *q)
 	return parq_job_release(p, q->st.job);
 }
 
-/* Ends this host's part of the job: not collective (a communicator's
- * attributes are deleted rank by rank). */
+/*
+ * Ends this host's part of the job: not collective (a communicator's
+ * attributes are deleted rank by rank).
+ */
 static void leave(struct qos *q)
 {
 	char reason[PARQ_MPI_ERROR_SIZE];

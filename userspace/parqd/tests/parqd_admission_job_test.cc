@@ -152,7 +152,7 @@ TEST_F(JobTest, AJobIsAdmittedWholeOrNotAtAll) {
 TEST_F(JobTest, BadInputChangesNothing) {
   EtcdClient c = Client();
   ClusterAdmission adm(topo_, c, prefix_);
-  const auto error = [&](JobRequest r) {
+  const auto error = [&](const JobRequest& r) {
     auto j = adm.ReserveJob(r, lease_);
     return j.ok() ? std::string("admitted") : j.error();
   };
@@ -267,7 +267,7 @@ TEST_F(JobTest, AHostCannotChargeAnothersNicThroughAJob) {
 // that puts a key under `marker`, as another host committing in the
 // moment between this client's reads and its transaction.
 EtcdClient::Post Interleave(const std::string& marker,
-                            std::function<void()> before) {
+                            const std::function<void()>& before) {
   auto real = CurlPost();
   auto once = std::make_shared<bool>(false);
   return [=](const std::string& url, const std::string& body,
@@ -390,7 +390,7 @@ TEST_F(JobTest, A64HostJobIsOneTransaction) {
   ASSERT_TRUE(job.ok()) << job.error();
   EXPECT_EQ(job.value().flows(), 64u * 63u);
   EXPECT_EQ(txns, 1);
-  EXPECT_EQ(Reserved(adm, "link/tor0/spine"), 768 * 41 * kMbit);
+  EXPECT_EQ(Reserved(adm, "link/tor0/spine"), uint64_t{768} * 41 * kMbit);
   std::printf(
       "[ figures  ] a job of 64 hosts (4032 flows of 41mbit) admitted in one "
       "transaction of %zu bytes, in %.1f ms\n",
