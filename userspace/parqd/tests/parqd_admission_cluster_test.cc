@@ -376,24 +376,16 @@ TEST_F(ClusterTest, ParqctlAdmitsAJobAsAWhole) {
   ASSERT_EQ(Parqctl(*n2, now_, {"join", "--leader", "n1", "--job", "j"}, out),
             0)
       << out;
-  ASSERT_EQ(
-      Parqctl(*n1, now_,
-              {"reserve", "--hosts", "n1,n2", "--rate", "10mbit", "--job", "j"},
-              out),
-      1)
-      << out;
+  const std::vector<std::string> reserve = {
+      "reserve", "--hosts", "n1,n2", "--rate", "10mbit", "--job", "j"};
+  ASSERT_EQ(Parqctl(*n1, now_, reserve, out), 1) << out;
   EXPECT_EQ(out,
             "parqctl: join job j here first, with this host (n1) as its "
             "leader\n");
   ASSERT_EQ(Parqctl(*n1, now_, {"join", "--leader", "n1", "--job", "j"}, out),
             0)
       << out;
-  ASSERT_EQ(
-      Parqctl(*n1, now_,
-              {"reserve", "--hosts", "n1,n2", "--rate", "10mbit", "--job", "j"},
-              out),
-      0)
-      << out;
+  ASSERT_EQ(Parqctl(*n1, now_, reserve, out), 0) << out;
   ASSERT_EQ(
       Parqctl(*n1, now_, {"change", "--job", "j", "--rate", "20mbit"}, out), 0)
       << out;

@@ -31,27 +31,14 @@ using etcd_test::EtcdTest;
 using etcd_test::server;
 using test::TomlCable;
 using test::TomlHost;
-using test::TomlLink;
 using test::TomlSwitch;
 
 constexpr uint64_t kMbit = 1'000'000;
 
-// a1, a2 on tor1 and b1, b2 on tor2, all NICs 1gbit; tor1 -> tor2 1gbit
-// (800mbit reservable), the other way 10gbit.
-std::string Racks() {
-  return TomlHost("a1", {"10.0.1.1"}, "1gbit") +
-         TomlHost("a2", {"10.0.1.2"}, "1gbit") +
-         TomlHost("b1", {"10.0.2.1"}, "1gbit") +
-         TomlHost("b2", {"10.0.2.2"}, "1gbit") + TomlSwitch("tor1") +
-         TomlSwitch("tor2") + TomlCable("a1", "tor1", "10gbit") +
-         TomlCable("a2", "tor1", "10gbit") + TomlCable("b1", "tor2", "10gbit") +
-         TomlCable("b2", "tor2", "10gbit") + TomlLink("tor1", "tor2", "1gbit") +
-         TomlLink("tor2", "tor1", "10gbit");
-}
-
 class JobTest : public EtcdTest {
  protected:
-  void SetUp() override { Load(Racks()); }
+  // Two racks, every NIC 1gbit.
+  void SetUp() override { Load(test::TwoRacks("1gbit")); }
   void Load(const std::string& text) {
     EtcdTest::SetUp();
     auto t = Topology::Parse(text, "test.toml");

@@ -409,18 +409,10 @@ int RunParqctl(const std::vector<std::string>& argv, std::string& out) {
   return rc;
 }
 
-// Hosts a1, a2 (rack 1, NICs 1gbit) and b1, b2 (rack 2); the racks'
-// spine ports 1gbit: every condition has a bound of 800mbit.
+// Hosts a1, a2 (rack 1) and b1, b2 (rack 2); the racks' spine port
+// tor1 -> tor2 1gbit: every condition has a bound of 800mbit.
 std::string TopologyText() {
-  using namespace parq::parqd::test;
-  return TomlHost("a1", {"10.0.1.1"}, "1gbit") +
-         TomlHost("a2", {"10.0.1.2"}, "10gbit") +
-         TomlHost("b1", {"10.0.2.1"}, "1gbit") +
-         TomlHost("b2", {"10.0.2.2"}, "10gbit") + TomlSwitch("tor1") +
-         TomlSwitch("tor2") + TomlCable("a1", "tor1", "10gbit") +
-         TomlCable("a2", "tor1", "10gbit") + TomlCable("b1", "tor2", "10gbit") +
-         TomlCable("b2", "tor2", "10gbit") + TomlLink("tor1", "tor2", "1gbit") +
-         TomlLink("tor2", "tor1", "10gbit");
+  return parq::parqd::test::TwoRacks("10gbit");
 }
 
 class AdmissionTest : public EtcdTest {

@@ -44,6 +44,20 @@ inline std::string TomlCable(std::string_view a, std::string_view b,
   return TomlLink(a, b, capacity) + TomlLink(b, a, capacity);
 }
 
+// Hosts a1, a2 on switch tor1 and b1, b2 on tor2, behind 10gbit cables;
+// a1 and b1 have 1gbit NICs, a2 and b2 `nic2`; tor1 -> tor2 is 1gbit
+// (800mbit reservable), tor2 -> tor1 10gbit.
+inline std::string TwoRacks(std::string_view nic2) {
+  return TomlHost("a1", {"10.0.1.1"}, "1gbit") +
+         TomlHost("a2", {"10.0.1.2"}, nic2) +
+         TomlHost("b1", {"10.0.2.1"}, "1gbit") +
+         TomlHost("b2", {"10.0.2.2"}, nic2) + TomlSwitch("tor1") +
+         TomlSwitch("tor2") + TomlCable("a1", "tor1", "10gbit") +
+         TomlCable("a2", "tor1", "10gbit") + TomlCable("b1", "tor2", "10gbit") +
+         TomlCable("b2", "tor2", "10gbit") + TomlLink("tor1", "tor2", "1gbit") +
+         TomlLink("tor2", "tor1", "10gbit");
+}
+
 }  // namespace parq::parqd::test
 
 #endif
