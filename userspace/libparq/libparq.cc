@@ -331,12 +331,16 @@ int AskJob(parq_ctx* p, const json& request, parq_job* out) {
 
 }  // namespace
 
-int parq_job_join(parq_ctx* p, const char* name, const char* leader) {
+int parq_job_join(parq_ctx* p, const char* name, const char* leader,
+                  uint64_t max_rate_bps) {
   return Guard(p, [&]() -> int {
     if (Empty(name) || Empty(leader))
       return Fail(p, PARQ_ERR_INVALID, "give the job's name and its leader");
+    json req = {{"op", "join"}, {"job", name}, {"leader", leader}};
+    if (max_rate_bps)
+      req["rate"] = max_rate_bps;
     json reply;
-    return Ask(p, {{"op", "join"}, {"job", name}, {"leader", leader}}, &reply);
+    return Ask(p, req, &reply);
   });
 }
 

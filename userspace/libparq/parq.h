@@ -131,7 +131,7 @@ int parq_list(struct parq_ctx* p, struct parq_reservation* out, size_t max,
  * flows toward every other host of the job, for the sockets of the user
  * who joined.  A process in Slurm job N names its jobs N or N.NAME.
  *
- *	on every host:	parq_job_join(p, "42.world", "n1");
+ *	on every host:	parq_job_join(p, "42.world", "n1", 50000000);
  *	on n1:		parq_job_reserve(p, "42.world", hosts, 4, 50000000,
  *					 NULL, &job);
  *	on every host:	parq_job_query(p, "42.world", &job);  (installs now)
@@ -149,8 +149,12 @@ struct parq_job {
   uint32_t joined;   /* of which have joined it: their flows are reserved */
 };
 
-/* This host's consent to carry its part of job @name, led by @leader. */
-int parq_job_join(struct parq_ctx* p, const char* name, const char* leader);
+/*
+ * This host's consent to carry its part of job @name, led by @leader, for
+ * flows of at most @max_rate_bps (0: any); joining again changes it.
+ */
+int parq_job_join(struct parq_ctx* p, const char* name, const char* leader,
+                  uint64_t max_rate_bps);
 
 /*
  * On the leader: admits job @name of the @n hosts @hosts (names or

@@ -27,6 +27,7 @@
 
 struct qos {
 	struct parq_mpi_status st;	/* first: what MPI_Comm_get_attr gives */
+	struct qos *next;		/* every qos this library made */
 	int speaks;			/* this rank speaks for its host */
 	int joined;			/* its host has joined the job */
 	int rank;
@@ -36,6 +37,24 @@ struct qos {
 
 static int qos_keyval = MPI_KEYVAL_INVALID;
 static unsigned int qos_jobs;	/* rank 0's jobs so far, for their names */
+/*
+ * What this library made: a value stored under its keyval some other way
+ * (MPI_Attr_put, Fortran) is not one, and is neither read nor freed.
+ */
+static struct qos *qos_made;
+
+static int qos_forget(struct qos *q)
+{
+	struct qos **at;
+
+	for (at = &qos_made; *at; at = &(*at)->next) {
+		if (*at == q) {
+			*at = q->next;
+			return 1;
+		}
+	}
+	return 0;
+}
 
 static int parse_rate(const char *text, uint64_t *bps)
 {
@@ -52,7 +71,7 @@ static int parse_rate(const char *text, uint64_t *bps)
 
 	errno = 0;
 	v = strtod(text, &end);
-	if (errno || end == text || v <= 0)
+	if (errno || end == text || !(v > 0))	/* NaN too */
 		return -1;
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(end, units[i].unit) == 0) {
@@ -118,9 +137,10 @@ static int ask(int (*call)(struct parq_ctx *, const struct qos *),
 	return rc;
 }
 
+/* Joins, or joins again, agreeing to flows of up to the rate asked. */
 static int do_join(struct parq_ctx *p, const struct qos *q)
 {
-	return parq_job_join(p, q->st.job, q->leader);
+	return parq_job_join(p, q->st.job, q->leader, q->st.rate_bps);
 }
 
 static int do_reserve(struct parq_ctx *p, const struct qos *q)
@@ -169,20 +189,27 @@ static void leave(struct qos *q)
 	q->st.rate_bps = 0;
 }
 
-/* The hosts of @comm's ranks, the job's name and who speaks.  Collective. */
+/*
+ * The hosts of @comm's ranks, the job's name and who speaks.  Collective;
+ * -1 on every rank if memory ran out on one.
+ */
 static int describe(MPI_Comm comm, struct qos *q)
 {
 	char me[PARQ_HOST_SIZE];
 	char (*all)[PARQ_HOST_SIZE];
-	int size, i, j, n = 0;
+	int size, i, j, n = 0, ok, all_ok;
 
 	PMPI_Comm_rank(comm, &q->rank);
 	PMPI_Comm_size(comm, &size);
 	host_name(me);
 	all = calloc((size_t)size, PARQ_HOST_SIZE);
 	q->hosts = calloc((size_t)size, PARQ_HOST_SIZE);
-	if (!all || !q->hosts) {
+	ok = all && q->hosts;
+	PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+	if (!all_ok) {
 		free(all);
+		free(q->hosts);
+		q->hosts = NULL;
 		return -1;
 	}
 	PMPI_Allgather(me, PARQ_HOST_SIZE, MPI_CHAR, all, PARQ_HOST_SIZE,
@@ -205,12 +232,21 @@ static int describe(MPI_Comm comm, struct qos *q)
 	q->st.flows = (uint64_t)n * (uint64_t)(n - 1);
 	free(all);
 	if (q->rank == 0) {
+		/*
+		 * Unique in the cluster: rank 0's process and its own count
+		 * (communicators split from one have other rank 0s), and in a
+		 * Slurm job its step and rank in MPI_COMM_WORLD.
+		 */
 		const char *slurm = getenv("SLURM_JOB_ID");
+		const char *step = getenv("SLURM_STEP_ID");
+		int world;
 
+		PMPI_Comm_rank(MPI_COMM_WORLD, &world);
 		qos_jobs++;
 		if (slurm && *slurm)
-			snprintf(q->st.job, sizeof(q->st.job), "%s.mpi%u",
-				 slurm, qos_jobs);
+			snprintf(q->st.job, sizeof(q->st.job), "%s.%s%smpi%d-%u",
+				 slurm, step && *step ? step : "",
+				 step && *step ? "." : "", world, qos_jobs);
 		else
 			snprintf(q->st.job, sizeof(q->st.job), "mpi-%.32s-%ld-%u",
 				 q->leader, (long)getpid(), qos_jobs);
@@ -249,6 +285,14 @@ static void negotiate(MPI_Comm comm, struct qos *q, uint64_t rate)
 			goto undo;
 	} else {
 		q->st.rate_bps = rate;
+		/* Each host agrees to the higher rate first. */
+		if (rate > old) {
+			rc = q->speaks ? ask(do_join, q, reason) : PARQ_OK;
+			if (agree(comm, q, rc, reason, q->st.error)) {
+				q->st.rate_bps = old;
+				return;
+			}
+		}
 		rc = q->rank == 0 ? ask(do_change, q, reason) : PARQ_OK;
 		if (agree(comm, q, rc, reason, q->st.error)) {
 			q->st.rate_bps = old;	/* the old rate stays */
@@ -271,6 +315,8 @@ static int qos_delete(MPI_Comm comm, int keyval, void *value, void *extra)
 	(void)comm;
 	(void)keyval;
 	(void)extra;
+	if (!qos_forget(q))
+		return MPI_SUCCESS;
 	leave(q);
 	free(q->hosts);
 	free(q);
@@ -292,46 +338,62 @@ int MPI_Comm_set_attr(MPI_Comm comm, int keyval, void *value)
 {
 	struct qos *q;
 	uint64_t rate;
-	int found = 0;
+	int found = 0, inter = 0;
 
 	if (keyval == MPI_KEYVAL_INVALID || keyval != qos_keyval)
 		return PMPI_Comm_set_attr(comm, keyval, value);
+	/* Rank 0 of an intercommunicator's group is no root of the whole. */
+	if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+		return MPI_ERR_COMM;
 	rate = value ? *(const uint64_t *)value : 0;
 	/* Rank 0's rate: the setting is collective. */
 	PMPI_Bcast(&rate, 1, MPI_UINT64_T, 0, comm);
 	PMPI_Comm_get_attr(comm, keyval, &q, &found);
+	if (found && !qos_forget(q))
+		found = 0;	/* not this library's: replaced */
 	if (!found) {
+		int made, all_made;
+
 		q = calloc(1, sizeof(*q));
-		if (!q || describe(comm, q)) {
+		made = q != NULL;
+		PMPI_Allreduce(&made, &all_made, 1, MPI_INT, MPI_MIN, comm);
+		if (!all_made || describe(comm, q)) {
 			free(q);
 			return MPI_ERR_NO_MEM;
 		}
+		q->next = qos_made;
+		qos_made = q;
 		negotiate(comm, q, rate);
 		return PMPI_Comm_set_attr(comm, keyval, q);
 	}
+	q->next = qos_made;	/* qos_forget() took it out */
+	qos_made = q;
 	negotiate(comm, q, rate);
 	return MPI_SUCCESS;
 }
 
-/* $PARQ_MPI_RATE: a reservation for MPI_COMM_WORLD, from here on. */
+/*
+ * $PARQ_MPI_RATE: a reservation for MPI_COMM_WORLD, from here on.  Rank
+ * 0's environment decides, so that every rank takes the same way.
+ */
 static void reserve_from_env(void)
 {
 	const char *text = getenv("PARQ_MPI_RATE");
 	const char *verbose = getenv("PARQ_MPI_VERBOSE");
 	struct parq_mpi_status *st;
-	uint64_t rate;
+	uint64_t rate = 0;
 	int rank, found = 0;
 
-	if (!text || !*text)
-		return;
 	PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	if (parse_rate(text, &rate)) {
-		if (rank == 0)
-			fprintf(stderr,
-				"parq: PARQ_MPI_RATE=%s is not a rate (give e.g. 15mbit or bits/s); nothing reserved\n",
-				text);
-		return;
+	if (rank == 0 && text && *text && parse_rate(text, &rate)) {
+		fprintf(stderr,
+			"parq: PARQ_MPI_RATE=%s is not a rate (give e.g. 15mbit or bits/s); nothing reserved\n",
+			text);
+		rate = 0;
 	}
+	PMPI_Bcast(&rate, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	if (rate == 0)
+		return;
 	MPI_Comm_set_attr(MPI_COMM_WORLD, parq_mpi_keyval(), &rate);
 	PMPI_Comm_get_attr(MPI_COMM_WORLD, parq_mpi_keyval(), &st, &found);
 	if (rank != 0 || !found)
@@ -363,10 +425,22 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	return rc;
 }
 
+/*
+ * MPI_COMM_WORLD's attribute ends here (MPI deletes MPI_COMM_SELF's only),
+ * and so do those of communicators never freed: each rank ends its part.
+ */
 int MPI_Finalize(void)
 {
+	struct qos *q;
+	void *value;
+	int found = 0;
+
+	for (q = qos_made; q; q = q->next)
+		leave(q);
 	if (qos_keyval != MPI_KEYVAL_INVALID) {
-		PMPI_Comm_delete_attr(MPI_COMM_WORLD, qos_keyval);
+		PMPI_Comm_get_attr(MPI_COMM_WORLD, qos_keyval, &value, &found);
+		if (found)
+			PMPI_Comm_delete_attr(MPI_COMM_WORLD, qos_keyval);
 		PMPI_Comm_free_keyval(&qos_keyval);
 	}
 	return PMPI_Finalize();

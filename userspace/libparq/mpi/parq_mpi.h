@@ -22,8 +22,9 @@
  * read back is a struct parq_mpi_status, the same on every rank.
  *
  * Each rank's host is its name in the cluster's topology: $PARQ_HOST, else
- * the system's host name.  The job is named $SLURM_JOB_ID.mpiN inside a
- * Slurm job, else mpi-HOST-PID-N (rank 0's host and process).
+ * the system's host name.  The job is named $SLURM_JOB_ID.STEP.mpiR-N in a
+ * Slurm job (R: rank 0's rank in MPI_COMM_WORLD), else mpi-HOST-PID-N
+ * (rank 0's host and process).  Intercommunicators are refused.
  *
  * The library intercepts MPI_Init, MPI_Init_thread, MPI_Comm_set_attr and
  * MPI_Finalize through MPI's profiling interface (PMPI): link it before

@@ -472,16 +472,24 @@ Result<std::vector<Reservation>, std::string> AdmissionAgent::ReleaseJob(
         (who.uid == 0 || who.uid == j.who.uid))
       names.push_back(name);
   for (const std::string& name : names) {
-    if (joined_.at(name).leader == config_.host) {
-      auto gone = admission_.ReleaseJob(config_.host, name);
-      if (gone.ok())
-        log_(kInfo, "admission: job " + name + " released");
-      else if (gone.error() != "no job " + name + " of " + config_.host)
-        return Err{gone.error()};
-    }
-    auto left = LeaveJob(who, name);
+    auto left = LeaveJob(who, name);  // the job too, if this host leads it
     if (!left.ok())
       return Err{left.error()};
+  }
+  // Jobs this host leads that it no longer has a consent for (left by
+  // hand, or joined by a parqd before this one).
+  auto jobs = admission_.Jobs();
+  if (!jobs.ok())
+    return Err{jobs.error()};
+  for (const JobReservation& j : jobs.value()) {
+    if (j.leader != config_.host ||
+        (j.name != job && j.name.rfind(job + ".", 0) != 0) ||
+        (who.uid != 0 && j.owner != who.user))
+      continue;
+    auto gone = admission_.ReleaseJob(config_.host, j.name);
+    if (!gone.ok())
+      return Err{gone.error()};
+    log_(kInfo, "admission: job " + j.name + " released");
   }
   return out;
 }

@@ -111,6 +111,9 @@ struct AgentCounters {
   uint64_t jobs_admitted = 0, jobs_refused = 0;
 };
 
+// The consents to jobs one user may hold on a host at once.
+inline constexpr size_t kMaxJoinedPerUser = 64;
+
 // Reserved class minors the agent uses: its own range, so that classes
 // made by hand (<handle>:16 and up) stay clear of it.
 inline constexpr uint32_t kAgentMinorFirst = 0x1000;
@@ -179,12 +182,16 @@ class AdmissionAgent {
   // flows are installed once the job is admitted (SyncJobs()).  `slurm`:
   // the Slurm job the asking process runs in ("": none), with which the
   // consent ends.
+  // `max_rate`: the highest rate a flow of the job may have (0: any).
+  // A user holds at most kMaxJoinedPerUser consents on a host.
   Result<JobMembership, std::string> JoinJob(const Requester& who,
                                              const std::string& name,
                                              const std::string& leader,
+                                             uint64_t max_rate = 0,
                                              const std::string& slurm = "");
   // Withdraws the consent (root: anyone's); this host's flows of the job
-  // are removed.  Whether there was one.
+  // are removed, and the job itself if this host leads it.  Whether there
+  // was one.
   Result<bool, std::string> LeaveJob(const Requester& who,
                                      const std::string& name);
   // Admits job `name`, led by this host: `rate` for every ordered pair of
@@ -198,8 +205,9 @@ class AdmissionAgent {
   Result<JobReservation, std::string> ChangeJob(const Requester& who,
                                                 const std::string& name,
                                                 uint64_t rate);
-  // Job `name` as etcd holds it, once this host's flows of it are
-  // installed as it says.
+  // Job `name` as etcd holds it (of the leader this host joined it for,
+  // if it did), once this host's flows of it are installed as it says:
+  // an error when this host joined it but does not carry them.
   Result<JobReservation, std::string> ShowJob(const std::string& name);
   // Installs this host's flows of every job it has joined (a class toward
   // each other host of the job, at the job's rate, for the consenting

@@ -52,7 +52,15 @@ std::optional<std::string> JobNameProblem(const std::string& name,
   if (!ValidJobName(name))
     return "\"" + name +
            "\" cannot name a job: 1 to 63 letters, digits, '-', '_', '.'";
-  if (slurm.empty() || name == slurm || name.rfind(slurm + ".", 0) == 0)
+  if (slurm.empty()) {
+    // A Slurm job's id and its N.NAME are its processes' (and root's).
+    const std::string first = name.substr(0, name.find('.'));
+    if (first.find_first_not_of("0123456789") == std::string::npos)
+      return "job names of digits (and digits.NAME) are Slurm jobs': name "
+             "the job otherwise outside Slurm";
+    return std::nullopt;
+  }
+  if (name == slurm || name.rfind(slurm + ".", 0) == 0)
     return std::nullopt;
   return "the asking process runs in Slurm job " + slurm +
          ": its jobs are named " + slurm + " or " + slurm + ".NAME";
@@ -88,13 +96,20 @@ std::optional<std::string> HandleJobRequest(
         "cannot tell which Slurm job the asking process runs in: its "
         "/proc/PID/cgroup cannot be read (did it end before its answer?)");
   const std::string slurm = process_job.value_or("");
-  if (auto e = JobNameProblem(name, slurm))
+  if (auto e = JobNameProblem(name, slurm); e && who.uid != 0)
     return ErrorReply(*e);
   if (op == "join") {
     const std::string leader = StringOf(req, "leader");
     if (leader.empty())
       return ErrorReply("\"join\" needs \"leader\": the job's leader host");
-    auto m = agent.JoinJob(who, name, leader, slurm);
+    uint64_t max_rate = 0;
+    if (req.contains("rate")) {
+      auto rate = RateOf(req["rate"]);
+      if (!rate.ok())
+        return ErrorReply(rate.error());
+      max_rate = rate.value();
+    }
+    auto m = agent.JoinJob(who, name, leader, max_rate, slurm);
     if (!m.ok())
       return ErrorReply(m.error());
     return json{{"ok", true},
@@ -208,7 +223,8 @@ std::string HandleAdmissionRequest(
   } else {
     return ErrorReply(
         "unknown \"op\" \"" + op +
-        "\"; the ops are reserve, change, release, list and incoming");
+        "\"; the ops are reserve, change, release, list, incoming, join, "
+        "leave and job");
   }
   if (!r.ok())
     return ErrorReply(r.error());

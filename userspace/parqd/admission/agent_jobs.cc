@@ -14,7 +14,7 @@ namespace parq::parqd {
 
 Result<JobMembership, std::string> AdmissionAgent::JoinJob(
     const Requester& who, const std::string& name, const std::string& leader,
-    const std::string& slurm) {
+    uint64_t max_rate, const std::string& slurm) {
   if (lease_ == 0)
     return Err{NoLease()};
   if (auto e = CheckAllowance(who, 1))
@@ -26,8 +26,15 @@ Result<JobMembership, std::string> AdmissionAgent::JoinJob(
   if (it != joined_.end() && it->second.who.uid != who.uid)
     return Err{"this host has joined job " + name + " for " +
                it->second.who.user + " already"};
+  const size_t mine =
+      std::count_if(joined_.begin(), joined_.end(),
+                    [&](const auto& j) { return j.second.who.uid == who.uid; });
+  if (it == joined_.end() && mine >= kMaxJoinedPerUser)
+    return Err{"user " + who.user + " has joined " + std::to_string(mine) +
+               " jobs on this host, as many as parqd keeps; leave one first"};
   auto m = admission_.Join(
-      {config_.host, name, topology_.hosts()[*l].name, who.user}, lease_);
+      {config_.host, name, topology_.hosts()[*l].name, who.user, max_rate},
+      lease_);
   if (!m.ok())
     return m;
   joined_[name] = Joined{m.value().leader, who, slurm};
@@ -43,13 +50,23 @@ Result<bool, std::string> AdmissionAgent::LeaveJob(const Requester& who,
                "; only they or root may leave it"};
   if (it == joined_.end() && who.uid != 0)
     return false;
+  const bool had = it != joined_.end();
+  // The job goes with its leader's consent: its record would otherwise
+  // hold its capacity, and its owner's allowance, until parqd stops.
+  if (had && it->second.leader == config_.host) {
+    auto gone = admission_.ReleaseJob(config_.host, name);
+    if (gone.ok())
+      log_(kInfo, "admission: job " + name + " released");
+    else if (gone.error() != "no job " + name + " of " + config_.host)
+      return Err{gone.error()};
+  }
   auto left = admission_.Leave(config_.host, name);
   if (!left.ok())
     return left;
-  if (it != joined_.end())
+  if (had)
     joined_.erase(it);
   SyncJobs();
-  return left.value() || it != joined_.end();
+  return left.value() || had;
 }
 
 Result<JobReservation, std::string> AdmissionAgent::ReserveJob(
@@ -116,9 +133,26 @@ Result<JobReservation, std::string> AdmissionAgent::ShowJob(
   auto jobs = admission_.Jobs();
   if (!jobs.ok())
     return Err{jobs.error()};
-  for (JobReservation& j : jobs.value())
-    if (j.name == name)
+  const auto mine = joined_.find(name);
+  for (JobReservation& j : jobs.value()) {
+    if (j.name != name ||
+        (mine != joined_.end() && j.leader != mine->second.leader))
+      continue;
+    if (mine == joined_.end())
       return std::move(j);
+    // Joined here: its flows from here must be installed.
+    if (std::find(j.joined.begin(), j.joined.end(), config_.host) ==
+        j.joined.end())
+      return Err{"job " + name + " of " + j.leader +
+                 " does not count this host's flows: its consent does not "
+                 "hold (another owner, a rate above what it allows, or "
+                 "given after the job was admitted)"};
+    for (const std::string& d : j.hosts)
+      if (d != config_.host && !job_flows_.count({name, d}))
+        return Err{"job " + name + " is admitted, but this host's flow to " +
+                   d + " is not installed (parqd's log says why)"};
+    return std::move(j);
+  }
   return Err{"no job " + name + " is admitted"};
 }
 
@@ -194,8 +228,10 @@ void AdmissionAgent::SyncJobs() {
     const auto minor = FreeMinor();
     const auto dest = topology_.FindHost(key.second);
     if (!minor || !dest) {
-      log_(kError, "admission: job " + key.first + "'s flow to " + key.second +
-                       " cannot be installed: no class is free");
+      log_(kError,
+           "admission: job " + key.first + "'s flow to " + key.second +
+               " cannot be installed: " +
+               (dest ? "no class is free" : "no such host in the topology"));
       continue;
     }
     if (auto e = classes_.Install(*minor, w.rate, w.match,

@@ -32,15 +32,19 @@
 //                             pair of distinct hosts, written by LEADER
 //                             under its lease in one transaction
 //   P member/HOST/NAME        HOST's consent to carry its part of job NAME
-//                             of LEADER for OWNER (JSON: name, leader,
-//                             owner), under HOST's lease
+//                             of LEADER for OWNER, at RATE a flow at most
+//                             (JSON: name, leader, owner, rate; 0: any),
+//                             under HOST's lease
 //
 // A job's flows from HOST count (are charged, and HOST installs them)
-// only while HOST's consent names the job's leader and owner and is
-// older than the job's record: a host cannot charge another host's
-// sending NIC or uplink by naming it in a job, nor join a job after it
-// was admitted.  The leader computes a job's charges from the topology
-// (every ordered pair's path), as everyone who sums them does; the record
+// only while HOST's consent names the job's leader and owner, allows its
+// rate, and is older than the job's record: a host cannot charge another
+// host's sending NIC or uplink by naming it in a job, nor beyond the rate
+// that host agreed to, nor bring a host into a job after it was admitted.
+// A job is known by its leader and name: another host's record of the
+// same name is another job.  The leader computes a job's charges from the
+// topology (every ordered pair's path), as everyone who sums them does; the
+// record
 // holds none, so it is the same size for any topology and can claim no
 // charge its hosts do not imply.
 //
@@ -61,8 +65,9 @@
 // creation and modification revisions.  A concurrent admission on a
 // shared resource (or for the same owner) makes all but one transaction
 // fail; the others read again and decide again, so the sum on a resource
-// can never exceed what is reservable.  Admissions whose paths share no
-// resource compare different serial/ keys and never fail each other.
+// can never exceed what is reservable.  Reservations whose paths share no
+// resource compare different serial/ keys and never fail each other (a
+// job admitted meanwhile fails them all: they compare the job/ range).
 // Every host may write serial/ keys, so one may delete them: a deleted
 // key fails the compare (its creation revision is gone), and one not
 // there yet is made before it is read, so that absence never passes for
@@ -172,6 +177,9 @@ struct JobReservation {
 // A host's consent to a job (P member/HOST/NAME).
 struct JobMembership {
   std::string host, name, leader, owner;  // host and leader: topology names
+  // The highest rate a flow of the job may have for this host to carry
+  // it (0: any): a leader cannot raise it past what the host agreed to.
+  uint64_t max_rate = 0;
   int64_t lease = 0, create_revision = 0;
 };
 
@@ -203,9 +211,10 @@ class ClusterAdmission {
   Result<Reservation, std::string> Release(const std::string& id);
 
   // Records `m.host`'s consent to job `m.name` of `m.leader` for
-  // `m.owner`, under `lease`.  Joining again as before changes nothing;
+  // `m.owner` up to `m.max_rate`, under `lease`.  Joining again for the
+  // same leader and owner sets the new rate (the consent keeps its age);
   // a consent to that name of another leader or owner is an error (leave
-  // it first).
+  // it first).  A record there that is not a live consent is replaced.
   Result<JobMembership, std::string> Join(const JobMembership& m,
                                           int64_t lease);
   // Withdraws `host`'s consent to `name`: its flows stop counting.
@@ -234,6 +243,9 @@ class ClusterAdmission {
       const std::string& host);
   // What job `j` charges each resource (indices into the topology's
   // resources(), 0 where nothing), counting its joined hosts' flows.
+  // Remembered for each job while its hosts, rate and joined hosts stay
+  // the same: a job of n hosts is n (n - 1) paths, which every admission
+  // would otherwise compute again.
   std::vector<uint64_t> JobCharges(const JobReservation& j) const;
 
   // The reservations of every host, or of `from` only; a record that is
@@ -330,6 +342,13 @@ class ClusterAdmission {
   // Resource id -> the host whose traffic alone it carries.
   std::map<std::string, std::string, std::less<>> sender_of_;
   uint64_t retries_ = 0;
+  // JobCharges() of each job by LEADER/NAME, with what they were of.
+  struct Charges {
+    std::vector<std::string> hosts, joined;
+    uint64_t rate = 0;
+    std::vector<uint64_t> charges;
+  };
+  mutable std::map<std::string, Charges, std::less<>> charges_;
 };
 
 }  // namespace parq::parqd

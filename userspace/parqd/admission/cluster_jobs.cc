@@ -45,7 +45,10 @@ std::optional<std::pair<std::string, std::string>> TwoParts(
 }
 
 std::string MemberJson(const JobMembership& m) {
-  return json{{"name", m.name}, {"leader", m.leader}, {"owner", m.owner}}
+  return json{{"name", m.name},
+              {"leader", m.leader},
+              {"owner", m.owner},
+              {"rate", m.max_rate}}
       .dump();
 }
 
@@ -85,6 +88,13 @@ std::optional<size_t> ClusterAdmission::HostNamed(std::string_view name) const {
 
 std::vector<uint64_t> ClusterAdmission::JobCharges(
     const JobReservation& j) const {
+  // Bounded: whoever writes jobs could otherwise grow it without end.
+  constexpr size_t kMaxRemembered = 256;
+  const std::string key = j.leader + "/" + j.name;
+  if (const auto it = charges_.find(key);
+      it != charges_.end() && it->second.hosts == j.hosts &&
+      it->second.joined == j.joined && it->second.rate == j.rate)
+    return it->second.charges;
   std::vector<uint64_t> charges(topology_.resources().size(), 0);
   std::vector<size_t> hosts;
   hosts.reserve(j.hosts.size());
@@ -99,6 +109,9 @@ std::vector<uint64_t> ClusterAdmission::JobCharges(
       for (size_t r : topology_.Path(*s, d))
         charges[r] = SatAdd(charges[r], j.rate);
   }
+  if (charges_.size() >= kMaxRemembered)
+    charges_.clear();
+  charges_[key] = Charges{j.hosts, j.joined, j.rate, charges};
   return charges;
 }
 
@@ -115,8 +128,10 @@ Result<std::vector<JobMembership>, std::string> ClusterAdmission::Memberships(
     const auto parts = TwoParts(std::string_view(kv.key).substr(skip));
     const json j = json::parse(kv.value, nullptr, false);
     JobMembership m;
+    const bool rate =
+        j.is_object() && j.contains("rate") && j["rate"].is_number_unsigned();
     if (!parts || !j.is_object() || !Text(j, "name", m.name) ||
-        !Text(j, "leader", m.leader) || !Text(j, "owner", m.owner) ||
+        !Text(j, "leader", m.leader) || !Text(j, "owner", m.owner) || !rate ||
         m.name != parts->second) {
       Ignore(kv.key, "is not a host's consent to a job: left out");
       continue;
@@ -124,6 +139,7 @@ Result<std::vector<JobMembership>, std::string> ClusterAdmission::Memberships(
     if (!Counts(kv))
       continue;
     m.host = parts->first;
+    m.max_rate = j["rate"].get<uint64_t>();
     m.lease = kv.lease;
     m.create_revision = kv.create_revision;
     out.push_back(std::move(m));
@@ -183,6 +199,7 @@ Result<std::vector<JobReservation>, std::string> ClusterAdmission::ReadJobs(
       const auto it = consent.find(h + "/" + r.name);
       if (it != consent.end() && it->second->leader == r.leader &&
           it->second->owner == r.owner &&
+          (it->second->max_rate == 0 || r.rate <= it->second->max_rate) &&
           it->second->create_revision < r.create_revision)
         r.joined.push_back(h);
     }
@@ -212,23 +229,31 @@ Result<JobMembership, std::string> ClusterAdmission::Join(
     auto mine = Memberships(m.host);
     if (!mine.ok())
       return Err{mine.error()};
+    auto raw = etcd_.Range(key);
+    if (!raw.ok())
+      return Err{raw.error()};
+    // What is there: 0, or the creation revision of a record to replace
+    // (this consent with another rate, or one that is not a live consent).
+    const int64_t there =
+        raw.value().kvs.empty() ? 0 : raw.value().kvs[0].create_revision;
     for (const JobMembership& e : mine.value()) {
-      if (e.name != m.name)
+      if (e.name != m.name || e.create_revision != there)
         continue;
-      if (e.leader == m.leader && e.owner == m.owner)
+      if (e.leader != m.leader || e.owner != m.owner)
+        return Err{m.host + " has joined job " + m.name + " of " + e.leader +
+                   " for " + e.owner + " already; leave it first"};
+      if (e.max_rate == m.max_rate && e.lease == lease)
         return e;
-      return Err{m.host + " has joined job " + m.name + " of " + e.leader +
-                 " for " + e.owner + " already; leave it first"};
     }
     auto txn = etcd_.Txn({{key, "", EtcdCompare::Target::kCreateRevision,
-                           EtcdCompare::Op::kEqual, 0}},
+                           EtcdCompare::Op::kEqual, there}},
                          {{EtcdOp::Kind::kPut, key, MemberJson(m), "", lease}});
     if (!txn.ok())
       return Err{txn.error()};
     if (txn.value().succeeded) {
       JobMembership out = m;
       out.lease = lease;
-      out.create_revision = txn.value().revision;
+      out.create_revision = there ? there : txn.value().revision;
       return out;
     }
     retries_++;
@@ -318,11 +343,11 @@ Result<JobReservation, std::string> ClusterAdmission::CommitJob(
     const Holdings& h = held.value();
     const JobReservation* now = nullptr;
     for (const JobReservation& e : h.jobs)
-      if (e.name == j.name)
+      if (e.name == j.name && e.leader == j.leader)
         now = &e;
     if (!change && now)
-      return Err{"job " + j.name + " is admitted already, by " + now->leader};
-    if (change && (!now || now->leader != j.leader))
+      return Err{"job " + j.name + " of " + j.leader + " is admitted already"};
+    if (change && !now)
       return Err{"no job " + j.name + " of " + j.leader};
     // Whose consent holds: every host's, for a new job (whose record will
     // be younger than any consent there is now).
@@ -337,7 +362,8 @@ Result<JobReservation, std::string> ClusterAdmission::CommitJob(
             std::any_of(members.value().begin(), members.value().end(),
                         [&](const JobMembership& m) {
                           return m.host == host && m.name == j.name &&
-                                 m.leader == j.leader && m.owner == j.owner;
+                                 m.leader == j.leader && m.owner == j.owner &&
+                                 (m.max_rate == 0 || j.rate <= m.max_rate);
                         });
         (joined ? j.joined : missing).push_back(host);
       }
@@ -348,11 +374,28 @@ Result<JobReservation, std::string> ClusterAdmission::CommitJob(
         return Err{"job " + j.name + ": " + std::to_string(missing.size()) +
                    " of its " + std::to_string(j.hosts.size()) +
                    " hosts have not joined it (of " + j.leader + ", for " +
-                   j.owner + "): " + list};
+                   j.owner + ", at " + FormatRate(j.rate) +
+                   " a flow): " + list};
       }
     } else {
       j.joined = now->joined;
       j.create_revision = now->create_revision;
+      // A host carries a flow only up to the rate it agreed to.
+      auto members = Memberships("");
+      if (!members.ok())
+        return Err{members.error()};
+      std::string below;
+      for (const JobMembership& m : members.value())
+        if (m.name == j.name && m.leader == j.leader && m.max_rate != 0 &&
+            m.max_rate < j.rate &&
+            std::find(j.joined.begin(), j.joined.end(), m.host) !=
+                j.joined.end())
+          below += (below.empty() ? "" : ", ") + m.host + " (" +
+                   FormatRate(m.max_rate) + ")";
+      if (!below.empty())
+        return Err{"job " + j.name + ": hosts agreed to less than " +
+                   FormatRate(j.rate) + " a flow: " + below +
+                   "; they must join again with a higher rate"};
     }
     std::vector<EtcdCompare> compares;
     for (const char* kind : {"use/", "job/"}) {

@@ -403,6 +403,9 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
                    "The job's leader: the host that will reserve it")
       ->required();
   join->add_option("--job", a.job, "The job's name (default: $SLURM_JOB_ID)");
+  join->add_option("--rate", rate_text,
+                   "The highest rate a flow of the job may have for this "
+                   "host to carry it (default: any)");
   socket_option(join);
   json_flag(join);
   CLI::App* leave = app.add_subcommand(

@@ -304,8 +304,18 @@ int Ask(const CtlArgs& a, const json& request, std::ostream& out,
     out << reply.dump() << "\n";
     return 0;
   }
-  if (reply.contains("job")) {
-    const json& j = reply["job"];
+  if (reply.contains("job") && reply["job"].is_object()) {
+    // What parqd wrote, read without throwing on a field of another type.
+    json j = reply["job"];
+    for (const char* f : {"job", "leader", "owner", "match"})
+      if (j.contains(f) && !j[f].is_string())
+        j.erase(f);
+    for (const char* f : {"flows", "rate_bps"})
+      if (j.contains(f) && !j[f].is_number_unsigned())
+        j.erase(f);
+    for (const char* f : {"hosts", "joined"})
+      if (j.contains(f) && !j[f].is_array())
+        j.erase(f);
     const json hosts = j.value("hosts", json::array());
     const json joined = j.value("joined", json::array());
     out << "job " << j.value("job", "") << ": " << j.value("flows", 0)
@@ -316,6 +326,8 @@ int Ask(const CtlArgs& a, const json& request, std::ostream& out,
       out << ", match " << j.value("match", "");
     out << "\n";
     for (const json& h : hosts) {
+      if (!h.is_string())
+        continue;
       const bool in =
           std::find(joined.begin(), joined.end(), h) != joined.end();
       out << "  " << h.get<std::string>()
@@ -612,9 +624,12 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
                    err);
       return Ask(a, {{"op", "change"}, {"id", a.id}, {"rate", a.rate}}, out,
                  err);
-    case CtlArgs::Cmd::kJoin:
-      return Ask(a, {{"op", "join"}, {"job", a.job}, {"leader", a.leader}}, out,
-                 err);
+    case CtlArgs::Cmd::kJoin: {
+      json req = {{"op", "join"}, {"job", a.job}, {"leader", a.leader}};
+      if (a.rate)
+        req["rate"] = a.rate;
+      return Ask(a, req, out, err);
+    }
     case CtlArgs::Cmd::kLeave:
       return Ask(a, {{"op", "leave"}, {"job", a.job}}, out, err);
     case CtlArgs::Cmd::kRelease:

@@ -667,8 +667,8 @@ TEST_F(AgentTest, JsonRequests) {
       {R"({"rate":"1mbit"})", "the request has no \"op\""},
       {R"({"op":7})", "the request has no \"op\""},
       {R"({"op":"grant"})",
-       "unknown \"op\" \"grant\"; the ops are reserve, change, release, list "
-       "and incoming"},
+       "unknown \"op\" \"grant\"; the ops are reserve, change, release, list, "
+       "incoming, join, leave and job"},
       {R"({"op":"reserve","to":"n2"})", "\"reserve\" needs \"rate\""},
       {R"({"op":"reserve","rate":"1mbit"})",
        "\"reserve\" needs \"to\": the destination host"},
@@ -919,15 +919,15 @@ TEST_F(LibparqTest, JobsJoinReserveChangeQueryAndRelease) {
   parq_job j{};
   EXPECT_EQ(parq_job_reserve(p_, "j", hosts, 1, kMbit, nullptr, &j),
             PARQ_ERR_INVALID);
-  EXPECT_EQ(parq_job_join(p_, "j", ""), PARQ_ERR_INVALID);
-  ASSERT_EQ(Call([&] { return parq_job_join(p_, "j", "n1"); }), PARQ_OK)
+  EXPECT_EQ(parq_job_join(p_, "j", "", 0), PARQ_ERR_INVALID);
+  ASSERT_EQ(Call([&] { return parq_job_join(p_, "j", "n1", 0); }), PARQ_OK)
       << parq_error(p_);
   EXPECT_EQ(
       Call([&] { return parq_job_reserve(p_, "j", hosts, 2, kMbit, "", &j); }),
       PARQ_ERR_DENIED);
-  EXPECT_EQ(
-      std::string(parq_error(p_)),
-      "job j: 1 of its 2 hosts have not joined it (of n1, for " + me + "): n2");
+  EXPECT_EQ(std::string(parq_error(p_)),
+            "job j: 1 of its 2 hosts have not joined it (of n1, for " + me +
+                ", at 1mbit a flow): n2");
   auto n2_lease = etcd_->LeaseGrant(60);
   ASSERT_TRUE(n2_lease.ok()) << n2_lease.error();
   ASSERT_TRUE(

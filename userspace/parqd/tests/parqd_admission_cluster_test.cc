@@ -442,14 +442,14 @@ TEST_F(ClusterTest, EveryHostThatJoinedAJobCarriesItsFlows) {
   alive_ = {"42"};
   auto n1 = Start("n1", n1_classes_);
   auto n2 = Start("n2", n2_classes_);
-  ASSERT_TRUE(n2->agent.JoinJob(kAlice, "42", "n1", "42").ok());
+  ASSERT_TRUE(n2->agent.JoinJob(kAlice, "42", "n1", 0, "42").ok());
   // Not yet n1's consent: the leader must have joined too.
   auto early =
       n1->agent.ReserveJob(kAlice, "42", {"n1", "n2"}, 100 * kMbit, "");
   ASSERT_FALSE(early.ok());
   EXPECT_EQ(early.error(),
             "join job 42 here first, with this host (n1) as its leader");
-  ASSERT_TRUE(n1->agent.JoinJob(kAlice, "42", "n1", "42").ok());
+  ASSERT_TRUE(n1->agent.JoinJob(kAlice, "42", "n1", 0, "42").ok());
   // alice may hold 300mbit: two flows of 151mbit are refused whole, and
   // nothing is installed.
   ASSERT_TRUE(n1->agent.Reserve(kBob, "n2", 300 * kMbit, "").ok());
@@ -527,11 +527,12 @@ TEST_F(ClusterTest, AConsentEndsWithItsSlurmJob) {
   EXPECT_NE(reply.find("\"flows\":2"), std::string::npos) << reply;
   PassACheck(&now_, {n1.get(), n2.get()});
   EXPECT_EQ(n2_classes_.rates.size(), 1u);
-  // The epilog of job 42 on the leader ends "42.world" too; n2's consent
-  // ends with the job's cgroup.
-  ASSERT_TRUE(n1->agent.ReleaseJob(kRoot, "42").ok());
-  EXPECT_FALSE(n2->agent.ShowJob("42.world").ok());
-  EXPECT_TRUE(n2_classes_.rates.empty());
+  // Outside Slurm, names of digits are Slurm's.
+  EXPECT_EQ(HandleAdmissionRequest(n1->agent, kAlice, other, nullptr, ""),
+            R"({"error":"job names of digits (and digits.NAME) are Slurm )"
+            R"(jobs': name the job otherwise outside Slurm","ok":false})");
+  // The job ends without an epilog: its cgroup goes, and with it the
+  // consents, the job (on its leader) and every class.
   alive_.clear();
   PassACheck(&now_, {n1.get(), n2.get()});
   EXPECT_TRUE(n1_classes_.rates.empty());
@@ -539,6 +540,60 @@ TEST_F(ClusterTest, AConsentEndsWithItsSlurmJob) {
   auto members = n1->admission.Memberships("");
   ASSERT_TRUE(members.ok()) << members.error();
   EXPECT_TRUE(members.value().empty());
+  auto jobs = n1->admission.Jobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.error();
+  EXPECT_TRUE(jobs.value().empty()) << "the job outlived its cgroup";
+}
+
+// The epilog of Slurm job 42 on the leader ends the jobs named 42.NAME
+// too, also one whose consent the leader had already withdrawn.
+TEST_F(ClusterTest, TheEpilogEndsTheJobsOfItsSlurmJob) {
+  alive_ = {"42"};
+  auto n1 = Start("n1", n1_classes_);
+  auto n2 = Start("n2", n2_classes_);
+  for (const char* name : {"42.a", "42.b"}) {
+    for (Host* h : {n1.get(), n2.get()})
+      ASSERT_TRUE(h->agent.JoinJob(kAlice, name, "n1", 0, "42").ok());
+    ASSERT_TRUE(
+        n1->agent.ReserveJob(kAlice, name, {"n1", "n2"}, 10 * kMbit, "").ok());
+  }
+  // n1's consent to 42.b goes in etcd alone (a parqd before this one).
+  ASSERT_TRUE(n1->admission.Leave("n1", "42.b").value());
+  ASSERT_TRUE(n1->agent.ReleaseJob(kRoot, "42").ok());
+  auto jobs = n1->admission.Jobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.error();
+  EXPECT_TRUE(jobs.value().empty());
+  EXPECT_TRUE(n1_classes_.rates.empty());
+  EXPECT_FALSE(n2->agent.ShowJob("42.a").ok());
+  EXPECT_TRUE(n2_classes_.rates.empty());
+}
+
+// A host agrees to a rate: a job above it is refused, a change above it
+// too until the host joins again with a higher one.
+TEST_F(ClusterTest, AHostCarriesAJobOnlyUpToTheRateItAgreedTo) {
+  auto n1 = Start("n1", n1_classes_);
+  auto n2 = Start("n2", n2_classes_);
+  ASSERT_TRUE(n1->agent.JoinJob(kAlice, "j", "n1", 100 * kMbit).ok());
+  ASSERT_TRUE(n2->agent.JoinJob(kAlice, "j", "n1", 50 * kMbit).ok());
+  auto over = n1->agent.ReserveJob(kAlice, "j", {"n1", "n2"}, 60 * kMbit, "");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error(),
+            "job j: 1 of its 2 hosts have not joined it (of n1, for alice, at "
+            "60mbit a flow): n2");
+  ASSERT_TRUE(
+      n1->agent.ReserveJob(kAlice, "j", {"n1", "n2"}, 50 * kMbit, "").ok());
+  auto up = n1->agent.ChangeJob(kAlice, "j", 80 * kMbit);
+  ASSERT_FALSE(up.ok());
+  EXPECT_EQ(up.error(),
+            "job j: hosts agreed to less than 80mbit a flow: n2 (50mbit); "
+            "they must join again with a higher rate");
+  // Joining again keeps the consent's age: the job still counts n2.
+  ASSERT_TRUE(n2->agent.JoinJob(kAlice, "j", "n1", 80 * kMbit).ok());
+  ASSERT_TRUE(n1->agent.ChangeJob(kAlice, "j", 80 * kMbit).ok());
+  auto shown = n2->agent.ShowJob("j");
+  ASSERT_TRUE(shown.ok()) << shown.error();
+  EXPECT_EQ(shown.value().joined.size(), 2u);
+  EXPECT_EQ(n2_classes_.rates.begin()->second, 80 * kMbit);
 }
 
 // Two ranks of an MPI program, one on each host (PARQ_HOST and its

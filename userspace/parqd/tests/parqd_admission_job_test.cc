@@ -117,7 +117,7 @@ TEST_F(JobTest, AJobIsAdmittedWholeOrNotAtAll) {
   // go over.
   auto again = adm.ReserveJob(Job("job1", 1), lease_);
   ASSERT_FALSE(again.ok());
-  EXPECT_EQ(again.error(), "job job1 is admitted already, by a1");
+  EXPECT_EQ(again.error(), "job job1 of a1 is admitted already");
   JoinAll(adm, "job2", "a2", {"a2", "b1"});
   JobRequest two = Job("job2", 400 * kMbit + 1, {"a2", "b1"});
   EXPECT_FALSE(adm.ReserveJob(two, lease_).ok());
@@ -134,6 +134,43 @@ TEST_F(JobTest, AJobIsAdmittedWholeOrNotAtAll) {
   EXPECT_EQ(gone.value().rate, 50 * kMbit);
   EXPECT_EQ(Reserved(adm, "link/tor1/tor2"), 400 * kMbit);
   EXPECT_FALSE(adm.ReleaseJob("a1", "job1").ok());
+}
+
+// A job is its leader's and its name: a record of the same name written
+// by another host first neither blocks the job nor stands in for it.
+TEST_F(JobTest, AnotherHostsRecordOfTheSameNameIsAnotherJob) {
+  EtcdClient c = Client();
+  ClusterAdmission adm(topo_, c, prefix_);
+  ASSERT_TRUE(c.Put(prefix_ + "job/b2/job1",
+                    R"({"name":"job1","leader":"b2","hosts":["b1","b2"],)"
+                    R"("rate":1,"match":"","owner":"mallory"})",
+                    lease_)
+                  .ok());
+  JoinAll(adm, "job1", "a1", {"a1", "a2"});
+  auto job = adm.ReserveJob(Job("job1", 10 * kMbit, {"a1", "a2"}), lease_);
+  ASSERT_TRUE(job.ok()) << job.error();
+  auto up = adm.ChangeJob("a1", "job1", 20 * kMbit);
+  ASSERT_TRUE(up.ok()) << up.error();
+  EXPECT_EQ(up.value().leader, "a1");
+  EXPECT_EQ(up.value().joined.size(), 2u);
+  auto again = adm.ReserveJob(Job("job1", 1, {"a1", "a2"}), lease_);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error(), "job job1 of a1 is admitted already");
+}
+
+// A record under this host's consent key that is not a live consent (no
+// lease, or not one) is replaced, not an error that repeats 64 times.
+TEST_F(JobTest, JoiningReplacesWhatIsNotALiveConsent) {
+  EtcdClient c = Client();
+  ClusterAdmission adm(topo_, c, prefix_);
+  ASSERT_TRUE(c.Put(prefix_ + "member/a1/j", "{}").ok());
+  auto m = adm.Join({"a1", "j", "a1", "alice", 0}, lease_);
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_EQ(adm.retries(), 0u);
+  auto mine = adm.Memberships("a1");
+  ASSERT_TRUE(mine.ok()) << mine.error();
+  ASSERT_EQ(mine.value().size(), 1u);
+  EXPECT_EQ(mine.value()[0].leader, "a1");
 }
 
 TEST_F(JobTest, BadInputChangesNothing) {
@@ -174,7 +211,7 @@ TEST_F(JobTest, AJobNeedsEveryHostsConsent) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error(),
             "job job1: 1 of its 4 hosts have not joined it (of a1, for "
-            "alice): b2");
+            "alice, at 100mbit a flow): b2");
   EXPECT_EQ(Keys("job/"), 0u);
   // A second consent of b2 to the name is refused until b2 leaves.
   auto twice = adm.Join({"b2", "job1", "a1", "alice"}, lease_);
@@ -245,6 +282,25 @@ TEST_F(JobTest, AHostCannotChargeAnothersNicThroughAJob) {
       n += l.find(prefix_ + key + " ") != std::string::npos;
     return n;
   };
+  // a1 leads "real" at 400mbit, which b1 and b2 agreed to for b2; a
+  // consent with a cap counts a job only within it: b2's record of a job
+  // above b1's cap charges nothing on b1.
+  ASSERT_TRUE(
+      adm.Join({"b1", "capped", "b2", "alice", 100 * kMbit}, lease_).ok());
+  ASSERT_TRUE(adm.Join({"b2", "capped", "b2", "alice", 0}, lease_).ok());
+  ASSERT_TRUE(c.Put(prefix_ + "job/b2/capped",
+                    R"({"name":"capped","leader":"b2","hosts":["b1","b2"],)"
+                    R"("rate":700000000,"match":"","owner":"alice"})",
+                    lease_)
+                  .ok());
+  auto capped = adm.Jobs();
+  ASSERT_TRUE(capped.ok()) << capped.error();
+  for (const JobReservation& j : capped.value()) {
+    if (j.name == "capped") {
+      EXPECT_EQ(j.joined, (std::vector<std::string>{"b2"}));
+    }
+  }
+  EXPECT_EQ(Reserved(adm, "host/b1/send"), 800 * kMbit);
   EXPECT_EQ(named("job/a1/odd"), 1u);
   EXPECT_EQ(named("job/a1/bare"), 1u);
   EXPECT_EQ(named("job/a1/junk"), 1u);
