@@ -320,7 +320,9 @@ TEST_F(ClusterTest, ReleasingAJobTakesOnlyWhatTheAskerMayTouch) {
 // serving it meanwhile; its exit status, with what it printed in `out`.
 int Parqctl(Host& host, uint64_t now, std::vector<std::string> argv,
             std::string& out) {
-  const std::string path = ::testing::TempDir() + "/parq-cluster-test.sock";
+  // Each test program its own: ctest runs the tests two at a time.
+  const std::string path = ::testing::TempDir() + "/parq-cluster-test-" +
+                           std::to_string(getpid()) + ".sock";
   auto s = AdmissionServer::Open(path);
   EXPECT_TRUE(s.ok()) << s.error();
   if (!s.ok())
@@ -606,9 +608,11 @@ class MpiTest : public ClusterTest {
   // `program` on two ranks (n1's, then n2's) while both hosts serve their
   // sockets; its output, and the most classes each host held meanwhile.
   std::string Run(const std::string& env, const std::string& program) {
-    const std::string dir = ::testing::TempDir();
-    const std::string p1 = dir + "/parq-mpi-n1.sock";
-    const std::string p2 = dir + "/parq-mpi-n2.sock";
+    // Each test program its own: ctest runs the tests two at a time.
+    const std::string dir =
+        ::testing::TempDir() + "/parq-mpi-" + std::to_string(getpid());
+    const std::string p1 = dir + "-n1.sock";
+    const std::string p2 = dir + "-n2.sock";
     auto s1 = AdmissionServer::Open(p1);
     auto s2 = AdmissionServer::Open(p2);
     EXPECT_TRUE(s1.ok() && s2.ok());
