@@ -255,6 +255,11 @@ void AdmissionAgent::RevokeStale() {
   stale_lease_ = 0;
 }
 
+bool OfSlurmJob(std::string_view name, std::string_view slurm) {
+  return name.size() >= slurm.size() && name.substr(0, slurm.size()) == slurm &&
+         (name.size() == slurm.size() || name[slurm.size()] == '.');
+}
+
 std::string SlurmJobOf(std::string_view proc_cgroup) {
   // The cgroup v2 line, "0::PATH"; Slurm's job directory is job_N.
   size_t at = 0;
@@ -468,8 +473,7 @@ Result<std::vector<Reservation>, std::string> AdmissionAgent::ReleaseJob(
   // job itself if this host leads it, and this host's consent.
   std::vector<std::string> names;
   for (const auto& [name, j] : joined_)
-    if ((name == job || name.rfind(job + ".", 0) == 0) &&
-        (who.uid == 0 || who.uid == j.who.uid))
+    if (OfSlurmJob(name, job) && (who.uid == 0 || who.uid == j.who.uid))
       names.push_back(name);
   for (const std::string& name : names) {
     auto left = LeaveJob(who, name);  // the job too, if this host leads it
@@ -482,8 +486,7 @@ Result<std::vector<Reservation>, std::string> AdmissionAgent::ReleaseJob(
   if (!jobs.ok())
     return Err{jobs.error()};
   for (const JobReservation& j : jobs.value()) {
-    if (j.leader != config_.host ||
-        (j.name != job && j.name.rfind(job + ".", 0) != 0) ||
+    if (j.leader != config_.host || !OfSlurmJob(j.name, job) ||
         (who.uid != 0 && j.owner != who.user))
       continue;
     auto gone = admission_.ReleaseJob(config_.host, j.name);

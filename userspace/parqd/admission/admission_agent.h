@@ -128,6 +128,9 @@ inline constexpr uint64_t kJobCheckNs = 5'000'000'000;
 // The Slurm job id in a process's /proc/PID/cgroup (a job_N directory on
 // its cgroup v2 path, as Slurm's cgroup/v2 plugin makes them), or "".
 std::string SlurmJobOf(std::string_view proc_cgroup);
+// Whether the job admitted as a whole named `name` is Slurm job `slurm`'s:
+// named `slurm`, or `slurm`, a dot and more ("42.world").
+bool OfSlurmJob(std::string_view name, std::string_view slurm);
 // The job a request is for: `*job` holds the one the request names ("":
 // none) and becomes the one the asking process runs in (`process_job`,
 // from its cgroup; "" when unknown) if there is one; an error when they
@@ -254,6 +257,8 @@ class AdmissionAgent {
     uint32_t minor = 0;
     uint64_t rate = 0;
   };
+  // SyncJobs() with the jobs as read: what is installed follows `jobs`.
+  void SyncJobs(const std::vector<JobReservation>& jobs);
   // Removes the classes of every job flow and forgets the consents (the
   // lease that held them is gone or going).
   void DropJobs();

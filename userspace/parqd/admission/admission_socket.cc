@@ -45,13 +45,13 @@ json JobJson(const JobReservation& j) {
               {"joined", j.joined}, {"flows", j.flows()}, {"lease", j.lease}};
 }
 
-// The name of a job admitted as a whole that a process of Slurm job
-// `slurm` ("": none) may use: the job's id, or the id, a dot and more.
-std::optional<std::string> JobNameProblem(const std::string& name,
+// Why a process of Slurm job `slurm` ("": none) may not name a job
+// admitted as a whole `name`: its jobs are the job's id, or the id, a dot
+// and more (OfSlurmJob()).
+std::optional<std::string> NameProblemFor(const std::string& name,
                                           const std::string& slurm) {
-  if (!ValidJobName(name))
-    return "\"" + name +
-           "\" cannot name a job: 1 to 63 letters, digits, '-', '_', '.'";
+  if (auto e = JobNameProblem(name))
+    return e;
   if (slurm.empty()) {
     // A Slurm job's id and its N.NAME are its processes' (and root's).
     const std::string first = name.substr(0, name.find('.'));
@@ -60,7 +60,7 @@ std::optional<std::string> JobNameProblem(const std::string& name,
              "the job otherwise outside Slurm";
     return std::nullopt;
   }
-  if (name == slurm || name.rfind(slurm + ".", 0) == 0)
+  if (OfSlurmJob(name, slurm))
     return std::nullopt;
   return "the asking process runs in Slurm job " + slurm +
          ": its jobs are named " + slurm + " or " + slurm + ".NAME";
@@ -96,7 +96,7 @@ std::optional<std::string> HandleJobRequest(
         "cannot tell which Slurm job the asking process runs in: its "
         "/proc/PID/cgroup cannot be read (did it end before its answer?)");
   const std::string slurm = process_job.value_or("");
-  if (auto e = JobNameProblem(name, slurm); e && who.uid != 0)
+  if (auto e = NameProblemFor(name, slurm); e && who.uid != 0)
     return ErrorReply(*e);
   if (op == "join") {
     const std::string leader = StringOf(req, "leader");

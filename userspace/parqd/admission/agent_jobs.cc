@@ -129,10 +129,10 @@ Result<JobReservation, std::string> AdmissionAgent::ChangeJob(
 
 Result<JobReservation, std::string> AdmissionAgent::ShowJob(
     const std::string& name) {
-  SyncJobs();
   auto jobs = admission_.Jobs();
   if (!jobs.ok())
     return Err{jobs.error()};
+  SyncJobs(jobs.value());
   const auto mine = joined_.find(name);
   for (JobReservation& j : jobs.value()) {
     if (j.name != name ||
@@ -167,6 +167,22 @@ AdmissionAgent::JobFlows() const {
 void AdmissionAgent::SyncJobs() {
   if (lease_ == 0)
     return;
+  if (joined_.empty()) {
+    SyncJobs({});
+    return;
+  }
+  auto jobs = admission_.Jobs();
+  if (!jobs.ok()) {
+    // Nothing is removed on a failed read: etcd may only be slow.
+    log_(kWarn, "admission: cannot read the jobs: " + jobs.error());
+    return;
+  }
+  SyncJobs(jobs.value());
+}
+
+void AdmissionAgent::SyncJobs(const std::vector<JobReservation>& jobs) {
+  if (lease_ == 0)
+    return;
   // What should be installed: (job, destination) -> its rate and owner.
   struct Want {
     uint64_t rate;
@@ -174,30 +190,22 @@ void AdmissionAgent::SyncJobs() {
     uint32_t uid;
   };
   std::map<std::pair<std::string, std::string>, Want> want;
-  if (!joined_.empty()) {
-    auto jobs = admission_.Jobs();
-    if (!jobs.ok()) {
-      // Nothing is removed on a failed read: etcd may only be slow.
-      log_(kWarn, "admission: cannot read the jobs: " + jobs.error());
-      return;
+  for (const JobReservation& j : jobs) {
+    const auto it = joined_.find(j.name);
+    if (it == joined_.end() || it->second.leader != j.leader ||
+        it->second.who.user != j.owner ||
+        std::find(j.joined.begin(), j.joined.end(), config_.host) ==
+            j.joined.end())
+      continue;
+    auto m = ParseMatch(j.match);
+    if (!m.ok()) {
+      log_(kWarn, "admission: job " + j.name + "'s match does not read (" +
+                      m.error() + "): not installed");
+      continue;
     }
-    for (const JobReservation& j : jobs.value()) {
-      const auto it = joined_.find(j.name);
-      if (it == joined_.end() || it->second.leader != j.leader ||
-          it->second.who.user != j.owner ||
-          std::find(j.joined.begin(), j.joined.end(), config_.host) ==
-              j.joined.end())
-        continue;
-      auto m = ParseMatch(j.match);
-      if (!m.ok()) {
-        log_(kWarn, "admission: job " + j.name + "'s match does not read (" +
-                        m.error() + "): not installed");
-        continue;
-      }
-      for (const std::string& d : j.hosts)
-        if (d != config_.host)
-          want[{j.name, d}] = Want{j.rate, m.value(), it->second.who.uid};
-    }
+    for (const std::string& d : j.hosts)
+      if (d != config_.host)
+        want[{j.name, d}] = Want{j.rate, m.value(), it->second.who.uid};
   }
   for (auto it = job_flows_.begin(); it != job_flows_.end();) {
     if (want.count(it->first)) {

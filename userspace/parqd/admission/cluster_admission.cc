@@ -154,10 +154,14 @@ ClusterAdmission::ClusterAdmission(const Topology& topology, EtcdClient& etcd,
       etcd_(etcd),
       prefix_(std::move(prefix)),
       log_(std::move(log)) {
-  for (size_t i = 0; i < topology_.resources().size(); i++)
+  for (size_t i = 0; i < topology_.resources().size(); i++) {
+    resource_index_.emplace(topology_.resources()[i].id, i);
     if (const auto h = topology_.SendingHost(i))
       sender_of_.emplace(topology_.resources()[i].id,
                          topology_.hosts()[*h].name);
+  }
+  for (size_t i = 0; i < topology_.hosts().size(); i++)
+    host_index_.emplace(topology_.hosts()[i].name, i);
 }
 
 void ClusterAdmission::Ignore(const std::string& key, const std::string& why) {
@@ -272,15 +276,12 @@ Result<Reservation, std::string> ClusterAdmission::Change(
   Reservation r = std::move(got).value();
   std::vector<size_t> path;
   for (const std::string& rid : r.resources) {
-    size_t i = 0;
-    while (i < topology_.resources().size() &&
-           topology_.resources()[i].id != rid)
-      i++;
-    if (i == topology_.resources().size())
+    const auto it = resource_index_.find(rid);
+    if (it == resource_index_.end())
       return Err{"reservation " + id + " charges " + rid +
                  ", which the topology no longer has; release it and "
                  "reserve again"};
-    path.push_back(i);
+    path.push_back(it->second);
   }
   r.rate = rate;
   return Commit(std::move(r), path, allowance, id, rev);
@@ -359,10 +360,7 @@ Result<Reservation, std::string> ClusterAdmission::Commit(
                                   EtcdCompare::Target::kModRevision,
                                   EtcdCompare::Op::kEqual, own_revision});
     // A job admitted since the jobs were read is not in the sums.
-    const std::string jobs = prefix_ + "job/";
-    compares.value().push_back(
-        {jobs, EtcdPrefixEnd(jobs), EtcdCompare::Target::kModRevision,
-         EtcdCompare::Op::kLess, held.value().job_revision + 1});
+    compares.value().push_back(Unchanged("job/", held.value().job_revision));
     std::vector<EtcdOp> ops;
     ops.reserve(path.size() + serials.size() + 4);
     for (size_t i : path)
@@ -484,9 +482,6 @@ Result<ClusterAdmission::Holdings, std::string> ClusterAdmission::ReadHoldings(
     const std::string& own_job) {
   const size_t n = topology_.resources().size();
   Holdings h{std::vector<uint64_t>(n, 0), std::vector<size_t>(n, 0), {}, 0, 0};
-  std::map<std::string, size_t, std::less<>> index;
-  for (size_t i = 0; i < n; i++)
-    index.emplace(topology_.resources()[i].id, i);
   const std::string pre = prefix_ + "use/";
   auto range = etcd_.Range(pre, EtcdPrefixEnd(pre));
   if (!range.ok())
@@ -496,8 +491,8 @@ Result<ClusterAdmission::Holdings, std::string> ClusterAdmission::ReadHoldings(
     const auto u = Counted(kv);
     if (!u || (!own.empty() && kv.key == UseKey(own_from, u->resource, own)))
       continue;
-    const auto it = index.find(u->resource);
-    if (it == index.end())
+    const auto it = resource_index_.find(u->resource);
+    if (it == resource_index_.end())
       continue;  // a resource the topology no longer has
     h.reserved[it->second] = SatAdd(h.reserved[it->second], Rate(kv.value));
     h.count[it->second]++;

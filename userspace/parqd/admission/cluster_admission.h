@@ -183,8 +183,9 @@ struct JobMembership {
   int64_t lease = 0, create_revision = 0;
 };
 
-// Whether `name` may name a job (a host name's characters).
-bool ValidJobName(std::string_view name);
+// Why `name` cannot name a job (it must be a valid topology name,
+// ValidName()), or nullopt.
+std::optional<std::string> JobNameProblem(std::string_view name);
 
 class ClusterAdmission {
  public:
@@ -318,13 +319,20 @@ class ClusterAdmission {
                                      const std::vector<JobReservation>& jobs,
                                      const std::string& own_job,
                                      int64_t* revision);
-  // Admits and writes job `j`: a new one, or a `change` of its rate.
+  // Admits and writes job `j`: a new one, or (`change`) a new rate for
+  // the job of `j`'s leader and name, the rest of it as etcd holds it.
   Result<JobReservation, std::string> CommitJob(
       JobReservation j, std::optional<uint64_t> allowance, bool change);
+  // The compare that every key under P `kind` is as it was read at
+  // `revision`: none written since.
+  EtcdCompare Unchanged(const char* kind, int64_t revision) const;
   std::string JobKey(const std::string& leader, const std::string& name) const;
   std::string MemberKey(const std::string& host, const std::string& name) const;
   // The topology index of the host named exactly `name`.
   std::optional<size_t> HostNamed(std::string_view name) const;
+  // Resource id -> its index in the topology's resources(), and host
+  // name -> its index in hosts().
+  std::map<std::string, size_t, std::less<>> resource_index_, host_index_;
 
   // Whether the use/ key `kv` counts: only a live lease's do (etcd keeps
   // a key only while its lease lives); the first time a key is left out,

@@ -52,6 +52,14 @@ std::string MemberJson(const JobMembership& m) {
       .dump();
 }
 
+// Whether consent `m` lets its host carry job `j`'s flows: the job's
+// name, leader and owner, and a rate within what the host agreed to.  (It
+// must also be older than the job's record: ReadJobs().)
+bool Allows(const JobMembership& m, const JobReservation& j) {
+  return m.name == j.name && m.leader == j.leader && m.owner == j.owner &&
+         (m.max_rate == 0 || j.rate <= m.max_rate);
+}
+
 std::string JobJson(const JobReservation& j) {
   return json{{"name", j.name}, {"leader", j.leader}, {"hosts", j.hosts},
               {"rate", j.rate}, {"match", j.match},   {"owner", j.owner}}
@@ -60,12 +68,18 @@ std::string JobJson(const JobReservation& j) {
 
 }  // namespace
 
-bool ValidJobName(std::string_view name) {
-  return !name.empty() && name.size() <= 63 &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
-         });
+std::optional<std::string> JobNameProblem(std::string_view name) {
+  if (ValidName(name))
+    return std::nullopt;
+  return "\"" + std::string(name) +
+         "\" cannot name a job: 1 to 63 letters, digits, '-', '_', '.'";
+}
+
+EtcdCompare ClusterAdmission::Unchanged(const char* kind,
+                                        int64_t revision) const {
+  const std::string pre = prefix_ + kind;
+  return {pre, EtcdPrefixEnd(pre), EtcdCompare::Target::kModRevision,
+          EtcdCompare::Op::kLess, revision + 1};
 }
 
 std::string ClusterAdmission::JobKey(const std::string& leader,
@@ -79,11 +93,10 @@ std::string ClusterAdmission::MemberKey(const std::string& host,
 }
 
 std::optional<size_t> ClusterAdmission::HostNamed(std::string_view name) const {
-  const auto& hosts = topology_.hosts();
-  for (size_t i = 0; i < hosts.size(); i++)
-    if (hosts[i].name == name)
-      return i;
-  return std::nullopt;
+  const auto it = host_index_.find(name);
+  if (it == host_index_.end())
+    return std::nullopt;
+  return it->second;
 }
 
 std::vector<uint64_t> ClusterAdmission::JobCharges(
@@ -197,9 +210,7 @@ Result<std::vector<JobReservation>, std::string> ClusterAdmission::ReadJobs(
     r.create_revision = kv.create_revision;
     for (const std::string& h : r.hosts) {
       const auto it = consent.find(h + "/" + r.name);
-      if (it != consent.end() && it->second->leader == r.leader &&
-          it->second->owner == r.owner &&
-          (it->second->max_rate == 0 || r.rate <= it->second->max_rate) &&
+      if (it != consent.end() && Allows(*it->second, r) &&
           it->second->create_revision < r.create_revision)
         r.joined.push_back(h);
     }
@@ -215,9 +226,8 @@ Result<std::vector<JobReservation>, std::string> ClusterAdmission::Jobs() {
 
 Result<JobMembership, std::string> ClusterAdmission::Join(
     const JobMembership& m, int64_t lease) {
-  if (!ValidJobName(m.name))
-    return Err{"\"" + m.name +
-               "\" cannot name a job: 1 to 63 letters, digits, '-', '_', '.'"};
+  if (auto e = JobNameProblem(m.name))
+    return Err{*e};
   if (!HostNamed(m.host))
     return Err{"no host named \"" + m.host + "\" in the topology"};
   if (!HostNamed(m.leader))
@@ -264,7 +274,7 @@ Result<JobMembership, std::string> ClusterAdmission::Join(
 
 Result<bool, std::string> ClusterAdmission::Leave(const std::string& host,
                                                   const std::string& name) {
-  if (!ValidJobName(name) || !HostNamed(host))
+  if (JobNameProblem(name) || !HostNamed(host))
     return false;
   const std::string key = MemberKey(host, name);
   auto txn = etcd_.Txn({{key, "", EtcdCompare::Target::kCreateRevision,
@@ -277,9 +287,8 @@ Result<bool, std::string> ClusterAdmission::Leave(const std::string& host,
 
 Result<JobReservation, std::string> ClusterAdmission::ReserveJob(
     const JobRequest& req, int64_t lease) {
-  if (!ValidJobName(req.name))
-    return Err{"\"" + req.name +
-               "\" cannot name a job: 1 to 63 letters, digits, '-', '_', '.'"};
+  if (auto e = JobNameProblem(req.name))
+    return Err{*e};
   JobReservation j;
   j.name = req.name;
   std::set<size_t> seen;
@@ -318,24 +327,18 @@ Result<JobReservation, std::string> ClusterAdmission::ChangeJob(
   if (rate == 0)
     return Err{"a rate of 0 reserves nothing; release job " + name +
                " instead"};
-  int64_t revision = 0;
-  auto jobs = ReadJobs(&revision);
-  if (!jobs.ok())
-    return Err{jobs.error()};
-  for (JobReservation& j : jobs.value()) {
-    if (j.leader != leader || j.name != name)
-      continue;
-    j.rate = rate;
-    return CommitJob(std::move(j), allowance, true);
-  }
-  return Err{"no job " + name + " of " + leader};
+  JobReservation j;
+  j.name = name;
+  j.leader = leader;
+  j.rate = rate;
+  return CommitJob(std::move(j), allowance, true);
 }
 
 Result<JobReservation, std::string> ClusterAdmission::CommitJob(
     JobReservation j, std::optional<uint64_t> allowance, bool change) {
   const std::string key = JobKey(j.leader, j.name);
   const std::string own = change ? j.leader + "/" + j.name : "";
-  const uint64_t total = SatMul(j.rate, j.flows());
+  const uint64_t rate = j.rate;
   for (int attempt = 0; attempt < kMaxAttempts; attempt++) {
     auto held = ReadHoldings("", "", own);
     if (!held.ok())
@@ -349,21 +352,23 @@ Result<JobReservation, std::string> ClusterAdmission::CommitJob(
       return Err{"job " + j.name + " of " + j.leader + " is admitted already"};
     if (change && !now)
       return Err{"no job " + j.name + " of " + j.leader};
-    // Whose consent holds: every host's, for a new job (whose record will
-    // be younger than any consent there is now).
+    if (change) {
+      j = *now;  // its hosts, owner, lease and who joined, as etcd holds them
+      j.rate = rate;
+    }
+    auto members = Memberships("");
+    if (!members.ok())
+      return Err{members.error()};
     if (!change) {
-      auto members = Memberships("");
-      if (!members.ok())
-        return Err{members.error()};
+      // Whose consent holds: every host's (the record will be younger
+      // than any consent there is now).
       j.joined.clear();
       std::vector<std::string> missing;
       for (const std::string& host : j.hosts) {
         const bool joined =
             std::any_of(members.value().begin(), members.value().end(),
                         [&](const JobMembership& m) {
-                          return m.host == host && m.name == j.name &&
-                                 m.leader == j.leader && m.owner == j.owner &&
-                                 (m.max_rate == 0 || j.rate <= m.max_rate);
+                          return m.host == host && Allows(m, j);
                         });
         (joined ? j.joined : missing).push_back(host);
       }
@@ -378,16 +383,10 @@ Result<JobReservation, std::string> ClusterAdmission::CommitJob(
                    " a flow): " + list};
       }
     } else {
-      j.joined = now->joined;
-      j.create_revision = now->create_revision;
       // A host carries a flow only up to the rate it agreed to.
-      auto members = Memberships("");
-      if (!members.ok())
-        return Err{members.error()};
       std::string below;
       for (const JobMembership& m : members.value())
-        if (m.name == j.name && m.leader == j.leader && m.max_rate != 0 &&
-            m.max_rate < j.rate &&
+        if (m.name == j.name && !Allows(m, j) &&
             std::find(j.joined.begin(), j.joined.end(), m.host) !=
                 j.joined.end())
           below += (below.empty() ? "" : ", ") + m.host + " (" +
@@ -397,19 +396,14 @@ Result<JobReservation, std::string> ClusterAdmission::CommitJob(
                    FormatRate(j.rate) + " a flow: " + below +
                    "; they must join again with a higher rate"};
     }
-    std::vector<EtcdCompare> compares;
-    for (const char* kind : {"use/", "job/"}) {
-      const std::string pre = prefix_ + kind;
-      compares.push_back(
-          {pre, EtcdPrefixEnd(pre), EtcdCompare::Target::kModRevision,
-           EtcdCompare::Op::kLess,
-           (kind[0] == 'u' ? h.use_revision : h.job_revision) + 1});
-    }
+    std::vector<EtcdCompare> compares = {Unchanged("use/", h.use_revision),
+                                         Unchanged("job/", h.job_revision)};
     if (allowance) {
       int64_t user_revision = 0;
       auto mine = Held(j.owner, "", "", h.jobs, own, &user_revision);
       if (!mine.ok())
         return Err{mine.error()};
+      const uint64_t total = SatMul(j.rate, j.flows());
       if (SatAdd(mine.value(), total) > *allowance)
         return Err{"user " + j.owner + " may hold " + FormatRate(*allowance) +
                    " of reservations in the cluster; holds " +
@@ -417,10 +411,7 @@ Result<JobReservation, std::string> ClusterAdmission::CommitJob(
                    ", and job " + j.name + " asks " + FormatRate(total) + " (" +
                    std::to_string(j.flows()) + " flows of " +
                    FormatRate(j.rate) + ")"};
-      const std::string pre = prefix_ + "user/";
-      compares.push_back({pre, EtcdPrefixEnd(pre),
-                          EtcdCompare::Target::kModRevision,
-                          EtcdCompare::Op::kLess, user_revision + 1});
+      compares.push_back(Unchanged("user/", user_revision));
     }
     const std::vector<uint64_t> charges = JobCharges(j);
     for (size_t i = 0; i < charges.size(); i++) {

@@ -32,17 +32,6 @@ constexpr const char* kRateHint =
 constexpr const char* kTopLevelKeys =
     "reservable, equal-cost, host, switch and link";
 
-constexpr size_t kMaxName = 63;
-
-bool NameOk(std::string_view n) {
-  if (n.empty() || n.size() > kMaxName)
-    return false;
-  return std::all_of(n.begin(), n.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
-  });
-}
-
 size_t LineOf(const toml::node& n) {
   return n.source().begin.line;
 }
@@ -67,6 +56,16 @@ std::optional<std::string> ForEachSection(const TomlReader& r,
 }
 
 }  // namespace
+
+bool ValidName(std::string_view name) {
+  constexpr size_t kMaxName = 63;
+  if (name.empty() || name.size() > kMaxName)
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+  });
+}
 
 Result<uint64_t, std::string> ParseRate(std::string_view text) {
   auto bps =
@@ -113,7 +112,7 @@ Result<Topology, std::string> Topology::Parse(std::string_view text,
   auto add_node = [&](const toml::node& at, std::string_view key,
                       const std::string& name,
                       bool is_host) -> std::optional<std::string> {
-    if (!NameOk(name))
+    if (!ValidName(name))
       return r.Err(at, key,
                    "\"" + name +
                        "\" is not a node name: 1 to 63 letters, digits, "

@@ -42,6 +42,9 @@ namespace parq::parqd {
 // as a number; units are decimal, as tc's.  Errors: no number, an unknown
 // unit, 0, or more than 2^63-1 bits/s.
 Result<uint64_t, std::string> ParseRate(std::string_view text);
+// Whether `name` may name a host or a switch (and a job admitted as a
+// whole): 1 to 63 letters, digits, '-', '_' or '.'.
+bool ValidName(std::string_view name);
 // The shortest exact text ParseRate reads back: 10000000000 -> "10gbit".
 std::string FormatRate(uint64_t bps);
 

@@ -417,6 +417,12 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
   if (auto code = Parse(app, argv, out, err))
     return *code;
   a.json = json;
+  // A command's --job is $SLURM_JOB_ID unless given (--job '' for none).
+  const auto slurm_default = [&a](const CLI::App* sub) {
+    const char* slurm_job = std::getenv("SLURM_JOB_ID");
+    if (sub->count("--job") == 0 && slurm_job)
+      a.job = slurm_job;
+  };
   if (!a.etcd_prefix.empty() && a.etcd_prefix.back() != '/') {
     err << "parqctl: --prefix " << a.etcd_prefix << ": end it with '/'\n";
     return 2;
@@ -519,9 +525,7 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     a.cmd = CtlArgs::Cmd::kReservations;
   } else if (*reserve) {
     a.cmd = CtlArgs::Cmd::kReserve;
-    const char* slurm_job = std::getenv("SLURM_JOB_ID");
-    if (reserve->count("--job") == 0 && slurm_job)
-      a.job = slurm_job;
+    slurm_default(reserve);
     if (a.to.empty() && a.hosts.empty()) {
       err << "parqctl reserve: give --to HOST, or --hosts A,B,... for a "
              "job admitted as a whole\n";
@@ -534,9 +538,7 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
     }
   } else if (*join || *leave) {
     a.cmd = *join ? CtlArgs::Cmd::kJoin : CtlArgs::Cmd::kLeave;
-    const char* slurm_job = std::getenv("SLURM_JOB_ID");
-    if ((*join ? join : leave)->count("--job") == 0 && slurm_job)
-      a.job = slurm_job;
+    slurm_default(*join ? join : leave);
     if (a.job.empty()) {
       err << "parqctl " << (*join ? "join" : "leave")
           << ": give the job's name: --job NAME (or $SLURM_JOB_ID)\n";
