@@ -280,6 +280,9 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	q->resv_sum = q->resv_sum - rc->bw + bw;
 	q->resv_capacity = capacity;
 	q->linkrate = linkrate;
+	/* Use is measured against one rate: a new one starts a window. */
+	if (!*arg || rc->bw != bw)
+		parq_use_reset(&rc->use, ktime_get_ns());
 	rc->bw = bw;
 	if (!*arg) {
 		qdisc_class_hash_insert(&q->clhash, &rc->common);
@@ -442,6 +445,7 @@ static int parq_class_dump_stats(struct Qdisc *sch, unsigned long cl,
 	struct tc_parq_class_xstats xs = {
 		.version = PARQ_XSTATS_CLASS | PARQ_CLASS_XSTATS_VERSION,
 	};
+	u64 now;
 
 	if (parq_copy_basic(sch, d, &c->bstats) < 0 ||
 	    (rc && gnet_stats_copy_rate_est(d, &rc->rate_est) < 0) ||
@@ -449,12 +453,19 @@ static int parq_class_dump_stats(struct Qdisc *sch, unsigned long cl,
 		return -1;
 	if (!rc)
 		return 0;
+	now = ktime_get_ns();
 	sch_tree_lock(sch);
 	xs.rate = rc->bw;
 	xs.idt = rc->r.idt;
 	xs.dispatches = rc->r.dispatches;
 	xs.lateness_max = rc->r.lateness_max;
 	xs.lateness_sum = rc->r.lateness_sum;
+	/* A window that ended with no packet since is closed here. */
+	parq_use_roll(&rc->use, now, rc->bw);
+	xs.backlogged_ns = parq_use_busy_total(&rc->use, now);
+	xs.use_windows = rc->use.windows;
+	xs.choked_ppm = rc->use.choked;
+	xs.unused_ppm = rc->use.unused;
 	sch_tree_unlock(sch);
 	return gnet_stats_copy_app(d, &xs, sizeof(xs));
 }

@@ -678,6 +678,7 @@ static void parq_resv_enqueue(struct parq_sched_data *q,
 	if (!rc->q.qlen) {
 		parq_resv_wake(&rc->r, now);
 		parq_resv_backlog_add(q, rc);
+		parq_use_backlog(&rc->use, now, rc->bw, true);
 		q->resv_backlogged++;
 	}
 	parq_skbq_add(&rc->q, skb);
@@ -691,9 +692,11 @@ static u32 parq_wire_len(const struct parq_sched_data *q, u32 len)
 	return wire > 0 ? wire : 1;
 }
 
-/* Take the head packet of reserved class @rc; the caller re-keys it. */
+/* Take the head packet of reserved class @rc at @now; the caller re-keys
+ * it.
+ */
 static struct sk_buff *parq_resv_take(struct Qdisc *sch,
-				      struct parq_resv_class *rc)
+				      struct parq_resv_class *rc, u64 now)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct sk_buff *skb;
@@ -701,8 +704,10 @@ static struct sk_buff *parq_resv_take(struct Qdisc *sch,
 	parq_resv_backlog_del(q, rc);
 	skb = parq_skbq_pop(&rc->q);
 	parq_count_out(sch, &rc->c, skb);
-	if (!rc->q.qlen)
+	if (!rc->q.qlen) {
+		parq_use_backlog(&rc->use, now, rc->bw, false);
 		q->resv_backlogged--;
+	}
 	return skb;
 }
 
@@ -754,7 +759,7 @@ unsigned int parq_evict(struct Qdisc *sch, enum parq_act act,
 	} else {
 		rc = parq_resv_first(q);
 		cl = (unsigned long)rc;
-		skb = parq_resv_take(sch, rc);
+		skb = parq_resv_take(sch, rc, ktime_get_ns());
 		parq_resv_requeue(q, rc);
 	}
 	len = qdisc_pkt_len(skb);
@@ -920,6 +925,7 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 	unsigned int quantum;
 	struct sk_buff *skb;
 	unsigned long cl;
+	u32 len;
 	u64 now;
 
 	if (!sch->q.qlen)
@@ -961,9 +967,10 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 
 	switch (d.act) {
 	case PARQ_ACT_RESV:
-		skb = parq_resv_take(sch, rc);
-		parq_resv_dispatch(&rc->r, now,
-				   parq_wire_len(q, qdisc_pkt_len(skb)));
+		skb = parq_resv_take(sch, rc, now);
+		len = parq_wire_len(q, qdisc_pkt_len(skb));
+		parq_resv_dispatch(&rc->r, now, len);
+		parq_use_sent(&rc->use, now, rc->bw, len);
 		parq_resv_requeue(q, rc);
 		cl = (unsigned long)rc;
 		break;
@@ -1007,6 +1014,7 @@ void parq_purge(struct Qdisc *sch)
 	}
 	while ((rc = parq_resv_first(q))) {
 		parq_resv_backlog_del(q, rc);
+		parq_use_backlog(&rc->use, ktime_get_ns(), rc->bw, false);
 		parq_skbq_purge(&rc->q);
 		rc->c.qlen = 0;
 		rc->c.qstats.backlog = 0;

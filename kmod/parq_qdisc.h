@@ -104,6 +104,7 @@ struct parq_resv_class {
 	struct parq_resv		r;	/* NDT, IDT, lateness */
 	struct parq_skbq		q;
 	u64				bw;	/* bytes/s admitted */
+	struct parq_use			use;	/* of bw, under the tree lock */
 	struct parq_class		c;
 	struct net_rate_estimator __rcu	*rate_est;
 	u32				pos;	/* in resv_tab */

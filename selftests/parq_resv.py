@@ -1112,6 +1112,64 @@ def t_xstats(env):
     del_root(env)
 
 
+def t_use_of_rate(env):
+    """What a class carries against its rate (xstats version 2): one
+    reserved 40 Mbit/s that is sent 10 leaves about three quarters of its
+    rate unused and is seldom backlogged; one reserved 10 Mbit/s that is
+    offered 30 is backlogged nearly throughout and leaves nothing unused.
+    The shares are of the last full second, compared between the two
+    classes of one run; the backlogged time is the choked one's run."""
+    a, dev = env.a, env.dev
+    add_root(env, "rate", "100mbit")
+    ktap.defer(lambda: del_root(env))
+    for m, rate, port in ((0x16, "40mbit", 5311), (0x17, "10mbit", 5312)):
+        add_class(env, m, "rate", rate)
+        tc(a, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
+           "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
+           "match", "ip", "dport", str(port), "0xffff", "flowid", cid(m))
+    secs = 6
+    servers = start_servers(env, [5311, 5312])
+    clients = []
+    try:
+        with BigSocketBuffers():
+            clients = [
+                Iperf3Client(a, env.topo.ip_b(), 5311, secs, udp=True,
+                             bitrate="10M", length=1400),
+                Iperf3Client(a, env.topo.ip_b(), 5312, secs, udp=True,
+                             bitrate="30M", length=1400,
+                             extra=["-w", str(SOCKBUF)])]
+            time.sleep(secs - 1.5)
+            check_running(clients)
+            rc = resv.classes(a, dev)
+    finally:
+        stop_all(clients)
+        stop_all(servers)
+    light, choked = rc["1:16"]["xs"], rc["1:17"]["xs"]
+    for k, x in (("1:16", light), ("1:17", choked)):
+        diag(f"class {k}: {x['use_windows']} windows, choked "
+             f"{x['choked_ppm'] / 1e4:.1f}%, unused "
+             f"{x['unused_ppm'] / 1e4:.1f}%, backlogged "
+             f"{x['backlogged_ns'] / 1e9:.2f} s")
+    check(light["use_windows"] >= 3 and choked["use_windows"] >= 3,
+          "a full window measured after 4.5 s of traffic")
+    check(0.55e6 <= light["unused_ppm"] <= 0.9e6,
+          f"class 1:16 sent a quarter of its rate: "
+          f"{light['unused_ppm'] / 1e4:.1f}% unused, want about 75%")
+    check(choked["unused_ppm"] <= 0.05e6,
+          f"class 1:17 offered 3x its rate left "
+          f"{choked['unused_ppm'] / 1e4:.1f}% unused")
+    check(choked["choked_ppm"] >= 0.9e6,
+          f"class 1:17 offered 3x its rate was backlogged only "
+          f"{choked['choked_ppm'] / 1e4:.1f}% of a second")
+    check(light["choked_ppm"] * 3 <= choked["choked_ppm"],
+          "class 1:16, sent a quarter of its rate, was backlogged "
+          f"{light['choked_ppm'] / 1e4:.1f}% of a second, not far less "
+          "than the choked class")
+    check(choked["backlogged_ns"] >= 3e9,
+          f"class 1:17 backlogged {choked['backlogged_ns'] / 1e9:.2f} s "
+          "in all")
+
+
 def t_throttled_count(env):
     """resv_throttled counts exactly the backlogged classes whose NDT is
     still ahead, with many of each kind and after deletes.  The count is
@@ -1336,6 +1394,8 @@ def main():
         ("class delete/add under traffic", t_delete_live, 90,
          "iperf3 must load the re-added class within its run"),
         ("xstats resv_* fields", t_xstats, 60, None),
+        ("a class's use of its rate: unused and choked shares",
+         t_use_of_rate, 60, "iperf3 must offer 10 and 30 Mbit/s"),
         ("resv_throttled exact with 100 backlogged classes, after deletes",
          t_throttled_count, 120, None),
         ("scale: 10000 classes, traffic, delete, unload, no leak",

@@ -950,6 +950,36 @@ static void parq_print_sojourn(const char *name, const char *pre, __u64 sum,
 #define PARQ_HAS(st, field, len) \
 	(offsetof(__typeof__(st), field) + sizeof((st).field) <= (len))
 
+/* @ppm parts per million as a percentage with one decimal, "12.3%". */
+static void parq_print_ppm(const char *key, const char *fmt, __u32 ppm)
+{
+	char text[16];
+
+	parq_print_u64(PRINT_JSON, key, NULL, ppm);
+	if (!is_json_context()) {
+		snprintf(text, sizeof(text), "%u.%u%%", ppm / 10000,
+			 ppm / 1000 % 10);
+		parq_print_string(PRINT_FP, NULL, fmt, text);
+	}
+}
+
+/*
+ * What a reserved class carries against its rate, on a line of its own:
+ * the last full window's shares (none before the first has ended), and
+ * the time it was backlogged in all.
+ */
+static void parq_print_use(const struct tc_parq_class_xstats *st)
+{
+	print_nl();
+	parq_print_u64(PRINT_ANY, "use_windows", "  use_windows %llu",
+		       st->use_windows);
+	if (st->use_windows) {
+		parq_print_ppm("choked_ppm", " choked %s", st->choked_ppm);
+		parq_print_ppm("unused_ppm", " unused %s", st->unused_ppm);
+	}
+	parq_print_time("backlogged", " backlogged %s", st->backlogged_ns);
+}
+
 static void parq_print_class_xstats(const void *data, size_t len)
 {
 	struct tc_parq_class_xstats st;
@@ -971,6 +1001,8 @@ static void parq_print_class_xstats(const void *data, size_t len)
 		parq_print_time("lateness_mean", " lateness_mean %s",
 				st.dispatches ?
 				st.lateness_sum / st.dispatches : 0);
+	if (PARQ_HAS(st, unused_ppm, len))
+		parq_print_use(&st);
 }
 
 static const struct parq_xs_field parq_xs_fields[] = {

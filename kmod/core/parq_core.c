@@ -262,6 +262,91 @@ void parq_resv_dispatch(struct parq_resv *r, u64 now, u32 len)
 		r->ndt += parq_ns_carry(len, r->rate, &r->rem);
 }
 
+#define PARQ_USE_WINDOW_NS	((u64)PARQ_USE_WINDOW_MS * 1000000ULL)
+#define PARQ_PPM		1000000U
+
+void parq_use_reset(struct parq_use *u, u64 now)
+{
+	u->busy_total = parq_use_busy_total(u, now);
+	u->start = now;
+	u->since = now;
+	u->busy = 0;
+	u->bytes = 0;
+}
+
+/* Shares of window [@u->start, @end), @end at most one window on. */
+static void parq_use_close(struct parq_use *u, u64 end, u64 bw)
+{
+	u64 busy = u->busy, allow, rem;
+
+	if (u->backlogged) {
+		busy += end - u->since;
+		u->busy_total += end - u->since;
+		u->since = end;
+	}
+	/* busy <= the window: the ratio fits u32. */
+	u->choked = (u32)div64_u64_rem(busy * PARQ_PPM, PARQ_USE_WINDOW_NS,
+				       &rem);
+	/* bw <= PARQ_RATE_MAX (2^38 bytes/s) and a window is a second or less */
+	allow = div64_u64_rem(bw * PARQ_USE_WINDOW_MS, 1000, &rem);
+	if (!allow || u->bytes >= allow)
+		u->unused = 0;
+	else
+		u->unused = (u32)div64_u64_rem((allow - u->bytes) * PARQ_PPM,
+					       allow, &rem);
+	u->windows++;
+	u->start = end;
+	u->busy = 0;
+	u->bytes = 0;
+}
+
+void parq_use_roll(struct parq_use *u, u64 now, u64 bw)
+{
+	u64 rem, n;
+
+	if (now < u->start || now - u->start < PARQ_USE_WINDOW_NS)
+		return;
+	parq_use_close(u, u->start + PARQ_USE_WINDOW_NS, bw);
+	if (now - u->start < PARQ_USE_WINDOW_NS)
+		return;
+	/* Whole windows without an event: the last of them is as it was. */
+	n = div64_u64_rem(now - u->start, PARQ_USE_WINDOW_NS, &rem);
+	u->start += (n - 1) * PARQ_USE_WINDOW_NS;
+	if (u->backlogged) {
+		u->busy_total += u->start - u->since;
+		u->since = u->start;
+	}
+	u->windows += n - 1;
+	parq_use_close(u, u->start + PARQ_USE_WINDOW_NS, bw);
+}
+
+void parq_use_backlog(struct parq_use *u, u64 now, u64 bw, bool on)
+{
+	parq_use_roll(u, now, bw);
+	if (on == u->backlogged)
+		return;
+	if (on) {
+		u->since = now > u->start ? now : u->start;
+	} else if (now > u->since) {
+		u->busy += now - u->since;
+		u->busy_total += now - u->since;
+	}
+	u->backlogged = on;
+}
+
+void parq_use_sent(struct parq_use *u, u64 now, u64 bw, u32 len)
+{
+	parq_use_roll(u, now, bw);
+	u->bytes += len;
+}
+
+u64 parq_use_busy_total(const struct parq_use *u, u64 now)
+{
+	if (u->backlogged && now > u->since)
+		return u->busy_total + (now - u->since);
+	return u->busy_total;
+}
+
 u64 parq_resv_bw(u64 rate, u64 idt, u32 mtu)
 {
 	u64 rem;

@@ -199,6 +199,39 @@ static inline bool parq_resv_eligible(const struct parq_resv *r, u64 now)
 	return r->ndt <= now;
 }
 
+/*
+ * What a reserved flow carries against its rate, over windows of
+ * PARQ_USE_WINDOW_MS: the share of a window it had packets waiting (they
+ * wait only for their NDT, so it wanted more than its rate: choked), and
+ * the share of the window's bytes at its rate it did not send (over-
+ * allocated).  The caller reports each change of backlog and each packet
+ * sent; the figures of the last full window are kept, and a window with
+ * no event in it counts as it was (idle, or backlogged and sending
+ * nothing).  Shares are in parts per million.
+ */
+struct parq_use {
+	u64	start;		/* ns: the current window began */
+	u64	since;		/* ns: backlogged since (if @backlogged) */
+	u64	busy;		/* ns backlogged in the window, before @since */
+	u64	bytes;		/* sent in the window */
+	u64	busy_total;	/* ns backlogged in all, before @since */
+	u64	windows;	/* full windows measured */
+	u32	choked;		/* ppm of the last full window backlogged */
+	u32	unused;		/* ppm of its bytes at the rate not sent */
+	bool	backlogged;
+};
+
+/* Start measuring at @now (a new flow, or a new rate). */
+void parq_use_reset(struct parq_use *u, u64 now);
+/* Close the windows that ended by @now, at @bw bytes/s reserved. */
+void parq_use_roll(struct parq_use *u, u64 now, u64 bw);
+/* The flow's backlog became non-empty (@on) or empty at @now. */
+void parq_use_backlog(struct parq_use *u, u64 now, u64 bw, bool on);
+/* A packet of @len bytes was sent at @now. */
+void parq_use_sent(struct parq_use *u, u64 now, u64 bw, u32 len);
+/* ns backlogged in all, up to @now. */
+u64 parq_use_busy_total(const struct parq_use *u, u64 now);
+
 /* Bandwidth a reservation takes, bytes/s: @rate, or one @mtu per @idt. */
 u64 parq_resv_bw(u64 rate, u64 idt, u32 mtu);
 /* Reservable bytes/s: @percent of @linkrate. */

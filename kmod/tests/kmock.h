@@ -42,6 +42,9 @@ extern long kmock_base;
 extern long kmock_reduced_pkts, kmock_reduced_bytes;
 /* The last qdisc_watchdog_schedule_range_ns(): its expiry, 0 if none. */
 extern u64 kmock_watchdog_at;
+/* What the last gnet_stats_copy_app copied (xstats), and its length. */
+extern char kmock_app[256];
+extern int kmock_app_len;
 
 /*
  * The filters of a qdisc whose filter_list a test set (to any non-NULL

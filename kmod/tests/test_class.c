@@ -335,3 +335,76 @@ KTEST(class_reserved_paced_at_their_rates)
 	tparq_destroy(&t);
 	KT_ASSERT_NO_LEAK();
 }
+
+/* Class @arg's xstats, as tc -s class show asks for them. */
+static struct tc_parq_class_xstats tclass_xstats(struct tparq *t,
+						 unsigned long arg)
+{
+	struct tc_parq_class_xstats xs = {};
+
+	kmock_app_len = 0;
+	if (!parq_class_ops.dump_stats(t->sch, arg, NULL) &&
+	    kmock_app_len == sizeof(xs))
+		memcpy(&xs, kmock_app, sizeof(xs));
+	return xs;
+}
+
+/*
+ * What a class carries against its rate: one reserved 40 Mbit/s that sends
+ * 10 is 75 % unused and never choked; one offered twice its rate is choked
+ * and uses all of it.  The shares are of the last full second; the time
+ * backlogged counts from the class's start.
+ */
+KTEST(class_use_of_its_rate)
+{
+	struct tc_parq_class_xstats xs;
+	unsigned long a = 0, b = 0;
+	struct tparq t;
+	u64 start, end;
+
+	kmock_reset();
+	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), 5000000, &a, NULL), 0);
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(17), 1000000, &b, NULL), 0);
+	xs = tclass_xstats(&t, a);
+	KT_ASSERT_EQ(xs.version, PARQ_XSTATS_CLASS | PARQ_CLASS_XSTATS_VERSION);
+	KT_ASSERT_EQ(xs.use_windows, 0);
+
+	start = kmock_now;
+	end = start + 2 * NSEC_PER_SEC;
+	for (; kmock_now < end; kmock_set_now(kmock_now + NSEC_PER_MSEC)) {
+		tparq_enqueue(&t, kmock_ipv4(1250, 3, TCLASS(16), 0));
+		tparq_enqueue(&t, kmock_ipv4(1000, 4, TCLASS(17), 0));
+		tparq_enqueue(&t, kmock_ipv4(1000, 4, TCLASS(17), 0));
+		while (tparq_dequeue(&t, NULL))
+			;
+	}
+	xs = tclass_xstats(&t, a);
+	KT_ASSERT_EQ(xs.use_windows, 2);
+	KT_ASSERT(xs.unused_ppm >= 740000 && xs.unused_ppm <= 760000);
+	KT_ASSERT_EQ(xs.choked_ppm, 0);
+	KT_ASSERT_EQ(xs.backlogged_ns, 0);
+
+	xs = tclass_xstats(&t, b);
+	KT_ASSERT_EQ(xs.use_windows, 2);
+	KT_ASSERT(xs.choked_ppm >= 990000);
+	KT_ASSERT(xs.unused_ppm <= 10000);
+	KT_ASSERT(xs.backlogged_ns >= 2 * NSEC_PER_SEC - 2 * NSEC_PER_MSEC);
+
+	/* Idle since: the dump closes the windows that ended with no packet. */
+	kmock_set_now(end + 3 * NSEC_PER_SEC);
+	xs = tclass_xstats(&t, a);
+	KT_ASSERT_EQ(xs.use_windows, 5);
+	KT_ASSERT_EQ(xs.unused_ppm, 1000000);
+	xs = tclass_xstats(&t, b);
+	KT_ASSERT_EQ(xs.choked_ppm, 1000000);	/* still backlogged */
+	KT_ASSERT_EQ(xs.unused_ppm, 1000000);	/* and nothing sent */
+
+	/* A new rate starts a window of its own. */
+	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), 2500000, &a, NULL), 0);
+	kmock_set_now(kmock_now + NSEC_PER_SEC / 2);
+	xs = tclass_xstats(&t, a);
+	KT_ASSERT_EQ(xs.use_windows, 5);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}

@@ -216,7 +216,10 @@ struct tc_parq_xstats {
  * word tells them from the qdisc's: PARQ_XSTATS_CLASS is set in it.
  */
 #define PARQ_XSTATS_CLASS		0x80000000U
-#define PARQ_CLASS_XSTATS_VERSION	1
+#define PARQ_CLASS_XSTATS_VERSION	2
+
+/* A reserved class's use of its rate is measured over windows of this. */
+#define PARQ_USE_WINDOW_MS		1000
 
 struct tc_parq_class_xstats {
 	__u32	version;	/* PARQ_XSTATS_CLASS | PARQ_CLASS_XSTATS_VERSION */
@@ -226,6 +229,19 @@ struct tc_parq_class_xstats {
 	__u64	dispatches;	/* packets sent */
 	__u64	lateness_max;	/* ns a packet left after its NDT, max */
 	__u64	lateness_sum;	/* ns, sum over dispatches (mean = sum/n) */
+	/*
+	 * version 2: what the class carries against its rate.  Over the last
+	 * full window of PARQ_USE_WINDOW_MS (none yet while use_windows is
+	 * 0): the share of the window it had packets waiting for their turn
+	 * (choked: it wants more than its rate) and the share of the bytes
+	 * its rate allowed that it did not send (over-allocated), in parts
+	 * per million.  backlogged_ns counts since the class was made, so a
+	 * reader may measure over a window of its own.
+	 */
+	__u64	backlogged_ns;
+	__u64	use_windows;
+	__u32	choked_ppm;
+	__u32	unused_ppm;
 };
 
 /*
