@@ -88,6 +88,14 @@ class ReservedClasses {
     std::string incomplete_error;
   };
   virtual Result<Parts, std::string> InstalledParts() = 0;
+  // What each class of the agent's range has carried since it was made,
+  // by minor: the bytes sent and the time it had packets waiting (the
+  // kernel's tc_parq_class_xstats; a kernel without them gives none).
+  struct Use {
+    uint64_t bytes = 0;
+    uint64_t backlogged_ns = 0;
+  };
+  virtual Result<std::map<uint32_t, Use>, std::string> Uses() = 0;
 };
 
 // Who asks (from SO_PEERCRED and the user database).

@@ -2,10 +2,13 @@
 
 #include "admission/reserved_classes.h"
 
+#include <linux/parq.h>
 #include <linux/pkt_sched.h>
 
 #include <charconv>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -246,6 +249,30 @@ TcReservedClasses::InstalledParts() {
   for (uint32_t m : any)
     if (!classes.count(m) || !filters.count(m) || !marking.count(m))
       out.incomplete.push_back(m);
+  return out;
+}
+
+Result<std::map<uint32_t, ReservedClasses::Use>, std::string>
+TcReservedClasses::Uses() {
+  uint32_t h = 0;
+  if (auto e = Handle(&h))
+    return Err{*e};
+  auto c = tc_->Classes();
+  if (!c.ok())
+    return Err{c.error().Text()};
+  std::map<uint32_t, Use> out;
+  constexpr size_t kNeed = offsetof(tc_parq_class_xstats, backlogged_ns) +
+                           sizeof(tc_parq_class_xstats::backlogged_ns);
+  for (const TcObject& o : c.value()) {
+    const auto m = AgentMinor(o.handle, h);
+    if (o.kind != "parq" || !m || !o.stats || o.xstats.size() < kNeed)
+      continue;
+    tc_parq_class_xstats xs{};
+    std::memcpy(&xs, o.xstats.data(), std::min(sizeof(xs), o.xstats.size()));
+    if (!(xs.version & PARQ_XSTATS_CLASS))
+      continue;
+    out[*m] = Use{o.stats->bytes, xs.backlogged_ns};
+  }
   return out;
 }
 

@@ -80,6 +80,7 @@ class TcReservedClasses : public ReservedClasses {
   // Also by the table inet parq: a chain resv_MINOR with no rule that
   // marks is as good as none.
   Result<Parts, std::string> InstalledParts() override;
+  Result<std::map<uint32_t, Use>, std::string> Uses() override;
 
  private:
   // The agent's minors that have a class, and a filter, on the qdisc of

@@ -59,6 +59,16 @@ class FakeClasses : public ReservedClasses {
     return out;
   }
 
+  // As the kernel would count them: `uses` as set by the test, for the
+  // classes installed.
+  Result<std::map<uint32_t, Use>, std::string> Uses() override {
+    std::map<uint32_t, Use> out;
+    for (const auto& [minor, use] : uses)
+      if (rates.count(minor))
+        out[minor] = use;
+    return out;
+  }
+
   bool fail_install = false, fail_set = false;
   uint64_t installs = 0;
   std::map<uint32_t, uint64_t> rates;
@@ -66,6 +76,7 @@ class FakeClasses : public ReservedClasses {
   std::map<uint32_t, std::vector<Address>> dests;
   std::map<uint32_t, uint32_t> owners;
   std::set<uint32_t> incomplete;
+  std::map<uint32_t, Use> uses;
 };
 
 }  // namespace parq::parqd::test

@@ -11,10 +11,13 @@
 // qdisc.
 
 #include <gtest/gtest.h>
+#include <linux/parq.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -859,6 +862,52 @@ TEST(TcClassesTest, PartsFindAClassWithoutItsFilterOrChain) {
   EXPECT_TRUE(got.value().incomplete.empty());
   EXPECT_NE(got.value().incomplete_error.find("boom"), std::string::npos)
       << got.value().incomplete_error;
+}
+
+// What each class carried, from its statistics: the bytes of TCA_STATS2
+// and the backlogged time of its xstats; a class of a kernel without them
+// (version 1, shorter), without statistics, or with another kind's, and
+// classes of other qdiscs or outside the agent's range give none.
+TEST(TcClassesTest, UsesReadEachClassesBytesAndBackloggedTime) {
+  std::vector<std::vector<std::string>> ran;
+  auto l = FakeQdisc();
+  auto xstats = [](uint32_t version, uint64_t backlogged, size_t len) {
+    tc_parq_class_xstats xs{};
+    xs.version = version;
+    xs.backlogged_ns = backlogged;
+    std::vector<uint8_t> raw(sizeof(xs));
+    std::memcpy(raw.data(), &xs, sizeof(xs));
+    raw.resize(len);
+    return raw;
+  };
+  const uint32_t v2 = PARQ_XSTATS_CLASS | 2;
+  for (TcObject& c : l->classes) {
+    c.stats = TcStats{};
+    c.stats->bytes = 1000 + TC_H_MIN(c.handle);
+    c.xstats = xstats(v2, 7 * TC_H_MIN(c.handle), sizeof(tc_parq_class_xstats));
+  }
+  // 1:1000 as a version 1 kernel dumps it; 1:2a0f without statistics.
+  ASSERT_EQ(l->classes[3].handle, 0x11000u);
+  ASSERT_EQ(l->classes[4].handle, 0x12a0fu);
+  l->classes[3].xstats = xstats(PARQ_XSTATS_CLASS | 1, 5,
+                                offsetof(tc_parq_class_xstats, backlogged_ns));
+  l->classes[4].stats.reset();
+  l->classes.push_back({0x10000 | 0x1100, 0x10000, 0, "parq", std::nullopt});
+  l->classes.back().stats = TcStats{};
+  l->classes.back().xstats = xstats(0, 5, sizeof(tc_parq_class_xstats));
+  l->classes.push_back({0x10000 | 0x1200, 0x10000, 0, "parq", std::nullopt});
+  l->classes.back().stats = TcStats{};
+  l->classes.back().stats->bytes = 99;
+  l->classes.back().xstats = xstats(v2, 12345, sizeof(tc_parq_class_xstats));
+  TcReservedClasses tc("eth0", RecordingNft(ran), std::move(l));
+  auto got = tc.Uses();
+  ASSERT_TRUE(got.ok()) << got.error();
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> seen;
+  for (const auto& [minor, u] : got.value())
+    seen[minor] = {u.bytes, u.backlogged_ns};
+  const std::map<uint32_t, std::pair<uint64_t, uint64_t>> want = {
+      {0x1200, {99, 12345}}};
+  EXPECT_EQ(seen, want);
 }
 
 }  // namespace
