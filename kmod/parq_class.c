@@ -284,6 +284,8 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	if (!*arg || rc->bw != bw)
 		parq_use_reset(&rc->use, ktime_get_ns());
 	rc->bw = bw;
+	if (rc->q.qlen)		/* its head's NDT may have come back */
+		parq_use_wait(&rc->use, ktime_get_ns(), bw, rc->r.ndt);
 	if (!*arg) {
 		qdisc_class_hash_insert(&q->clhash, &rc->common);
 		rc->pos = q->resv_classes++;
@@ -462,7 +464,7 @@ static int parq_class_dump_stats(struct Qdisc *sch, unsigned long cl,
 	xs.lateness_sum = rc->r.lateness_sum;
 	/* A window that ended with no packet since is closed here. */
 	parq_use_roll(&rc->use, now, rc->bw);
-	xs.backlogged_ns = parq_use_busy_total(&rc->use, now);
+	xs.throttled_ns = parq_use_busy_total(&rc->use, now);
 	xs.use_windows = rc->use.windows;
 	xs.choked_ppm = rc->use.choked;
 	xs.unused_ppm = rc->use.unused;

@@ -678,7 +678,7 @@ static void parq_resv_enqueue(struct parq_sched_data *q,
 	if (!rc->q.qlen) {
 		parq_resv_wake(&rc->r, now);
 		parq_resv_backlog_add(q, rc);
-		parq_use_backlog(&rc->use, now, rc->bw, true);
+		parq_use_wait(&rc->use, now, rc->bw, rc->r.ndt);
 		q->resv_backlogged++;
 	}
 	parq_skbq_add(&rc->q, skb);
@@ -705,7 +705,7 @@ static struct sk_buff *parq_resv_take(struct Qdisc *sch,
 	skb = parq_skbq_pop(&rc->q);
 	parq_count_out(sch, &rc->c, skb);
 	if (!rc->q.qlen) {
-		parq_use_backlog(&rc->use, now, rc->bw, false);
+		parq_use_wait(&rc->use, now, rc->bw, now);
 		q->resv_backlogged--;
 	}
 	return skb;
@@ -971,6 +971,9 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 		len = parq_wire_len(q, qdisc_pkt_len(skb));
 		parq_resv_dispatch(&rc->r, now, len);
 		parq_use_sent(&rc->use, now, rc->bw, len);
+		/* The next packet, if any, waits for its NDT. */
+		if (rc->q.qlen)
+			parq_use_wait(&rc->use, now, rc->bw, rc->r.ndt);
 		parq_resv_requeue(q, rc);
 		cl = (unsigned long)rc;
 		break;
@@ -1014,7 +1017,7 @@ void parq_purge(struct Qdisc *sch)
 	}
 	while ((rc = parq_resv_first(q))) {
 		parq_resv_backlog_del(q, rc);
-		parq_use_backlog(&rc->use, ktime_get_ns(), rc->bw, false);
+		parq_use_wait(&rc->use, ktime_get_ns(), rc->bw, 0);
 		parq_skbq_purge(&rc->q);
 		rc->c.qlen = 0;
 		rc->c.qstats.backlog = 0;

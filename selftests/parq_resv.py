@@ -1115,10 +1115,12 @@ def t_xstats(env):
 def t_use_of_rate(env):
     """What a class carries against its rate (xstats version 2): one
     reserved 40 Mbit/s that is sent 10 leaves about three quarters of its
-    rate unused and is seldom backlogged; one reserved 10 Mbit/s that is
-    offered 30 is backlogged nearly throughout and leaves nothing unused.
+    rate unused and is seldom held back by it; one reserved 10 Mbit/s that
+    is offered 30 is held back most of the time and leaves nothing unused.
     The shares are of the last full second, compared between the two
-    classes of one run; the backlogged time is the choked one's run."""
+    classes of one run.  Under QEMU/TCG a dispatch is often late (the
+    watchdog fires late), and the time past an NDT is not held back: the
+    choked class's share is bounded at a half, not near all of it."""
     a, dev = env.a, env.dev
     add_root(env, "rate", "100mbit")
     ktap.defer(lambda: del_root(env))
@@ -1148,8 +1150,8 @@ def t_use_of_rate(env):
     for k, x in (("1:16", light), ("1:17", choked)):
         diag(f"class {k}: {x['use_windows']} windows, choked "
              f"{x['choked_ppm'] / 1e4:.1f}%, unused "
-             f"{x['unused_ppm'] / 1e4:.1f}%, backlogged "
-             f"{x['backlogged_ns'] / 1e9:.2f} s")
+             f"{x['unused_ppm'] / 1e4:.1f}%, throttled "
+             f"{x['throttled_ns'] / 1e9:.2f} s")
     check(light["use_windows"] >= 3 and choked["use_windows"] >= 3,
           "a full window measured after 4.5 s of traffic")
     check(0.55e6 <= light["unused_ppm"] <= 0.9e6,
@@ -1158,15 +1160,15 @@ def t_use_of_rate(env):
     check(choked["unused_ppm"] <= 0.05e6,
           f"class 1:17 offered 3x its rate left "
           f"{choked['unused_ppm'] / 1e4:.1f}% unused")
-    check(choked["choked_ppm"] >= 0.9e6,
-          f"class 1:17 offered 3x its rate was backlogged only "
+    check(choked["choked_ppm"] >= 0.5e6,
+          f"class 1:17 offered 3x its rate was held back only "
           f"{choked['choked_ppm'] / 1e4:.1f}% of a second")
     check(light["choked_ppm"] * 3 <= choked["choked_ppm"],
-          "class 1:16, sent a quarter of its rate, was backlogged "
+          "class 1:16, sent a quarter of its rate, was held back "
           f"{light['choked_ppm'] / 1e4:.1f}% of a second, not far less "
           "than the choked class")
-    check(choked["backlogged_ns"] >= 3e9,
-          f"class 1:17 backlogged {choked['backlogged_ns'] / 1e9:.2f} s "
+    check(choked["throttled_ns"] >= 1.5e9,
+          f"class 1:17 held back {choked['throttled_ns'] / 1e9:.2f} s "
           "in all")
 
 

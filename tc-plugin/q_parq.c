@@ -966,7 +966,7 @@ static void parq_print_ppm(const char *key, const char *fmt, __u32 ppm)
 /*
  * What a reserved class carries against its rate, on a line of its own:
  * the last full window's shares (none before the first has ended), and
- * the time it was backlogged in all.
+ * the time it was held back by its rate in all.
  */
 static void parq_print_use(const struct tc_parq_class_xstats *st)
 {
@@ -977,7 +977,7 @@ static void parq_print_use(const struct tc_parq_class_xstats *st)
 		parq_print_ppm("choked_ppm", " choked %s", st->choked_ppm);
 		parq_print_ppm("unused_ppm", " unused %s", st->unused_ppm);
 	}
-	parq_print_time("backlogged", " backlogged %s", st->backlogged_ns);
+	parq_print_time("throttled", " throttled %s", st->throttled_ns);
 }
 
 static void parq_print_class_xstats(const void *data, size_t len)

@@ -287,7 +287,7 @@ elif cmd == 'check-xstats':
     if j != exp:
         fail('json xstats %s, expected %s' % (j, exp))
     known = ({n for _, n, _ in XSTATS + CXSTATS} |
-             {'xstats_version', 'lateness_mean', 'backlogged'} |
+             {'xstats_version', 'lateness_mean', 'throttled'} |
              {c + '_sojourn_' + k for c in ('parallel', 'local')
               for k in ('pkts', 'mean', 'hist')})
     extra = [k for k in q if k in known and k not in exp]
@@ -791,11 +791,11 @@ cstats() {
 }
 CV=$(( $(sed -n 's/^#define PARQ_XSTATS_CLASS\s\+\(0x[0-9a-fA-F]*\).*/\1/p' "$HDR") | 1 ))
 CSIZE=$(xsize tc_parq_class_xstats)
-CSIZE1=$(xsize tc_parq_class_xstats backlogged_ns)	# version 1
-CX="{\"version\": $CV, \"pad\": 7, \"rate\": 2500000, \"idt\": 0, \"dispatches\": 1000, \"lateness_max\": 1500, \"lateness_sum\": 1234567, \"backlogged_ns\": 2500000000, \"use_windows\": 7, \"choked_ppm\": 123456, \"unused_ppm\": 750000}"
+CSIZE1=$(xsize tc_parq_class_xstats throttled_ns)	# version 1
+CX="{\"version\": $CV, \"pad\": 7, \"rate\": 2500000, \"idt\": 0, \"dispatches\": 1000, \"lateness_max\": 1500, \"lateness_sum\": 1234567, \"throttled_ns\": 2500000000, \"use_windows\": 7, \"choked_ppm\": 123456, \"unused_ppm\": 750000}"
 # Version 2's use of the rate: shares as percentages in the text.
-USE='"use_windows": 7, "choked_ppm": 123456, "unused_ppm": 750000, "backlogged": 2500000000'
-USET='"choked_ppm": null, "choked": "12.3%", "unused_ppm": null, "unused": "75.0%", "backlogged": "2.5s"'
+USE='"use_windows": 7, "choked_ppm": 123456, "unused_ppm": 750000, "throttled": 2500000000'
+USET='"choked_ppm": null, "choked": "12.3%", "unused_ppm": null, "unused": "75.0%", "throttled": "2.5s"'
 cstats "xstats of a rate class" "$CX" "$CSIZE" \
 	"{\"resv_rate\": 2500000, \"dispatches\": 1000, \"lateness_max\": 1500, \"lateness_mean\": 1234, $USE}" \
 	"{\"resv_rate\": \"20Mbit\", \"lateness_max\": \"1.5us\", \"lateness_mean\": \"1.234us\", $USET}"
@@ -806,13 +806,13 @@ cstats "xstats of version 1 (no use of the rate)" "$CX" "$CSIZE1" \
 	'{"resv_rate": 2500000, "dispatches": 1000, "lateness_max": 1500, "lateness_mean": 1234}' \
 	'{"resv_rate": "20Mbit", "lateness_max": "1.5us", "lateness_mean": "1.234us"}'
 cstats "xstats before a full window (no shares)" \
-	"{\"version\": $CV, \"rate\": 2500000, \"backlogged_ns\": 1000, \"choked_ppm\": 5, \"unused_ppm\": 1000000}" "$CSIZE" \
-	'{"resv_rate": 2500000, "dispatches": 0, "lateness_max": 0, "lateness_mean": 0, "use_windows": 0, "backlogged": 1000}' \
-	'{"resv_rate": "20Mbit", "lateness_max": "0ns", "lateness_mean": "0ns", "backlogged": "1us"}'
+	"{\"version\": $CV, \"rate\": 2500000, \"throttled_ns\": 1000, \"choked_ppm\": 5, \"unused_ppm\": 1000000}" "$CSIZE" \
+	'{"resv_rate": 2500000, "dispatches": 0, "lateness_max": 0, "lateness_mean": 0, "use_windows": 0, "throttled": 1000}' \
+	'{"resv_rate": "20Mbit", "lateness_max": "0ns", "lateness_mean": "0ns", "throttled": "1us"}'
 cstats "xstats of a choked class (100%, 0%)" \
 	"{\"version\": $CV, \"rate\": 2500000, \"use_windows\": 1, \"choked_ppm\": 1000000, \"unused_ppm\": 0}" "$CSIZE" \
-	'{"resv_rate": 2500000, "dispatches": 0, "lateness_max": 0, "lateness_mean": 0, "use_windows": 1, "choked_ppm": 1000000, "unused_ppm": 0, "backlogged": 0}' \
-	'{"resv_rate": "20Mbit", "lateness_max": "0ns", "lateness_mean": "0ns", "choked_ppm": null, "choked": "100.0%", "unused_ppm": null, "unused": "0.0%", "backlogged": "0ns"}'
+	'{"resv_rate": 2500000, "dispatches": 0, "lateness_max": 0, "lateness_mean": 0, "use_windows": 1, "choked_ppm": 1000000, "unused_ppm": 0, "throttled": 0}' \
+	'{"resv_rate": "20Mbit", "lateness_max": "0ns", "lateness_mean": "0ns", "choked_ppm": null, "choked": "100.0%", "unused_ppm": null, "unused": "0.0%", "throttled": "0ns"}'
 cstats "xstats of an idt class" \
 	"{\"version\": $CV, \"rate\": 15000000, \"idt\": 100000, \"dispatches\": 3, \"lateness_max\": 2000000000, \"lateness_sum\": 3000000001}" "$CSIZE1" \
 	'{"resv_rate": 15000000, "idt": 100000, "dispatches": 3, "lateness_max": 2000000000, "lateness_mean": 1000000000}' \

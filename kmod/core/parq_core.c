@@ -265,11 +265,24 @@ void parq_resv_dispatch(struct parq_resv *r, u64 now, u32 len)
 #define PARQ_USE_WINDOW_NS	((u64)PARQ_USE_WINDOW_MS * 1000000ULL)
 #define PARQ_PPM		1000000U
 
+/* The part of [@u->from, @u->to) before @t counts as held back. */
+static void parq_use_upto(struct parq_use *u, u64 t)
+{
+	u64 end = t < u->to ? t : u->to;
+
+	if (end > u->from) {
+		u->busy += end - u->from;
+		u->busy_total += end - u->from;
+		u->from = end;
+	}
+}
+
 void parq_use_reset(struct parq_use *u, u64 now)
 {
-	u->busy_total = parq_use_busy_total(u, now);
+	parq_use_upto(u, now);
+	if (u->from < now)
+		u->from = now;
 	u->start = now;
-	u->since = now;
 	u->busy = 0;
 	u->bytes = 0;
 }
@@ -277,15 +290,11 @@ void parq_use_reset(struct parq_use *u, u64 now)
 /* Shares of window [@u->start, @end), @end at most one window on. */
 static void parq_use_close(struct parq_use *u, u64 end, u64 bw)
 {
-	u64 busy = u->busy, allow, rem;
+	u64 allow, rem;
 
-	if (u->backlogged) {
-		busy += end - u->since;
-		u->busy_total += end - u->since;
-		u->since = end;
-	}
+	parq_use_upto(u, end);
 	/* busy <= the window: the ratio fits u32. */
-	u->choked = (u32)div64_u64_rem(busy * PARQ_PPM, PARQ_USE_WINDOW_NS,
+	u->choked = (u32)div64_u64_rem(u->busy * PARQ_PPM, PARQ_USE_WINDOW_NS,
 				       &rem);
 	/* bw <= PARQ_RATE_MAX (2^38 bytes/s) and a window is a second or less */
 	allow = div64_u64_rem(bw * PARQ_USE_WINDOW_MS, 1000, &rem);
@@ -312,26 +321,18 @@ void parq_use_roll(struct parq_use *u, u64 now, u64 bw)
 	/* Whole windows without an event: the last of them is as it was. */
 	n = div64_u64_rem(now - u->start, PARQ_USE_WINDOW_NS, &rem);
 	u->start += (n - 1) * PARQ_USE_WINDOW_NS;
-	if (u->backlogged) {
-		u->busy_total += u->start - u->since;
-		u->since = u->start;
-	}
+	parq_use_upto(u, u->start);
+	u->busy = 0;
 	u->windows += n - 1;
 	parq_use_close(u, u->start + PARQ_USE_WINDOW_NS, bw);
 }
 
-void parq_use_backlog(struct parq_use *u, u64 now, u64 bw, bool on)
+void parq_use_wait(struct parq_use *u, u64 now, u64 bw, u64 until)
 {
 	parq_use_roll(u, now, bw);
-	if (on == u->backlogged)
-		return;
-	if (on) {
-		u->since = now > u->start ? now : u->start;
-	} else if (now > u->since) {
-		u->busy += now - u->since;
-		u->busy_total += now - u->since;
-	}
-	u->backlogged = on;
+	parq_use_upto(u, now);
+	u->from = now > u->start ? now : u->start;
+	u->to = until > u->from ? until : u->from;
 }
 
 void parq_use_sent(struct parq_use *u, u64 now, u64 bw, u32 len)
@@ -342,9 +343,9 @@ void parq_use_sent(struct parq_use *u, u64 now, u64 bw, u32 len)
 
 u64 parq_use_busy_total(const struct parq_use *u, u64 now)
 {
-	if (u->backlogged && now > u->since)
-		return u->busy_total + (now - u->since);
-	return u->busy_total;
+	u64 end = now < u->to ? now : u->to;
+
+	return u->busy_total + (end > u->from ? end - u->from : 0);
 }
 
 u64 parq_resv_bw(u64 rate, u64 idt, u32 mtu)

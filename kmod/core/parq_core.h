@@ -201,35 +201,37 @@ static inline bool parq_resv_eligible(const struct parq_resv *r, u64 now)
 
 /*
  * What a reserved flow carries against its rate, over windows of
- * PARQ_USE_WINDOW_MS: the share of a window it had packets waiting (they
- * wait only for their NDT, so it wanted more than its rate: choked), and
- * the share of the window's bytes at its rate it did not send (over-
- * allocated).  The caller reports each change of backlog and each packet
- * sent; the figures of the last full window are kept, and a window with
- * no event in it counts as it was (idle, or backlogged and sending
- * nothing).  Shares are in parts per million.
+ * PARQ_USE_WINDOW_MS: the share of a window in which it had a packet held
+ * back by its rate, waiting for an NDT still to come (choked: it was sent
+ * more than its rate; a packet past its NDT that waits for the device or
+ * a late timer does not count), and the share of the window's bytes at its
+ * rate it did not send (over-allocated).  The caller reports each packet
+ * sent and, whenever it changes, until when the flow's head waits for its
+ * NDT; the figures of the last full window are kept, and a window with no
+ * event in it counts as it was.  Shares are in parts per million.
  */
 struct parq_use {
 	u64	start;		/* ns: the current window began */
-	u64	since;		/* ns: backlogged since (if @backlogged) */
-	u64	busy;		/* ns backlogged in the window, before @since */
+	u64	from, to;	/* ns: held back by its rate over [from, to) */
+	u64	busy;		/* ns held back in the window, before @from */
 	u64	bytes;		/* sent in the window */
-	u64	busy_total;	/* ns backlogged in all, before @since */
+	u64	busy_total;	/* ns held back in all, before @from */
 	u64	windows;	/* full windows measured */
-	u32	choked;		/* ppm of the last full window backlogged */
+	u32	choked;		/* ppm of the last full window held back */
 	u32	unused;		/* ppm of its bytes at the rate not sent */
-	bool	backlogged;
 };
 
 /* Start measuring at @now (a new flow, or a new rate). */
 void parq_use_reset(struct parq_use *u, u64 now);
 /* Close the windows that ended by @now, at @bw bytes/s reserved. */
 void parq_use_roll(struct parq_use *u, u64 now, u64 bw);
-/* The flow's backlog became non-empty (@on) or empty at @now. */
-void parq_use_backlog(struct parq_use *u, u64 now, u64 bw, bool on);
+/* From @now the flow's head waits for its rate until @until (<= @now:
+ * it does not wait, or the flow has nothing queued).
+ */
+void parq_use_wait(struct parq_use *u, u64 now, u64 bw, u64 until);
 /* A packet of @len bytes was sent at @now. */
 void parq_use_sent(struct parq_use *u, u64 now, u64 bw, u32 len);
-/* ns backlogged in all, up to @now. */
+/* ns held back by its rate in all, up to @now. */
 u64 parq_use_busy_total(const struct parq_use *u, u64 now);
 
 /* Bandwidth a reservation takes, bytes/s: @rate, or one @mtu per @idt. */

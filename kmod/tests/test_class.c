@@ -353,7 +353,7 @@ static struct tc_parq_class_xstats tclass_xstats(struct tparq *t,
  * What a class carries against its rate: one reserved 40 Mbit/s that sends
  * 10 is 75 % unused and never choked; one offered twice its rate is choked
  * and uses all of it.  The shares are of the last full second; the time
- * backlogged counts from the class's start.
+ * held back by the rate counts from the class's start.
  */
 KTEST(class_use_of_its_rate)
 {
@@ -383,22 +383,26 @@ KTEST(class_use_of_its_rate)
 	KT_ASSERT_EQ(xs.use_windows, 2);
 	KT_ASSERT(xs.unused_ppm >= 740000 && xs.unused_ppm <= 760000);
 	KT_ASSERT_EQ(xs.choked_ppm, 0);
-	KT_ASSERT_EQ(xs.backlogged_ns, 0);
+	KT_ASSERT_EQ(xs.throttled_ns, 0);
 
 	xs = tclass_xstats(&t, b);
 	KT_ASSERT_EQ(xs.use_windows, 2);
 	KT_ASSERT(xs.choked_ppm >= 990000);
 	KT_ASSERT(xs.unused_ppm <= 10000);
-	KT_ASSERT(xs.backlogged_ns >= 2 * NSEC_PER_SEC - 2 * NSEC_PER_MSEC);
+	KT_ASSERT(xs.throttled_ns >= 2 * NSEC_PER_SEC - 2 * NSEC_PER_MSEC);
 
 	/* Idle since: the dump closes the windows that ended with no packet. */
 	kmock_set_now(end + 3 * NSEC_PER_SEC);
 	xs = tclass_xstats(&t, a);
 	KT_ASSERT_EQ(xs.use_windows, 5);
 	KT_ASSERT_EQ(xs.unused_ppm, 1000000);
+	/*
+	 * Still backlogged, and nothing sent: its head's NDT came long ago,
+	 * so it waits for the qdisc to run, not for its rate.
+	 */
 	xs = tclass_xstats(&t, b);
-	KT_ASSERT_EQ(xs.choked_ppm, 1000000);	/* still backlogged */
-	KT_ASSERT_EQ(xs.unused_ppm, 1000000);	/* and nothing sent */
+	KT_ASSERT_EQ(xs.choked_ppm, 0);
+	KT_ASSERT_EQ(xs.unused_ppm, 1000000);
 
 	/* A new rate starts a window of its own. */
 	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), 2500000, &a, NULL), 0);

@@ -232,13 +232,14 @@ struct tc_parq_class_xstats {
 	/*
 	 * version 2: what the class carries against its rate.  Over the last
 	 * full window of PARQ_USE_WINDOW_MS (none yet while use_windows is
-	 * 0): the share of the window it had packets waiting for their turn
-	 * (choked: it wants more than its rate) and the share of the bytes
-	 * its rate allowed that it did not send (over-allocated), in parts
-	 * per million.  backlogged_ns counts since the class was made, so a
-	 * reader may measure over a window of its own.
+	 * 0): the share of the window it had a packet held back by its rate,
+	 * waiting for an NDT still to come (choked: it was sent more than its
+	 * rate), and the share of the bytes its rate allowed that it did not
+	 * send (over-allocated), in parts per million.  throttled_ns, that
+	 * time since the class was made, lets a reader measure over a window
+	 * of its own.
 	 */
-	__u64	backlogged_ns;
+	__u64	throttled_ns;
 	__u64	use_windows;
 	__u32	choked_ppm;
 	__u32	unused_ppm;
