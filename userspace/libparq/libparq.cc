@@ -192,15 +192,28 @@ const char* parq_status_name(int status) {
 
 int parq_reserve(parq_ctx* p, const char* to, uint64_t rate_bps,
                  const char* match, parq_reservation* out) {
+  return parq_reserve_adaptive(p, to, rate_bps, 0, 0, match, out);
+}
+
+int parq_reserve_adaptive(parq_ctx* p, const char* to, uint64_t rate_bps,
+                          uint64_t min_bps, uint64_t max_bps, const char* match,
+                          parq_reservation* out) {
   return Guard(p, [&]() -> int {
     if (Empty(to))
       return Fail(p, PARQ_ERR_INVALID, "no destination host");
     if (rate_bps == 0)
       return Fail(p, PARQ_ERR_INVALID, "a rate of 0 reserves nothing");
+    if (min_bps > rate_bps || (max_bps && max_bps < rate_bps))
+      return Fail(p, PARQ_ERR_INVALID,
+                  "the minimum and maximum rates must hold the rate asked");
     json req = {{"op", "reserve"},
                 {"to", to},
                 {"rate", rate_bps},
                 {"match", match ? match : ""}};
+    if (min_bps)
+      req["min_rate"] = min_bps;
+    if (max_bps)
+      req["max_rate"] = max_bps;
     // Inside a Slurm job, the reservation ends with the job.
     if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job)
       req["job"] = job;

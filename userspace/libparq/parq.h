@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define PARQ_API_VERSION 2
+#define PARQ_API_VERSION 3
 
 /* What parq_open(NULL) uses: $PARQ_ADMISSION_SOCKET, else this. */
 #define PARQ_DEFAULT_SOCKET "/run/parqd/admission.sock"
@@ -102,6 +102,17 @@ const char* parq_status_name(int status);
  */
 int parq_reserve(struct parq_ctx* p, const char* to, uint64_t rate_bps,
                  const char* match, struct parq_reservation* out);
+
+/*
+ * parq_reserve(), and the rates between which parqd may move it when its
+ * configuration has [admission] adapt on (since PARQ_API_VERSION 3): down
+ * to @min_bps while it leaves most of its rate unused, up to @max_bps
+ * while it is choked (0: parqd's defaults, adapt-floor of @rate_bps and
+ * @rate_bps).  parq_query() says the rate it has now.
+ */
+int parq_reserve_adaptive(struct parq_ctx* p, const char* to, uint64_t rate_bps,
+                          uint64_t min_bps, uint64_t max_bps, const char* match,
+                          struct parq_reservation* out);
 
 /* Changes reservation @id's rate, admitted as a new one would be. */
 int parq_change(struct parq_ctx* p, const char* id, uint64_t rate_bps,

@@ -378,6 +378,9 @@ void AdmissionAgent::Check(uint64_t now) {
       log_(kInfo, "admission: " + id + " released: job " + job +
                       " has ended (its cgroup is gone)");
   }
+  Measure(now);
+  if (config_.adapt.on)
+    Adapt(now);
   auto parts = classes_.InstalledParts();
   if (!parts.ok()) {
     log_(kWarn,
@@ -424,7 +427,7 @@ void AdmissionAgent::Repair(const ReservedClasses::Parts& parts) {
                                    parts.installed.end());
   const std::set<uint32_t> broken(parts.incomplete.begin(),
                                   parts.incomplete.end());
-  for (const auto& [id, h] : held_) {
+  for (auto& [id, h] : held_) {
     if (present.count(h.minor) && !broken.count(h.minor))
       continue;
     // Gone in part or whole (a flushed ruleset, a class deleted by hand):
@@ -444,6 +447,7 @@ void AdmissionAgent::Repair(const ReservedClasses::Parts& parts) {
       log_(kError, "admission: cannot install class " + Hex(h.minor) + " of " +
                        id + " again (parqd tries every 5 s): " + *e);
     if (!e) {
+      h.seen_ns = 0;  // a new class counts from 0
       repair_failing_.erase(h.minor);
       log_(kWarn, "admission: installed class " + Hex(h.minor) + " of " + id +
                       " again: its class, filter or nftables chain was gone");
@@ -583,11 +587,17 @@ std::string AdmissionAgent::NoLease() const {
 
 Result<Reservation, std::string> AdmissionAgent::Reserve(
     const Requester& who, const std::string& to, uint64_t rate,
-    const std::string& match, const std::string& job) {
+    const std::string& match, const std::string& job, RateBounds bounds) {
   if (lease_ == 0)
     return Err{NoLease()};
   if (rate == 0)
     return Err{std::string("a rate of 0 reserves nothing")};
+  if (bounds.min > rate)
+    return Err{"the minimum rate " + FormatRate(bounds.min) +
+               " is above the rate asked, " + FormatRate(rate)};
+  if (bounds.max && bounds.max < rate)
+    return Err{"the maximum rate " + FormatRate(bounds.max) +
+               " is below the rate asked, " + FormatRate(rate)};
   auto m = ParseMatch(match);
   if (!m.ok())
     return Err{m.error()};
@@ -638,7 +648,14 @@ Result<Reservation, std::string> AdmissionAgent::Reserve(
   log_(kInfo, "admission: " + r.value().id + " admitted: " + FormatRate(rate) +
                   " to " + r.value().to + " for " + who.user + ", class " +
                   std::to_string(*minor));
-  held_[r.value().id] = Held{r.value(), *minor, who.uid};
+  Held& h = held_[r.value().id];
+  h.r = r.value();
+  h.minor = *minor;
+  h.uid = who.uid;
+  h.who = who;
+  h.asked = rate;
+  h.min = bounds.min;
+  h.max = bounds.max;
   return r;
 }
 
@@ -651,10 +668,26 @@ Result<Reservation, std::string> AdmissionAgent::Change(const Requester& who,
   Held& h = it->second;
   if (auto e = MayTouch(who, h))
     return Err{*e};
-  if (lease_ == 0)
-    return Err{NoLease()};
   if (rate == 0)
     return Err{"a rate of 0 reserves nothing; release " + id + " instead"};
+  auto r = SetRate(who, h, rate);
+  if (!r.ok())
+    return r;
+  // What its owner asks now: the adaptation starts from it.
+  h.asked = rate;
+  h.min = std::min(h.min, rate);
+  if (h.max && h.max < rate)
+    h.max = rate;
+  h.over_since = h.choked_since = 0;
+  return r;
+}
+
+Result<Reservation, std::string> AdmissionAgent::SetRate(const Requester& who,
+                                                         Held& h,
+                                                         uint64_t rate) {
+  const std::string& id = h.r.id;
+  if (lease_ == 0)
+    return Err{NoLease()};
   const uint64_t old = h.r.rate;
   if (auto e = CheckAllowance(who, rate > old ? rate - old : 0))
     return Err{*e};
@@ -725,6 +758,12 @@ void AdmissionAgent::Metrics(PromText& out) const {
   out.Gauge("parqd_admission_reservations",
             "Reservations this host holds, each a reserved class.",
             held_.size());
+  const char* adapted = "parqd_admission_adapted_total";
+  out.Family(adapted, "counter",
+             "Reservations whose rate the adaptation changed, by direction.");
+  out.Sample(adapted, counters_.shrunk, "direction", "shrunk");
+  out.Sample(adapted, counters_.grown, "direction", "grown");
+  UseMetrics(out);
   out.Gauge("parqd_admission_lease_held",
             "1 while parqd holds its etcd lease, else 0.", lease_ != 0);
   out.Counter("parqd_admission_lease_grants_total", "Leases granted by etcd.",

@@ -89,11 +89,12 @@ class ReservedClasses {
   };
   virtual Result<Parts, std::string> InstalledParts() = 0;
   // What each class of the agent's range has carried since it was made,
-  // by minor: the bytes sent and the time it had packets waiting (the
-  // kernel's tc_parq_class_xstats; a kernel without them gives none).
+  // by minor: the bytes sent and the time it was held back by its rate
+  // (the kernel's tc_parq_class_xstats; a kernel without them gives
+  // none).
   struct Use {
     uint64_t bytes = 0;
-    uint64_t backlogged_ns = 0;
+    uint64_t throttled_ns = 0;
   };
   virtual Result<std::map<uint32_t, Use>, std::string> Uses() = 0;
 };
@@ -109,6 +110,33 @@ struct AgentConfig {
   std::string host;  // this host, as the topology names it
   int64_t lease_ttl_s = 10;
   std::vector<AllowRule> allow;
+  AdaptConfig adapt{};
+};
+
+// The rates between which the adaptation of reservations may move one
+// (0: the default: AdaptConfig's floor of the rate asked, and the rate
+// asked).
+struct RateBounds {
+  uint64_t min = 0, max = 0;
+};
+
+// What a reservation carried over the last check (kJobCheckNs), from its
+// class's statistics: the share of the time its class was held back by
+// its rate (choked), what it sent, and the share of its rate it did not
+// send (over-allocated).
+struct ReservationUse {
+  uint64_t window_ns = 0;
+  double choked = 0;
+  double unused = 0;
+  uint64_t sent_bps = 0;
+};
+
+// A reservation as this host holds it: the record, the rate asked and the
+// bounds of its adaptation, and what it carried (none before two checks).
+struct HeldReservation {
+  Reservation r;
+  uint64_t asked = 0, min = 0, max = 0;
+  std::optional<ReservationUse> use;
 };
 
 // What the agent counts, for metrics.
@@ -117,6 +145,7 @@ struct AgentCounters {
   uint64_t lease_grants = 0, keepalive_errors = 0, demotions = 0;
   uint64_t demoted = 0;  // reservations demoted in all
   uint64_t jobs_admitted = 0, jobs_refused = 0;
+  uint64_t shrunk = 0, grown = 0;  // reservations adapted
 };
 
 // The consents to jobs one user may hold on a host at once.
@@ -172,10 +201,13 @@ class AdmissionAgent {
 
   // `job`: the Slurm job the reservation is for ("": none), which must
   // run on this host; the reservation ends with it.
+  // `bounds`: how far the adaptation of reservations may move it (none
+  // while [admission] adapt is off).
   Result<Reservation, std::string> Reserve(const Requester& who,
                                            const std::string& to, uint64_t rate,
                                            const std::string& match,
-                                           const std::string& job = "");
+                                           const std::string& job = "",
+                                           RateBounds bounds = {});
   Result<Reservation, std::string> Change(const Requester& who,
                                           const std::string& id, uint64_t rate);
   Result<Reservation, std::string> Release(const Requester& who,
@@ -235,6 +267,8 @@ class AdmissionAgent {
   }
   // This host's reservations, by id.
   std::vector<Reservation> List() const;
+  // The same, with their bounds and what they carried.
+  std::vector<HeldReservation> Holdings() const;
 
   // parqd's stop: removes every class, deletes the reservations and
   // revokes the lease, so that their capacity is free at once.
@@ -252,6 +286,18 @@ class AdmissionAgent {
     Reservation r;
     uint32_t minor = 0;
     uint32_t uid = 0;
+    Requester who;  // who asked: the owner, whose allowance growth counts
+    uint64_t asked = 0, min = 0, max = 0;  // HeldReservation's
+    // The class's counters at the last check, and when they were read
+    // (0: not yet, or its class was installed again since).
+    ReservedClasses::Use seen;
+    uint64_t seen_ns = 0;
+    std::optional<ReservationUse> use;
+    // Since when it has been over-allocated, or choked, at every check
+    // (0: it was not at the last), and the most it sent since.
+    uint64_t over_since = 0, choked_since = 0;
+    uint64_t peak_bps = 0;
+    std::string grow_refused;  // why it last could not grow (logged once)
   };
 
   // This host's consent to a job.
@@ -270,6 +316,18 @@ class AdmissionAgent {
   // Removes the classes of every job flow and forgets the consents (the
   // lease that held them is gone or going).
   void DropJobs();
+
+  // Changes `h`'s rate, admitted as a new one would be against its
+  // owner's allowance (`who`'s when it asked; growth by the adaptation:
+  // `h.who`'s).
+  Result<Reservation, std::string> SetRate(const Requester& who, Held& h,
+                                           uint64_t rate);
+  // At each check: what each reservation carried since the last
+  // (Measure), and the changes of rate that adaptation makes (Adapt).
+  void Measure(uint64_t now);
+  void Adapt(uint64_t now);
+  // What each reservation carried, for the metrics file.
+  void UseMetrics(PromText& out) const;
 
   // The rate `who` may hold in all; nullopt: no limit (root).
   std::optional<uint64_t> Allowance(const Requester& who) const;

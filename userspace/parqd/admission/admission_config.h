@@ -24,6 +24,23 @@ struct AllowRule {
   bool operator==(const AllowRule&) const = default;
 };
 
+// How the admission role adapts reservations to what they carry (the
+// [admission] keys adapt, adapt-after, adapt-margin and adapt-floor;
+// Documentation/admission.md, "Reservations that adapt").
+struct AdaptConfig {
+  bool on = false;
+  // How long a reservation stays over-allocated, or choked, before its
+  // rate is changed.
+  uint64_t after_ns = 15 * kNsPerSec;
+  // A shrunk reservation keeps what it sent at most, plus this share.
+  uint32_t margin_percent = 25;
+  // A reservation that named no minimum is not shrunk below this share of
+  // the rate it asked.
+  uint32_t floor_percent = 25;
+
+  bool operator==(const AdaptConfig&) const = default;
+};
+
 // The [admission] section: parqd's admission role (Documentation/
 // admission.md, "parqd's admission role").
 struct AdmissionConfig {
@@ -43,6 +60,7 @@ struct AdmissionConfig {
   // etcd-insecure: plain http:// endpoints on other hosts are accepted
   // (else only https:// and loopback ones).
   bool etcd_insecure = false;
+  AdaptConfig adapt;
 
   bool operator==(const AdmissionConfig&) const = default;
 };

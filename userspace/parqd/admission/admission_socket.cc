@@ -23,14 +23,32 @@ namespace {
 
 using nlohmann::json;
 
-// A rate as a tc rate string or a number of bits/s.
-Result<uint64_t, std::string> RateOf(const json& j) {
+// A rate as a tc rate string or a number of bits/s; `key` names it.
+Result<uint64_t, std::string> RateOf(const json& j, const char* key = "rate") {
   if (j.is_number_unsigned())
     return j.get<uint64_t>();
   if (j.is_string())
     return ParseRate(j.get<std::string>());
-  return Err{std::string(
-      "\"rate\" must be a rate such as \"100mbit\" or bits/s as a number")};
+  return Err{"\"" + std::string(key) +
+             "\" must be a rate such as \"100mbit\" or bits/s as a number"};
+}
+
+// A reservation as this host holds it: ReservationJson() with the rate
+// asked, the bounds of its adaptation, and what it carried at the last
+// check.
+json HeldJson(const HeldReservation& h) {
+  json j = ReservationJson(h.r);
+  j["asked_bps"] = h.asked;
+  if (h.min)
+    j["min_bps"] = h.min;
+  if (h.max)
+    j["max_bps"] = h.max;
+  if (h.use)
+    j["use"] = json{{"window_ns", h.use->window_ns},
+                    {"choked", h.use->choked},
+                    {"unused", h.use->unused},
+                    {"sent_bps", h.use->sent_bps}};
+  return j;
 }
 
 std::string StringOf(const json& req, const char* key) {
@@ -163,8 +181,8 @@ std::string HandleAdmissionRequest(
   Result<Reservation, std::string> r = Err{std::string()};
   if (op == "list") {
     json all = json::array();
-    for (const Reservation& x : agent.List())
-      all.push_back(ReservationJson(x));
+    for (const HeldReservation& x : agent.Holdings())
+      all.push_back(HeldJson(x));
     return json{{"ok", true}, {"reservations", all}}.dump();
   } else if (op == "incoming") {
     if (!incoming)
@@ -197,7 +215,18 @@ std::string HandleAdmissionRequest(
             "answer?)");
       if (auto e = RequestJob(process_job.value_or(""), &job))
         return ErrorReply(*e);
-      r = agent.Reserve(who, to, rate.value(), StringOf(req, "match"), job);
+      RateBounds bounds;
+      for (auto [key, to_set] : {std::pair{"min_rate", &bounds.min},
+                                 std::pair{"max_rate", &bounds.max}}) {
+        if (!req.contains(key))
+          continue;
+        auto b = RateOf(req[key], key);
+        if (!b.ok())
+          return ErrorReply(b.error());
+        *to_set = b.value();
+      }
+      r = agent.Reserve(who, to, rate.value(), StringOf(req, "match"), job,
+                        bounds);
     } else {
       const std::string id = StringOf(req, "id");
       if (id.empty())

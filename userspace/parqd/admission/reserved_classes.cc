@@ -261,8 +261,8 @@ TcReservedClasses::Uses() {
   if (!c.ok())
     return Err{c.error().Text()};
   std::map<uint32_t, Use> out;
-  constexpr size_t kNeed = offsetof(tc_parq_class_xstats, backlogged_ns) +
-                           sizeof(tc_parq_class_xstats::backlogged_ns);
+  constexpr size_t kNeed = offsetof(tc_parq_class_xstats, throttled_ns) +
+                           sizeof(tc_parq_class_xstats::throttled_ns);
   for (const TcObject& o : c.value()) {
     const auto m = AgentMinor(o.handle, h);
     if (o.kind != "parq" || !m || !o.stats || o.xstats.size() < kNeed)
@@ -271,7 +271,7 @@ TcReservedClasses::Uses() {
     std::memcpy(&xs, o.xstats.data(), std::min(sizeof(xs), o.xstats.size()));
     if (!(xs.version & PARQ_XSTATS_CLASS))
       continue;
-    out[*m] = Use{o.stats->bytes, xs.backlogged_ns};
+    out[*m] = Use{o.stats->bytes, xs.throttled_ns};
   }
   return out;
 }

@@ -208,6 +208,21 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
       if (!b)
         return Err{r.Err(v, full, "must be true or false (no quotes)")};
       a.etcd_insecure = b->get();
+    } else if (key == "adapt") {
+      const auto* b = v.as_boolean();
+      if (!b)
+        return Err{r.Err(v, full, "must be true or false (no quotes)")};
+      a.adapt.on = b->get();
+    } else if (key == "adapt-after") {
+      if (auto e = ReadDuration(r, v, full, 5 * kNsPerSec, 3600 * kNsPerSec,
+                                "a time from 5s to 1h", a.adapt.after_ns))
+        return Err{*e};
+    } else if (key == "adapt-margin" || key == "adapt-floor") {
+      auto n = r.Integer(v, full, key == "adapt-margin" ? 0 : 1, 100);
+      if (!n.ok())
+        return Err{n.error()};
+      (key == "adapt-margin" ? a.adapt.margin_percent : a.adapt.floor_percent) =
+          static_cast<uint32_t>(n.value());
     } else if (key == "allow") {
       auto rules = AllowRules(r, source, v);
       if (!rules.ok())
@@ -220,7 +235,8 @@ Result<AdmissionConfig, std::string> Admission(const Reader& r,
                        "etcd-ca-file, etcd-cert-file, etcd-key-file, "
                        "etcd-user, etcd-password-file, "
                        "etcd-insecure, topology-file, host, lease, socket, "
-                       "slurm-cgroup and allow")};
+                       "slurm-cgroup, adapt, adapt-after, adapt-margin, "
+                       "adapt-floor and allow")};
     }
   }
   const std::string at = TomlWhere(source, n);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <deque>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "admission/topology.h"
@@ -366,6 +367,14 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       ->delimiter(',')
       ->excludes(to);
   reserve->add_option("--rate", rate_text, "Rate, e.g. 100mbit")->required();
+  std::string min_text, max_text;
+  reserve->add_option("--min-rate", min_text,
+                      "With [admission] adapt on: the least parqd may shrink "
+                      "it to when it leaves its rate unused (default: "
+                      "adapt-floor of --rate)");
+  reserve->add_option("--max-rate", max_text,
+                      "With [admission] adapt on: the most parqd may grow it "
+                      "to while it is choked (default: --rate)");
   reserve->add_option("--match", a.match,
                       "The traffic it covers: proto=udp|tcp, dport=N, "
                       "sport=N, comma-separated (default: all to the host)");
@@ -457,6 +466,24 @@ std::variant<CtlArgs, int> ParseCtlArgs(const std::vector<std::string>& argv,
       return 2;
     }
     a.rate = r.value();
+  }
+  for (auto [flag, text, to_set] :
+       {std::tuple{"--min-rate", &min_text, &a.min_rate},
+        std::tuple{"--max-rate", &max_text, &a.max_rate}}) {
+    if (text->empty())
+      continue;
+    auto r = ParseRate(*text);
+    if (!r.ok()) {
+      err << "parqctl: " << flag << " " << *text << ": " << r.error() << "\n";
+      return 2;
+    }
+    if (!a.hosts.empty()) {
+      err << "parqctl: " << flag
+          << " is for a reservation to one host; a job admitted as a whole "
+             "keeps its rate\n";
+      return 2;
+    }
+    *to_set = r.value();
   }
   if (*resvs && !a.job.empty() && (a.incoming || !a.etcd.empty())) {
     err << "parqctl: reservations: --job asks this host's parqd; leave out "

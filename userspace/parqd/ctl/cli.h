@@ -83,7 +83,9 @@ struct CtlArgs {
   std::vector<std::string> hosts;  // reserve: a job of these hosts, whole
   std::string leader;              // join: the job's leader host
   uint64_t rate = 0;               // reserve, change: bits/s
-  std::string match;               // reserve
+  // reserve: the bounds of its adaptation (0: the defaults).
+  uint64_t min_rate = 0, max_rate = 0;
+  std::string match;            // reserve
   bool incoming = false;        // reservations: toward this host, not from it
   std::string secret_file;      // key derive: the cluster secret
   uint64_t node = 0;            // key derive: the host the keys are for

@@ -262,7 +262,20 @@ void PrintReservations(const CtlArgs& a, const json& list, std::ostream& out) {
         << r.value("owner", "");
     if (!r.value("match", "").empty())
       out << ", match " << r.value("match", "");
+    const uint64_t asked = r.value("asked_bps", uint64_t{0});
+    if (asked && asked != r.value("rate_bps", uint64_t{0}))
+      out << ", asked " << FormatRate(asked);
     out << "\n";
+    // What it carried at parqd's last check (this host's reservations).
+    if (r.contains("use") && r["use"].is_object()) {
+      const json& u = r["use"];
+      char shares[96];
+      std::snprintf(shares, sizeof(shares), "choked %.1f%%, unused %.1f%%",
+                    100 * u.value("choked", 0.0), 100 * u.value("unused", 0.0));
+      out << "  sent " << FormatRate(u.value("sent_bps", uint64_t{0})) << ", "
+          << shares << " over the last "
+          << u.value("window_ns", uint64_t{0}) / 1'000'000'000 << " s\n";
+    }
     for (const json& id : r.value("resources", json::array()))
       out << "  " << id.get<std::string>() << "\n";
   }
@@ -616,6 +629,10 @@ int RunCtl(const CtlArgs& a, const KernelOpener& open, std::ostream& out,
         req["hosts"] = a.hosts;
       if (!a.job.empty())
         req["job"] = a.job;
+      if (a.min_rate)
+        req["min_rate"] = a.min_rate;
+      if (a.max_rate)
+        req["max_rate"] = a.max_rate;
       return Ask(a, req, out, err);
     }
     case CtlArgs::Cmd::kChange:

@@ -183,7 +183,7 @@ struct AdmissionStack {
         agent(AgentConfig{host,
                           static_cast<int64_t>(c.admission->lease_ns /
                                                1'000'000'000),
-                          c.admission->allow},
+                          c.admission->allow, c.admission->adapt},
               topology, admission, etcd, classes, LogRoleLine, MonotonicNs,
               &keeper),
         server(std::move(s)),

@@ -42,6 +42,16 @@ void PromText::Sample(std::string_view name, uint64_t value,
   out_ += '\n';
 }
 
+void PromText::SampleRatio(std::string_view name, double value,
+                           std::string_view label,
+                           std::string_view label_value) {
+  Sample(name, 0, label, label_value);
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.6g\n", value);
+  out_.resize(out_.size() - 2);  // the "0\n" Sample() wrote
+  out_ += text;
+}
+
 void PromText::Counter(std::string_view name, std::string_view help,
                        uint64_t value) {
   Family(name, "counter", help);

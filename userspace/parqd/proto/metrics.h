@@ -32,6 +32,10 @@ class PromText {
   // A sample of the family just opened, with at most one label.
   void Sample(std::string_view name, uint64_t value,
               std::string_view label = {}, std::string_view label_value = {});
+  // The same, of a share from 0 to 1 (written with 6 significant digits).
+  void SampleRatio(std::string_view name, double value,
+                   std::string_view label = {},
+                   std::string_view label_value = {});
   // A family of one unlabelled sample.
   void Counter(std::string_view name, std::string_view help, uint64_t value);
   void Gauge(std::string_view name, std::string_view help, uint64_t value);

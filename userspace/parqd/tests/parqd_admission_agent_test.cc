@@ -911,6 +911,28 @@ TEST_F(LibparqTest, RefusalsCarryParqdsReason) {
   EXPECT_TRUE(classes_.rates.empty());
 }
 
+// The bounds of adaptation through libparq: given to parqd, and bounds
+// that do not hold the rate refused before anything is asked.
+TEST_F(LibparqTest, ReservesWithTheBoundsOfItsAdaptation) {
+  parq_reservation r{};
+  ASSERT_EQ(Call([&] {
+              return parq_reserve_adaptive(p_, "n2", 40 * kMbit, 10 * kMbit,
+                                           60 * kMbit, "", &r);
+            }),
+            PARQ_OK)
+      << parq_error(p_);
+  const auto held = agent_->Holdings();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].min, 10 * kMbit);
+  EXPECT_EQ(held[0].max, 60 * kMbit);
+  EXPECT_EQ(r.rate_bps, 40 * kMbit);
+  EXPECT_EQ(parq_reserve_adaptive(p_, "n2", 40 * kMbit, 50 * kMbit, 0, "", &r),
+            PARQ_ERR_INVALID);
+  EXPECT_EQ(parq_reserve_adaptive(p_, "n2", 40 * kMbit, 0, 30 * kMbit, "", &r),
+            PARQ_ERR_INVALID);
+  EXPECT_EQ(InEtcd(), 1u);
+}
+
 // A job admitted as a whole through libparq: n1 leads it, n2's consent is
 // written as n2's parqd would.
 TEST_F(LibparqTest, JobsJoinReserveChangeQueryAndRelease) {

@@ -372,6 +372,52 @@ TEST_F(ClusterTest, ParqctlReleasesByJob) {
   EXPECT_TRUE(InEtcd().empty());
 }
 
+// parqctl reserve with the bounds of its adaptation, and parqctl
+// reservations with what the reservation carried at parqd's last check.
+TEST_F(ClusterTest, ParqctlShowsWhatAReservationCarried) {
+  auto n1 = Start("n1", n1_classes_);
+  std::string out;
+  ASSERT_EQ(Parqctl(*n1, now_,
+                    {"reserve", "--to", "n2", "--rate", "40mbit", "--min-rate",
+                     "10mbit", "--max-rate", "60mbit", "--job", ""},
+                    out),
+            0)
+      << out;
+  auto held = n1->agent.Holdings();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].min, 10 * kMbit);
+  EXPECT_EQ(held[0].max, 60 * kMbit);
+  const uint32_t minor = n1_classes_.rates.begin()->first;
+  for (int i = 0; i < 2; i++) {
+    n1_classes_.uses[minor].bytes += 10 * kMbit / 8 * 5;  // 10 Mbit/s
+    n1_classes_.uses[minor].throttled_ns += 500'000'000;  // 10 %
+    for (int s = 0; s < 5; s++) {  // the lease is renewed each second
+      now_ += kJobCheckNs / 5;
+      n1->agent.Tick(now_);
+    }
+  }
+  ASSERT_EQ(Parqctl(*n1, now_, {"reservations"}, out), 0) << out;
+  const std::string me = RequesterOf(getuid(), getgid()).user;
+  EXPECT_EQ(out, held[0].r.id + ": n1 -> n2 40mbit, owner " + me +
+                     "\n  sent 10mbit, choked 10.0%, unused 75.0% over the "
+                     "last 5 s\n  host/n1/send\n  link/n1/s1\n  "
+                     "link/s1/n2\n  host/n2/receive\n");
+  EXPECT_EQ(Parqctl(*n1, now_,
+                    {"reserve", "--to", "n2", "--rate", "40mbit", "--min-rate",
+                     "fast"},
+                    out),
+            2);
+  EXPECT_NE(out.find("parqctl: --min-rate fast: "), std::string::npos) << out;
+  EXPECT_EQ(Parqctl(*n1, now_,
+                    {"reserve", "--to", "n2", "--rate", "10mbit", "--max-rate",
+                     "5mbit", "--job", ""},
+                    out),
+            1);
+  EXPECT_EQ(out,
+            "parqctl: the maximum rate 5mbit is below the rate asked, "
+            "10mbit\n");
+}
+
 // A job admitted as a whole, from parqctl on each host: join, reserve on
 // the leader, show, change, and the epilog's release.
 TEST_F(ClusterTest, ParqctlAdmitsAJobAsAWhole) {
@@ -874,7 +920,7 @@ TEST(TcClassesTest, UsesReadEachClassesBytesAndBackloggedTime) {
   auto xstats = [](uint32_t version, uint64_t backlogged, size_t len) {
     tc_parq_class_xstats xs{};
     xs.version = version;
-    xs.backlogged_ns = backlogged;
+    xs.throttled_ns = backlogged;
     std::vector<uint8_t> raw(sizeof(xs));
     std::memcpy(raw.data(), &xs, sizeof(xs));
     raw.resize(len);
@@ -884,13 +930,14 @@ TEST(TcClassesTest, UsesReadEachClassesBytesAndBackloggedTime) {
   for (TcObject& c : l->classes) {
     c.stats = TcStats{};
     c.stats->bytes = 1000 + TC_H_MIN(c.handle);
-    c.xstats = xstats(v2, 7 * TC_H_MIN(c.handle), sizeof(tc_parq_class_xstats));
+    c.xstats = xstats(v2, uint64_t{7} * TC_H_MIN(c.handle),
+                      sizeof(tc_parq_class_xstats));
   }
   // 1:1000 as a version 1 kernel dumps it; 1:2a0f without statistics.
   ASSERT_EQ(l->classes[3].handle, 0x11000u);
   ASSERT_EQ(l->classes[4].handle, 0x12a0fu);
   l->classes[3].xstats = xstats(PARQ_XSTATS_CLASS | 1, 5,
-                                offsetof(tc_parq_class_xstats, backlogged_ns));
+                                offsetof(tc_parq_class_xstats, throttled_ns));
   l->classes[4].stats.reset();
   l->classes.push_back({0x10000 | 0x1100, 0x10000, 0, "parq", std::nullopt});
   l->classes.back().stats = TcStats{};
@@ -904,7 +951,7 @@ TEST(TcClassesTest, UsesReadEachClassesBytesAndBackloggedTime) {
   ASSERT_TRUE(got.ok()) << got.error();
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> seen;
   for (const auto& [minor, u] : got.value())
-    seen[minor] = {u.bytes, u.backlogged_ns};
+    seen[minor] = {u.bytes, u.throttled_ns};
   const std::map<uint32_t, std::pair<uint64_t, uint64_t>> want = {
       {0x1200, {99, 12345}}};
   EXPECT_EQ(seen, want);

@@ -328,6 +328,10 @@ topology-file = "/etc/parq/topology.toml"
 host = "n1"
 lease = "30s"
 socket = "/run/parqd/a.sock"
+adapt = true
+adapt-after = "60s"
+adapt-margin = 10
+adapt-floor = 50
 
 [[admission.allow]]
 user = "alice"
@@ -349,6 +353,7 @@ rate = "500mbit"
   EXPECT_EQ(a.host, "n1");
   EXPECT_EQ(a.lease_ns, 30 * kNsPerSec);
   EXPECT_EQ(a.socket, "/run/parqd/a.sock");
+  EXPECT_EQ(a.adapt, (AdaptConfig{true, 60 * kNsPerSec, 10, 50}));
   EXPECT_EQ(a.allow, (std::vector<AllowRule>{{"alice", "", 2'000'000'000},
                                              {"", "hpc", 500'000'000}}));
   // The defaults.
@@ -360,6 +365,7 @@ rate = "500mbit"
   EXPECT_EQ(d.admission->etcd_prefix, "/parq/v1/");
   EXPECT_EQ(d.admission->lease_ns, 10 * kNsPerSec);
   EXPECT_EQ(d.admission->socket, "/run/parqd/admission.sock");
+  EXPECT_EQ(d.admission->adapt, (AdaptConfig{false, 15 * kNsPerSec, 25, 25}));
   EXPECT_EQ(d.admission->host, "");
   EXPECT_TRUE(d.admission->allow.empty());
   EXPECT_EQ(d.admission->etcd_tls, EtcdTls{});
@@ -444,7 +450,20 @@ TEST(ConfigTest, AdmissionErrorsSayWhatAndWhere) {
        "section; the keys are etcd-endpoints, etcd-prefix, etcd-timeout, "
        "etcd-ca-file, etcd-cert-file, etcd-key-file, etcd-user, "
        "etcd-password-file, etcd-insecure, topology-file, host, lease, "
-       "socket, slurm-cgroup and allow"},
+       "socket, slurm-cgroup, adapt, adapt-after, adapt-margin, adapt-floor "
+       "and allow"},
+      {ok + "adapt = 1\n",
+       "parqd.toml:12:9: 'admission.adapt': must be true or false (no "
+       "quotes)"},
+      {ok + "adapt-after = \"2s\"\n",
+       "parqd.toml:12:15: 'admission.adapt-after': is 2s; give a time from 5s "
+       "to 1h"},
+      {ok + "adapt-margin = 101\n",
+       "parqd.toml:12:16: 'admission.adapt-margin': is 101; give a value from "
+       "0 to 100"},
+      {ok + "adapt-floor = 0\n",
+       "parqd.toml:12:15: 'admission.adapt-floor': is 0; give a value from 1 "
+       "to 100"},
       {ok + "etcd-user = \"n1\"\n",
        "parqd.toml:9:1: the [admission] section's etcd-user and "
        "etcd-password-file go together: the user parq is to etcd and the "
