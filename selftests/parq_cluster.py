@@ -62,7 +62,7 @@ import sys
 import tempfile
 import time
 
-from parqlab import etcd, ktap, lab, parqd
+from parqlab import etcd, ktap, lab, parqd, resv
 from parqlab import tc as tclib
 from parqlab.ktap import check, check_eq, diag
 from parqlab.netns import Star
@@ -446,6 +446,89 @@ def t_killed(env):
                      lambda: metric(env, "parqd_admission_lease_held"), 30)
 
 
+def held_by_a(env):
+    """A's reservations as its parqd holds them: {id: its JSON}."""
+    rc, out = ctl(env, "a", "reservations", "--socket", sock(env, "a"))
+    check_eq(rc, 0, f"parqctl reservations: {out}")
+    return {r["id"]: r for r in out}
+
+
+def t_adapts(env):
+    """A's parqd with [admission] adapt on (adapt-after 10 s).  One
+    reservation fills A's NIC but 40 Mbit/s, and may not shrink (its
+    minimum is its rate); a 40 Mbit/s reservation takes the rest, and
+    25 Mbit/s more are refused at once, long before the 40 could have been
+    shrunk.  Sent 8 Mbit/s of UDP payload (8.1 on the wire, more in a
+    check where the sender catches up after a stall of the VM), the 40
+    Mbit/s one is measured (its use in parqctl reservations) and shrunk to
+    the most it sent in a check plus 25 %, not below its floor of 10 Mbit/s
+    (25 % of what it asked): between 10 and 12.5 Mbit/s, on A's qdisc and
+    in etcd; and the 25 Mbit/s are then admitted."""
+    env.daemons.sections["a"] += 'adapt = true\nadapt-after = "10s"\n'
+    env.daemons.restart("a")
+    wait_for("A's lease",
+             lambda: metric(env, "parqd_admission_lease_held"), 30)
+    nic = links(env)["host/a/send"]
+    free = nic["reservable_bps"] - nic["reserved_bps"]
+    check(free > 40_000_000, f"A's NIC has 40 Mbit/s free: {nic}")
+    ids = []
+    sender = None
+    try:
+        rest = f"{free - 40_000_000}bit"
+        rc, out = ctl(env, "a", "reserve", "--to", "b", "--rate", rest,
+                      "--min-rate", rest, "--match", "proto=udp,dport=5012",
+                      "--socket", sock(env, "a"))
+        check_eq(rc, 0, f"reserve the rest of A's NIC but 40 Mbit/s: {out}")
+        ids.append(out["reservation"]["id"])
+        rc, out = reserve(env, "40mbit", "proto=udp,dport=5011")
+        check_eq(rc, 0, f"reserve 40mbit: {out}")
+        light = out["reservation"]["id"]
+        ids.append(light)
+        rc, out = reserve(env, "25mbit", "proto=udp,dport=5013")
+        check(rc == 1 and "a's NIC (sending) is full" in out.get("error", ""),
+              f"25 Mbit/s more refused: {rc} {out}")
+        sender = env.topo.ns["a"].popen(
+            udp_sender(env, 5011, 120 * ktap.slowdown(), 8_000_000))
+        wait_for("A's parqd to measure the 40 Mbit/s reservation",
+                 lambda: "use" in held_by_a(env).get(light, {}),
+                 30 * ktap.slowdown())
+        use = held_by_a(env)[light]["use"]
+        diag(f"{light}: sent {use['sent_bps'] / 1e6:.2f} Mbit/s, unused "
+             f"{use['unused'] * 100:.1f}%, choked {use['choked'] * 100:.1f}%")
+        wait_for("the 40 Mbit/s reservation to shrink",
+                 lambda: held_by_a(env)[light]["rate_bps"] < 40_000_000,
+                 60 * ktap.slowdown())
+        r = held_by_a(env)[light]
+        diag(f"{light}: shrunk to {r['rate_bps'] / 1e6:.2f} Mbit/s "
+             f"(asked {r['asked_bps'] / 1e6:.0f})")
+        rate = r["rate_bps"]
+        check(10_000_000 <= rate <= 12_500_000,
+              f"shrunk to {rate} bit/s: at least its floor, 10 Mbit/s, and "
+              "at most what it sent plus 25 %")
+        check_eq(r["asked_bps"], 40_000_000, "the rate asked stays")
+        got = {c: v["xs"]["rate"] for c, v in
+               resv.classes(env.topo.ns["a"], "eth0").items()
+               if int(c.split(":")[1], 16) >= 0x1000}
+        diag(f"A's classes, bytes/s: {got}")
+        check(rate // 8 in got.values(),
+              f"a class at {rate // 8} bytes/s on A's qdisc: {got}")
+        check_eq(links(env)["host/a/send"]["reserved_bps"],
+                 nic["reserved_bps"] + free - 40_000_000 + rate,
+                 "A's NIC in etcd: the rest freed")
+        rc, out = reserve(env, "25mbit", "proto=udp,dport=5013")
+        check_eq(rc, 0, f"25 Mbit/s admitted in the capacity freed: {out}")
+        ids.append(out["reservation"]["id"])
+        log = env.daemons.log("a", tail=100_000)
+        check(f"{light} shrunk to " in log,
+              f"parqd logged the change: {log[-600:]}")
+    finally:
+        if sender:
+            sender.kill()
+            sender.wait()
+        for rid in ids:
+            ctl(env, "a", "release", rid, "--socket", sock(env, "a"))
+
+
 def t_stopped(env):
     env.daemons.stop()
     check_eq(classes(env), ([], []), "A's qdisc after parqd stopped")
@@ -509,6 +592,9 @@ def main():
                "agree", t_healed, timeout=120)
     suite.case("kill -9 under load: within the lease, the host's classes "
                "match etcd", t_killed, timeout=180)
+    suite.case("adapt on: a reservation that sends a fifth of its rate is "
+               "shrunk, and the capacity freed admits another", t_adapts,
+               timeout=240)
     suite.case("parqd stopped: its classes and reservations go at once",
                t_stopped, timeout=60)
     return lab.run(suite, "clu", tools=("etcd", "etcdctl"), setup=setup,

@@ -1152,8 +1152,6 @@ def t_use_of_rate(env):
              f"{x['choked_ppm'] / 1e4:.1f}%, unused "
              f"{x['unused_ppm'] / 1e4:.1f}%, throttled "
              f"{x['throttled_ns'] / 1e9:.2f} s")
-    check(light["use_windows"] >= 3 and choked["use_windows"] >= 3,
-          "a full window measured after 4.5 s of traffic")
     check(0.55e6 <= light["unused_ppm"] <= 0.9e6,
           f"class 1:16 sent a quarter of its rate: "
           f"{light['unused_ppm'] / 1e4:.1f}% unused, want about 75%")

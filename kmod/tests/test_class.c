@@ -404,11 +404,16 @@ KTEST(class_use_of_its_rate)
 	KT_ASSERT_EQ(xs.choked_ppm, 0);
 	KT_ASSERT_EQ(xs.unused_ppm, 1000000);
 
-	/* A new rate starts a window of its own. */
+	/*
+	 * A new rate starts a window of its own: changed 0.3 s into one, 0.9 s
+	 * later no window has ended.
+	 */
+	kmock_set_now(kmock_now + 3 * NSEC_PER_SEC / 10);
 	KT_ASSERT_EQ(tclass_set(&t, TCLASS(16), 2500000, &a, NULL), 0);
-	kmock_set_now(kmock_now + NSEC_PER_SEC / 2);
+	kmock_set_now(kmock_now + 9 * NSEC_PER_SEC / 10);
 	xs = tclass_xstats(&t, a);
 	KT_ASSERT_EQ(xs.use_windows, 5);
+	KT_ASSERT(xs.choked_ppm <= 1000000);
 	tparq_destroy(&t);
 	KT_ASSERT_NO_LEAK();
 }

@@ -670,7 +670,7 @@ Result<Reservation, std::string> AdmissionAgent::Change(const Requester& who,
     return Err{*e};
   if (rate == 0)
     return Err{"a rate of 0 reserves nothing; release " + id + " instead"};
-  auto r = SetRate(who, h, rate);
+  auto r = SetRate(who, h, rate, false);
   if (!r.ok())
     return r;
   // What its owner asks now: the adaptation starts from it.
@@ -679,12 +679,14 @@ Result<Reservation, std::string> AdmissionAgent::Change(const Requester& who,
   if (h.max && h.max < rate)
     h.max = rate;
   h.over_since = h.choked_since = 0;
+  h.peak_bps = 0;
+  h.seen_ns = 0;  // measured at its new rate from the next check
   return r;
 }
 
 Result<Reservation, std::string> AdmissionAgent::SetRate(const Requester& who,
-                                                         Held& h,
-                                                         uint64_t rate) {
+                                                         Held& h, uint64_t rate,
+                                                         bool adapting) {
   const std::string& id = h.r.id;
   if (lease_ == 0)
     return Err{NoLease()};
@@ -701,7 +703,8 @@ Result<Reservation, std::string> AdmissionAgent::SetRate(const Requester& who,
   if (!r.ok()) {
     if (rate < old)
       (void)classes_.SetRate(h.minor, old);
-    counters_.refused++;
+    if (!adapting)
+      counters_.refused++;
     return r;
   }
   if (rate > old)
@@ -710,7 +713,8 @@ Result<Reservation, std::string> AdmissionAgent::SetRate(const Requester& who,
       return Err{"admitted, but the reserved class could not be changed: " +
                  *e + "; the reservation keeps " + FormatRate(old)};
     }
-  counters_.changed++;
+  if (!adapting)
+    counters_.changed++;
   h.r = r.value();
   log_(kInfo, "admission: " + id + " changed from " + FormatRate(old) + " to " +
                   FormatRate(rate));

@@ -299,6 +299,11 @@ class AdmissionAgent {
     uint64_t peak_bps = 0;
     std::string grow_refused;  // why it last could not grow (logged once)
   };
+  // The adaptation's changes at one check are at most kAdaptPerCheck, each
+  // a transaction; the next check goes on from the reservation after the
+  // last one it looked at.
+  static constexpr size_t kAdaptPerCheck = 8;
+  size_t adapt_next_ = 0;
 
   // This host's consent to a job.
   struct Joined {
@@ -319,9 +324,9 @@ class AdmissionAgent {
 
   // Changes `h`'s rate, admitted as a new one would be against its
   // owner's allowance (`who`'s when it asked; growth by the adaptation:
-  // `h.who`'s).
+  // `h.who`'s).  `adapting`: the adaptation's, counted by it alone.
   Result<Reservation, std::string> SetRate(const Requester& who, Held& h,
-                                           uint64_t rate);
+                                           uint64_t rate, bool adapting);
   // At each check: what each reservation carried since the last
   // (Measure), and the changes of rate that adaptation makes (Adapt).
   void Measure(uint64_t now);

@@ -49,20 +49,23 @@ void AdmissionAgent::Measure(uint64_t now) {
   }
   for (auto& [id, h] : held_) {
     const auto it = uses.value().find(h.minor);
-    if (it == uses.value().end()) {
-      h.seen_ns = 0;
-      h.use.reset();
+    // No class (being installed again), the first look, or a class
+    // installed again (its counters restart): measured from now on, and
+    // nothing decided on what was measured before.
+    const bool fresh = it == uses.value().end() || h.seen_ns == 0 ||
+                       now <= h.seen_ns || it->second.bytes < h.seen.bytes ||
+                       it->second.throttled_ns < h.seen.throttled_ns;
+    if (fresh) {
+      h.over_since = h.choked_since = 0;
+      h.peak_bps = 0;
+      h.seen_ns = it == uses.value().end() ? 0 : now;
+      if (it != uses.value().end())
+        h.seen = it->second;
+      else
+        h.use.reset();
       continue;
     }
     const ReservedClasses::Use& u = it->second;
-    // The first look, or a class installed again (its counters restart):
-    // measured from now on.
-    if (h.seen_ns == 0 || now <= h.seen_ns || u.bytes < h.seen.bytes ||
-        u.throttled_ns < h.seen.throttled_ns) {
-      h.seen = u;
-      h.seen_ns = now;
-      continue;
-    }
     const uint64_t dt = now - h.seen_ns;
     ReservationUse m;
     m.window_ns = dt;
@@ -98,67 +101,89 @@ void AdmissionAgent::Measure(uint64_t now) {
 
 void AdmissionAgent::Adapt(uint64_t now) {
   const AdaptConfig& a = config_.adapt;
+  // Round robin from where the last check stopped, at most
+  // kAdaptPerCheck transactions: a user's many reservations cannot make a
+  // check outlast the lease.
+  std::vector<std::pair<const std::string*, Held*>> order;
+  for (auto& [id, h] : held_)
+    order.emplace_back(&id, &h);
+  if (order.empty())
+    return;
+  const size_t first = adapt_next_ % order.size();
+  std::rotate(order.begin(), order.begin() + static_cast<ptrdiff_t>(first),
+              order.end());
+  size_t budget = kAdaptPerCheck, looked = 0;
   // Shrinks first, so that growth sees every capacity freed at this check.
-  for (auto& [id, h] : held_) {
+  for (auto [idp, hp] : order) {
+    if (!budget)
+      break;
+    Held& h = *hp;
+    const std::string& id = *idp;
     const uint64_t rate = h.r.rate;
     const uint64_t floor =
-        h.min ? h.min : std::max<uint64_t>(1, Scale(h.asked, a.floor_percent,
-                                                    100));
-    if (h.over_since && now - h.over_since >= a.after_ns) {
-      const uint64_t want = std::max(
-          floor, Scale(h.peak_bps, 100 + a.margin_percent, 100));
-      if (want <= Scale(rate, kShrinkAtMostNum, kShrinkAtMostDen)) {
-        auto r = SetRate(h.who, h, want);
-        if (r.ok()) {
-          counters_.shrunk++;
-          log_(kInfo, "admission: " + id + " shrunk to " + FormatRate(want) +
-                          ": it sent at most " + FormatRate(h.peak_bps) +
-                          " of its " + FormatRate(rate) + " for " +
-                          std::to_string((now - h.over_since) / 1'000'000'000) +
-                          " s");
-        } else {
-          log_(kWarn,
-               "admission: cannot shrink " + id + ": " + r.error());
-        }
+        h.min ? h.min
+              : std::max<uint64_t>(1, Scale(h.asked, a.floor_percent, 100));
+    if (!h.over_since || now - h.over_since < a.after_ns)
+      continue;
+    const uint64_t want =
+        std::max(floor, Scale(h.peak_bps, 100 + a.margin_percent, 100));
+    if (want <= Scale(rate, kShrinkAtMostNum, kShrinkAtMostDen)) {
+      budget--;
+      auto r = SetRate(h.who, h, want, true);
+      if (r.ok()) {
+        counters_.shrunk++;
+        log_(kInfo, "admission: " + id + " shrunk to " + FormatRate(want) +
+                        ": it sent at most " + FormatRate(h.peak_bps) +
+                        " of its " + FormatRate(rate) + " for " +
+                        std::to_string((now - h.over_since) / 1'000'000'000) +
+                        " s");
+      } else {
+        log_(kWarn, "admission: cannot shrink " + id + ": " + r.error());
       }
-      h.over_since = 0;
-      h.peak_bps = 0;
     }
+    h.over_since = 0;
+    h.peak_bps = 0;
   }
-  for (auto& [id, h] : held_) {
+  for (auto [idp, hp] : order) {
+    if (!budget)
+      break;
+    looked++;
+    Held& h = *hp;
+    const std::string& id = *idp;
     const uint64_t rate = h.r.rate;
     const uint64_t ceiling = h.max ? h.max : h.asked;
-    if (h.choked_since && now - h.choked_since >= a.after_ns &&
-        rate < ceiling) {
-      // As much as admission finds room for, up to twice the rate: the
-      // whole step, else half of it, else a quarter.
-      const uint64_t step = std::min(ceiling, Scale(rate, kGrowFactor, 1));
-      std::string why;
-      for (uint64_t want = step; want > rate; want = rate + (want - rate) / 2) {
-        auto r = SetRate(h.who, h, want);
-        if (r.ok()) {
-          counters_.grown++;
-          log_(kInfo, "admission: " + id + " grown from " + FormatRate(rate) +
-                          " to " + FormatRate(want) +
-                          ": its class was held back by its rate for " +
-                          std::to_string((now - h.choked_since) /
-                                         1'000'000'000) +
-                          " s");
-          why.clear();
-          break;
-        }
-        why = r.error();
-        if (want - rate < rate / 4 + 1)
-          break;
+    if (!h.choked_since || now - h.choked_since < a.after_ns || rate >= ceiling)
+      continue;
+    // As much as admission finds room for, up to twice the rate: the
+    // whole step, else half of it, else a quarter.
+    const uint64_t step = std::min(ceiling, Scale(rate, kGrowFactor, 1));
+    std::string why;
+    for (uint64_t want = step; want > rate && budget;
+         want = rate + (want - rate) / 2) {
+      budget--;
+      auto r = SetRate(h.who, h, want, true);
+      if (r.ok()) {
+        counters_.grown++;
+        log_(kInfo, "admission: " + id + " grown from " + FormatRate(rate) +
+                        " to " + FormatRate(want) +
+                        ": its class was held back by its rate for " +
+                        std::to_string((now - h.choked_since) / 1'000'000'000) +
+                        " s");
+        why.clear();
+        break;
       }
-      if (!why.empty() && why != h.grow_refused)
-        log_(kInfo, "admission: " + id + " is choked at " + FormatRate(rate) +
-                        " and cannot grow: " + why);
-      h.grow_refused = why;
-      if (why.empty())
-        h.choked_since = 0;
+      why = r.error();
+      if (want - rate < rate / 4 + 1)
+        break;
     }
+    if (!why.empty() && why != h.grow_refused)
+      log_(kInfo, "admission: " + id + " is choked at " + FormatRate(rate) +
+                      " and cannot grow: " + why);
+    h.grow_refused = why;
+    // Refused or not, the next try comes after adapt-after more.
+    h.choked_since = 0;
   }
+  adapt_next_ = first + looked;
 }
 
 std::vector<HeldReservation> AdmissionAgent::Holdings() const {

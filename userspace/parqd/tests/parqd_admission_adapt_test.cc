@@ -72,8 +72,7 @@ class AdaptTest : public EtcdTest {
     auto t = Topology::Parse(Text(), "test.toml");
     ASSERT_TRUE(t.ok()) << t.error();
     topology_.emplace(std::move(t.value()));
-    etcd_.emplace(std::vector<std::string>{server->endpoint()}, 2s,
-                  CurlPost());
+    etcd_.emplace(std::vector<std::string>{server->endpoint()}, 2s, CurlPost());
     admission_.emplace(*topology_, *etcd_, prefix_);
   }
 
@@ -104,8 +103,8 @@ class AdaptTest : public EtcdTest {
   // 5 s pass, in which the class of each user's reservation sends the
   // first figure, in bits/s, and is held back by its rate the second
   // share of the time (as the kernel counts them); then the agent's check.
-  void Carry(const std::map<const Requester*, std::pair<uint64_t, double>>&
-                 load) {
+  void Carry(
+      const std::map<const Requester*, std::pair<uint64_t, double>>& load) {
     for (const auto& [who, l] : load) {
       ReservedClasses::Use& u = classes_.uses[MinorOf(*who)];
       u.bytes += l.first / 8 * 5;
@@ -157,8 +156,8 @@ TEST_F(AdaptTest, EachReservationShowsWhatItCarried) {
   EXPECT_DOUBLE_EQ(h->use->unused, 0.75);
   EXPECT_DOUBLE_EQ(h->use->choked, 0.25);
 
-  const json list = json::parse(
-      HandleAdmissionRequest(*agent_, kAlice, R"({"op":"list"})"));
+  const json list =
+      json::parse(HandleAdmissionRequest(*agent_, kAlice, R"({"op":"list"})"));
   ASSERT_TRUE(list.value("ok", false)) << list.dump();
   const json& r = list["reservations"][0];
   EXPECT_EQ(r["asked_bps"], 40 * kMbit);
@@ -231,14 +230,21 @@ TEST_F(AdaptTest, AnOverAllocatedOneShrinksAndAChokedOneGrowsWhenRoomAppears) {
       << "no shrink below what it sends plus the margin";
   size_t refused = 0;
   for (const std::string& l : log_)
-    refused += l.find("is choked at 40mbit and cannot grow") !=
-               std::string::npos;
+    refused +=
+        l.find("is choked at 40mbit and cannot grow") != std::string::npos;
   // Once, not at every check.
   EXPECT_EQ(refused, 1u) << "logged once while the reason stays:\n"
-                        << Joined(log_);
+                         << Joined(log_);
 
+  // A refused growth is tried again after adapt-after more (15 s): within
+  // four checks of carol leaving, not at every check.
   ASSERT_TRUE(agent_->Release(kCarol, c.value().id).ok());
-  Carry({{&kAlice, {10 * kMbit, 0.0}}, {&kBob, {40 * kMbit, 0.95}}});
+  int checks = 0;
+  while (checks < 4 && Held(b.value().id)->r.rate == 40 * kMbit) {
+    Carry({{&kAlice, {10 * kMbit, 0.0}}, {&kBob, {40 * kMbit, 0.95}}});
+    checks++;
+  }
+  EXPECT_GT(checks, 1);
   EXPECT_EQ(Held(b.value().id)->r.rate, 60 * kMbit) << "grown, to its max";
   EXPECT_EQ(RateInEtcd(b.value().id), 60 * kMbit);
   EXPECT_EQ(classes_.rates.at(MinorOf(kBob)), 60 * kMbit);
@@ -248,13 +254,13 @@ TEST_F(AdaptTest, AnOverAllocatedOneShrinksAndAChokedOneGrowsWhenRoomAppears) {
 
   PromText m;
   agent_->Metrics(m);
-  EXPECT_NE(m.text().find(
-                "parqd_admission_adapted_total{direction=\"shrunk\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(
+      m.text().find("parqd_admission_adapted_total{direction=\"shrunk\"} 1\n"),
+      std::string::npos)
       << m.text();
-  EXPECT_NE(m.text().find(
-                "parqd_admission_adapted_total{direction=\"grown\"} 1\n"),
-            std::string::npos);
+  EXPECT_NE(
+      m.text().find("parqd_admission_adapted_total{direction=\"grown\"} 1\n"),
+      std::string::npos);
 }
 
 // Never below the minimum asked, nor (none asked) below adapt-floor of the
@@ -293,6 +299,33 @@ TEST_F(AdaptTest, TheBoundsHold) {
                         RateBounds{0, 9 * kMbit});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("maximum"), std::string::npos) << bad.error();
+}
+
+// At most 8 changes at a check, each a transaction, and the next check
+// goes on from there: twelve reservations due at once are shrunk at two
+// checks.
+TEST_F(AdaptTest, AtMostEightChangesAtACheck) {
+  Start(true);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; i++) {
+    auto r = agent_->Reserve(kAlice, "n2", 4 * kMbit,
+                             "proto=udp,dport=" + std::to_string(5000 + i));
+    ASSERT_TRUE(r.ok()) << r.error();
+    ids.push_back(r.value().id);
+  }
+  auto shrunk = [&] {
+    int n = 0;
+    for (const std::string& id : ids)
+      n += Held(id)->r.rate < 4 * kMbit;
+    return n;
+  };
+  for (const auto& [minor, rate] : classes_.rates)
+    classes_.uses[minor] = {};  // nothing sent: the counters stay at 0
+  for (int i = 0; i < 4; i++)
+    Carry({});
+  EXPECT_EQ(shrunk(), 8);
+  Carry({});
+  EXPECT_EQ(shrunk(), 12);
 }
 
 // Adaptation is off by default: a reservation keeps its rate whatever it
