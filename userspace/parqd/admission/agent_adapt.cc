@@ -194,20 +194,25 @@ std::vector<HeldReservation> AdmissionAgent::Holdings() const {
 }
 
 void AdmissionAgent::UseMetrics(PromText& out) const {
-  const char* choked = "parqd_admission_reservation_choked_ratio";
-  out.Family(choked, "gauge",
-             "The share of the last check's 5 s in which a reservation's "
-             "class was held back by its rate: it was sent more than that.");
-  for (const auto& [id, h] : held_)
-    if (h.use)
-      out.SampleRatio(choked, h.use->choked, "id", id);
-  const char* unused = "parqd_admission_reservation_unused_ratio";
-  out.Family(unused, "gauge",
-             "The share of a reservation's rate it did not send over the "
-             "last check's 5 s.");
-  for (const auto& [id, h] : held_)
-    if (h.use)
-      out.SampleRatio(unused, h.use->unused, "id", id);
+  struct Share {
+    const char* name;
+    const char* help;
+    double ReservationUse::*of;
+  };
+  for (const Share& f :
+       {Share{"parqd_admission_reservation_choked_ratio",
+              "The share of the last check's 5 s in which a reservation's "
+              "class was held back by its rate: it was sent more than that.",
+              &ReservationUse::choked},
+        Share{"parqd_admission_reservation_unused_ratio",
+              "The share of a reservation's rate it did not send over the "
+              "last check's 5 s.",
+              &ReservationUse::unused}}) {
+    out.Family(f.name, "gauge", f.help);
+    for (const auto& [id, h] : held_)
+      if (h.use)
+        out.SampleRatio(f.name, (*h.use).*f.of, "id", id);
+  }
   const char* rate = "parqd_admission_reservation_rate_bps";
   out.Family(rate, "gauge",
              "A reservation's rate now, in bits/s (the adaptation may have "
