@@ -1,7 +1,7 @@
 """Unit tests of parqlab that need no kernel: make py-unit (pytest)."""
 import pytest
 
-from parqlab import kernel_ynl, ktap, params
+from parqlab import kernel_ynl, ktap, params, parqd
 
 
 def run_suite(cases, capsys):
@@ -145,3 +145,17 @@ def test_a_client_uses_the_ids_it_resolved_and_never_dumps(monkeypatch):
             assert family.nlproto.get_mcast_id("events", None) == events
         finally:
             family.sock.close()
+
+
+def test_metrics_read_counts_as_ints_and_shares_as_floats(tmp_path):
+    m = tmp_path / "metrics.prom"
+    m.write_text("# HELP parqd_x A count.\n# TYPE parqd_x counter\n"
+                 "parqd_x 42\n"
+                 'parqd_admission_reservation_unused_ratio{id="a-1"} 0.75\n'
+                 'parqd_r{id="a-1"} 1e-06\n')
+    got = parqd.read_metrics(m)
+    assert got == {"parqd_x": 42,
+                   'parqd_admission_reservation_unused_ratio{id="a-1"}': 0.75,
+                   'parqd_r{id="a-1"}': 1e-06}
+    assert isinstance(got["parqd_x"], int)
+    assert parqd.read_metrics(tmp_path / "none") == {}

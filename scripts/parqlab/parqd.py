@@ -41,8 +41,8 @@ def available():
 
 
 def read_metrics(path):
-    """A parqd metrics file as {'name{labels}': int}; {} while there is
-    none."""
+    """A parqd metrics file as {'name{labels}': value}, an int, or a float
+    for a share ("0.75"); {} while there is none."""
     out = {}
     try:
         with open(path) as f:
@@ -50,7 +50,10 @@ def read_metrics(path):
                 if line.startswith("#") or not line.strip():
                     continue
                 name, value = line.rsplit(" ", 1)
-                out[name] = int(value)
+                try:
+                    out[name] = int(value)
+                except ValueError:
+                    out[name] = float(value)
     except FileNotFoundError:
         pass
     return out
