@@ -441,7 +441,7 @@ void AdmissionAgent::Repair(const ReservedClasses::Parts& parts) {
       e = classes_.Remove(h.minor);
     if (!e)
       e = classes_.Install(h.minor, h.r.rate, m.value(),
-                           topology_.hosts()[*dest].addresses, h.uid);
+                           topology_.hosts()[*dest].addresses, h.who.uid);
     // A failure is logged once, not at every check, until it heals.
     if (e && repair_failing_.insert(h.minor).second)
       log_(kError, "admission: cannot install class " + Hex(h.minor) + " of " +
@@ -555,7 +555,7 @@ std::optional<std::string> AdmissionAgent::CheckAllowance(const Requester& who,
 
 std::optional<std::string> AdmissionAgent::MayTouch(const Requester& who,
                                                     const Held& h) const {
-  if (who.uid == 0 || who.uid == h.uid)
+  if (who.uid == 0 || who.uid == h.who.uid)
     return std::nullopt;
   return "reservation " + h.r.id + " belongs to " + h.r.owner +
          "; only they or root may change or release it";
@@ -651,7 +651,6 @@ Result<Reservation, std::string> AdmissionAgent::Reserve(
   Held& h = held_[r.value().id];
   h.r = r.value();
   h.minor = *minor;
-  h.uid = who.uid;
   h.who = who;
   h.asked = rate;
   h.min = bounds.min;

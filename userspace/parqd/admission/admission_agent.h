@@ -285,8 +285,9 @@ class AdmissionAgent {
   struct Held {
     Reservation r;
     uint32_t minor = 0;
-    uint32_t uid = 0;
-    Requester who;  // who asked: the owner, whose allowance growth counts
+    // Who asked: the owner, whose sockets the class is for and whose
+    // allowance growth counts.
+    Requester who;
     uint64_t asked = 0, min = 0, max = 0;  // HeldReservation's
     // The class's counters at the last check, and when they were read
     // (0: not yet, or its class was installed again since).

@@ -119,12 +119,12 @@ void AdmissionAgent::Adapt(uint64_t now) {
       break;
     Held& h = *hp;
     const std::string& id = *idp;
+    if (!h.over_since || now - h.over_since < a.after_ns)
+      continue;
     const uint64_t rate = h.r.rate;
     const uint64_t floor =
         h.min ? h.min
               : std::max<uint64_t>(1, Scale(h.asked, a.floor_percent, 100));
-    if (!h.over_since || now - h.over_since < a.after_ns)
-      continue;
     const uint64_t want =
         std::max(floor, Scale(h.peak_bps, 100 + a.margin_percent, 100));
     if (want <= Scale(rate, kShrinkAtMostNum, kShrinkAtMostDen)) {

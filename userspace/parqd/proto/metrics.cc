@@ -27,8 +27,8 @@ void PromText::Family(std::string_view name, std::string_view type,
   out_ += '\n';
 }
 
-void PromText::Sample(std::string_view name, uint64_t value,
-                      std::string_view label, std::string_view label_value) {
+void PromText::Key(std::string_view name, std::string_view label,
+                   std::string_view label_value) {
   out_ += name;
   if (!label.empty()) {
     out_ += '{';
@@ -38,6 +38,11 @@ void PromText::Sample(std::string_view name, uint64_t value,
     out_ += "\"}";
   }
   out_ += ' ';
+}
+
+void PromText::Sample(std::string_view name, uint64_t value,
+                      std::string_view label, std::string_view label_value) {
+  Key(name, label, label_value);
   out_ += std::to_string(value);
   out_ += '\n';
 }
@@ -45,10 +50,9 @@ void PromText::Sample(std::string_view name, uint64_t value,
 void PromText::SampleRatio(std::string_view name, double value,
                            std::string_view label,
                            std::string_view label_value) {
-  Sample(name, 0, label, label_value);
+  Key(name, label, label_value);
   char text[32];
   std::snprintf(text, sizeof(text), "%.6g\n", value);
-  out_.resize(out_.size() - 2);  // the "0\n" Sample() wrote
   out_ += text;
 }
 

@@ -46,6 +46,10 @@ class PromText {
   const std::string& text() const { return out_; }
 
  private:
+  // A sample's name and label, and the space before its value.
+  void Key(std::string_view name, std::string_view label,
+           std::string_view label_value);
+
   std::string out_;
 };
 
