@@ -213,7 +213,7 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
 	struct parq_resv_class *rc = parq_resv_of(*arg);
-	u64 rate, idt, bw, capacity, linkrate;
+	u64 rate, idt, bw, capacity, linkrate, now;
 	u32 mtu;
 	int err;
 
@@ -263,6 +263,7 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	}
 
 	mtu = parq_resv_mtu(sch);
+	now = ktime_get_ns();
 	sch_tree_lock(sch);
 	if (rc->r.rate != rate || rc->r.idt != idt || rc->r.mtu != mtu) {
 		/* A new pace: an NDT set at the old one may not hold it back. */
@@ -270,7 +271,7 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 			parq_resv_backlog_del(q, rc);
 		parq_resv_set(&rc->r, rate, idt);
 		rc->r.mtu = mtu;
-		parq_resv_rebase(&rc->r, ktime_get_ns());
+		parq_resv_rebase(&rc->r, now);
 		if (rc->q.qlen) {
 			parq_resv_backlog_add(q, rc);
 			qdisc_watchdog_schedule_range_ns(&q->watchdog,
@@ -282,10 +283,10 @@ static int parq_class_change(struct Qdisc *sch, u32 classid, u32 parentid,
 	q->linkrate = linkrate;
 	/* Use is measured against one rate: a new one starts a window. */
 	if (!*arg || rc->bw != bw)
-		parq_use_reset(&rc->use, ktime_get_ns());
+		parq_use_reset(&rc->use, now);
 	rc->bw = bw;
 	if (rc->q.qlen)		/* its head's NDT may have come back */
-		parq_use_wait(&rc->use, ktime_get_ns(), bw, rc->r.ndt);
+		parq_use_wait(&rc->use, now, bw, rc->r.ndt);
 	if (!*arg) {
 		qdisc_class_hash_insert(&q->clhash, &rc->common);
 		rc->pos = q->resv_classes++;
