@@ -110,6 +110,9 @@ BENCH_MIN_TIME ?= 0.2
 FUZZ_TIME   ?= 60
 DESTDIR     ?=
 PREFIX      ?= /usr
+# Where make install-lib puts libparq (GNUInstallDirs: the multiarch
+# directory under /usr on Debian), written into its pkg-config file.
+RELEASE_CMAKE += -DCMAKE_INSTALL_PREFIX=$(PREFIX)
 VM_TIMEOUT  ?= 3000
 SELFTEST_ARGS ?=
 RESULTS     ?= $(BUILD)/experiments
@@ -172,11 +175,11 @@ userspace:
 		-DPARQ_DEVELOPER=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	cmake --build $(USERSPACE) -j2
 
-# parqd, parqctl, parq-bench and libparq (with its example) as an operator
-# would build them: the demo and the experiments time them (the default
-# tree's are built with ASan and UBSan for the tests, which slows them, and
-# under QEMU/TCG much more).
-TOOLS_TARGETS ?= parqd parqctl parq-bench parq parq-reserve
+# parqd, parqctl, parq-bench, libparq and libparq-mpi (parq-libs: with
+# their examples) as an operator would build them: the demo and the
+# experiments time them (the default tree's are built with ASan and UBSan
+# for the tests, which slows them, and under QEMU/TCG much more).
+TOOLS_TARGETS ?= parqd parqctl parq-bench parq-libs
 tools:
 	cmake -S userspace -B $(RELEASE) $(RELEASE_CMAKE) >/dev/null
 	cmake --build $(RELEASE) -j2 --target $(TOOLS_TARGETS)
@@ -276,7 +279,7 @@ plugin-test: plugin
 
 MAN_PAGES := Documentation/tc-parq.8 Documentation/parqd.8 \
 	     Documentation/parqctl.8 Documentation/parqd.toml.5 \
-	     Documentation/parq_mpi.3
+	     Documentation/parq_mpi.3 Documentation/libparq.3
 man-lint:
 	for m in $(MAN_PAGES); do groff -man -ww -z $$m || exit 1; done
 
@@ -493,11 +496,11 @@ fuzz-debug: userspace
 		SELFTEST_ARGS="--kmemleak --timeout 1200 parq_nlfuzz"
 
 # make install: the module through DKMS (built now for KVER, and by DKMS
-# for every kernel installed later), the tc plugin and tc-parq(8), and
-# install-user's part.  DESTDIR= stages it all (the module's source in
-# /usr/src, as parq-dkms installs it).  make install-module: the module
+# for every kernel installed later), the tc plugin and tc-parq(8),
+# install-user's part and install-lib's.  DESTDIR= stages it all (the
+# module's source in /usr/src, as parq-dkms installs it).  make install-module: the module
 # built here into KVER's updates/, for a host without DKMS.
-install: install-preflight plugin install-user install-dkms
+install: install-preflight plugin install-user install-lib install-dkms
 	$(MAKE) -C tc-plugin DESTDIR=$(DESTDIR) install
 
 # Before anything is installed: what would stop it halfway.
@@ -557,8 +560,23 @@ install-user: tools
 		{ [ ! -d /run/systemd/system ] || systemctl daemon-reload; }; \
 	fi
 
-# Debian packages, parq (tools) and parq-dkms (the module's source),
-# built with debhelper (debian/) from this tree: the release build (make
+# libparq (its shared library, header, pkg-config file, example and
+# libparq(3)) and, when MPI's C library was found, libparq-mpi
+# (parq_mpi(3)), from the release build, under PREFIX: the components
+# the packages of the same names hold (userspace/libparq/CMakeLists.txt).
+# LIB_DESTDIR stages each component apart, % standing for its name
+# (debian/rules: debian/%).
+LIB_COMPONENTS := libparq1 libparq-dev libparq-mpi1 libparq-mpi-dev
+LIB_DESTDIR ?= $(DESTDIR)
+install-lib: tools
+	for c in $(LIB_COMPONENTS); do \
+		DESTDIR=$(subst %,$$c,$(LIB_DESTDIR)) \
+			cmake --install $(RELEASE) --component $$c || exit 1; \
+	done
+	[ -n "$(LIB_DESTDIR)" ] || ldconfig
+
+# Debian packages, parq (tools), parq-dkms (the module's source) and the
+# libraries' four (install-lib's components), built with debhelper (debian/) from this tree: the release build (make
 # tools) is theirs, and the packages, .buildinfo and .changes go to
 # build/deb.  Any error or warning of lintian's fails the build.  make
 # check installs them in the VM, runs selftests against what they
@@ -588,7 +606,7 @@ clean:
 	$(MAKE) -C tc-plugin clean
 	rm -rf $(BUILD)
 
-.PHONY: all ynl kmod kmod-tree kmod-lint kmod-unit check-kernels selftest-quick kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint layer-lint py-lint py-unit \
+.PHONY: all install-lib ynl kmod kmod-tree kmod-lint kmod-unit check-kernels selftest-quick kmod-checkpatch plugin userspace unit format format-check tidy plugin-test man-lint spec-lint layer-lint py-lint py-unit \
 	selftest bench bench-core bench-admission bench-parqd tools demo demo-run experiments experiments-run \
 	first-run-test quick unit-quick deps check install \
 	install-user unit-lint install-preflight install-dkms install-dkms-source install-module deb deb-test \

@@ -4,7 +4,7 @@
  * pause of SECONDS.  Run with libparq-mpi preloaded and $PARQ_MPI_RATE, it
  * holds a reservation for MPI_COMM_WORLD from MPI_Init to MPI_Finalize.
  *
- *	mpirun -x LD_PRELOAD=libparq-mpi.so -x PARQ_MPI_RATE=15mbit \
+ *	mpirun -x LD_PRELOAD=libparq-mpi.so.1 -x PARQ_MPI_RATE=15mbit \
  *		parq-mpi-plain [ROUNDS [SECONDS]]
  */
 #include <stdio.h>

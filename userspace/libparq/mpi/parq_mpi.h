@@ -31,7 +31,7 @@
  * the MPI library, or preload it.  An unmodified program gets a
  * reservation for MPI_COMM_WORLD from MPI_Init to MPI_Finalize with
  *
- *	mpirun -x LD_PRELOAD=libparq-mpi.so -x PARQ_MPI_RATE=15mbit ... app
+ *	mpirun -x LD_PRELOAD=libparq-mpi.so.1 -x PARQ_MPI_RATE=15mbit ... app
  *
  * $PARQ_MPI_RATE is a tc rate ("15mbit", "1gbit") or bits/s; a refusal is
  * reported on rank 0's standard error and the program runs without it.
