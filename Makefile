@@ -341,8 +341,10 @@ ynl:
 spec-lint: ynl
 	scripts/ynl-regen --check
 
+# SELFTEST_QUICK=1: without the cases that judge timing (PARQ_QUICK=1).
 selftest: kmod plugin ynl
-	$(IN_KERNEL) selftests/run --kmsg-check $(SELFTEST_ARGS)
+	$(if $(filter 1,$(SELFTEST_QUICK)),PARQ_QUICK=1) $(IN_KERNEL) \
+		selftests/run --kmsg-check $(SELFTEST_ARGS)
 
 # Benchmarks print figures and assert nothing; the last is the selftests'
 # figure (PARQ_FIGURES, scripts/parqlab/ktap.py) that make check leaves out,
@@ -414,8 +416,11 @@ deps:
 # The whole suite on 6.1 but those, the stress tests and the netlink
 # fuzzer, which run on 6.1 under the debug kernel instead (at a sixteenth and 4 000
 # messages: KASAN, lockdep and kmemleak judge each step there, where each
-# step is several times slower); on 6.12 every test of the module's
-# interfaces (the fuzzer at 2x10^4, the stress tests at a quarter), but not
+# step is several times slower), the 100 000-class scale test at a quarter
+# (make selftest runs it whole); on 6.12 every test of the module's
+# interfaces (the fuzzer at 2x10^4, the stress tests and the scale test at
+# a quarter) without their timing cases (SELFTEST_QUICK: 6.1 judges
+# those, of the same kmod/core), and not
 # the eight that time user space and the scheduling policy (CHECK_612_EXCEPT:
 # parqd's protocol over netlink calls that parq_credit and parq_monitor
 # test there, parqd's admission over etcd, which installs its classes with
@@ -442,11 +447,11 @@ check:
 		first-run-test format-check tidy fuzz FUZZ_TIME=30
 	@$(call PHASE,the packages on 6.1) $(MAKE) deb-test
 	@$(call PHASE,selftests on 6.1) \
-		PARQ_FIGURES=0 $(MAKE) selftest \
+		PARQ_FIGURES=0 PARQ_STRESS_SCALE=0.25 $(MAKE) selftest \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_61_EXCEPT) $(DEB_TESTS))"
 	@$(call PHASE,selftests on 6.12) \
 		PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=20000 \
-		$(MAKE) selftest KERNEL=6.12 \
+		$(MAKE) selftest KERNEL=6.12 SELFTEST_QUICK=1 \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_612_EXCEPT))"
 	@$(call PHASE,checkpatch; stress and fuzzer under the debug kernel) \
 		$(MAKE) kmod-checkpatch && \

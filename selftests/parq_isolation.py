@@ -14,7 +14,7 @@ iperf3 transfer from A to B.  Both cross A's veth, shaped to 100 Mbit/s:
           loaded as in "parq", but nothing shares the probe's queue
 sockperf's round-trip p99 must satisfy
   parq p99 <= pfifo p99 / 4   and   parq p99 <= 5 x busy p99.
-The four are measured in one run, round-robin, three rounds of 6 s each;
+The four are measured in one run, round-robin, three rounds of 4 s each;
 the medians of the rounds are judged and every number is printed.  A
 round whose idle p99 is more than NOISY times the run's lowest idle p99
 is void: nothing queued in it, so the machine stalled the probe, and the
@@ -63,7 +63,7 @@ from parqlab.traffic import (Iperf3Client, Iperf3Server,
                              sockperf_pingpong)
 
 RATE = "100mbit"
-SECONDS = 6
+SECONDS = 4
 WARMUP = 2
 ROUNDS = 3
 BULK_STREAMS = 4
