@@ -1,4 +1,6 @@
 """Unit tests of parqlab that need no kernel: make py-unit (pytest)."""
+import subprocess
+
 import pytest
 
 from parqlab import kernel_ynl, ktap, params, parqd
@@ -159,3 +161,46 @@ def test_metrics_read_counts_as_ints_and_shares_as_floats(tmp_path):
                    'parqd_r{id="a-1"}': 1e-06}
     assert isinstance(got["parqd_x"], int)
     assert parqd.read_metrics(tmp_path / "none") == {}
+
+
+def test_mpirun_gives_every_rank_the_environment_and_can_yield():
+    from parqlab import mpi
+
+    class Ns:
+        name = "parq-x-1-h0"
+    argv = mpi.mpirun_argv([(Ns(), "10.90.0.1"), (Ns(), "10.90.0.2")],
+                           ["app", "arg"], event_tick_us=100,
+                           env={"PARQ_MPI_RATE": "500000", "A": "b c"},
+                           yield_cpu=True)
+    # One app context: the exports come before it and hold for every rank.
+    assert argv[-2:] == ["app", "arg"]
+    host = argv.index("--host")
+    exports = [argv[i + 1] for i, a in enumerate(argv[:host]) if a == "-x"]
+    assert exports == ["PARQ_MPI_RATE=500000", "A=b c"]
+    assert ["--mca", "mpi_yield_when_idle", "1"] == \
+        argv[argv.index("mpi_yield_when_idle") - 1:][:3]
+    assert "mpi_yield_when_idle" not in mpi.mpirun_argv(
+        [(Ns(), "10.90.0.1")], ["app"])
+
+
+def test_a_job_run_as_a_user_joins_its_cgroup_as_root_first(monkeypatch):
+    from parqlab import mpi
+    seen = []
+
+    class Ns:
+        name = "parq-x-1-h0"
+
+        def run(self, argv, **kw):
+            seen.append(argv)
+            return subprocess.CompletedProcess(argv, 0, "", "")
+    mpi.run([(Ns(), "10.90.0.1")], ["app"], cgroup="g/meep", user="alice")
+    argv = seen[0]
+    # Nothing before the shell drops root: mount(8) and the cgroup's
+    # cgroup.procs are root's.
+    assert argv[:3] == ["unshare", "-u", "sh"]
+    script = argv[argv.index("-ec") + 1]
+    join = script.index("/sys/fs/cgroup/g/meep/cgroup.procs")
+    drop = script.index("setpriv --reuid=alice --regid=alice")
+    assert script.index("mount -t cgroup2") < join < drop
+    assert "--ambient-caps=" + mpi.USER_CAPS in script
+    assert argv[argv.index("-ec") + 3] == "mpirun"

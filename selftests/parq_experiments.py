@@ -26,6 +26,9 @@ margin:
     host's load (the full run measures it).
 Experiment 7 must also have measured, in every step, the jobs that step
 ran: the parallel job's round trips, the local job's throughput.  In
+experiment 8, every run of meep that asked for a reservation (under parq)
+was admitted as one job of every ordered pair of its hosts, and no other
+run asked.  In
 experiments 1 and 7, every row of the parallel job under parq has its time
 in parq (tc -s: a positive mean and p99 bound), and no other row has one.
 In experiments 1 to 5, every step with the local job (exp4: the
@@ -87,7 +90,8 @@ def expected_rows(env, mod):
     per_step = (len(p.parallel_sizes)
                 if mod.NAME in ("exp1", "exp2", "exp5") else
                 getattr(mod, "ROWS_PER_STEP", 1))
-    return len(env.sess.steps[mod.NAME]) * per_step
+    rows = getattr(mod, "step_rows", lambda step: per_step)
+    return sum(rows(s) for s in env.sess.steps[mod.NAME])
 
 
 def t_experiment(mod):
@@ -339,6 +343,29 @@ def t_over_admitted(env):
           "their rates: the port is not the bottleneck")
 
 
+def t_application_reserved(env):
+    """exp8: meep, unmodified, reserved through the environment alone
+    (libparq-mpi preloaded, PARQ_MPI_RATE): every run that asked under
+    parq was admitted as one job of N (N - 1) flows, and no other run
+    asked.  Its run times are not judged at this size."""
+    asked = 0
+    for r in rows_of(env, "exp8"):
+        label = (f"exp8 {r['hosts']} hosts {r['part']} {r['scheduler']} "
+                 f"{r['app']} {r['condition']}")
+        n = int(r["hosts"])
+        if float(r["rate_mbit"]) > 0:
+            asked += 1
+            check_eq(r["scheduler"], "parq", f"{label}: reserved")
+            check_eq(int(r["admitted"]), 1,
+                     f"{label}: admitted (refusal: {r['refusal']!r})")
+            check_eq(int(r["flows"]), n * (n - 1), f"{label}: flows")
+        else:
+            check_eq(int(r["admitted"]), 0, f"{label}: admitted")
+        diag(f"{label}: {float(r['rate_mbit']):g} Mbit/s per flow, "
+             f"run {float(r['run_s']):.2f} s")
+    check(asked, "no exp8 run reserved")
+
+
 def t_heavy_rows(env):
     """exp7: each step measured its jobs: the parallel job's round trips
     where it ran, the local job's throughput where that ran."""
@@ -423,6 +450,8 @@ def main():
     suite.case("exp6: over-admitted, the applications miss their rates",
                t_over_admitted)
     suite.case("exp7: both jobs measured in every step", t_heavy_rows)
+    suite.case("exp8: meep reserved through PARQ_MPI_RATE alone, every "
+               "pair of its hosts as one job", t_application_reserved)
     suite.case("exp1, exp7: the parallel job's time in parq", t_in_parq)
     suite.case("exp1 to exp5: the local job's rate alone and beside the "
                "parallel job", t_local_cost)

@@ -3,7 +3,7 @@ expN_*.py run on its own:
 
     run [--quick | --smoke] [--out DIR] [EXP...]
 
-EXP: exp1 ... exp7 (or exp1_sender, ...); default all.  --quick is the
+EXP: exp1 ... exp8 (or exp1_sender, ...); default all.  --quick is the
 short version `make demo` runs, --smoke the smallest (the selftest's).
 Every step prints a progress line with an estimate of the time left; each
 experiment writes EXP.csv, EXP.png and EXP.md into DIR (default
@@ -27,7 +27,7 @@ from parqlab import REPO, bench, module, parqd
 
 EXPERIMENTS = ("exp1_sender", "exp2_receiver", "exp3_collective",
                "exp4_reservation", "exp5_mpi", "exp6_enforcement",
-               "exp7_heavy")
+               "exp7_heavy", "exp8_application")
 
 
 def load(names):
@@ -36,7 +36,7 @@ def load(names):
     for name in names or [e.split("_")[0] for e in EXPERIMENTS]:
         full = [e for e in EXPERIMENTS if name in (e, e.split("_")[0])]
         if not full:
-            raise SystemExit(f"run: no experiment {name!r} (exp1 ... exp7)")
+            raise SystemExit(f"run: no experiment {name!r} (exp1 ... exp8)")
         out.append(importlib.import_module(full[0]))
     return out
 
@@ -54,7 +54,7 @@ def parse(argv):
     ap.add_argument("--out", default=str(REPO / "build" / "experiments"),
                     help="output directory (default build/experiments)")
     ap.add_argument("experiments", nargs="*", metavar="EXP",
-                    help="exp1 ... exp7 (default all)")
+                    help="exp1 ... exp8 (default all)")
     args = ap.parse_args(argv)
     args.preset = args.preset or "full"
     return args

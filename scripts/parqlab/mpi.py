@@ -26,6 +26,7 @@ measurement can show the queue rather than Open MPI's poll
 """
 import os
 import re
+import shlex
 import shutil
 import time
 
@@ -58,33 +59,61 @@ def parse_netpipe(text):
             for m in _LINE.finditer(text)]
 
 
-def mpirun_argv(hosts, program, event_tick_us=None):
+def mpirun_argv(hosts, program, event_tick_us=None, env=None, yield_cpu=False):
     """mpirun with one rank on each of @hosts ((Netns, address) pairs);
     Open MPI's event library polled every @event_tick_us microseconds at
-    least, if given (else Open MPI's default, see the module doc)."""
+    least, if given (else Open MPI's default, see the module doc); @env
+    ({name: value}) in every rank's environment (mpirun -x); with
+    @yield_cpu, a rank that waits yields its CPU (mpi_yield_when_idle: more
+    ranks than CPUs, where a rank spinning in a wait would hold the CPU
+    that the rank it waits for needs)."""
     tick = [] if event_tick_us is None else \
         ["--mca", "mpi_event_tick_rate", str(int(event_tick_us))]
+    if yield_cpu:
+        tick += ["--mca", "mpi_yield_when_idle", "1"]
+    exports = [a for k, v in (env or {}).items() for a in ("-x", f"{k}={v}")]
     return ["mpirun", "--allow-run-as-root", "--bind-to", "none",
-            "--mca", "plm_rsh_agent", str(RSH)] + tick + [
+            "--mca", "plm_rsh_agent", str(RSH)] + tick + exports + [
             "--host", ",".join(addr for _, addr in hosts),
             "-np", str(len(hosts))] + list(program)
 
 
-def run(hosts, program, cgroup=None, timeout=120, event_tick_us=None):
+# What a job run as another user keeps of root's powers: entering the
+# namespaces (mpirun's remote shell runs ip netns exec), a hostname of its
+# own, and joining its cgroup.  Its sockets are the user's: what parqd's
+# admission knows it by (SO_PEERCRED) and nftables matches (meta skuid).
+USER_CAPS = "+sys_admin,+dac_override,+net_admin"
+
+
+def as_user(user):
+    """The argv prefix that runs a command as @user (a name in the
+    password file) with USER_CAPS, kept across exec (ambient)."""
+    return ["setpriv", f"--reuid={user}", f"--regid={user}",
+            "--init-groups", f"--inh-caps={USER_CAPS}",
+            f"--ambient-caps={USER_CAPS}"]
+
+
+def run(hosts, program, cgroup=None, timeout=120, event_tick_us=None,
+        env=None, user=None, yield_cpu=False):
     """Run @program as an MPI job over @hosts; mpirun in the first host's
     namespace, in cgroup @cgroup (a path below /sys/fs/cgroup) if given,
-    with @event_tick_us as mpirun_argv() takes it.
+    with @event_tick_us, @env and @yield_cpu as mpirun_argv() takes them,
+    as @user if
+    given (as_user(): mpirun and every rank).
     Returns the CompletedProcess; raises if mpirun failed."""
     ns = hosts[0][0]
-    env = " ".join(f"{addr}={h.name}" for h, addr in hosts)
+    netns = " ".join(f"{addr}={h.name}" for h, addr in hosts)
     join = ""
     if cgroup is not None:
         # ip netns exec mounted a /sys without the cgroup2 tree.
         join = f"{MOUNT}\necho $$ > {CGROUP2}/{cgroup}/cgroup.procs\n"
+    # Root joins the cgroup (mount(8) is root's alone) and names the host,
+    # then becomes @user.
+    drop = shlex.join(as_user(user)) + " " if user else ""
     script = (f"{join}hostname {ns.name}\n"
-              f"PARQ_MPI_NETNS='{env}' exec \"$@\"")
+              f"PARQ_MPI_NETNS='{netns}' exec {drop}\"$@\"")
     r = ns.run(["unshare", "-u", "sh", "-ec", script, "sh"]
-               + mpirun_argv(hosts, program, event_tick_us),
+               + mpirun_argv(hosts, program, event_tick_us, env, yield_cpu),
                timeout=timeout, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"mpirun {' '.join(program)}: exit "
