@@ -38,7 +38,7 @@ as they were.
 
 Scale: 10 000 classes through tc -batch, traffic through a sample of them,
 all deleted, module unloaded, no slab objects leaked; then 100 000 classes
-(eight qdiscs of 12 500) through one tc -batch within 120 s (both at
+(eight qdiscs of 12 500) through one tc -batch within 120 s (at
 PARQ_STRESS_SCALE, as make check sets it to a quarter), and the slab
 memory each class takes.  After every class add the kernel walks all the
 classes of that qdisc (tc_bind_tclass()), so building N classes in one

@@ -39,6 +39,7 @@ scheduler, hosts and repetition.
 import os
 import pwd
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -90,7 +91,9 @@ PARAMS = {
 # smoke run's time limit.
 VALUES = ("run_s",)
 SMOKE_TIMEOUT = 600
-RUN_TIMEOUT = 300			# s, one run of meep
+# s, one run of meep: within the step's limit (common._attempt: ten times
+# its estimate), so that a run cut short is killed before a retry starts.
+RUN_TIMEOUT = 300
 FIELDS = ["rep", "hosts", "part", "scheduler", "app", "condition",
           "rate_mbit", "admitted", "flows", "run_s", "wall_s", "slowdown",
           "refusal"]
@@ -130,7 +133,7 @@ def steps(p):
                 out.append(Step(
                     f"{NAME} {n} hosts {part} {cfg} {app} {cond}"
                     + (f" {rate:g} Mbit/s" if rate else "")
-                    + f" rep {rep}/{p.reps}", 15 + 2 * n,
+                    + f" rep {rep}/{p.reps}", 30 + 10 * n,
                     common.measuring(cfg, app, cond, rate),
                     {"rep": rep, "hosts": n, "part": part,
                      "condition": cond}, group=n))
@@ -160,26 +163,44 @@ def install(ns, name):
         scenarios.ALL_SCHEDULERS[name](ns, "eth0", rate=f"{LINK_MBIT}mbit")
 
 
+# The password file's comment of the users this experiment makes: a user
+# of that name with another comment is not the experiment's to use.
+USER_MARK = "parq exp8 (temporary)"
+
+
+def _userdel(user):
+    r = subprocess.run(["userdel", user], capture_output=True, text=True,
+                       check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"userdel {user}: {r.stderr.strip()}")
+
+
 @contextmanager
 def _users():
-    """The applications' users, made for the run when the system has
-    none of that name (system users without a home or a shell), removed
-    after it."""
+    """The applications' users (system users without a home or a shell),
+    made for the run and removed after it; one that a run killed before
+    its end left (USER_MARK) is made again."""
+    for user in USERS.values():
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            continue
+        if entry.pw_gecos != USER_MARK:
+            raise RuntimeError(f"a user {user} exists that this "
+                               "experiment did not make: not using it")
+        _userdel(user)
     made = []
     try:
         for user in USERS.values():
-            try:
-                pwd.getpwnam(user)
-            except KeyError:
-                subprocess.run(["useradd", "--system", "--no-create-home",
-                                "--shell", "/usr/sbin/nologin", user],
-                               check=True, capture_output=True)
-                made.append(user)
+            subprocess.run(["useradd", "--system", "--no-create-home",
+                            "--shell", "/usr/sbin/nologin", "--comment",
+                            USER_MARK, user], check=True,
+                           capture_output=True)
+            made.append(user)
         yield
     finally:
         for user in made:
-            subprocess.run(["userdel", user], check=False,
-                           capture_output=True)
+            _userdel(user)
 
 
 def _preload():
@@ -188,7 +209,9 @@ def _preload():
     lib = repo_path(os.environ.get("PARQ_USERSPACE_BUILD", "build/userspace"),
                     "libparq", "libparq-mpi.so.1")
     if not lib.exists():
-        raise RuntimeError(f"{lib} missing: build it (make tools)")
+        raise RuntimeError(f"{lib} missing: build it (make userspace, or "
+                           "make tools with PARQ_USERSPACE_BUILD="
+                           "build/release)")
     ldd = subprocess.run(["ldd", str(lib)], capture_output=True, text=True,
                          check=True).stdout
     first = re.findall(r"=> (\S*lib(?:asan|ubsan)\.so\S*)", ldd)
@@ -211,8 +234,18 @@ def _job(star, hosts):
     finally:
         for h in hosts:
             joblib.parqctl(star.ns[h], "job", "del", f"{joblib.CG}/{JOB}")
+        _kill_job(star.ns[hosts[0]])
         joblib.sh(ns0, f"rmdir {joblib.CG}/{JOB} "
                   f"{joblib.CG}/{JOB.split('/')[0]}", check_rc=False)
+
+
+def _kill_job(ns):
+    """Kill whatever still runs in the applications' cgroup (a run cut
+    short), and wait until it is empty."""
+    joblib.sh(ns, f"g={joblib.CG}/{JOB}; [ ! -d $g ] || {{ "
+              f"echo 1 > $g/cgroup.kill; i=0; "
+              f"while grep -q . $g/cgroup.procs && [ $i -lt 100 ]; do "
+              f"sleep 0.1; i=$((i + 1)); done; }}", check_rc=False)
 
 
 def _wait_lease(cluster, h, timeout=30):
@@ -233,7 +266,7 @@ def lab(p, n):
         tmp = stack.enter_context(
             tempfile.TemporaryDirectory(prefix="parq-exp8-"))
         # The applications' users reach parqd's sockets (0666) here.
-        os.chmod(tmp, 0o755)
+        os.chmod(tmp, 0o711)
         members = etcd.Cluster(star, ["e"], tmp)
         members.start()
         stack.callback(members.stop)
@@ -241,8 +274,11 @@ def lab(p, n):
             f.write(parqd.star_topology(star, hosts,
                                         capacity=f"{LINK_MBIT}mbit",
                                         reservable=RESERVABLE))
+        # What each user may hold in all: every flow of its job at the
+        # link's rate (the links, not the allowance, are what limit it).
         allow = "".join(f'\n[[admission.allow]]\nuser = "{u}"\n'
-                        f'rate = "{LINK_MBIT}mbit"\n' for u in USERS.values())
+                        f'rate = "{LINK_MBIT * n * (n - 1)}mbit"\n'
+                        for u in USERS.values())
         # E is the hosts' peer in the credit protocol's configuration but
         # runs no parqd: only the admission role acts here.
         cluster = parqd.Cluster(
@@ -260,15 +296,28 @@ def lab(p, n):
                                              common.BULK_PORT))
         # Each rank's parqd socket and topology name: its host's,
         # from the hostname mpirun's remote shell gave it (the
-        # namespace's name ends with the host's).
+        # namespace's name ends with the host's).  The rank gives up the
+        # launcher's capability, and preloads libparq-mpi into meep
+        # alone.
         rank = f"{tmp}/rank.sh"
         with open(rank, "w") as f:
             f.write('#!/bin/sh\nh=$(hostname)\nh=${h##*-}\n'
                     f'export PARQ_HOST="$h" PARQ_ADMISSION_SOCKET='
-                    f'"{tmp}/$h-admission.sock"\nexec "$@"\n')
+                    f'"{tmp}/$h-admission.sock"\n'
+                    f'exec {shlex.join(mpi.RANK_DROP)} env '
+                    'LD_PRELOAD="$PARQ_EXP8_PRELOAD" "$@"\n')
         os.chmod(rank, 0o755)
+        # Each user's HOME and TMPDIR (Open MPI's session directories),
+        # its own.
+        homes = {}
+        for app, user in USERS.items():
+            homes[app] = f"{tmp}/home-{app}"
+            os.mkdir(homes[app], 0o700)
+            entry = pwd.getpwnam(user)
+            os.chown(homes[app], entry.pw_uid, entry.pw_gid)
         env = SimpleNamespace(star=star, hosts=hosts, tmp=tmp, p=p,
-                              rank=rank, preload=_preload(), current=None)
+                              rank=rank, homes=homes, preload=_preload(),
+                              current=None)
 
         def clear():
             for h in hosts:
@@ -289,15 +338,22 @@ def _run_app(env, app, rate):
     """One run of meep as application @app's user, reserving @rate Mbit/s
     for each flow (0: none); its row."""
     hosts = [(env.star.ns[h], env.star.ip(h)) for h in env.hosts]
-    penv = {"LD_PRELOAD": env.preload, "ASAN_OPTIONS": "detect_leaks=0"}
+    # libparq-mpi says what it reserved (PARQ_MPI_VERBOSE), or that it
+    # was refused; without PARQ_MPI_RATE it asks nothing and says nothing.
+    penv = {"PARQ_EXP8_PRELOAD": env.preload, "PARQ_MPI_VERBOSE": "1",
+            "ASAN_OPTIONS": "detect_leaks=0"}
     if rate:
-        penv.update(PARQ_MPI_RATE=f"{int(rate * 1e6)}", PARQ_MPI_VERBOSE="1")
+        penv["PARQ_MPI_RATE"] = f"{int(rate * 1e6)}"
     t0 = time.monotonic()
     until = env.p.extra["until"]
-    r = mpi.run(hosts, [env.rank, "meep", f"sx={SX}", f"until={until}",
-                        str(CTL)], cgroup=JOB, timeout=RUN_TIMEOUT,
-                event_tick_us=mpi.EVENT_TICK_US, env=penv, user=USERS[app],
-                yield_cpu=True)
+    try:
+        r = mpi.run(hosts, [env.rank, "meep", f"sx={SX}", f"until={until}",
+                            str(CTL)], cgroup=JOB, timeout=RUN_TIMEOUT,
+                    event_tick_us=mpi.EVENT_TICK_US, env=penv,
+                    user=USERS[app], yield_cpu=True, home=env.homes[app])
+    except subprocess.TimeoutExpired:
+        _kill_job(hosts[0][0])
+        raise
     wall = time.monotonic() - t0
     out = r.stdout + r.stderr
     m = _ELAPSED.search(out)
@@ -305,12 +361,16 @@ def _run_app(env, app, rate):
         raise RuntimeError(f"meep printed no run time: {out[-600:]}")
     row = {"app": app, "rate_mbit": rate, "run_s": float(m[1]),
            "wall_s": wall, "admitted": 0, "flows": 0, "refusal": ""}
-    if rate:
-        ok, no = _ADMITTED.search(out), _REFUSED.search(out)
-        if ok:
-            row.update(admitted=1, flows=int(ok[2]))
-        else:
-            row["refusal"] = no[1].strip() if no else "no answer printed"
+    ok, no = _ADMITTED.search(out), _REFUSED.search(out)
+    if ok:
+        row.update(admitted=1, flows=int(ok[2]))
+    if no:
+        row["refusal"] = no[1].strip()
+    # The plan's reservations fit the links: a refusal is a failed step,
+    # not a point of the figure.
+    if rate and not ok:
+        raise RuntimeError(f"{USERS[app]}'s reservation of {rate:g} Mbit/s "
+                           f"per flow: {row['refusal'] or 'no answer'}")
     return row
 
 
@@ -354,8 +414,15 @@ def _together(env, cfg):
     threads = [threading.Thread(target=one, args=(a,)) for a in USERS]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException:
+        # The step's time ran out: no run outlives it.
+        _kill_job(env.star.ns[env.hosts[0]])
+        for t in threads:
+            t.join()
+        raise
     if errors:
         raise RuntimeError("; ".join(f"{a}: {e}" for a, e in errors.items()))
     return [dict(rows[a], scheduler=cfg, condition="together")

@@ -109,8 +109,8 @@ def slowdown():
 
 def stress_scale():
     """PARQ_STRESS_SCALE (default 1): the factor for parq_stress's loop
-    counts and parq_resv's 100 000-class test; make check runs its 6.12
-    and debug-kernel passes at a fraction of them (the Makefile says
+    counts and parq_resv's 100 000-class test; make check runs each of
+    its kernels' passes at a fraction of them (the Makefile says
     which)."""
     return float(os.environ.get("PARQ_STRESS_SCALE", "1"))
 

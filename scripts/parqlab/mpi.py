@@ -78,11 +78,16 @@ def mpirun_argv(hosts, program, event_tick_us=None, env=None, yield_cpu=False):
             "-np", str(len(hosts))] + list(program)
 
 
-# What a job run as another user keeps of root's powers: entering the
-# namespaces (mpirun's remote shell runs ip netns exec), a hostname of its
-# own, and joining its cgroup.  Its sockets are the user's: what parqd's
-# admission knows it by (SO_PEERCRED) and nftables matches (meta skuid).
-USER_CAPS = "+sys_admin,+dac_override,+net_admin"
+# What the launcher of a job run as another user (mpirun, its remote shell,
+# Open MPI's daemons) keeps of root's powers: entering the namespaces (ip
+# netns exec: setns() there takes both) and naming its host there.  The
+# program it runs must drop them (RANK_DROP).  The job's sockets are the
+# user's: what parqd's admission knows it by (SO_PEERCRED) and nftables
+# matches (meta skuid).
+USER_CAPS = "+sys_admin,+net_admin"
+# The argv prefix that leaves a rank no capability, nor a way to gain one.
+RANK_DROP = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all",
+             "--no-new-privs"]
 
 
 def as_user(user):
@@ -94,12 +99,14 @@ def as_user(user):
 
 
 def run(hosts, program, cgroup=None, timeout=120, event_tick_us=None,
-        env=None, user=None, yield_cpu=False):
+        env=None, user=None, yield_cpu=False, home=None):
     """Run @program as an MPI job over @hosts; mpirun in the first host's
     namespace, in cgroup @cgroup (a path below /sys/fs/cgroup) if given,
     with @event_tick_us, @env and @yield_cpu as mpirun_argv() takes them,
     as @user if
-    given (as_user(): mpirun and every rank).
+    given (as_user(): mpirun and every rank; @program must begin with
+    RANK_DROP), with @home (a directory of @user's) as its HOME and
+    TMPDIR, where Open MPI makes its session directories.
     Returns the CompletedProcess; raises if mpirun failed."""
     ns = hosts[0][0]
     netns = " ".join(f"{addr}={h.name}" for h, addr in hosts)
@@ -110,6 +117,8 @@ def run(hosts, program, cgroup=None, timeout=120, event_tick_us=None,
     # Root joins the cgroup (mount(8) is root's alone) and names the host,
     # then becomes @user.
     drop = shlex.join(as_user(user)) + " " if user else ""
+    if home:
+        join += f"export HOME={shlex.quote(home)} TMPDIR={shlex.quote(home)}\n"
     script = (f"{join}hostname {ns.name}\n"
               f"PARQ_MPI_NETNS='{netns}' exec {drop}\"$@\"")
     r = ns.run(["unshare", "-u", "sh", "-ec", script, "sh"]
