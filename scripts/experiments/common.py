@@ -302,6 +302,17 @@ def switch_fifo(star, host):
              *SWITCH_FIFO)
 
 
+def wait_lease(cluster, h, timeout=30):
+    """Wait until parqd's admission role on @h (of parqd.Cluster
+    @cluster) holds its etcd lease."""
+    deadline = time.monotonic() + timeout
+    while not cluster.metrics(h).get("parqd_admission_lease_held"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"parqd on {h}: no etcd lease: "
+                               f"{cluster.log(h)}")
+        time.sleep(0.2)
+
+
 def receivers_cluster(star, receivers, workdir):
     """parqd with @receivers in the receiving role, every other host of
     @star in the sending role (parqd.Settings' defaults)."""

@@ -264,7 +264,7 @@ def lab(p, group=None):
                     for h in APPS})
             cluster.start(hosts=APPS)
             for h in APPS:
-                _wait_lease(cluster, h)
+                common.wait_lease(cluster, h)
             ip = star.ip("r")
             servers = [bench.Server(star.ns["r"], ip, port)
                        for port in list(PORTS.values()) +
@@ -287,15 +287,6 @@ def _demotions(env):
     reservations up for an etcd lease it could not renew in time."""
     return {h: env.cluster.metrics(h).get("parqd_admission_demotions_total",
                                           0) for h in APPS}
-
-
-def _wait_lease(cluster, h, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not cluster.metrics(h).get("parqd_admission_lease_held"):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"parqd on {h}: no etcd lease: "
-                               f"{cluster.log(h)}")
-        time.sleep(0.2)
 
 
 def reserved_classes(star):

@@ -248,15 +248,6 @@ def _kill_job(ns):
               f"sleep 0.1; i=$((i + 1)); done; }}", check_rc=False)
 
 
-def _wait_lease(cluster, h, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not cluster.metrics(h).get("parqd_admission_lease_held"):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"parqd on {h}: no etcd lease: "
-                               f"{cluster.log(h)}")
-        time.sleep(0.2)
-
-
 @contextmanager
 def lab(p, n):
     hosts = hosts_of(n)
@@ -289,7 +280,7 @@ def lab(p, n):
         stack.callback(cluster.close)
         cluster.start(hosts=hosts)
         for h in hosts:
-            _wait_lease(cluster, h)
+            common.wait_lease(cluster, h)
         stack.enter_context(_job(star, hosts))
         for h in hosts:
             stack.enter_context(bench.Server(star.ns[h], star.ip(h),
