@@ -34,7 +34,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from parqlab import bench, ktap, parqd, scenarios, traffic
+from parqlab import bench, jobs, ktap, parqd, scenarios, traffic
 from parqlab import tc as tclib
 from parqlab.netns import Topology
 
@@ -300,6 +300,31 @@ def switch_fifo(star, host):
     @host."""
     tclib.tc(star.s, "qdisc", "replace", "dev", star.port(host), "root",
              *SWITCH_FIFO)
+
+
+@contextmanager
+def parq_job(namespaces, cgroup, before_removal=None):
+    """Cgroup @cgroup (a path below /sys/fs/cgroup) made a job (parqctl
+    job add) in each of @namespaces for the body; then the jobs deleted,
+    @before_removal() called if given, and the cgroup removed."""
+    ns0 = namespaces[0]
+    jobs.sh(ns0, f"mkdir -p {jobs.CG}/{cgroup}")
+    added = []
+    try:
+        for ns in namespaces:
+            r = jobs.parqctl(ns, "job", "add", f"{jobs.CG}/{cgroup}")
+            if r.returncode != 0:
+                raise RuntimeError(f"parqctl job add in {ns.name}: "
+                                   f"{r.stderr.strip()}")
+            added.append(ns)
+        yield
+    finally:
+        for ns in added:
+            jobs.parqctl(ns, "job", "del", f"{jobs.CG}/{cgroup}")
+        if before_removal:
+            before_removal()
+        jobs.sh(ns0, f"rmdir {jobs.CG}/{cgroup} "
+                f"{jobs.CG}/{cgroup.split('/')[0]}", check_rc=False)
 
 
 def wait_lease(cluster, h, timeout=30):

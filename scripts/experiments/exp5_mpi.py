@@ -36,7 +36,6 @@ from types import SimpleNamespace
 import common
 from common import Params, Step, kib
 from parqlab import bench, mpi
-from parqlab import jobs as joblib
 from parqlab.netns import Star, Topology
 
 NAME = "exp5"
@@ -107,35 +106,13 @@ def steps(p):
 
 
 @contextmanager
-def _job(hosts):
-    """The MPI job's cgroup, a job on each of @hosts (namespaces) for the
-    body."""
-    ns0 = hosts[0]
-    joblib.sh(ns0, f"mkdir -p {joblib.CG}/{JOB}")
-    added = []
-    try:
-        for ns in hosts:
-            r = joblib.parqctl(ns, "job", "add", f"{joblib.CG}/{JOB}")
-            if r.returncode != 0:
-                raise RuntimeError(f"parqctl job add in {ns.name}: "
-                                   f"{r.stderr.strip()}")
-            added.append(ns)
-        yield
-    finally:
-        for ns in added:
-            joblib.parqctl(ns, "job", "del", f"{joblib.CG}/{JOB}")
-        joblib.sh(ns0, f"rmdir {joblib.CG}/{JOB} "
-                  f"{joblib.CG}/{JOB.split('/')[0]}", check_rc=False)
-
-
-@contextmanager
 def lab(p, group):
     with ExitStack() as stack:
         if group == "send":
             topo = stack.enter_context(Topology(NAME))
             ranks = [(topo.a, topo.ip_a()), (topo.b, topo.ip_b())]
             local_from, sink = topo.a, topo.ip_b()
-            stack.enter_context(_job([topo.a, topo.b]))
+            stack.enter_context(common.parq_job([topo.a, topo.b], JOB))
             confs = stack.enter_context(common.Configurations(
                 [(topo.a, topo.dev_a())]))
             receivers = []
@@ -148,7 +125,8 @@ def lab(p, group):
             ranks = [(star.ns["p"], star.ip("p")),
                      (star.ns["r"], star.ip("r"))]
             local_from, sink = star.ns["l"], star.ip("r")
-            stack.enter_context(_job(list(star.ns.values())))
+            stack.enter_context(
+                common.parq_job(list(star.ns.values()), JOB))
             receivers = ["r"]
             first = (star.ns["p"], "eth0")
             confs = stack.enter_context(common.Configurations(

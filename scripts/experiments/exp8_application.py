@@ -218,27 +218,6 @@ def _preload():
     return " ".join(first + [str(lib)])
 
 
-@contextmanager
-def _job(star, hosts):
-    """The applications' cgroup, a job on every host."""
-    ns0 = star.ns[hosts[0]]
-    joblib.sh(ns0, f"mkdir -p {joblib.CG}/{JOB}")
-    try:
-        for h in hosts:
-            r = joblib.parqctl(star.ns[h], "job", "add",
-                               f"{joblib.CG}/{JOB}")
-            if r.returncode != 0:
-                raise RuntimeError(f"parqctl job add on {h}: "
-                                   f"{r.stderr.strip()}")
-        yield
-    finally:
-        for h in hosts:
-            joblib.parqctl(star.ns[h], "job", "del", f"{joblib.CG}/{JOB}")
-        _kill_job(star.ns[hosts[0]])
-        joblib.sh(ns0, f"rmdir {joblib.CG}/{JOB} "
-                  f"{joblib.CG}/{JOB.split('/')[0]}", check_rc=False)
-
-
 def _kill_job(ns):
     """Kill whatever still runs in the applications' cgroup (a run cut
     short), and wait until it is empty."""
@@ -281,7 +260,9 @@ def lab(p, n):
         cluster.start(hosts=hosts)
         for h in hosts:
             common.wait_lease(cluster, h)
-        stack.enter_context(_job(star, hosts))
+        stack.enter_context(common.parq_job(
+            [star.ns[h] for h in hosts], JOB,
+            before_removal=lambda: _kill_job(star.ns[hosts[0]])))
         for h in hosts:
             stack.enter_context(bench.Server(star.ns[h], star.ip(h),
                                              common.BULK_PORT))
