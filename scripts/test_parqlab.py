@@ -204,3 +204,22 @@ def test_a_job_run_as_a_user_joins_its_cgroup_as_root_first(monkeypatch):
     assert script.index("mount -t cgroup2") < join < drop
     assert "--ambient-caps=" + mpi.USER_CAPS in script
     assert argv[argv.index("-ec") + 3] == "mpirun"
+
+
+def test_the_driver_replaces_a_presets_hosts_and_repetitions(monkeypatch):
+    monkeypatch.syspath_prepend("experiments")
+    import driver
+    from common import Params
+
+    class Mod:
+        PARAMS = {"quick": Params(reps=1, hosts=(4,), count=7)}
+    args = driver.parse(["--quick", "--hosts", "4,8", "--reps", "2", "x"])
+    p = driver.plan_params(Mod, args)
+    assert (p.hosts, p.reps, p.count) == ((4, 8), 2, 7)
+    assert Mod.PARAMS["quick"].hosts == (4,)
+    p = driver.plan_params(Mod, driver.parse(["--quick"]))
+    assert (p.hosts, p.reps) == ((4,), 1)
+    for bad in (["--hosts", "1"], ["--hosts", "4,"], ["--reps", "0"],
+                ["--reps", "two"]):
+        with pytest.raises(SystemExit):
+            driver.parse(bad)

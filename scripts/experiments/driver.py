@@ -1,10 +1,12 @@
 """The experiments' driver, behind scripts/experiments/run and each
 expN_*.py run on its own:
 
-    run [--quick | --smoke] [--out DIR] [EXP...]
+    run [--quick | --smoke] [--hosts N,...] [--reps N] [--out DIR] [EXP...]
 
 EXP: exp1 ... exp8 (or exp1_sender, ...); default all.  --quick is the
 short version `make demo` runs, --smoke the smallest (the selftest's).
+--hosts and --reps replace the preset's numbers of hosts (experiments 3
+and 8) and of repetitions.
 Every step prints a progress line with an estimate of the time left; each
 experiment writes EXP.csv, EXP.png and EXP.md into DIR (default
 build/experiments), and summary.md lists the headline figures.  Runs as
@@ -12,6 +14,7 @@ root on the machine under test (in the VM: scripts/vm-run).  Exit status
 1 when a step failed twice (it is listed in summary.md), else 0.
 """
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -41,6 +44,37 @@ def load(names):
     return out
 
 
+def positive(text):
+    """An argument that must be a positive integer."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return n
+
+
+def host_counts(text):
+    """--hosts: numbers of hosts, at least 2 each, comma-separated."""
+    out = tuple(positive(t) for t in text.split(","))
+    if min(out) < 2:
+        raise argparse.ArgumentTypeError("an experiment needs 2 hosts or "
+                                         "more")
+    return out
+
+
+def plan_params(mod, args):
+    """@mod's parameters for @args: its preset's, with --hosts and --reps
+    in place of the preset's numbers."""
+    p = mod.PARAMS[args.preset]
+    if args.hosts:
+        p = dataclasses.replace(p, hosts=args.hosts)
+    if args.reps:
+        p = dataclasses.replace(p, reps=args.reps)
+    return p
+
+
 def parse(argv):
     ap = argparse.ArgumentParser(
         prog="scripts/experiments/run",
@@ -51,6 +85,11 @@ def parse(argv):
                       const="quick", help="the short version (make demo)")
     size.add_argument("--smoke", action="store_const", dest="preset",
                       const="smoke", help="the smallest (the selftest's)")
+    ap.add_argument("--hosts", type=host_counts, metavar="N,...",
+                    help="numbers of hosts, in place of the preset's "
+                    "(exp3, exp8)")
+    ap.add_argument("--reps", type=positive, metavar="N",
+                    help="repetitions, in place of the preset's")
     ap.add_argument("--out", default=str(REPO / "build" / "experiments"),
                     help="output directory (default build/experiments)")
     ap.add_argument("experiments", nargs="*", metavar="EXP",
@@ -107,9 +146,9 @@ class Session:
     """The experiments of one run: their plans, one progress line for all
     of them, the failed steps."""
 
-    def __init__(self, modules, preset, out):
-        self.preset, self.out = preset, out
-        self.plans = [(m, m.PARAMS[preset]) for m in modules]
+    def __init__(self, modules, args, out):
+        self.preset, self.out = args.preset, out
+        self.plans = [(m, plan_params(m, args)) for m in modules]
         self.steps = {m.NAME: m.steps(p) for m, p in self.plans}
         self.progress = common.Progress(
             [s for steps in self.steps.values() for s in steps])
@@ -172,7 +211,7 @@ def main(argv, modules=None, prog="scripts/experiments/run"):
     module.ensure_loaded()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    sess = Session(modules, args.preset, out)
+    sess = Session(modules, args, out)
     print(f"experiments: {' '.join(m.NAME for m, _ in sess.plans)} "
           f"({args.preset}): {sess.progress.total} steps, about "
           f"{common.duration(sess.progress.eta())} (QEMU/TCG estimate)",

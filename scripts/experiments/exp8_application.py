@@ -91,9 +91,10 @@ PARAMS = {
 # smoke run's time limit.
 VALUES = ("run_s",)
 SMOKE_TIMEOUT = 600
-# s, one run of meep: within the step's limit (common._attempt: ten times
-# its estimate), so that a run cut short is killed before a retry starts.
-RUN_TIMEOUT = 300
+# s per host, one run of meep: within the step's limit (common._attempt:
+# ten times its estimate), so that a run cut short is killed before a
+# retry starts.
+RUN_TIMEOUT_PER_HOST = 75
 FIELDS = ["rep", "hosts", "part", "scheduler", "app", "condition",
           "rate_mbit", "admitted", "flows", "run_s", "wall_s", "slowdown",
           "refusal"]
@@ -320,7 +321,8 @@ def _run_app(env, app, rate):
     until = env.p.extra["until"]
     try:
         r = mpi.run(hosts, [env.rank, "meep", f"sx={SX}", f"until={until}",
-                            str(CTL)], cgroup=JOB, timeout=RUN_TIMEOUT,
+                            str(CTL)], cgroup=JOB,
+                    timeout=RUN_TIMEOUT_PER_HOST * len(hosts),
                     event_tick_us=mpi.EVENT_TICK_US, env=penv,
                     user=USERS[app], yield_cpu=True, home=env.homes[app])
     except subprocess.TimeoutExpired:
