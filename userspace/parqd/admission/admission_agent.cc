@@ -378,15 +378,16 @@ void AdmissionAgent::Check(uint64_t now) {
       log_(kInfo, "admission: " + id + " released: job " + job +
                       " has ended (its cgroup is gone)");
   }
-  Measure(now);
-  if (config_.adapt.on)
-    Adapt(now);
+  // One look at the qdisc serves the measurement and the repair.
   auto parts = classes_.InstalledParts();
   if (!parts.ok()) {
     log_(kWarn,
          "admission: cannot list the reserved classes: " + parts.error());
     return;
   }
+  Measure(now, parts.value().uses);
+  if (config_.adapt.on)
+    Adapt(now);
   std::vector<std::string> left;
   for (const auto& [name, j] : joined_)
     if (!j.slurm.empty() && (!job_alive_ || !job_alive_(j.slurm)))

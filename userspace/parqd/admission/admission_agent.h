@@ -78,25 +78,26 @@ class ReservedClasses {
   // that have a class, or a filter into one, on the qdisc now, in order:
   // what the agent compares with what it holds.
   virtual Result<std::vector<uint32_t>, std::string> Installed() = 0;
-  // Installed(), and of those the minors that lack a part (the class,
-  // its filter, or its nftables chain with its rules: `nft flush ruleset`
-  // removes chains), from one look at the qdisc: what the agent's check
-  // removes and installs again.  When the chains cannot be read,
-  // `incomplete_error` says why and `incomplete` is empty.
-  struct Parts {
-    std::vector<uint32_t> installed, incomplete;
-    std::string incomplete_error;
-  };
-  virtual Result<Parts, std::string> InstalledParts() = 0;
-  // What each class of the agent's range has carried since it was made,
-  // by minor: the bytes sent and the time it was held back by its rate
-  // (the kernel's tc_parq_class_xstats; a kernel without them gives
-  // none).
+  // What a class has carried since it was made: the bytes sent and the
+  // time it was held back by its rate (the kernel's
+  // tc_parq_class_xstats).
   struct Use {
     uint64_t bytes = 0;
     uint64_t throttled_ns = 0;
   };
-  virtual Result<std::map<uint32_t, Use>, std::string> Uses() = 0;
+  // Installed(), and of those the minors that lack a part (the class,
+  // its filter, or its nftables chain with its rules: `nft flush ruleset`
+  // removes chains), and what each class carried (`uses`, by minor; a
+  // kernel without the statistics gives none), from one look at the
+  // qdisc: what the agent's check measures, removes and installs again.
+  // When the chains cannot be read, `incomplete_error` says why and
+  // `incomplete` is empty.
+  struct Parts {
+    std::vector<uint32_t> installed, incomplete;
+    std::string incomplete_error;
+    std::map<uint32_t, Use> uses;
+  };
+  virtual Result<Parts, std::string> InstalledParts() = 0;
 };
 
 // Who asks (from SO_PEERCRED and the user database).
@@ -330,7 +331,8 @@ class AdmissionAgent {
                                            uint64_t rate, bool adapting);
   // At each check: what each reservation carried since the last
   // (Measure), and the changes of rate that adaptation makes (Adapt).
-  void Measure(uint64_t now);
+  void Measure(uint64_t now,
+               const std::map<uint32_t, ReservedClasses::Use>& uses);
   void Adapt(uint64_t now);
   // What each reservation carried, for the metrics file.
   void UseMetrics(PromText& out) const;

@@ -38,28 +38,21 @@ uint64_t Scale(uint64_t a, uint64_t num, uint64_t den) {
 
 }  // namespace
 
-void AdmissionAgent::Measure(uint64_t now) {
-  if (held_.empty())
-    return;
-  auto uses = classes_.Uses();
-  if (!uses.ok()) {
-    log_(kWarn, "admission: cannot read the reserved classes' statistics: " +
-                    uses.error());
-    return;
-  }
+void AdmissionAgent::Measure(
+    uint64_t now, const std::map<uint32_t, ReservedClasses::Use>& uses) {
   for (auto& [id, h] : held_) {
-    const auto it = uses.value().find(h.minor);
+    const auto it = uses.find(h.minor);
     // No class (being installed again), the first look, or a class
     // installed again (its counters restart): measured from now on, and
     // nothing decided on what was measured before.
-    const bool fresh = it == uses.value().end() || h.seen_ns == 0 ||
-                       now <= h.seen_ns || it->second.bytes < h.seen.bytes ||
+    const bool fresh = it == uses.end() || h.seen_ns == 0 || now <= h.seen_ns ||
+                       it->second.bytes < h.seen.bytes ||
                        it->second.throttled_ns < h.seen.throttled_ns;
     if (fresh) {
       h.over_since = h.choked_since = 0;
       h.peak_bps = 0;
-      h.seen_ns = it == uses.value().end() ? 0 : now;
-      if (it != uses.value().end())
+      h.seen_ns = it == uses.end() ? 0 : now;
+      if (it != uses.end())
         h.seen = it->second;
       else
         h.use.reset();

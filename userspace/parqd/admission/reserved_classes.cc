@@ -160,17 +160,38 @@ std::optional<uint32_t> AgentMinor(uint32_t handle, uint32_t h) {
   return minor;
 }
 
+// What class `o` carried, from its statistics: none without them, or
+// from a kernel without the class xstats' backlogged time.
+std::optional<ReservedClasses::Use> UseOf(const TcObject& o) {
+  constexpr size_t kNeed = offsetof(tc_parq_class_xstats, throttled_ns) +
+                           sizeof(tc_parq_class_xstats::throttled_ns);
+  if (!o.stats || o.xstats.size() < kNeed)
+    return std::nullopt;
+  tc_parq_class_xstats xs{};
+  std::memcpy(&xs, o.xstats.data(), std::min(sizeof(xs), o.xstats.size()));
+  if (!(xs.version & PARQ_XSTATS_CLASS))
+    return std::nullopt;
+  return ReservedClasses::Use{o.stats->bytes, xs.throttled_ns};
+}
+
 }  // namespace
 
 std::optional<std::string> TcReservedClasses::Scan(
-    uint32_t h, std::set<uint32_t>* classes, std::set<uint32_t>* filters) {
+    uint32_t h, std::set<uint32_t>* classes, std::set<uint32_t>* filters,
+    std::map<uint32_t, Use>* uses) {
   auto c = tc_->Classes();
   if (!c.ok())
     return c.error().Text();
-  for (const TcObject& o : c.value())
-    if (o.kind == "parq")
-      if (auto m = AgentMinor(o.handle, h))
-        classes->insert(*m);
+  for (const TcObject& o : c.value()) {
+    const auto m = o.kind == "parq" ? AgentMinor(o.handle, h) : std::nullopt;
+    if (!m)
+      continue;
+    classes->insert(*m);
+    if (!uses)
+      continue;
+    if (auto u = UseOf(o))
+      (*uses)[*m] = *u;
+  }
   auto f = tc_->Filters(h);
   if (!f.ok())
     return f.error().Text();
@@ -237,11 +258,12 @@ TcReservedClasses::InstalledParts() {
   if (auto e = Handle(&h))
     return Err{*e};
   std::set<uint32_t> classes, filters, marking;
-  if (auto e = Scan(h, &classes, &filters))
+  std::map<uint32_t, Use> uses;
+  if (auto e = Scan(h, &classes, &filters, &uses))
     return Err{*e};
   std::set<uint32_t> any = classes;
   any.insert(filters.begin(), filters.end());
-  Parts out{{any.begin(), any.end()}, {}, {}};
+  Parts out{{any.begin(), any.end()}, {}, {}, std::move(uses)};
   if (auto e = Chains(&marking)) {
     out.incomplete_error = *e;
     return out;
@@ -249,30 +271,6 @@ TcReservedClasses::InstalledParts() {
   for (uint32_t m : any)
     if (!classes.count(m) || !filters.count(m) || !marking.count(m))
       out.incomplete.push_back(m);
-  return out;
-}
-
-Result<std::map<uint32_t, ReservedClasses::Use>, std::string>
-TcReservedClasses::Uses() {
-  uint32_t h = 0;
-  if (auto e = Handle(&h))
-    return Err{*e};
-  auto c = tc_->Classes();
-  if (!c.ok())
-    return Err{c.error().Text()};
-  std::map<uint32_t, Use> out;
-  constexpr size_t kNeed = offsetof(tc_parq_class_xstats, throttled_ns) +
-                           sizeof(tc_parq_class_xstats::throttled_ns);
-  for (const TcObject& o : c.value()) {
-    const auto m = AgentMinor(o.handle, h);
-    if (o.kind != "parq" || !m || !o.stats || o.xstats.size() < kNeed)
-      continue;
-    tc_parq_class_xstats xs{};
-    std::memcpy(&xs, o.xstats.data(), std::min(sizeof(xs), o.xstats.size()));
-    if (!(xs.version & PARQ_XSTATS_CLASS))
-      continue;
-    out[*m] = Use{o.stats->bytes, xs.throttled_ns};
-  }
   return out;
 }
 

@@ -80,13 +80,14 @@ class TcReservedClasses : public ReservedClasses {
   // Also by the table inet parq: a chain resv_MINOR with no rule that
   // marks is as good as none.
   Result<Parts, std::string> InstalledParts() override;
-  Result<std::map<uint32_t, Use>, std::string> Uses() override;
 
  private:
   // The agent's minors that have a class, and a filter, on the qdisc of
-  // handle `h`.
+  // handle `h`; with `uses`, what each of those classes carried, from the
+  // same dump.
   std::optional<std::string> Scan(uint32_t h, std::set<uint32_t>* classes,
-                                  std::set<uint32_t>* filters);
+                                  std::set<uint32_t>* filters,
+                                  std::map<uint32_t, Use>* uses = nullptr);
   // The agent's minors whose chain marks packets.
   std::optional<std::string> Chains(std::set<uint32_t>* marking);
   // Sets `handle` to the root qdisc's (0x10000 for "1:"), or says why

@@ -45,38 +45,42 @@ class FakeClasses : public ReservedClasses {
   }
   // The agent's range only, as the interface says.
   Result<std::vector<uint32_t>, std::string> Installed() override {
-    std::vector<uint32_t> out;
-    for (const auto& [minor, rate] : rates)
-      if (minor >= kAgentMinorFirst && minor <= kAgentMinorLast)
-        out.push_back(minor);
-    return out;
+    listings++;
+    return InRange();
   }
+  // What each class carried as the kernel would count it: `uses` as set
+  // by the test, for the classes installed.
   Result<Parts, std::string> InstalledParts() override {
-    Parts out{Installed().value(), {}, {}};
+    listings++;
+    Parts out{InRange(), {}, {}, {}};
     for (uint32_t minor : incomplete)
       if (rates.count(minor))
         out.incomplete.push_back(minor);
-    return out;
-  }
-
-  // As the kernel would count them: `uses` as set by the test, for the
-  // classes installed.
-  Result<std::map<uint32_t, Use>, std::string> Uses() override {
-    std::map<uint32_t, Use> out;
     for (const auto& [minor, use] : uses)
       if (rates.count(minor))
-        out[minor] = use;
+        out.uses[minor] = use;
     return out;
   }
 
   bool fail_install = false, fail_set = false;
   uint64_t installs = 0;
+  // Looks at the qdisc (each a dump of its classes on a real one).
+  uint64_t listings = 0;
   std::map<uint32_t, uint64_t> rates;
   std::map<uint32_t, Match> matches;
   std::map<uint32_t, std::vector<Address>> dests;
   std::map<uint32_t, uint32_t> owners;
   std::set<uint32_t> incomplete;
   std::map<uint32_t, Use> uses;
+
+ private:
+  std::vector<uint32_t> InRange() const {
+    std::vector<uint32_t> out;
+    for (const auto& [minor, rate] : rates)
+      if (minor >= kAgentMinorFirst && minor <= kAgentMinorLast)
+        out.push_back(minor);
+    return out;
+  }
 };
 
 }  // namespace parq::parqd::test

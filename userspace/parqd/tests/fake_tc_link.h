@@ -29,6 +29,8 @@ class FakeTcLink : public TcLink {
   KernelError refusal{EINVAL, "refused"};
   // Every listing fails with this.
   std::optional<KernelError> broken;
+  // Classes() called.
+  uint64_t class_dumps = 0;
 
   // A root parq of handle `h`.
   static FakeTcLink WithRoot(const std::string& kind, uint32_t h) {
@@ -41,6 +43,7 @@ class FakeTcLink : public TcLink {
     return List(qdiscs);
   }
   Result<std::vector<TcObject>, KernelError> Classes() override {
+    class_dumps++;
     return List(classes);
   }
   Result<std::vector<TcObject>, KernelError> Filters(uint32_t) override {

@@ -187,6 +187,24 @@ TEST_F(AdaptTest, EachReservationShowsWhatItCarried) {
   EXPECT_EQ(Held(a.value().id)->use->sent_bps, 20 * kMbit);
 }
 
+// A check looks at the qdisc once: what the classes carried comes from the
+// same dump as which of them are whole, with adaptation on or off.
+TEST_F(AdaptTest, ACheckListsTheClassesOnce) {
+  for (bool adapt : {false, true}) {
+    SCOPED_TRACE(adapt ? "adapt on" : "adapt off");
+    Start(adapt);
+    auto a = agent_->Reserve(kAlice, "n2", 40 * kMbit, "");
+    ASSERT_TRUE(a.ok()) << a.error();
+    Carry({{&kAlice, {10 * kMbit, 0.0}}});
+    classes_.listings = 0;
+    Carry({{&kAlice, {10 * kMbit, 0.0}}});
+    EXPECT_EQ(classes_.listings, 1u);
+    EXPECT_TRUE(Held(a.value().id)->use);
+    ASSERT_TRUE(agent_->Release(kAlice, a.value().id).ok());
+    agent_.reset();
+  }
+}
+
 // The whole story: alice reserves 40 Mbit/s and sends 10; bob holds the
 // other 40, which he uses, and may grow to 60; carol's 25 is refused.
 // After 15 s alice is shrunk to 12.5 Mbit/s (what she sent plus 25 %) and

@@ -910,8 +910,9 @@ TEST(TcClassesTest, PartsFindAClassWithoutItsFilterOrChain) {
       << got.value().incomplete_error;
 }
 
-// What each class carried, from its statistics: the bytes of TCA_STATS2
-// and the backlogged time of its xstats; a class of a kernel without them
+// What each class carried, from its statistics in the one dump of the
+// classes that InstalledParts() makes: the bytes of TCA_STATS2 and the
+// backlogged time of its xstats; a class of a kernel without them
 // (version 1, shorter), without statistics, or with another kind's, and
 // classes of other qdiscs or outside the agent's range give none.
 TEST(TcClassesTest, UsesReadEachClassesBytesAndBackloggedTime) {
@@ -946,11 +947,13 @@ TEST(TcClassesTest, UsesReadEachClassesBytesAndBackloggedTime) {
   l->classes.back().stats = TcStats{};
   l->classes.back().stats->bytes = 99;
   l->classes.back().xstats = xstats(v2, 12345, sizeof(tc_parq_class_xstats));
+  const FakeTcLink* dumps = l.get();
   TcReservedClasses tc("eth0", RecordingNft(ran), std::move(l));
-  auto got = tc.Uses();
+  auto got = tc.InstalledParts();
   ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_EQ(dumps->class_dumps, 1u);
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> seen;
-  for (const auto& [minor, u] : got.value())
+  for (const auto& [minor, u] : got.value().uses)
     seen[minor] = {u.bytes, u.throttled_ns};
   const std::map<uint32_t, std::pair<uint64_t, uint64_t>> want = {
       {0x1200, {99, 12345}}};
