@@ -6,7 +6,8 @@ For each cluster size: racks of RACK hosts under one spine, 10 Gbit/s
 links; a parallel job on a quarter of the hosts (ROUNDS rounds of an
 all-to-all then an incast of MESSAGE bytes per pair); LOCAL_IN bulk flows
 into each job host from hosts outside the job and LOCAL_OUT out of it.
-Each scheduler (fifo, parq, parqd) runs the two together; the job alone
+Each scheduler (fifo, parq, parqd, and parqd with its control messages
+served first: parqd+cs6) runs the two together; the job alone
 and the local flows alone (for as long as the job took under the
 scheduler) give the baselines.  Reported: the job's slowdown per phase
 kind, the local flows' throughput against theirs alone, the GRANT and
@@ -48,6 +49,13 @@ TITLE = "Simulation: parq on 64 to 1 024 hosts"
 SIZES = (64, 128, 256, 512, 1024)
 QUICK_SIZES = (64, 128)
 SCHEDULERS = ("fifo", "parq", "parqd")
+# At scale, parq-sim's options per row: the three schedulers, and parqd
+# with its GRANTs and RELEASEs in a network-control class that hosts and
+# switch ports serve first (CS6; the model's, not yet the module's).
+CONTROL_FIRST = "parqd+cs6"
+SCALE = {"fifo": ["--scheduler", "fifo"], "parq": ["--scheduler", "parq"],
+         "parqd": ["--scheduler", "parqd"],
+         CONTROL_FIRST: ["--scheduler", "parqd", "--control-first"]}
 RACK = 32
 ROUNDS = 2
 MESSAGE = 16384
@@ -111,10 +119,10 @@ def measure(sim, hosts):
     alone = run(sim, base + ["--no-local"])
     a2a_alone, inc_alone = phase_sums(alone)
     rows = []
-    for s in SCHEDULERS:
-        j = run(sim, base + ["--scheduler", s])
-        local = run(sim, base + ["--scheduler", s, "--no-parallel",
-                                 "--local-only-ns", j["parallel_ns"]])
+    for s, opts in SCALE.items():
+        j = run(sim, base + opts)
+        local = run(sim, base + opts + ["--no-parallel", "--local-only-ns",
+                                        j["parallel_ns"]])
         a2a, inc = phase_sums(j)
         thr = [x / 1e3 for x in j["throttle_ns"]]
         rel = [x / 1e3 for x in j["release_ns"]]
@@ -385,7 +393,7 @@ def report(rows, e3, cpu, sizes, out):
     def series(key):
         return {s: {i: stat(by[(s, n)][key]) for i, n in enumerate(sizes)
                     if (s, n) in by and by[(s, n)][key] is not None}
-                for s in SCHEDULERS}
+                for s in SCALE}
     common.plot(out / f"{NAME}.png", TITLE, [
         Panel("the job's all-to-all", "hosts", "slowdown", list(sizes),
               series("alltoall_slowdown"), hline=1.0),
@@ -394,26 +402,32 @@ def report(rows, e3, cpu, sizes, out):
         Panel("the local flows", "hosts", "throughput / alone",
               list(sizes), series("local_ratio"), hline=1.0),
         Panel("parqd's control messages", "hosts", "per host and second",
-              list(sizes), {"parqd": series("control_per_host_s")
-                            ["parqd"]})])
+              list(sizes), {s: series("control_per_host_s")[s]
+                            for s in ("parqd", CONTROL_FIRST)}),
+        Panel("parqd's time to throttle (median)", "hosts", "us",
+              list(sizes), {s: series("throttle_p50_us")[s]
+                            for s in ("parqd", CONTROL_FIRST)})])
     table = [[r["hosts"], r["scheduler"], fmt(r["alltoall_slowdown"]),
               fmt(r["incast_slowdown"]), fmt(r["job_alone_us"], 0),
               fmt(r["local_ratio"]), fmt(r["control_per_host_s"], 0),
               fmt(r["throttle_p50_us"], 0), fmt(r["throttle_max_us"], 0),
               fmt(r["release_p50_us"], 0)] for r in rows]
     top = max(sizes)
-    big = {s: by.get((s, top)) for s in SCHEDULERS}
+    big = {s: by.get((s, top)) for s in SCALE}
     head = (f"{NAME}: at {top} hosts (a job on {top // 4}), the job's "
             f"incast slowdown " + ", ".join(
-                f"{s} {fmt(big[s]['incast_slowdown'])}" for s in SCHEDULERS
+                f"{s} {fmt(big[s]['incast_slowdown'])}" for s in SCALE
                 if big[s]) + "; all-to-all " + ", ".join(
-                f"{s} {fmt(big[s]['alltoall_slowdown'])}" for s in SCHEDULERS
+                f"{s} {fmt(big[s]['alltoall_slowdown'])}" for s in SCALE
                 if big[s]) + (f"; parqd sent "
                               f"{fmt(big['parqd']['control_per_host_s'], 0)}"
                               f" control messages per host and second, "
                               f"throttled in a median "
                               f"{fmt(big['parqd']['throttle_p50_us'], 0)} us"
-                              if big["parqd"] else "") + ".")
+                              if big["parqd"] else "")
+            + (f" ({CONTROL_FIRST}: "
+               f"{fmt(big[CONTROL_FIRST]['throttle_p50_us'], 0)} us)"
+               if big[CONTROL_FIRST] else "") + ".")
     sections = [
         ("Results", "One run per size and scheduler (the model is "
          "deterministic; the local flows' hosts come from seed 1).  "

@@ -67,8 +67,9 @@ struct Port {
   uint64_t bps = 0;
   uint32_t to = 0;  // the node at the other end
   bool busy = false;
-  std::deque<uint32_t> q;  // packet ids (switch ports, FIFO hosts)
-  uint64_t bytes = 0;      // queued
+  std::deque<uint32_t> q;    // packet ids (switch ports, FIFO hosts)
+  std::deque<uint32_t> ctl;  // Config::control_first: control, served first
+  uint64_t bytes = 0;        // queued
 };
 
 struct Credit {
@@ -81,6 +82,7 @@ struct Host {
   uint32_t port = 0;  // its NIC
   // sch_parq
   parq_sched sched{};
+  std::deque<uint32_t> ctl;                      // control_first: control
   std::deque<uint32_t> par;                      // parallel packets
   std::map<uint32_t, std::deque<uint32_t>> loc;  // by destination
   std::deque<uint32_t> rr;                       // destinations queued
@@ -143,6 +145,8 @@ class Model {
   uint32_t NewPacket(const Packet& p);
   void Free(uint32_t id) { free_.push_back(id); }
   uint32_t RouteFrom(uint32_t node, uint32_t dst) const;
+  // Config::control_first and packet @id is a GRANT or a RELEASE.
+  bool IsControl(uint32_t id) const;
   void PortEnqueue(uint32_t port, uint32_t id);
   void PortKick(uint32_t port);
   void HostEnqueue(uint32_t h, uint32_t id);
@@ -210,7 +214,7 @@ void Model::Build() {
   const uint64_t up_bps =
       c_.link_bps * c_.rack / std::max<uint32_t>(1, c_.oversubscription);
   auto add = [&](uint32_t from, uint32_t to, uint64_t bps) {
-    ports_.push_back(Port{bps, to, false, {}, 0});
+    ports_.push_back(Port{bps, to, false, {}, {}, 0});
     const auto id = static_cast<uint32_t>(ports_.size() - 1);
     node_ports_[from].push_back(id);
     return id;
@@ -287,9 +291,14 @@ uint32_t Model::RouteFrom(uint32_t node, uint32_t dst) const {
   return node_ports_[node].back();
 }
 
+bool Model::IsControl(uint32_t id) const {
+  return c_.control_first &&
+         (pkts_[id].kind == Kind::kGrant || pkts_[id].kind == Kind::kRelease);
+}
+
 void Model::PortEnqueue(uint32_t port, uint32_t id) {
   Port& p = ports_[port];
-  p.q.push_back(id);
+  (IsControl(id) ? p.ctl : p.q).push_back(id);
   p.bytes += pkts_[id].bytes;
   r_.max_switch_queue = std::max(r_.max_switch_queue, p.bytes);
   PortKick(port);
@@ -303,9 +312,10 @@ void Model::PortKick(uint32_t port) {
   std::optional<uint32_t> id;
   if (port < c_.hosts) {  // host h's NIC is port h
     id = HostDequeue(port);
-  } else if (!p.q.empty()) {
-    id = p.q.front();
-    p.q.pop_front();
+  } else if (!p.ctl.empty() || !p.q.empty()) {
+    auto& from = p.ctl.empty() ? p.q : p.ctl;
+    id = from.front();
+    from.pop_front();
     p.bytes -= pkts_[*id].bytes;
   }
   if (!id)
@@ -321,7 +331,9 @@ void Model::HostEnqueue(uint32_t h, uint32_t id) {
   const Packet& p = pkts_[id];
   host.queued += p.bytes;
   r_.max_host_queue = std::max(r_.max_host_queue, host.queued);
-  if (c_.scheduler == Scheduler::kFifo || p.kind != Kind::kLocal) {
+  if (IsControl(id)) {
+    host.ctl.push_back(id);
+  } else if (c_.scheduler == Scheduler::kFifo || p.kind != Kind::kLocal) {
     host.par.push_back(id);  // the FIFO itself, under kFifo
   } else {
     auto& dq = host.loc[p.dst];
@@ -332,10 +344,17 @@ void Model::HostEnqueue(uint32_t h, uint32_t id) {
   PortKick(host.port);
 }
 
-// sch_parq's dequeue at @now_, through kmod/core's policy; a FIFO under
-// kFifo (every packet is in `par` then).
+// sch_parq's dequeue at @now_, through kmod/core's policy, after the
+// control packets (control_first); a FIFO under kFifo (every packet is in
+// `par` then).
 std::optional<uint32_t> Model::HostDequeue(uint32_t h) {
   Host& host = hosts_[h];
+  if (!host.ctl.empty()) {
+    const uint32_t id = host.ctl.front();
+    host.ctl.pop_front();
+    host.queued -= pkts_[id].bytes;
+    return id;
+  }
   if (c_.scheduler == Scheduler::kFifo) {
     if (host.par.empty())
       return std::nullopt;

@@ -14,7 +14,9 @@
 //     local-sender reports (at most one per source per hold) and its stop
 //     report (no parallel packet for `hold`) decide at once; restatements
 //     every (lease - 1) / 2 epochs.  GRANT and RELEASE are 128-byte packets
-//     that cross the network like any other, in the parallel class.
+//     that cross the network like any other, in the parallel class; or,
+//     with `control_first`, in a network-control class (CS6) that each
+//     host's egress and each switch port serve before anything else.
 //   - Links: serialization at their rate plus a propagation delay.
 //     Switches: output-queued, one FIFO per port, no drops (the queues'
 //     peaks are reported instead), as ordinary Ethernet with buffers large
@@ -79,6 +81,7 @@ struct Config {
   uint64_t hold_ns = 10'000'000;  // also the monitor's
   uint16_t lease = 3;             // epochs (parqd: 49; simulation.md)
   uint64_t react_ns = 10'000;     // a report to parqd's decision
+  bool control_first = false;     // GRANT and RELEASE ahead of data
   // The parallel job.
   uint32_t job_hosts = 16;   // hosts 0, stride, 2 stride, ...
   uint64_t message = 16384;  // bytes per pair and phase

@@ -26,6 +26,7 @@ nlohmann::json ToJson(const Config& c, const parq::sim::Result& r) {
   j["job_hosts"] = c.job_hosts;
   j["parallel"] = c.parallel;
   j["local"] = c.local;
+  j["control_first"] = c.control_first;
   j["end_ns"] = r.end_ns;
   j["phase_ns"] = r.phase_ns;
   j["parallel_ns"] = r.parallel_ns;
@@ -90,6 +91,9 @@ int Main(int argc, char** argv) {
   app.add_option("--react-ns", c.react_ns,
                  "from a monitor's report to parqd's decision")
       ->capture_default_str();
+  app.add_flag("--control-first", c.control_first,
+               "GRANT and RELEASE in a network-control class that hosts and "
+               "switch ports serve first");
   app.add_option("--job-hosts", c.job_hosts, "hosts of the parallel job")
       ->capture_default_str();
   app.add_option("--message", c.message, "bytes per pair and phase")
