@@ -406,7 +406,8 @@ def report(rows, e3, cpu, sizes, out):
                             for s in ("parqd", CONTROL_FIRST)}),
         Panel("parqd's time to throttle (median)", "hosts", "us",
               list(sizes), {s: series("throttle_p50_us")[s]
-                            for s in ("parqd", CONTROL_FIRST)})])
+                            for s in ("parqd", CONTROL_FIRST)},
+              logy=True)])
     table = [[r["hosts"], r["scheduler"], fmt(r["alltoall_slowdown"]),
               fmt(r["incast_slowdown"]), fmt(r["job_alone_us"], 0),
               fmt(r["local_ratio"]), fmt(r["control_per_host_s"], 0),
