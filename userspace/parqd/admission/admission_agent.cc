@@ -378,7 +378,9 @@ void AdmissionAgent::Check(uint64_t now) {
       log_(kInfo, "admission: " + id + " released: job " + job +
                       " has ended (its cgroup is gone)");
   }
-  // One look at the qdisc serves the measurement and the repair.
+  // One look at the qdisc serves the measurement, the adaptation and the
+  // repair; without it none of them runs (nothing is decided on what
+  // could not be seen, and the next look measures from the last one).
   auto parts = classes_.InstalledParts();
   if (!parts.ok()) {
     log_(kWarn,

@@ -52,6 +52,8 @@ class FakeClasses : public ReservedClasses {
   // by the test, for the classes installed.
   Result<Parts, std::string> InstalledParts() override {
     listings++;
+    if (fail_list)
+      return Err{std::string("tc: cannot dump the classes")};
     Parts out{InRange(), {}, {}, {}};
     for (uint32_t minor : incomplete)
       if (rates.count(minor))
@@ -62,7 +64,7 @@ class FakeClasses : public ReservedClasses {
     return out;
   }
 
-  bool fail_install = false, fail_set = false;
+  bool fail_install = false, fail_set = false, fail_list = false;
   uint64_t installs = 0;
   // Looks at the qdisc (each a dump of its classes on a real one).
   uint64_t listings = 0;

@@ -915,7 +915,7 @@ TEST(TcClassesTest, PartsFindAClassWithoutItsFilterOrChain) {
 // backlogged time of its xstats; a class of a kernel without them
 // (version 1, shorter), without statistics, or with another kind's, and
 // classes of other qdiscs or outside the agent's range give none.
-TEST(TcClassesTest, UsesReadEachClassesBytesAndBackloggedTime) {
+TEST(TcClassesTest, PartsReadEachClassesBytesAndBackloggedTime) {
   std::vector<std::vector<std::string>> ran;
   auto l = FakeQdisc();
   auto xstats = [](uint32_t version, uint64_t backlogged, size_t len) {
