@@ -447,7 +447,9 @@ def report(rows, e3, cpu, sizes, out):
 parq-sim runs sch_parq's own scheduling core (kmod/core) at every host's
 egress and parqd's own grant logic (userspace/parqd, Granter) at every
 receiver, on racks of {RACK} hosts under one spine with 10 Gbit/s links
-and FIFO switch ports.  A parallel job on a quarter of the hosts runs
+and FIFO switch ports (parqd+cs6: parqd with its GRANTs and RELEASEs
+served first by hosts and switch ports, the model's `--control-first`).
+A parallel job on a quarter of the hosts runs
 {ROUNDS} rounds of an all-to-all then an incast of {MESSAGE // 1024} KiB
 per pair; {LOCAL_IN} local bulk flows (64 KiB windows) go into each of
 its hosts from outside the job and {LOCAL_OUT} out of it.

@@ -830,6 +830,8 @@ std::string CheckConfig(const Config& c) {
     return "nothing to run: neither the parallel job nor local jobs";
   if (c.threshold == 0 || c.threshold > PARQ_THRESHOLD_INF)
     return "threshold: 1 to 65535";
+  if (c.control_first && c.scheduler != Scheduler::kParqd)
+    return "control-first: only parqd sends control messages";
   parqd::GrantPolicy p;
   p.threshold_recv = c.threshold_recv;
   p.hold_ns = c.hold_ns;

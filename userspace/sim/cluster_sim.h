@@ -16,9 +16,11 @@
 //     every (lease - 1) / 2 epochs.  GRANT and RELEASE are 128-byte packets
 //     that cross the network like any other, in the parallel class; or,
 //     with `control_first`, in a network-control class (CS6) that each
-//     host's egress and each switch port serve before anything else.
+//     host's egress and each switch port serve before anything else (at a
+//     host, ahead of sch_parq's policy, which does not count them).
 //   - Links: serialization at their rate plus a propagation delay.
-//     Switches: output-queued, one FIFO per port, no drops (the queues'
+//     Switches: output-queued, one FIFO per port (and the control class's
+//     queue ahead of it with `control_first`), no drops (the queues'
 //     peaks are reported instead), as ordinary Ethernet with buffers large
 //     enough.
 //   - Local jobs: bulk flows with a fixed window of bytes in flight; a
@@ -82,6 +84,7 @@ struct Config {
   uint16_t lease = 3;             // epochs (parqd: 49; simulation.md)
   uint64_t react_ns = 10'000;     // a report to parqd's decision
   bool control_first = false;     // GRANT and RELEASE ahead of data
+                                  // (kParqd only: no other sends them)
   // The parallel job.
   uint32_t job_hosts = 16;   // hosts 0, stride, 2 stride, ...
   uint64_t message = 16384;  // bytes per pair and phase

@@ -92,8 +92,8 @@ int Main(int argc, char** argv) {
                  "from a monitor's report to parqd's decision")
       ->capture_default_str();
   app.add_flag("--control-first", c.control_first,
-               "GRANT and RELEASE in a network-control class that hosts and "
-               "switch ports serve first");
+               "parqd: GRANT and RELEASE in a network-control class that "
+               "hosts and switch ports serve first");
   app.add_option("--job-hosts", c.job_hosts, "hosts of the parallel job")
       ->capture_default_str();
   app.add_option("--message", c.message, "bytes per pair and phase")
