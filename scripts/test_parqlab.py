@@ -212,13 +212,23 @@ def test_the_driver_replaces_a_presets_hosts_and_repetitions(monkeypatch):
     from common import Params
 
     class Mod:
+        NAME = "expX"
+        MAX_HOSTS = 8
         PARAMS = {"quick": Params(reps=1, hosts=(4,), count=7)}
-    args = driver.parse(["--quick", "--hosts", "4,8", "--reps", "2", "x"])
+
+    class NoHosts:
+        NAME = "expY"
+        PARAMS = Mod.PARAMS
+    args = driver.parse(["--quick", "--hosts", "8,4,8", "--reps", "2", "x"])
     p = driver.plan_params(Mod, args)
     assert (p.hosts, p.reps, p.count) == ((4, 8), 2, 7)
     assert Mod.PARAMS["quick"].hosts == (4,)
+    assert driver.plan_params(NoHosts, args).hosts == (4,)
     p = driver.plan_params(Mod, driver.parse(["--quick"]))
     assert (p.hosts, p.reps) == ((4,), 1)
+    with pytest.raises(SystemExit, match="8 hosts at most"):
+        driver.plan_params(Mod, driver.parse(["--quick", "--hosts",
+                                              "4,12"]))
     for bad in (["--hosts", "1"], ["--hosts", "4,"], ["--reps", "0"],
                 ["--reps", "two"]):
         with pytest.raises(SystemExit):

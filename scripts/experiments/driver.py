@@ -6,7 +6,7 @@ expN_*.py run on its own:
 EXP: exp1 ... exp8 (or exp1_sender, ...); default all.  --quick is the
 short version `make demo` runs, --smoke the smallest (the selftest's).
 --hosts and --reps replace the preset's numbers of hosts (experiments 3
-and 8) and of repetitions.
+and 8: those with MAX_HOSTS, within it) and of repetitions.
 Every step prints a progress line with an estimate of the time left; each
 experiment writes EXP.csv, EXP.png and EXP.md into DIR (default
 build/experiments), and summary.md lists the headline figures.  Runs as
@@ -56,8 +56,9 @@ def positive(text):
 
 
 def host_counts(text):
-    """--hosts: numbers of hosts, at least 2 each, comma-separated."""
-    out = tuple(positive(t) for t in text.split(","))
+    """--hosts: numbers of hosts, at least 2 each, comma-separated; in
+    increasing order, each once."""
+    out = tuple(sorted({positive(t) for t in text.split(",")}))
     if min(out) < 2:
         raise argparse.ArgumentTypeError("an experiment needs 2 hosts or "
                                          "more")
@@ -68,7 +69,13 @@ def plan_params(mod, args):
     """@mod's parameters for @args: its preset's, with --hosts and --reps
     in place of the preset's numbers."""
     p = mod.PARAMS[args.preset]
-    if args.hosts:
+    if args.hosts and not hasattr(mod, "MAX_HOSTS"):
+        print(f"run: {mod.NAME} has no number of hosts: --hosts does not "
+              "apply to it", file=sys.stderr)
+    elif args.hosts:
+        if mod.MAX_HOSTS and max(args.hosts) > mod.MAX_HOSTS:
+            raise SystemExit(f"run: {mod.NAME} runs on {mod.MAX_HOSTS} "
+                             "hosts at most")
         p = dataclasses.replace(p, hosts=args.hosts)
     if args.reps:
         p = dataclasses.replace(p, reps=args.reps)

@@ -17,7 +17,8 @@ answer at h1.  `parq+parqd` adds parqd, h0 in the receiving role.
 Slowdown: the barrier's completion time with the local job over the same
 without it, same configuration, same repetition.
 
-    scripts/experiments/exp3_collective.py [--quick] [--out DIR]
+    scripts/experiments/exp3_collective.py [--quick] [--hosts N,...]
+        [--out DIR]
 """
 import sys
 import tempfile
@@ -30,6 +31,8 @@ from parqlab import bench
 from parqlab.netns import Star
 
 NAME = "exp3"
+# --hosts: any number of hosts (no bound of its own).
+MAX_HOSTS = None
 TITLE = "Experiment 3: one-to-all then all-to-one"
 PARAMS = {
     "full": Params(reps=3, local_sizes=(16384,), parallel_sizes=(64,)),

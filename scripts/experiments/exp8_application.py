@@ -34,7 +34,10 @@ The run time is meep's own ("Elapsed run time", its time steps, not its
 start); a slowdown is a run time over the same application's alone, same
 scheduler, hosts and repetition.
 
-    scripts/experiments/exp8_application.py [--quick] [--out DIR]
+    scripts/experiments/exp8_application.py [--quick] [--hosts N,...]
+        [--out DIR]
+
+(--hosts: at most MAX_HOSTS.)
 """
 import os
 import pwd
@@ -73,6 +76,8 @@ BULK_SIZE = 16384
 # (and two applications' under TOGETHER_RATES) fit RESERVABLE % of
 # LINK_MBIT at 8 hosts.
 RATES = (0.125, 0.25, 0.5, 1.0)
+# --hosts: beyond 8 hosts the largest rates no longer fit.
+MAX_HOSTS = 8
 TOGETHER_RATES = {"a": 0.5, "b": 0.25}
 SCHEDULERS = ("pfifo", "fq_codel", "cake", "parq")
 # The quick run: 4 hosts, one repetition.  The smoke run: one step, a
