@@ -216,20 +216,26 @@ def test_the_driver_replaces_a_presets_hosts_and_repetitions(monkeypatch):
         MAX_HOSTS = 8
         PARAMS = {"quick": Params(reps=1, hosts=(4,), count=7)}
 
+        def steps(p):
+            return []
+
     class NoHosts:
         NAME = "expY"
         PARAMS = Mod.PARAMS
     args = driver.parse(["--quick", "--hosts", "8,4,8", "--reps", "2", "x"])
-    p = driver.plan_params(Mod, args)
+    assert (args.preset, args.hosts, args.reps) == ("quick", (4, 8), 2)
+    p = driver.plan_params(Mod, "quick", args.hosts, args.reps)
     assert (p.hosts, p.reps, p.count) == ((4, 8), 2, 7)
     assert Mod.PARAMS["quick"].hosts == (4,)
-    assert driver.plan_params(NoHosts, args).hosts == (4,)
-    p = driver.plan_params(Mod, driver.parse(["--quick"]))
+    assert driver.plan_params(NoHosts, "quick", (4, 8)).hosts == (4,)
+    p = driver.plan_params(Mod, "quick")
     assert (p.hosts, p.reps) == ((4,), 1)
     with pytest.raises(SystemExit, match="8 hosts at most"):
-        driver.plan_params(Mod, driver.parse(["--quick", "--hosts",
-                                              "4,12"]))
+        driver.plan_params(Mod, "quick", (4, 12))
     for bad in (["--hosts", "1"], ["--hosts", "4,"], ["--reps", "0"],
                 ["--reps", "two"]):
         with pytest.raises(SystemExit):
             driver.parse(bad)
+    # As selftests/parq_experiments.py makes one: a preset alone.
+    sess = driver.Session([Mod], "quick", None)
+    assert sess.plans[0][1] is Mod.PARAMS["quick"]

@@ -65,20 +65,20 @@ def host_counts(text):
     return out
 
 
-def plan_params(mod, args):
-    """@mod's parameters for @args: its preset's, with --hosts and --reps
-    in place of the preset's numbers."""
-    p = mod.PARAMS[args.preset]
-    if args.hosts and not hasattr(mod, "MAX_HOSTS"):
+def plan_params(mod, preset, hosts=None, reps=None):
+    """@mod's parameters: @preset's, with @hosts (--hosts) and @reps
+    (--reps) in place of its numbers when given."""
+    p = mod.PARAMS[preset]
+    if hosts and not hasattr(mod, "MAX_HOSTS"):
         print(f"run: {mod.NAME} has no number of hosts: --hosts does not "
               "apply to it", file=sys.stderr)
-    elif args.hosts:
-        if mod.MAX_HOSTS and max(args.hosts) > mod.MAX_HOSTS:
+    elif hosts:
+        if mod.MAX_HOSTS and max(hosts) > mod.MAX_HOSTS:
             raise SystemExit(f"run: {mod.NAME} runs on {mod.MAX_HOSTS} "
                              "hosts at most")
-        p = dataclasses.replace(p, hosts=args.hosts)
-    if args.reps:
-        p = dataclasses.replace(p, reps=args.reps)
+        p = dataclasses.replace(p, hosts=hosts)
+    if reps:
+        p = dataclasses.replace(p, reps=reps)
     return p
 
 
@@ -153,9 +153,10 @@ class Session:
     """The experiments of one run: their plans, one progress line for all
     of them, the failed steps."""
 
-    def __init__(self, modules, args, out):
-        self.preset, self.out = args.preset, out
-        self.plans = [(m, plan_params(m, args)) for m in modules]
+    def __init__(self, modules, preset, out, hosts=None, reps=None):
+        self.preset, self.out = preset, out
+        self.plans = [(m, plan_params(m, preset, hosts, reps))
+                      for m in modules]
         self.steps = {m.NAME: m.steps(p) for m, p in self.plans}
         self.progress = common.Progress(
             [s for steps in self.steps.values() for s in steps])
@@ -218,7 +219,7 @@ def main(argv, modules=None, prog="scripts/experiments/run"):
     module.ensure_loaded()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    sess = Session(modules, args, out)
+    sess = Session(modules, args.preset, out, args.hosts, args.reps)
     print(f"experiments: {' '.join(m.NAME for m, _ in sess.plans)} "
           f"({args.preset}): {sess.progress.total} steps, about "
           f"{common.duration(sess.progress.eta())} (QEMU/TCG estimate)",
