@@ -53,8 +53,7 @@ SCHEDULERS = ("fifo", "parq", "parqd")
 # with its GRANTs and RELEASEs in a network-control class that hosts and
 # switch ports serve first (CS6; the model's, not yet the module's).
 CONTROL_FIRST = "parqd+cs6"
-SCALE = {"fifo": ["--scheduler", "fifo"], "parq": ["--scheduler", "parq"],
-         "parqd": ["--scheduler", "parqd"],
+SCALE = {**{s: ["--scheduler", s] for s in SCHEDULERS},
          CONTROL_FIRST: ["--scheduler", "parqd", "--control-first"]}
 RACK = 32
 ROUNDS = 2

@@ -251,15 +251,9 @@ TEST(SimTest, NoCpusIsTheModelWithoutThem) {
 // Documentation/results/sim.csv has from before the CPU model (job_us
 // 1563.85, events 387967).
 TEST(SimTest, CommittedRunUnchanged) {
-  Config c;
-  c.hosts = 64;
-  c.rack = 32;
-  c.job_hosts = 16;
-  c.rounds = 2;
-  c.message = 16384;
-  c.local_in = 2;
-  c.local_out = 1;
-  c.scheduler = Scheduler::kParqd;
+  const Config c = AtScale(64, false);
+  ASSERT_EQ(c.local_in, 2u);
+  ASSERT_EQ(c.local_out, 1u);
   const Result r = Simulate(c);
   EXPECT_EQ(r.parallel_ns, 1563846u);
   EXPECT_EQ(r.events, 387967u);
