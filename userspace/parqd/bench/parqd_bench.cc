@@ -422,6 +422,24 @@ int Run(int argc, char** argv) {
       ->check(CLI::Range(1, 10000000));
   app.add_option("--seconds", seconds, "seconds of each flood run")
       ->check(CLI::Range(1, 600));
+  std::vector<int> senders = {1, 16, 128, 512, 1024};
+  app.add_option("--senders", senders,
+                 "numbers of local senders of the receiving-role figures")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  std::vector<uint16_t> leases = {wire::kDefaultLeaseEpochs, 3};
+  app.add_option("--leases", leases, "leases, in epochs, of those figures")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65535));
+  std::vector<std::string> known = {"reported", "in-table"};
+  app.add_option("--parallel", known,
+                 "how the receiving role knows of parallel traffic")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"reported", "in-table"}));
+  std::vector<std::string> parts = {"receiving", "sending", "flood"};
+  app.add_option("--parts", parts, "which measurements to make")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"receiving", "sending", "flood"}));
   if (const auto code =
           parq::parqd::ParseCli(app, argc, argv, std::cout, std::cerr))
     return *code;
@@ -434,11 +452,20 @@ int Run(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   const int signal_fd = signalfd(-1, &set, SFD_CLOEXEC);
 
-  for (bool reported : {true, false})
-    for (int n : {1, 16, 128, 512, 1024})
-      for (uint16_t lease : {wire::kDefaultLeaseEpochs, uint16_t{3}})
-        ReceivingRoleCost(n, lease, epochs, reported);
-  SendingRoleCost(datagrams);
+  const auto wanted = [&parts](const char* part) {
+    return std::find(parts.begin(), parts.end(), part) != parts.end();
+  };
+  if (wanted("receiving"))
+    for (bool reported : {true, false})
+      for (int n : senders)
+        if (std::find(known.begin(), known.end(),
+                      reported ? "reported" : "in-table") != known.end())
+          for (uint16_t lease : leases)
+            ReceivingRoleCost(n, lease, epochs, reported);
+  if (wanted("sending"))
+    SendingRoleCost(datagrams);
+  if (!wanted("flood"))
+    return 0;
 
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() /

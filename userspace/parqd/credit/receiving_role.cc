@@ -75,45 +75,66 @@ uint64_t ReceivingRole::restate_ns() const {
   return std::max<uint64_t>(1, (lease - 1) / 2) * epoch_ns();
 }
 
-bool ReceivingRole::Restates(const GrantDecision& d, uint64_t now,
-                             uint64_t early) const {
-  if (d.type != wire::Type::kGrant)
-    return false;
-  auto it = sent_.find(d.peer);
-  return it != sent_.end() && it->second.type == wire::Type::kGrant &&
-         it->second.credit == d.credit &&
-         now - it->second.at + early < restate_ns();
+bool ReceivingRole::Restates(const GrantDecision& d, const SentRecord* last,
+                             uint64_t now, uint64_t early) const {
+  return d.type == wire::Type::kGrant && last &&
+         last->type == wire::Type::kGrant && last->credit == d.credit &&
+         now - last->at + early < restate_ns();
 }
 
 void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
                          uint64_t realtime_ns) {
-  std::vector<Outgoing> batch;
-  // The peer and message of each datagram of the batch, in its order.
-  std::vector<std::pair<uint64_t, wire::Message>> queued;
   auto failed = [&](uint64_t peer, bool grant, const std::string& why) {
     ++counters_.send_errors;
     Log(now, std::string("cannot send ") + (grant ? "GRANT" : "RELEASE") +
                  " to peer " + std::to_string(peer) + why);
   };
-  // When some message goes out, so do the restatements due within half a
-  // period: the peers' restatements fall into step, and one batch (one
-  // wake-up of the loop) serves them all.
-  const bool sending = std::any_of(ds.begin(), ds.end(), [&](const auto& d) {
-    return send_to_.count(d.peer) && !Restates(d, now, 0);
-  });
-  const uint64_t early = sending ? restate_ns() / 2 : 0;
+  // Each decision's destination and the last message its peer was sent,
+  // looked up once.
+  struct Due {
+    const GrantDecision* d;
+    const Address* to;
+    const SentRecord* last;
+  };
+  std::vector<Due> due;
+  due.reserve(ds.size());
   for (const GrantDecision& d : ds) {
     auto to = send_to_.find(d.peer);
     if (to == send_to_.end())
       continue;
-    if (Restates(d, now, early)) {
+    auto last = sent_.find(d.peer);
+    due.push_back(
+        {&d, &to->second, last == sent_.end() ? nullptr : &last->second});
+  }
+  // When some message goes out, so do the restatements due within half a
+  // period: the peers' restatements fall into step, and one batch (one
+  // wake-up of the loop) serves them all.
+  const bool sending = std::any_of(due.begin(), due.end(), [&](const Due& u) {
+    return !Restates(*u.d, u.last, now, 0);
+  });
+  const uint64_t early = sending ? restate_ns() / 2 : 0;
+  std::vector<Outgoing> batch;
+  batch.reserve(due.size());
+  // The peer and message of each datagram of the batch, in its order.
+  struct Queued {
+    uint64_t peer;
+    wire::Type type;
+    uint64_t sequence;
+    uint64_t credit;
+  };
+  std::vector<Queued> queued;
+  queued.reserve(due.size());
+  wire::Message m;  // reused: this host's addresses are copied once
+  m.addresses = cfg_.own_addresses;
+  for (const Due& u : due) {
+    const GrantDecision& d = *u.d;
+    if (Restates(d, u.last, now, early)) {
       ++counters_.restatements_skipped;
       continue;
     }
     const Stamp stamp{cfg_.node_id, keys_.send_id(), realtime_ns,
                       SatAdd(sequence_, 1)};
-    const wire::Message m =
-        ToMessage(d, cfg_.policy, stamp, cfg_.own_addresses);
+    SetMessage(d, cfg_.policy, stamp, &m);
     sequence_ = m.sequence;
     const bool grant = d.type == wire::Type::kGrant;
     const Key* key = keys_.SendKey(d.peer);
@@ -122,28 +143,28 @@ void ReceivingRole::Send(const std::vector<GrantDecision>& ds, uint64_t now,
              ": no key of id " + std::to_string(keys_.send_id()) + " for it");
       continue;
     }
-    auto bytes = wire::Encode(m, *key, to->second);
+    auto bytes = wire::Encode(m, *key, *u.to);
     if (!bytes.ok()) {
       failed(d.peer, grant,
-             " at " + to->second.ToString() + ": " +
+             " at " + u.to->ToString() + ": " +
                  std::string(wire::Name(bytes.error())));
       continue;
     }
-    batch.push_back({to->second, cfg_.peer_port, std::move(bytes.value())});
-    queued.emplace_back(d.peer, m);
+    batch.push_back({*u.to, cfg_.peer_port, std::move(bytes.value())});
+    queued.push_back({d.peer, m.type, m.sequence, m.credit});
   }
   if (batch.empty())
     return;
   const std::vector<bool> ok = send_(batch);
   for (size_t i = 0; i < batch.size(); i++) {
-    const auto& [peer, m] = queued[i];
-    const bool grant = m.type == wire::Type::kGrant;
+    const Queued& q = queued[i];
+    const bool grant = q.type == wire::Type::kGrant;
     if (i >= ok.size() || !ok[i]) {
-      failed(peer, grant, " at " + batch[i].to.ToString());
+      failed(q.peer, grant, " at " + batch[i].to.ToString());
       continue;
     }
     (grant ? counters_.grants_sent : counters_.releases_sent)++;
-    sent_[peer] = {m.type, m.sequence, m.credit, now};
+    sent_[q.peer] = {q.type, q.sequence, q.credit, now};
   }
 }
 
@@ -207,10 +228,11 @@ uint64_t ReceivingRole::NextTick(uint64_t now) const {
 }
 
 void ReceivingRole::Decide(uint64_t now, uint64_t realtime_ns) {
-  const std::set<uint64_t> before = granter_.granted();
   const auto ds = granter_.Tick(now);
+  const std::vector<uint64_t>& fresh = granter_.newly_granted();
   for (const GrantDecision& d : ds) {
-    if (d.type == wire::Type::kGrant && !before.count(d.peer))
+    if (d.type == wire::Type::kGrant &&
+        std::binary_search(fresh.begin(), fresh.end(), d.peer))
       Log(now, "granting peer " + std::to_string(d.peer) + " " +
                    std::to_string(d.credit) +
                    " bytes per epoch: parallel "

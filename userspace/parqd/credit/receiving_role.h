@@ -164,9 +164,11 @@ class ReceivingRole {
   void Decide(uint64_t now, uint64_t realtime_ns);
   void Send(const std::vector<GrantDecision>& ds, uint64_t now,
             uint64_t realtime_ns);
-  // Whether `d` is a GRANT of the credit last sent to its peer, sent less
-  // than restate_ns() - `early` ago: not sent again.
-  bool Restates(const GrantDecision& d, uint64_t now, uint64_t early) const;
+  // Whether `d` is a GRANT of the credit last sent to its peer (`last`,
+  // nullptr if none), sent less than restate_ns() - `early` ago: not sent
+  // again.
+  bool Restates(const GrantDecision& d, const SentRecord* last, uint64_t now,
+                uint64_t early) const;
   void Log(uint64_t now, const std::string& line);
 
   ReceivingRoleConfig cfg_;

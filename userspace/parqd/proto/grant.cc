@@ -41,23 +41,36 @@ bool Granter::parallel_active(uint64_t now) const {
 
 std::vector<GrantDecision> Granter::Tick(uint64_t now) {
   const bool parallel = parallel_active(now);
-  std::set<uint64_t> peers = granted_;
-  for (const auto& [peer, t] : last_local_)
-    peers.insert(peer);
   std::vector<GrantDecision> out;
+  out.reserve(granted_.size() + last_local_.size());
+  newly_granted_.clear();
   size_t grants = 0;
-  for (const uint64_t peer : peers) {
-    auto it = last_local_.find(peer);
-    const bool local = it != last_local_.end() && Recent(now, it->second);
-    if (parallel && (local || granted_.count(peer))) {
+  // Every peer holding a grant or seen sending local traffic, in order of
+  // id: one walk over the two sorted sets, without copying either.
+  auto g = granted_.begin();
+  auto l = last_local_.begin();
+  while (g != granted_.end() || l != last_local_.end()) {
+    const bool held =
+        g != granted_.end() && (l == last_local_.end() || *g <= l->first);
+    const bool seen =
+        l != last_local_.end() && (g == granted_.end() || l->first <= *g);
+    const uint64_t peer = held ? *g : l->first;
+    const bool local = seen && Recent(now, l->second);
+    if (parallel && (local || held)) {
       out.push_back({peer, wire::Type::kGrant, 0});
-      granted_.insert(peer);
+      if (held) {
+        ++g;
+      } else {
+        granted_.insert(g, peer);  // before g: the walk goes on from g
+        newly_granted_.push_back(peer);
+      }
       grants++;
-    } else if (granted_.erase(peer)) {
+    } else if (held) {
+      g = granted_.erase(g);
       out.push_back({peer, wire::Type::kRelease, 0});
     }
-    if (!local && it != last_local_.end())
-      last_local_.erase(it);
+    if (seen)
+      l = local ? std::next(l) : last_local_.erase(l);
   }
   if (grants) {
     const uint64_t share =
@@ -79,18 +92,23 @@ uint64_t FloorBytes(uint64_t link_bps, unsigned percent, uint32_t epoch_us) {
   return bytes > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
+void SetMessage(const GrantDecision& d, const GrantPolicy& p,
+                const Stamp& stamp, wire::Message* m) {
+  m->type = d.type;
+  m->sender = stamp.sender;
+  m->key_id = stamp.key_id;
+  m->time_ns = stamp.time_ns;
+  m->sequence = stamp.sequence;
+  m->epoch_us = p.epoch_us;
+  m->credit = d.type == wire::Type::kGrant ? d.credit : 0;
+  m->lease = d.type == wire::Type::kGrant ? p.lease : 0;
+}
+
 wire::Message ToMessage(const GrantDecision& d, const GrantPolicy& p,
                         const Stamp& stamp,
                         const std::vector<Address>& own_addresses) {
   wire::Message m;
-  m.type = d.type;
-  m.sender = stamp.sender;
-  m.key_id = stamp.key_id;
-  m.time_ns = stamp.time_ns;
-  m.sequence = stamp.sequence;
-  m.epoch_us = p.epoch_us;
-  m.credit = d.type == wire::Type::kGrant ? d.credit : 0;
-  m.lease = d.type == wire::Type::kGrant ? p.lease : 0;
+  SetMessage(d, p, stamp, &m);
   m.addresses = own_addresses;
   return m;
 }

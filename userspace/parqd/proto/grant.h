@@ -87,6 +87,9 @@ class Granter {
   // Started by a report and not stopped by one since.
   bool parallel_reported() const { return reported_; }
   const std::set<uint64_t>& granted() const { return granted_; }
+  // The peers the last Tick() granted that held no grant before it, in
+  // order of id.
+  const std::vector<uint64_t>& newly_granted() const { return newly_granted_; }
 
  private:
   bool Recent(uint64_t now, uint64_t t) const;
@@ -96,6 +99,7 @@ class Granter {
   bool reported_ = false;
   std::map<uint64_t, uint64_t> last_local_;  // peer -> last local arrival
   std::set<uint64_t> granted_;               // peers holding a grant
+  std::vector<uint64_t> newly_granted_;
 };
 
 // The header fields that the sender's identity, key, clock and counter
@@ -106,6 +110,10 @@ struct Stamp {
   uint64_t time_ns = 0;  // CLOCK_REALTIME when sent
   uint64_t sequence = 0;
 };
+
+// Every field of `*m` but its addresses, for `d`.
+void SetMessage(const GrantDecision& d, const GrantPolicy& p,
+                const Stamp& stamp, wire::Message* m);
 
 // The message for `d`.
 wire::Message ToMessage(const GrantDecision& d, const GrantPolicy& p,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "proto/grant.h"
@@ -50,6 +51,31 @@ TEST(GrantPolicy, Checks) {
   EXPECT_NE(CheckPolicy(p)->find("lease"), std::string::npos);
   EXPECT_EQ(GrantPolicy{}.threshold_recv, 0u);  // default: stop
   EXPECT_EQ(GrantPolicy{}.lease, 49);           // default: 49 epochs
+}
+
+// Grants held and local senders seen interleave by id: each peer is
+// decided once, in order, and only the grants that are new are named so.
+TEST(Granter, InterleavedPeersAreEachDecidedOnceInOrder) {
+  Granter g(Policy());
+  g.SawParallel(0);
+  for (uint64_t peer : {1, 3, 5})
+    g.SawLocal(peer, 0);
+  EXPECT_EQ(g.Tick(0), (Ds{G(1), G(3), G(5)}));
+  EXPECT_EQ(g.newly_granted(), (std::vector<uint64_t>{1, 3, 5}));
+  // 1, 3 and 5 hold their grants; 2, 3 and 6 send local traffic now.
+  for (uint64_t peer : {2, 3, 6})
+    g.SawLocal(peer, 60 * kMs);
+  g.SawParallel(60 * kMs);
+  EXPECT_EQ(g.Tick(60 * kMs), (Ds{G(1), G(2), G(3), G(5), G(6)}));
+  EXPECT_EQ(g.newly_granted(), (std::vector<uint64_t>{2, 6}));
+  EXPECT_EQ(g.granted(), (std::set<uint64_t>{1, 2, 3, 5, 6}));
+  g.SawParallel(70 * kMs);
+  EXPECT_EQ(g.Tick(70 * kMs), (Ds{G(1), G(2), G(3), G(5), G(6)}));
+  EXPECT_TRUE(g.newly_granted().empty());
+  // Parallel traffic gone for `hold`: every grant released, in order.
+  EXPECT_EQ(g.Tick(200 * kMs), (Ds{R(1), R(2), R(3), R(5), R(6)}));
+  EXPECT_TRUE(g.granted().empty());
+  EXPECT_EQ(g.Tick(300 * kMs), Ds{});
 }
 
 TEST(Granter, NothingWithoutObservations) {

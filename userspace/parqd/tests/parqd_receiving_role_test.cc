@@ -250,6 +250,37 @@ TEST_F(RoleTest, StartReportGrantsWithoutWaitingForAnEpoch) {
   EXPECT_EQ(role_.counters().monitor_starts, 1u);
 }
 
+// The log names a peer's first grant, not its restatements, and each
+// release.
+TEST(RoleLog, NamesEachFirstGrantAndEachRelease) {
+  FakeMonitor mon;
+  std::vector<std::string> lines;
+  ReceivingRoleConfig c;
+  c.node_id = 1;
+  c.policy = {3000, kHold, kEpochUs, 3};
+  c.own_addresses = {A("10.0.0.1")};
+  c.peers = {{2, {A("10.0.0.2")}}, {3, {A("10.0.0.3")}}};
+  c.peer_port = kPort;
+  ReceivingRole role(
+      c, TestKeys(), mon, EachOf([](const Outgoing&) { return true; }),
+      kRealtime, [&lines](const std::string& line) { lines.push_back(line); });
+  mon.state.active = true;
+  mon.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
+  mon.events = {{MonitorEvent::Kind::kStart, A("10.0.0.2")}};
+  role.OnEvents(100 * kMs, kRealtime);
+  mon.events = {{MonitorEvent::Kind::kLocal, A("10.0.0.2")}};
+  role.OnEvents(101 * kMs, kRealtime);
+  for (uint64_t t = 102; t < 110; ++t)
+    role.Tick(t * kMs, kRealtime);  // restatements: lease 3, every epoch
+  mon.events = {{MonitorEvent::Kind::kStop, A("10.0.0.2")}};
+  role.OnEvents(110 * kMs, kRealtime);
+  ASSERT_EQ(lines.size(), 4u) << ::testing::PrintToString(lines);
+  EXPECT_NE(lines[0].find("granting peer 3 "), std::string::npos);
+  EXPECT_NE(lines[1].find("granting peer 2 "), std::string::npos);
+  EXPECT_EQ(lines[2], "releasing peer 2");
+  EXPECT_EQ(lines[3], "releasing peer 3");
+}
+
 // While the kernel reports, a local sender's report grants it at once,
 // without reading the table; all the GRANTs of a decision go out in one
 // batch.
