@@ -114,6 +114,28 @@ const ConfigKey kKeys[] = {
        c.keys_file = s.value().text;
        return std::nullopt;
      })},
+    {{"control-dscp", ConfigType::kDscp, false, false, false,
+      "control-dscp = \"cs6\"",
+      "the DSCP of the credit messages parqd sends (a name such as "
+      "\"cs6\" or 0..63; not one of parallel-dscp); the socket also "
+      "gets priority 7 (TC_PRIO_CONTROL), which sch_parq serves ahead of "
+      "data"},
+     {},
+     PARQD_READ({
+       std::optional<uint8_t> d;
+       if (const auto* s = v.as_string())
+         d = ParseDscp(s->get());
+       else if (const auto* i = v.as_integer();
+                i && i->get() >= 0 && i->get() <= PARQ_DSCP_MAX)
+         d = static_cast<uint8_t>(i->get());
+       if (!d)
+         return r.Err(v, "control-dscp",
+                      "must be one DSCP, a name (\"cs0\"..\"cs7\", "
+                      "\"af11\"..\"af43\", \"ef\") or a number 0..63, "
+                      "e.g. \"cs6\"");
+       c.control_dscp = *d;
+       return std::nullopt;
+     })},
     {{"key-id", ConfigType::kInteger, false, false, true, "key-id = 1",
       "the id of key-file's key in the messages, 1..4294967295 (a new key "
       "gets a new id: Documentation/parqd-protocol.md, Keys)"},
@@ -584,6 +606,12 @@ Result<Config, std::string> ParseConfig(std::string_view text,
                    " is in 'addresses' and "
                    "is also an address of peer " +
                    std::to_string(p.id) + "; an address belongs to one host"};
+
+  if (c.parallel_dscp & PARQ_DSCP_BIT(c.control_dscp))
+    return Err{file + ": control-dscp " + DscpName(c.control_dscp) +
+               " is one of parallel-dscp: the receivers' monitors would "
+               "count the credit messages as parallel traffic; give the "
+               "credit messages a DSCP of their own"};
 
   GrantPolicy policy{c.threshold_recv, c.hold_ns,
                      static_cast<uint32_t>(c.epoch_ns / kNsPerUs), c.lease};

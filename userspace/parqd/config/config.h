@@ -29,6 +29,7 @@ namespace parq::parqd {
 
 inline constexpr const char* kDefaultConfigPath = "/etc/parq/parqd.toml";
 inline constexpr uint16_t kDefaultPort = 7207;
+inline constexpr uint8_t kDefaultControlDscp = 48;  // CS6
 
 // One [[host]] of a cluster file: a host of the cluster, by node id, name
 // (optional: its host name) and addresses.
@@ -82,6 +83,9 @@ struct Config {
   // The DSCPs of parallel traffic, for the kernel's receive monitor: bit
   // n is DSCP n (PARQ_DSCP_BIT); by default the kernel's own, CS5 and EF.
   uint64_t parallel_dscp = PARQ_DSCP_DEFAULT;
+  // The DSCP of the credit messages parqd sends: by default CS6, network
+  // control, which switches that trust DSCP serve ahead of data.
+  uint8_t control_dscp = kDefaultControlDscp;
   std::string metrics_file;  // empty: no metrics file
   uint64_t metrics_period_ns = 10 * kNsPerSec;
   // parqd's status socket (status.h); empty: none.
@@ -99,7 +103,8 @@ enum class ConfigType {
   kBoolean,
   kAddress,    // a string: IPv4 or IPv6
   kAddresses,  // a list of those
-  kDscps,      // a list of DSCP names ("ef") or numbers
+  kDscp,       // a DSCP name ("cs6") or number
+  kDscps,      // a list of those
   kPeers,      // [[peer]] sections
   kHosts,      // [[host]] sections
   kAdmission,  // the [admission] section

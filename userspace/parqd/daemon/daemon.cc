@@ -36,6 +36,7 @@
 #include "admission/request_server.h"
 #include "admission/reserved_classes.h"
 #include "admission/topology.h"
+#include "base/dscp.h"
 #include "credit/receiving_role.h"
 #include "credit/sending_role.h"
 #include "daemon/status.h"
@@ -129,7 +130,22 @@ int OpenSocket(const Config& c) {
       close(fd);
     return -1;
   }
-  spdlog::info("listening on UDP {}", where);
+  // The credit messages go ahead of data: on this host's egress by their
+  // priority (sch_parq's control queue), in the network by their DSCP.
+  if (auto r = MarkDscp(fd, c.control_dscp); !r.ok()) {
+    spdlog::error("cannot mark the credit messages with control-dscp {}: {}",
+                  DscpName(c.control_dscp), std::strerror(r.error()));
+    close(fd);
+    return -1;
+  }
+  if (auto r = MarkControlPriority(fd); !r.ok())
+    spdlog::warn(
+        "credit messages are not served ahead of data on this host: "
+        "cannot give them priority 7 (TC_PRIO_CONTROL): {}{}",
+        std::strerror(r.error()),
+        r.error() == EPERM ? "; parqd needs CAP_NET_ADMIN" : "");
+  spdlog::info("listening on UDP {}, credit messages marked {}", where,
+               DscpName(c.control_dscp));
   return fd;
 }
 

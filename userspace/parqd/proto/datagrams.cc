@@ -2,6 +2,7 @@
 
 #include "proto/datagrams.h"
 
+#include <linux/pkt_sched.h>
 #include <netinet/in.h>
 
 #include <algorithm>
@@ -53,6 +54,29 @@ Result<std::monostate, int> ReceiveDestinations(int fd) {
           ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one))
           : setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
   if (rc != 0)
+    return Err{errno};
+  return std::monostate{};
+}
+
+Result<std::monostate, int> MarkDscp(int fd, uint8_t dscp) {
+  int family = 0;
+  socklen_t len = sizeof(family);
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) != 0)
+    return Err{errno};
+  const int tos = (dscp & 0x3f) << 2;  // the ECN bits stay 0
+  if (family == AF_INET6 &&
+      setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos)) != 0)
+    return Err{errno};
+  // On an IPv6 socket, IP_TOS marks what it sends to IPv4-mapped
+  // addresses.
+  if (setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)) != 0)
+    return Err{errno};
+  return std::monostate{};
+}
+
+Result<std::monostate, int> MarkControlPriority(int fd) {
+  const int prio = TC_PRIO_CONTROL;
+  if (setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio)) != 0)
     return Err{errno};
   return std::monostate{};
 }

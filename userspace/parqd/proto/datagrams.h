@@ -71,6 +71,16 @@ class DatagramReader {
 // IPV6_RECVPKTINFO on an IPv6 socket.  errno on failure.
 Result<std::monostate, int> ReceiveDestinations(int fd);
 
+// What `fd` sends carries DSCP `dscp` (0..63): IPv4's TOS and, on an IPv6
+// socket, the traffic class as well (an IPv6 socket sends IPv4 too).  The
+// errno of the first setsockopt() that failed.
+Result<std::monostate, int> MarkDscp(int fd, uint8_t dscp);
+
+// What `fd` sends has priority TC_PRIO_CONTROL (7), which sch_parq serves
+// ahead of data.  The kernel allows it with CAP_NET_ADMIN (or
+// CAP_NET_RAW) only: EPERM without.
+Result<std::monostate, int> MarkControlPriority(int fd);
+
 // One datagram for SendBatch().
 struct OutDatagram {
   sockaddr_storage to{};

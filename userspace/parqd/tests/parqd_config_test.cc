@@ -96,6 +96,7 @@ TEST(ConfigTest, MinimalFileTakesTheDefaults) {
   EXPECT_EQ(c.metrics_period_ns, 10'000'000'000u);
   EXPECT_EQ(c.status_socket, "/run/parqd/status.sock");
   EXPECT_EQ(c.parallel_dscp, PARQ_DSCP_DEFAULT);
+  EXPECT_EQ(c.control_dscp, 48);  // CS6
 }
 
 TEST(ConfigTest, FullFile) {
@@ -117,6 +118,7 @@ lease = 5
 metrics-file = "/tmp/parqd.prom"
 metrics-period = "100ms"
 parallel-dscp = ["AF41", 46, "cs5"]
+control-dscp = "CS7"
 [[peer]]
 id = 8
 addresses = ["10.77.0.2"]
@@ -140,6 +142,7 @@ addresses = ["10.77.0.3"]
   EXPECT_EQ(c.metrics_period_ns, 100'000'000u);
   EXPECT_EQ(c.parallel_dscp,
             PARQ_DSCP_BIT(34) | PARQ_DSCP_BIT(40) | PARQ_DSCP_BIT(46));
+  EXPECT_EQ(c.control_dscp, 56);
   ASSERT_EQ(c.peers.size(), 2u);
   EXPECT_EQ(c.peers[1].id, 9u);
 }
@@ -219,6 +222,12 @@ TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
       {"parallel-dscp", "[64]", "or numbers 0..63"},
       {"parallel-dscp", "[-1]", "or numbers 0..63"},
       {"parallel-dscp", "[\"ef\", 46]", "'parallel-dscp': ef is listed twice"},
+      {"control-dscp", "\"xx\"", "'control-dscp': must be one DSCP"},
+      {"control-dscp", "[\"cs6\"]", "'control-dscp': must be one DSCP"},
+      {"control-dscp", "64", "or a number 0..63"},
+      {"control-dscp", "-1", "or a number 0..63"},
+      {"control-dscp", "\"ef\"",
+       "control-dscp ef is one of parallel-dscp: the receivers' monitors"},
       {"colour", "\"blue\"", "'colour': unknown key; the keys are interface"},
   };
   for (const BadCase& c : cases) {
@@ -227,6 +236,17 @@ TEST(ConfigTest, InvalidValuesSayWhatAndWhere) {
         << c.key << " = " << c.value << ": " << e;
     EXPECT_EQ(e.rfind("parqd.toml:", 0), 0u) << e;
   }
+}
+
+// A number names a DSCP as well as a name does; the control DSCP may be
+// any that is not parallel, whichever parallel-dscp lists.
+TEST(ConfigTest, ControlDscpByNumberAndBesideParallelDscp) {
+  EXPECT_EQ(Ok(With("control-dscp", "10")).control_dscp, 10);
+  EXPECT_EQ(Ok("parallel-dscp = [\"cs5\"]\n" + With("control-dscp", "\"ef\""))
+                .control_dscp,
+            46);
+  EXPECT_NE(Error(With("control-dscp", "40")).find("cs5 is one of parallel"),
+            std::string::npos);
 }
 
 // A name the kernel would refuse (dev_valid_name()) is refused here, a

@@ -292,3 +292,77 @@ TEST(DatagramDestinations, AGrantReplayedToAnotherHostIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+int IntOption(int fd, int level, int name) {
+  int v = -1;
+  socklen_t len = sizeof(v);
+  EXPECT_EQ(getsockopt(fd, level, name, &v, &len), 0) << std::strerror(errno);
+  return v;
+}
+
+// The DSCP reaches the wire: the receiver reads CS6 in the datagram's TOS.
+TEST(MarkDscpTest, AnIPv4DatagramCarriesIt) {
+  const int rx = socket(AF_INET, SOCK_DGRAM, 0);
+  const int tx = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(rx, 0);
+  ASSERT_GE(tx, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(rx, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  socklen_t alen = sizeof(a);
+  ASSERT_EQ(getsockname(rx, reinterpret_cast<sockaddr*>(&a), &alen), 0);
+  const int one = 1;
+  ASSERT_EQ(setsockopt(rx, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)), 0);
+  ASSERT_TRUE(parq::parqd::MarkDscp(tx, 48).ok());
+  EXPECT_EQ(IntOption(tx, IPPROTO_IP, IP_TOS), 48 << 2);
+  const char byte = 1;
+  ASSERT_EQ(sendto(tx, &byte, 1, 0, reinterpret_cast<sockaddr*>(&a), alen), 1);
+  char buf[8];
+  alignas(cmsghdr) char control[64];
+  iovec iov{buf, sizeof(buf)};
+  msghdr h{};
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  h.msg_control = control;
+  h.msg_controllen = sizeof(control);
+  ASSERT_EQ(recvmsg(rx, &h, 0), 1);
+  int tos = -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
+      tos = *reinterpret_cast<const unsigned char*>(CMSG_DATA(c));
+  EXPECT_EQ(tos, 48 << 2);
+  close(rx);
+  close(tx);
+}
+
+// An IPv6 socket (parqd's default, "::") marks both families.
+TEST(MarkDscpTest, AnIPv6SocketMarksBothFamilies) {
+  const int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(parq::parqd::MarkDscp(fd, 46).ok());
+  EXPECT_EQ(IntOption(fd, IPPROTO_IPV6, IPV6_TCLASS), 46 << 2);
+  EXPECT_EQ(IntOption(fd, IPPROTO_IP, IP_TOS), 46 << 2);
+  close(fd);
+}
+
+// Priority 7 needs CAP_NET_ADMIN: set with it, refused (EPERM) without,
+// and then the socket's priority is unchanged.
+TEST(MarkControlPriorityTest, SetWithThePrivilegeRefusedWithout) {
+  const int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  const auto r = parq::parqd::MarkControlPriority(fd);
+  if (geteuid() == 0) {
+    ASSERT_TRUE(r.ok()) << std::strerror(r.error());
+    EXPECT_EQ(IntOption(fd, SOL_SOCKET, SO_PRIORITY), 7);
+  } else {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error(), EPERM);
+    EXPECT_EQ(IntOption(fd, SOL_SOCKET, SO_PRIORITY), 0);
+  }
+  close(fd);
+}
+
+}  // namespace
