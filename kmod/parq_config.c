@@ -377,7 +377,8 @@ int parq_change(struct Qdisc *sch, struct nlattr *opt,
 	if (lhash)
 		lhash = parq_local_rehash(q, lhash, lbuckets);
 	parq_config_apply(sch, &cfg, linkrate);
-	while (parq_held(sch) > cfg.limit) {
+	/* The control queue is bounded on its own, outside the limit. */
+	while (parq_held(sch) - q->control.qlen > cfg.limit) {
 		act = parq_sched_evict(&q->s, q->local_qlen, q->parallel_qlen);
 		dropped_len += parq_evict(sch, act, &to_free);
 		dropped++;

@@ -4,9 +4,11 @@
  *
  * The queues: a per-flow queue for each parallel flow (deficit round robin),
  * a queue per destination host for local packets (deficit round robin, and
- * an rb-tree of the destinations waiting for receiver credit), and a FIFO
- * per reserved class (an rb-tree by (NDT, classid)).  What to send, when
- * to look again and what a full qdisc drops is decided by core/parq_policy.h.
+ * an rb-tree of the destinations waiting for receiver credit), a FIFO per
+ * reserved class (an rb-tree by (NDT, classid)), and the control queue, a
+ * FIFO of the packets of priority TC_PRIO_CONTROL that dequeue serves
+ * before all of these.  What to send, when to look again and what a full
+ * qdisc drops is decided by core/parq_policy.h.
  */
 #include <linux/ethtool.h>
 #include <linux/hash.h>
@@ -63,7 +65,8 @@ static int parq_dscp(struct sk_buff *skb)
  * leaves with the configured DSCP, a local one that carries a parallel
  * DSCP with CS0, so that the receiving host's monitor counts it as this
  * qdisc classified it.  ECN bits are kept.  A header that cannot be made
- * writable leaves the packet as it came.
+ * writable leaves the packet as it came.  Packets of the control queue
+ * are not marked.
  */
 static void parq_mark(struct sk_buff *skb, const struct parq_config *cfg,
 		      unsigned long cl)
@@ -107,6 +110,19 @@ static unsigned long parq_class_of(struct Qdisc *sch, u32 minor)
 	}
 	q->s.xs.unknown_class++;
 	return q->cfg.default_class;
+}
+
+/*
+ * Network control (TC_PRIO_CONTROL: SO_PRIORITY 7 needs CAP_NET_ADMIN, and
+ * the stack gives it to its own IGMP and MLD reports) goes to the control
+ * queue, before filters: a filter that catches all cannot hold it back.
+ * A priority whose major is the qdisc's handle names a class instead.
+ */
+static bool parq_is_control(const struct Qdisc *sch, const struct sk_buff *skb)
+{
+	if (sch->handle && TC_H_MAJ(skb->priority) == sch->handle)
+		return false;
+	return (skb->priority & TC_PRIO_MAX) == TC_PRIO_CONTROL;
 }
 
 /* Returns the class handle, or 0 when a filter dropped or stole the skb. */
@@ -809,7 +825,7 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 		pq = &lflow->q;
 	}
 	fill = (struct parq_fill){
-		.qlen = sch->q.qlen,
+		.qlen = sch->q.qlen - q->control.qlen,
 		.limit = q->cfg.limit,
 		.flow_qlen = pq->qlen,
 		.flow_limit = q->cfg.flow_limit,
@@ -850,6 +866,42 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 	if (evicted)
 		qdisc_tree_reduce_backlog(sch, 1, evicted);
 	return NET_XMIT_SUCCESS;
+}
+
+/*
+ * Queue @skb in the control queue.  Not split when GSO: the shaper does
+ * not pace it, and its bytes are charged to the shaper as one.
+ */
+static int parq_enqueue_control(struct sk_buff *skb, struct Qdisc *sch,
+				struct sk_buff **to_free)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct parq_fill fill = {
+		.flow_qlen = q->control.qlen,
+		.control = true,
+	};
+	u64 now;
+
+	if (parq_sched_admit(&q->s, &fill) != PARQ_ADMIT_QUEUE)
+		return qdisc_drop(skb, sch, to_free);
+	now = ktime_get_ns();
+	if (!sch->q.qlen && parq_shaper_on(&q->s.shaper))
+		parq_shaper_wake(&q->s.shaper, now);
+	parq_skb_cb(skb)->enqueued = now;
+	parq_skbq_add(&q->control, skb);
+	sch->q.qlen++;
+	qdisc_qstats_backlog_inc(sch, skb);
+	return NET_XMIT_SUCCESS;
+}
+
+static struct sk_buff *parq_take_control(struct Qdisc *sch)
+{
+	struct parq_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb = parq_skbq_pop(&q->control);
+
+	sch->q.qlen--;
+	qdisc_qstats_backlog_dec(sch, skb);
+	return skb;
 }
 
 /* Segment a GSO packet and queue its segments in class @cl. */
@@ -893,9 +945,12 @@ int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 		 struct sk_buff **to_free)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
+	unsigned long cl;
 	int ret;
-	unsigned long cl = parq_classify(skb, sch, &ret);
 
+	if (parq_is_control(sch, skb))
+		return parq_enqueue_control(skb, sch, to_free);
+	cl = parq_classify(skb, sch, &ret);
 	if (!cl) {
 		if (ret & __NET_XMIT_BYPASS)
 			qdisc_qstats_drop(sch);
@@ -955,6 +1010,7 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 	v.lwait_next = q->lwait_next;
 	v.parallel = q->parallel_qlen != 0;
 	v.local = q->lrr.active != 0;
+	v.control = q->control.qlen != 0;
 	d = parq_sched_decide(&q->s, &v, now);
 	if (d.act == PARQ_ACT_LOCAL) {
 		lf = parq_local_next(sch, now);
@@ -966,6 +1022,10 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 	}
 
 	switch (d.act) {
+	case PARQ_ACT_CONTROL:
+		skb = parq_take_control(sch);
+		cl = 0;		/* no class */
+		break;
 	case PARQ_ACT_RESV:
 		skb = parq_resv_take(sch, rc, now);
 		len = parq_wire_len(q, qdisc_pkt_len(skb));
@@ -997,7 +1057,8 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 	parq_sched_sent(&q->s, &d, now, qdisc_pkt_len(skb));
 	if (parq_sojourn_counted(&d))
 		parq_sched_sojourn(&q->s, &d, parq_sojourn(skb, now));
-	bstats_update(&parq_stats_of(q, cl)->bstats, skb);
+	if (cl)
+		bstats_update(&parq_stats_of(q, cl)->bstats, skb);
 	qdisc_bstats_update(sch, skb);
 	return skb;
 }
@@ -1023,6 +1084,7 @@ void parq_purge(struct Qdisc *sch)
 		rc->c.qstats.backlog = 0;
 	}
 	parq_local_purge(q);
+	parq_skbq_purge(&q->control);
 	q->parallel_qlen = 0;
 	q->resv_backlogged = 0;
 	for (i = 0; i < PARQ_NUM_CLASSES; i++) {

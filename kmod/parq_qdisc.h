@@ -151,6 +151,7 @@ struct parq_sched_data {
 	/* dequeue hot path */
 	struct rb_root_cached	resv_backlog;	/* by (NDT, classid) */
 	struct parq_sched	s;		/* policy state, counters */
+	struct parq_skbq	control;	/* TC_PRIO_CONTROL, served first */
 	struct parq_rr		rr;		/* parallel flows */
 	struct parq_rr		lrr;		/* local flows that may send */
 	u32			parallel_qlen;

@@ -32,6 +32,13 @@ void parq_sched_wait(struct parq_sched *s)
 enum parq_admit parq_sched_admit(struct parq_sched *s,
 				 const struct parq_fill *f)
 {
+	/* Bounded on its own: it is small, and served before the limit bites. */
+	if (f->control) {
+		if (f->flow_qlen < PARQ_CONTROL_LIMIT)
+			return PARQ_ADMIT_QUEUE;
+		s->xs.drop_control++;
+		return PARQ_ADMIT_DROP_CONTROL;
+	}
 	/* One flow, reserved class or local destination cannot fill it all. */
 	if (f->flow_qlen >= f->flow_limit) {
 		s->xs.drop_flow_limit++;

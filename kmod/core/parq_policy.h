@@ -6,6 +6,12 @@
  *
  * The rules, in the order they apply at each dequeue:
  *
+ *  0. The control queue (priority TC_PRIO_CONTROL: the credit messages of
+ *     the daemons, IGMP and MLD, routing daemons that ask for it) goes first,
+ *     before the shaper's gate: a GRANT or RELEASE that waited behind
+ *     the host's own backlog would throttle senders later the more hosts
+ *     share the receiver.  Its bytes are charged to the shaper, so the
+ *     rate holds on average; what it sends early, the others wait for.
  *  1. The shaper's gate.  While the next departure time lies ahead nothing
  *     goes, reserved traffic included; the watchdog is set to it.
  *  2. A reserved class whose next dispatch time (NDT) has come goes first
@@ -20,7 +26,9 @@
  *  5. When nothing may go, the watchdog is set to the earliest of the next
  *     reserved NDT and the end of the first credit wait.
  *
- * And at enqueue, when the qdisc is full: a local packet is dropped; any
+ * And at enqueue: the control queue takes up to PARQ_CONTROL_LIMIT
+ * packets, outside the qdisc's limit (so no class can crowd it out), and
+ * drops beyond.  When the qdisc is full: a local packet is dropped; any
  * other packet takes the place of a queued local one (the next local
  * destination to be served, else one that waits), or is dropped when no
  * local packet is queued.  A flow, reserved class or local destination at
@@ -53,6 +61,7 @@ struct parq_view {
 	bool	parallel;	/* parallel packets queued */
 	/* a local destination may send (queued, not waiting for credit) */
 	bool	local;
+	bool	control;	/* control packets queued */
 };
 
 enum parq_act {
@@ -61,6 +70,7 @@ enum parq_act {
 	PARQ_ACT_RESV,		/* the first reserved class */
 	PARQ_ACT_PARALLEL,
 	PARQ_ACT_LOCAL,
+	PARQ_ACT_CONTROL,	/* the head of the control queue */
 };
 
 struct parq_decision {
@@ -95,6 +105,10 @@ parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
 				   .until = 0 };
 	enum parq_pick pick;
 
+	if (v->control) {
+		d.act = PARQ_ACT_CONTROL;
+		return d;
+	}
 	if (!parq_shaper_ready(&s->shaper, now)) {
 		d.until = s->shaper.t_next;
 		return d;
@@ -124,13 +138,18 @@ parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
 void parq_sched_wait(struct parq_sched *s);
 
 /* A packet of @len bytes left at @now as decided by @d: charge the
- * threshold rule and the shaper and count it.
+ * threshold rule and the shaper and count it.  A control packet, sent
+ * whatever the shaper's gate said, pushes the next departure back by its
+ * length: the classes pay for it, and the threshold rule does not see it.
  */
 static inline void parq_sched_sent(struct parq_sched *s,
 				   const struct parq_decision *d, u64 now,
 				   u32 len)
 {
 	switch (d->act) {
+	case PARQ_ACT_CONTROL:
+		s->xs.control_sent++;
+		break;
 	case PARQ_ACT_RESV:
 		s->xs.resv_dispatches++;
 		break;
@@ -203,6 +222,7 @@ enum parq_admit {
 	PARQ_ADMIT_DROP_FLOW_LIMIT,	/* its queue is at flow-limit */
 	PARQ_ADMIT_DROP_LOCAL_FULL,	/* full, and it is local */
 	PARQ_ADMIT_DROP_FULL,		/* full, and no local packet queued */
+	PARQ_ADMIT_DROP_CONTROL,	/* control queue at PARQ_CONTROL_LIMIT */
 };
 
 /* What the qdisc holds when a packet arrives. */
@@ -213,6 +233,11 @@ struct parq_fill {
 	u32	flow_limit;
 	u32	local_qlen;	/* local packets queued, waiting ones too */
 	bool	local;		/* the packet is local */
+	/*
+	 * the packet is for the control queue: @flow_qlen is that queue's,
+	 * and neither @qlen, @limit nor @flow_limit apply
+	 */
+	bool	control;
 };
 
 /* May the packet in @f come in?  Drops and evictions are counted. */

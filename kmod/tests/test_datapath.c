@@ -256,3 +256,102 @@ KTEST(datapath_shaper_paces_at_its_rate)
 	tparq_destroy(&t);
 	KT_ASSERT_NO_LEAK();
 }
+
+/*
+ * The control queue: a packet of priority TC_PRIO_CONTROL goes before a
+ * backlog of parallel and local packets, through the shaper's gate, and
+ * pushes the gate back by its length; the others then wait for it.
+ */
+KTEST(datapath_control_first_through_the_shaper)
+{
+	unsigned int i;
+	struct tparq t;
+	struct treq r;
+	u64 start;
+	u32 prio;
+
+	kmock_reset();
+	treq_start(&r);
+	nla_put_u64_64bit(r.skb, TCA_PARQ_RATE, 1000000, TCA_PARQ_PAD);
+	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
+	treq_free(&r);
+	start = kmock_now;
+	for (i = 0; i < 10; i++) {
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 5, TPARQ_PARALLEL, 0)),
+			     NET_XMIT_SUCCESS);
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 6, TPARQ_LOCAL, 0)),
+			     NET_XMIT_SUCCESS);
+	}
+	KT_ASSERT_EQ(tparq_dequeue(&t, &prio), 1000);
+	KT_ASSERT_EQ(prio, TPARQ_PARALLEL);
+	/* The gate is shut for 1 ms; the control packet does not wait. */
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(500, 7, TC_PRIO_CONTROL, 0)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(t.sch->q.qlen, 20);
+	KT_ASSERT_EQ(tparq_dequeue(&t, &prio), 500);
+	KT_ASSERT_EQ(prio, TC_PRIO_CONTROL);
+	KT_ASSERT_EQ(t.q->s.xs.control_sent, 1);
+	/* Its 500 bytes at 1 MB/s: the others wait 0.5 ms more. */
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	KT_ASSERT(kmock_watchdog_at >= start + 1500 * NSEC_PER_USEC &&
+		  kmock_watchdog_at <= start + 1600 * NSEC_PER_USEC);
+	kmock_set_now(kmock_watchdog_at);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 1000);
+	KT_ASSERT_EQ(t.sch->q.qlen, 18);
+	KT_ASSERT_EQ(t.sch->qstats.backlog, 18000);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}
+
+/*
+ * The control queue holds PARQ_CONTROL_LIMIT packets whatever the limit,
+ * drops (counted) beyond it, and a priority whose major is the qdisc's
+ * handle still names a class: 1:7 is no control packet.
+ */
+KTEST(datapath_control_bounded_outside_the_limit)
+{
+	unsigned int i;
+	struct tparq t;
+	struct treq r;
+
+	kmock_reset();
+	treq_start(&r);
+	nla_put_u32(r.skb, TCA_PARQ_LIMIT, 4);
+	nla_put_u32(r.skb, TCA_PARQ_FLOW_LIMIT, 4);
+	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
+	treq_free(&r);
+	for (i = 0; i < 4; i++)
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 5, TPARQ_PARALLEL, 0)),
+			     NET_XMIT_SUCCESS);
+	for (i = 0; i < PARQ_CONTROL_LIMIT; i++)
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 7, TC_PRIO_CONTROL, 0)),
+			     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 7, TC_PRIO_CONTROL, 0)),
+		     NET_XMIT_DROP);
+	KT_ASSERT_EQ(t.q->s.xs.drop_control, 1);
+	KT_ASSERT_EQ(t.sch->qstats.drops, 1);
+	KT_ASSERT_EQ(t.sch->q.qlen, 4 + PARQ_CONTROL_LIMIT);
+	/* The classes' limit counts their own packets only. */
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 8, TPARQ_PARALLEL, 0)),
+		     NET_XMIT_DROP);
+	KT_ASSERT_EQ(t.q->s.xs.drop_parallel_full, 1);
+	/* 1:7 names no class of the qdisc: the default, not control. */
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 6, TPARQ_HANDLE |
+						  TC_PRIO_CONTROL, 0)),
+		     NET_XMIT_DROP);
+	KT_ASSERT_EQ(t.q->s.xs.unknown_class, 1);
+	KT_ASSERT_EQ(t.q->s.xs.drop_local_full, 1);
+	for (i = 0; i < PARQ_CONTROL_LIMIT; i++)
+		KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 100);
+	KT_ASSERT_EQ(t.q->s.xs.control_sent, PARQ_CONTROL_LIMIT);
+	KT_ASSERT_EQ(t.q->parallel_qlen, 4);
+	/* A reset empties it too. */
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 7, TC_PRIO_CONTROL, 0)),
+		     NET_XMIT_SUCCESS);
+	parq_reset(t.sch);
+	KT_ASSERT_EQ(t.q->control.qlen, 0);
+	KT_ASSERT_EQ(t.sch->q.qlen, 0);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}

@@ -48,7 +48,7 @@ class PolicyDecideSent {
  public:
   PolicyDecideSent() { parq_sched_init(&s_, 4, PARQ_UNIT_BYTES); }
   void Packet() {
-    const parq_view v{UINT64_MAX, UINT64_MAX, true, true};
+    const parq_view v{UINT64_MAX, UINT64_MAX, true, true, false};
     const parq_decision d = parq_sched_decide(&s_, &v, now_);
     parq_sched_sent(&s_, &d, now_, kLen);
     Keep(d);
@@ -73,7 +73,7 @@ class PolicyDecideSentSojourn {
       enqueued_[i] = now_ - (uint64_t{1000} << (i % 26));
   }
   void Packet() {
-    const parq_view v{UINT64_MAX, UINT64_MAX, true, true};
+    const parq_view v{UINT64_MAX, UINT64_MAX, true, true, false};
     const parq_decision d = parq_sched_decide(&s_, &v, now_);
     parq_sched_sent(&s_, &d, now_, kLen);
     if (parq_sojourn_counted(&d)) {

@@ -383,7 +383,8 @@ std::optional<uint32_t> Model::HostDequeue(uint32_t h) {
     lwait_next = std::min({lwait_next, parq_credit_next(&it->second.cfg, now_),
                            it->second.expiry});
   }
-  const parq_view v{kNever, lwait_next, !host.par.empty(), may.has_value()};
+  const parq_view v{kNever, lwait_next, !host.par.empty(), may.has_value(),
+                    false};
   const parq_decision d = parq_sched_decide(&host.sched, &v, now_);
   uint32_t id = 0;
   switch (d.act) {

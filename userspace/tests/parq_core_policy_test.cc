@@ -30,7 +30,7 @@ parq_sched Sched(uint32_t threshold, uint8_t unit) {
 
 parq_view View(bool parallel, bool local, uint64_t resv_ndt = kNone,
                uint64_t lwait_next = kNone) {
-  return parq_view{resv_ndt, lwait_next, parallel, local};
+  return parq_view{resv_ndt, lwait_next, parallel, local, false};
 }
 
 // Decides at @now and, if a class may send, sends @len bytes of it.
@@ -56,6 +56,8 @@ char Letter(const parq_decision& d) {
       return 'P';
     case PARQ_ACT_LOCAL:
       return 'L';
+    case PARQ_ACT_CONTROL:
+      return 'C';
   }
   return '?';
 }
@@ -231,11 +233,69 @@ TEST(ParqPolicyShaper, ResetForgetsTheTurnAndTheDepartureNotTheCounters) {
   EXPECT_EQ(s.xs.throttled, 1u);
 }
 
+// ------------------------------------------------------ control queue
+
+parq_view WithControl(parq_view v) {
+  v.control = true;
+  return v;
+}
+
+TEST(ParqPolicyControl, GoesBeforeReservedParallelAndLocal) {
+  parq_sched s = Sched(4, kPackets);
+  const parq_view v = WithControl(View(true, true, /*resv_ndt=*/0));
+  EXPECT_EQ(parq_sched_decide(&s, &v, 100).act, PARQ_ACT_CONTROL);
+  // Alone, it still goes; with a credit wait pending too.
+  const parq_view alone = WithControl(View(false, false, kNone, 7000));
+  EXPECT_EQ(parq_sched_decide(&s, &alone, 100).act, PARQ_ACT_CONTROL);
+}
+
+TEST(ParqPolicyControl, PassesTheShapersGateAndPushesItBack) {
+  parq_sched s = Sched(4, kPackets);
+  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, PARQ_CATCHUP_NS, 0);
+  s.shaper.t_next = 5000;
+  const parq_view v = WithControl(View(true, true, /*resv_ndt=*/0));
+  const parq_decision d = Step(s, v, 1000, 1000);  // 8 us at 1 Gbit/s
+  EXPECT_EQ(d.act, PARQ_ACT_CONTROL);
+  EXPECT_EQ(s.shaper.t_next, 13000u);
+  // The classes wait for the departure it pushed back.
+  const parq_view classes = View(true, true, /*resv_ndt=*/0);
+  EXPECT_EQ(parq_sched_decide(&s, &classes, 12999).act, PARQ_ACT_WAIT);
+  EXPECT_EQ(parq_sched_decide(&s, &classes, 13000).act, PARQ_ACT_RESV);
+}
+
+TEST(ParqPolicyControl, CountedAndNoTurnOfTheThresholdRule) {
+  parq_sched s = Sched(2, kPackets);
+  const parq_view v = WithControl(View(true, true));
+  for (int i = 0; i < 5; i++)
+    EXPECT_EQ(Step(s, v, 0).act, PARQ_ACT_CONTROL);
+  EXPECT_EQ(s.xs.control_sent, 5u);
+  EXPECT_EQ(s.xs.parallel_only + s.xs.local_only + s.xs.threshold_turns, 0u);
+  // The threshold rule's turn is where it was: two parallel, one local.
+  EXPECT_EQ(Trace(s, View(true, true), 6), "PPLPPL");
+}
+
+TEST(ParqPolicyControl, AdmittedOutsideTheLimitUpToItsOwn) {
+  parq_sched s = Sched(3, kPackets);
+  parq_fill f{};
+  f.control = true;
+  f.qlen = 100;  // a full qdisc does not matter
+  f.limit = 100;
+  f.flow_limit = 1;
+  f.flow_qlen = PARQ_CONTROL_LIMIT - 1;
+  EXPECT_EQ(parq_sched_admit(&s, &f), PARQ_ADMIT_QUEUE);
+  f.flow_qlen = PARQ_CONTROL_LIMIT;
+  EXPECT_EQ(parq_sched_admit(&s, &f), PARQ_ADMIT_DROP_CONTROL);
+  EXPECT_EQ(s.xs.drop_control, 1u);
+  EXPECT_EQ(s.xs.drop_flow_limit + s.xs.drop_local_full +
+                s.xs.drop_parallel_full + s.xs.drop_local_evicted,
+            0u);
+}
+
 // ------------------------------------------------- admission, eviction
 
 parq_fill Fill(uint32_t qlen, uint32_t flow_qlen, uint32_t local_qlen,
                bool local) {
-  return parq_fill{qlen, 100, flow_qlen, 10, local_qlen, local};
+  return parq_fill{qlen, 100, flow_qlen, 10, local_qlen, local, false};
 }
 
 TEST(ParqPolicyAdmit, Rules) {

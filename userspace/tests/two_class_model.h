@@ -103,7 +103,7 @@ class TwoClass {
 
     const bool pb = backlogged(Class::kParallel);
     const bool lb = backlogged(Class::kLocal);
-    const parq_view v{UINT64_MAX, UINT64_MAX, pb, lb};
+    const parq_view v{UINT64_MAX, UINT64_MAX, pb, lb, false};
     const parq_decision d = parq_sched_decide(&sched_, &v, 0);
     if (d.act == PARQ_ACT_NONE) {
       if (pb || lb)

@@ -68,7 +68,9 @@
 	X(PARQ_XS_HIST, local_sojourn, 1)				\
 	X(PARQ_XS_RATE, effective_linkrate, 1)				\
 	X(PARQ_XS_U32, effective_split_gso, 0)				\
-	X(PARQ_XS_PAD, pad2, 0)
+	X(PARQ_XS_PAD, pad2, 0)						\
+	X(PARQ_XS_U64, control_sent, 1)					\
+	X(PARQ_XS_U64, drop_control, 0)
 
 enum parq_xs_kind {
 	PARQ_XS_VERSION,

@@ -71,6 +71,13 @@ enum parq_split_gso {
 #define PARQ_DSCP_MAX		63
 #define PARQ_DSCP_MARK_OFF	(PARQ_DSCP_MAX + 1)
 
+/*
+ * The control queue: packets of priority TC_PRIO_CONTROL (7; a major of
+ * 0, so not a classid of the qdisc) go to a FIFO that dequeue serves
+ * before any class, outside the limit, at most this many packets.
+ */
+#define PARQ_CONTROL_LIMIT	128
+
 /* Reserved flows: classes <handle>:N, N >= PARQ_RESV_MINOR_MIN. */
 #define PARQ_RESV_MINOR_MIN	0x16	/* "1:16" in tc's hexadecimal minors */
 #define PARQ_RESERVABLE_DEFAULT	90	/* percent of linkrate */
@@ -127,7 +134,7 @@ enum {
  * Qdisc extended statistics (tc -s qdisc show).  Versioned: fields are only
  * ever appended, readers copy min(payload, sizeof) into a zeroed struct.
  */
-#define PARQ_XSTATS_VERSION	5
+#define PARQ_XSTATS_VERSION	6
 
 /*
  * Sojourn times, enqueue to dequeue, of the parallel and the local class, in
@@ -209,6 +216,9 @@ struct tc_parq_xstats {
 	__u64	effective_linkrate;
 	__u32	effective_split_gso;
 	__u32	pad2;
+	/* version 6: the control queue (see PARQ_CONTROL_LIMIT) */
+	__u64	control_sent;		/* packets sent from it */
+	__u64	drop_control;		/* dropped: it held PARQ_CONTROL_LIMIT */
 };
 
 /*
