@@ -61,12 +61,21 @@ static int parq_dscp(struct sk_buff *skb)
 }
 
 /*
+ * DSCPs of IP precedence 6 and 7 (CS6, CS7): the switches' network
+ * control queue.  Any local user may set them (IP_TOS), so only the
+ * control queue, which takes a privileged priority, may keep them.
+ */
+#define PARQ_DSCP_NETCTL_MIN	48
+
+/*
  * dscp-mark: a packet classified parallel (or into a reserved class)
  * leaves with the configured DSCP, a local one that carries a parallel
  * DSCP with CS0, so that the receiving host's monitor counts it as this
- * qdisc classified it.  ECN bits are kept.  A header that cannot be made
- * writable leaves the packet as it came.  Packets of the control queue
- * are not marked.
+ * qdisc classified it; a local one that carries a network control DSCP
+ * leaves with CS0 too, so that it cannot ride ahead of the cluster's
+ * credit messages at the switches.  ECN bits are kept.  A header that
+ * cannot be made writable leaves the packet as it came.  Packets of the
+ * control queue are not marked.
  */
 static void parq_mark(struct sk_buff *skb, const struct parq_config *cfg,
 		      unsigned long cl)
@@ -78,7 +87,8 @@ static void parq_mark(struct sk_buff *skb, const struct parq_config *cfg,
 	if (mark == PARQ_DSCP_MARK_OFF || dscp < 0)
 		return;
 	if (cl == PARQ_CLASS_LOCAL) {
-		if (!(cfg->dscp_parallel & PARQ_DSCP_BIT(dscp)))
+		if (!(cfg->dscp_parallel & PARQ_DSCP_BIT(dscp)) &&
+		    dscp < PARQ_DSCP_NETCTL_MIN)
 			return;
 		mark = 0;
 	}

@@ -6,6 +6,8 @@
 #include "tparq.h"
 
 #define TOS_EF	(46 << 2)
+#define TOS_CS6	(48 << 2)
+#define TOS_CS7	(56 << 2)
 
 /* Enqueue @skb and dequeue it again: its class by the counters it moved. */
 static unsigned long tclass_of(struct tparq *t, struct sk_buff *skb,
@@ -146,6 +148,44 @@ KTEST(classify_dscp_mark)
 	KT_ASSERT_EQ(tclass_of(&t, kmock_ipv4(100, 2, TPARQ_LOCAL, 8 << 2),
 			       &tos), PARQ_CLASS_LOCAL);
 	KT_ASSERT_EQ(tos, 8 << 2);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}
+
+/*
+ * dscp-mark and network control: a local packet with CS6 or CS7 (which
+ * IP_TOS lets anyone set) leaves with CS0; one of the control queue
+ * (priority TC_PRIO_CONTROL) keeps its CS6; without dscp-mark nothing is
+ * re-marked.
+ */
+KTEST(classify_dscp_mark_network_control)
+{
+	struct tparq t;
+	struct treq r;
+	u8 tos = 0xff;
+
+	kmock_reset();
+	treq_start(&r);
+	nla_put_u8(r.skb, TCA_PARQ_DSCP_MARK, 40);	/* CS5 */
+	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
+	treq_free(&r);
+	KT_ASSERT_EQ(tclass_of(&t, kmock_ipv4(100, 2, 6, TOS_CS6 | 0x01),
+			       &tos), PARQ_CLASS_LOCAL);
+	KT_ASSERT_EQ(tos, 0x01);
+	KT_ASSERT_EQ(tclass_of(&t, kmock_ipv4(100, 2, 0, TOS_CS7), &tos),
+		     PARQ_CLASS_LOCAL);
+	KT_ASSERT_EQ(tos, 0);
+	/* Neither class: the control queue, as it came. */
+	KT_ASSERT_EQ(tclass_of(&t, kmock_ipv4(100, 2, TC_PRIO_CONTROL,
+					      TOS_CS6), &tos), 0);
+	KT_ASSERT_EQ(tos, TOS_CS6);
+	KT_ASSERT_EQ(t.q->s.xs.control_sent, 1);
+	tparq_destroy(&t);
+
+	KT_ASSERT_EQ(tparq_init(&t, NULL, NULL), 0);
+	KT_ASSERT_EQ(tclass_of(&t, kmock_ipv4(100, 2, 6, TOS_CS6), &tos),
+		     PARQ_CLASS_LOCAL);
+	KT_ASSERT_EQ(tos, TOS_CS6);
 	tparq_destroy(&t);
 	KT_ASSERT_NO_LEAK();
 }
