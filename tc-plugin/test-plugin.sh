@@ -737,11 +737,12 @@ stats() {
 		fail "prints $desc" "rc=$rc1/$RC, stderr: $err1 $ERR" "${msg:-}" "$(cat "$W/text")"
 	fi
 }
-XS='{"version": 5, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615, "resv_dispatches": 1000, "resv_rejects": 2, "resv_sum_rate": 2500000, "resv_capacity": 11250000, "resv_classes": 3, "resv_backlogged": 2, "resv_throttled": 1, "pad": 4294967295, "local_flows": 5, "local_waiting": 4, "credit_waits": 77, "drop_local_nomem": 3, "parallel_sojourn_sum": 600000, "local_sojourn_sum": 0, "parallel_sojourn": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], "effective_linkrate": 12500000, "effective_split_gso": 1, "pad2": 4294967295}'
-V1='"xstats_version": 5, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615'
+XS='{"version": 6, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615, "resv_dispatches": 1000, "resv_rejects": 2, "resv_sum_rate": 2500000, "resv_capacity": 11250000, "resv_classes": 3, "resv_backlogged": 2, "resv_throttled": 1, "pad": 4294967295, "local_flows": 5, "local_waiting": 4, "credit_waits": 77, "drop_local_nomem": 3, "parallel_sojourn_sum": 600000, "local_sojourn_sum": 0, "parallel_sojourn": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], "effective_linkrate": 12500000, "effective_split_gso": 1, "pad2": 4294967295, "control_sent": 9, "drop_control": 2}'
+V1='"xstats_version": 6, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5, "local_only": 3, "throttled": 7, "wakeups": 6, "gso_segments": 44, "unknown_class": 1, "drop_local_full": 11, "drop_local_evicted": 12, "drop_parallel_full": 13, "drop_flow_limit": 14, "drop_gso_failed": 15, "drop_filter": 18446744073709551615'
 V2="$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000, \"resv_classes\": 3, \"resv_backlogged\": 2, \"resv_throttled\": 1"
 V3="$V2, \"local_flows\": 5, \"local_waiting\": 4, \"credit_waits\": 77, \"drop_local_nomem\": 3"
-ALL="{$V3, \"parallel_sojourn_pkts\": 6, \"parallel_sojourn_sum\": 600000, \"parallel_sojourn_mean\": 100000, \"parallel_sojourn_hist\": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], \"local_sojourn_pkts\": 0, \"local_sojourn_sum\": 0, \"local_sojourn_mean\": 0, \"local_sojourn_hist\": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], \"effective_linkrate\": 12500000, \"effective_split_gso\": 1}"
+ALL5="$V3, \"parallel_sojourn_pkts\": 6, \"parallel_sojourn_sum\": 600000, \"parallel_sojourn_mean\": 100000, \"parallel_sojourn_hist\": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], \"local_sojourn_pkts\": 0, \"local_sojourn_sum\": 0, \"local_sojourn_mean\": 0, \"local_sojourn_hist\": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], \"effective_linkrate\": 12500000, \"effective_split_gso\": 1"
+ALL="{$ALL5, \"control_sent\": 9, \"drop_control\": 2}"
 ALL4="{$V3, \"parallel_sojourn_pkts\": 6, \"parallel_sojourn_sum\": 600000, \"parallel_sojourn_mean\": 100000, \"parallel_sojourn_hist\": [3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], \"local_sojourn_pkts\": 0, \"local_sojourn_sum\": 0, \"local_sojourn_mean\": 0, \"local_sojourn_hist\": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}"
 RATES='{"resv_sum_rate": "20Mbit", "resv_capacity": "90Mbit"}'
 # The text of version 4's fields, where it differs from the JSON.
@@ -752,6 +753,8 @@ SIZE=$(xsize tc_parq_xstats)
 SIZE1=$(xsize tc_parq_xstats resv_dispatches)
 stats "every xstats field, text and JSON keys equal" "$SIZE" "$ALL" "$RATES5"
 stats "xstats from a newer module (longer)" "$((SIZE + 24))" "$ALL" "$RATES5"
+stats "xstats of version 5 (no control queue)" \
+	"$(xsize tc_parq_xstats control_sent)" "{$ALL5}" "$RATES5"
 stats "xstats of version 4 (no effective values)" \
 	"$(xsize tc_parq_xstats effective_linkrate)" "$ALL4" "$RATES4"
 stats "xstats of version 3 (no sojourn times)" \
@@ -764,9 +767,9 @@ stats "xstats of version 2 (no local destinations)" \
 stats "xstats cut after resv_capacity" "$(xsize tc_parq_xstats resv_classes)" \
 	"{$V1, \"resv_dispatches\": 1000, \"resv_rejects\": 2, \"resv_sum_rate\": 2500000, \"resv_capacity\": 11250000}" "$RATES"
 stats "xstats from an older module (shorter)" 24 \
-	'{"xstats_version": 5, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
+	'{"xstats_version": 6, "flows_active": 2, "threshold_turns": 10, "parallel_only": 5}'
 stats "xstats cut inside a field" 20 \
-	'{"xstats_version": 5, "flows_active": 2, "threshold_turns": 10}'
+	'{"xstats_version": 6, "flows_active": 2, "threshold_turns": 10}'
 stats "xstats of 2 bytes" 2 '{}'
 
 # cstats DESC CLASS-XSTATS-JSON XSTATS-LEN EXPECTED-KEYS-JSON [EXPECTED-TEXT-JSON]
