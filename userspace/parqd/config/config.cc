@@ -44,6 +44,16 @@ using config_sections::ReadDuration;
 using config_sections::Reader;
 using config_sections::SelectHost;
 
+// A DSCP as the file writes one: a name ("ef", "cs6") or 0..PARQ_DSCP_MAX.
+std::optional<uint8_t> DscpOf(const toml::node& v) {
+  if (const auto* s = v.as_string())
+    return ParseDscp(s->get());
+  if (const auto* i = v.as_integer();
+      i && i->get() >= 0 && i->get() <= PARQ_DSCP_MAX)
+    return static_cast<uint8_t>(i->get());
+  return std::nullopt;
+}
+
 // Reads one key's value into the configuration; an error names the file,
 // the line and the key, what is wrong and what to write instead.
 using ReadFn = std::optional<std::string> (*)(const Reader& r,
@@ -122,12 +132,7 @@ const ConfigKey kKeys[] = {
       "data"},
      {},
      PARQD_READ({
-       std::optional<uint8_t> d;
-       if (const auto* s = v.as_string())
-         d = ParseDscp(s->get());
-       else if (const auto* i = v.as_integer();
-                i && i->get() >= 0 && i->get() <= PARQ_DSCP_MAX)
-         d = static_cast<uint8_t>(i->get());
+       const std::optional<uint8_t> d = DscpOf(v);
        if (!d)
          return r.Err(v, "control-dscp",
                       "must be one DSCP, a name (\"cs0\"..\"cs7\", "
@@ -411,12 +416,7 @@ const ConfigKey kKeys[] = {
          return r.Err(v, "parallel-dscp", want);
        uint64_t mask = 0;
        for (const toml::node& dn : *arr) {
-         std::optional<uint8_t> d;
-         if (const auto* s = dn.as_string())
-           d = ParseDscp(s->get());
-         else if (const auto* i = dn.as_integer();
-                  i && i->get() >= 0 && i->get() <= PARQ_DSCP_MAX)
-           d = static_cast<uint8_t>(i->get());
+         const std::optional<uint8_t> d = DscpOf(dn);
          if (!d)
            return r.Err(dn, "parallel-dscp", want);
          if (mask & PARQ_DSCP_BIT(*d))

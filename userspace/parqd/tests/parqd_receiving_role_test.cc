@@ -252,27 +252,20 @@ TEST_F(RoleTest, StartReportGrantsWithoutWaitingForAnEpoch) {
 
 // The log names a peer's first grant, not its restatements, and each
 // release.
-TEST(RoleLog, NamesEachFirstGrantAndEachRelease) {
-  FakeMonitor mon;
+TEST_F(RoleTest, TheLogNamesEachFirstGrantAndEachRelease) {
   std::vector<std::string> lines;
-  ReceivingRoleConfig c;
-  c.node_id = 1;
-  c.policy = {3000, kHold, kEpochUs, 3};
-  c.own_addresses = {A("10.0.0.1")};
-  c.peers = {{2, {A("10.0.0.2")}}, {3, {A("10.0.0.3")}}};
-  c.peer_port = kPort;
   ReceivingRole role(
-      c, TestKeys(), mon, EachOf([](const Outgoing&) { return true; }),
+      Config(), TestKeys(), mon_, EachOf([](const Outgoing&) { return true; }),
       kRealtime, [&lines](const std::string& line) { lines.push_back(line); });
-  mon.state.active = true;
-  mon.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
-  mon.events = {{MonitorEvent::Kind::kStart, A("10.0.0.2")}};
+  mon_.state.active = true;
+  mon_.peers = {Source("10.0.0.3", std::nullopt, 0, 1000)};
+  mon_.events = {{MonitorEvent::Kind::kStart, A("10.0.0.2")}};
   role.OnEvents(100 * kMs, kRealtime);
-  mon.events = {{MonitorEvent::Kind::kLocal, A("10.0.0.2")}};
+  mon_.events = {{MonitorEvent::Kind::kLocal, A("10.0.0.2")}};
   role.OnEvents(101 * kMs, kRealtime);
   for (uint64_t t = 102; t < 110; ++t)
     role.Tick(t * kMs, kRealtime);  // restatements: lease 3, every epoch
-  mon.events = {{MonitorEvent::Kind::kStop, A("10.0.0.2")}};
+  mon_.events = {{MonitorEvent::Kind::kStop, A("10.0.0.2")}};
   role.OnEvents(110 * kMs, kRealtime);
   ASSERT_EQ(lines.size(), 4u) << ::testing::PrintToString(lines);
   EXPECT_NE(lines[0].find("granting peer 3 "), std::string::npos);
