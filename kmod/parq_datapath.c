@@ -123,16 +123,15 @@ static unsigned long parq_class_of(struct Qdisc *sch, u32 minor)
 }
 
 /*
- * Network control (TC_PRIO_CONTROL: SO_PRIORITY 7 needs CAP_NET_ADMIN, and
- * the stack gives it to its own IGMP and MLD reports) goes to the control
- * queue, before filters: a filter that catches all cannot hold it back.
- * A priority whose major is the qdisc's handle names a class instead.
+ * Network control (TC_PRIO_CONTROL: SO_PRIORITY 7 needs CAP_NET_ADMIN or
+ * CAP_NET_RAW, and the stack gives it to its own IGMP and MLD reports)
+ * goes to the control queue, before filters: a filter that catches all
+ * cannot hold it back.  Only 7 itself: a priority with a major number is a
+ * classid, this qdisc's or a parent's (parq as a leaf of htb).
  */
-static bool parq_is_control(const struct Qdisc *sch, const struct sk_buff *skb)
+static bool parq_is_control(const struct sk_buff *skb)
 {
-	if (sch->handle && TC_H_MAJ(skb->priority) == sch->handle)
-		return false;
-	return (skb->priority & TC_PRIO_MAX) == TC_PRIO_CONTROL;
+	return skb->priority == TC_PRIO_CONTROL;
 }
 
 /* Returns the class handle, or 0 when a filter dropped or stole the skb. */
@@ -958,7 +957,7 @@ int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 	unsigned long cl;
 	int ret;
 
-	if (parq_is_control(sch, skb))
+	if (parq_is_control(skb))
 		return parq_enqueue_control(skb, sch, to_free);
 	cl = parq_classify(skb, sch, &ret);
 	if (!cl) {

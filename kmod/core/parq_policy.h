@@ -12,6 +12,10 @@
  *     the host's own backlog would throttle senders later the more hosts
  *     share the receiver.  Its bytes are charged to the shaper, so the
  *     rate holds on average; what it sends early, the others wait for.
+ *     It passes a closed gate only while the gate opens within
+ *     PARQ_CONTROL_AHEAD_NS: control beyond the rate waits for the gate
+ *     too (still ahead of the classes), so when it stops the classes
+ *     wait for no more than that.
  *  1. The shaper's gate.  While the next departure time lies ahead nothing
  *     goes, reserved traffic included; the watchdog is set to it.
  *  2. A reserved class whose next dispatch time (NDT) has come goes first
@@ -44,6 +48,14 @@
 #if !defined(__KERNEL__) && defined(__cplusplus)
 extern "C" {
 #endif
+
+/*
+ * How far ahead the shaper's next departure may lie for a control packet
+ * to go at once: a class's packet at the slowest rate a GRANT should not
+ * wait behind (1 500 bytes at 6 Mbit/s), and what the classes wait at most,
+ * once control traffic beyond the rate stops.
+ */
+#define PARQ_CONTROL_AHEAD_NS	2000000ULL	/* 2 ms */
 
 /* The scheduler's own state: the threshold rule, the shaper, counters. */
 struct parq_sched {
@@ -105,7 +117,8 @@ parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
 				   .until = 0 };
 	enum parq_pick pick;
 
-	if (v->control) {
+	if (v->control && (!parq_shaper_on(&s->shaper) ||
+			   s->shaper.t_next <= now + PARQ_CONTROL_AHEAD_NS)) {
 		d.act = PARQ_ACT_CONTROL;
 		return d;
 	}
@@ -138,9 +151,9 @@ parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
 void parq_sched_wait(struct parq_sched *s);
 
 /* A packet of @len bytes left at @now as decided by @d: charge the
- * threshold rule and the shaper and count it.  A control packet, sent
- * whatever the shaper's gate said, pushes the next departure back by its
- * length: the classes pay for it, and the threshold rule does not see it.
+ * threshold rule and the shaper and count it.  A control packet, which
+ * may pass a closed gate, pushes the next departure back by its length:
+ * the classes pay for it, and the threshold rule does not see it.
  */
 static inline void parq_sched_sent(struct parq_sched *s,
 				   const struct parq_decision *d, u64 now,
@@ -148,8 +161,11 @@ static inline void parq_sched_sent(struct parq_sched *s,
 {
 	switch (d->act) {
 	case PARQ_ACT_CONTROL:
+		/* Neither a class's wake-up nor a turn of the threshold rule. */
 		s->xs.control_sent++;
-		break;
+		if (parq_shaper_on(&s->shaper))
+			parq_shaper_charge(&s->shaper, now, len);
+		return;
 	case PARQ_ACT_RESV:
 		s->xs.resv_dispatches++;
 		break;

@@ -306,8 +306,8 @@ KTEST(datapath_control_first_through_the_shaper)
 
 /*
  * The control queue holds PARQ_CONTROL_LIMIT packets whatever the limit,
- * drops (counted) beyond it, and a priority whose major is the qdisc's
- * handle still names a class: 1:7 is no control packet.
+ * drops (counted) beyond it, and a priority with a major number is a
+ * classid: neither 1:7 nor 2:7 is a control packet.
  */
 KTEST(datapath_control_bounded_outside_the_limit)
 {
@@ -342,6 +342,12 @@ KTEST(datapath_control_bounded_outside_the_limit)
 		     NET_XMIT_DROP);
 	KT_ASSERT_EQ(t.q->s.xs.unknown_class, 1);
 	KT_ASSERT_EQ(t.q->s.xs.drop_local_full, 1);
+	/* Nor is 2:7, a parent's classid (parq as a leaf of htb). */
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 6, 0x20000 |
+						  TC_PRIO_CONTROL, 0)),
+		     NET_XMIT_DROP);
+	KT_ASSERT_EQ(t.q->s.xs.drop_local_full, 2);
+	KT_ASSERT_EQ(t.q->s.xs.drop_control, 1);
 	for (i = 0; i < PARQ_CONTROL_LIMIT; i++)
 		KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 100);
 	KT_ASSERT_EQ(t.q->s.xs.control_sent, PARQ_CONTROL_LIMIT);

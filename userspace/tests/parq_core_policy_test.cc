@@ -263,6 +263,52 @@ TEST(ParqPolicyControl, PassesTheShapersGateAndPushesItBack) {
   EXPECT_EQ(parq_sched_decide(&s, &classes, 13000).act, PARQ_ACT_RESV);
 }
 
+// Control beyond the rate waits for the gate too: it passes a closed gate
+// only while the gate opens within PARQ_CONTROL_AHEAD_NS, so once a flood
+// of it stops the classes wait no longer than that (and one packet).
+TEST(ParqPolicyControl, BeyondTheRateItWaitsForTheGateAheadOfTheClasses) {
+  parq_sched s = Sched(4, kPackets);
+  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, PARQ_CATCHUP_NS, 0);
+  const parq_view flood = WithControl(View(true, true, /*resv_ndt=*/0));
+  const uint64_t now = 1000;
+  int sent = 0;
+  parq_decision d{};
+  while (sent < 1000 && (d = Step(s, flood, now, 1000)).act == PARQ_ACT_CONTROL)
+    sent++;  // 8 us each at 1 Gbit/s
+  EXPECT_EQ(sent, 251);
+  EXPECT_EQ(d.act, PARQ_ACT_WAIT);
+  EXPECT_EQ(d.until, s.shaper.t_next);
+  EXPECT_LE(s.shaper.t_next - now, PARQ_CONTROL_AHEAD_NS + 8000);
+  // The flood stops: the classes wait for that departure, no longer.
+  const parq_view classes = View(true, true, /*resv_ndt=*/0);
+  EXPECT_EQ(parq_sched_decide(&s, &classes, s.shaper.t_next - 1).act,
+            PARQ_ACT_WAIT);
+  EXPECT_EQ(parq_sched_decide(&s, &classes, s.shaper.t_next).act,
+            PARQ_ACT_RESV);
+  // Control goes again once the gate is within reach.
+  EXPECT_EQ(
+      parq_sched_decide(&s, &flood, s.shaper.t_next - PARQ_CONTROL_AHEAD_NS)
+          .act,
+      PARQ_ACT_CONTROL);
+}
+
+// A control packet sent while the classes wait for the gate is not their
+// wake-up: that is counted when one of them goes.
+TEST(ParqPolicyControl, NotTheClassesWakeUp) {
+  parq_sched s = Sched(4, kPackets);
+  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, PARQ_CATCHUP_NS, 0);
+  s.shaper.t_next = 100000;
+  const parq_view classes = View(true, true);
+  const parq_decision w = parq_sched_decide(&s, &classes, 0);
+  ASSERT_EQ(w.act, PARQ_ACT_WAIT);
+  parq_sched_wait(&s);
+  EXPECT_EQ(s.xs.throttled, 1u);
+  EXPECT_EQ(Step(s, WithControl(classes), 50000, 1000).act, PARQ_ACT_CONTROL);
+  EXPECT_EQ(s.xs.wakeups, 0u);
+  EXPECT_EQ(Step(s, classes, s.shaper.t_next, 1000).act, PARQ_ACT_PARALLEL);
+  EXPECT_EQ(s.xs.wakeups, 1u);
+}
+
 TEST(ParqPolicyControl, CountedAndNoTurnOfTheThresholdRule) {
   parq_sched s = Sched(2, kPackets);
   const parq_view v = WithControl(View(true, true));

@@ -132,6 +132,7 @@ int OpenSocket(const Config& c) {
   }
   // The credit messages go ahead of data: on this host's egress by their
   // priority (sch_parq's control queue), in the network by their DSCP.
+  // The DSCP first: setting IP_TOS sets the socket's priority from it.
   if (auto r = MarkDscp(fd, c.control_dscp); !r.ok()) {
     spdlog::error("cannot mark the credit messages with control-dscp {}: {}",
                   DscpName(c.control_dscp), std::strerror(r.error()));

@@ -72,11 +72,12 @@ enum parq_split_gso {
 #define PARQ_DSCP_MARK_OFF	(PARQ_DSCP_MAX + 1)
 
 /*
- * The control queue: packets of priority TC_PRIO_CONTROL (7; a major of
- * 0, so not a classid of the qdisc) go to a FIFO that dequeue serves
- * before any class, outside the limit, at most this many packets.
+ * The control queue: packets of priority TC_PRIO_CONTROL (exactly 7, so
+ * not a classid) go to a FIFO that dequeue serves before any class,
+ * outside the limit, at most this many packets: a GRANT to each of the
+ * most peers a receiver's monitor counts (PARQ_MON_PEERS_MAX), sent at once.
  */
-#define PARQ_CONTROL_LIMIT	128
+#define PARQ_CONTROL_LIMIT	4096
 
 /* Reserved flows: classes <handle>:N, N >= PARQ_RESV_MINOR_MIN. */
 #define PARQ_RESV_MINOR_MIN	0x16	/* "1:16" in tc's hexadecimal minors */
