@@ -878,8 +878,9 @@ static int parq_enqueue_one(struct sk_buff *skb, struct Qdisc *sch,
 }
 
 /*
- * Queue @skb in the control queue.  Not split when GSO: the shaper does
- * not pace it, and its bytes are charged to the shaper as one.
+ * Queue @skb in the control queue.  Not split when GSO: the shaper's gate
+ * holds it back only beyond PARQ_CONTROL_AHEAD_NS, and its bytes are
+ * charged to the shaper as one.
  */
 static int parq_enqueue_control(struct sk_buff *skb, struct Qdisc *sch,
 				struct sk_buff **to_free)

@@ -305,6 +305,40 @@ KTEST(datapath_control_first_through_the_shaper)
 }
 
 /*
+ * Beyond PARQ_CONTROL_AHEAD_NS the gate holds control back too: at 100 KB/s
+ * a 1000-byte class packet shuts it for 10 ms, the control packet waits for
+ * the watchdog at the gate's opening, and then goes before the classes.
+ */
+KTEST(datapath_control_waits_for_a_gate_far_ahead)
+{
+	struct tparq t;
+	struct treq r;
+	u32 prio;
+
+	kmock_reset();
+	treq_start(&r);
+	nla_put_u64_64bit(r.skb, TCA_PARQ_RATE, 100000, TCA_PARQ_PAD);
+	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
+	treq_free(&r);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 5, TPARQ_PARALLEL, 0)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 5, TPARQ_PARALLEL, 0)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(tparq_dequeue(&t, &prio), 1000);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 7, TC_PRIO_CONTROL, 0)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	KT_ASSERT_EQ(kmock_watchdog_at, t.q->s.shaper.t_next);
+	KT_ASSERT(t.q->s.shaper.t_next > kmock_now + PARQ_CONTROL_AHEAD_NS);
+	kmock_set_now(kmock_watchdog_at);
+	KT_ASSERT_EQ(tparq_dequeue(&t, &prio), 100);
+	KT_ASSERT_EQ(prio, TC_PRIO_CONTROL);
+	KT_ASSERT_EQ(t.q->s.xs.control_sent, 1);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}
+
+/*
  * The control queue holds PARQ_CONTROL_LIMIT packets whatever the limit,
  * drops (counted) beyond it, and a priority with a major number is a
  * classid: neither 1:7 nor 2:7 is a control packet.
