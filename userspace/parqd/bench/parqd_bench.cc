@@ -452,19 +452,19 @@ int Run(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   const int signal_fd = signalfd(-1, &set, SFD_CLOEXEC);
 
-  const auto wanted = [&parts](const char* part) {
-    return std::find(parts.begin(), parts.end(), part) != parts.end();
+  const auto listed = [](const std::vector<std::string>& list,
+                         const char* name) {
+    return std::find(list.begin(), list.end(), name) != list.end();
   };
-  if (wanted("receiving"))
+  if (listed(parts, "receiving"))
     for (bool reported : {true, false})
       for (int n : senders)
-        if (std::find(known.begin(), known.end(),
-                      reported ? "reported" : "in-table") != known.end())
+        if (listed(known, reported ? "reported" : "in-table"))
           for (uint16_t lease : leases)
             ReceivingRoleCost(n, lease, epochs, reported);
-  if (wanted("sending"))
+  if (listed(parts, "sending"))
     SendingRoleCost(datagrams);
-  if (!wanted("flood"))
+  if (!listed(parts, "flood"))
     return 0;
 
   const std::filesystem::path dir =
