@@ -216,7 +216,7 @@ QUICK := $(BUILD)/quick
 unexport PARQ_QUICK
 QUICK_SELFTESTS := parq_config parq_counters parq_credit parq_monitor \
 		   parq_safety parq_unload parq_jobs parq_nft
-quick: first-run-test unit-quick plugin-test py-unit layer-lint kmod ynl
+quick: first-run-test unit-quick plugin-test py-lint py-unit layer-lint kmod ynl
 	PARQ_QUICK=1 PARQ_USERSPACE_BUILD=$(QUICK) $(IN_KERNEL) \
 		selftests/run --kmsg-check $(QUICK_SELFTESTS)
 

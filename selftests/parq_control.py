@@ -6,7 +6,8 @@ Namespace A sends to namespace B through parq, the root qdisc of A's veth,
 shaped to 80 kbit/s (10 000 bytes/s) with dscp-mark on.  A backlog of
 bulk datagrams takes seconds to leave; then:
   - a datagram from a socket of SO_PRIORITY 7 (TC_PRIO_CONTROL, which
-    needs CAP_NET_ADMIN or CAP_NET_RAW) and DSCP CS6, as parqd's credit messages go,
+    needs CAP_NET_ADMIN or CAP_NET_RAW) and DSCP CS6, as parqd's credit
+    messages go,
     reaches B while nearly all of the backlog is still queued, with its
     CS6 kept, counted in control_sent (tc -s -j and the text output);
   - a datagram from a socket of priority 6 and DSCP CS6 (IP_TOS needs no
