@@ -138,6 +138,7 @@ static struct netlink_range_validation_signed parq_sranges[TCA_PARQ_MAX + 1] = {
  */
 static_assert(PARQ_RATE_MAX == 200000000000ULL);	/* "1.6Tbit" */
 static_assert(PARQ_OVERHEAD_MIN == -64);
+static_assert(PARQ_BURST_MAX == 16777216);
 static_assert(PARQ_CLASS_PARALLEL == 1 && PARQ_CLASS_LOCAL == 2);
 
 #define PARQ_POLICY_PARQ_U8(a)	NLA_POLICY_FULL_RANGE(NLA_U8, &parq_ranges[a])
@@ -332,8 +333,8 @@ static void parq_config_apply(struct Qdisc *sch, const struct parq_config *cfg,
 
 	if (cfg->threshold != q->cfg.threshold || cfg->unit != q->cfg.unit)
 		parq_thresh_init(&q->s.thresh, cfg->threshold, cfg->unit);
-	parq_shaper_set(&q->s.shaper, rate, cfg->overhead, PARQ_CATCHUP_NS,
-			ktime_get_ns());
+	parq_shaper_set(&q->s.shaper, rate, cfg->overhead, cfg->burst,
+			PARQ_CATCHUP_NS, ktime_get_ns());
 	q->split_gso = parq_split_gso(cfg);
 	q->linkrate = linkrate;
 	q->resv_capacity = parq_resv_capacity(linkrate, cfg->reservable);

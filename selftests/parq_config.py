@@ -32,11 +32,12 @@ KNOWN_KEYS = set(DEFAULTS)
 BASE_ARGS = ["threshold", "7", "unit", "packets", "rate", "8bit",
              "overhead", "4", "limit", "500", "flow-limit", "50",
              "dscp-parallel", "AF41,EF", "default", "local",
-             "dscp-mark", "AF41"]
+             "dscp-mark", "AF41", "burst", "1500"]
 BASE_OPTS = {
     "threshold": 7, "unit": "packets", "rate": 1, "overhead": 4,
     "split_gso": "auto", "limit": 500, "flow_limit": 50,
     "dscp_parallel": ["AF41", "EF"], "default": "local", "dscp_mark": "AF41",
+    "burst": 1500,
 }
 
 
@@ -127,13 +128,13 @@ def t_every_parameter(env):
              "overhead", "-4", "no-split-gso", "limit", "777",
              "flow-limit", "77", "dscp-parallel", "AF41,EF,7",
              "default", "parallel", "linkrate", "1gbit", "reservable", "50",
-             "dscp-mark", "7")
+             "dscp-mark", "7", "burst", "0")
     check_options(env, {"threshold": 9, "unit": "packets",
                         "rate": 123000000 // 8, "overhead": -4,
                         "split_gso": "off", "limit": 777, "flow_limit": 77,
                         "dscp_parallel": [7, "AF41", "EF"],
                         "default": "parallel", "linkrate": 10**9 // 8,
-                        "reservable": 50, "dscp_mark": 7})
+                        "reservable": 50, "dscp_mark": 7, "burst": 0})
     del_root(env)
     # linkrate auto with a rate: admission control divides the rate.
     add_parq(env, "threshold", "inf", "rate", "10gbit", "split-gso",
@@ -170,9 +171,9 @@ ROUND_TRIP = [
     ["threshold", "9", "unit", "packets", "rate", "123mbit", "overhead", "-4",
      "no-split-gso", "limit", "777", "flow-limit", "77", "dscp-parallel",
      "AF41,EF,7", "default", "parallel", "linkrate", "1gbit", "reservable",
-     "50", "dscp-mark", "7"],
+     "50", "dscp-mark", "7", "burst", "0"],
     ["threshold", "inf", "rate", "10gbit", "split-gso", "dscp-parallel",
-     "none", "overhead", "256", "reservable", "1"],
+     "none", "overhead", "256", "reservable", "1", "burst", "16777216"],
     ["split-gso", "auto", "linkrate", "auto", "rate", "1mbit"],
 ]
 
@@ -442,6 +443,8 @@ RAW_CASES = [
      "default"),
     ("dscp-mark 65", opts(nl.nla_u8(T.TCA_PARQ_DSCP_MARK,
                                     T.PARQ_DSCP_MARK_OFF + 1)), "dscp-mark"),
+    ("burst MAX+1", opts(nl.nla_u32(T.TCA_PARQ_BURST, T.PARQ_BURST_MAX + 1)),
+     "burst"),
     ("threshold with 8-byte payload",
      opts(nl.nla_u64(T.TCA_PARQ_THRESHOLD, 4)), "threshold"),
     ("threshold with 2-byte payload",
@@ -570,6 +573,8 @@ def main():
         (["reservable", "101"], ["reservable"]),
         (["dscp-mark", "64"], ["dscp-mark"]),
         (["dscp-mark", "CS5,EF"], ["dscp-mark"]),
+        (["burst", "16777217"], ["burst"]),
+        (["burst", "-1"], ["burst"]),
         (["frobnicate", "3"], ["frobnicate"]),
     ]
     for args, names in rejects:

@@ -88,7 +88,7 @@ CXSTATS = struct_fields('tc_parq_class_xstats')
 FMT = {'THRESHOLD': 'I', 'UNIT': 'B', 'RATE': 'Q', 'OVERHEAD': 'i',
        'SPLIT_GSO': 'B', 'LIMIT': 'I', 'FLOW_LIMIT': 'I',
        'DSCP_PARALLEL': 'Q', 'DEFAULT_CLASS': 'B', 'LINKRATE': 'Q',
-       'RESERVABLE': 'B', 'DSCP_MARK': 'B'}
+       'RESERVABLE': 'B', 'DSCP_MARK': 'B', 'BURST': 'I'}
 ATTR = {n: consts['TCA_PARQ_' + n] for n in FMT}
 NAME = {v: k for k, v in ATTR.items()}
 CFMT = {'RATE': 'Q', 'IDT': 'Q'}

@@ -15,6 +15,11 @@ static inline u64 div64_u64_rem(u64 dividend, u64 divisor, u64 *remainder)
 	*remainder = dividend % divisor;
 	return dividend / divisor;
 }
+
+static inline u64 div64_u64(u64 dividend, u64 divisor)
+{
+	return dividend / divisor;
+}
 #endif
 
 static u32 parq_units(const struct parq_thresh *t, u32 len)
@@ -132,7 +137,7 @@ void parq_rr_remove(struct parq_rr *rr, struct parq_rr_node *n)
 }
 
 void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
-		     u64 horizon_ns, u64 now)
+		     u32 burst, u64 horizon_ns, u64 now)
 {
 	/* A departure computed at the old rate is dropped (at 1 byte/s a
 	 * 64 KiB packet would otherwise hold a faster shaper back for hours):
@@ -145,6 +150,8 @@ void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
 	s->rate = rate;
 	s->overhead = overhead;
 	s->horizon = horizon_ns;
+	/* burst * 1e9 < 2^55: no overflow. */
+	s->burst_ns = rate ? div64_u64((u64)burst * NSEC_PER_SEC, rate) : 0;
 }
 
 static u64 parq_shaper_bytes(const struct parq_shaper *s, u32 len)

@@ -132,12 +132,17 @@ struct parq_shaper {
 	u64	t_next;		/* ns: earliest departure of the next packet */
 	u64	rem;		/* remainder of the last delay division */
 	u64	horizon;	/* ns of lateness still caught up */
+	u64	burst_ns;	/* the burst allowance's time at the rate */
 	s32	overhead;	/* bytes added to every packet */
 };
 
-/* (Re)configure; a new @rate starts its schedule at @now. */
+/*
+ * (Re)configure; a new @rate starts its schedule at @now.  @burst bytes
+ * (as the shaper counts them, overhead included) may leave ahead of the
+ * schedule when parq_shaper_gate() is asked for the burst gate.
+ */
 void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
-		     u64 horizon_ns, u64 now);
+		     u32 burst, u64 horizon_ns, u64 now);
 #ifndef __KERNEL__
 /* Transmission time in ns of @len bytes, before remainder carry (for the
  * unit tests; the module does not need it).
@@ -157,6 +162,19 @@ static inline bool parq_shaper_on(const struct parq_shaper *s)
 static inline bool parq_shaper_ready(const struct parq_shaper *s, u64 now)
 {
 	return !parq_shaper_on(s) || now >= s->t_next;
+}
+
+/*
+ * When the gate opens: at the next departure, or with @burst the burst
+ * allowance's time before it (a sender that was idle, whose schedule
+ * restarted at the current time, may send that much at once; a sender that
+ * keeps a backlog is paced at the rate all the same, the allowance ahead).
+ */
+static inline u64 parq_shaper_gate(const struct parq_shaper *s, bool burst)
+{
+	if (!burst || s->t_next <= s->burst_ns)
+		return burst ? 0 : s->t_next;
+	return s->t_next - s->burst_ns;
 }
 
 /*

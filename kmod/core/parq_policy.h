@@ -17,7 +17,13 @@
  *     too (still ahead of the classes), so when it stops the classes
  *     wait for no more than that.
  *  1. The shaper's gate.  While the next departure time lies ahead nothing
- *     goes, reserved traffic included; the watchdog is set to it.
+ *     goes, reserved traffic included; the watchdog is set to it.  While
+ *     no local packet may go (none queued, or all waiting for credit) the
+ *     gate opens the burst allowance's time earlier: a parallel message
+ *     leaves at once after an idle spell, as through htb, and since local
+ *     traffic, once queued, waits for the schedule itself, it is paced at
+ *     the rate and cannot use the allowance to keep a standing queue
+ *     downstream, nor can the parallel classes keep it from its turns.
  *  2. A reserved class whose next dispatch time (NDT) has come goes first
  *     (the one with the smallest (NDT, classid); the qdisc's rb-tree keeps
  *     it leftmost).
@@ -115,15 +121,16 @@ parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
 {
 	struct parq_decision d = { .act = PARQ_ACT_WAIT, .other = false,
 				   .until = 0 };
+	u64 gate = parq_shaper_on(&s->shaper) ?
+		   parq_shaper_gate(&s->shaper, !v->local) : 0;
 	enum parq_pick pick;
 
-	if (v->control && (!parq_shaper_on(&s->shaper) ||
-			   s->shaper.t_next <= now + PARQ_CONTROL_AHEAD_NS)) {
+	if (v->control && gate <= now + PARQ_CONTROL_AHEAD_NS) {
 		d.act = PARQ_ACT_CONTROL;
 		return d;
 	}
-	if (!parq_shaper_ready(&s->shaper, now)) {
-		d.until = s->shaper.t_next;
+	if (now < gate) {
+		d.until = gate;
 		return d;
 	}
 	if (v->resv_ndt <= now) {

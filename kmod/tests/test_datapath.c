@@ -238,6 +238,7 @@ KTEST(datapath_shaper_paces_at_its_rate)
 	treq_start(&r);
 	nla_put_u64_64bit(r.skb, TCA_PARQ_RATE, 1000000, TCA_PARQ_PAD);
 	nla_put_u8(r.skb, TCA_PARQ_SPLIT_GSO, PARQ_SPLIT_GSO_OFF);
+	nla_put_u32(r.skb, TCA_PARQ_BURST, 0);
 	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
 	treq_free(&r);
 	start = kmock_now;
@@ -253,6 +254,52 @@ KTEST(datapath_shaper_paces_at_its_rate)
 	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
 	kmock_set_now(start + wait);
 	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 1000);
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}
+
+/*
+ * The burst allowance: an idle qdisc lets parallel packets of up to burst
+ * bytes (and the one that finds the gate open) go at once, then paces at
+ * the rate; while a local packet may go, every packet waits for the
+ * schedule.
+ */
+KTEST(datapath_burst_for_parallel_while_no_local_may_go)
+{
+	unsigned int i;
+	struct tparq t;
+	struct treq r;
+	u64 start;
+
+	kmock_reset();
+	treq_start(&r);
+	nla_put_u64_64bit(r.skb, TCA_PARQ_RATE, 1000000, TCA_PARQ_PAD);
+	nla_put_u32(r.skb, TCA_PARQ_BURST, 3000);
+	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
+	treq_free(&r);
+	start = kmock_now;
+	for (i = 0; i < 6; i++)
+		KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 2, TPARQ_PARALLEL,
+							  0)),
+			     NET_XMIT_SUCCESS);
+	for (i = 0; i < 4; i++)
+		KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 1000);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	/* 4 000 bytes at 1 MB/s, less the allowance's 3 ms */
+	KT_ASSERT_EQ(kmock_watchdog_at, start + NSEC_PER_MSEC);
+	kmock_set_now(kmock_watchdog_at);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 1000);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	/* A local packet arrives: it and the parallel one wait for the
+	 * schedule itself, 5 ms after the start.
+	 */
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 3, TPARQ_LOCAL, 0)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	KT_ASSERT_EQ(kmock_watchdog_at, start + 5 * NSEC_PER_MSEC);
+	kmock_set_now(kmock_watchdog_at);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 1000);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
 	tparq_destroy(&t);
 	KT_ASSERT_NO_LEAK();
 }
@@ -318,6 +365,7 @@ KTEST(datapath_control_waits_for_a_gate_far_ahead)
 	kmock_reset();
 	treq_start(&r);
 	nla_put_u64_64bit(r.skb, TCA_PARQ_RATE, 100000, TCA_PARQ_PAD);
+	nla_put_u32(r.skb, TCA_PARQ_BURST, 0);
 	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
 	treq_free(&r);
 	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(1000, 5, TPARQ_PARALLEL, 0)),

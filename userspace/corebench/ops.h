@@ -148,7 +148,9 @@ class RrSelectCharge {
 // t_next) and is charged, one 64-bit division with remainder carry.
 class ShaperCharge {
  public:
-  ShaperCharge() { parq_shaper_set(&s_, 1250000000ULL, 0, PARQ_CATCHUP_NS, 0); }
+  ShaperCharge() {
+    parq_shaper_set(&s_, 1250000000ULL, 0, 0, PARQ_CATCHUP_NS, 0);
+  }
   void Packet() {
     const uint64_t now = s_.t_next;
     Keep(parq_shaper_ready(&s_, now));

@@ -73,7 +73,7 @@ std::string Trace(parq_sched& s, const parq_view& v, int n) {
 
 TEST(ParqPolicyOrder, ShaperGateHoldsEverythingBack) {
   parq_sched s = Sched(4, kPackets);
-  parq_shaper_set(&s.shaper, 1000000, 0, PARQ_CATCHUP_NS, 0);
+  parq_shaper_set(&s.shaper, 1000000, 0, 0, PARQ_CATCHUP_NS, 0);
   s.shaper.t_next = 5000;
   const parq_view v = View(true, true, /*resv_ndt=*/0);
   parq_decision d = parq_sched_decide(&s, &v, 4999);
@@ -182,7 +182,7 @@ TEST(ParqPolicyWatchdog, NothingQueuedIsNone) {
 
 TEST(ParqPolicyWatchdog, ShaperDeadlineBeatsAnEarlierReservedOne) {
   parq_sched s = Sched(3, kPackets);
-  parq_shaper_set(&s.shaper, 1000000, 0, PARQ_CATCHUP_NS, 0);
+  parq_shaper_set(&s.shaper, 1000000, 0, 0, PARQ_CATCHUP_NS, 0);
   s.shaper.t_next = 9000;
   const parq_view v = View(false, false, 200, 300);
   const parq_decision d = parq_sched_decide(&s, &v, 100);
@@ -205,7 +205,7 @@ TEST(ParqPolicyWatchdog, ThrottledAndWakeupsCountedOncePerWait) {
 
 TEST(ParqPolicyShaper, SendsAdvanceTheGateAndWakeRestartsIt) {
   parq_sched s = Sched(3, kPackets);
-  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, PARQ_CATCHUP_NS, 1000);
+  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, 0, PARQ_CATCHUP_NS, 1000);
   const parq_view v = View(true, false);
   Step(s, v, 1000, 1000);  // 1000 bytes at 1 Gbit/s: 8 us
   EXPECT_EQ(s.shaper.t_next, 9000u);
@@ -217,7 +217,7 @@ TEST(ParqPolicyShaper, SendsAdvanceTheGateAndWakeRestartsIt) {
 
 TEST(ParqPolicyShaper, ResetForgetsTheTurnAndTheDepartureNotTheCounters) {
   parq_sched s = Sched(3, kPackets);
-  parq_shaper_set(&s.shaper, 1000000, 0, PARQ_CATCHUP_NS, 0);
+  parq_shaper_set(&s.shaper, 1000000, 0, 0, PARQ_CATCHUP_NS, 0);
   const parq_view v = View(true, true);
   Step(s, v, 0);
   Step(s, v, 0);
@@ -251,7 +251,7 @@ TEST(ParqPolicyControl, GoesBeforeReservedParallelAndLocal) {
 
 TEST(ParqPolicyControl, PassesTheShapersGateAndPushesItBack) {
   parq_sched s = Sched(4, kPackets);
-  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, PARQ_CATCHUP_NS, 0);
+  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, 0, PARQ_CATCHUP_NS, 0);
   s.shaper.t_next = 5000;
   const parq_view v = WithControl(View(true, true, /*resv_ndt=*/0));
   const parq_decision d = Step(s, v, 1000, 1000);  // 8 us at 1 Gbit/s
@@ -268,7 +268,7 @@ TEST(ParqPolicyControl, PassesTheShapersGateAndPushesItBack) {
 // of it stops the classes wait no longer than that (and one packet).
 TEST(ParqPolicyControl, BeyondTheRateItWaitsForTheGateAheadOfTheClasses) {
   parq_sched s = Sched(4, kPackets);
-  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, PARQ_CATCHUP_NS, 0);
+  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, 0, PARQ_CATCHUP_NS, 0);
   const parq_view flood = WithControl(View(true, true, /*resv_ndt=*/0));
   const uint64_t now = 1000;
   int sent = 0;
@@ -296,7 +296,7 @@ TEST(ParqPolicyControl, BeyondTheRateItWaitsForTheGateAheadOfTheClasses) {
 // wake-up: that is counted when one of them goes.
 TEST(ParqPolicyControl, NotTheClassesWakeUp) {
   parq_sched s = Sched(4, kPackets);
-  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, PARQ_CATCHUP_NS, 0);
+  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, 0, PARQ_CATCHUP_NS, 0);
   s.shaper.t_next = 100000;
   const parq_view classes = View(true, true);
   const parq_decision w = parq_sched_decide(&s, &classes, 0);
@@ -335,6 +335,99 @@ TEST(ParqPolicyControl, AdmittedOutsideTheLimitUpToItsOwn) {
   EXPECT_EQ(s.xs.drop_flow_limit + s.xs.drop_local_full +
                 s.xs.drop_parallel_full + s.xs.drop_local_evicted,
             0u);
+}
+
+// ---------------------------------------------------- burst allowance
+
+// 1 Gbit/s: 1 000 bytes take 8 us; a burst of 4 000 bytes is 32 us.
+parq_sched BurstSched(uint32_t burst) {
+  parq_sched s = Sched(4, kPackets);
+  parq_shaper_set(&s.shaper, 1000000000 / 8, 0, burst, PARQ_CATCHUP_NS, 0);
+  return s;
+}
+
+parq_decision Decide(const parq_sched& s, const parq_view& v, uint64_t now) {
+  return parq_sched_decide(&s, &v, now);
+}
+
+// Packets of 1 000 bytes that go at @now before the gate closes.
+int SentAt(parq_sched& s, const parq_view& v, uint64_t now) {
+  int n = 0;
+  while (n < 1000 && Step(s, v, now).act != PARQ_ACT_WAIT)
+    n++;
+  return n;
+}
+
+TEST(ParqPolicyBurst, ParallelAloneLeavesAtOnceUpToTheAllowance) {
+  parq_sched s = BurstSched(4000);
+  // Four packets of the allowance and the one that finds the gate open.
+  EXPECT_EQ(SentAt(s, View(true, false), 0), 5);
+  const parq_decision d = Decide(s, View(true, false), 0);
+  ASSERT_EQ(d.act, PARQ_ACT_WAIT);
+  // Then at the rate: the next one packet's time later.
+  EXPECT_EQ(d.until, 8000u);
+  EXPECT_EQ(SentAt(s, View(true, false), 8000), 1);
+  // Reserved traffic too; and local that waits for credit is idle.
+  parq_sched r = BurstSched(4000);
+  EXPECT_EQ(SentAt(r, View(false, false, /*resv_ndt=*/0), 0), 5);
+  parq_sched c = BurstSched(4000);
+  EXPECT_EQ(SentAt(c, View(true, false, kNone, /*lwait_next=*/90000), 0), 5);
+}
+
+TEST(ParqPolicyBurst, NoAllowanceWhileLocalMayGo) {
+  parq_sched s = BurstSched(4000);
+  EXPECT_EQ(SentAt(s, View(true, true), 0), 1);
+  EXPECT_EQ(Decide(s, View(true, true), 0).until, 8000u);
+  parq_sched l = BurstSched(4000);
+  EXPECT_EQ(SentAt(l, View(false, true), 0), 1);
+  // Local arrives after a parallel burst: it waits for the schedule, the
+  // whole burst's time, and so does parallel.
+  parq_sched b = BurstSched(4000);
+  ASSERT_EQ(SentAt(b, View(true, false), 0), 5);
+  EXPECT_EQ(Decide(b, View(true, true), 0).until, 40000u);
+  EXPECT_EQ(SentAt(b, View(true, true), 39999), 0);
+  EXPECT_EQ(SentAt(b, View(true, true), 40000), 1);
+}
+
+TEST(ParqPolicyBurst, ZeroIsTheScheduleItself) {
+  parq_sched s = BurstSched(0);
+  EXPECT_EQ(SentAt(s, View(true, false), 0), 1);
+  EXPECT_EQ(Decide(s, View(true, false), 0).until, 8000u);
+}
+
+// Both classes backlogged for 100 ms: the rate holds to within the
+// allowance and one packet, and local keeps its turn of the threshold
+// rule (threshold 4: one packet in five) as without an allowance.
+TEST(ParqPolicyBurst, BacklogKeepsTheRateAndTheThresholdRule) {
+  for (const uint32_t burst : {0u, 4000u, 64000u}) {
+    parq_sched s = BurstSched(burst);
+    uint64_t now = 0;
+    uint64_t sent[PARQ_ACT_CONTROL + 1] = {};
+    while (now < 100000000) {
+      const parq_decision d = Step(s, View(true, true), now);
+      if (d.act == PARQ_ACT_WAIT)
+        now = d.until;
+      else
+        sent[d.act]++;
+    }
+    const uint64_t total = sent[PARQ_ACT_PARALLEL] + sent[PARQ_ACT_LOCAL];
+    EXPECT_EQ(total, 100000000 / 8000) << burst;
+    EXPECT_EQ(sent[PARQ_ACT_LOCAL], total / 5) << burst;
+  }
+}
+
+// Parallel alone for 100 ms, with idle spells: never more than the rate's
+// bytes since the start plus the allowance and one packet.
+TEST(ParqPolicyBurst, AloneTheRateHoldsToWithinTheAllowance) {
+  parq_sched s = BurstSched(4000);
+  uint64_t bytes = 0;
+  for (uint64_t now = 0; now < 100000000; now += 3000) {
+    if (now % 1000000 == 0 && now)  // idle for a while: no catching up
+      parq_shaper_wake(&s.shaper, now);
+    bytes += 1000 * SentAt(s, View(true, false), now);
+    ASSERT_LE(bytes, now / 8 + 4000 + 1000) << now;
+  }
+  EXPECT_GE(bytes, 100000000 / 8 - 4000);
 }
 
 // ------------------------------------------------- admission, eviction
@@ -447,8 +540,11 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
   parq_sched s = Sched(threshold, unit);
   Reference ref{threshold, unit == kPackets};
   const bool shaped = seed % 3 == 0;
+  // Half of the shaped seeds with a burst allowance: 20 us at 1 Gbit/s.
+  const uint32_t burst = seed % 2 ? 2500 : 0;
+  const uint64_t burst_ns = burst * 8;
   if (shaped)
-    parq_shaper_set(&s.shaper, 125000000, 0, PARQ_CATCHUP_NS, 0);
+    parq_shaper_set(&s.shaper, 125000000, 0, burst, PARQ_CATCHUP_NS, 0);
 
   uint64_t now = 1000000;
   for (int i = 0; i < 20000; i++) {
@@ -463,7 +559,10 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
     v.lwait_next = rng() % 3 ? kNone : now + 1 + rng() % 5000;
     const uint32_t len = 64 + rng() % 9000;
 
-    const uint64_t gate = parq_shaper_on(&s.shaper) ? s.shaper.t_next : 0;
+    // The burst allowance opens the gate early while no local may go.
+    uint64_t gate = parq_shaper_on(&s.shaper) ? s.shaper.t_next : 0;
+    if (!v.local)
+      gate = gate > burst_ns ? gate - burst_ns : 0;
     uint64_t until = 0;
     const parq_act want = ref.Decide(v, now, gate, &until);
     const parq_decision d = parq_sched_decide(&s, &v, now);

@@ -36,7 +36,7 @@ uint64_t RefNs(u128 bytes, uint64_t rate) {
 parq_shaper Make(uint64_t rate, int32_t overhead = 0,
                  uint64_t horizon = kHorizon) {
   parq_shaper s{};
-  parq_shaper_set(&s, rate, overhead, horizon, 0);
+  parq_shaper_set(&s, rate, overhead, 0, horizon, 0);
   return s;
 }
 
@@ -73,12 +73,12 @@ TEST(ParqShaperSet, NewRateResetsRemainder) {
   const uint64_t t = s.t_next;
 
   // Same rate (say, a new overhead): the remainder is kept.
-  parq_shaper_set(&s, 7, 24, kHorizon, 0);
+  parq_shaper_set(&s, 7, 24, 0, kHorizon, 0);
   EXPECT_EQ(s.rem, 6u);
   EXPECT_EQ(s.overhead, 24);
 
   // New rate: the remainder was in units of the old rate; dropped.
-  parq_shaper_set(&s, 3, 0, kHorizon, t);
+  parq_shaper_set(&s, 3, 0, 0, kHorizon, t);
   EXPECT_EQ(s.t_next, t);
   EXPECT_EQ(s.rem, 0u);
   EXPECT_EQ(s.rate, 3u);
@@ -87,7 +87,7 @@ TEST(ParqShaperSet, NewRateResetsRemainder) {
   EXPECT_EQ(s.rem, kNsPerSec % 3);
 
   // And so does turning the shaper off.
-  parq_shaper_set(&s, 0, 0, kHorizon, 0);
+  parq_shaper_set(&s, 0, 0, 0, kHorizon, 0);
   EXPECT_EQ(s.rem, 0u);
   EXPECT_FALSE(parq_shaper_on(&s));
 }
@@ -102,7 +102,7 @@ TEST(ParqShaperSet, NewRateDropsDepartureOfOldRate) {
   parq_shaper_charge(&s, now, 65536);
   ASSERT_EQ(s.t_next, now + 65536 * kNsPerSec);
   const uint64_t change = now + 1000;
-  parq_shaper_set(&s, 125000000, 0, kHorizon, change);  // 1 Gbit/s
+  parq_shaper_set(&s, 125000000, 0, 0, kHorizon, change);  // 1 Gbit/s
   // The new rate starts at the change: the next packet may go at once,
   // and the one after waits its time at the new rate (no debt, no burst).
   EXPECT_EQ(s.t_next, change);

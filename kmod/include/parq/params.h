@@ -127,7 +127,13 @@
 	  PARQ_DSCP_MARK_OFF, "off", PARQ_DSCP_MARK_OFF,		\
 	  PARQ_NO_NAMES,						\
 	  "parq: dscp-mark must be a DSCP 0.."				\
-	  PARQ_STR(PARQ_DSCP_MAX) " or off")
+	  PARQ_STR(PARQ_DSCP_MAX) " or off")				\
+	P(TCA_PARQ_BURST, burst, "burst", PARQ_U32,			\
+	  PARQ_SYN_NUMBER, "BYTES",					\
+	  0, PARQ_BURST_MAX,						\
+	  PARQ_BURST_DEFAULT, NULL, 0,					\
+	  PARQ_NO_NAMES,						\
+	  "parq: burst must be 0..16777216 bytes")
 
 /*
  * The DSCPs' names that tc-parq(8) reads and prints (RFC 2474, 2597, 3246,

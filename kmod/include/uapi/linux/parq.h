@@ -72,6 +72,16 @@ enum parq_split_gso {
 #define PARQ_DSCP_MARK_OFF	(PARQ_DSCP_MAX + 1)
 
 /*
+ * TCA_PARQ_BURST: while no local packet may go, the shaper's gate opens
+ * this many bytes' time (at the rate) ahead of the schedule, so that a
+ * parallel message of up to this size leaves at once, as through htb; while
+ * local traffic is queued the shaper paces every byte.  The long-run rate
+ * is the same.
+ */
+#define PARQ_BURST_DEFAULT	65536
+#define PARQ_BURST_MAX		(16U << 20)
+
+/*
  * The control queue: packets of priority TC_PRIO_CONTROL (exactly 7, so
  * not a classid) go to a FIFO that dequeue serves before any class,
  * outside the limit, at most this many packets: a GRANT to each of the
@@ -115,6 +125,7 @@ enum {
 	TCA_PARQ_LINKRATE,
 	TCA_PARQ_RESERVABLE,	/* u8: percent of linkrate, 1..100 */
 	TCA_PARQ_DSCP_MARK,	/* u8: 0..PARQ_DSCP_MAX or PARQ_DSCP_MARK_OFF */
+	TCA_PARQ_BURST,		/* u32: bytes, 0..PARQ_BURST_MAX */
 	__TCA_PARQ_MAX
 };
 
