@@ -100,6 +100,7 @@ def test_every_parameter_has_a_default_as_tc_prints_it():
     assert d["dscp_parallel"] == ["CS5", "EF"]
     assert d["default"] == "local"
     assert d["dscp_mark"] == "off"
+    assert d["burst"] == 65536
 
 
 @pytest.mark.parametrize("keyword,value,shown", [
@@ -108,6 +109,7 @@ def test_every_parameter_has_a_default_as_tc_prints_it():
     ("dscp-mark", 34, "AF41"), ("dscp-mark", 7, 7),
     ("dscp-parallel", 0, []), ("dscp-parallel", 1 << 7 | 1 << 46, [7, "EF"]),
     ("overhead", -64, -64), ("linkrate", 125000000, 125000000),
+    ("burst", 0, 0),
 ])
 def test_values_as_tc_prints_them(keyword, value, shown):
     assert params.json_value(params.TABLE[keyword], value) == shown

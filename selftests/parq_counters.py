@@ -353,7 +353,8 @@ def t_sojourn(env):
     running shaper did not queue); a change to 1 Mbit/s then releases
     it, four parallel packets to one local while both wait."""
     a, dev = env.a, env.dev
-    fresh(env, "rate", "8bit", "threshold", "4", "unit", "packets")
+    fresh(env, "rate", "8bit", "burst", "0", "threshold", "4", "unit",
+          "packets")
     send(env, [(1, 100, TOS_EF, None, 9), (12, 100, None, None, 9),
                (12, 100, TOS_EF, None, 9)])
     check_eq(tclib.parq_qdisc(a, dev)["qlen"], 24,
@@ -389,7 +390,8 @@ def t_limit_evicts_local(env):
     for attempt in range(1, 4):
         # Shaper at 1 byte/s: the primer leaves at once, then nothing for
         # 242 s.  limit 20, flow-limit 20: only the limit can bite.
-        fresh(env, "limit", "20", "flow-limit", "20", "rate", "8bit")
+        fresh(env, "limit", "20", "flow-limit", "20", "rate", "8bit",
+              "burst", "0")
         send(env, [(1, 200, None, None, 9)])
         send(env, [(15, 100, None, None, 9)])
         q, cls = qstate(env)
@@ -447,7 +449,8 @@ def t_limit_evicts_local(env):
 
 def t_flow_limit(env):
     for attempt in range(1, 4):
-        fresh(env, "limit", "100", "flow-limit", "5", "rate", "8bit")
+        fresh(env, "limit", "100", "flow-limit", "5", "rate", "8bit",
+              "burst", "0")
         send(env, [(1, 200, None, None, 9)])
         send(env, [(8, 100, TOS_EF, None, 9)])		# one flow: 3 over
         q, cls = qstate(env)

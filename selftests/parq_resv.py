@@ -143,7 +143,8 @@ def freeze(env, dev=None, ns=None):
     backlogged.  One packet may leave at the change."""
     q = qx(env, dev, ns)
     tc(ns or env.a, "qdisc", "change", "dev", dev or env.dev, "root", "parq",
-       "linkrate", f"{q['effective_linkrate'] * 8}bit", "rate", "8bit")
+       "linkrate", f"{q['effective_linkrate'] * 8}bit", "rate", "8bit",
+       "burst", "0")
 
 
 def check_xstats(env, dev=None, ns=None, rejects=None, dispatches=True):
@@ -988,7 +989,7 @@ def check_backlog_consistent(q, cls):
 def t_delete_queued(env):
     a, dev = env.a, env.dev
     # 1 byte/s: the first packet leaves, the rest stay queued.
-    add_root(env, "rate", "8bit", "linkrate", "1gbit")
+    add_root(env, "rate", "8bit", "burst", "0", "linkrate", "1gbit")
     add_class(env, 0x16, "rate", "10mbit")
     add_class(env, 0x17, "rate", "10mbit")
     send(env, None, 9, 100, 1)				# arms the shaper

@@ -77,8 +77,8 @@ def t_limit_frees(env):
     # for hours, however slowly this CPU sends them (at 1 Mbit/s a debug
     # kernel under TCG sends them over seconds, and parq would let most of
     # them go before the limit is lowered).
-    root(env, "handle", "1:", "parq", "rate", "8bit", "limit", "2000",
-         "flow-limit", "2000")
+    root(env, "handle", "1:", "parq", "rate", "8bit", "burst", "0",
+         "limit", "2000", "flow-limit", "2000")
     sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
     ktap.defer(sk.close)
     sk.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
@@ -120,7 +120,7 @@ def fill_dsts(env, sk, dsts):
     (the one packet it lets through goes first, to B itself)."""
     a, dev, topo = env.a, env.dev, env.topo
     tc(a, "qdisc", "change", "dev", dev, "root", "handle", "1:", "parq",
-       "rate", "8bit")
+       "rate", "8bit", "burst", "0")
     sk.sendto(bytes(64), (topo.ip_b(), 9))
     ktap.poll(lambda: tclib.parq_qdisc(a, dev)["qlen"], lambda n: n == 0,
               5.0)
@@ -152,7 +152,7 @@ def t_many_destinations(env):
     dsts = [many_dst(i) for i in range(MANY_DSTS)]
     resv.shrink_slabs()
     before = resv.slab_active()
-    root(env, "handle", "1:", "parq", "rate", "8bit", "limit",
+    root(env, "handle", "1:", "parq", "rate", "8bit", "burst", "0", "limit",
          str(2 * MANY_DSTS), "flow-limit", "10")
     sk = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -537,8 +537,8 @@ def t_memcg_local(env):
         a.run(["ip", "route", "del", MANY_NET], check=False)
     ktap.defer(undo)
     with InCgroup(CG):
-        root(env, "handle", "1:", "parq", "rate", "8bit", "limit",
-             str(CG_LOCAL + CG_OVER))
+        root(env, "handle", "1:", "parq", "rate", "8bit", "burst", "0",
+             "limit", str(CG_LOCAL + CG_OVER))
     sk.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 1 << 30)
     sk.setblocking(False)
     before = slab(CG)
