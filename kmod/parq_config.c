@@ -317,11 +317,14 @@ static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
 	return 0;
 }
 
-static bool parq_split_gso(const struct parq_config *cfg)
+/* Which GSO packets are split: enum parq_split_now. */
+static u8 parq_split_gso(const struct parq_config *cfg)
 {
 	if (cfg->split_gso == PARQ_SPLIT_GSO_AUTO)
-		return cfg->rate != PARQ_RATE_UNLIMITED;
-	return cfg->split_gso == PARQ_SPLIT_GSO_ON;
+		return cfg->rate != PARQ_RATE_UNLIMITED ? PARQ_SPLIT_LOCAL :
+							  PARQ_SPLIT_NONE;
+	return cfg->split_gso == PARQ_SPLIT_GSO_ON ? PARQ_SPLIT_ALL :
+						     PARQ_SPLIT_NONE;
 }
 
 /* Make @cfg the running configuration.  Caller holds the tree lock. */

@@ -969,8 +969,9 @@ int parq_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 		return ret;
 	}
 	parq_mark(skb, &q->cfg, cl);
-	/* Reserved classes always count in MTU-sized packets. */
-	if (skb_is_gso(skb) && (q->split_gso || parq_resv_of(cl)))
+	if (skb_is_gso(skb) &&
+	    parq_split_gso_for(q->split_gso, cl == PARQ_CLASS_PARALLEL,
+			       !!parq_resv_of(cl)))
 		return parq_enqueue_segs(skb, sch, cl, to_free);
 	return parq_enqueue_one(skb, sch, cl, to_free);
 }

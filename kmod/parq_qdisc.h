@@ -161,7 +161,7 @@ struct parq_sched_data {
 	u64			lwait_next;	/* ns: earliest end of a wait */
 	struct rb_root_cached	lwait;		/* waiting local flows by until */
 	u32			resv_backlogged;
-	bool			split_gso;
+	u8			split_gso;	/* enum parq_split_now */
 
 	/* enqueue */
 	struct parq_flow	*flows;		/* PARQ_FLOW_BUCKETS */

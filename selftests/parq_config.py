@@ -147,8 +147,8 @@ def t_every_parameter(env):
     del_root(env)
     add_parq(env, "rate", "1gbit")
     check_options(env, dict(DEFAULTS, rate=10**9 // 8))
-    check_eq(effective(env), (10**9 // 8, 1),
-             "effective (linkrate, split-gso) with rate 1gbit")
+    check_eq(effective(env), (10**9 // 8, 2),
+             "effective (linkrate, split-gso: local only) with rate 1gbit")
     # ... and back off when the shaper is turned off.
     tc(a, "qdisc", "change", "dev", dev, "root", "parq", "rate", "unlimited")
     check_options(env, DEFAULTS)

@@ -200,6 +200,23 @@ static inline void parq_sched_sent(struct parq_sched *s,
 		parq_shaper_charge(&s->shaper, now, len);
 }
 
+/*
+ * Whether a GSO packet is split into its segments at enqueue, as @split
+ * (enum parq_split_now) says for the class it goes to.  A reserved class's
+ * always is: its pace counts packets.  Under split-gso auto with the
+ * shaper on, a local one is, so that a parallel packet waits behind at
+ * most one frame of local data; a parallel one is not: it would wait only
+ * behind parallel data, and whole it costs one segmentation and one pass
+ * through the stack below instead of one per frame, and leaves at once
+ * when the gate opens, as through htb.
+ */
+static inline bool parq_split_gso_for(u32 split, bool parallel, bool reserved)
+{
+	if (reserved || split == PARQ_SPLIT_ALL)
+		return true;
+	return split == PARQ_SPLIT_LOCAL && !parallel;
+}
+
 /* The sojourn bucket of @ns (see PARQ_SOJOURN_BUCKETS). */
 static inline unsigned int parq_sojourn_bucket(u64 ns)
 {

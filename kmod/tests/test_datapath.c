@@ -259,6 +259,48 @@ KTEST(datapath_shaper_paces_at_its_rate)
 }
 
 /*
+ * split-gso auto with the shaper on splits a local GSO packet, so that a
+ * parallel packet waits behind one frame of it, and keeps a parallel one
+ * whole; split-gso (on) splits both; without the shaper neither is.
+ */
+static void split_case(u8 mode, bool shaped, unsigned int want_local,
+		       unsigned int want_parallel, u8 want_now)
+{
+	struct tparq t;
+	struct treq r;
+
+	kmock_reset();
+	treq_start(&r);
+	if (shaped)
+		nla_put_u64_64bit(r.skb, TCA_PARQ_RATE, 1000000, TCA_PARQ_PAD);
+	nla_put_u8(r.skb, TCA_PARQ_SPLIT_GSO, mode);
+	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
+	treq_free(&r);
+	KT_ASSERT_EQ(t.q->split_gso, want_now);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4_gso(4020, 9, TPARQ_LOCAL,
+						      1000)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(t.sch->q.qlen, want_local);
+	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4_gso(4020, 9, TPARQ_PARALLEL,
+						      1000)),
+		     NET_XMIT_SUCCESS);
+	KT_ASSERT_EQ(t.sch->q.qlen, want_local + want_parallel);
+	KT_ASSERT_EQ(t.q->s.xs.gso_segments,
+		     (want_local > 1 ? want_local : 0) +
+		     (want_parallel > 1 ? want_parallel : 0));
+	tparq_destroy(&t);
+	KT_ASSERT_NO_LEAK();
+}
+
+KTEST(datapath_split_gso_auto_splits_local_only)
+{
+	split_case(PARQ_SPLIT_GSO_AUTO, true, 4, 1, PARQ_SPLIT_LOCAL);
+	split_case(PARQ_SPLIT_GSO_ON, true, 4, 4, PARQ_SPLIT_ALL);
+	split_case(PARQ_SPLIT_GSO_AUTO, false, 1, 1, PARQ_SPLIT_NONE);
+	split_case(PARQ_SPLIT_GSO_OFF, true, 1, 1, PARQ_SPLIT_NONE);
+}
+
+/*
  * The burst allowance: an idle qdisc lets parallel packets of up to burst
  * bytes (and the one that finds the gate open) go at once, then paces at
  * the rate; while a local packet may go, every packet waits for the

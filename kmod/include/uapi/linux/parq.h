@@ -44,13 +44,23 @@ enum parq_unit {
 #define PARQ_LIMIT_MAX		1000000
 
 enum parq_split_gso {
-	PARQ_SPLIT_GSO_AUTO,	/* split whenever the shaper is on */
+	PARQ_SPLIT_GSO_AUTO,	/* split local ones whenever the shaper is on */
 	PARQ_SPLIT_GSO_ON,
 	PARQ_SPLIT_GSO_OFF,
 	__PARQ_SPLIT_GSO_MAX
 };
 
 #define PARQ_SPLIT_GSO_MAX (__PARQ_SPLIT_GSO_MAX - 1)
+
+/*
+ * effective_split_gso in the statistics: which GSO packets are split now
+ * (a reserved class's always are).
+ */
+enum parq_split_now {
+	PARQ_SPLIT_NONE,
+	PARQ_SPLIT_ALL,
+	PARQ_SPLIT_LOCAL,	/* split-gso auto with the shaper on */
+};
 
 /*
  * Bit n set: DSCP n is parallel.  Default: CS5 and EF.  Not CS6 and CS7:
