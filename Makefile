@@ -423,19 +423,20 @@ deps:
 # test of the module's interfaces (the fuzzer at 2x10^4, the stress tests
 # at a quarter) without their timing cases, the scale test's bound among
 # them (SELFTEST_QUICK: 6.1 judges those, of the same kmod/core), and not
-# the eight that time user space and the scheduling policy (CHECK_612_EXCEPT:
+# the nine that time user space and the scheduling policy (CHECK_612_EXCEPT:
 # parqd's protocol over netlink calls that parq_credit and parq_monitor
 # test there, parqd's admission over etcd, which installs its classes with
 # tc as parq_resv does there, and latency and rate shares decided by
-# kmod/core, the same code on both kernels, the demo's first table among
-# them; parq_mpi's job marking is parq_jobs' on 6.12).
+# kmod/core, the same code on both kernels, the demo's first table and the
+# shaper against htb among them; parq_mpi's job marking is parq_jobs' on
+# 6.12).
 # make check-debug runs it all under the debug kernel in full.  libFuzzer
 # gets 30 s.  All this to stay within 60 minutes on a 2-core host
 # (Documentation/development.md has each phase's time); each phase prints its time
 # ("check: ... s").
 CHECK_61_EXCEPT := parq_stress parq_nlfuzz
 CHECK_612_EXCEPT := parq_receiver parq_parqd parq_experiments parq_demo \
-		    parq_isolation parq_share parq_mpi parq_cluster
+		    parq_isolation parq_share parq_mpi parq_cluster parq_shaper
 PHASE = t0=$$(date +%s); trap 'echo "check: $(1): $$(( $$(date +%s) - t0 )) s"' EXIT;
 check:
 	@$(call PHASE,packages) scripts/install-deps check

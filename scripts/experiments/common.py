@@ -218,23 +218,24 @@ def configurations(p, with_parqd=False):
 class Configurations:
     """The scheduler configuration on every (ns, dev) of @targets, behind
     @rate (None: no shaper).  use(name) installs scheduler @name (a key
-    of scenarios.ALL_SCHEDULERS, or PARQD: parq, and parqd on @cluster)
-    unless it is already there, so that the steps of one configuration
-    share its installation; @extra(ns, dev, name) runs after installing.
-    close() (or the end of a with-block) removes it all."""
+    of @installers, by default scenarios.ALL_SCHEDULERS, or PARQD: parq,
+    and parqd on @cluster) unless it is already there, so that the steps
+    of one configuration share its installation; @extra(ns, dev, name)
+    runs after installing.  close() (or the end of a with-block) removes
+    it all."""
 
     def __init__(self, targets, rate=scenarios.RATE, cluster=None,
-                 extra=None):
+                 extra=None, installers=None):
         self.targets, self.rate = list(targets), rate
         self.cluster, self.extra = cluster, extra
+        self.installers = installers or scenarios.ALL_SCHEDULERS
         self.current = None
 
     def use(self, name):
         if name == self.current:
             return
         self.close()
-        install = scenarios.ALL_SCHEDULERS["parq" if name == PARQD
-                                           else name]
+        install = self.installers["parq" if name == PARQD else name]
         for ns, dev in self.targets:
             install(ns, dev, rate=self.rate)
             if self.extra:
@@ -276,17 +277,19 @@ WARM_UP = 10			# messages of sender_lab()'s first exchange
 
 
 @contextmanager
-def sender_lab(name):
+def sender_lab(name, installers=None):
     """Experiment 1's lab (7's too): namespaces A and B (netns.Topology
     @name), on B a parq-bench server for the parallel job (EF, under
     probe_prefix()) and one for the local job, the scheduler under test on
-    A's veth.  Yields (topo, Configurations, the probe prefix)."""
+    A's veth (Configurations of @installers).  Yields (topo,
+    Configurations, the probe prefix)."""
     with Topology(name) as topo:
         prefix = probe_prefix(topo.a)
         ip = topo.ip_b()
         with bench.Server(topo.b, ip, PAR_PORT, tos=EF, prefix=prefix), \
                 bench.Server(topo.b, ip, BULK_PORT), \
-                Configurations([(topo.a, topo.dev_a())]) as confs:
+                Configurations([(topo.a, topo.dev_a())],
+                               installers=installers) as confs:
             # Untimed, as the parallel job's (exchange()): the first
             # exchange of a lab pays for what is cold (the server's first
             # message, the neighbour's entry), which would weigh on the

@@ -169,13 +169,14 @@ class Bulk:
     Server at @peer, @size-byte messages back to back, until stop() (or
     @seconds; then results() has each stream's rate).  With @progress_ms,
     each stream reports what the server has acknowledged every so many ms,
-    and mbit() reads the job's rate over any window of the run.  A context
-    manager."""
+    and mbit() reads the job's rate over any window of the run.  @prefix:
+    argv to run each stream under (e.g. taskset).  A context manager."""
 
     def __init__(self, ns, peer, size, streams=1, seconds=600, tos=None,
-                 progress_ms=0):
-        self.argv = [str(PARQ_BENCH), "bulk", "--to", peer, "--size",
-                     str(size), "--seconds", str(seconds)] + _marking(tos)
+                 progress_ms=0, prefix=()):
+        self.argv = list(prefix) + [
+            str(PARQ_BENCH), "bulk", "--to", peer, "--size", str(size),
+            "--seconds", str(seconds)] + _marking(tos)
         if progress_ms:
             self.argv += ["--progress-ms", str(progress_ms)]
         self.procs = [ns.popen(self.argv) for _ in range(streams)]

@@ -1,9 +1,10 @@
 """The schedulers the selftests, the demo and the experiments compare.
 
-Installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _parq; all of them
-in ALL_SCHEDULERS): a 100 Mbit/s bottleneck on a device, the parallel stream
-in a class of its own where the scheduler has classes, recognised by its
-server port (PING_PORT, a u32 filter) or by DSCP EF.
+Installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _parq, all of them
+in ALL_SCHEDULERS, and install_htb_parq): a 100 Mbit/s bottleneck on a
+device, the parallel stream in a class of its own where the scheduler has
+classes, recognised by its server port (PING_PORT, a u32 filter) or by
+DSCP EF.
 """
 from . import tc as tclib
 from . import traffic
@@ -84,16 +85,27 @@ def install_cake(ns, dev, rate=RATE):
              "cake", *shaper, "diffserv4")
 
 
-def install_parq(ns, dev, rate=RATE):
+def install_parq(ns, dev, rate=RATE, extra=()):
     """parq with its own shaper; EF marks the parallel stream, the u32
     filter classifies it too (either would do).  With @rate None: no
     shaper, but GSO packets split all the same, so that a sender held to
     a credit sends MTU-sized packets, not 64 KB bursts (5 ms of a 100
-    Mbit/s switch port each; as selftests/parq_receiver.py does)."""
+    Mbit/s switch port each; as selftests/parq_receiver.py does).  @extra:
+    more of parq's tc arguments (e.g. ("no-split-gso",))."""
     shaper = ["split-gso"] if rate is None else ["rate", rate]
     tclib.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "parq",
-             *shaper)
+             *shaper, *extra)
     _ping_filter(ns, dev, "1:", "1:1")
+
+
+def install_htb_parq(ns, dev, rate=RATE, extra=()):
+    """parq without a shaper of its own under the baselines' htb: parq's
+    classes, htb's shaping (a GSO packet leaves whole as soon as htb has
+    tokens, and the class pays the debt afterwards; with @extra
+    ("split-gso",), parq hands htb frames).  Not in ALL_SCHEDULERS:
+    scripts/experiments/shaper.py compares it with parq's own shaper."""
+    _baseline(ns, dev, rate, "parq", *extra)
+    _ping_filter(ns, dev, "10:", "10:1")
 
 
 # The experiments' baselines, then parq (Documentation/experiments.md).
