@@ -320,9 +320,13 @@ static int parq_config_parse(struct Qdisc *sch, struct parq_config *cfg,
 /* Which GSO packets are split: enum parq_split_now. */
 static u8 parq_split_gso(const struct parq_config *cfg)
 {
-	if (cfg->split_gso == PARQ_SPLIT_GSO_AUTO)
-		return cfg->rate != PARQ_RATE_UNLIMITED ? PARQ_SPLIT_LOCAL :
-							  PARQ_SPLIT_NONE;
+	/* Under unit packets a whole GSO packet would count as one. */
+	if (cfg->split_gso == PARQ_SPLIT_GSO_AUTO) {
+		if (cfg->rate == PARQ_RATE_UNLIMITED)
+			return PARQ_SPLIT_NONE;
+		return cfg->unit == PARQ_UNIT_PACKETS ? PARQ_SPLIT_ALL :
+							PARQ_SPLIT_LOCAL;
+	}
 	return cfg->split_gso == PARQ_SPLIT_GSO_ON ? PARQ_SPLIT_ALL :
 						     PARQ_SPLIT_NONE;
 }

@@ -1066,6 +1066,8 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 		return NULL;
 	}
 	parq_sched_sent(&q->s, &d, now, qdisc_pkt_len(skb));
+	if (skb_is_gso(skb))
+		parq_shaper_charge_segs(&q->s.shaper, skb_shinfo(skb)->gso_segs);
 	if (parq_sojourn_counted(&d))
 		parq_sched_sojourn(&q->s, &d, parq_sojourn(skb, now));
 	if (cl)

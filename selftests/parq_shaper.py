@@ -11,9 +11,10 @@ its own) the first GSO packet of a message leaves whole at once and htb
 takes the debt afterwards; through parq's own shaper with its defaults
 (burst 65536, the parallel class's GSO packets whole) the whole message
 leaves at once.  Paced (burst 0, every GSO packet split: parq's shaper
-before it had either), each message takes at least its 5.3 ms on the
-wire.  Measured in the VM: a step took 1.5 to 1.8 ms through parq, 4.3 ms
-through htb with parq below, 7 ms paced.  The cases ask, in the median
+before it had either), each message takes at least its 5.5 ms on the
+wire.  Measured in the VM (Documentation/results/shaper.md): a step took
+1.6 to 1.7 ms through parq, 5.8 to 6.4 ms through htb with parq below, 6.9
+to 7.3 ms paced.  The cases ask, in the median
 over ROUNDS rounds of each round's ratio (a slow phase of the machine
 slows every configuration of a round alike), parq's step at most
 MARGIN_HTB of htb's and MARGIN_PACED of the paced one's.

@@ -152,6 +152,7 @@ void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
 	s->horizon = horizon_ns;
 	/* burst * 1e9 < 2^55: no overflow. */
 	s->burst_ns = rate ? div64_u64((u64)burst * NSEC_PER_SEC, rate) : 0;
+	s->allow_ns = s->burst_ns;
 }
 
 static u64 parq_shaper_bytes(const struct parq_shaper *s, u32 len)
@@ -215,10 +216,29 @@ void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len)
 	s->t_next += parq_ns_carry(parq_shaper_bytes(s, len), s->rate, &s->rem);
 }
 
+void parq_shaper_charge_segs(struct parq_shaper *s, u32 segs)
+{
+	s64 extra = (s64)s->overhead * (segs > 1 ? segs - 1 : 0);
+	u64 rem = 0, ns;
+
+	if (!parq_shaper_on(s) || !extra)
+		return;
+	if (extra > 0) {
+		s->t_next += parq_ns_carry(extra, s->rate, &s->rem);
+		return;
+	}
+	/* A negative overhead: the segments were counted too long. */
+	ns = parq_ns_carry(-extra, s->rate, &rem);
+	s->t_next = s->t_next > ns ? s->t_next - ns : 0;
+}
+
 void parq_shaper_wake(struct parq_shaper *s, u64 now)
 {
-	if (parq_shaper_on(s))
-		parq_sched_wake(&s->t_next, &s->rem, now);
+	if (!parq_shaper_on(s))
+		return;
+	if (s->t_next < now)
+		s->allow_ns = s->burst_ns;
+	parq_sched_wake(&s->t_next, &s->rem, now);
 }
 
 void parq_resv_set(struct parq_resv *r, u64 rate, u64 idt)

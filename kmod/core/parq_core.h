@@ -133,6 +133,7 @@ struct parq_shaper {
 	u64	rem;		/* remainder of the last delay division */
 	u64	horizon;	/* ns of lateness still caught up */
 	u64	burst_ns;	/* the burst allowance's time at the rate */
+	u64	allow_ns;	/* of it, what is left until the next idle spell */
 	s32	overhead;	/* bytes added to every packet */
 };
 
@@ -151,8 +152,24 @@ u64 parq_shaper_delay(const struct parq_shaper *s, u32 len);
 #endif
 /* A packet of @len bytes leaves at @now: advance the next departure. */
 void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len);
-/* The qdisc had nothing queued and now has: it cannot catch up. */
+/*
+ * A GSO packet of @segs segments left whole: its other segments' overhead,
+ * which parq_shaper_charge() counted once for the packet.
+ */
+void parq_shaper_charge_segs(struct parq_shaper *s, u32 segs);
+/*
+ * The qdisc had nothing queued and now has: it cannot catch up, and the
+ * burst allowance is whole again.
+ */
 void parq_shaper_wake(struct parq_shaper *s, u64 now);
+/* A local packet left: the burst allowance is gone until the next idle
+ * spell, so that the parallel classes get it once per idle spell, not
+ * again each time a local packet has waited for the schedule.
+ */
+static inline void parq_shaper_spend(struct parq_shaper *s)
+{
+	s->allow_ns = 0;
+}
 
 static inline bool parq_shaper_on(const struct parq_shaper *s)
 {
@@ -165,16 +182,17 @@ static inline bool parq_shaper_ready(const struct parq_shaper *s, u64 now)
 }
 
 /*
- * When the gate opens: at the next departure, or with @burst the burst
- * allowance's time before it (a sender that was idle, whose schedule
- * restarted at the current time, may send that much at once; a sender that
- * keeps a backlog is paced at the rate all the same, the allowance ahead).
+ * When the gate opens: at the next departure, or with @burst what is left
+ * of the burst allowance's time before it (a sender that was idle, whose
+ * schedule restarted at the current time, may send that much at once; a
+ * sender that keeps a backlog is paced at the rate all the same, the
+ * allowance ahead).
  */
 static inline u64 parq_shaper_gate(const struct parq_shaper *s, bool burst)
 {
-	if (!burst || s->t_next <= s->burst_ns)
-		return burst ? 0 : s->t_next;
-	return s->t_next - s->burst_ns;
+	if (!burst)
+		return s->t_next;
+	return s->t_next > s->allow_ns ? s->t_next - s->allow_ns : 0;
 }
 
 /*

@@ -12,18 +12,22 @@
  *     the host's own backlog would throttle senders later the more hosts
  *     share the receiver.  Its bytes are charged to the shaper, so the
  *     rate holds on average; what it sends early, the others wait for.
- *     It passes a closed gate only while the gate opens within
- *     PARQ_CONTROL_AHEAD_NS: control beyond the rate waits for the gate
- *     too (still ahead of the classes), so when it stops the classes
- *     wait for no more than that.
+ *     It passes a closed gate only while the gate, with what is left of
+ *     the burst allowance, opens within PARQ_CONTROL_AHEAD_NS: control
+ *     beyond the rate waits for the gate too (still ahead of the
+ *     classes), so when it stops the classes wait for no more than that
+ *     (and the allowance, once per idle spell).  A parallel GSO packet,
+ *     which leaves whole, can put the gate one 64 KiB packet's time
+ *     ahead: control then waits for it.
  *  1. The shaper's gate.  While the next departure time lies ahead nothing
  *     goes, reserved traffic included; the watchdog is set to it.  While
  *     no local packet may go (none queued, or all waiting for credit) the
  *     gate opens the burst allowance's time earlier: a parallel message
- *     leaves at once after an idle spell, as through htb, and since local
- *     traffic, once queued, waits for the schedule itself, it is paced at
- *     the rate and cannot use the allowance to keep a standing queue
- *     downstream, nor can the parallel classes keep it from its turns.
+ *     leaves at once after an idle spell, as through htb.  Local traffic,
+ *     once queued, waits for the schedule itself (once, for a burst being
+ *     paid), and the allowance is gone when it leaves until the qdisc is
+ *     idle again: local is paced at the rate and keeps no standing queue
+ *     downstream, and the parallel classes cannot keep it from its turns.
  *  2. A reserved class whose next dispatch time (NDT) has come goes first
  *     (the one with the smallest (NDT, classid); the qdisc's rb-tree keeps
  *     it leftmost).
@@ -125,7 +129,9 @@ parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
 		   parq_shaper_gate(&s->shaper, !v->local) : 0;
 	enum parq_pick pick;
 
-	if (v->control && gate <= now + PARQ_CONTROL_AHEAD_NS) {
+	if (v->control && (!parq_shaper_on(&s->shaper) ||
+			   parq_shaper_gate(&s->shaper, true) <=
+			   now + PARQ_CONTROL_AHEAD_NS)) {
 		d.act = PARQ_ACT_CONTROL;
 		return d;
 	}
@@ -188,6 +194,7 @@ static inline void parq_sched_sent(struct parq_sched *s,
 		else
 			s->xs.local_only++;
 		parq_thresh_charge(&s->thresh, PARQ_PICK_LOCAL, len, d->other);
+		parq_shaper_spend(&s->shaper);
 		break;
 	default:
 		return;		/* nothing was sent */
@@ -210,7 +217,8 @@ static inline void parq_sched_sent(struct parq_sched *s,
  * through the stack below instead of one per frame, and leaves at once
  * when the gate opens, as through htb.
  */
-static inline bool parq_split_gso_for(u32 split, bool parallel, bool reserved)
+static inline bool parq_split_gso_for(enum parq_split_now split,
+				      bool parallel, bool reserved)
 {
 	if (reserved || split == PARQ_SPLIT_ALL)
 		return true;

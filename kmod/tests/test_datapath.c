@@ -263,7 +263,7 @@ KTEST(datapath_shaper_paces_at_its_rate)
  * parallel packet waits behind one frame of it, and keeps a parallel one
  * whole; split-gso (on) splits both; without the shaper neither is.
  */
-static void split_case(u8 mode, bool shaped, unsigned int want_local,
+static void split_case(u8 mode, bool shaped, u8 unit, unsigned int want_local,
 		       unsigned int want_parallel, u8 want_now)
 {
 	struct tparq t;
@@ -273,6 +273,7 @@ static void split_case(u8 mode, bool shaped, unsigned int want_local,
 	treq_start(&r);
 	if (shaped)
 		nla_put_u64_64bit(r.skb, TCA_PARQ_RATE, 1000000, TCA_PARQ_PAD);
+	nla_put_u8(r.skb, TCA_PARQ_UNIT, unit);
 	nla_put_u8(r.skb, TCA_PARQ_SPLIT_GSO, mode);
 	KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
 	treq_free(&r);
@@ -294,10 +295,17 @@ static void split_case(u8 mode, bool shaped, unsigned int want_local,
 
 KTEST(datapath_split_gso_auto_splits_local_only)
 {
-	split_case(PARQ_SPLIT_GSO_AUTO, true, 4, 1, PARQ_SPLIT_LOCAL);
-	split_case(PARQ_SPLIT_GSO_ON, true, 4, 4, PARQ_SPLIT_ALL);
-	split_case(PARQ_SPLIT_GSO_AUTO, false, 1, 1, PARQ_SPLIT_NONE);
-	split_case(PARQ_SPLIT_GSO_OFF, true, 1, 1, PARQ_SPLIT_NONE);
+	split_case(PARQ_SPLIT_GSO_AUTO, true, PARQ_UNIT_BYTES, 4, 1,
+		   PARQ_SPLIT_LOCAL);
+	split_case(PARQ_SPLIT_GSO_ON, true, PARQ_UNIT_BYTES, 4, 4,
+		   PARQ_SPLIT_ALL);
+	split_case(PARQ_SPLIT_GSO_AUTO, false, PARQ_UNIT_BYTES, 1, 1,
+		   PARQ_SPLIT_NONE);
+	split_case(PARQ_SPLIT_GSO_OFF, true, PARQ_UNIT_BYTES, 1, 1,
+		   PARQ_SPLIT_NONE);
+	/* Counted in packets, a whole GSO packet would be one: all split. */
+	split_case(PARQ_SPLIT_GSO_AUTO, true, PARQ_UNIT_PACKETS, 4, 4,
+		   PARQ_SPLIT_ALL);
 }
 
 /*

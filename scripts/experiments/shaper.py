@@ -5,11 +5,13 @@ messages.
 Why: an MPI program of two ranks (namespaces A and B, a 100 Mbit/s
 bottleneck at A) ran its loop in 3.34 to 3.48 s through `parq rate
 100mbit` and in 2.14 to 2.21 s through `htb rate 100mbit` with fq_codel or
-parq below it.  parq's shaper gives every byte its departure time and,
-with split-gso (on whenever `rate` is), splits a GSO packet into frames
-each paced at the rate; htb sends a GSO packet whole as soon as its class
-has tokens and pays the debt afterwards.  This measures what that costs a
-chain of messages, and which part of it is the splitting.
+parq below it.  parq's shaper then gave every byte its departure time and
+split every GSO packet into frames each paced at the rate; htb sends a GSO
+packet whole as soon as its class has tokens and pays the debt
+afterwards.  This measures what that costs a chain of messages, which
+part of it was the splitting, and parq's shaper as it is now (a burst
+allowance for the parallel classes, their GSO packets whole) against
+htb's.
 
 The lab is first_table's (common.sender_lab): namespaces A and B, the
 configuration under test on A's veth, 100 Mbit/s.  The parallel job (DSCP
@@ -22,7 +24,10 @@ of K x SIZE bytes to TCP and to every qdisc, so parq-bench (one-to-one,
 closed loop) sends them as one message of K x SIZE bytes (its 32-byte
 header included).  The figure is the time per step: the exchange's time
 over its steps (STEPS, scaled by 64 KiB / SIZE).  Workloads: the job
-alone, and beside a local job (one parq-bench bulk stream of 16 KiB
+alone, steps back to back; the job alone, one step every SPACING times
+its time on the wire, as a program that computes between its exchanges
+(the figure then a step's own time, parq-bench's mean latency); and
+back to back beside a local job (one parq-bench bulk stream of 16 KiB
 messages, DSCP 0, started SETTLE_S before), as in first_table.
 
 The size matters to htb: TCP's largest GSO packet carries 45 segments of
@@ -52,11 +57,11 @@ paced frame waits for the qdisc's watchdog.
 
 Run it as root where sch_parq can be loaded, with parq-bench built
 (PARQ_USERSPACE_BUILD, default build/userspace; make tools for
-build/release), e.g. in the VM (about 6 minutes, 3 rounds; --quick, 2
+build/release), e.g. in the VM (about 7 minutes, 3 rounds; --quick, 2
 rounds of fewer steps, about 3):
 
     make kmod plugin tools
-    PARQ_USERSPACE_BUILD=build/release scripts/vm-run --timeout 1200 -- \\
+    PARQ_USERSPACE_BUILD=build/release scripts/vm-run --timeout 1500 -- \\
         scripts/experiments/shaper.py
 
 It writes every round's figures to --json (build/shaper/shaper.json);

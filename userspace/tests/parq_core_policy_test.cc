@@ -389,6 +389,34 @@ TEST(ParqPolicyBurst, NoAllowanceWhileLocalMayGo) {
   EXPECT_EQ(SentAt(b, View(true, true), 40000), 1);
 }
 
+// A local packet that arrives behind a parallel burst waits for it to be
+// paid, once: the allowance is gone when the local packet leaves, until
+// the qdisc is idle again, so the parallel classes cannot burst again
+// after every local packet.
+TEST(ParqPolicyBurst, LocalPaysForABurstOnceAndItComesBackOnlyWhenIdle) {
+  parq_sched s = BurstSched(4000);
+  ASSERT_EQ(SentAt(s, View(true, false), 0), 5);
+  EXPECT_EQ(Decide(s, View(true, true), 0).until, 40000u);
+  EXPECT_EQ(Step(s, View(false, true), 40000).act, PARQ_ACT_LOCAL);
+  // Parallel alone again: paced, no second burst.
+  EXPECT_EQ(SentAt(s, View(true, false), 48000), 1);
+  EXPECT_EQ(Decide(s, View(true, false), 48000).until, 56000u);
+  // The qdisc empties and an idle spell later the allowance is back.
+  parq_shaper_wake(&s.shaper, 1000000);
+  EXPECT_EQ(SentAt(s, View(true, false), 1000000), 5);
+}
+
+// Control passes the gate as the parallel classes see it with what is
+// left of the allowance, not the schedule a queued local packet waits for.
+TEST(ParqPolicyBurst, ControlUsesWhatIsLeftOfTheAllowance) {
+  parq_sched s = Sched(4, kPackets);
+  // 1 MB/s: 1 000 bytes take 1 ms; the allowance is 4 ms.
+  parq_shaper_set(&s.shaper, 1000000, 0, 4000, PARQ_CATCHUP_NS, 0);
+  ASSERT_EQ(SentAt(s, View(true, false), 0), 5);
+  EXPECT_EQ(Decide(s, WithControl(View(true, true)), 0).act, PARQ_ACT_CONTROL);
+  EXPECT_EQ(Decide(s, View(true, true), 0).until, 5000000u);
+}
+
 TEST(ParqPolicyBurst, ZeroIsTheScheduleItself) {
   parq_sched s = BurstSched(0);
   EXPECT_EQ(SentAt(s, View(true, false), 0), 1);
@@ -547,8 +575,16 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
     parq_shaper_set(&s.shaper, 125000000, 0, burst, PARQ_CATCHUP_NS, 0);
 
   uint64_t now = 1000000;
+  // What is left of the allowance: whole after an idle spell, gone once a
+  // local packet has left.
+  uint64_t allow_ns = burst_ns;
   for (int i = 0; i < 20000; i++) {
     now += rng() % 20000;
+    if (rng() % 50 == 0) {  // the qdisc was empty
+      if (s.shaper.t_next < now)
+        allow_ns = burst_ns;
+      parq_shaper_wake(&s.shaper, now);
+    }
     parq_view v{};
     v.parallel = rng() % 4 != 0;
     v.local = rng() % 3 != 0;
@@ -562,7 +598,7 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
     // The burst allowance opens the gate early while no local may go.
     uint64_t gate = parq_shaper_on(&s.shaper) ? s.shaper.t_next : 0;
     if (!v.local)
-      gate = gate > burst_ns ? gate - burst_ns : 0;
+      gate = gate > allow_ns ? gate - allow_ns : 0;
     uint64_t until = 0;
     const parq_act want = ref.Decide(v, now, gate, &until);
     const parq_decision d = parq_sched_decide(&s, &v, now);
@@ -580,6 +616,8 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
     }
     parq_sched_sent(&s, &d, now, len);
     ref.Sent(want, v, len);
+    if (want == PARQ_ACT_LOCAL)
+      allow_ns = 0;
   }
   EXPECT_EQ(s.xs.resv_dispatches, ref.sent[PARQ_ACT_RESV]);
   EXPECT_EQ(s.xs.parallel_only, ref.parallel_only);

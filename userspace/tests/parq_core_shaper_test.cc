@@ -350,4 +350,21 @@ TEST(ParqShaperCharge, LatenessBeyondHorizonIsCapped) {
   }
 }
 
+// A GSO packet that leaves whole is charged each segment's overhead.
+TEST(ParqShaper, WholeGsoPacketsPayEachSegmentsOverhead) {
+  parq_shaper s{};
+  parq_shaper_set(&s, 125000000, 24, 0, kHorizon, 0);  // 8 ns a byte
+  parq_shaper_charge(&s, 0, 1000);
+  EXPECT_EQ(s.t_next, 1024u * 8);
+  parq_shaper_charge_segs(&s, 4);
+  EXPECT_EQ(s.t_next, (1024u + 3 * 24) * 8);
+  parq_shaper_charge_segs(&s, 1);  // one segment: counted already
+  EXPECT_EQ(s.t_next, (1024u + 3 * 24) * 8);
+  parq_shaper_set(&s, 125000000, -10, 0, kHorizon, 0);
+  s.t_next = 0;
+  parq_shaper_charge(&s, 0, 1000);
+  parq_shaper_charge_segs(&s, 4);
+  EXPECT_EQ(s.t_next, (990u - 3 * 10) * 8);
+}
+
 }  // namespace
