@@ -444,18 +444,27 @@ TEST(ParqPolicyBurst, BacklogKeepsTheRateAndTheThresholdRule) {
   }
 }
 
-// Parallel alone for 100 ms, with idle spells: never more than the rate's
-// bytes since the start plus the allowance and one packet.
+// Parallel alone for 100 ms, busy one ms in two: each busy ms starts with
+// the whole allowance (the idle ms gave it back), and the bytes never
+// exceed the rate's since the start plus the allowance and one packet.
 TEST(ParqPolicyBurst, AloneTheRateHoldsToWithinTheAllowance) {
   parq_sched s = BurstSched(4000);
   uint64_t bytes = 0;
+  int bursts = 0;
   for (uint64_t now = 0; now < 100000000; now += 3000) {
-    if (now % 1000000 == 0 && now)  // idle for a while: no catching up
+    if ((now / 1000000) % 2)
+      continue;  // idle
+    const bool start = now % 1000000 < 3000;
+    if (start)
       parq_shaper_wake(&s.shaper, now);
-    bytes += 1000 * SentAt(s, View(true, false), now);
+    const int n = SentAt(s, View(true, false), now);
+    if (start && n == 5)
+      bursts++;
+    bytes += uint64_t{1000} * static_cast<uint64_t>(n);
     ASSERT_LE(bytes, now / 8 + 4000 + 1000) << now;
   }
-  EXPECT_GE(bytes, 100000000 / 8 - 4000);
+  EXPECT_EQ(bursts, 50);
+  EXPECT_GE(bytes, 50 * (1000000 / 8));
 }
 
 // ------------------------------------------------- admission, eviction
@@ -570,7 +579,7 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
   const bool shaped = seed % 3 == 0;
   // Half of the shaped seeds with a burst allowance: 20 us at 1 Gbit/s.
   const uint32_t burst = seed % 2 ? 2500 : 0;
-  const uint64_t burst_ns = burst * 8;
+  const uint64_t burst_ns = uint64_t{burst} * 8;
   if (shaped)
     parq_shaper_set(&s.shaper, 125000000, 0, burst, PARQ_CATCHUP_NS, 0);
 
