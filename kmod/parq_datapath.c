@@ -904,6 +904,22 @@ static int parq_enqueue_control(struct sk_buff *skb, struct Qdisc *sch,
 	return NET_XMIT_SUCCESS;
 }
 
+/*
+ * The segments of a GSO packet that leaves whole, for the shaper's overhead
+ * per segment: gso_segs is 0 in a packet from an untrusted source
+ * (SKB_GSO_DODGY) until it is validated below the qdisc.
+ */
+static u32 parq_segs(const struct sk_buff *skb)
+{
+	const struct skb_shared_info *si = skb_shinfo(skb);
+
+	if (!skb_is_gso(skb))
+		return 1;
+	if (si->gso_segs)
+		return si->gso_segs;
+	return DIV_ROUND_UP(skb->len, si->gso_size);
+}
+
 static struct sk_buff *parq_take_control(struct Qdisc *sch)
 {
 	struct parq_sched_data *q = qdisc_priv(sch);
@@ -1065,9 +1081,7 @@ struct sk_buff *parq_dequeue(struct Qdisc *sch)
 		WARN_ON_ONCE(1);
 		return NULL;
 	}
-	parq_sched_sent(&q->s, &d, now, qdisc_pkt_len(skb));
-	if (skb_is_gso(skb))
-		parq_shaper_charge_segs(&q->s.shaper, skb_shinfo(skb)->gso_segs);
+	parq_sched_sent(&q->s, &d, now, qdisc_pkt_len(skb), parq_segs(skb));
 	if (parq_sojourn_counted(&d))
 		parq_sched_sojourn(&q->s, &d, parq_sojourn(skb, now));
 	if (cl)

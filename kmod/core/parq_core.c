@@ -143,7 +143,9 @@ void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
 	 * 64 KiB packet would otherwise hold a faster shaper back for hours):
 	 * the new rate starts at @now, with no debt from the old one.
 	 */
-	if (rate != s->rate) {
+	bool restart = rate != s->rate;
+
+	if (restart) {
 		s->rem = 0;
 		s->t_next = now;
 	}
@@ -152,12 +154,15 @@ void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
 	s->horizon = horizon_ns;
 	/* burst * 1e9 < 2^55: no overflow. */
 	s->burst_ns = rate ? div64_u64((u64)burst * NSEC_PER_SEC, rate) : 0;
-	s->allow_ns = s->burst_ns;
+	/* Another change (the limit, the burst) gives no fresh allowance. */
+	if (restart || s->allow_ns > s->burst_ns)
+		s->allow_ns = s->burst_ns;
 }
 
-static u64 parq_shaper_bytes(const struct parq_shaper *s, u32 len)
+/* @len and @segs segments' overhead; never below nothing. */
+static u64 parq_shaper_bytes(const struct parq_shaper *s, u32 len, u32 segs)
 {
-	s64 bytes = (s64)len + s->overhead;
+	s64 bytes = (s64)len + (s64)s->overhead * segs;
 
 	return bytes > 0 ? bytes : 0;
 }
@@ -180,7 +185,7 @@ u64 parq_shaper_delay(const struct parq_shaper *s, u32 len)
 
 	if (!parq_shaper_on(s))
 		return 0;
-	return div64_u64_rem(parq_shaper_bytes(s, len) * NSEC_PER_SEC,
+	return div64_u64_rem(parq_shaper_bytes(s, len, 1) * NSEC_PER_SEC,
 			     s->rate, &rem);
 }
 #endif
@@ -208,28 +213,14 @@ static void parq_sched_cap(u64 *t, u64 *rem, u64 now, u64 horizon)
 	}
 }
 
-void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len)
+void parq_shaper_charge_segs(struct parq_shaper *s, u64 now, u32 len,
+			     u32 segs)
 {
 	if (!parq_shaper_on(s))
 		return;
 	parq_sched_cap(&s->t_next, &s->rem, now, s->horizon);
-	s->t_next += parq_ns_carry(parq_shaper_bytes(s, len), s->rate, &s->rem);
-}
-
-void parq_shaper_charge_segs(struct parq_shaper *s, u32 segs)
-{
-	s64 extra = (s64)s->overhead * (segs > 1 ? segs - 1 : 0);
-	u64 rem = 0, ns;
-
-	if (!parq_shaper_on(s) || !extra)
-		return;
-	if (extra > 0) {
-		s->t_next += parq_ns_carry(extra, s->rate, &s->rem);
-		return;
-	}
-	/* A negative overhead: the segments were counted too long. */
-	ns = parq_ns_carry(-extra, s->rate, &rem);
-	s->t_next = s->t_next > ns ? s->t_next - ns : 0;
+	s->t_next += parq_ns_carry(parq_shaper_bytes(s, len, segs ? segs : 1),
+				   s->rate, &s->rem);
 }
 
 void parq_shaper_wake(struct parq_shaper *s, u64 now)

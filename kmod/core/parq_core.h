@@ -150,13 +150,19 @@ void parq_shaper_set(struct parq_shaper *s, u64 rate, s32 overhead,
  */
 u64 parq_shaper_delay(const struct parq_shaper *s, u32 len);
 #endif
-/* A packet of @len bytes leaves at @now: advance the next departure. */
-void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len);
 /*
- * A GSO packet of @segs segments left whole: its other segments' overhead,
- * which parq_shaper_charge() counted once for the packet.
+ * A packet of @len bytes, @segs segments (a GSO packet that leaves whole;
+ * 1 for any other), leaves at @now: advance the next departure by its
+ * bytes and each segment's overhead.
  */
-void parq_shaper_charge_segs(struct parq_shaper *s, u32 segs);
+void parq_shaper_charge_segs(struct parq_shaper *s, u64 now, u32 len,
+			     u32 segs);
+
+static inline void parq_shaper_charge(struct parq_shaper *s, u64 now, u32 len)
+{
+	parq_shaper_charge_segs(s, now, len, 1);
+}
+
 /*
  * The qdisc had nothing queued and now has: it cannot catch up, and the
  * burst allowance is whole again.

@@ -137,6 +137,14 @@ parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
 	}
 	if (now < gate) {
 		d.until = gate;
+		/* Queued control goes as soon as its own gate is within reach. */
+		if (v->control) {
+			u64 c = parq_shaper_gate(&s->shaper, true) -
+				PARQ_CONTROL_AHEAD_NS;
+
+			if (c < d.until)
+				d.until = c;
+		}
 		return d;
 	}
 	if (v->resv_ndt <= now) {
@@ -163,21 +171,22 @@ parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
 /* The decision @d was WAIT: the watchdog goes off at d->until. */
 void parq_sched_wait(struct parq_sched *s);
 
-/* A packet of @len bytes left at @now as decided by @d: charge the
- * threshold rule and the shaper and count it.  A control packet, which
- * may pass a closed gate, pushes the next departure back by its length:
- * the classes pay for it, and the threshold rule does not see it.
+/* A packet of @len bytes (@segs segments: a GSO packet left whole; 1 for
+ * any other) left at @now as decided by @d: charge the threshold rule and
+ * the shaper and count it.  A control packet, which may pass a closed
+ * gate, pushes the next departure back by its length: the classes pay for
+ * it, and the threshold rule does not see it.
  */
 static inline void parq_sched_sent(struct parq_sched *s,
 				   const struct parq_decision *d, u64 now,
-				   u32 len)
+				   u32 len, u32 segs)
 {
 	switch (d->act) {
 	case PARQ_ACT_CONTROL:
 		/* Neither a class's wake-up nor a turn of the threshold rule. */
 		s->xs.control_sent++;
 		if (parq_shaper_on(&s->shaper))
-			parq_shaper_charge(&s->shaper, now, len);
+			parq_shaper_charge_segs(&s->shaper, now, len, segs);
 		return;
 	case PARQ_ACT_RESV:
 		s->xs.resv_dispatches++;
@@ -204,7 +213,7 @@ static inline void parq_sched_sent(struct parq_sched *s,
 		s->xs.wakeups++;
 	}
 	if (parq_shaper_on(&s->shaper))
-		parq_shaper_charge(&s->shaper, now, len);
+		parq_shaper_charge_segs(&s->shaper, now, len, segs);
 }
 
 /*

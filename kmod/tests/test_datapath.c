@@ -293,6 +293,44 @@ static void split_case(u8 mode, bool shaped, u8 unit, unsigned int want_local,
 	KT_ASSERT_NO_LEAK();
 }
 
+/*
+ * A parallel GSO packet that leaves whole pays each segment's overhead,
+ * also when it came from an untrusted source with no segment count yet
+ * (gso_segs 0): then at most one segment more, never fewer.
+ */
+KTEST(datapath_whole_gso_pays_each_segments_overhead)
+{
+	struct sk_buff *skb;
+	unsigned int i;
+	struct tparq t;
+	struct treq r;
+	u64 start, ns;
+
+	for (i = 0; i < 2; i++) {
+		kmock_reset();
+		treq_start(&r);
+		nla_put_u64_64bit(r.skb, TCA_PARQ_RATE, 1000000, TCA_PARQ_PAD);
+		nla_put_s32(r.skb, TCA_PARQ_OVERHEAD, 24);
+		KT_ASSERT_EQ(tparq_init(&t, treq_end(&r), NULL), 0);
+		treq_free(&r);
+		start = kmock_now;
+		skb = kmock_ipv4_gso(4020, 9, TPARQ_PARALLEL, 1000);
+		if (i)
+			skb_shinfo(skb)->gso_segs = 0;
+		KT_ASSERT_EQ(tparq_enqueue(&t, skb), NET_XMIT_SUCCESS);
+		KT_ASSERT_EQ(t.sch->q.qlen, 1);
+		KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 4080);
+		/* 1 us a byte: 4 segments of 1020 and 24 bytes each */
+		ns = t.q->s.shaper.t_next - start;
+		KT_ASSERT(ns >= (4080 + 4 * 24) * 1000ULL);
+		KT_ASSERT(ns <= (4080 + 5 * 24) * 1000ULL);
+		if (!i)
+			KT_ASSERT_EQ(ns, (4080 + 4 * 24) * 1000ULL);
+		tparq_destroy(&t);
+		KT_ASSERT_NO_LEAK();
+	}
+}
+
 KTEST(datapath_split_gso_auto_splits_local_only)
 {
 	split_case(PARQ_SPLIT_GSO_AUTO, true, PARQ_UNIT_BYTES, 4, 1,
@@ -404,7 +442,8 @@ KTEST(datapath_control_first_through_the_shaper)
 /*
  * Beyond PARQ_CONTROL_AHEAD_NS the gate holds control back too: at 100 KB/s
  * a 1000-byte class packet shuts it for 10 ms, the control packet waits for
- * the watchdog at the gate's opening, and then goes before the classes.
+ * the watchdog PARQ_CONTROL_AHEAD_NS before the gate's opening, and then
+ * goes before the classes.
  */
 KTEST(datapath_control_waits_for_a_gate_far_ahead)
 {
@@ -426,9 +465,12 @@ KTEST(datapath_control_waits_for_a_gate_far_ahead)
 	KT_ASSERT_EQ(tparq_enqueue(&t, kmock_ipv4(100, 7, TC_PRIO_CONTROL, 0)),
 		     NET_XMIT_SUCCESS);
 	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
-	KT_ASSERT_EQ(kmock_watchdog_at, t.q->s.shaper.t_next);
+	KT_ASSERT_EQ(kmock_watchdog_at,
+		     t.q->s.shaper.t_next - PARQ_CONTROL_AHEAD_NS);
 	KT_ASSERT(t.q->s.shaper.t_next > kmock_now + PARQ_CONTROL_AHEAD_NS);
-	kmock_set_now(kmock_watchdog_at);
+	kmock_set_now(kmock_watchdog_at - 1);
+	KT_ASSERT_EQ(tparq_dequeue(&t, NULL), 0);
+	kmock_set_now(t.q->s.shaper.t_next - PARQ_CONTROL_AHEAD_NS);
 	KT_ASSERT_EQ(tparq_dequeue(&t, &prio), 100);
 	KT_ASSERT_EQ(prio, TC_PRIO_CONTROL);
 	KT_ASSERT_EQ(t.q->s.xs.control_sent, 1);

@@ -50,7 +50,7 @@ class PolicyDecideSent {
   void Packet() {
     const parq_view v{UINT64_MAX, UINT64_MAX, true, true, false};
     const parq_decision d = parq_sched_decide(&s_, &v, now_);
-    parq_sched_sent(&s_, &d, now_, kLen);
+    parq_sched_sent(&s_, &d, now_, kLen, 1);
     Keep(d);
   }
 
@@ -75,7 +75,7 @@ class PolicyDecideSentSojourn {
   void Packet() {
     const parq_view v{UINT64_MAX, UINT64_MAX, true, true, false};
     const parq_decision d = parq_sched_decide(&s_, &v, now_);
-    parq_sched_sent(&s_, &d, now_, kLen);
+    parq_sched_sent(&s_, &d, now_, kLen, 1);
     if (parq_sojourn_counted(&d)) {
       const uint64_t in = enqueued_[next_++ % kTimes];
       parq_sched_sojourn(&s_, &d, now_ > in ? now_ - in : 0);

@@ -421,7 +421,7 @@ std::optional<uint32_t> Model::HostDequeue(uint32_t h) {
     default:
       return std::nullopt;
   }
-  parq_sched_sent(&host.sched, &d, now_, pkts_[id].bytes);
+  parq_sched_sent(&host.sched, &d, now_, pkts_[id].bytes, 1);
   host.queued -= pkts_[id].bytes;
   return id;
 }

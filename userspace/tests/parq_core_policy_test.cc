@@ -40,7 +40,7 @@ parq_decision Step(parq_sched& s, const parq_view& v, uint64_t now,
   if (d.act == PARQ_ACT_WAIT)
     parq_sched_wait(&s);
   else
-    parq_sched_sent(&s, &d, now, len);
+    parq_sched_sent(&s, &d, now, len, 1);
   return d;
 }
 
@@ -277,7 +277,8 @@ TEST(ParqPolicyControl, BeyondTheRateItWaitsForTheGateAheadOfTheClasses) {
     sent++;  // 8 us each at 1 Gbit/s
   EXPECT_EQ(sent, 251);
   EXPECT_EQ(d.act, PARQ_ACT_WAIT);
-  EXPECT_EQ(d.until, s.shaper.t_next);
+  // Control's own gate comes PARQ_CONTROL_AHEAD_NS before the classes'.
+  EXPECT_EQ(d.until, s.shaper.t_next - PARQ_CONTROL_AHEAD_NS);
   EXPECT_LE(s.shaper.t_next - now, PARQ_CONTROL_AHEAD_NS + 8000);
   // The flood stops: the classes wait for that departure, no longer.
   const parq_view classes = View(true, true, /*resv_ndt=*/0);
@@ -417,6 +418,18 @@ TEST(ParqPolicyBurst, ControlUsesWhatIsLeftOfTheAllowance) {
   EXPECT_EQ(Decide(s, View(true, true), 0).until, 5000000u);
 }
 
+// Control that cannot pass yet waits for its own gate, not for the
+// schedule a queued local packet waits for.
+TEST(ParqPolicyBurst, ControlWaitsForItsOwnGate) {
+  parq_sched s = Sched(4, kPackets);
+  parq_shaper_set(&s.shaper, 1000000, 0, 4000, PARQ_CATCHUP_NS, 0);
+  s.shaper.t_next = 10000000;  // 10 ms; with the allowance, 6 ms
+  const parq_decision d = Decide(s, WithControl(View(true, true)), 0);
+  ASSERT_EQ(d.act, PARQ_ACT_WAIT);
+  EXPECT_EQ(d.until, 6000000 - PARQ_CONTROL_AHEAD_NS);
+  EXPECT_EQ(Decide(s, View(true, true), 0).until, 10000000u);
+}
+
 TEST(ParqPolicyBurst, ZeroIsTheScheduleItself) {
   parq_sched s = BurstSched(0);
   EXPECT_EQ(SentAt(s, View(true, false), 0), 1);
@@ -444,9 +457,11 @@ TEST(ParqPolicyBurst, BacklogKeepsTheRateAndTheThresholdRule) {
   }
 }
 
-// Parallel alone for 100 ms, busy one ms in two: each busy ms starts with
-// the whole allowance (the idle ms gave it back), and the bytes never
-// exceed the rate's since the start plus the allowance and one packet.
+// Parallel for 100 ms, busy one ms in two, each busy ms ending with a
+// local departure (which spends the allowance): each busy ms starts with
+// the whole allowance again (the idle ms gave it back), and the bytes
+// never exceed the rate's since the start plus the allowance and one
+// packet.
 TEST(ParqPolicyBurst, AloneTheRateHoldsToWithinTheAllowance) {
   parq_sched s = BurstSched(4000);
   uint64_t bytes = 0;
@@ -462,6 +477,8 @@ TEST(ParqPolicyBurst, AloneTheRateHoldsToWithinTheAllowance) {
       bursts++;
     bytes += uint64_t{1000} * static_cast<uint64_t>(n);
     ASSERT_LE(bytes, now / 8 + 4000 + 1000) << now;
+    if (now % 1000000 >= 1000000 - 3000)
+      parq_shaper_spend(&s.shaper);  // a local packet left
   }
   EXPECT_EQ(bursts, 50);
   EXPECT_GE(bytes, 50 * (1000000 / 8));
@@ -623,7 +640,7 @@ TEST_P(ParqPolicyRandom, MatchesTheReference) {
     if (want != PARQ_ACT_RESV) {
       ASSERT_EQ(d.other, other) << "step " << i;
     }
-    parq_sched_sent(&s, &d, now, len);
+    parq_sched_sent(&s, &d, now, len, 1);
     ref.Sent(want, v, len);
     if (want == PARQ_ACT_LOCAL)
       allow_ns = 0;

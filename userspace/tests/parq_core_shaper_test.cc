@@ -350,21 +350,38 @@ TEST(ParqShaperCharge, LatenessBeyondHorizonIsCapped) {
   }
 }
 
-// A GSO packet that leaves whole is charged each segment's overhead.
+// A change of the qdisc that keeps the rate (its limit, its burst) gives
+// no fresh allowance; a new rate restarts the schedule with a whole one.
+TEST(ParqShaper, AChangeOtherThanTheRateGivesNoFreshAllowance) {
+  parq_shaper s{};
+  parq_shaper_set(&s, 1000000, 0, 4000, kHorizon, 0);
+  EXPECT_EQ(s.allow_ns, 4000000u);
+  parq_shaper_spend(&s);
+  parq_shaper_set(&s, 1000000, 0, 4000, kHorizon, 5);
+  EXPECT_EQ(s.allow_ns, 0u);
+  parq_shaper_set(&s, 2000000, 0, 4000, kHorizon, 5);
+  EXPECT_EQ(s.allow_ns, 2000000u);
+  parq_shaper_set(&s, 2000000, 0, 2000, kHorizon, 5);  // a smaller burst
+  EXPECT_EQ(s.allow_ns, 1000000u);
+}
+
+// A GSO packet that leaves whole is charged each segment's overhead, and
+// never less than nothing: a negative overhead over many tiny segments
+// cannot move the next departure back.
 TEST(ParqShaper, WholeGsoPacketsPayEachSegmentsOverhead) {
   parq_shaper s{};
   parq_shaper_set(&s, 125000000, 24, 0, kHorizon, 0);  // 8 ns a byte
-  parq_shaper_charge(&s, 0, 1000);
-  EXPECT_EQ(s.t_next, 1024u * 8);
-  parq_shaper_charge_segs(&s, 4);
-  EXPECT_EQ(s.t_next, (1024u + 3 * 24) * 8);
-  parq_shaper_charge_segs(&s, 1);  // one segment: counted already
-  EXPECT_EQ(s.t_next, (1024u + 3 * 24) * 8);
-  parq_shaper_set(&s, 125000000, -10, 0, kHorizon, 0);
-  s.t_next = 0;
-  parq_shaper_charge(&s, 0, 1000);
-  parq_shaper_charge_segs(&s, 4);
-  EXPECT_EQ(s.t_next, (990u - 3 * 10) * 8);
+  parq_shaper_charge_segs(&s, 0, 1000, 4);
+  EXPECT_EQ(s.t_next, (1000u + 4 * 24) * 8);
+  parq_shaper_charge_segs(&s, 0, 1000, 0);  // no count: one segment
+  EXPECT_EQ(s.t_next, (2000u + 5 * 24) * 8);
+  parq_shaper s2{};
+  parq_shaper_set(&s2, 125000000, -64, 0, kHorizon, 0);
+  parq_shaper_charge_segs(&s2, 0, 1000, 4);
+  EXPECT_EQ(s2.t_next, (1000u - 4 * 64) * 8);
+  const uint64_t before = s2.t_next;
+  parq_shaper_charge_segs(&s2, 0, 3200, 64);  // 64 segments of 50 bytes
+  EXPECT_EQ(s2.t_next, before);
 }
 
 }  // namespace

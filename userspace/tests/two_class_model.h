@@ -6,7 +6,7 @@
 //
 //   d = parq_sched_decide(s, <what is queued>, now);
 //   <take the head packet of the class d names>
-//   parq_sched_sent(s, &d, now, len);
+//   parq_sched_sent(s, &d, now, len, 1);
 //
 // The model holds no scheduling logic of its own: it keeps the queues.
 
@@ -126,7 +126,7 @@ class TwoClass {
     const bool other = c == Class::kParallel ? lb : pb;
     if (d.other != other)
       ADD_FAILURE() << "other " << d.other;
-    parq_sched_sent(&sched_, &d, 0, len);
+    parq_sched_sent(&sched_, &d, 0, len, 1);
 
     bytes_[Idx(c)] += len;
     packets_[Idx(c)]++;

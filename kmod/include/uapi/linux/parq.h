@@ -54,12 +54,13 @@ enum parq_split_gso {
 
 /*
  * effective_split_gso in the statistics: which GSO packets are split now
- * (a reserved class's always are).
+ * (a reserved class's always are).  ALL: split-gso on, or auto with the
+ * shaper on and unit packets.
  */
 enum parq_split_now {
 	PARQ_SPLIT_NONE,
 	PARQ_SPLIT_ALL,
-	PARQ_SPLIT_LOCAL,	/* split-gso auto with the shaper on */
+	PARQ_SPLIT_LOCAL,	/* split-gso auto, the shaper on, unit bytes */
 };
 
 /*
