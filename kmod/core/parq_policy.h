@@ -125,26 +125,23 @@ parq_sched_decide(const struct parq_sched *s, const struct parq_view *v,
 {
 	struct parq_decision d = { .act = PARQ_ACT_WAIT, .other = false,
 				   .until = 0 };
-	u64 gate = parq_shaper_on(&s->shaper) ?
-		   parq_shaper_gate(&s->shaper, !v->local) : 0;
+	bool shaped = parq_shaper_on(&s->shaper);
+	/* The gate with what is left of the allowance (control's, and the
+	 * classes' while no local packet may go), and the classes' own.
+	 */
+	u64 early = shaped ? parq_shaper_gate(&s->shaper, true) : 0;
+	u64 gate = shaped && v->local ? s->shaper.t_next : early;
 	enum parq_pick pick;
 
-	if (v->control && (!parq_shaper_on(&s->shaper) ||
-			   parq_shaper_gate(&s->shaper, true) <=
-			   now + PARQ_CONTROL_AHEAD_NS)) {
+	if (v->control && early <= now + PARQ_CONTROL_AHEAD_NS) {
 		d.act = PARQ_ACT_CONTROL;
 		return d;
 	}
 	if (now < gate) {
 		d.until = gate;
 		/* Queued control goes as soon as its own gate is within reach. */
-		if (v->control) {
-			u64 c = parq_shaper_gate(&s->shaper, true) -
-				PARQ_CONTROL_AHEAD_NS;
-
-			if (c < d.until)
-				d.until = c;
-		}
+		if (v->control && early - PARQ_CONTROL_AHEAD_NS < d.until)
+			d.until = early - PARQ_CONTROL_AHEAD_NS;
 		return d;
 	}
 	if (v->resv_ndt <= now) {
