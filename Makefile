@@ -322,7 +322,7 @@ py-lint:
 
 # parqlab's unit tests (ktap's clean-ups, the parameter table as tc prints
 # it): no kernel, milliseconds.
-py-unit: plugin
+py-unit: plugin ynl
 	cd scripts && /usr/bin/python3 -m pytest -q -p no:cacheprovider \
 		test_parqlab.py
 
