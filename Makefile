@@ -116,6 +116,8 @@ RELEASE_CMAKE += -DCMAKE_INSTALL_PREFIX=$(PREFIX)
 VM_TIMEOUT  ?= 3000
 SELFTEST_ARGS ?=
 RESULTS     ?= $(BUILD)/experiments
+# make experiments: which of them (exp1 ... exp8); empty, all.
+EXPERIMENTS ?=
 
 # Tests and the demo run on the host when it can load modules (and runs the
 # KERNEL= kernel, if one is named), else in QEMU.
@@ -399,7 +401,7 @@ experiments:
 experiments-run: VM_TIMEOUT = 7200
 experiments-run: kmod plugin tools
 	PARQ_USERSPACE_BUILD=$(RELEASE) $(IN_KERNEL) scripts/experiments/run \
-		--out $(RESULTS)
+		--out $(RESULTS) $(EXPERIMENTS)
 
 # The simulation at cluster scale (Documentation/simulation.md): on the
 # host, no VM; SIM_ARGS=--quick for 64 and 128 hosts only.

@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from parqlab import kernel_ynl, ktap, params, parqd
+from parqlab import kernel_ynl, ktap, params, parqd, scenarios
 
 
 def run_suite(cases, capsys):
@@ -241,3 +241,47 @@ def test_the_driver_replaces_a_presets_hosts_and_repetitions(monkeypatch):
     # As selftests/parq_experiments.py makes one: a preset alone.
     sess = driver.Session([Mod], "quick", None)
     assert sess.plans[0][1] is Mod.PARAMS["quick"]
+
+
+@pytest.mark.parametrize("release,bands", [
+    ("6.1.0-56-amd64", False), ("6.6.30", False), ("6.7.0", True),
+    ("6.12.48+deb12-amd64", True), ("7.2.0-1-amd64", True),
+    ("5.10.0-35-amd64", False), ("10.0", True), ("garbage", False)])
+def test_fq_has_bands_from_linux_6_7(release, bands):
+    assert scenarios.fq_has_bands(release) is bands
+
+
+def test_fq_is_refused_on_a_kernel_without_bands_and_nothing_runs(
+        monkeypatch):
+    ran = []
+    monkeypatch.setattr(scenarios.tclib, "tc",
+                        lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(scenarios, "fq_has_bands", lambda: False)
+    with pytest.raises(RuntimeError, match="no priority bands"):
+        scenarios.install_fq(None, "eth0")
+    assert ran == []
+
+
+def test_fq_puts_the_parallel_stream_in_its_high_band_and_clear_undoes_it(
+        monkeypatch):
+    ran = []
+    monkeypatch.setattr(scenarios.tclib, "tc",
+                        lambda ns, *a, **k: ran.append(a))
+    monkeypatch.setattr(scenarios, "fq_has_bands", lambda: True)
+    scenarios.install_fq("ns", "eth0", rate=None)
+    assert ran[0] == ("qdisc", "add", "dev", "eth0", "root", "handle", "10:",
+                      "fq")
+    assert ran[1] == ("qdisc", "add", "dev", "eth0", "clsact")
+    marks = [a for a in ran if a[:1] == ("filter",)]
+    assert len(marks) == 2
+    for a in marks:
+        assert "egress" in a
+        assert a[-3:] == ("skbedit", "priority", scenarios.FQ_HIGH_PRIORITY)
+    assert any("tos" in a and hex(scenarios.traffic.TOS_EF) in a
+               for a in marks)
+    ran.clear()
+    scenarios.clear("ns", "eth0")
+    assert ("qdisc", "del", "dev", "eth0", "clsact") in ran
+    ran.clear()
+    scenarios.clear("ns", "eth0")
+    assert ("qdisc", "del", "dev", "eth0", "clsact") not in ran

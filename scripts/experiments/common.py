@@ -681,7 +681,8 @@ def write_md(path, title, intro, sections):
 
 
 COLOURS = {"pfifo": "#555555", "prio": "#1f77b4", "ets": "#2ca02c",
-           "fq_codel": "#ff7f0e", "cake": "#8c564b", "parq": "#d62728",
+           "fq_codel": "#ff7f0e", "cake": "#8c564b", "fq": "#e377c2",
+           "parq": "#d62728",
            PARQD: "#9467bd",
            # the simulation's (sim_scale.py)
            "fifo": "#555555", "parqd": "#9467bd", "parqd+cs6": "#17becf"}

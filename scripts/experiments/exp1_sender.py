@@ -21,11 +21,15 @@ from types import SimpleNamespace
 
 import common
 import sweep
+from parqlab import scenarios
 
 NAME = "exp1"
 TITLE = "Experiment 1: sending side"
-PARAMS = sweep.presets(smoke_schedulers=("pfifo", "parq"),
-                       local_kind=common.MESSAGES, local_bulk=16384)
+# The smoke run (make check's) takes fq too where it has bands (6.12).
+SMOKE = ("pfifo", *(("fq",) if "fq" in scenarios.ALL_SCHEDULERS else ()),
+         "parq")
+PARAMS = sweep.presets(smoke_schedulers=SMOKE, local_kind=common.MESSAGES,
+                       local_bulk=16384)
 INTRO = """\
 A parallel job (exchanges of {count} messages of {psizes}, DSCP EF, each
 answered by a 32-byte reply) and a local job (DSCP 0: {lsizes} messages
@@ -33,7 +37,9 @@ at {rate} a second, each answered by 32 bytes, or one parq-bench bulk
 stream of {bulk} messages) leave host A through one interface with a
 100 Mbit/s bottleneck: parq's shaper, or an htb class above each baseline
 (pfifo, prio and ets with the parallel job in their strict band,
-fq_codel), or cake's own shaper (diffserv4: EF in its Voice tin).
+fq_codel, and on Linux 6.7 and later fq with the parallel job in the high
+one of its three bands), or cake's own shaper (diffserv4: EF in its Voice
+tin).
 T1: the exchange alone; slowdown: with the local job over T1, same
 scheduler, same repetition.  Documentation/experiments.md has the
 details.

@@ -40,6 +40,7 @@ NLMSGERR_ATTR_OFFS = 2
 RTM_NEWQDISC = 36
 RTM_NEWTCLASS = 40
 RTM_DELTCLASS = 41
+RTM_GETQDISC = 38
 RTM_GETTCLASS = 42
 NLM_F_DUMP = 0x300
 NLMSG_DONE = 3
@@ -235,17 +236,27 @@ class Rtnl(Netlink):
         tc -j -s qdisc output: kind in "class", "handle" ("1:1"), "parent"
         or "root", bytes, packets, drops, overlimits, requeues, backlog,
         qlen, and "xstats" (raw bytes) if the qdisc sends class xstats."""
+        return self._tc_dump(RTM_GETTCLASS, ifindex, "class")
+
+    def qdiscs(self, ifindex):
+        """Qdiscs of @ifindex, as classes() gives classes, the kind in
+        "kind" and the qdisc's own "xstats" (raw bytes), if it has any."""
+        return [q for q in self._tc_dump(RTM_GETQDISC, ifindex, "kind")
+                if q["ifindex"] == ifindex]
+
+    def _tc_dump(self, msgtype, ifindex, kind_key):
         out = []
-        for msg in self.dump(RTM_GETTCLASS, tcmsg(ifindex, 0, 0)):
-            _, _, handle, parent, _ = struct.unpack_from("=BxxxiIII", msg)
-            c = {"handle": tc_handle(handle)}
+        for msg in self.dump(msgtype, tcmsg(ifindex, 0, 0)):
+            _, index, handle, parent, _ = struct.unpack_from("=BxxxiIII",
+                                                             msg)
+            c = {"ifindex": index, "handle": tc_handle(handle)}
             if parent == TC_H_ROOT:
                 c["root"] = True
             else:
                 c["parent"] = tc_handle(parent)
             attrs = parse_attrs(msg[20:])
             if TCA_KIND in attrs:
-                c["class"] = attrs[TCA_KIND].split(b"\0", 1)[0].decode()
+                c[kind_key] = attrs[TCA_KIND].split(b"\0", 1)[0].decode()
             if TCA_STATS2 in attrs:
                 c.update(parse_stats2(attrs[TCA_STATS2]))
             out.append(c)

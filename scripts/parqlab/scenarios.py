@@ -1,11 +1,14 @@
 """The schedulers the selftests, the demo and the experiments compare.
 
-Installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _parq, all of them
-in ALL_SCHEDULERS, and install_htb_parq): a 100 Mbit/s bottleneck on a
-device, the parallel stream in a class of its own where the scheduler has
-classes, recognised by its server port (PING_PORT, a u32 filter) or by
-DSCP EF.
+Installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _fq, _parq, all
+of them in ALL_SCHEDULERS, fq only on a kernel whose fq has priority bands;
+and install_htb_parq): a 100 Mbit/s bottleneck on a device, the parallel
+stream in a class or band of its own where the scheduler has them,
+recognised by its server port (PING_PORT, a u32 filter) or by DSCP EF.
 """
+import os
+import re
+
 from . import tc as tclib
 from . import traffic
 
@@ -31,11 +34,15 @@ def _baseline(ns, dev, rate, *qdisc):
              "handle", "10:", *qdisc)
 
 
+# The parallel stream's matches: its server port, and DSCP EF (for the
+# collectives of the experiments, whose ports vary).
+_PING_MATCHES = (("dport", str(PING_PORT), "0xffff"),
+                 ("tos", hex(traffic.TOS_EF), "0xfc"))
+
+
 def _ping_filter(ns, dev, parent, flowid):
-    """The parallel stream's filters: its server port, and DSCP EF (for
-    the collectives of the experiments, whose ports vary)."""
-    for match in (("dport", str(PING_PORT), "0xffff"),
-                  ("tos", hex(traffic.TOS_EF), "0xfc")):
+    """The parallel stream's filters, to class @flowid."""
+    for match in _PING_MATCHES:
         tclib.tc(ns, "filter", "add", "dev", dev, "parent", parent,
                  "protocol", "ip", "prio", "1", "u32", "match", "ip",
                  *match, "flowid", flowid)
@@ -85,6 +92,43 @@ def install_cake(ns, dev, rate=RATE):
              "cake", *shaper, "diffserv4")
 
 
+# fq's priority bands (Linux 6.7): three, served by weighted round robin,
+# 9:3:1 by default, the band a packet's priority's (its lowest four bits)
+# under fq's default priomap, where TC_PRIO_INTERACTIVE (6) is band 0 and
+# best effort (0) band 1.
+FQ_BANDS_SINCE = (6, 7)
+FQ_HIGH_PRIORITY = "0:6"
+# The devices whose clsact install_fq added, as (namespace, device).
+_FQ_CLSACT = set()
+
+
+def fq_has_bands(release=None):
+    """True when the kernel (@release, by default the running one) has
+    fq's priority bands."""
+    m = re.match(r"(\d+)\.(\d+)", release or os.uname().release)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= FQ_BANDS_SINCE
+
+
+def install_fq(ns, dev, rate=RATE):
+    """fq with its three priority bands (Linux 6.7 and later), the
+    parallel stream in the high band.  fq takes no filters: a u32 filter
+    on clsact's egress, which runs before the root qdisc, gives the
+    parallel stream's packets priority 6 (a user of iproute2 6.7 or later
+    could map EF's own priority with fq's priomap instead; Debian 12's tc
+    cannot)."""
+    if not fq_has_bands():
+        raise RuntimeError(f"fq on {os.uname().release} has no priority "
+                           f"bands (Linux {FQ_BANDS_SINCE[0]}."
+                           f"{FQ_BANDS_SINCE[1]} and later)")
+    _baseline(ns, dev, rate, "fq")
+    tclib.tc(ns, "qdisc", "add", "dev", dev, "clsact")
+    _FQ_CLSACT.add((ns, dev))
+    for match in _PING_MATCHES:
+        tclib.tc(ns, "filter", "add", "dev", dev, "egress", "protocol", "ip",
+                 "prio", "1", "u32", "match", "ip", *match, "action",
+                 "skbedit", "priority", FQ_HIGH_PRIORITY)
+
+
 def install_parq(ns, dev, rate=RATE, extra=()):
     """parq with its own shaper; EF marks the parallel stream, the u32
     filter classifies it too (either would do).  With @rate None: no
@@ -108,16 +152,21 @@ def install_htb_parq(ns, dev, rate=RATE, extra=()):
     _ping_filter(ns, dev, "10:", "10:1")
 
 
-# The experiments' baselines, then parq (Documentation/experiments.md).
+# The experiments' baselines, then parq (Documentation/experiments.md);
+# fq with its bands where the kernel has them.
 ALL_SCHEDULERS = {
     "pfifo": install_pfifo,
     "prio": install_prio,
     "ets": install_ets,
     "fq_codel": install_fq_codel,
     "cake": install_cake,
+    **({"fq": install_fq} if fq_has_bands() else {}),
     "parq": install_parq,
 }
 
 
 def clear(ns, dev):
     tclib.tc(ns, "qdisc", "del", "dev", dev, "root", check=False)
+    if (ns, dev) in _FQ_CLSACT:
+        _FQ_CLSACT.discard((ns, dev))
+        tclib.tc(ns, "qdisc", "del", "dev", dev, "clsact", check=False)
