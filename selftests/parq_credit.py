@@ -29,8 +29,12 @@ what arrives per destination, in time:
     and the rate achieved is printed;
   - xstats count the destinations, the waiting ones and the waits;
   - while the only local destination waits, parallel traffic gets the
-    whole shaped rate and no threshold turn is given to local.
+    whole shaped rate and no threshold turn is given to local;
+  - under mq, with a parq child per TX queue of a two-queue veth and a
+    sender thread pinned to each CPU (XPS: CPU i to queue i), one credit
+    bounds what the children send together.
 """
+import json
 import os
 import select
 import socket
@@ -681,6 +685,123 @@ def t_credit_rate(env, refresh=False):
     tc(topo.a, "qdisc", "del", "dev", topo.dev_a(), "root")
 
 
+# The multi-queue link of t_credit_across_mq: A's end, B's, B's address.
+MQ_A, MQ_B, MQ_D = "crmq0", "crmq1", "10.79.0.2"
+MQ_QUEUES = 2
+
+
+class PinnedSender:
+    """A thread per CPU, each pinned to its CPU, sending datagrams to
+    @dst from a socket of its own, as fast as its socket takes them: with
+    XPS mapping CPU i to TX queue i, each queue gets one thread's."""
+
+    def __init__(self, env, dst, cpus):
+        self.dst, self.stop = dst, threading.Event()
+        self.sent = [0] * len(cpus)
+        self.threads = [threading.Thread(target=self._run, args=(i, c),
+                                         daemon=True)
+                        for i, c in enumerate(cpus)]
+        self.socks = []
+        for _ in cpus:
+            sk = udp_socket(env.a)
+            resv.big_sndbuf(sk)
+            sk.setblocking(False)
+            self.socks.append(sk)
+        for t in self.threads:
+            t.start()
+
+    def _run(self, i, cpu):
+        os.sched_setaffinity(0, {cpu})  # this thread only
+        data = bytes(PAYLOAD)
+        while not self.stop.is_set():
+            for _ in range(10):
+                try:
+                    self.socks[i].sendto(data, (self.dst, PORT))
+                    self.sent[i] += 1
+                except BlockingIOError:
+                    pass
+            time.sleep(0.003)
+
+    def close(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(10)
+        for sk in self.socks:
+            sk.close()
+
+
+def t_credit_across_mq(env):
+    """mq with a parq child per TX queue, local traffic to one destination
+    from both queues at once: the destination's credit bounds the sum of
+    what the children send, as it bounds one qdisc's.  The credit table is
+    the namespace's, charged by every parq qdisc in it."""
+    cpus = sorted(os.sched_getaffinity(0))[:MQ_QUEUES]
+    if len(cpus) < MQ_QUEUES:
+        raise Skip(f"needs {MQ_QUEUES} CPUs to fill {MQ_QUEUES} queues")
+    a, b = env.topo.a, env.topo.b
+    a.run(["ip", "link", "add", MQ_A, "numtxqueues", str(MQ_QUEUES),
+           "numrxqueues", str(MQ_QUEUES), "type", "veth", "peer", "name",
+           MQ_B, "numtxqueues", str(MQ_QUEUES), "numrxqueues",
+           str(MQ_QUEUES), "netns", b.name])
+    ktap.defer(a.run, ["ip", "link", "del", MQ_A], check=False)
+    a.run(["ip", "addr", "add", "10.79.0.1/24", "dev", MQ_A])
+    b.run(["ip", "addr", "add", f"{MQ_D}/24", "dev", MQ_B])
+    for ns, dev in ((a, MQ_A), (b, MQ_B)):
+        ns.run(["ip", "link", "set", dev, "up"])
+    mac_b = json.loads(b.run(["ip", "-j", "link", "show", MQ_B]).stdout)[0][
+        "address"]
+    a.run(["ip", "neigh", "replace", MQ_D, "lladdr", mac_b, "dev", MQ_A,
+           "nud", "permanent"])
+    for q, cpu in enumerate(cpus):
+        a.run(["sh", "-c", f"echo {1 << cpu:x} > /sys/class/net/{MQ_A}/"
+               f"queues/tx-{q}/xps_cpus"])
+    tc(a, "qdisc", "add", "dev", MQ_A, "root", "handle", "1:", "mq")
+    for q in range(1, MQ_QUEUES + 1):
+        tc(a, "qdisc", "add", "dev", MQ_A, "parent", f"1:{q:x}", "handle",
+           f"{q + 1:x}:", "parq")
+    credit, epoch = 4000, 10 * MS		# 3.2 Mbit/s of wire bytes
+    with Rtnl(a) as nl:
+        idx = nl.ifindex(MQ_A)
+
+        def local_bytes():
+            """Each child's local class's bytes, read between two clock
+            readings."""
+            t = time.monotonic()
+            got = [c["bytes"] for c in nl.classes(idx)
+                   if c.get("class") == "parq" and c["handle"].endswith(":2")]
+            return t, got, time.monotonic()
+
+        with genl(env) as g:
+            ok(g.delete(), "flush")
+            ok(g.set(MQ_D, credit=credit, lease=60 * SEC, epoch=epoch),
+               "credit for the destination")
+            tx = PinnedSender(env, MQ_D, cpus)
+            try:
+                time.sleep(1.0)
+                ta, b0, tb = local_bytes()
+                time.sleep(4.0)
+                tc_, b1, td = local_bytes()
+            finally:
+                tx.close()
+            ok(g.delete(), "flush")
+    per_queue = [y - x for x, y in zip(b0, b1)]
+    got = sum(per_queue)
+    per_s = SEC / epoch
+    bound = ((td - ta) * per_s + 2) * credit
+    floor = (tc_ - tb) * per_s * credit
+    diag(f"under {credit} B per {epoch // MS} ms: the children sent "
+         f"{per_queue} B, {got * 8 / (td - ta) / 1e6:.2f} Mbit/s, "
+         f"{got / floor:.3f} of the credit; datagrams offered per thread "
+         f"{tx.sent}")
+    check_eq(len(per_queue), MQ_QUEUES, "parq children's local classes")
+    check(min(per_queue) > 0, f"a queue sent nothing ({per_queue}): the "
+          "traffic did not cross both children")
+    check(got <= bound, f"the children sent {got} B together: more than "
+          f"(epochs + 2) x {credit} = {bound:.0f}")
+    check(got >= 0.5 * floor, f"the children sent {got} B, under half the "
+          f"credit of {floor:.0f} B")
+
+
 def setup(env):
     """B's second address D2 (A knows its MAC)."""
     topo = env.topo
@@ -712,6 +833,9 @@ def main():
     suite.case("set again every ms with the same epoch, it still holds",
                lambda env: t_credit_rate(env, refresh=True),
                speed="a sender in Python offers twice the credit's rate")
+    suite.case("under mq, one credit holds the children together",
+               t_credit_across_mq, speed="senders in Python offer more "
+               "than the credit's rate")
     suite.case("a waiting local class takes no threshold turn",
                t_no_lost_turns, speed="the parallel class's share of 8 "
                "Mbit/s is measured")
