@@ -52,7 +52,8 @@ def _kinds(ns, dev):
 
 def t_install_and_clear(env):
     before = _kinds(env.a, env.dev)
-    diag(f"before: {before}; schedulers: {', '.join(scenarios.ALL_SCHEDULERS)}")
+    diag(f"before: {before}; schedulers: "
+         f"{', '.join(scenarios.ALL_SCHEDULERS)}")
     check_eq("fq" in scenarios.ALL_SCHEDULERS, scenarios.fq_has_bands(),
              "fq among the schedulers exactly where it has bands")
     for name, install in scenarios.ALL_SCHEDULERS.items():
