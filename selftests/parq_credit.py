@@ -627,6 +627,14 @@ class Refresher:
         self.thread.join(10)
 
 
+def _window(read):
+    """read() after the sender's first second and again 4 s later."""
+    time.sleep(1.0)
+    first = read()
+    time.sleep(4.0)
+    return first, read()
+
+
 def t_credit_rate(env, refresh=False):
     """Bytes are read from the local class's counter (what parq sent, L2
     lengths, as credits count them) by netlink, with the time taken before
@@ -653,10 +661,7 @@ def t_credit_rate(env, refresh=False):
             tx = Sender(env, [D1], burst=10, period=0.003)  # several x that
             again = Refresher(env, credit, epoch) if refresh else None
             try:
-                time.sleep(1.0)
-                ta, b0, tb = local_bytes()
-                time.sleep(4.0)
-                tc_, b1, td = local_bytes()
+                (ta, b0, tb), (tc_, b1, td) = _window(local_bytes)
             finally:
                 tx.close()
                 if again:
@@ -777,10 +782,7 @@ def t_credit_across_mq(env):
                "credit for the destination")
             tx = PinnedSender(env, MQ_D, cpus)
             try:
-                time.sleep(1.0)
-                ta, b0, tb = local_bytes()
-                time.sleep(4.0)
-                tc_, b1, td = local_bytes()
+                (ta, b0, tb), (tc_, b1, td) = _window(local_bytes)
             finally:
                 tx.close()
             ok(g.delete(), "flush")
