@@ -64,6 +64,14 @@ rounds of fewer steps, about 3):
     PARQ_USERSPACE_BUILD=build/release scripts/vm-run --timeout 1500 -- \\
         scripts/experiments/shaper.py
 
+With --mpi the parallel job is a real MPI program instead, unmodified:
+Debian's NetPIPE for Open MPI (NPopenmpi), one rank in A and one in B,
+ping-pong of 64 KiB messages (--size), Open MPI's defaults, made parallel
+by the cgroup it runs in alone (`parqctl job add` on both hosts, as in
+experiment 5).  The figure is NetPIPE's one-way time (MPI_REPS round
+trips a trial), alone and beside the same local job, in the same
+configurations (no unshaped ones), the rounds in turn.
+
 It writes every round's figures to --json (build/shaper/shaper.json);
 --table FILE prints the tables of such a file again.
 """
@@ -77,8 +85,9 @@ import sys
 import time
 
 import common
-from parqlab import bench, module, repo_path, scenarios
+from parqlab import bench, module, mpi, repo_path, scenarios
 from parqlab import tc as tclib
+from parqlab.netns import Topology
 from parqlab.traffic import have
 
 RATE = scenarios.RATE
@@ -101,6 +110,11 @@ WORKLOADS = (ALONE, SPACED, BESIDE)
 # step's own time (parq-bench's mean latency), not the period.
 SPACING = 3
 BASE = "htb+parq"
+# --mpi: NetPIPE's round trips per trial, and the job's cgroup (below
+# /sys/fs/cgroup).
+MPI_REPS = 50
+QUICK_MPI_REPS = 20
+MPI_JOB = "parqshaper/job_1"
 # A TCP segment's payload (1500-byte MTU, timestamps on) and what each
 # segment adds on the wire as the shapers count it (Ethernet, IP, TCP):
 # the time a step's messages take at the rate alone (line_ms()).
@@ -255,6 +269,54 @@ def measure(plan, progress=print):
     return results, timers
 
 
+def mpi_step(ranks, plan):
+    """NetPIPE's one-way time, as a row of measure_one()'s: "step_ms",
+    "start_ns", "end_ns"."""
+    start = time.monotonic_ns()
+    us = mpi.netpipe_latency(ranks, size=plan["size"],
+                             reps=plan["steps"][1], cgroup=MPI_JOB,
+                             timeout=300)
+    return {"step_ms": us / 1e3, "start_ns": start,
+            "end_ns": time.monotonic_ns()}
+
+
+def measure_mpi(plan, progress=print):
+    """measure()'s results for the MPI job (--mpi): each configuration
+    once a round, alone and beside the local job, as (ALONE, 1) and
+    (BESIDE, 1)."""
+    installers = configurations(plan["variants"])
+    results = {n: [] for n in installers}
+    with Topology("shapermpi") as topo, \
+            common.parq_job([topo.a, topo.b], MPI_JOB), \
+            bench.Server(topo.b, topo.ip_b(), common.BULK_PORT), \
+            common.Configurations([(topo.a, topo.dev_a())],
+                                  installers=installers) as confs:
+        ranks = [(topo.a, topo.ip_a()), (topo.b, topo.ip_b())]
+        sink = f"{topo.ip_b()}:{common.BULK_PORT}"
+        mpi_step(ranks, dict(plan, steps={1: 5}))  # warm, untimed
+        for rnd in range(1, plan["rounds"] + 1):
+            for name in installers:
+                t0 = time.monotonic()
+                confs.use(name)
+                rows = {(ALONE, 1): mpi_step(ranks, plan)}
+                with bench.Bulk(topo.a, sink, LOCAL_SIZE,
+                                progress_ms=LOCAL_PROGRESS_MS) as job:
+                    time.sleep(SETTLE_S)
+                    job.first_ns()
+                    job.check_running("before NetPIPE")
+                    row = mpi_step(ranks, plan)
+                    job.check_running("during NetPIPE")
+                    row["local_mbit"] = job.mbit(row["start_ns"],
+                                                 row["end_ns"])
+                rows[(BESIDE, 1)] = row
+                results[name].append(rows)
+                progress(f"  round {rnd}/{plan['rounds']} {name:<18} "
+                         f"one way alone {rows[(ALONE, 1)]['step_ms']:.2f} "
+                         f"ms, beside bulk {row['step_ms']:.2f} ms "
+                         f"({time.monotonic() - t0:.0f} s)")
+    return results, []
+
+
 def _values(rounds, key, field):
     return [r[key][field] for r in rounds
             if key in r and r[key].get(field) is not None]
@@ -302,10 +364,17 @@ def table(results, plan):
             extra = "local Mbit/s" if work == BESIDE else "pkts/msg"
             every = f", one every {SPACING} times that" if work == SPACED \
                 else ""
-            lines += ["", f"{work}: {k} x {common.kib(plan['size'])} a "
-                      f"step, {plan['steps'][k]} steps (the rate alone: "
-                      f"{line_ms(k, plan['size']):.2f} ms a step{every})",
-                      f"{'configuration':<20} {'ms/step (range)':>23} "
+            what, unit = (f"{work}: {k} x {common.kib(plan['size'])} a "
+                          f"step, {plan['steps'][k]} steps", "ms/step")
+            if plan.get("mpi"):
+                what, unit = (f"MPI (NetPIPE) {work}: "
+                              f"{common.kib(plan['size'])} messages, "
+                              f"{plan['steps'][k]} round trips a trial, "
+                              "one-way time", "ms one way")
+            lines += ["", f"{what} (the rate alone: "
+                      f"{line_ms(k, plan['size']):.2f} ms a "
+                      f"{'message' if plan.get('mpi') else 'step'}{every})",
+                      f"{'configuration':<20} {unit + ' (range)':>23} "
                       f"{'over ' + BASE:>14} {extra:>12} "
                       f"{'in parq (us)':>12} {'CPU idle %':>10}"]
             for n in names:
@@ -379,6 +448,9 @@ def parse(argv):
                     help="run the local job on this CPU alone (default: "
                     "wherever the kernel puts it, as first_table; the "
                     "parallel job is on CPU 0)")
+    ap.add_argument("--mpi", action="store_true",
+                    help="the parallel job a real MPI program (NetPIPE, "
+                    "Open MPI's defaults) made parallel by its cgroup")
     ap.add_argument("--no-unshaped", action="store_true",
                     help="leave out parq without a shaper (alone)")
     ap.add_argument("--json", default=str(repo_path("build", "shaper",
@@ -414,8 +486,9 @@ def report(results, timers, plan):
     return table(results, plan) + [""] + headline(results, timers, plan)
 
 
-def unavailable():
-    """Why this cannot run here, or None."""
+def unavailable(mpi_job=False):
+    """Why this cannot run here (with @mpi_job: the MPI job too), or
+    None."""
     if os.geteuid() != 0:
         return "needs root (network namespaces, tc)"
     if not bench.available():
@@ -423,7 +496,7 @@ def unavailable():
             "PARQ_USERSPACE_BUILD=build/release) or make userspace"
     if not have("taskset"):
         return "taskset missing"
-    return None
+    return mpi.have_mpi() if mpi_job else None
 
 
 def main(argv=None):
@@ -431,7 +504,7 @@ def main(argv=None):
     if args.table:
         print("\n".join(report(*load(args.table))))
         return 0
-    why = unavailable()
+    why = unavailable(args.mpi)
     if why:
         print(f"shaper: {why}", file=sys.stderr)
         return 4
@@ -449,14 +522,18 @@ def main(argv=None):
                       for k, n in steps.items()},
             "per_step": PER_STEP, "variants": variants,
             "unshaped": not args.no_unshaped, "local_cpu": args.local_cpu}
+    if args.mpi:
+        plan.update(mpi=True, per_step=(1,), unshaped=False,
+                    steps={1: QUICK_MPI_REPS if args.quick else MPI_REPS})
     started = datetime.datetime.now(datetime.timezone.utc)
-    print(f"shaper: {plan['rounds']} rounds, steps of K x "
+    what = "MPI (NetPIPE) ping-pong of" if args.mpi else "steps of K x"
+    print(f"shaper: {plan['rounds']} rounds, {what} "
           f"{common.kib(args.size)} "
-          f"(K = {', '.join(map(str, PER_STEP))}) at {RATE}, "
+          f"(K = {', '.join(map(str, plan['per_step']))}) at {RATE}, "
           f"{os.uname().release}, {started:%Y-%m-%d %H:%M} UTC", flush=True)
     t0 = time.monotonic()
-    results, timers = measure(plan,
-                              progress=lambda m: print(m, flush=True))
+    results, timers = (measure_mpi if args.mpi else measure)(
+        plan, progress=lambda m: print(m, flush=True))
     print("\n".join(report(results, timers, plan)))
     took = time.monotonic() - t0
     print(f"\nshaper: done in {common.duration(took)}")
