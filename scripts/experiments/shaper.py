@@ -72,8 +72,9 @@ experiment 5).  The figure is NetPIPE's one-way time (MPI_REPS round
 trips a trial), alone and beside the same local job, in the same
 configurations (no unshaped ones), the rounds in turn.
 
-It writes every round's figures to --json (build/shaper/shaper.json);
---table FILE prints the tables of such a file again.
+It writes every round's figures to --json (build/shaper/shaper.json, with
+--mpi build/shaper/mpi.json); --table FILE prints the tables of such a file
+again.
 """
 import argparse
 import datetime
@@ -208,6 +209,12 @@ def exchange(topo, prefix, k, steps, size, interval_us=0):
             "start_ns": res["start_ns"], "end_ns": res["end_ns"]}
 
 
+def _local_pin(plan):
+    """The local job's argv prefix: taskset to --local-cpu, if given."""
+    return () if plan["local_cpu"] is None else \
+        ("taskset", "-c", str(plan["local_cpu"]))
+
+
 def measure_one(topo, confs, prefix, name, plan):
     """Configuration @name once: {(workload, K): row}."""
     confs.use(name)
@@ -222,10 +229,8 @@ def measure_one(topo, confs, prefix, name, plan):
         out[(SPACED, k)] = exchange(topo, prefix, k, plan["steps"][k],
                                     plan["size"], interval_us=gap)
     sink = f"{topo.ip_b()}:{common.BULK_PORT}"
-    pin = () if plan["local_cpu"] is None else \
-        ("taskset", "-c", str(plan["local_cpu"]))
     with bench.Bulk(topo.a, sink, LOCAL_SIZE, progress_ms=LOCAL_PROGRESS_MS,
-                    prefix=pin) as job:
+                    prefix=_local_pin(plan)) as job:
         time.sleep(SETTLE_S)
         job.first_ns()
         job.check_running("before the exchanges")
@@ -300,7 +305,8 @@ def measure_mpi(plan, progress=print):
                 confs.use(name)
                 rows = {(ALONE, 1): mpi_step(ranks, plan)}
                 with bench.Bulk(topo.a, sink, LOCAL_SIZE,
-                                progress_ms=LOCAL_PROGRESS_MS) as job:
+                                progress_ms=LOCAL_PROGRESS_MS,
+                                prefix=_local_pin(plan)) as job:
                     time.sleep(SETTLE_S)
                     job.first_ns()
                     job.check_running("before NetPIPE")
@@ -453,10 +459,9 @@ def parse(argv):
                     "Open MPI's defaults) made parallel by its cgroup")
     ap.add_argument("--no-unshaped", action="store_true",
                     help="leave out parq without a shaper (alone)")
-    ap.add_argument("--json", default=str(repo_path("build", "shaper",
-                                                    "shaper.json")),
-                    help="where to write every round's figures "
-                    "(default %(default)s)")
+    ap.add_argument("--json", help="where to write every round's figures "
+                    "(default build/shaper/shaper.json, with --mpi "
+                    "build/shaper/mpi.json)")
     ap.add_argument("--table", metavar="JSON",
                     help="measure nothing: print the tables of a run that "
                     "--json wrote")
@@ -501,6 +506,8 @@ def unavailable(mpi_job=False):
 
 def main(argv=None):
     args = parse(sys.argv[1:] if argv is None else argv)
+    args.json = args.json or str(repo_path(
+        "build", "shaper", "mpi.json" if args.mpi else "shaper.json"))
     if args.table:
         print("\n".join(report(*load(args.table))))
         return 0
