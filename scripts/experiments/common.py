@@ -685,7 +685,8 @@ COLOURS = {"pfifo": "#555555", "prio": "#1f77b4", "ets": "#2ca02c",
            "parq": "#d62728",
            PARQD: "#9467bd",
            # the simulation's (sim_scale.py)
-           "fifo": "#555555", "parqd": "#9467bd", "parqd+cs6": "#17becf"}
+           "fifo": "#555555", "parqd": "#9467bd", "parqd+cs6": "#17becf",
+           "parqd+cs6, local 5%": "#bcbd22"}
 
 
 @dataclass

@@ -70,6 +70,10 @@ struct Port {
   std::deque<uint32_t> q;    // packet ids (switch ports, FIFO hosts)
   std::deque<uint32_t> ctl;  // Config::control_first: control, served first
   uint64_t bytes = 0;        // queued
+  // GRANT and RELEASE bytes sent, in all and in the current epoch.
+  uint64_t ctl_sent = 0;
+  uint64_t ctl_epoch = 0;
+  uint64_t ctl_in_epoch = 0;
 };
 
 struct Credit {
@@ -174,6 +178,10 @@ class Model {
     return (bytes * 8 * 1'000'000'000ULL + bps - 1) / bps;
   }
   uint64_t EpochNs() const { return uint64_t{c_.epoch_us} * 1000; }
+  // @bytes over @ns on a link of @bps, in percent of its capacity.
+  static double Pct(uint64_t bytes, uint64_t bps, uint64_t ns) {
+    return ns ? double(bytes) * 8 * 1e9 * 100 / (double(bps) * double(ns)) : 0;
+  }
 
   Config c_;
   std::mt19937_64 rng_;
@@ -214,7 +222,7 @@ void Model::Build() {
   const uint64_t up_bps =
       c_.link_bps * c_.rack / std::max<uint32_t>(1, c_.oversubscription);
   auto add = [&](uint32_t from, uint32_t to, uint64_t bps) {
-    ports_.push_back(Port{bps, to, false, {}, {}, 0});
+    ports_.push_back(Port{bps, to, false, {}, {}, 0, 0, 0, 0});
     const auto id = static_cast<uint32_t>(ports_.size() - 1);
     node_ports_[from].push_back(id);
     return id;
@@ -321,6 +329,18 @@ void Model::PortKick(uint32_t port) {
   if (!id)
     return;
   p.busy = true;
+  const Packet& pk = pkts_[*id];
+  if (pk.kind == Kind::kGrant || pk.kind == Kind::kRelease) {
+    const uint64_t epoch = now_ / EpochNs();
+    if (epoch != p.ctl_epoch) {
+      p.ctl_epoch = epoch;
+      p.ctl_in_epoch = 0;
+    }
+    p.ctl_sent += pk.bytes;
+    p.ctl_in_epoch += pk.bytes;
+    r_.control_link_peak_pct = std::max(r_.control_link_peak_pct,
+                                        Pct(p.ctl_in_epoch, p.bps, EpochNs()));
+  }
   const uint64_t ser = SerNs(pkts_[*id].bytes, p.bps);
   At(now_ + ser, Ev::kTxDone, port);
   At(now_ + ser + c_.prop_ns, Ev::kArrive, p.to, *id);
@@ -805,6 +825,9 @@ Result Model::Go() {
   const double secs = double(now_) / 1e9;  // the whole simulated time
   r_.control_per_host_s =
       secs > 0 ? double(r_.control_messages) / c_.hosts / secs : 0;
+  for (const Port& p : ports_)
+    r_.control_link_mean_pct =
+        std::max(r_.control_link_mean_pct, Pct(p.ctl_sent, p.bps, now_));
   return r_;
 }
 

@@ -55,6 +55,8 @@
 #include <utility>
 #include <vector>
 
+#include "proto/wire.h"
+
 namespace parq::sim {
 
 enum class Scheduler {
@@ -81,10 +83,10 @@ struct Config {
   uint64_t threshold_recv = 0;    // bytes per epoch, to each host
   uint32_t local_floor_pct = 20;  // of link_bps, shared per epoch
   uint64_t hold_ns = 10'000'000;  // also the monitor's
-  uint16_t lease = 3;             // epochs (parqd: 49; simulation.md)
-  uint64_t react_ns = 10'000;     // a report to parqd's decision
-  bool control_first = false;     // GRANT and RELEASE ahead of data
-                                  // (kParqd only: no other sends them)
+  uint16_t lease = parqd::wire::kDefaultLeaseEpochs;  // epochs
+  uint64_t react_ns = 10'000;  // a report to parqd's decision
+  bool control_first = false;  // GRANT and RELEASE ahead of data
+                               // (kParqd only: no other sends them)
   // The parallel job.
   uint32_t job_hosts = 16;   // hosts 0, stride, 2 stride, ...
   uint64_t message = 16384;  // bytes per pair and phase
@@ -112,13 +114,17 @@ struct Config {
 std::string CheckConfig(const Config& c);
 
 struct Result {
-  uint64_t end_ns = 0;                // the simulated time
-  std::vector<uint64_t> phase_ns;     // each phase's duration, in order
-  uint64_t parallel_ns = 0;           // the job: first start to last end
-  uint64_t local_bytes = 0;           // local bytes delivered
-  double local_gbps = 0;              // local bytes / parallel_ns (or run)
-  uint64_t control_messages = 0;      // GRANT + RELEASE sent
-  double control_per_host_s = 0;      // per host and simulated second
+  uint64_t end_ns = 0;             // the simulated time
+  std::vector<uint64_t> phase_ns;  // each phase's duration, in order
+  uint64_t parallel_ns = 0;        // the job: first start to last end
+  uint64_t local_bytes = 0;        // local bytes delivered
+  double local_gbps = 0;           // local bytes / parallel_ns (or run)
+  uint64_t control_messages = 0;   // GRANT + RELEASE sent
+  double control_per_host_s = 0;   // per host and simulated second
+  // GRANT and RELEASE bytes on the busiest link in percent of its
+  // capacity: over the whole simulated time, and in its busiest epoch.
+  double control_link_mean_pct = 0;
+  double control_link_peak_pct = 0;
   std::vector<uint64_t> throttle_ns;  // per start report: to the last
                                       // first GRANT's arrival
   std::vector<uint64_t> release_ns;   // per stop report: last parallel

@@ -27,6 +27,7 @@ nlohmann::json ToJson(const Config& c, const parq::sim::Result& r) {
   j["parallel"] = c.parallel;
   j["local"] = c.local;
   j["control_first"] = c.control_first;
+  j["lease"] = c.lease;
   j["end_ns"] = r.end_ns;
   j["phase_ns"] = r.phase_ns;
   j["parallel_ns"] = r.parallel_ns;
@@ -34,6 +35,8 @@ nlohmann::json ToJson(const Config& c, const parq::sim::Result& r) {
   j["local_gbps"] = r.local_gbps;
   j["control_messages"] = r.control_messages;
   j["control_per_host_s"] = r.control_per_host_s;
+  j["control_link_mean_pct"] = r.control_link_mean_pct;
+  j["control_link_peak_pct"] = r.control_link_peak_pct;
   j["throttle_ns"] = r.throttle_ns;
   j["release_ns"] = r.release_ns;
   j["max_switch_queue"] = r.max_switch_queue;
