@@ -423,7 +423,7 @@ deps:
 # step is several times slower), the 100 000-class scale test at a quarter
 # (25 000 classes within 30 s; make selftest runs it whole); on 6.12 every
 # test of the module's interfaces (the fuzzer at 2x10^4, the stress tests
-# at a quarter) without their timing cases, the scale test's bound among
+# at an eighth) without their timing cases, the scale test's bound among
 # them (SELFTEST_QUICK: 6.1 judges those, of the same kmod/core), and not
 # the nine that time user space and the scheduling policy (CHECK_612_EXCEPT:
 # parqd's protocol over netlink calls that parq_credit and parq_monitor
@@ -455,7 +455,7 @@ check:
 		PARQ_FIGURES=0 PARQ_STRESS_SCALE=0.25 $(MAKE) selftest SELFTEST_QUICK= \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_61_EXCEPT) $(DEB_TESTS))"
 	@$(call PHASE,selftests on 6.12) \
-		PARQ_STRESS_SCALE=0.25 PARQ_NLFUZZ_MESSAGES=20000 \
+		PARQ_STRESS_SCALE=0.125 PARQ_NLFUZZ_MESSAGES=20000 \
 		$(MAKE) selftest KERNEL=6.12 SELFTEST_QUICK=1 \
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_612_EXCEPT))"
 	@$(call PHASE,checkpatch; stress and fuzzer under the debug kernel) \
