@@ -418,7 +418,7 @@ deps:
 # The Debian packages, installed in the VM on 6.1: DEB_TESTS run there
 # against what they installed (make deb-test), not again from the tree.
 # The whole suite on 6.1 but those, the stress tests and the netlink
-# fuzzer, which run on 6.1 under the debug kernel instead (at a sixteenth and 4 000
+# fuzzer, which run on 6.1 under the debug kernel instead (at a 32nd and 4 000
 # messages: KASAN, lockdep and kmemleak judge each step there, where each
 # step is several times slower), the 100 000-class scale test at a quarter
 # (25 000 classes within 30 s; make selftest runs it whole); on 6.12 every
@@ -460,7 +460,7 @@ check:
 		SELFTEST_ARGS="$(addprefix --except ,$(CHECK_612_EXCEPT))"
 	@$(call PHASE,checkpatch; stress and fuzzer under the debug kernel) \
 		$(MAKE) kmod-checkpatch && \
-		PARQ_STRESS_SCALE=0.0625 PARQ_NLFUZZ_MESSAGES=4000 \
+		PARQ_STRESS_SCALE=0.03125 PARQ_NLFUZZ_MESSAGES=4000 \
 		$(MAKE) selftest-stress KERNEL=debug
 
 # The kernels users run besides 6.1 and 6.12 (Documentation/kernels.md):
