@@ -1,6 +1,8 @@
 """Unit tests of parqlab that need no kernel: make py-unit (pytest)."""
 import subprocess
 
+import struct
+
 import pytest
 
 from parqlab import kernel_ynl, ktap, params, parqd, scenarios
@@ -285,3 +287,55 @@ def test_fq_puts_the_parallel_stream_in_its_high_band_and_clear_undoes_it(
     ran.clear()
     scenarios.clear("ns", "eth0")
     assert ("qdisc", "del", "dev", "eth0", "clsact") not in ran
+
+
+def test_fq_weights_option_is_three_s32_in_tca_options():
+    opt = scenarios.fq_weights_option((49152, 16384, 16384))
+    # TCA_OPTIONS, nested: one attribute of 4 + 12 bytes.
+    length, atype = struct.unpack_from("=HH", opt)
+    assert (length, atype) == (4 + 16, scenarios.rtnl.TCA_OPTIONS |
+                               (1 << 15))
+    inner_len, inner_type = struct.unpack_from("=HH", opt, 4)
+    assert (inner_len, inner_type) == (16, scenarios.TCA_FQ_WEIGHTS)
+    assert struct.unpack_from("=3i", opt, 8) == (49152, 16384, 16384)
+
+
+def test_fq_small_weights_at_fqs_least_band_0_first(monkeypatch):
+    w = scenarios.FQ_SMALL_WEIGHTS
+    assert min(w) == scenarios.FQ_MIN_WEIGHT == 16384
+    assert w[0] > w[1] == w[2]
+    sent = []
+
+    class Sock:
+        def __init__(self, ns):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def ifindex(self, dev):
+            return 7
+
+        def qdisc(self, ifindex, options, **kw):
+            sent.append((ifindex, options, kw))
+            return scenarios.rtnl.Result(0, None, None)
+    monkeypatch.setattr(scenarios.tclib, "tc", lambda *a, **k: None)
+    monkeypatch.setattr(scenarios, "fq_has_bands", lambda: True)
+    monkeypatch.setattr(scenarios.rtnl, "Rtnl", Sock)
+    scenarios.install_fq_small_weights("ns", "eth0")
+    assert sent == [(7, scenarios.fq_weights_option(w),
+                     {"kind": "fq", "handle": 0x100000,
+                      "parent": 0x10001})]
+    sent.clear()
+    scenarios.install_fq_small_weights("ns", "eth0", rate=None)
+    assert sent[0][2]["parent"] == scenarios.rtnl.TC_H_ROOT
+
+
+def test_fq_small_weights_refused_on_a_kernel_without_bands(monkeypatch):
+    monkeypatch.setattr(scenarios.tclib, "tc", lambda *a, **k: None)
+    monkeypatch.setattr(scenarios, "fq_has_bands", lambda: False)
+    with pytest.raises(RuntimeError, match="no priority bands"):
+        scenarios.install_fq_small_weights(None, "eth0")

@@ -29,11 +29,13 @@ sys.path.insert(0, os.path.join(REPO, "scripts", "experiments"))
 from parqlab import ktap, lab, scenarios, traffic  # noqa: E402
 from parqlab import tc as tclib  # noqa: E402
 from parqlab.ktap import check, check_eq, diag  # noqa: E402
+from parqlab import rtnl  # noqa: E402
 from parqlab.rtnl import Rtnl  # noqa: E402
 
 # The root qdisc each installer puts on the device.
 ROOTS = {"pfifo": "htb", "prio": "htb", "ets": "htb", "fq_codel": "htb",
-         "cake": "cake", "fq": "htb", "parq": "parq"}
+         "cake": "cake", "fq": "htb", scenarios.FQ_SMALL: "htb",
+         "parq": "parq"}
 # struct tc_fq_qd_stats (Linux 6.7 and later): 8 u64, 4 u32, 4 u64, then
 # band_drops[3] (u64) and band_pkt_count[3] (u32).
 FQ_FASTPATH = 8 * 8 + 4 * 4 + 3 * 8
@@ -118,12 +120,37 @@ def t_fq_bands(env):
         scenarios.clear(env.a, env.dev)
 
 
+@ktap.needs_kernel(*scenarios.FQ_BANDS_SINCE, "fq's priority bands")
+def t_fq_small_weights(env):
+    """fq's own dump reports the weights install_fq_small_weights set,
+    and plain fq its defaults (9:3:1 of 65536)."""
+    for install, want in ((scenarios.install_fq_small_weights,
+                           scenarios.FQ_SMALL_WEIGHTS),
+                          (scenarios.install_fq, (589824, 196608, 65536))):
+        try:
+            install(env.a, env.dev)
+            with Rtnl(env.a) as sock:
+                fq = [q for q in sock.qdiscs(sock.ifindex(env.dev))
+                      if q.get("kind") == "fq"]
+            check_eq(len(fq), 1, "fq qdiscs on the device")
+            attrs = rtnl.parse_attrs(fq[0]["options"])
+            check(scenarios.TCA_FQ_WEIGHTS in attrs,
+                  "fq's dump has no TCA_FQ_WEIGHTS")
+            got = struct.unpack("=3i", attrs[scenarios.TCA_FQ_WEIGHTS])
+            diag(f"{install.__name__}: fq's weights {got}")
+            check_eq(got, tuple(want), f"{install.__name__}: fq's weights")
+        finally:
+            scenarios.clear(env.a, env.dev)
+
+
 def main():
     suite = ktap.Suite("parq_baselines")
     suite.case("every scheduler installs with its root qdisc, and clear() "
                "leaves the device as it was", t_install_and_clear)
     suite.case("fq: the parallel job in its high band, the rest in the "
                "next", t_fq_bands)
+    suite.case("fq+small weights: fq reports its best-effort bands' "
+               "weights at its least", t_fq_small_weights)
     return lab.run(suite, "baselines")
 
 

@@ -682,6 +682,7 @@ def write_md(path, title, intro, sections):
 
 COLOURS = {"pfifo": "#555555", "prio": "#1f77b4", "ets": "#2ca02c",
            "fq_codel": "#ff7f0e", "cake": "#8c564b", "fq": "#e377c2",
+           "fq+small weights": "#7f7f7f",
            "parq": "#d62728",
            PARQD: "#9467bd",
            # the simulation's (sim_scale.py)

@@ -240,7 +240,8 @@ class Rtnl(Netlink):
 
     def qdiscs(self, ifindex):
         """Qdiscs of @ifindex, as classes() gives classes, the kind in
-        "kind" and the qdisc's own "xstats" (raw bytes), if it has any."""
+        "kind", the qdisc's own "xstats" (raw bytes), if it has any, and
+        its TCA_OPTIONS' payload in "options" (raw bytes)."""
         return [q for q in self._tc_dump(RTM_GETQDISC, ifindex, "kind")
                 if q["ifindex"] == ifindex]
 
@@ -257,6 +258,8 @@ class Rtnl(Netlink):
             attrs = parse_attrs(msg[20:])
             if TCA_KIND in attrs:
                 c[kind_key] = attrs[TCA_KIND].split(b"\0", 1)[0].decode()
+            if TCA_OPTIONS in attrs:
+                c["options"] = attrs[TCA_OPTIONS]
             if TCA_STATS2 in attrs:
                 c.update(parse_stats2(attrs[TCA_STATS2]))
             out.append(c)
