@@ -1,7 +1,6 @@
 """Unit tests of parqlab that need no kernel: make py-unit (pytest)."""
-import subprocess
-
 import struct
+import subprocess
 
 import pytest
 
@@ -324,6 +323,7 @@ def test_fq_small_weights_at_fqs_least_band_0_first(monkeypatch):
             return scenarios.rtnl.Result(0, None, None)
     monkeypatch.setattr(scenarios.tclib, "tc", lambda *a, **k: None)
     monkeypatch.setattr(scenarios, "fq_has_bands", lambda: True)
+    monkeypatch.setattr(scenarios, "_FQ_CLSACT", set())
     monkeypatch.setattr(scenarios.rtnl, "Rtnl", Sock)
     scenarios.install_fq_small_weights("ns", "eth0")
     assert sent == [(7, scenarios.fq_weights_option(w),
