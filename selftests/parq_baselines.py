@@ -14,8 +14,12 @@ the first two in band 0 and the last in band 1.  Before them A sends
 FILLER best-effort packets of another flow: while fq holds no flow that
 could send, it puts a packet in a queue of its own that it serves before
 any band (its fast path, Linux 6.7), up to 8 packets; the filler takes
-htb's burst and fills that queue.  On older kernels fq has no bands: the
-case is skipped, and fq is not among the schedulers.
+htb's burst and fills that queue.
+
+fq+small weights sets fq's band weights over raw netlink, which Debian
+12's tc cannot: fq's own dump must report them, and plain fq's its
+defaults.  On older kernels fq has no bands: those cases are skipped, and
+neither fq is among the schedulers.
 """
 import os
 import socket

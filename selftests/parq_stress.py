@@ -35,7 +35,7 @@ races: a pass says the run found nothing, not that nothing is there; the
 counts of what each loop did are printed.
 
 PARQ_STRESS_SCALE (default 1) multiplies every loop's count: make check
-runs 6.12's pass at 0.25 and the debug kernel's at 0.0625, where KASAN and
+runs 6.12's pass at 0.125 and the debug kernel's at 0.03125, where KASAN and
 lockdep make each cycle several times slower (make check-debug at 1).
 """
 import os

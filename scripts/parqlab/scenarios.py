@@ -1,8 +1,8 @@
 """The schedulers the selftests, the demo and the experiments compare.
 
-Installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _fq, _parq, all
-of them in ALL_SCHEDULERS, fq only on a kernel whose fq has priority bands;
-and install_htb_parq): a 100 Mbit/s bottleneck on a device, the parallel
+Installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _fq,
+_fq_small_weights, _parq, all of them in ALL_SCHEDULERS, the two fq only on
+a kernel whose fq has priority bands; and install_htb_parq): a 100 Mbit/s bottleneck on a device, the parallel
 stream in a class or band of its own where the scheduler has them,
 recognised by its server port (PING_PORT, a u32 filter) or by DSCP EF.
 """
@@ -157,7 +157,8 @@ def fq_weights_option(weights):
 def install_fq_small_weights(ns, dev, rate=RATE):
     """fq as install_fq, its best-effort bands' weights at fq's least
     (FQ_SMALL_WEIGHTS) instead of its defaults, so that band 0 waits for
-    at most 16 KiB of them."""
+    about one 16 KiB turn of them (and the packet that crosses it: fq
+    serves a band while its credit is above 0)."""
     install_fq(ns, dev, rate)
     parent = rtnl.TC_H_ROOT if rate is None else HTB_CLASS
     with rtnl.Rtnl(ns) as sock:
