@@ -2,9 +2,10 @@
 
 Installers (install_pfifo, _prio, _ets, _fq_codel, _cake, _fq,
 _fq_small_weights, _parq, all of them in ALL_SCHEDULERS, the two fq only on
-a kernel whose fq has priority bands; and install_htb_parq): a 100 Mbit/s bottleneck on a device, the parallel
-stream in a class or band of its own where the scheduler has them,
-recognised by its server port (PING_PORT, a u32 filter) or by DSCP EF.
+a kernel whose fq has priority bands; and install_htb_parq): a 100 Mbit/s
+bottleneck on a device, the parallel stream in a class or band of its own
+where the scheduler has them, recognised by its server port (PING_PORT, a
+u32 filter) or by DSCP EF.
 """
 import os
 import re
