@@ -81,16 +81,15 @@ MAX_HOSTS = 8
 TOGETHER_RATES = {"a": 0.5, "b": 0.25}
 SCHEDULERS = ("pfifo", "fq_codel", "cake", "parq")
 # The quick run: 4 hosts, one repetition.  The smoke run: one step, a
-# reservation through the environment beside the background, 20 time
-# steps (its slowdown is left empty): what it checks is the reservation,
-# which a longer run does not change.
+# reservation through the environment beside the background, 50 time
+# steps (its slowdown is left empty).
 PARAMS = {
     "full": Params(reps=3, hosts=(4, 8), schedulers=SCHEDULERS,
                    background=1, extra={"rates": RATES, "until": UNTIL}),
     "quick": Params(reps=1, hosts=(4,), schedulers=SCHEDULERS,
                     background=1, extra={"rates": RATES, "until": UNTIL}),
     "smoke": Params(reps=1, hosts=(4,), schedulers=(),
-                    background=1, extra={"rates": (0.5,), "until": 2,
+                    background=1, extra={"rates": (0.5,), "until": 5,
                                          "sweep_alone": False}),
 }
 # What parq_experiments checks of each row (finite and positive), and the
