@@ -27,6 +27,11 @@ constexpr uint32_t kControlBytes = 128;
 
 enum class Kind : uint8_t { kParallel, kLocal, kGrant, kRelease };
 
+// parqd's control messages.
+bool IsGrantOrRelease(Kind k) {
+  return k == Kind::kGrant || k == Kind::kRelease;
+}
+
 struct Packet {
   uint32_t src = 0;
   uint32_t dst = 0;
@@ -300,8 +305,7 @@ uint32_t Model::RouteFrom(uint32_t node, uint32_t dst) const {
 }
 
 bool Model::IsControl(uint32_t id) const {
-  return c_.control_first &&
-         (pkts_[id].kind == Kind::kGrant || pkts_[id].kind == Kind::kRelease);
+  return c_.control_first && IsGrantOrRelease(pkts_[id].kind);
 }
 
 void Model::PortEnqueue(uint32_t port, uint32_t id) {
@@ -330,7 +334,7 @@ void Model::PortKick(uint32_t port) {
     return;
   p.busy = true;
   const Packet& pk = pkts_[*id];
-  if (pk.kind == Kind::kGrant || pk.kind == Kind::kRelease) {
+  if (IsGrantOrRelease(pk.kind)) {
     const uint64_t epoch = now_ / EpochNs();
     if (epoch != p.ctl_epoch) {
       p.ctl_epoch = epoch;
@@ -341,7 +345,7 @@ void Model::PortKick(uint32_t port) {
     r_.control_link_peak_pct = std::max(r_.control_link_peak_pct,
                                         Pct(p.ctl_in_epoch, p.bps, EpochNs()));
   }
-  const uint64_t ser = SerNs(pkts_[*id].bytes, p.bps);
+  const uint64_t ser = SerNs(pk.bytes, p.bps);
   At(now_ + ser, Ev::kTxDone, port);
   At(now_ + ser + c_.prop_ns, Ev::kArrive, p.to, *id);
 }
