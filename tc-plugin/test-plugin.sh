@@ -50,11 +50,9 @@ IFINDEX=$(cat /sys/class/net/$DEV/ifindex)
 
 # ---- netlink helper: encodes dumps, decodes captured requests ----
 cat >"$W/nl.py" <<'PYEOF'
-import json, re, struct, sys
+import contextlib, io, json, re, struct, sys
 
 HDR = sys.argv[1]
-cmd = sys.argv[2]
-args = sys.argv[3:]
 
 NLA_F_NESTED = 0x8000
 RTM_NEWQDISC, RTM_NEWTCLASS = 36, 40
@@ -239,64 +237,104 @@ def text_xstats(path):
         d[k] = v
     return d
 
-if cmd == 'mkdump':
-    mkdump(args[0], args[1])
-elif cmd == 'const':
-    print(consts[args[0]])
-elif cmd == 'xsize':
-    # args: struct, field: its offset ('' for the struct's size)
-    n = 0
-    for t, f, count in struct_fields(args[0]):
-        if f == args[1]:
-            break
-        n += (4 if t == 'u32' else 8) * (count or 1)
-    print(n)
-elif cmd == 'check-enc':
+def run(cmd, args):
+    if cmd == 'mkdump':
+        mkdump(args[0], args[1])
+    elif cmd == 'const':
+        print(consts[args[0]])
+    elif cmd == 'xsize':
+        # args: struct, field: its offset ('' for the struct's size)
+        n = 0
+        for t, f, count in struct_fields(args[0]):
+            if f == args[1]:
+                break
+            n += (4 if t == 'u32' else 8) * (count or 1)
+        print(n)
+    elif cmd == 'check-enc':
+        try:
+            got = decode(args[0])
+        except (ValueError, struct.error) as e:
+            fail(str(e))
+        exp = parse_expect(args[1])
+        if got != exp:
+            fail('got %s, expected %s' % (got, exp))
+    elif cmd == 'same-opts':
+        # args: a dump file, a capture file
+        try:
+            a, b = decode(args[0], False), decode(args[1])
+        except (ValueError, struct.error) as e:
+            fail(str(e))
+        if a != b:
+            fail('%s != %s' % (a, b))
+    elif cmd == 'check-json-opts':
+        got = parq_qdisc(args[0]).get('options')
+        exp = json.loads(args[1])
+        if got != exp:
+            fail('options %s, expected %s' % (got, exp))
+    elif cmd == 'check-xstats':
+        # args: text output, json output, expected {key: value} in JSON,
+        # [{key: text} where the text output differs from str(value)]
+        exp = json.loads(args[2])
+        texp = {k: str(v) for k, v in exp.items()}
+        texp.update(json.loads(args[3]) if len(args) > 3 else {})
+        texp = {k: v for k, v in texp.items() if v is not None}  # JSON only
+        t = text_xstats(args[0])
+        if t != texp:
+            fail('text xstats %s, expected %s' % (t, texp))
+        q = parq_qdisc(args[1])
+        j = {k: q[k] for k in exp if k in q}
+        if j != exp:
+            fail('json xstats %s, expected %s' % (j, exp))
+        known = ({n for _, n, _ in XSTATS + CXSTATS} |
+                 {'xstats_version', 'lateness_mean', 'throttled'} |
+                 {c + '_sojourn_' + k for c in ('parallel', 'local')
+                  for k in ('pkts', 'mean', 'hist')})
+        extra = [k for k in q if k in known and k not in exp]
+        if extra:
+            fail('json has unexpected %s' % extra)
+    else:
+        fail('unknown command ' + cmd)
+
+# One process answers every request (a Python start costs a third of a
+# second on some hosts, and the tests make hundreds): a request is a line,
+# its words separated by US (0x1f); the answer is what the command
+# printed, then RS (0x1e) and its exit status on a line of their own.
+for line in sys.stdin:
+    words = line.rstrip('\n').split('\x1f')
+    out = io.StringIO()
     try:
-        got = decode(args[0])
-    except (ValueError, struct.error) as e:
-        fail(str(e))
-    exp = parse_expect(args[1])
-    if got != exp:
-        fail('got %s, expected %s' % (got, exp))
-elif cmd == 'same-opts':
-    # args: a dump file, a capture file
-    try:
-        a, b = decode(args[0], False), decode(args[1])
-    except (ValueError, struct.error) as e:
-        fail(str(e))
-    if a != b:
-        fail('%s != %s' % (a, b))
-elif cmd == 'check-json-opts':
-    got = parq_qdisc(args[0]).get('options')
-    exp = json.loads(args[1])
-    if got != exp:
-        fail('options %s, expected %s' % (got, exp))
-elif cmd == 'check-xstats':
-    # args: text output, json output, expected {key: value} in JSON,
-    # [{key: text} where the text output differs from str(value)]
-    exp = json.loads(args[2])
-    texp = {k: str(v) for k, v in exp.items()}
-    texp.update(json.loads(args[3]) if len(args) > 3 else {})
-    texp = {k: v for k, v in texp.items() if v is not None}  # JSON only
-    t = text_xstats(args[0])
-    if t != texp:
-        fail('text xstats %s, expected %s' % (t, texp))
-    q = parq_qdisc(args[1])
-    j = {k: q[k] for k in exp if k in q}
-    if j != exp:
-        fail('json xstats %s, expected %s' % (j, exp))
-    known = ({n for _, n, _ in XSTATS + CXSTATS} |
-             {'xstats_version', 'lateness_mean', 'throttled'} |
-             {c + '_sojourn_' + k for c in ('parallel', 'local')
-              for k in ('pkts', 'mean', 'hist')})
-    extra = [k for k in q if k in known and k not in exp]
-    if extra:
-        fail('json has unexpected %s' % extra)
-else:
-    fail('unknown command ' + cmd)
+        with contextlib.redirect_stdout(out):
+            run(words[0], words[1:])
+        rc = 0
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else 1
+    except Exception as e:  # a broken helper fails the test that asked
+        out.write('nl.py: %s: %r\n' % (words[0], e))
+        rc = 2
+    sys.stdout.write(out.getvalue() + '\x1e%d\n' % rc)
+    sys.stdout.flush()
 PYEOF
-nl() { python3 "$W/nl.py" "$HDR" "$@"; }
+# nl CMD ARGS...: one request to the helper (started once, below); prints
+# its output, returns its status.  The answer is read on fixed
+# descriptors: a command substitution's subshell inherits those, where a
+# coprocess's own are closed in it.
+coproc NLPY { python3 "$W/nl.py" "$HDR"; }
+exec 7>&"${NLPY[1]}" 8<&"${NLPY[0]}"
+nl() {
+	local IFS=$'\x1f' line out= rc=
+	case "$*" in *$'\n'*) echo "nl: a newline in a request" >&2; return 2 ;; esac
+	printf '%s\n' "$*" >&7
+	while IFS= read -r line <&8; do
+		if [[ $line == $'\x1e'* ]]; then
+			rc=${line#$'\x1e'}
+			break
+		fi
+		out+=$line$'\n'
+	done
+	printf '%s' "$out"
+	[ -n "$rc" ] || { echo "nl: the helper ended" >&2; return 2; }
+	return "$rc"
+}
 
 # ---- KTAP bookkeeping (results are printed at the end, after the plan) ----
 RESULTS=()
