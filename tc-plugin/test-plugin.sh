@@ -307,7 +307,11 @@ for line in sys.stdin:
             run(words[0], words[1:])
         rc = 0
     except SystemExit as e:
-        rc = e.code if isinstance(e.code, int) else 1
+        if isinstance(e.code, int):
+            rc = e.code
+        else:
+            out.write('%s\n' % e.code)
+            rc = 1
     except Exception as e:  # a broken helper fails the test that asked
         out.write('nl.py: %s: %r\n' % (words[0], e))
         rc = 2
@@ -320,10 +324,13 @@ PYEOF
 # coprocess's own are closed in it.
 coproc NLPY { python3 "$W/nl.py" "$HDR"; }
 exec 7>&"${NLPY[1]}" 8<&"${NLPY[0]}"
+# A helper that died fails the request that finds it so (EPIPE), not the
+# whole script (SIGPIPE); at exit its input closes and it ends.
+trap 'exec 7>&- 8<&-; rm -rf "$W"' EXIT
 nl() {
 	local IFS=$'\x1f' line out= rc=
 	case "$*" in *$'\n'*) echo "nl: a newline in a request" >&2; return 2 ;; esac
-	printf '%s\n' "$*" >&7
+	printf '%s\n' "$*" >&7 || { echo "nl: the helper is gone" >&2; return 2; }
 	while IFS= read -r line <&8; do
 		if [[ $line == $'\x1e'* ]]; then
 			rc=${line#$'\x1e'}
@@ -332,9 +339,14 @@ nl() {
 		out+=$line$'\n'
 	done
 	printf '%s' "$out"
-	[ -n "$rc" ] || { echo "nl: the helper ended" >&2; return 2; }
+	[ -n "$rc" ] || { echo "nl: no answer from the helper" >&2; return 2; }
 	return "$rc"
 }
+if ! nl const __TCA_PARQ_MAX >/dev/null; then
+	echo "TAP version 13"
+	echo "Bail out! the netlink helper does not answer (nl.py: see above)"
+	exit 1
+fi
 
 # ---- KTAP bookkeeping (results are printed at the end, after the plan) ----
 RESULTS=()
