@@ -445,8 +445,9 @@ deps:
 # tree, the rest from the release tree, as operators build it (make
 # tools): under QEMU/TCG a sanitized binary takes about 0.5 s longer to
 # start, 40 % of the time of a test that runs parqctl often.  parqd's
-# admission role runs sanitized in ctest, against a real etcd.  On 6.12
-# and under the debug kernel, the sanitized tree.
+# admission role runs sanitized in ctest, against a real etcd and a model
+# of the qdisc; against sch_parq (parq_cluster) only in a plain make
+# selftest.  On 6.12 and under the debug kernel, the sanitized tree.
 # make check-debug runs it all under the debug kernel in full.  libFuzzer
 # gets 30 s.  All this for a budget of 60 minutes on a 2-core host, which
 # it now exceeds by a few (Documentation/development.md has each phase's
