@@ -449,10 +449,9 @@ deps:
 # of the qdisc; against sch_parq (parq_cluster) only in a plain make
 # selftest.  On 6.12 and under the debug kernel, the sanitized tree.
 # make check-debug runs it all under the debug kernel in full.  libFuzzer
-# gets 30 s.  All this for a budget of 60 minutes on a 2-core host, which
-# it now exceeds by a few (Documentation/development.md has each phase's
-# time and where it goes); each phase prints its time
-# ("check: ... s").
+# gets 30 s.  All this within a budget of 60 minutes on a 2-core host
+# (56 min here: Documentation/development.md has each phase's time
+# and where it goes); each phase prints its time ("check: ... s").
 CHECK_61_EXCEPT := parq_stress parq_nlfuzz
 CHECK_61_ASAN := parq_receiver
 CHECK_612_EXCEPT := parq_receiver parq_parqd parq_experiments parq_demo \
