@@ -315,7 +315,12 @@ for line in sys.stdin:
     except Exception as e:  # a broken helper fails the test that asked
         out.write('nl.py: %s: %r\n' % (words[0], e))
         rc = 2
-    sys.stdout.write(out.getvalue() + '\x1e%d\n' % rc)
+    # The answer ends on a line of its own, and no line of it can pass
+    # for that end.
+    answer = out.getvalue().replace('\x1e', '\\x1e')
+    if answer and not answer.endswith('\n'):
+        answer += '\n'
+    sys.stdout.write(answer + '\x1e%d\n' % rc)
     sys.stdout.flush()
 PYEOF
 # nl CMD ARGS...: one request to the helper (started once, below); prints
