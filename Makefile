@@ -191,14 +191,15 @@ tools:
 # parqd) asks the kernel for a free port, which another test could take
 # before the server binds it: unlikely, and a failure, never a false pass.
 unit: userspace kmod-unit
-	ctest --test-dir $(USERSPACE) --output-on-failure -j2
-	@$(call CTEST_SKIPPED,$(USERSPACE))
+	$(call CTEST,$(USERSPACE))
 
-# The cases that skipped (GTEST_SKIP: not root, no IPv6, no python3),
-# named: ctest counts an executable, whose cases it does not see.
-CTEST_SKIPPED = grep -h '^\[  SKIPPED \] [A-Za-z]' \
-	$(1)/Testing/Temporary/LastTest.log 2>/dev/null | sed 's/ (.*//' | \
-	sort -u | sed 's/^\[  SKIPPED \]/ctest: skipped:/' || true
+# ctest on the tree $(1), then the cases that skipped (GTEST_SKIP: not
+# root, no IPv6, no python3), named: ctest counts an executable, whose
+# cases it does not see.
+CTEST = ctest --test-dir $(1) --output-on-failure -j2 && \
+	{ grep -h '^\[  SKIPPED \] [A-Za-z]' \
+	$(1)/Testing/Temporary/LastTest.log | sed 's/ (.*//' | sort -u | \
+	sed 's/^\[  SKIPPED \]/ctest: skipped:/' || true; }
 
 # The kernel glue's unit tests (kmod/tests): sch_parq's files compiled in
 # user space against 6.1's headers, whose API the mock of the kernel
@@ -238,8 +239,7 @@ unit-quick: kmod-unit
 	cmake -S userspace -B $(QUICK) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DPARQ_BUILD_TESTS=ON -DPARQ_SANITIZE=OFF -DPARQ_WERROR=ON >/dev/null
 	cmake --build $(QUICK) -j2
-	ctest --test-dir $(QUICK) --output-on-failure -j2
-	@$(call CTEST_SKIPPED,$(QUICK))
+	$(call CTEST,$(QUICK))
 
 # One C++ style for userspace/: its .clang-format (layout) and .clang-tidy
 # (bugs, needless copies, Google's naming), both in make check.  make format

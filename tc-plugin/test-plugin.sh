@@ -329,9 +329,8 @@ PYEOF
 # coprocess's own are closed in it.
 coproc NLPY { python3 "$W/nl.py" "$HDR"; }
 exec 7>&"${NLPY[1]}" 8<&"${NLPY[0]}"
-# A helper that died fails the request that finds it so (EPIPE), not the
-# whole script (SIGPIPE); at exit its input closes and it ends.
-trap 'exec 7>&- 8<&-; rm -rf "$W"' EXIT
+# A helper that died fails the request that finds it so; when the script
+# ends, the helper's input closes and it ends too.
 nl() {
 	local IFS=$'\x1f' line out= rc=
 	case "$*" in *$'\n'*) echo "nl: a newline in a request" >&2; return 2 ;; esac
