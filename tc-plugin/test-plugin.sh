@@ -50,7 +50,7 @@ IFINDEX=$(cat /sys/class/net/$DEV/ifindex)
 
 # ---- netlink helper: encodes dumps, decodes captured requests ----
 cat >"$W/nl.py" <<'PYEOF'
-import contextlib, io, json, re, struct, sys
+import contextlib, io, json, os, re, struct, sys
 
 HDR = sys.argv[1]
 
@@ -239,6 +239,9 @@ def text_xstats(path):
 
 def run(cmd, args):
     if cmd == 'mkdump':
+        # A dump that fails leaves none behind for the next check to read.
+        if os.path.exists(args[0]):
+            os.unlink(args[0])
         mkdump(args[0], args[1])
     elif cmd == 'const':
         print(consts[args[0]])
@@ -307,8 +310,8 @@ for line in sys.stdin:
             run(words[0], words[1:])
         rc = 0
     except SystemExit as e:
-        if isinstance(e.code, int):
-            rc = e.code
+        if e.code is None or isinstance(e.code, int):
+            rc = e.code or 0
         else:
             out.write('%s\n' % e.code)
             rc = 1
@@ -334,7 +337,9 @@ exec 7>&"${NLPY[1]}" 8<&"${NLPY[0]}"
 nl() {
 	local IFS=$'\x1f' line out= rc=
 	case "$*" in *$'\n'*) echo "nl: a newline in a request" >&2; return 2 ;; esac
-	printf '%s\n' "$*" >&7 || { echo "nl: the helper is gone" >&2; return 2; }
+	# In a subshell: a write to a helper that died kills that, not us.
+	( printf '%s\n' "$*" >&7 ) 2>/dev/null ||
+		{ echo "nl: the helper is gone" >&2; return 2; }
 	while IFS= read -r line <&8; do
 		if [[ $line == $'\x1e'* ]]; then
 			rc=${line#$'\x1e'}
