@@ -447,7 +447,8 @@ deps:
 # start, 40 % of the time of a test that runs parqctl often.  parqd's
 # admission role runs sanitized in ctest, against a real etcd and a model
 # of the qdisc; against sch_parq (parq_cluster) only in a plain make
-# selftest.  On 6.12 and under the debug kernel, the sanitized tree.
+# selftest.  parq_parqd runs against the packages' build (DEB_TESTS).
+# On 6.12 and under the debug kernel, the sanitized tree.
 # make check-debug runs it all under the debug kernel in full.  libFuzzer
 # gets 30 s.  All this within a budget of 60 minutes on a 2-core host
 # (56 min here: Documentation/development.md has each phase's time
